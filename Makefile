@@ -1,0 +1,33 @@
+# orch: the two fresh-machine commands are `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+ORCH := $(VENV)/bin/orch
+COMMIT ?= 0c1e57098
+BACKEND ?= auto
+CUDA_ARCH ?=
+
+.PHONY: install build test test-unit demo clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed  ## create .venv with orch and its test extra
+
+build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] [CUDA_ARCH=86]
+	$(ORCH) build $(COMMIT) --backend $(BACKEND) $(if $(CUDA_ARCH),--cuda-arch '$(CUDA_ARCH)')
+
+test: install  ## the whole suite, integration tests with real llama.cpp builds included
+	$(VENV)/bin/pytest -ra
+
+demo: build  ## the main job on the default commit (today: the build stage; recipes come next)
+	$(ORCH) builds
+	$(ORCH) mirror list
+
+test-unit: install  ## only the tests that need no llama.cpp build
+	$(VENV)/bin/pytest -ra -m 'not integration'
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,0 +1,23 @@
+"""Where orch keeps things, each overridable by an environment variable."""
+
+import os
+from pathlib import Path
+
+DEFAULT_UPSTREAM = "https://github.com/ggml-org/llama.cpp.git"
+
+
+def builds_root() -> Path:
+    return Path(os.environ.get("ORCH_BUILDS_DIR", "builds")).absolute()
+
+
+def mirror_dir() -> Path:
+    env = os.environ.get("ORCH_SOURCE_DIR")
+    return Path(env).absolute() if env else builds_root() / "src.git"
+
+
+def upstream_remote() -> str:
+    return os.environ.get("ORCH_LLAMA_REPO", DEFAULT_UPSTREAM)
+
+
+def db_path() -> Path:
+    return Path(os.environ.get("ORCH_DB", "results.duckdb")).absolute()

@@ -1,0 +1,132 @@
+"""The only place orch starts processes.
+
+Every child gets its own process group (a new session), so a timeout, an error or Ctrl-C can kill the
+child and everything it spawned, and a terminal's Ctrl-C reaches orch alone, which then cleans up.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from .errors import MissingTool
+
+KILL_GRACE_S = 3.0
+
+
+@dataclass
+class ProcResult:
+    argv: list[str]
+    returncode: int | None  # exit status; None when a signal ended the process
+    signal: int | None
+    timed_out: bool
+    wall_s: float
+    stdout: str = ""  # only with capture=True
+    stderr: str = ""
+    log_paths: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def describe(self) -> str:
+        if self.timed_out:
+            return f"timed out after {self.wall_s:.0f}s"
+        if self.signal is not None:
+            return f"killed by {signal.Signals(self.signal).name}"
+        return f"exit status {self.returncode}"
+
+
+def kill_tree(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
+    """SIGTERM the child's process group and any descendant that left it, then SIGKILL what remains."""
+    try:
+        stray = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        stray = []
+    _signal_group(proc.pid, signal.SIGTERM)
+    for p in stray:
+        _signal_quietly(p, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    for p in stray:
+        _signal_quietly(p, signal.SIGKILL)
+    proc.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_quietly(p: psutil.Process, sig: int) -> None:
+    try:
+        p.send_signal(sig)
+    except psutil.Error:
+        pass
+
+
+def run(
+    argv: list[str],
+    *,
+    log: Path | None = None,
+    capture: bool = False,
+    timeout: float | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> ProcResult:
+    """Run argv to completion. `log` appends stdout and stderr to one file; `capture` returns them as text."""
+    argv = [str(a) for a in argv]
+    out_file = open(log, "ab") if log else None
+    if capture:
+        stdout, stderr = subprocess.PIPE, subprocess.PIPE
+    elif out_file:
+        stdout, stderr = out_file, subprocess.STDOUT
+    else:
+        stdout, stderr = subprocess.DEVNULL, subprocess.DEVNULL
+    start = time.monotonic()
+    try:
+        try:
+            child = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                cwd=cwd, env=env, start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None
+        timed_out = False
+        out = err = b""
+        try:
+            if capture:
+                out, err = child.communicate(timeout=timeout)
+            else:
+                child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_tree(child)
+        except BaseException:  # Ctrl-C or any error: leave nothing running
+            kill_tree(child)
+            raise
+    finally:
+        if out_file:
+            out_file.close()
+    code = child.returncode
+    return ProcResult(
+        argv=argv,
+        returncode=code if code is not None and code >= 0 else None,
+        signal=-code if code is not None and code < 0 else None,
+        timed_out=timed_out,
+        wall_s=time.monotonic() - start,
+        stdout=(out or b"").decode(errors="replace"),
+        stderr=(err or b"").decode(errors="replace"),
+        log_paths=[log] if log else [],
+    )

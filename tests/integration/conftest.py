@@ -1,0 +1,46 @@
+"""One real CPU build of llama.cpp per machine, shared by every integration test and every test run.
+
+It lives outside the checkout ($ORCH_TEST_CACHE, default ~/.cache/orch-test) so a fresh clone reuses it;
+a cold machine makes it once (sdist download from PyPI, then about 10-20 minutes of compiling on 2 cores).
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+COMMIT = "0c1e57098"  # llama-cpp-python 0.3.36
+CACHE = Path(os.environ.get("ORCH_TEST_CACHE", Path.home() / ".cache" / "orch-test"))
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def cache_env(tmp_path_factory):
+    """Environment for orch: shared build cache, a per-session database, no reachable upstream."""
+    session = tmp_path_factory.mktemp("orch")
+    env = {**os.environ, "ORCH_BUILDS_DIR": str(CACHE / "builds"), "ORCH_DB": str(session / "results.duckdb"),
+           # Deterministic offline resolution: the GitHub remote is replaced by a path that does not exist.
+           "ORCH_LLAMA_REPO": str(session / "no-upstream")}
+    env.pop("ORCH_SOURCE_DIR", None)
+    return env
+
+
+def run_orch(orch_exe, *args, env, timeout=3600):
+    return subprocess.run([orch_exe, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def real_build(orch_exe, cache_env):
+    """The build.json of the CPU build of COMMIT, made once per machine."""
+    import json
+
+    res = run_orch(orch_exe, "build", COMMIT, "--backend", "cpu", env=cache_env)
+    assert res.returncode == 0, res.stderr
+    bin_dir = Path(res.stdout.strip())
+    return json.loads((bin_dir.parent / "build.json").read_text())
