@@ -130,14 +130,20 @@ def _step(what: str, argv: list[str], log: Path, env: dict, bdir: Path) -> None:
         f.write(f"$ {' '.join(argv)}\n")
     res = proc.run(argv, log=log, env=env)
     if not res.ok:
-        raise BuildFailed(f"{what} failed for {bdir.name} ({res.describe()}): {_last_error(log)}; full log: {log}")
+        raise BuildFailed(f"{what} failed for {bdir.name} ({res.describe()}): {_first_error(log)}; full log: {log}")
 
 
-def _last_error(log: Path) -> str:
+def _first_error(log: Path) -> str:
+    """The line that says why: a CMake error with its explanation, else the compiler's first error."""
     lines = log.read_text(errors="replace").splitlines()
-    for line in reversed(lines):
-        if re.search(r"error|Error|FAILED", line):
-            return line.strip()[:200]
+    for i, line in enumerate(lines):
+        if line.startswith("CMake Error"):
+            detail = [ln.strip() for ln in lines[i + 1:i + 8] if ln.strip()][:3]
+            return " ".join([line.strip(), *detail])[:300]
+    for pattern in (r": error:", r"^FAILED:", r"\berror\b"):
+        for line in lines:
+            if re.search(pattern, line) and not line.startswith("$ "):
+                return line.strip()[:300]
     return "no error line found"
 
 
