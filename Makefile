@@ -22,9 +22,12 @@ build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] 
 test: install  ## the whole suite, integration tests with real llama.cpp builds included
 	$(VENV)/bin/pytest -ra
 
-demo: build  ## the main job on the default commit (today: the build stage; recipes come next)
-	$(ORCH) builds
-	$(ORCH) mirror list
+demo: build  ## the main job: build, tiny models, recipes A and B, a table read back from DuckDB
+	$(ORCH) models tiny
+	$(ORCH) run recipes/recipe_a.j2 --build $(COMMIT) --vars recipes/tiny.toml
+	$(ORCH) run recipes/recipe_b.j2 --build $(COMMIT) --vars recipes/tiny.toml
+	@echo; echo "== recipes A and B on the tiny models, from results.duckdb =="
+	$(ORCH) summary --last 2
 
 test-unit: install  ## only the tests that need no llama.cpp build
 	$(VENV)/bin/pytest -ra -m 'not integration'

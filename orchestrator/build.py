@@ -122,7 +122,7 @@ def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, 
     info["targets"] = targets
     _step("compile", buildopts.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
     info.update(_compiler(bdir))
-    info["binaries"] = [_probe(bdir, name, request.upstream_commit) for name in targets]
+    info["binaries"] = _probe_all(bdir, targets, request.upstream_commit)
 
 
 def _step(what: str, argv: list[str], log: Path, env: dict, bdir: Path) -> None:
@@ -147,8 +147,19 @@ def _first_error(log: Path) -> str:
     return "no error line found"
 
 
-def _probe(bdir: Path, name: str, upstream: str) -> dict:
-    """sha256, --version and --help of one binary, saved under probe/ and checked to name the commit."""
+def _probe_all(bdir: Path, targets: list[str], upstream: str) -> list[dict]:
+    """Probe every binary; the build counts only if one names the upstream commit and none names another."""
+    binaries = [_probe(bdir, name) for name in targets]
+    reported = {b["reported_commit"] for b in binaries if b["reported_commit"]}
+    wrong = sorted(c for c in reported if not upstream.startswith(c))
+    if wrong or not reported:
+        raise ProbeFailed(f"the binaries in {bdir / 'bin'} report commit {', '.join(wrong) or 'none'}, not the "
+                          f"upstream commit {upstream[:9]}; the build cannot be identified: report this to orch")
+    return binaries
+
+
+def _probe(bdir: Path, name: str) -> dict:
+    """sha256, --version and --help of one binary, saved under probe/."""
     exe = bdir / "bin" / name
     if not exe.exists():
         raise ProbeFailed(f"{name} was not produced in {exe.parent}; see {bdir / LOG}")
@@ -156,14 +167,14 @@ def _probe(bdir: Path, name: str, upstream: str) -> dict:
     probe_dir.mkdir(exist_ok=True)
     version = proc.run([str(exe), "--version"], capture=True, timeout=PROBE_TIMEOUT_S)
     version_text = (version.stdout + version.stderr).strip()
+    parsed = buildopts.parse_version(version_text) if version.ok else buildopts.parse_version("")
     if not version.ok:
-        raise ProbeFailed(f"{exe} --version failed ({version.describe()}): {version_text[-200:]}")
-    parsed = buildopts.parse_version(version_text)
-    if not parsed["commit"] or not upstream.startswith(parsed["commit"]):
-        raise ProbeFailed(f"{exe} --version reports commit {parsed['commit']}, not the upstream commit "
-                          f"{upstream[:9]}; the build cannot be identified: report this to orch")
+        # llama-bench learned --version only in September 2026: older ones print usage and exit 1.
+        version_text = f"(--version not supported: {version.describe()})"
     helped = proc.run([str(exe), "--help"], capture=True, timeout=PROBE_TIMEOUT_S)
     help_text = helped.stdout + helped.stderr
+    if helped.signal is not None or helped.timed_out:
+        raise ProbeFailed(f"{exe} --help failed ({helped.describe()}); the binary does not run here")
     (probe_dir / f"{name}.version.txt").write_text(version_text + "\n")
     (probe_dir / f"{name}.help.txt").write_text(help_text)
     return {"name": name, "path": str(exe), "sha256": _sha256(exe), "version_text": version_text,

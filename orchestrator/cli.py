@@ -55,7 +55,9 @@ db_option = click.option("--db", type=click.Path(dir_okay=False, path_type=Path)
               help="Git remote URL or path to fetch from (default: $ORCH_LLAMA_REPO or upstream GitHub).")
 @db_option
 def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
-    """Build llama.cpp at COMMIT (sha, prefix, tag or branch), cached.
+    """Build llama.cpp at COMMIT (cached).
+
+    COMMIT is a full or abbreviated sha, a tag or a branch.
 
     Example: orch build 0c1e57098 --backend cpu
     """
@@ -94,7 +96,9 @@ def mirror_group():
 @mirror_group.command("sdist")
 @click.argument("versions", nargs=-1, required=True)
 def mirror_sdist(versions):
-    """Import the llama.cpp commit of llama-cpp-python VERSION sdists from PyPI.
+    """Import llama.cpp from llama-cpp-python sdists.
+
+    Brings the llama.cpp commit each VERSION vendors into the mirror, from PyPI through pip.
 
     Example: orch mirror sdist 0.3.36 0.3.20
     """
@@ -108,7 +112,7 @@ def mirror_sdist(versions):
 @mirror_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def mirror_list(as_json):
-    """Show the commits the mirror holds and where each came from.
+    """Show mirror commits and where they came from.
 
     Example: orch mirror list
     """
@@ -123,3 +127,237 @@ def mirror_list(as_json):
         click.echo(f"mirror {mirror.path} is empty; run `orch mirror sdist VERSION` or `orch build COMMIT`")
     for row in rows:
         click.echo(f"{row['commit'][:12]}  {row['date'][:10]}  {', '.join(row['refs']) or '-':<28} {row['source']}")
+
+
+def _open_db(db):
+    from . import store
+
+    return store.connect(db or config.db_path())
+
+
+@main.command("run")
+@click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
+@click.option("--build", "build_ref", default=None, help="Build to use: commit prefix or build name (default: newest).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
+@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
+@click.option("-r", "--repeat", type=click.IntRange(min=1), default=None, help="Repeats per arm (default: recipe's).")
+@click.option("-t", "--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
+              help="Seconds before a run is killed.")
+@click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
+@click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
+@db_option
+def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, dry_run, no_dialect, db):
+    """Run a recipe's arms on a build and store them.
+
+    Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
+    arm x repeat under supervision and stores runs, metrics and raw logs.
+
+    Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
+    """
+    from . import recipe, runner, summary, tables
+    from .build import find_build
+
+    build = find_build(build_ref)
+    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
+                                                                           "name")}}
+    plan = recipe.load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat)
+    prepared = runner.prepare(plan, build, translate=not no_dialect)
+    if dry_run:
+        click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
+        click.echo("\n".join(runner.dry_run_lines(prepared)))
+        return
+    con = _open_db(db)
+    try:
+        runner.run_plan(plan, build, prepared, con, timeout=timeout, orch_argv=sys.argv,
+                        echo=lambda line: click.echo(line, err=True))
+    finally:
+        # The sweep just stored, complete or not: run_plan records it before the first run.
+        click.echo(tables.render(summary.arm_rows(con, summary.last_sweeps(con, 1))))
+        con.close()
+
+
+RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "status", "failure_class", "build_name", "decode_tps",
+               "acceptance", "n_drafted", "n_accepted", "wall_s"]
+
+
+@main.command("runs")
+@click.option("-n", "--last", type=int, default=20, show_default=True, help="How many of the newest runs.")
+@click.option("--json", "as_json", is_flag=True, help="JSON objects with every canonical metric.")
+@db_option
+def runs_command(last, as_json, db):
+    """List stored runs, newest last.
+
+    Example: orch runs --last 10 --json
+    """
+    from . import store, tables
+    from .store import METRIC_COLUMNS
+
+    con = _open_db(db)
+    metric_cols = ", ".join(f"m.{c}" for c in METRIC_COLUMNS)
+    rows = store.rows_as_dicts(con.execute(f"""
+        SELECT * FROM (
+            SELECT r.id AS run_id, r.sweep_id, r.arm, r.is_baseline, r.repeat_index, r.mode, r.status,
+                   r.failure_class, r.failure_detail, s.build_name, s.upstream_commit, s.recipe_path, r.wall_s,
+                   r.peak_rss_bytes, r.cpu_s, m.draft_per_generated, {metric_cols}
+            FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+            ORDER BY r.id DESC LIMIT ?) ORDER BY run_id""", [last]))
+    for row in rows:
+        if isinstance(row.get("accept_rate_per_pos"), str):
+            row["accept_rate_per_pos"] = json.loads(row["accept_rate_per_pos"])
+    click.echo(tables.render(rows, "json") if as_json else tables.render(rows, "table", RUN_COLUMNS))
+
+
+@main.command("show")
+@click.argument("run_id", type=int)
+@click.option("--logs/--no-logs", default=True, show_default=True, help="Print the raw stdout and stderr too.")
+@db_option
+def show_command(run_id, logs, db):
+    """Show one run: argv, status, metrics, logs.
+
+    Example: orch show 12 --no-logs
+    """
+    from . import store
+    from .errors import OrchError
+
+    con = _open_db(db)
+    rows = store.rows_as_dicts(con.execute("SELECT * FROM runs WHERE id = ?", [run_id]))
+    if not rows:
+        raise OrchError(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
+    run = rows[0]
+    for key, value in run.items():
+        click.echo(f"{key:>16}: {value}")
+    metrics = store.rows_as_dicts(con.execute("SELECT * FROM metrics WHERE run_id = ?", [run_id]))
+    for key, value in (metrics[0] if metrics else {}).items():
+        if value is not None and key != "run_id":
+            click.echo(f"{key:>16}: {value}")
+    if logs:
+        for stream, text in store.read_logs(con, run_id).items():
+            click.echo(f"----- {stream} ({len(text)} chars) -----\n{text}")
+
+
+@main.command("query")
+@click.argument("sql")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@db_option
+def query_command(sql, fmt, db):
+    """Run SQL against the results database.
+
+    Example: orch query "SELECT arm, avg(decode_tps) FROM run_summary GROUP BY arm"
+    """
+    import duckdb
+
+    from . import store, tables
+    from .errors import OrchError
+
+    con = _open_db(db)
+    try:
+        rows = store.rows_as_dicts(con.execute(sql))
+    except duckdb.Error as exc:
+        raise OrchError(f"query failed: {str(exc).splitlines()[0]}; tables: builds, binaries, models, sweeps, "
+                        f"runs, metrics, run_logs; view: run_summary") from None
+    click.echo(tables.render(rows, fmt))
+
+
+@main.command("summary")
+@click.argument("sweeps", nargs=-1, type=int)
+@click.option("-n", "--last", type=int, default=1, show_default=True, help="Summarise the newest N sweeps.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@db_option
+def summary_command(sweeps, last, fmt, db):
+    """Per-arm speed, acceptance, speedup vs baseline.
+
+    Example: orch summary --last 2
+    """
+    from . import summary, tables
+
+    con = _open_db(db)
+    ids = list(sweeps) or summary.last_sweeps(con, last)
+    click.echo(tables.render(summary.arm_rows(con, ids), fmt))
+
+
+@main.command("reparse")
+@db_option
+def reparse_command(db):
+    """Re-derive stored metrics from the raw logs.
+
+    Every stored run is parsed again with the current parsers.
+
+    Example: orch reparse
+    """
+    from . import parse, store
+
+    con = _open_db(db)
+    ids = [r[0] for r in con.execute("SELECT DISTINCT run_id FROM run_logs ORDER BY run_id").fetchall()]
+    for run_id in ids:
+        logs = store.read_logs(con, run_id)
+        store.save_metrics(con, run_id, parse.parse_text(logs.get("stderr", "") + "\n" + logs.get("stdout", "")))
+    click.echo(f"re-parsed {len(ids)} runs")
+
+
+@main.command("parse")
+@click.argument("logfiles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def parse_command(logfiles, as_json):
+    """Parse saved llama.cpp logs and print the metrics.
+
+    LOGFILES may be stdout, stderr or both (concatenated in the order given).
+
+    Example: orch parse run.stderr run.stdout --json
+    """
+    from . import parse
+
+    parsed = parse.parse_text("\n".join(p.read_text(errors="replace") for p in logfiles))
+    if as_json:
+        click.echo(json.dumps(parsed.to_dict(), indent=2, default=str))
+        return
+    for key, value in parsed.metrics.items():
+        click.echo(f"{key:>20}: {value}")
+    if parsed.version:
+        click.echo(f"{'version':>20}: {parsed.version}")
+
+
+@main.group("models")
+def models_group():
+    """Make and inspect GGUF models."""
+
+
+@models_group.command("tiny")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder (default: $ORCH_MODELS or ./models).")
+@click.option("--build", "build_ref", default=None, help="Build whose source tree provides the vocabularies.")
+def models_tiny(out, build_ref):
+    """Write tiny target/draft GGUF models.
+
+    Also a draft with another vocabulary, for mismatch tests.
+
+    Example: orch models tiny --out models
+    """
+    from . import recipe, tiny
+    from .build import find_build
+
+    build = find_build(build_ref)
+    paths = tiny.make_tiny_models(out or recipe.models_dir(), tiny.find_vocab_dir(Path(build["src_dir"])))
+    for role, path in paths.items():
+        click.echo(f"{role}\t{path}")
+
+
+@models_group.command("inspect")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def models_inspect(path, as_json):
+    """Print a GGUF file's metadata.
+
+    Architecture, parameters, file type, vocabulary type and size, bos/eos.
+
+    Example: orch models inspect models/tiny-target.gguf
+    """
+    from . import gguf_info
+
+    info = gguf_info.inspect(path).to_dict()
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    for key, value in info.items():
+        click.echo(f"{key:>18}: {value}")

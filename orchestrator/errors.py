@@ -53,3 +53,33 @@ class InvalidOption(OrchError):
     """A command-line value orch cannot use."""
 
     exit_code = 10
+
+
+class ModelError(OrchError):
+    """A model file is missing, is not a GGUF, or cannot serve in the requested role."""
+
+    exit_code = 11
+
+
+class RecipeError(OrchError):
+    """A recipe that cannot be rendered: syntax, unknown variable, bad metadata."""
+
+    exit_code = 12
+
+
+class DialectError(OrchError):
+    """A flag the build does not accept."""
+
+    exit_code = 13
+
+
+class PreflightError(OrchError):
+    """A model file missing, not GGUF, or a draft incompatible with its target."""
+
+    exit_code = 14
+
+
+class RunsFailed(OrchError):
+    """The sweep finished and is stored, but some runs failed or timed out."""
+
+    exit_code = 15

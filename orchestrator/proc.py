@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ class ProcResult:
     stdout: str = ""  # only with capture=True
     stderr: str = ""
     log_paths: list[Path] = field(default_factory=list)
+    peak_rss_bytes: int | None = None  # with monitor=True: largest summed RSS of the tree seen
+    cpu_s: float | None = None  # with monitor=True: user+system CPU of the tree
 
     @property
     def ok(self) -> bool:
@@ -76,25 +79,77 @@ def _signal_quietly(p: psutil.Process, sig: int) -> None:
         pass
 
 
+class TreeMonitor(threading.Thread):
+    """Samples the child tree's RSS and CPU time until stopped (psutil; a 50 ms grain)."""
+
+    INTERVAL_S = 0.05
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.root = psutil.Process(pid)
+        self.peak_rss = 0
+        self.cpu: dict[int, float] = {}  # last seen per pid: exited children keep their last sample
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.sample()
+            self.done.wait(self.INTERVAL_S)
+
+    def sample(self) -> None:
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return
+        rss = 0
+        for p in procs:
+            try:
+                with p.oneshot():
+                    rss += p.memory_info().rss
+                    t = p.cpu_times()
+                    self.cpu[p.pid] = t.user + t.system
+            except psutil.Error:
+                pass
+        self.peak_rss = max(self.peak_rss, rss)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
 def run(
     argv: list[str],
     *,
     log: Path | None = None,
+    stdout_path: Path | None = None,
+    stderr_path: Path | None = None,
     capture: bool = False,
     timeout: float | None = None,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
+    monitor: bool = False,
 ) -> ProcResult:
-    """Run argv to completion. `log` appends stdout and stderr to one file; `capture` returns them as text."""
+    """Run argv to completion.
+
+    `log` appends stdout and stderr to one file; `stdout_path`/`stderr_path` write them apart;
+    `capture` returns them as text; `monitor` samples peak RSS and CPU time of the process tree.
+    """
     argv = [str(a) for a in argv]
-    out_file = open(log, "ab") if log else None
+    files = []
     if capture:
         stdout, stderr = subprocess.PIPE, subprocess.PIPE
-    elif out_file:
-        stdout, stderr = out_file, subprocess.STDOUT
+    elif log:
+        stdout = open(log, "ab")
+        stderr = subprocess.STDOUT
+        files.append(stdout)
+    elif stdout_path or stderr_path:
+        stdout = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
+        stderr = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+        files += [f for f in (stdout, stderr) if f is not subprocess.DEVNULL]
     else:
         stdout, stderr = subprocess.DEVNULL, subprocess.DEVNULL
     start = time.monotonic()
+    watcher = None
     try:
         try:
             child = subprocess.Popen(
@@ -105,6 +160,9 @@ def run(
             raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None
         timed_out = False
         out = err = b""
+        if monitor:
+            watcher = TreeMonitor(child.pid)
+            watcher.start()
         try:
             if capture:
                 out, err = child.communicate(timeout=timeout)
@@ -117,8 +175,10 @@ def run(
             kill_tree(child)
             raise
     finally:
-        if out_file:
-            out_file.close()
+        if watcher:
+            watcher.stop()
+        for f in files:
+            f.close()
     code = child.returncode
     return ProcResult(
         argv=argv,
@@ -128,5 +188,7 @@ def run(
         wall_s=time.monotonic() - start,
         stdout=(out or b"").decode(errors="replace"),
         stderr=(err or b"").decode(errors="replace"),
-        log_paths=[log] if log else [],
+        log_paths=[p for p in (log, stdout_path, stderr_path) if p],
+        peak_rss_bytes=watcher.peak_rss if watcher else None,
+        cpu_s=sum(watcher.cpu.values()) if watcher else None,
     )

@@ -17,3 +17,37 @@ def test_compiler_error_beats_a_command_line_that_mentions_errors(tmp_path):
     log.write_text("$ cmake --build b\n/usr/bin/cc -Werror=implicit-int -c ggml.c\n"
                    "<command-line>: error: stray '@' in program\nninja: build stopped: subcommand failed.\n")
     assert _first_error(log) == "<command-line>: error: stray '@' in program"
+
+
+def fake_binary(bin_dir, name, version_out, version_rc=0):
+    path = bin_dir / name
+    path.write_text(f"#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version_out}' >&2; exit {version_rc}; fi\n"
+                    "echo 'usage: -m, --model FNAME'\n")
+    path.chmod(0o755)
+
+
+def test_probe_tolerates_a_binary_older_than_its_version_flag(tmp_path):
+    from orchestrator.build import _probe_all
+
+    (tmp_path / "bin").mkdir()
+    fake_binary(tmp_path / "bin", "llama-speculative-simple", "version: 1 (f49e917)")
+    fake_binary(tmp_path / "bin", "llama-bench", "error: invalid parameter for argument: --version", 1)
+    spec, bench = _probe_all(tmp_path, ["llama-speculative-simple", "llama-bench"], "f49e9178767d" + "0" * 28)
+    assert spec["reported_commit"] == "f49e917" and spec["build_number"] == 1
+    assert bench["reported_commit"] is None and "not supported" in bench["version_text"]
+    assert (tmp_path / "probe" / "llama-bench.help.txt").read_text().startswith("usage:")
+
+
+def test_probe_refuses_a_build_reporting_another_commit(tmp_path):
+    import pytest
+
+    from orchestrator.build import _probe_all
+    from orchestrator.errors import ProbeFailed
+
+    (tmp_path / "bin").mkdir()
+    fake_binary(tmp_path / "bin", "llama-server", "version: 0.5.0-dev (build 1, commit unknown)")
+    with pytest.raises(ProbeFailed, match="report commit"):
+        _probe_all(tmp_path, ["llama-server"], "0c1e57098bba" + "0" * 28)
+    fake_binary(tmp_path / "bin", "llama-server", "version: 0.5.0-dev (build 1, commit 1234567)")
+    with pytest.raises(ProbeFailed, match="1234567"):
+        _probe_all(tmp_path, ["llama-server"], "0c1e57098bba" + "0" * 28)

@@ -1,0 +1,124 @@
+"""Pure parsers for llama.cpp output: text in, data out, no I/O.
+
+    parsed = parse_text(stderr)            # stdout, stderr, or both concatenated
+    parsed.metrics["acceptance"]           # canonical names, see METRIC_KEYS
+    classify_failure(stderr, returncode=1, signal=None, timed_out=False, expects_speculation=True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .failure import FAILURE_CLASSES, classify_failure
+from .lines import clean_lines
+from .perf import PerfBlock, cli_speeds, parse_perf_blocks
+from .spec import SpecInfo, parse_spec, primary_stats, split_sections
+from .version import parse_version
+
+__all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "classify_failure"]
+
+METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
+               "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
+               "mean_accept_len", "accept_rate_per_pos")
+# Printed accept% and our n_accept/n_drafted may differ by the printout's rounding (%.3f of a percentage).
+ACCEPT_TOLERANCE = 0.0005
+
+
+@dataclass
+class ParsedLog:
+    metrics: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)
+    version: dict | None = None
+    perf: dict[str, PerfBlock] = field(default_factory=dict)  # "target", "draft" (when printed)
+    has_end_block: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return _json_safe({"metrics": self.metrics, "extra": self.extra, "version": self.version,
+                           "perf": {k: v.to_dict() for k, v in self.perf.items()},
+                           "has_end_block": self.has_end_block, "warnings": self.warnings})
+
+
+def parse_text(text: str) -> ParsedLog:
+    lines = clean_lines(text)
+    spec = parse_spec(lines)
+    perf = _perf_by_role(lines)
+    target = perf.get("target")
+    end = spec.end
+    metrics = dict.fromkeys(METRIC_KEYS)
+    metrics.update(n_draft_max=end.n_draft, n_predict=end.n_predict, n_drafted=end.n_drafted, n_accepted=end.n_accept)
+    if end.n_drafted and end.n_accept is not None:
+        metrics["acceptance"] = end.n_accept / end.n_drafted
+    if target:
+        for key in ("prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms"):
+            metrics[key] = getattr(target, key)
+    # Speeds: the speculative tool's own end block first, then the target perf block, then the chat cli's line.
+    chat = cli_speeds(lines)
+    metrics["encode_tps"] = _first(end.encode_tps, target and target.prompt_eval_tps, chat and chat[0])
+    metrics["decode_tps"] = _first(end.decode_tps, target and target.eval_tps, chat and chat[1])
+    if primary := primary_stats(spec.stats):
+        metrics["mean_accept_len"] = primary.mean_accept_len
+        metrics["accept_rate_per_pos"] = primary.accept_rate_per_pos
+    extra = _extra(spec, perf)
+    if chat:
+        extra.update(cli_prompt_tps=chat[0], cli_generation_tps=chat[1])
+    parsed = ParsedLog(metrics=metrics, extra=extra, version=parse_version(lines), perf=perf,
+                       has_end_block=end.found)
+    _cross_check(parsed, end.accept_pct)
+    return parsed
+
+
+def _perf_by_role(lines) -> dict[str, PerfBlock]:
+    """The first perf block of the `target:` section (or of the whole log without markers) is the target's.
+
+    Early-2026 speculative-simple leaves `draft:` empty and prints the draft context's llama_perf_context_print
+    after the target block, when the draft is freed: a second block after `target:` is the draft's.
+    """
+    sections = split_sections(lines)
+    out: dict[str, PerfBlock] = {}
+    target_blocks = parse_perf_blocks(sections["target"] if "target" in sections else lines)
+    if target_blocks:
+        out["target"] = target_blocks[0]
+    if "draft" in sections and (blocks := parse_perf_blocks(sections["draft"])):
+        out["draft"] = blocks[0]
+    elif "draft" in sections and len(target_blocks) > 1:
+        out["draft"] = target_blocks[1]
+    return out
+
+
+def _extra(spec: SpecInfo, perf: dict[str, PerfBlock]) -> dict[str, Any]:
+    end = spec.end
+    extra: dict[str, Any] = {k: getattr(end, k) for k in (
+        "encode_tokens", "encode_s", "decode_tokens", "decode_s", "accept_pct", "accept_text")}
+    if target := perf.get("target"):
+        extra.update(sampling_ms=target.sampling_ms, samplers_ms=target.samplers_ms,
+                     prompt_eval_tps=target.prompt_eval_tps, eval_tps=target.eval_tps,
+                     total_tokens=target.total_tokens, unaccounted_ms=target.unaccounted_ms,
+                     graphs_reused=target.graphs_reused, perf_source=target.source)
+    if spec.stats:
+        extra["draft_stats"] = [asdict(s) for s in spec.stats]
+    if spec.server:
+        extra["server_acceptance"] = [asdict(s) for s in spec.server]
+    return extra
+
+
+def _cross_check(parsed: ParsedLog, accept_pct: float | None) -> None:
+    acc = parsed.metrics["acceptance"]
+    if acc is not None and accept_pct is not None and abs(acc - accept_pct / 100) > ACCEPT_TOLERANCE:
+        parsed.warnings.append(f"printed accept {accept_pct}% disagrees with n_accept/n_drafted = {acc:.5f}")
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+
+def _json_safe(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj

@@ -1,0 +1,92 @@
+"""Failure classes from a run's log text and exit status.
+
+Precedence: a timeout explains everything after it; then the log's own words (most specific first); then a
+killing signal; then "exit 0 but nothing was drafted" for runs that were meant to speculate; then any other
+non-zero exit. The log wins over the signal because llama.cpp turns several clean errors into aborts
+(an uncaught vocab-mismatch exception is SIGABRT, a missing target model segfaults speculative-simple).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .lines import clean_lines
+from .spec import parse_spec
+
+FAILURE_CLASSES = ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
+                   "crash_signal", "spec_not_engaged", "other")
+
+# Checked in this order. OOM comes before model_load: an allocation failure during loading is reported as
+# `error loading model: unable to allocate CUDA0 buffer`, and the allocation is the cause worth naming.
+SIGNATURES: list[tuple[str, re.Pattern]] = [
+    ("vocab_mismatch", re.compile(
+        r"draft model vocab(?: type)? must (?:closely )?match target model"
+        r"|draft model (?:bos|eos) tokens must match"
+        r"|the target and draft vocabs are not compatible")),
+    ("unknown_flag", re.compile(
+        r"error while handling argument"
+        r"|error: invalid argument"
+        r"|error: unknown argument"
+        r"|unknown speculative type")),
+    ("out_of_memory", re.compile(
+        r"out of memory"
+        r"|cudaMalloc failed"
+        r"|std::bad_alloc"
+        r"|ErrorOutOfDeviceMemory"
+        r"|unable to allocate \S+ buffer"
+        r"|failed to allocate (?:\S+ )?(?:buffer|compute)")),
+    ("model_load", re.compile(
+        r"failed to load (?:draft )?model"
+        r"|error loading model"
+        r"|failed to open GGUF file"
+        r"|unable to load model")),
+    ("spec_not_engaged", re.compile(
+        r"failed to initialize speculative decoding"
+        r"|no implementations specified for speculative decoding")),
+]
+
+# Early 2026 went on by translating tokens between the vocabularies (`... not compatible - tokens will be
+# translated between the two`): not a failure by itself.
+TRANSLATED = "tokens will be translated between the two"
+# Exit statuses a shell reports for a signal (128 + N), for callers that only have the number.
+SHELL_SIGNAL_MIN = 129
+
+
+def match_signature(text: str) -> str | None:
+    translated = TRANSLATED in text
+    for name, pattern in SIGNATURES:
+        if name == "vocab_mismatch" and translated:
+            continue  # its debug lines say "must match", yet the run goes on through translation
+        if pattern.search(text):
+            return name
+    return None
+
+
+def classify_failure(text: str, *, returncode: int | None, signal: int | None, timed_out: bool,
+                     expects_speculation: bool, drafted: int | None = None) -> str | None:
+    """One of FAILURE_CLASSES, or None for a successful run.
+
+    `drafted` is the number of drafted tokens when the caller already parsed it; otherwise the text is parsed.
+    """
+    if timed_out:
+        return "timeout"
+    if found := match_signature(text):
+        return found
+    if signal is not None or (returncode is not None and (returncode < 0 or returncode >= SHELL_SIGNAL_MIN)):
+        return "crash_signal"
+    if returncode == 0:
+        if expects_speculation:
+            if drafted is None:
+                drafted = drafted_tokens(text)
+            if not drafted:
+                return "spec_not_engaged"
+        return None
+    return "other"
+
+
+def drafted_tokens(text: str) -> int | None:
+    """Drafted tokens seen anywhere in the log: end block, statistics lines, or server acceptance lines."""
+    spec = parse_spec(clean_lines(text))
+    counts = [spec.end.n_drafted, *(s.gen_tokens for s in spec.stats), *(a.generated for a in spec.server)]
+    known = [c for c in counts if c is not None]
+    return max(known) if known else None

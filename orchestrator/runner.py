@@ -1,0 +1,164 @@
+"""Executes a Plan: arms x repeats in interleaved order, each run supervised, parsed and stored.
+
+Nothing is dropped: an arm stopped before launch (a flag the build lacks, a bad model) is stored with
+its reason, a failed run with its logs and a failure class, and Ctrl-C stores the run in flight as
+interrupted before orch exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import dialect, parse, preflight, proc, recipe, store
+from .errors import DialectError, Interrupted, PreflightError, RunsFailed
+
+SPEC_TOOLS = {"llama-speculative"}  # drafts without --spec-type
+
+
+@dataclass
+class PreparedArm:
+    arm: recipe.Arm
+    executed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stop_status: str | None = None  # skipped / failed when the arm cannot be launched
+    stop_class: str | None = None
+    stop_reason: str | None = None
+    models: preflight.ModelsUsed | None = None
+
+
+def prepare(plan: recipe.Plan, build: dict, *, translate: bool = True) -> list[PreparedArm]:
+    """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised."""
+    helps = {b["name"]: Path(b["help_path"]).read_text(errors="replace") for b in build["binaries"]}
+    inspected: dict = {}
+
+    def inspect_once(path):
+        if path not in inspected:
+            inspected[path] = preflight.gguf_info.inspect(path)
+        return inspected[path]
+
+    prepared = []
+    for arm in plan.arms:
+        p = PreparedArm(arm)
+        try:
+            t = dialect.translate(arm.argv, arm.literal, helps, build["name"], enabled=translate)
+            p.executed, p.notes = t.argv, t.notes
+            p.models = preflight.check(p.executed, inspect=inspect_once)
+        except DialectError as exc:
+            p.stop_status, p.stop_class, p.stop_reason = "skipped", "unknown_flag", str(exc)
+        except PreflightError as exc:
+            cls = "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load"
+            p.stop_status, p.stop_class, p.stop_reason = "failed", cls, str(exc)
+        prepared.append(p)
+    return prepared
+
+
+def expects_speculation(argv: list[str]) -> bool:
+    if Path(argv[0]).name in SPEC_TOOLS:
+        return True
+    spec_type = preflight.flag_value(argv, ("--spec-type",))
+    return bool(preflight.flag_value(argv, preflight.DRAFT_FLAGS)) or bool(spec_type and spec_type != "none")
+
+
+def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *, timeout: float | None,
+             orch_argv: list[str], echo=print) -> int:
+    """Run every arm x repeat (round-robin within a repeat, so drift hits all arms alike); the sweep id."""
+    sweep_id = store.create_sweep(con, {
+        "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
+        "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
+        "build_name": build["name"], "commit": build["commit"], "upstream_commit": build["upstream_commit"],
+        "host": host_info(), "argv": orch_argv, "status": "running", "started_at": _now()})
+    for p in prepared:
+        for model in (p.models.target, p.models.draft) if p.models else ():
+            if model:
+                store.record_model(con, model.to_dict())
+        if p.stop_reason:
+            echo(f"orch: arm {p.arm.name}: {p.stop_reason}")
+    total, done, failed = plan.repeat * len(prepared), 0, 0
+    try:
+        for repeat_index in range(plan.repeat):
+            for p in prepared:
+                done += 1
+                status, line = _one_run(con, sweep_id, build, plan, p, repeat_index, timeout)
+                failed += status in ("failed", "timeout")
+                echo(f"[{done}/{total}] {p.arm.name} #{repeat_index + 1}: {line}")
+    except KeyboardInterrupt:
+        store.end_sweep(con, sweep_id, "interrupted")
+        raise Interrupted(f"sweep {sweep_id} interrupted after {done - 1} of {total} runs; everything so far is "
+                          f"stored (orch runs --last {done})") from None
+    store.end_sweep(con, sweep_id, "done")
+    if failed:
+        raise RunsFailed(f"sweep {sweep_id}: {failed} of {total} runs failed; see `orch runs --last {total}` "
+                         f"and `orch show RUN`")
+    return sweep_id
+
+
+def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
+             timeout: float | None) -> tuple[str, str]:
+    row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
+           "params": p.arm.params, "repeat_index": repeat_index, "mode": plan.mode, "rendered_argv": p.arm.argv,
+           "executed_argv": p.executed or None, "translations": p.notes, "started_at": _now(),
+           "target_sha256": p.models.target.sha256 if p.models and p.models.target else None,
+           "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None}
+    if p.stop_reason:
+        store.insert_run(con, {**row, "status": p.stop_status, "failure_class": p.stop_class,
+                               "failure_detail": p.stop_reason, "ended_at": _now()})
+        return p.stop_status, f"{p.stop_status} ({p.stop_class})"
+    run_id = store.insert_run(con, {**row, "status": "running"})
+    with tempfile.TemporaryDirectory(prefix="orch-run-") as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        try:
+            res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout, monitor=True)
+        except KeyboardInterrupt:
+            store.save_logs(con, run_id, {"stdout": _read(out), "stderr": _read(err)})
+            store.update_run(con, run_id, status="interrupted", failure_class=None, ended_at=_now())
+            raise
+        logs = {"stdout": _read(out), "stderr": _read(err)}
+    store.save_logs(con, run_id, logs)
+    text = logs["stderr"].decode(errors="replace") + "\n" + logs["stdout"].decode(errors="replace")
+    parsed = parse.parse_text(text)
+    store.save_metrics(con, run_id, parsed)
+    failure = parse.classify_failure(text, returncode=res.returncode, signal=res.signal, timed_out=res.timed_out,
+                                     expects_speculation=expects_speculation(p.executed))
+    status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
+    store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal, failure_class=failure,
+                     failure_detail=None if failure is None else res.describe(), wall_s=res.wall_s,
+                     peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, ended_at=_now())
+    if failure:
+        return status, f"{status} ({failure}, {res.describe()}) run {run_id}"
+    m = parsed.metrics
+    acc = f", acceptance {m['acceptance']:.1%}" if m.get("acceptance") is not None else ""
+    tps = f"decode {m['decode_tps']:.1f} tok/s" if m.get("decode_tps") else "no decode speed found"
+    return status, f"ok, {tps}{acc} ({res.wall_s:.1f}s) run {run_id}"
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
+def _now():
+    return store.utcnow()
+
+
+def host_info() -> dict:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
+            "python": sys.version.split()[0], "cpu_count": os.cpu_count()}
+
+
+def dry_run_lines(prepared: list[PreparedArm]) -> list[str]:
+    lines = []
+    for p in prepared:
+        lines.append(f"arm {p.arm.name}{' (baseline)' if p.arm.is_baseline else ''}:")
+        lines.append(f"  rendered: {json.dumps(p.arm.argv)}")
+        if p.stop_reason:
+            lines.append(f"  {p.stop_status}: {p.stop_reason}")
+            continue
+        lines.append(f"  executed: {json.dumps(p.executed)}")
+        lines += [f"  dialect: {n}" for n in p.notes]
+    return lines

@@ -1,0 +1,58 @@
+"""Rows (a list of dicts) as an aligned text table, CSV or JSON: the one formatter every command uses."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date, datetime
+from decimal import Decimal
+
+FORMATS = ("table", "csv", "json")
+
+
+def _json_default(value):
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return str(value)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    if isinstance(value, (datetime, date)):
+        return value.isoformat(sep=" ", timespec="seconds") if isinstance(value, datetime) else value.isoformat()
+    return str(value)
+
+
+def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = None) -> str:
+    columns = columns or (list(rows[0]) if rows else [])
+    if fmt == "json":
+        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=_json_default)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(columns)
+        writer.writerows([[_json_default(r.get(c)) if r.get(c) is not None else "" for c in columns] for r in rows])
+        return buf.getvalue().rstrip("\n")
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.rjust(w) if _numeric(v) else v.ljust(w) for v, w in zip(row, widths)).rstrip()
+              for row in cells]
+    return "\n".join(lines)
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text.rstrip("%x"))
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,181 @@
+"""orch run end to end: real binaries, tiny models, a real DuckDB file; failures stored and classified."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import psutil
+import pytest
+
+from integration.conftest import CACHE, COMMIT, run_orch
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE_A = str(ROOT / "recipes" / "recipe_a.j2")
+TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(real_build):
+    from orchestrator import tiny
+
+    out = CACHE / "tiny-models"
+    tiny.make_tiny_models(out, tiny.find_vocab_dir(Path(real_build["src_dir"])))
+    return out
+
+
+@pytest.fixture
+def env(cache_env, tiny_dir, tmp_path):
+    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}
+
+
+def orch_run(orch_exe, recipe, *args, env, timeout=600):
+    """orch run on the 0c1e57098 build (the newest build may be another commit)."""
+    return run_orch(orch_exe, "run", str(recipe), "--build", COMMIT, *args, env=env, timeout=timeout)
+
+
+def db_rows(env, sql, params=()):
+    con = duckdb.connect(env["ORCH_DB"], read_only=True)
+    try:
+        cur = con.execute(sql, list(params))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "2", env=env)
+    assert res.returncode == 0, res.stderr
+    runs = db_rows(env, "SELECT r.*, m.* FROM runs r JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
+    assert [(r["arm"], r["repeat_index"], r["status"]) for r in runs] == [
+        ("baseline", 0, "ok"), ("draft", 0, "ok"), ("baseline", 1, "ok"), ("draft", 1, "ok")]
+    for run in runs:
+        stderr = db_rows(env, "SELECT gz FROM run_logs WHERE run_id = ? AND stream = 'stderr'", [run["run_id"]])
+        import gzip
+
+        log = gzip.decompress(stderr[0]["gz"]).decode()
+        assert run["decode_tps"] > 0 and run["peak_rss_bytes"] > 0 and run["wall_s"] > 0
+        if run["arm"] == "draft":
+            executed = json.loads(run["executed_argv"])
+            assert {"--spec-draft-n-max", "--spec-type", "-lv"} <= set(executed)
+            assert any("--draft-max -> --spec-draft-n-max" in t for t in json.loads(run["translations"]))
+            drafted = int(re.search(r"n_drafted = (\d+)", log).group(1))
+            accepted = int(re.search(r"n_accept  = (\d+)", log).group(1))
+            speed = float(re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", log).group(1))
+            assert (run["n_drafted"], run["n_accepted"]) == (drafted, accepted)
+            assert run["acceptance"] == pytest.approx(accepted / drafted)
+            assert run["decode_tps"] == pytest.approx(speed, rel=1e-3)
+            assert 0.3 <= run["acceptance"] <= 0.9 and run["n_draft_max"] == 16
+        else:
+            eval_line = re.search(r"eval time =\s+([\d.]+) ms /\s+(\d+) runs .*?([\d.]+) tokens per second", log)
+            assert run["eval_ms"] == pytest.approx(float(eval_line.group(1)))
+            assert run["acceptance"] is None and run["n_drafted"] is None
+    assert "speedup" in res.stdout and "draft" in res.stdout  # the per-arm table read back from DuckDB
+
+    listed = json.loads(run_orch(orch_exe, "runs", "--json", env=env).stdout)
+    draft = [r for r in listed if r["arm"] == "draft"]
+    assert len(draft) == 2 and all(0 < r["acceptance"] < 1 and r["decode_tps"] > 0 for r in draft)
+    for key in ("run_id", "sweep_id", "arm", "status", "failure_class", "n_draft_max", "n_predict", "n_drafted",
+                "n_accepted", "acceptance", "encode_tps", "decode_tps", "prompt_eval_ms", "prompt_eval_tokens",
+                "eval_ms", "eval_runs", "load_ms", "total_ms", "mean_accept_len", "accept_rate_per_pos"):
+        assert key in draft[0]
+
+    query = run_orch(orch_exe, "query", "SELECT arm, count(*) AS n FROM run_summary GROUP BY arm ORDER BY arm",
+                     "--format", "csv", env=env)
+    assert query.stdout.strip().splitlines() == ["arm,n", "baseline,2", "draft,2"]
+
+    before = db_rows(env, "SELECT run_id, n_accepted, decode_tps FROM metrics ORDER BY run_id")
+    assert run_orch(orch_exe, "reparse", env=env).returncode == 0
+    assert db_rows(env, "SELECT run_id, n_accepted, decode_tps FROM metrics ORDER BY run_id") == before
+
+
+def test_dry_run_prints_rendered_and_executed_argv(orch_exe, env):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--dry-run", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "arm draft:" in res.stdout and '"--draft-max"' in res.stdout and '"--spec-draft-n-max"' in res.stdout
+    assert not Path(env["ORCH_DB"]).exists()  # nothing ran, nothing stored
+
+
+def test_vocab_mismatch_is_caught_before_launch_and_stored(orch_exe, env):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1",
+                   "--set", "draft=tiny-draft-gpt2.gguf", env=env)
+    assert res.returncode == 15
+    assert "tiny-draft-gpt2.gguf" in res.stderr and "tiny-target.gguf" in res.stderr and "vocab" in res.stderr
+    rows = db_rows(env, "SELECT arm, status, failure_class, executed_argv FROM runs ORDER BY id")
+    assert [(r["arm"], r["status"], r["failure_class"]) for r in rows] == [
+        ("baseline", "ok", None), ("draft", "failed", "vocab_mismatch")]
+    assert db_rows(env, "SELECT count(*) AS n FROM run_logs WHERE run_id = 2") == [{"n": 0}]  # never launched
+
+
+def test_missing_model_is_stored_as_model_load_failure(orch_exe, env):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--set", "target=nope.gguf",
+                   env=env)
+    assert res.returncode == 15 and "nope.gguf does not exist" in res.stderr
+    assert {r["failure_class"] for r in db_rows(env, "SELECT failure_class FROM runs")} == {"model_load"}
+
+
+def test_flag_the_build_lacks_is_skipped_with_the_closest_flags(orch_exe, env, tmp_path):
+    recipe = tmp_path / "typo.j2"
+    recipe.write_text('{% set meta = {"arms": {"typo": {}}} %}\n'
+                      "{{ bin }}/llama-completion -m {{ models }}/tiny-target.gguf --tempp 0 -n 8\n")
+    res = orch_run(orch_exe, recipe, env=env)
+    assert res.returncode == 0  # skipped is not failed: the sweep did what the build allows
+    assert "flag --tempp is not accepted by llama-completion of build 0c1e57098-cpu" in res.stderr
+    assert "--temp" in res.stderr
+    rows = db_rows(env, "SELECT status, failure_class, failure_detail FROM runs")
+    assert rows[0]["status"] == "skipped" and rows[0]["failure_class"] == "unknown_flag"
+
+
+HANGER = textwrap.dedent("""\
+    import subprocess, sys, time
+    g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    open(sys.argv[1], "a").write(f"{g.pid}\\n")
+    time.sleep(300)
+""")
+
+
+def hang_recipe(tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text(HANGER)
+    recipe = tmp_path / "hang.j2"
+    recipe.write_text('{% set meta = {"repeat": 3, "arms": {"hang": {}}} %}\n'
+                      f"{sys.executable} {script} {tmp_path / 'pids'}\n")
+    return recipe
+
+
+def assert_dead(pids_file):
+    pids = [int(p) for p in pids_file.read_text().split()]
+    assert pids
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_hung_binary_is_killed_at_its_timeout_with_nothing_left(orch_exe, env, tmp_path):
+    res = orch_run(orch_exe, hang_recipe(tmp_path), "--repeat", "1", "--timeout", "2", env=env)
+    assert res.returncode == 15
+    rows = db_rows(env, "SELECT status, failure_class, wall_s FROM runs")
+    assert rows[0]["status"] == "timeout" and rows[0]["failure_class"] == "timeout" and rows[0]["wall_s"] < 30
+    assert_dead(tmp_path / "pids")
+
+
+def test_ctrl_c_mid_sweep_stores_the_run_as_interrupted(orch_exe, env, tmp_path):
+    proc = subprocess.Popen([orch_exe, "run", str(hang_recipe(tmp_path)), "--build", COMMIT, "--timeout", "120"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = tmp_path / "pids"
+    deadline = time.monotonic() + 60
+    while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert db_rows(env, "SELECT status FROM sweeps") == [{"status": "interrupted"}]
+    assert [r["status"] for r in db_rows(env, "SELECT status FROM runs")] == ["interrupted"]
+    assert_dead(pids)

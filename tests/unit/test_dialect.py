@@ -1,0 +1,86 @@
+"""Flag dialects of two real builds, from their captured --help (tests/fixtures/help/<commit>/)."""
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator import dialect
+from orchestrator.errors import DialectError
+
+HELP = Path(__file__).resolve().parents[1] / "fixtures" / "help"
+NEW, OLD = "0c1e57098", "f49e91787"
+
+
+def helps(commit):
+    return {p.name.removesuffix(".help.txt"): p.read_text() for p in (HELP / commit).glob("*.help.txt")}
+
+
+def recipe_a_argv(tool="llama-speculative-simple"):
+    argv = [f"/b/bin/{tool}", "-m", "t.gguf", "-md", "d.gguf", "-ngl", "99", "-ngld", "99", "-fa", "on",
+            "-c", "4096", "--draft-max", "16", "--draft-min", "5", "--draft-p-min", "0.9", "-p", "hi"]
+    literal = [False] + [not (i % 2 == 0) for i in range(1, len(argv))]  # flags at odd places, values after
+    return argv, literal
+
+
+def test_help_parsing_separates_accepted_and_removed_flags():
+    new = dialect.parse_help(helps(NEW)["llama-speculative-simple"])
+    assert {"--spec-draft-n-max", "-md", "-lv", "--draft-p-min", "-fa"} <= new.accepted
+    assert {"--draft-max", "--draft-min"} <= new.removed and "--draft-max" not in new.accepted
+    assert "draft-simple" in new.spec_types and new.has_trace_level
+    old = dialect.parse_help(helps(OLD)["llama-speculative-simple"])
+    assert {"--draft-max", "--draft-min", "--draft-p-min", "-md"} <= old.accepted
+    assert "--spec-draft-n-max" not in old.accepted and not old.has_trace_level
+
+
+def test_one_recipe_two_dialects():
+    argv, literal = recipe_a_argv()
+    new = dialect.translate(argv, literal, helps(NEW), "0c1e57098-cpu")
+    assert new.argv[new.argv.index("--spec-draft-n-max") + 1] == "16"
+    assert new.argv[new.argv.index("--spec-draft-n-min") + 1] == "5"
+    assert new.argv[-4:] == ["--spec-type", "draft-simple", "-lv", "4"]
+    assert len(new.notes) == 4 and any("--draft-max -> --spec-draft-n-max" in n for n in new.notes)
+    old = dialect.translate(argv, literal, helps(OLD), "f49e91787-cpu")
+    assert old.argv == argv and old.notes == []  # the recipe is already in this build's spelling
+    # Written the new way, it goes back to the old spelling.
+    modern = [a.replace("--draft-max", "--spec-draft-n-max").replace("--draft-min", "--spec-draft-n-min")
+              for a in argv]
+    back = dialect.translate(modern, literal, helps(OLD), "f49e91787-cpu")
+    assert back.argv == argv
+
+
+def test_spec_type_already_given_is_left_alone_and_tree_variant_gets_none():
+    argv, literal = recipe_a_argv()
+    out = dialect.translate(argv + ["--spec-type", "draft-simple"], literal + [True, False], helps(NEW), "n")
+    assert out.argv.count("--spec-type") == 1
+    tree = dialect.translate(*recipe_a_argv("llama-speculative"), helps(NEW), "n")
+    assert "--spec-type" not in tree.argv
+
+
+def test_classic_completion_tool_per_build():
+    argv, literal = ["/b/bin/llama-cli", "-m", "t.gguf", "-n", "8"], [False, True, False, True, False]
+    new = dialect.translate(argv, literal, helps(NEW), "0c1e57098-cpu")
+    assert new.argv[0] == "/b/bin/llama-completion" and "llama-cli -> llama-completion" in new.notes[0]
+    old = dialect.translate(["/b/bin/llama-completion", *argv[1:]], literal, helps(OLD), "f49e91787-cpu")
+    assert Path(old.argv[0]).name in helps(OLD)
+
+
+def test_unknown_and_removed_flags_stop_the_arm_with_closest_matches():
+    with pytest.raises(DialectError) as exc:
+        dialect.translate(["/b/bin/llama-completion", "--tempp", "0"], [False, True, False], helps(NEW), "0c1e57098-cpu")
+    assert str(exc.value) == ("flag --tempp is not accepted by llama-completion of build 0c1e57098-cpu; "
+                              "closest flags it has: --temp, --top-p, --dynatemp-exp")
+    with pytest.raises(DialectError, match="flag -cd is not accepted"):
+        dialect.translate(["/b/bin/llama-speculative-simple", "-cd", "512"], [False, True, False], helps(NEW), "n")
+
+
+def test_values_are_not_checked_as_flags_and_translation_can_be_disabled():
+    argv, literal = ["/b/bin/llama-completion", "-p", "--not-a-flag"], [False, True, False]
+    assert dialect.translate(argv, literal, helps(NEW), "n").argv[:3] == argv
+    off = dialect.translate(["/b/bin/llama-speculative-simple", "--draft-max", "8"], [False, True, False],
+                            helps(NEW), "n", enabled=False)
+    assert off.argv == ["/b/bin/llama-speculative-simple", "--draft-max", "8"]
+
+
+def test_programs_outside_the_build_are_run_as_written():
+    out = dialect.translate(["/usr/bin/python3", "-c", "pass"], [False, True, False], helps(NEW), "n")
+    assert out.argv == ["/usr/bin/python3", "-c", "pass"] and out.notes == []

@@ -1,0 +1,118 @@
+"""classify_failure over every recorded run, with the exit status it really had (see the fixtures' README)."""
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.parse import FAILURE_CLASSES, classify_failure
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+SIGABRT, SIGSEGV = 6, 11
+
+
+def both(commit: str, name: str) -> str:
+    return (LOGS / commit / f"{name}.stdout").read_text() + (LOGS / commit / f"{name}.stderr").read_text()
+
+
+# (commit dir, fixture, returncode, signal, expects_speculation, expected class)
+RECORDED = [
+    ("0c1e57098", "spec-simple-draft", 0, None, True, None),
+    ("0c1e57098", "spec-simple-draft-lv3", 0, None, True, None),
+    ("0c1e57098", "speculative-tree", 0, None, True, None),
+    ("0c1e57098", "completion", 0, None, False, None),
+    ("0c1e57098", "spec-simple-ngram-nodraft", 0, None, True, "spec_not_engaged"),
+    ("0c1e57098", "fail-vocab-mismatch", None, SIGABRT, True, "vocab_mismatch"),
+    ("0c1e57098", "fail-removed-flag", 1, None, True, "unknown_flag"),
+    ("0c1e57098", "fail-unknown-spec-type", 1, None, True, "unknown_flag"),
+    ("0c1e57098", "fail-no-spec-type", 1, None, True, "spec_not_engaged"),
+    ("0c1e57098", "completion-fail-missing-model", 1, None, False, "model_load"),
+    ("0c1e57098", "fail-missing-model-lv4", None, SIGSEGV, True, "model_load"),
+    # The segfault kills the asynchronous logger before it writes a line: nothing but the signal is left.
+    ("0c1e57098", "fail-missing-model", None, SIGSEGV, True, "crash_signal"),
+    ("0c1e57098", "cli-single-turn", 0, None, False, None),
+    ("0c1e57098", "cli-no-cnv-rejected", 1, None, False, "unknown_flag"),
+    ("f49e91787", "spec-simple-draft", 0, None, True, None),
+    ("f49e91787", "spec-simple-draft-logprefix", 0, None, True, None),
+    ("f49e91787", "speculative-tree", 0, None, True, None),
+    ("f49e91787", "completion", 0, None, False, None),
+    ("f49e91787", "cli-single-turn", 0, None, False, None),
+    # A gpt2-vocab draft is accepted here (tokens translated), then drafts nothing at p_min 0.9.
+    ("f49e91787", "vocab-mismatch-translated", 0, None, True, "spec_not_engaged"),
+    ("f49e91787", "fail-new-era-flag", 1, None, True, "unknown_flag"),
+    ("f49e91787", "fail-unknown-flag", 1, None, True, "unknown_flag"),
+    ("f49e91787", "completion-fail-missing-model", 1, None, False, "model_load"),
+    ("f49e91787", "fail-missing-model", None, SIGSEGV, True, "crash_signal"),
+    # stdout cut by `head -c 8192`, which ended the endless `> ` prompt loop with SIGPIPE.
+    ("f49e91787", "cli-no-cnv-runaway", None, 13, False, "crash_signal"),
+]
+
+
+@pytest.mark.parametrize("commit,name,returncode,sig,expects,expected", RECORDED,
+                         ids=[f"{c}/{n}" for c, n, *_ in RECORDED])
+def test_recorded_runs(commit, name, returncode, sig, expects, expected):
+    got = classify_failure(both(commit, name), returncode=returncode, signal=sig, timed_out=False,
+                           expects_speculation=expects)
+    assert got == expected
+
+
+def test_timeout_wins_over_everything():
+    text = both("0c1e57098", "fail-vocab-mismatch")
+    assert classify_failure(text, returncode=None, signal=9, timed_out=True, expects_speculation=True) == "timeout"
+
+
+def test_success_without_expectation_ignores_missing_end_block():
+    text = both("0c1e57098", "spec-simple-ngram-nodraft")
+    assert classify_failure(text, returncode=0, signal=None, timed_out=False, expects_speculation=False) is None
+
+
+def test_exit_zero_without_any_output_is_not_engaged_when_speculation_expected():
+    assert classify_failure("", returncode=0, signal=None, timed_out=False, expects_speculation=True) == \
+        "spec_not_engaged"
+
+
+@pytest.mark.parametrize("returncode,sig", [(134, None), (-11, None), (None, 9)])
+def test_signal_forms(returncode, sig):
+    assert classify_failure("", returncode=returncode, signal=sig, timed_out=False,
+                            expects_speculation=False) == "crash_signal"
+
+
+def test_plain_nonzero_exit_is_other():
+    assert classify_failure("main: error: something new\n", returncode=2, signal=None, timed_out=False,
+                            expects_speculation=False) == "other"
+
+
+@pytest.mark.parametrize("line", [
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory",
+    "alloc_tensor_range: failed to allocate CUDA0 buffer of size 9437184000",
+    "llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+    "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+    "graph_reserve: failed to allocate compute pp buffers",
+])
+def test_out_of_memory_signatures_beat_model_load(line):
+    text = f"0.00.100.000 E {line}\n0.00.100.001 E llama_model_load_from_file_impl: failed to load model\n"
+    assert classify_failure(text, returncode=1, signal=None, timed_out=False, expects_speculation=True) == \
+        "out_of_memory"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("error: invalid argument: -cd\n", "unknown_flag"),
+    ("error: unknown argument: --draft\n", "unknown_flag"),
+    ("common_speculative_are_compatible: draft model vocab must match target model to use speculation but "
+     "token 100 content differs - target 'a', draft 'b'\n", "vocab_mismatch"),
+    ("speculative: draft model bos tokens must match target model to use speculation. add: 1 - 0, id: 1 - 2)\n",
+     "vocab_mismatch"),
+    ("common_speculative_init_result: failed to load draft model, 'd.gguf'\n", "model_load"),
+    ("srv    load_model: failed to load model, 'm.gguf'\n", "model_load"),
+])
+def test_other_signatures(text, expected):
+    assert classify_failure(text, returncode=1, signal=None, timed_out=False, expects_speculation=True) == expected
+
+
+def test_server_log_with_drafting_counts_as_engaged():
+    text = "0.06.896.015 I slot print_timing: id  1 | task 0 | draft acceptance = 0.64479 (  167 accepted /   259 generated), mean len =  2.92\n"
+    assert classify_failure(text, returncode=0, signal=None, timed_out=False, expects_speculation=True) is None
+
+
+def test_classes_are_the_documented_set():
+    assert FAILURE_CLASSES == ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
+                               "crash_signal", "spec_not_engaged", "other")

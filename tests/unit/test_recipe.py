@@ -1,0 +1,109 @@
+"""Recipe rendering: variable layers, strictness, argv safety, metadata, and the shipped recipes."""
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator import recipe
+from orchestrator.errors import RecipeError
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILTINS = {"bin": "/b/bin", "build": {"commit": "0c1e57098", "backend": "cpu"}}
+
+RECIPE = """{% set meta = {"mode": "cli", "repeat": 2,
+   "defaults": {"target": "t.gguf", "draft": "d.gguf", "draft_max": 16},
+   "arms": {"baseline": {"draft": none}, "spec": {}, "spec8": {"draft_max": 8}}} %}
+{{ bin }}/llama-speculative-simple -m {{ models }}/{{ target }}
+{% if draft %}-md {{ models }}/{{ draft }} --draft-max {{ draft_max }}{% endif %}
+  -p {{ prompt }} -n {{ n_predict }} --seed {{ seed }}
+"""
+
+
+@pytest.fixture
+def recipe_file(tmp_path):
+    path = tmp_path / "r.j2"
+    path.write_text(RECIPE)
+    return path
+
+
+def test_arms_render_to_argv_lists_with_one_baseline(recipe_file, monkeypatch):
+    monkeypatch.setenv("ORCH_MODELS", "/models")
+    plan = recipe.load(recipe_file, builtins=BUILTINS)
+    assert (plan.mode, plan.repeat, [a.name for a in plan.arms]) == ("cli", 2, ["baseline", "spec", "spec8"])
+    assert plan.baseline.name == "baseline"
+    base, spec, spec8 = (a.argv for a in plan.arms)
+    assert base[:3] == ["/b/bin/llama-speculative-simple", "-m", "/models/t.gguf"] and "-md" not in base
+    assert spec[3:7] == ["-md", "/models/d.gguf", "--draft-max", "16"]
+    assert spec8[spec8.index("--draft-max") + 1] == "8"
+    assert base[-2:] == ["--seed", "42"]  # built-in default
+
+
+def test_variable_layers_defaults_then_vars_file_then_set(recipe_file, tmp_path):
+    vars_file = tmp_path / "v.toml"
+    vars_file.write_text('draft_max = 12\ntarget = "from-vars.gguf"\n')
+    plan = recipe.load(recipe_file, builtins=BUILTINS, vars_file=vars_file, overrides=("draft_max=4",))
+    spec = plan.arms[1]
+    assert spec.params["draft_max"] == 4 and spec.params["target"] == "from-vars.gguf"
+    assert plan.variables["draft_max"] == 4
+    assert recipe.load(recipe_file, builtins=BUILTINS, repeat=5).repeat == 5
+
+
+def test_values_never_split_or_reach_a_shell(recipe_file):
+    nasty = 'two words; rm -rf / "quoted" $(echo x)'
+    plan = recipe.load(recipe_file, builtins=BUILTINS, overrides=(f"prompt={nasty}",))
+    argv = plan.arms[1].argv
+    assert argv[argv.index("-p") + 1] == nasty
+    literal = dict(zip(argv, plan.arms[1].literal))
+    assert literal["-p"] is True and literal[nasty] is False  # values are never taken for flags
+
+
+def test_unknown_variable_names_itself_and_the_known_ones(tmp_path):
+    path = tmp_path / "bad.j2"
+    path.write_text("{{ bin }}/llama-cli -m {{ modle }}\n")
+    with pytest.raises(RecipeError) as exc:
+        recipe.load(path, builtins=BUILTINS)
+    assert "'modle' is undefined" in str(exc.value) and "known variables: bin, build, models" in str(exc.value)
+
+
+def test_set_values_are_typed_like_toml():
+    assert recipe.parse_set(("a=16", "b=0.9", "c=true", "d=hello world", "e=")) == {
+        "a": 16, "b": 0.9, "c": True, "d": "hello world", "e": ""}
+    with pytest.raises(RecipeError, match="key=value"):
+        recipe.parse_set(("novalue",))
+
+
+@pytest.mark.parametrize("body, message", [
+    ('{% set meta = {"mode": "batch"} %}x', "mode 'batch'"),
+    ('{% set meta = {"arms": {"a": {}}, "baseline": "b"} %}x', "baseline 'b'"),
+    ('{% set meta = {"repeat": n} %}x', "must be a literal"),
+    ("{% if %}", "r.j2:1"),
+])
+def test_bad_metadata_is_reported(tmp_path, body, message):
+    path = tmp_path / "r.j2"
+    path.write_text(body)
+    with pytest.raises(RecipeError, match=message):
+        recipe.load(path, builtins=BUILTINS)
+
+
+def test_missing_recipe_and_vars_file(tmp_path, recipe_file):
+    with pytest.raises(RecipeError, match="does not exist"):
+        recipe.load(tmp_path / "nope.j2", builtins=BUILTINS)
+    with pytest.raises(RecipeError, match="vars file"):
+        recipe.load(recipe_file, builtins=BUILTINS, vars_file=tmp_path / "nope.toml")
+
+
+def test_shipped_recipes_render_with_the_tiny_vars(monkeypatch):
+    monkeypatch.setenv("ORCH_MODELS", "/m")
+    tiny = ROOT / "recipes" / "tiny.toml"
+    a = recipe.load(ROOT / "recipes" / "recipe_a.j2", builtins=BUILTINS, vars_file=tiny)
+    assert [arm.name for arm in a.arms] == ["baseline", "draft"] and a.baseline.name == "baseline"
+    draft = a.arms[1].argv
+    assert Path(draft[0]).name == "llama-speculative-simple" and "/m/tiny-draft.gguf" in draft
+    for flag, value in (("--draft-max", "16"), ("--draft-min", "5"), ("--draft-p-min", "0.9"), ("-c", "4096"),
+                        ("-ngl", "99"), ("-ngld", "99"), ("-fa", "on"), ("--temp", "0")):
+        assert draft[draft.index(flag) + 1] == value
+    assert Path(a.arms[0].argv[0]).name == "llama-completion" and "-md" not in a.arms[0].argv
+    b = recipe.load(ROOT / "recipes" / "recipe_b.j2", builtins=BUILTINS, vars_file=tiny)
+    assert len(b.arms) == 1 and "/m/tiny-target.gguf" in b.arms[0].argv
+    # Without the vars file the defaults name the seed's Qwen models.
+    assert "/m/qwen3-0.6b-q4_k_m.gguf" in recipe.load(ROOT / "recipes" / "recipe_a.j2", builtins=BUILTINS).arms[1].argv
