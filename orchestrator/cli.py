@@ -252,11 +252,12 @@ def query_command(sql, fmt, db):
 
     con = _open_db(db)
     try:
-        rows = store.rows_as_dicts(con.execute(sql))
+        cursor = con.execute(sql)
     except duckdb.Error as exc:
         raise OrchError(f"query failed: {str(exc).splitlines()[0]}; tables: builds, binaries, models, sweeps, "
                         f"runs, metrics, run_logs; view: run_summary") from None
-    click.echo(tables.render(rows, fmt))
+    columns = [d[0] for d in cursor.description or []]
+    click.echo(tables.render(store.rows_as_dicts(cursor) if columns else [], fmt, columns))
 
 
 @main.command("summary")

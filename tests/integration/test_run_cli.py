@@ -22,11 +22,12 @@ TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
 
 
 @pytest.fixture(scope="module")
-def tiny_dir(real_build):
-    from orchestrator import tiny
-
+def tiny_dir(real_build, orch_exe, cache_env):
     out = CACHE / "tiny-models"
-    tiny.make_tiny_models(out, tiny.find_vocab_dir(Path(real_build["src_dir"])))
+    res = run_orch(orch_exe, "models", "tiny", "--out", str(out), "--build", COMMIT, env=cache_env)
+    assert res.returncode == 0, res.stderr
+    roles = dict(line.split("\t") for line in res.stdout.strip().splitlines())
+    assert set(roles) == {"target", "draft", "draft_gpt2"} and all(Path(p).exists() for p in roles.values())
     return out
 
 
@@ -179,3 +180,29 @@ def test_ctrl_c_mid_sweep_stores_the_run_as_interrupted(orch_exe, env, tmp_path)
     assert db_rows(env, "SELECT status FROM sweeps") == [{"status": "interrupted"}]
     assert [r["status"] for r in db_rows(env, "SELECT status FROM runs")] == ["interrupted"]
     assert_dead(pids)
+
+
+def test_show_parse_and_inspect_commands(orch_exe, env, tiny_dir, tmp_path):
+    assert orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", env=env).returncode == 0
+    shown = run_orch(orch_exe, "show", "2", env=env)
+    assert shown.returncode == 0 and "executed_argv" in shown.stdout and "--spec-type" in shown.stdout
+    assert "----- stderr" in shown.stdout and "n_drafted" in shown.stdout
+    missing = run_orch(orch_exe, "show", "999", env=env)
+    assert missing.returncode == 1 and "no run 999" in missing.stderr
+
+    import gzip
+
+    log = tmp_path / "run.stderr"
+    log.write_bytes(gzip.decompress(db_rows(env, "SELECT gz FROM run_logs WHERE run_id = 2 AND stream = 'stderr'")[0]["gz"]))
+    parsed = json.loads(run_orch(orch_exe, "parse", str(log), "--json", env=env).stdout)
+    stored = db_rows(env, "SELECT n_drafted, n_accepted, decode_tps FROM metrics WHERE run_id = 2")[0]
+    assert (parsed["metrics"]["n_drafted"], parsed["metrics"]["n_accepted"]) == (stored["n_drafted"], stored["n_accepted"])
+    assert parsed["metrics"]["decode_tps"] == pytest.approx(stored["decode_tps"])
+
+    info = json.loads(run_orch(orch_exe, "models", "inspect", str(tiny_dir / "tiny-target.gguf"), "--json",
+                               env=env).stdout)
+    assert (info["architecture"], info["vocab_type"]) == ("llama", "llama") and info["parameters"] > 0
+    bad = run_orch(orch_exe, "models", "inspect", str(log), env=env)
+    assert bad.returncode == 11 and str(log) in bad.stderr
+    empty = run_orch(orch_exe, "query", "SELECT * FROM runs WHERE false", "--format", "csv", env=env)
+    assert empty.stdout.startswith("id,sweep_id,build_id,arm")
