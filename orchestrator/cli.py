@@ -255,7 +255,7 @@ def query_command(sql, fmt, db):
         cursor = con.execute(sql)
     except duckdb.Error as exc:
         raise OrchError(f"query failed: {str(exc).splitlines()[0]}; tables: builds, binaries, models, sweeps, "
-                        f"runs, metrics, run_logs; view: run_summary") from None
+                        f"runs, metrics, run_logs, requests; view: run_summary") from None
     columns = [d[0] for d in cursor.description or []]
     click.echo(tables.render(store.rows_as_dicts(cursor) if columns else [], fmt, columns))
 
@@ -287,14 +287,9 @@ def reparse_command(db):
 
     Example: orch reparse
     """
-    from . import parse, store
+    from .reparse import reparse_all
 
-    con = _open_db(db)
-    ids = [r[0] for r in con.execute("SELECT DISTINCT run_id FROM run_logs ORDER BY run_id").fetchall()]
-    for run_id in ids:
-        logs = store.read_logs(con, run_id)
-        store.save_metrics(con, run_id, parse.parse_text(logs.get("stderr", "") + "\n" + logs.get("stdout", "")))
-    click.echo(f"re-parsed {len(ids)} runs")
+    click.echo(f"re-parsed {reparse_all(_open_db(db))} runs")
 
 
 @main.command("parse")

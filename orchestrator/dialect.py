@@ -95,6 +95,7 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
     for i in range(1, len(out)):
         if literal[i] and out[i].startswith("-") and not NUMBER.match(out[i]):
             out[i] = _translate_flag(out[i], info, tool, build_label, notes)
+    _check_spec_types(out, info, tool, build_label)
     present = {a.split("=", 1)[0] for a, lit in zip(out, literal) if lit}
     if present & DRAFT_MODEL_FLAGS and "--spec-type" not in present and tool not in NO_SPEC_TYPE_TOOLS \
             and "draft-simple" in info.spec_types:
@@ -104,6 +105,16 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
         out += ["-lv", "4"]
         notes.append(f"added -lv 4: {tool} of build {build_label} hides statistics and library perf lines below it")
     return Translation(out, notes)
+
+
+def _check_spec_types(argv: list[str], info: HelpInfo, tool: str, build_label: str) -> None:
+    """Every --spec-type value must be one the build lists (ngram-mod, draft-simple, ... came at different times)."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--spec-type" and info.spec_types:
+            lacking = [t for t in argv[i + 1].split(",") if t not in info.spec_types]
+            if lacking:
+                raise DialectError(f"spec type {', '.join(lacking)} is not offered by {tool} of build {build_label}; "
+                                   f"it offers {', '.join(info.spec_types)}")
 
 
 def _translate_flag(arg: str, info: HelpInfo, tool: str, build_label: str, notes: list[str]) -> str:

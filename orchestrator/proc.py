@@ -6,6 +6,7 @@ child and everything it spawned, and a terminal's Ctrl-C reaches orch alone, whi
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -115,6 +116,36 @@ class TreeMonitor(threading.Thread):
     def stop(self) -> None:
         self.done.set()
         self.join()
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int):
+    """preexec hook: the kernel SIGKILLs the child when orch dies, even by SIGKILL (Linux)."""
+
+    def hook():
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # orch died before the hook ran
+            os._exit(1)
+
+    return hook
+
+
+def spawn(argv: list[str], *, stdout_path: Path, stderr_path: Path, env: dict[str, str] | None = None,
+          die_with_parent: bool = True) -> subprocess.Popen:
+    """Start a long-lived child (a server) in its own process group, output to files. Stop it with kill_tree."""
+    argv = [str(a) for a in argv]
+    with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
+        try:
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                                    start_new_session=True,
+                                    preexec_fn=_die_with_parent(os.getpid()) if die_with_parent else None)
+        except FileNotFoundError:
+            raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None
 
 
 def run(

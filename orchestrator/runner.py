@@ -16,10 +16,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import dialect, parse, preflight, proc, recipe, store
+from . import dialect, parse, preflight, proc, recipe, server_runner, store
 from .errors import DialectError, Interrupted, PreflightError, RunsFailed
+from .server import ServerFailed
 
 SPEC_TOOLS = {"llama-speculative"}  # drafts without --spec-type
+ADDRESS_FLAGS = {"--host", "--port"}
 
 
 @dataclass
@@ -35,7 +37,7 @@ class PreparedArm:
 
 def prepare(plan: recipe.Plan, build: dict, *, translate: bool = True) -> list[PreparedArm]:
     """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised."""
-    helps = {b["name"]: Path(b["help_path"]).read_text(errors="replace") for b in build["binaries"]}
+    helps = _helps(build)
     inspected: dict = {}
 
     def inspect_once(path):
@@ -46,6 +48,11 @@ def prepare(plan: recipe.Plan, build: dict, *, translate: bool = True) -> list[P
     prepared = []
     for arm in plan.arms:
         p = PreparedArm(arm)
+        if plan.mode == "server" and ADDRESS_FLAGS & set(arm.argv):
+            p.stop_status, p.stop_class = "failed", "other"
+            p.stop_reason = "server recipes must not set --host or --port: orch binds 127.0.0.1 on a free port"
+            prepared.append(p)
+            continue
         try:
             t = dialect.translate(arm.argv, arm.literal, helps, build["name"], enabled=translate)
             p.executed, p.notes = t.argv, t.notes
@@ -81,17 +88,28 @@ def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *
         if p.stop_reason:
             echo(f"orch: arm {p.arm.name}: {p.stop_reason}")
     total, done, failed = plan.repeat * len(prepared), 0, 0
+    pool = server_runner.ServerPool(_helps(build)) if plan.mode == "server" else None
     try:
         for repeat_index in range(plan.repeat):
             for p in prepared:
                 done += 1
-                status, line = _one_run(con, sweep_id, build, plan, p, repeat_index, timeout)
+                if pool:
+                    status, line = _one_server_run(con, sweep_id, build, plan, p, repeat_index, timeout, pool)
+                else:
+                    status, line = _one_run(con, sweep_id, build, plan, p, repeat_index, timeout)
                 failed += status in ("failed", "timeout")
                 echo(f"[{done}/{total}] {p.arm.name} #{repeat_index + 1}: {line}")
     except KeyboardInterrupt:
         store.end_sweep(con, sweep_id, "interrupted")
         raise Interrupted(f"sweep {sweep_id} interrupted after {done - 1} of {total} runs; everything so far is "
                           f"stored (orch runs --last {done})") from None
+    finally:
+        if pool:
+            pool.stop()
+    if pool:
+        for arm, differing, compared in server_runner.mark_output_differences(con, sweep_id):
+            if differing:
+                echo(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline at temperature 0")
     store.end_sweep(con, sweep_id, "done")
     if failed:
         raise RunsFailed(f"sweep {sweep_id}: {failed} of {total} runs failed; see `orch runs --last {total}` "
@@ -99,18 +117,72 @@ def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *
     return sweep_id
 
 
-def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
-             timeout: float | None) -> tuple[str, str]:
+def _helps(build: dict) -> dict[str, str]:
+    return {b["name"]: Path(b["help_path"]).read_text(errors="replace") for b in build["binaries"]}
+
+
+def _start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
+               params: dict) -> tuple[int | None, tuple[str, str] | None]:
+    """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
     row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
-           "params": p.arm.params, "repeat_index": repeat_index, "mode": plan.mode, "rendered_argv": p.arm.argv,
+           "params": params, "repeat_index": repeat_index, "mode": plan.mode, "rendered_argv": p.arm.argv,
            "executed_argv": p.executed or None, "translations": p.notes, "started_at": _now(),
            "target_sha256": p.models.target.sha256 if p.models and p.models.target else None,
            "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None}
     if p.stop_reason:
         store.insert_run(con, {**row, "status": p.stop_status, "failure_class": p.stop_class,
                                "failure_detail": p.stop_reason, "ended_at": _now()})
-        return p.stop_status, f"{p.stop_status} ({p.stop_class})"
-    run_id = store.insert_run(con, {**row, "status": "running"})
+        return None, (p.stop_status, f"{p.stop_status} ({p.stop_class})")
+    return store.insert_run(con, {**row, "status": "running"}), None
+
+
+def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
+                    timeout: float | None, pool: server_runner.ServerPool) -> tuple[str, str]:
+    params = server_runner.request_params(p.arm.params)
+    run_id, stopped = _start_run(con, sweep_id, build, plan, p, repeat_index, params)
+    if stopped:
+        return stopped
+    try:
+        out = server_runner.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
+                                    timeout=timeout)
+    except ServerFailed as exc:
+        pool.stop()
+        logs = {"server_tail": exc.log_tail.encode()}
+        store.save_logs(con, run_id, logs)
+        status = "timeout" if exc.failure_class == "timeout" else "failed"
+        store.update_run(con, run_id, status=status, failure_class=exc.failure_class, failure_detail=str(exc),
+                         ended_at=_now())
+        return status, f"{status} ({exc.failure_class}): {exc}"
+    except KeyboardInterrupt:
+        if pool.server:
+            store.save_logs(con, run_id, {"server_tail": pool.server.log_tail().encode()})
+        store.update_run(con, run_id, status="interrupted", ended_at=_now())
+        raise
+    store.save_logs(con, run_id, out["logs"])
+    rows = server_runner.request_rows(run_id, out["results"])
+    store.insert_requests(con, rows)
+    parsed = server_runner.server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
+                                          metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
+    store.save_metrics(con, run_id, parsed)
+    errors = [r for r in rows if r["status"] != "ok"]
+    status = "failed" if errors else "ok"
+    store.update_run(con, run_id, status=status, failure_class="other" if errors else None,
+                     failure_detail=f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}"
+                     if errors else None, wall_s=out["wall_s"], prompt_set=out["prompt_set"],
+                     executed_argv=json.dumps(out["command"]), ended_at=_now())
+    if errors:
+        return status, f"failed: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {run_id}"
+    m = parsed.metrics
+    acc = f", acceptance {m['acceptance']:.1%}" if m.get("acceptance") is not None else ""
+    return status, (f"ok, {len(rows)} requests, decode {m['decode_tps']:.1f} tok/s pooled{acc} "
+                    f"({out['wall_s']:.1f}s) run {run_id}")
+
+
+def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
+             timeout: float | None) -> tuple[str, str]:
+    run_id, stopped = _start_run(con, sweep_id, build, plan, p, repeat_index, p.arm.params)
+    if stopped:
+        return stopped
     with tempfile.TemporaryDirectory(prefix="orch-run-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         try:

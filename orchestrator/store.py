@@ -62,6 +62,17 @@ METRIC_COLUMNS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "accept
                   "mean_accept_len", "accept_rate_per_pos")
 
 
+def utc_from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)
+
+
+def insert_requests(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
+    for row in rows:
+        cols = list(row)
+        con.execute(f"INSERT INTO requests ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    [row[c] for c in cols])
+
+
 def record_model(con: duckdb.DuckDBPyConnection, info: dict) -> None:
     cols = [c for c in ("sha256", "path", "size_bytes", "architecture", "name", "parameters", "file_type",
                         "vocab_type", "vocab_size", "bos_id", "eos_id", "n_layers", "n_embd", "context_length",

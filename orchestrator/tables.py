@@ -1,4 +1,4 @@
-"""Rows (a list of dicts) as an aligned text table, CSV or JSON: the one formatter every command uses."""
+"""Rows (a list of dicts) as an aligned text table, Markdown, CSV or JSON: the one formatter every command uses."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from datetime import date, datetime
 from decimal import Decimal
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "md", "csv", "json")
 
 
 def _json_default(value):
@@ -37,10 +37,12 @@ def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = Non
         return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=_json_default)
     if fmt == "csv":
         buf = io.StringIO()
-        writer = csv.writer(buf)
+        writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows([[_json_default(r.get(c)) if r.get(c) is not None else "" for c in columns] for r in rows])
         return buf.getvalue().rstrip("\n")
+    if fmt == "md":
+        return _markdown(rows, columns)
     cells = [[_cell(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(),
@@ -48,6 +50,21 @@ def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = Non
     lines += ["  ".join(v.rjust(w) if _numeric(v) else v.ljust(w) for v, w in zip(row, widths)).rstrip()
               for row in cells]
     return "\n".join(lines)
+
+
+def _markdown(rows: list[dict], columns: list[str]) -> str:
+    """A GitHub-flavoured pipe table; a column of numbers (and dashes for missing) is right-aligned."""
+    cells = [[_md_escape(_cell(r.get(c))) for c in columns] for r in rows]
+    right = [bool(rows) and all(_numeric(row[i]) or row[i] == "-" for row in cells) for i in range(len(columns))]
+    lines = ["| " + " | ".join(_md_escape(c) for c in columns) + " |",
+             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def _md_escape(text: str) -> str:
+    # a pipe would end the cell and a newline the row
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def _numeric(text: str) -> bool:

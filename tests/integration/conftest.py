@@ -44,3 +44,29 @@ def real_build(orch_exe, cache_env):
     assert res.returncode == 0, res.stderr
     bin_dir = Path(res.stdout.strip())
     return json.loads((bin_dir.parent / "build.json").read_text())
+
+
+def llama_servers_under(path) -> list:
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "llama-server" in cmd and str(path) in cmd:
+            found.append(p)
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_server_survives_the_suite():
+    """After the whole suite, no llama-server started from the test cache may still run."""
+    yield
+    import time
+
+    deadline = time.monotonic() + 15
+    while llama_servers_under(CACHE) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    left = llama_servers_under(CACHE)
+    for p in left:
+        p.kill()
+    assert not left, f"llama-server processes outlived the tests: {[p.pid for p in left]}"

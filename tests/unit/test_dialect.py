@@ -84,3 +84,13 @@ def test_values_are_not_checked_as_flags_and_translation_can_be_disabled():
 def test_programs_outside_the_build_are_run_as_written():
     out = dialect.translate(["/usr/bin/python3", "-c", "pass"], [False, True, False], helps(NEW), "n")
     assert out.argv == ["/usr/bin/python3", "-c", "pass"] and out.notes == []
+
+
+def test_spec_type_values_are_checked_against_the_build():
+    argv = ["/b/bin/llama-server", "-m", "t.gguf", "--spec-type", "draft-simple"]
+    literal = [False, True, False, True, False]
+    assert dialect.translate(argv, literal, helps(NEW), "0c1e57098-cpu").argv[:5] == argv
+    with pytest.raises(DialectError, match="spec type draft-simple is not offered by llama-server of build f49e91787"):
+        dialect.translate(argv, literal, helps(OLD), "f49e91787-cpu")
+    ngram = argv[:4] + ["ngram-mod"]
+    assert dialect.translate(ngram, literal, helps(OLD), "f49e91787-cpu").argv == ngram

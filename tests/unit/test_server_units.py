@@ -1,0 +1,59 @@
+"""Pure parts of server mode: prompt sets, the server command line, metrics aggregation."""
+
+import pytest
+
+from orchestrator import prompts, server, server_runner
+from orchestrator.errors import RecipeError
+
+
+def test_builtin_prompt_set_covers_the_categories():
+    name, items = prompts.load()
+    assert name == "default" and len(items) >= 6
+    assert {"chat", "code", "reasoning", "structured", "writing"} <= {p.category for p in items}
+
+
+def test_prompt_sets_from_jsonl_and_toml(tmp_path):
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"id": "a", "category": "chat", "prompt": "hi"}\n\n{"prompt": "second"}\n')
+    assert [(p.id, p.category) for p in prompts.load(jsonl)[1]] == [("a", "chat"), ("2", "")]
+    toml = tmp_path / "p.toml"
+    toml.write_text('[[prompts]]\nid = "x"\ncategory = "code"\nprompt = "def f():"\n')
+    assert prompts.load(toml)[1][0].prompt == "def f():"
+    for body, message in (('{"id": "a"}\n', "non-empty string `prompt`"), ("not json\n", "not a JSON object"),
+                          ('{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n', "unique")):
+        jsonl.write_text(body)
+        with pytest.raises(RecipeError, match=message):
+            prompts.load(jsonl)
+    with pytest.raises(RecipeError, match="does not exist"):
+        prompts.load(tmp_path / "none.jsonl")
+
+
+def test_server_command_binds_loopback_and_adds_metrics_and_slots():
+    argv = server.server_argv(["llama-server", "-m", "t.gguf"], 8123, {"--metrics"})
+    assert argv[3:] == ["--host", "127.0.0.1", "--port", "8123", "--metrics"]
+    assert "--metrics" not in server.server_argv(["llama-server"], 1, set())  # an old build without it
+    assert server_runner.server_command(["llama-server"], 4)[-2:] == ["--parallel", "4"]
+    assert server_runner.server_command(["llama-server", "-np", "2"], 4) == ["llama-server", "-np", "2"]
+
+
+def row(predicted_n, predicted_ms, draft_n=0, accepted=0, status="ok"):
+    return {"status": status, "prompt_n": 10, "prompt_ms": 5.0, "predicted_n": predicted_n,
+            "predicted_ms": predicted_ms, "draft_n": draft_n, "draft_n_accepted": accepted,
+            "predicted_per_second": predicted_n / predicted_ms * 1000, "ttft_ms": 3.0}
+
+
+def test_server_metrics_pool_requests():
+    rows = [row(100, 200.0, 50, 40), row(50, 50.0, 30, 15), row(1, 1.0, status="error")]
+    parsed = server_runner.server_metrics(rows, "", wall_s=2.0, concurrency=1, metrics_delta={})
+    m = parsed.metrics
+    assert m["decode_tps"] == pytest.approx(150 / 250 * 1000)  # pooled, not the mean of 500 and 1000
+    assert parsed.extra["request_mean_decode_tps"] == pytest.approx(750)
+    assert m["acceptance"] == pytest.approx(55 / 80) and (m["n_drafted"], m["n_accepted"]) == (80, 55)
+    assert m["n_predict"] == 150 and parsed.extra["n_requests_ok"] == 2 and parsed.extra["aggregate_tps"] == 75
+    none = server_runner.server_metrics([row(10, 10.0)], "", wall_s=1.0, concurrency=1, metrics_delta={})
+    assert none.metrics["acceptance"] is None
+
+
+def test_measured_log_drops_startup_and_warmup():
+    logs = {"stdout": b"", "stderr": b"start-up\nwarm-up\nmeasured\n"}
+    assert server_runner.measured_log(logs, {"stderr": len(b"start-up\nwarm-up\n")}).strip() == "measured"

@@ -1,0 +1,36 @@
+"""The one formatter: the Markdown format, and the older formats unchanged."""
+
+from datetime import datetime
+
+from orchestrator import tables
+
+ROWS = [{"arm": "baseline", "decode_tps": 135.25, "speedup": None, "note": "a|b"},
+        {"arm": "draft:draft_max=8", "decode_tps": 8.5, "speedup": 1.234, "note": "two\nlines"}]
+
+
+def test_markdown_table():
+    assert tables.render(ROWS, "md") == "\n".join([
+        "| arm | decode_tps | speedup | note |",
+        "|---|---:|---:|---|",
+        "| baseline | 135.2 | - | a\\|b |",  # numbers as in the text table; a pipe escaped, missing as -
+        "| draft:draft_max=8 | 8.500 | 1.234 | two lines |",
+    ])
+
+
+def test_markdown_columns_and_empty_rows():
+    assert tables.render(ROWS, "md", ["speedup", "arm"]).splitlines()[:2] == ["| speedup | arm |", "|---:|---|"]
+    assert tables.render([], "md", ["a", "b"]) == "| a | b |\n|---|---|"
+    when = datetime(2026, 5, 1, 12, 30, 5)
+    assert tables.render([{"at": when}], "md").splitlines()[-1] == "| 2026-05-01 12:30:05 |"
+
+
+def test_md_is_a_listed_format():
+    assert "md" in tables.FORMATS
+
+
+def test_existing_formats_unchanged():
+    rows = [{"a": "x", "n": 1.5}, {"a": "longer", "n": None}]
+    assert tables.render(rows) == "a       n\n------  -----\nx       1.500\nlonger  -"
+    assert tables.render(rows, "csv").splitlines() == ["a,n", "x,1.5", "longer,"]
+    assert tables.render(rows, "json") == '[\n  {\n    "a": "x",\n    "n": 1.5\n  },\n  {\n    "a": "longer",\n' \
+                                          '    "n": null\n  }\n]'
