@@ -18,11 +18,13 @@ from pathlib import Path
 import jinja2
 from jinja2 import nodes
 
+from . import matrix
 from .errors import RecipeError
 
 PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
 MODES = ("cli", "server")
+META_VARIABLES = ("concurrency",)  # metadata that is also a variable (server mode's client threads)
 BUILTIN_DEFAULTS = {
     "prompt": "Write a short story about a robot learning to paint. Once upon a time,",
     "n_predict": 128,
@@ -115,19 +117,18 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     mode = meta.get("mode", "cli")
     if mode not in MODES:
         raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(MODES)}")
-    variables = {**BUILTIN_DEFAULTS, "models": str(models_dir()), **meta.get("defaults", {}),
+    variables = {**BUILTIN_DEFAULTS, "models": str(models_dir()),
+                 **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {}),
                  **read_vars(vars_file), **parse_set(overrides)}
-    arms_meta = meta.get("arms") or {"default": {}}
-    baseline = meta.get("baseline", "baseline" if "baseline" in arms_meta else None)
-    if baseline is not None and baseline not in arms_meta:
-        raise RecipeError(f"{path}: baseline {baseline!r} is not one of the arms {', '.join(arms_meta)}")
+    cells = matrix.expand(meta, where=str(path))
     plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=hashlib.sha256(source.encode()).hexdigest(),
                 mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables)
     template = _compile(env, source, path)
-    for name, arm_vars in arms_meta.items():
-        params = {**variables, **(arm_vars or {})}
+    for name, overrides in cells.cells.items():
+        params = {**variables, **overrides}
         argv, literal = render_argv(template, values, {**params, **builtins}, str(path))
-        plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal, is_baseline=name == baseline))
+        plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
+                             is_baseline=cells.is_baseline(name)))
     return plan
 
 

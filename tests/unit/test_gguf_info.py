@@ -2,13 +2,14 @@
 
 import dataclasses
 import hashlib
+import json
 
 import gguf
 import numpy as np
 import pytest
 
 from orchestrator.errors import ModelError, OrchError
-from orchestrator.gguf_info import ModelInfo, file_type_name, inspect, vocab_differences
+from orchestrator.gguf_info import ModelInfo, decode_bytes, file_type_name, inspect, vocab_differences
 
 
 def write_gguf(path, *, vocab_model="llama", n_vocab=8, bos=1, eos=2, experts=None, with_vocab=True, name="tiny"):
@@ -118,3 +119,95 @@ def test_gpt2_draft_against_spm_target_gives_every_reason(tmp_path):
     reasons = vocab_differences(target, draft)
     assert [r.split(" ")[0] + " " + r.split(" ")[1] for r in reasons] == ["vocab type", "vocab size", "bos token",
                                                                          "eos token"]
+
+
+# Weights, quantisation mix, decode bytes and attention shape (issue 6).
+
+Q8_0 = gguf.GGMLQuantizationType.Q8_0
+
+
+def write_layout(path, tensors, *, experts=None, heads=None):
+    """A GGUF with the given tensors: name -> float array, or (rows, Q8_0 bytes per row) for a Q8_0 tensor."""
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_block_count(2)
+    writer.add_embedding_length(64)
+    if experts:
+        writer.add_expert_count(experts[0])
+        writer.add_expert_used_count(experts[1])
+    for key, value in (heads or {}).items():
+        getattr(writer, f"add_{key}")(value)
+    for name, data in tensors.items():
+        if isinstance(data, tuple):  # Q8_0: 34 bytes per 32 weights
+            writer.add_tensor(name, np.zeros(data, dtype=np.uint8), raw_dtype=Q8_0)
+        else:
+            writer.add_tensor(name, data)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+DENSE = {
+    "token_embd.weight": (100, 34 * 2),  # 100 x 64 weights in Q8_0: 6800 bytes
+    "blk.0.attn_q.weight": (64, 34 * 2),  # 4352 bytes
+    "blk.0.attn_norm.weight": np.ones(64, dtype=np.float32),  # 256 bytes
+    "blk.0.ffn_up.weight": np.zeros((32, 64), dtype=np.float16),  # 4096 bytes
+}
+
+
+def test_dense_model_weights_mix_and_decode_bytes(tmp_path):
+    info = inspect(write_layout(tmp_path / "dense.gguf", {**DENSE, "output.weight": (100, 34 * 2)}))
+    assert info.quant_mix == {"Q8_0": 6800 + 4352 + 6800, "F16": 4096, "F32": 256}
+    assert list(info.quant_mix) == ["Q8_0", "F16", "F32"]  # largest first
+    assert info.weight_bytes == 6800 + 4352 + 256 + 4096 + 6800
+    assert info.weight_bytes < info.size_bytes  # the header and alignment padding are not weights
+    assert info.expert_bytes == 0
+    # The embedding lookup reads one row: an untied token_embd does not count; output.weight does.
+    assert info.decode_bytes == info.weight_bytes - 6800
+    assert info.parameters == 100 * 64 + 64 * 64 + 64 + 32 * 64 + 100 * 64
+
+
+def test_tied_embedding_is_the_output_matrix_and_counts(tmp_path):
+    info = inspect(write_layout(tmp_path / "tied.gguf", DENSE))
+    assert info.decode_bytes == info.weight_bytes == 6800 + 4352 + 256 + 4096
+
+
+def test_moe_decode_reads_shared_weights_and_the_used_share_of_experts(tmp_path):
+    tensors = {
+        **DENSE,
+        "output.weight": (100, 34 * 2),
+        "blk.0.ffn_gate_inp.weight": np.zeros((8, 64), dtype=np.float32),  # router: 2048 bytes, always read
+        "blk.0.ffn_up_exps.weight": np.zeros((8, 32, 64), dtype=np.float16),  # 8 experts: 32768 bytes
+        "blk.0.ffn_down_exps.weight": (8 * 64, 34),  # 8 experts x 64 x 32 in Q8_0: 17408 bytes
+        "blk.0.ffn_up_shexp.weight": np.zeros((32, 64), dtype=np.float16),  # shared expert: 4096, always read
+    }
+    info = inspect(write_layout(tmp_path / "moe.gguf", tensors, experts=(8, 2)))
+    assert (info.expert_count, info.expert_used_count) == (8, 2)
+    assert info.expert_bytes == 32768 + 17408
+    dense_part = 4352 + 256 + 4096 + 6800 + 2048 + 4096  # token_embd left out: output.weight exists
+    assert info.decode_bytes == dense_part + (32768 + 17408) * 2 // 8
+    assert info.weight_bytes == dense_part + 6800 + 32768 + 17408
+    assert json.loads(json.dumps(info.to_dict()))["quant_mix"] == info.quant_mix
+
+
+def test_expert_tensors_without_expert_metadata_count_in_full():
+    assert decode_bytes({"blk.0.ffn_up_exps.weight": 800, "output.weight": 10}, None, None) == 810
+    assert decode_bytes({"blk.0.ffn_up_exps.weight": 800, "output.weight": 10}, 8, 1) == 110
+    assert decode_bytes({}, None, None) == 0
+
+
+def test_attention_shape_from_metadata(tmp_path):
+    heads = {"head_count": 8, "head_count_kv": 2}
+    info = inspect(write_layout(tmp_path / "gqa.gguf", DENSE, heads=heads))
+    assert (info.n_head, info.n_head_kv, info.key_length, info.value_length) == (8, 2, 8, 8)  # 64 / 8
+    explicit = {"head_count": 8, "head_count_kv": [2, 4], "key_length": 192, "value_length": 128}
+    info = inspect(write_layout(tmp_path / "mla.gguf", DENSE, heads=explicit))
+    assert (info.n_head, info.n_head_kv, info.key_length, info.value_length) == (8, 4, 192, 128)
+
+
+def test_head_count_kv_defaults_to_head_count(tmp_path):
+    info = inspect(write_layout(tmp_path / "mha.gguf", DENSE, heads={"head_count": 4}))
+    assert (info.n_head, info.n_head_kv, info.key_length) == (4, 4, 16)
+    bare = inspect(write_layout(tmp_path / "bare.gguf", DENSE))
+    assert (bare.n_head, bare.n_head_kv, bare.key_length, bare.value_length) == (None, None, None, None)

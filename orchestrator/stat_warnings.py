@@ -1,0 +1,153 @@
+"""Per-arm warnings: a fixed set of actionable messages, each naming the option or action that helps.
+
+Re-exported by `stats`; import them from there. One call per arm:
+
+    warnings_for(runs=[...decode tok/s per run...],          # CV and MAD outliers
+                 spread=[...tok/s per prompt...] or None,    # bimodality (server mode; default: runs)
+                 acceptance=0.62, speedup=0.93,              # this arm's mean acceptance, speedup vs baseline
+                 drafted=1200, accepted=744,                 # counters, quoted in the 100%-acceptance message
+                 sweep_break_even=break_even([(acc, speedup) for every non-baseline arm of the sweep]))
+
+The rules (each a constant below, with its code for JSON and its message template):
+- high_cv: sample CV of the per-run speeds above 5% (n >= 2).
+- bimodal: the sorted values split into a low and a high cluster, each of >= 2 values, where the gap between
+  the clusters is >= 10% of the median AND >= 4 times the larger within-cluster standard deviation (so an
+  ordinary noisy spread never qualifies, and a 59-67 tok/s group beside ~135 tok/s does). n >= 4.
+- outliers: modified z-score 0.6745 * (x - median) / MAD above 3.5 (Iglewicz and Hoaglin); when MAD is 0
+  (most values equal) the mean absolute deviation scaled by 1.2533 stands in. n >= 3.
+- full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
+- below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CV_LIMIT = 0.05
+MODIFIED_Z_LIMIT = 3.5
+BIMODAL_MIN_GAP = 0.10  # of the median
+BIMODAL_GAP_SDS = 4.0  # gap / larger within-cluster stdev
+
+
+@dataclass(frozen=True)
+class WarningKind:
+    code: str
+    template: str  # str.format fields are filled by warnings_for
+
+
+@dataclass(frozen=True)
+class StatWarning:
+    code: str
+    message: str
+
+
+HIGH_CV = WarningKind("high_cv", "decode speed varies {cv:.1%} between runs (above 5%): raise --repeat, pin GPU clocks "
+                      "(nvidia-smi -lgc) and threads (-t), and keep other work off the machine")
+BIMODAL = WarningKind("bimodal", "speeds split into two clusters, {low} beside {high} tok/s, so the mean describes "
+                      "neither: look at each cluster's runs or prompts (orch runs; the requests table in server "
+                      "mode), split the prompt set, or add --warmup if the slow ones are the first runs")
+OUTLIERS = WarningKind("outliers", "{count} of {n} runs far from the median (modified z-score above 3.5: {values} "
+                       "tok/s): inspect them with orch show RUN; add --warmup 1 if the first run is slow, or raise "
+                       "--repeat")
+FULL_ACCEPTANCE_SLOWDOWN = WarningKind(
+    "full_acceptance_slowdown", "100% acceptance yet {speedup:.2f}x the baseline{counters}: check the drafted and "
+    "accepted counters with orch show RUN; a draft that is never rejected but slows decoding usually means "
+    "speculation is not set up as intended (tiny drafts, draft_max too low, or the counters misread)")
+BELOW_BREAK_EVEN = WarningKind(
+    "below_break_even", "acceptance {acceptance:.1%} is below this sweep's break-even {break_even:.1%} (where "
+    "speedup crosses 1x): these drafts cost more than they save here; lower draft_max, raise p_min or draft_min, "
+    "or use a draft that agrees more with the target")
+WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN)
+
+
+def _clean(xs) -> list[float]:
+    return [float(x) for x in xs if x is not None and not math.isnan(x)]
+
+
+def bimodal_split(values: Sequence[float]) -> tuple[list[float], list[float]] | None:
+    """(low cluster, high cluster) when the values split in two by the rule above, else None."""
+    xs = sorted(_clean(values))
+    if len(xs) < 4:
+        return None
+    median = statistics.median(xs)
+    best = None
+    for i in range(2, len(xs) - 1):  # low = xs[:i], high = xs[i:], both at least 2 values
+        low, high = xs[:i], xs[i:]
+        gap = high[0] - low[-1]
+        within = max(statistics.stdev(low), statistics.stdev(high))
+        if gap >= BIMODAL_MIN_GAP * abs(median) and gap >= BIMODAL_GAP_SDS * within and gap > 0:
+            if best is None or gap > best[0]:
+                best = (gap, low, high)
+    return (best[1], best[2]) if best else None
+
+
+def mad_outliers(values: Sequence[float]) -> list[float]:
+    """The values whose modified z-score exceeds 3.5, in input order."""
+    xs = _clean(values)
+    if len(xs) < 3:
+        return []
+    median = statistics.median(xs)
+    mad = statistics.median(abs(x - median) for x in xs)
+    if mad > 0:
+        scale = mad / 0.6745
+    else:
+        scale = 1.253314 * statistics.fmean(abs(x - median) for x in xs)
+    if scale == 0:
+        return []
+    return [x for x in xs if abs(x - median) / scale > MODIFIED_Z_LIMIT]
+
+
+def break_even(points: Sequence[tuple[float, float]]) -> float | None:
+    """The acceptance at which speedup crosses 1, from a sweep's (acceptance, speedup) per non-baseline arm.
+
+    Take the losing arm (speedup < 1) with the highest acceptance and the winning arm (speedup > 1) with the
+    lowest; when every loser sits below every winner, interpolate linearly between those two. None when the
+    sweep has no loser or no winner, or when they overlap (acceptance alone does not decide there: mixing
+    draft methods of different cost does that, so pass one method's arms at a time).
+    """
+    pts = [(a, s) for a, s in points if a is not None and s is not None and not math.isnan(a) and not math.isnan(s)]
+    losers = [p for p in pts if p[1] < 1]
+    winners = [p for p in pts if p[1] > 1]
+    if not losers or not winners:
+        return None
+    a_lo, s_lo = max(losers)
+    a_hi, s_hi = min(winners)
+    if a_lo >= a_hi:
+        return None
+    return a_lo + (1 - s_lo) * (a_hi - a_lo) / (s_hi - s_lo)
+
+
+def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
+                 speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
+                 accepted: int | None = None) -> list[StatWarning]:
+    """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule)."""
+    out = []
+    xs = _clean(runs)
+    if len(xs) >= 2:
+        mean = statistics.fmean(xs)
+        cv = statistics.stdev(xs) / mean if mean else 0.0
+        if cv > CV_LIMIT:
+            out.append(StatWarning(HIGH_CV.code, HIGH_CV.template.format(cv=cv)))
+    split = bimodal_split(xs if spread is None else spread)
+    if split:
+        low, high = split
+        out.append(StatWarning(BIMODAL.code, BIMODAL.template.format(low=_span(low), high=_span(high))))
+    outliers = mad_outliers(xs)
+    if outliers:
+        out.append(StatWarning(OUTLIERS.code, OUTLIERS.template.format(
+            count=len(outliers), n=len(xs), values=", ".join(f"{x:.1f}" for x in outliers))))
+    if acceptance is not None and acceptance >= 0.9995 and speedup is not None and speedup < 1:
+        counters = f" (drafted {drafted}, accepted {accepted})" if drafted is not None else ""
+        out.append(StatWarning(FULL_ACCEPTANCE_SLOWDOWN.code,
+                               FULL_ACCEPTANCE_SLOWDOWN.template.format(speedup=speedup, counters=counters)))
+    if acceptance is not None and sweep_break_even is not None and acceptance < sweep_break_even:
+        out.append(StatWarning(BELOW_BREAK_EVEN.code, BELOW_BREAK_EVEN.template.format(
+            acceptance=acceptance, break_even=sweep_break_even)))
+    return out
+
+
+def _span(xs: list[float]) -> str:
+    return f"{min(xs):.0f}" if round(min(xs)) == round(max(xs)) else f"{min(xs):.0f}-{max(xs):.0f}"

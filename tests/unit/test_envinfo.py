@@ -1,0 +1,75 @@
+"""The environment snapshot and its BENCHMARK_ENV-style page, with NVML absent and faked."""
+
+import json
+import subprocess
+from pathlib import Path
+
+from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
+
+from orchestrator import __version__, envinfo
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = {"name": "0c1e570-cuda-abc", "upstream_commit": "0c1e57098", "backend": "cuda", "compiler": "GNU",
+         "compiler_version": "12.2.0", "cmake_options": {"GGML_CUDA": "ON", "CMAKE_BUILD_TYPE": "Release"},
+         "dir": "/not/kept", "targets": ["llama-server"]}
+
+
+def test_snapshot_without_gpu_is_complete_and_json_friendly(no_nvml):
+    snap = envinfo.snapshot(BUILD)
+    assert json.loads(json.dumps(snap)) == snap
+    assert snap["gpus"] == [] and snap["gpu_driver"] is None and snap["cuda_driver"] is None
+    assert snap["os"] and snap["kernel"] and snap["cpu_model"] and snap["python"].count(".") == 2
+    assert snap["cpu_logical_cores"] >= snap["cpu_physical_cores"] >= 1 and snap["ram_bytes"] > 0
+    assert snap["orch_version"] == __version__
+    assert snap["build"] == {k: BUILD[k] for k in envinfo.BUILD_KEYS}  # provenance only, not paths
+    assert envinfo.snapshot()["build"] is None
+
+
+def test_orch_commit_is_the_checkout_head():
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    state = envinfo.git_state(ROOT)
+    assert state["orch_commit"] == head.strip() and isinstance(state["orch_dirty"], bool)
+
+
+def test_git_state_of_a_plain_directory_is_none(tmp_path):
+    assert envinfo.git_state(tmp_path) == {"orch_commit": None, "orch_dirty": None}
+
+
+def test_git_state_sees_local_changes(tmp_path):
+    env = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "f").write_text("1")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "f"], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), *env, "commit", "-qm", "x"], check=True)
+    assert envinfo.git_state(tmp_path)["orch_dirty"] is False
+    (tmp_path / "f").write_text("2")
+    state = envinfo.git_state(tmp_path)
+    assert state["orch_dirty"] is True and len(state["orch_commit"]) == 40
+
+
+def test_gpus_from_nvml(fake_nvml):
+    snap = envinfo.snapshot()
+    assert snap["gpu_driver"] == "550.54.15" and snap["cuda_driver"] == "12.4"
+    h100, l4 = snap["gpus"]
+    assert h100 == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_bytes": 80 * GIB,
+                    "compute_capability": "9.0", "power_limit_w": 700.0, "pcie_gen": 5, "pcie_width": 16,
+                    "pcie_max_gen": 5, "pcie_max_width": 16, "memory_bus_width_bits": 5120,
+                    "memory_clock_max_mhz": 2619}
+    assert l4["name"] == "NVIDIA L4" and l4["power_limit_w"] is None  # unsupported query: None, not an error
+    page = envinfo.to_markdown(snap)
+    assert "| 0 | NVIDIA H100 80GB HBM3 | 80.0 GiB | 9.0 | 700 W | gen5 x16 / gen5 x16 | 5120 bit |" in page
+    assert "| 1 | NVIDIA L4 | 24.0 GiB | 9.0 | - |" in page
+
+
+def test_markdown_page_without_gpu(no_nvml):
+    page = envinfo.to_markdown(envinfo.snapshot(BUILD))
+    for heading in ("# Benchmark environment", "## Host", "## GPUs", "## Software", "## Build `0c1e570-cuda-abc`"):
+        assert f"\n{heading}\n" in f"\n{page}"
+    assert "\nno GPU\n" in page
+    assert "| `GGML_CUDA` | `ON` |" in page and "| Compiler | GNU 12.2.0 |" in page
+    assert "| NVIDIA driver | - |" in page
+
+
+def test_markdown_of_a_sparse_snapshot_does_not_fail():
+    page = envinfo.to_markdown({"host": "h"})
+    assert "no GPU" in page and "not a git checkout" in page and "## Build" not in page

@@ -1,0 +1,233 @@
+"""Statistics against values computed by hand (the arithmetic is in the comments) and small known cases."""
+
+import itertools
+import math
+
+import pytest
+
+from orchestrator import stats
+from orchestrator.stats import (BELOW_BREAK_EVEN, BIMODAL, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
+                                WARNING_KINDS)
+
+
+def test_describe_three_samples():
+    # [10, 12, 14]: mean 12, deviations -2 0 2, sum of squares 8, / (n-1) = 4, stdev 2, cv 2/12.
+    # t(0.975, df=2) = 4.303; half width 4.303 * 2 / sqrt(3) = 4.303 * 1.154701 = 4.968676.
+    s = stats.describe([14, 10, 12])
+    assert (s.n, s.mean, s.median, s.min, s.max, s.stdev) == (3, 12, 12, 10, 14, 2)
+    assert s.cv == pytest.approx(1 / 6)
+    assert s.ci_low == pytest.approx(12 - 4.968676, abs=1e-6)
+    assert s.ci_high == pytest.approx(12 + 4.968676, abs=1e-6)
+
+
+def test_describe_five_samples():
+    # [100, 102, 98, 101, 99]: mean 100, median 100; squares 0 4 4 1 1 = 10, / 4 = 2.5, stdev 1.581139.
+    # t(df=4) = 2.776; half 2.776 * 1.581139 / sqrt(5) = 2.776 * 0.707107 = 1.962928.
+    s = stats.describe([100, 102, 98, 101, 99])
+    assert s.stdev == pytest.approx(1.581139, abs=1e-6)
+    assert (s.ci_low, s.ci_high) == pytest.approx((98.037072, 101.962928), abs=1e-6)
+    assert s.cv == pytest.approx(0.01581139, abs=1e-8)
+
+
+def test_describe_small_and_dirty_inputs():
+    assert stats.describe([]) == stats.Stats(n=0)
+    one = stats.describe([7.5])
+    assert (one.n, one.mean, one.median, one.stdev, one.cv, one.ci_low, one.ci_high) == (1, 7.5, 7.5, None, None,
+                                                                                          None, None)
+    # None and NaN are runs without a number, not zeros: [4, 6] remain, mean 5
+    assert stats.describe([4, None, float("nan"), 6]).mean == 5
+    assert stats.describe([0, 0]).cv is None  # no CV around a zero mean
+
+
+def test_t_table_lookup():
+    assert stats.t975(1) == 12.706 and stats.t975(30) == 2.042
+    assert stats.t975(35) == 2.042  # between 30 and 40: the smaller df, a slightly wider interval
+    assert stats.t975(60) == 2.000 and stats.t975(119.5) == 2.000 and stats.t975(120) == 1.980
+    assert stats.t975(121) == 1.96 and stats.t975(10_000) == 1.96
+    assert stats.t975(2.7) == 4.303  # Welch's fractional df round down
+    with pytest.raises(ValueError):
+        stats.t975(0.5)
+
+
+def test_paired_speedup_by_log_ratios():
+    # Log ratios 0.1, 0.2, 0.3 (head = base * e^x): mean 0.2, stdev 0.1, half 4.303 * 0.1 / sqrt(3) = 0.248435.
+    # ratio e^0.2 = 1.221403; interval e^(0.2 - 0.248435) = e^-0.048435 = 0.952720,
+    # e^0.448435 = e^0.4 * e^0.048435 = 1.491825 * 1.049627 = 1.565858.
+    base = {0: 100.0, 1: 50.0, 2: 80.0, 3: 70.0}  # repeat 3 has no head run: not paired
+    head = {0: 100 * math.exp(0.1), 1: 50 * math.exp(0.2), 2: 80 * math.exp(0.3), 9: 1.0}
+    s = stats.paired_speedup(base, head)
+    assert s.n == 3 and s.paired
+    assert s.ratio == pytest.approx(1.221403, abs=1e-6)
+    assert (s.ci_low, s.ci_high) == pytest.approx((0.952720, 1.565858), abs=1e-5)
+
+
+def test_paired_speedup_server_keys_and_edges():
+    # keys (repeat, prompt): 120/100 and 60/50 both 1.2, so log ratios equal: ratio 1.2, zero-width interval
+    s = stats.paired_speedup({(0, "p1"): 100, (0, "p2"): 50}, {(0, "p1"): 120, (0, "p2"): 60})
+    assert (s.n, s.ratio) == (2, pytest.approx(1.2))
+    assert s.ci_low == pytest.approx(1.2) and s.ci_high == pytest.approx(1.2)
+    one = stats.paired_speedup({0: 10}, {0: 15})
+    assert (one.ratio, one.ci_low, one.ci_high, one.n) == (1.5, None, None, 1)
+    assert stats.paired_speedup({0: 10}, {1: 15}) is None
+    assert stats.paired_speedup({0: 0.0}, {0: 15}) is None  # a zero speed has no log: left out
+
+
+def test_ratio_of_means_delta_method():
+    # base [98, 100, 102]: mean 100, stdev 2, cv 0.02; head [88, 90, 92]: mean 90, stdev 2, cv 0.022222.
+    # var(log ratio) = 0.02^2/3 + 0.022222^2/3 = 0.000133333 + 0.000164609 = 0.000297942, se 0.0172610.
+    # Welch df = 0.000297942^2 / (0.000133333^2/2 + 0.000164609^2/2) = 8.87690e-8 / 2.24366e-8 = 3.956 -> t(3) 3.182.
+    # ratio 0.9, interval 0.9 * e^(-/+ 3.182 * 0.0172610) = 0.9 * e^(-/+0.0549245) = 0.851904, 0.950812.
+    r = stats.ratio_of_means([98, 100, 102], [88, 90, 92])
+    assert r.ratio == pytest.approx(0.9) and not r.paired
+    assert (r.ci_low, r.ci_high) == pytest.approx((0.851904, 0.950812), abs=1e-5)
+    assert stats.ratio_of_means([100], [90]).ci_low is None
+    assert stats.ratio_of_means([], [90]) is None
+    same = stats.ratio_of_means([5, 5], [10, 10])
+    assert (same.ratio, same.ci_low, same.ci_high) == (2, 2, 2)
+
+
+def test_midranks():
+    # 1 -> 1; the three 2s share positions 2, 3, 4 -> 3; the two 3s share 5, 6 -> 5.5
+    assert stats.midranks([2, 1, 3, 2, 3, 2]) == [3, 1, 5.5, 3, 5.5, 3]
+
+
+def test_mann_whitney_exact_complete_separation():
+    # a below b entirely: only 1 of C(6,3) = 20 splits gives rank sum 6, so P(W <= 6) = 1/20, two-sided 0.1
+    assert stats.mann_whitney_u([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+    # 4 vs 4: 1 / C(8,4) = 1/70, two-sided 2/70 = 0.028571 (the smallest p that n = 4 can reach)
+    assert stats.mann_whitney_u([5, 6, 7, 8], [1, 2, 3, 4]) == pytest.approx(2 / 70)
+    assert stats.mann_whitney_u([1, 2, 3], [1, 2, 3]) == 1.0
+
+
+def test_mann_whitney_exact_with_ties_by_hand():
+    # a = [1, 2, 2, 3], b = [2, 3, 4, 4]. Pooled midranks: 1 -> 1, 2s -> 3, 3s -> 5.5, 4s -> 7.5.
+    # a's rank sum 1 + 3 + 3 + 5.5 = 12.5. Picks of 4 ranks from {1, 3, 3, 3, 5.5, 5.5, 7.5, 7.5} (70 ways)
+    # with sum <= 12.5: {1,3,3,3} = 10 (1 way), {1,3,3,5.5} = 12.5 (3 * 2 = 6 ways); any other pick is >= 14.5.
+    # P(W <= 12.5) = 7/70 = 0.1, two-sided p = 0.2.
+    assert stats.mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 4], method="exact") == pytest.approx(0.2)
+
+
+def test_mann_whitney_normal_approximation_by_hand():
+    # a = 1..5, b = 6..10: U = 15 - 15 = 0, mean 12.5, var 25/12 * 11 = 22.916667, sd 4.787136.
+    # z = (12.5 - 0.5) / 4.787136 = 2.506718; p = erfc(2.506718 / sqrt 2) = 0.012186 (scipy: 0.0121858).
+    assert stats.mann_whitney_u(range(1, 6), range(6, 11), method="normal") == pytest.approx(0.0121858, abs=1e-6)
+    # With ties, a = [1,2,2,3], b = [2,3,4,4]: U = 12.5 - 10 = 2.5, mean 8; tie term (24 + 6 + 6) / (8 * 7)
+    # = 0.642857; var 16/12 * (9 - 0.642857) = 11.142857, sd 3.338092; z = (5.5 - 0.5) / 3.338092 = 1.497861;
+    # p = 0.134169 (scipy asymptotic: 0.1341692).
+    assert stats.mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 4], method="normal") == pytest.approx(0.134169, abs=1e-6)
+    assert stats.mann_whitney_u([5, 5, 5], [5, 5], method="normal") == 1.0  # all tied: no evidence
+
+
+def test_mann_whitney_exact_matches_brute_force_enumeration():
+    # The rank-sum DP against listing every split of the pooled ranks, ties included.
+    a, b = [3.1, 4.0, 4.0, 7.2, 9.9], [1.0, 4.0, 5.5, 5.5, 8.0, 12.0]
+    ranks = stats.midranks(a + b)
+    observed = sum(ranks[:5])
+    sums = [sum(c) for c in itertools.combinations(ranks, 5)]
+    low = sum(s <= observed + 1e-9 for s in sums) / len(sums)
+    high = sum(s >= observed - 1e-9 for s in sums) / len(sums)
+    assert stats.mann_whitney_u(a, b) == pytest.approx(min(1, 2 * min(low, high)))
+
+
+def test_mann_whitney_auto_switches_to_normal_for_large_samples():
+    a, b = list(range(11)), list(range(5, 16))  # 11 * 11 = 121 > 100
+    assert stats.mann_whitney_u(a, b) == stats.mann_whitney_u(a, b, method="normal")
+    with pytest.raises(ValueError):
+        stats.mann_whitney_u([], [1])
+    with pytest.raises(ValueError):
+        stats.mann_whitney_u([1], [2], method="bogus")
+
+
+# --- warnings ---
+
+def codes(ws):
+    return [w.code for w in ws]
+
+
+def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
+    assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "full_acceptance_slowdown",
+                                               "below_break_even"]
+    assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
+        BELOW_BREAK_EVEN.template and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
+
+
+def test_steady_arm_has_no_warnings():
+    assert stats.warnings_for([100, 102, 98, 101, 99], acceptance=0.7, speedup=1.3, sweep_break_even=0.4) == []
+    assert stats.warnings_for([]) == []
+
+
+def test_high_cv():
+    # [90, 100, 110]: stdev 10, cv 10% > 5%
+    ws = stats.warnings_for([90, 100, 110])
+    assert codes(ws) == ["high_cv"] and "10.0%" in ws[0].message
+    # [100, 102, 98, 101, 99]: cv 1.6%, and two runs [100, 104]: stdev 2.83, cv 2.8%
+    assert stats.warnings_for([100, 104]) == []
+
+
+def test_bimodal_per_prompt_speeds():
+    # The seed's case: a 59-67 tok/s tail beside ~135 tok/s. Split between 67 and 131: gap 64 >= 10% of the
+    # median (99) and >= 4 x the larger cluster stdev (low [59, 61, 63, 67] stdev 3.42; high 2.65).
+    per_prompt = [135, 59, 137, 61, 131, 63, 134, 67]
+    low, high = stats.bimodal_split(per_prompt)
+    assert (low, high) == ([59, 61, 63, 67], [131, 134, 135, 137])
+    ws = stats.warnings_for([101, 100, 102], spread=per_prompt)
+    assert codes(ws) == ["bimodal"] and "59-67 beside 131-137 tok/s" in ws[0].message
+
+
+def test_bimodal_not_triggered_by_noise_a_lone_value_or_tiny_gaps():
+    assert stats.bimodal_split([95, 97, 99, 100, 101, 103, 105, 108]) is None  # gaps of 2-3 tok/s
+    assert stats.bimodal_split([100, 101, 100, 99, 50]) is None  # one low value is an outlier, not a cluster
+    assert stats.bimodal_split([100.0, 100.0, 100.1, 100.1]) is None  # gap 0.1 is under 10% of the median
+    # a wide high cluster: gap 43 between 67 and 110 is under 4 x its stdev (16.8)
+    assert stats.bimodal_split([59, 63, 67, 110, 125, 140, 150]) is None
+    assert stats.bimodal_split([1, 2, 100]) is None  # fewer than 4 values
+
+
+def test_bimodal_per_run_speeds_default():
+    # without `spread`, the per-run speeds are checked (CLI mode)
+    assert "bimodal" in codes(stats.warnings_for([60, 62, 130, 133, 61, 131]))
+
+
+def test_mad_outliers():
+    # [100, 101, 99, 100, 102, 80]: median 100, |dev| 0 1 1 0 2 20 -> MAD 1;
+    # z(80) = 0.6745 * 20 / 1 = 13.49 > 3.5; z(102) = 1.35
+    assert stats.mad_outliers([100, 101, 99, 100, 102, 80]) == [80]
+    ws = stats.warnings_for([100, 101, 99, 100, 102, 80])
+    assert "outliers" in codes(ws) and "1 of 6 runs" in ws[codes(ws).index("outliers")].message
+    # MAD 0 ([100, 100, 100, 100, 130]): mean |dev| 6, scale 1.2533 * 6 = 7.52, z(130) = 30 / 7.52 = 3.99 > 3.5
+    assert stats.mad_outliers([100, 100, 100, 100, 130]) == [130]
+    assert stats.mad_outliers([100, 100, 100]) == []
+    assert stats.mad_outliers([100, 200]) == []  # too few to tell which one is odd
+    # [100, 102, 98, 101, 99]: median 100, MAD 1, largest z = 0.6745 * 2 = 1.35
+    assert stats.mad_outliers([100, 102, 98, 101, 99]) == []
+
+
+def test_full_acceptance_with_slowdown():
+    ws = stats.warnings_for([50, 50.5], acceptance=1.0, speedup=0.8, drafted=120, accepted=120)
+    assert codes(ws) == ["full_acceptance_slowdown"]
+    assert "0.80x" in ws[0].message and "drafted 120, accepted 120" in ws[0].message
+    assert stats.warnings_for([50, 50.5], acceptance=1.0, speedup=1.4) == []  # full acceptance that pays off
+    assert stats.warnings_for([50, 50.5], acceptance=0.98, speedup=0.8) == []
+    assert stats.warnings_for([50, 50.5], acceptance=1.0) == []  # no baseline, no speedup
+
+
+def test_break_even_interpolates_between_the_nearest_loser_and_winner():
+    # losers (0.30, 0.80), (0.50, 0.90); winners (0.70, 1.10), (0.90, 1.50).
+    # highest loser 0.50 @ 0.90, lowest winner 0.70 @ 1.10: 0.50 + (1 - 0.90) * 0.20 / 0.20 = 0.60
+    points = [(0.9, 1.5), (0.3, 0.8), (0.5, 0.9), (0.7, 1.1), (None, 1.2)]
+    assert stats.break_even(points) == pytest.approx(0.6)
+    assert stats.break_even([(0.5, 0.9), (0.6, 0.95)]) is None  # nothing wins: no crossing seen
+    assert stats.break_even([(0.8, 0.9), (0.6, 1.2)]) is None  # overlap: acceptance does not decide
+    assert stats.break_even([]) is None
+
+
+def test_below_break_even():
+    ws = stats.warnings_for([80, 81], acceptance=0.45, speedup=0.9, sweep_break_even=0.6)
+    assert codes(ws) == ["below_break_even"] and "45.0%" in ws[0].message and "60.0%" in ws[0].message
+    assert stats.warnings_for([80, 81], acceptance=0.65, speedup=1.1, sweep_break_even=0.6) == []
+    assert stats.warnings_for([80, 81], acceptance=0.45, sweep_break_even=None) == []
+
+
+def test_warnings_come_in_fixed_order():
+    ws = stats.warnings_for([60, 62, 130, 133, 61, 131], acceptance=1.0, speedup=0.7, sweep_break_even=1.01)
+    assert codes(ws) == ["high_cv", "bimodal", "full_acceptance_slowdown", "below_break_even"]
