@@ -213,13 +213,18 @@ def _finish(info: dict, status: str, failure: str | None, db: Path | None) -> No
 def _register(info: dict, db: Path | None, only_if_missing: bool = False) -> None:
     con = store.connect(db or config.db_path())
     try:
-        if only_if_missing and con.execute("SELECT 1 FROM builds WHERE id = ?", [info["id"]]).fetchone():
-            return
-        rows = dict(info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace"))
-                                    for b in info["binaries"]])
-        store.record_build(con, rows)
+        register(con, info, only_if_missing=only_if_missing)
     finally:
         con.close()
+
+
+def register(con, info: dict, *, only_if_missing: bool = False) -> None:
+    """Record a build attempt (and its binaries' help texts) in a results database."""
+    if only_if_missing and con.execute("SELECT 1 FROM builds WHERE id = ?", [info["id"]]).fetchone():
+        return
+    rows = dict(info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace"))
+                                for b in info["binaries"]])
+    store.record_build(con, rows)
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -143,10 +143,18 @@ def _open_db(db):
 @click.option("-r", "--repeat", type=click.IntRange(min=1), default=None, help="Repeats per arm (default: recipe's).")
 @click.option("-t", "--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
+@click.option("-w", "--warmup", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Warm-up runs per arm before measuring (stored, never counted).")
+@click.option("--order", type=click.Choice(["interleaved", "sequential", "latin"]), default="interleaved",
+              show_default=True, help="Run order: round-robin arms per repeat, arm by arm, or a Latin square.")
+@click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[SWEEP]",
+              help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
+                   "what it lacks.")
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
 @db_option
-def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, dry_run, no_dialect, db):
+def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, warmup, order, resume, dry_run,
+                no_dialect, db):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
@@ -155,7 +163,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, d
     Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
     """
     from . import recipe, runner, summary, tables
-    from .build import find_build
+    from .build import find_build, register
 
     build = find_build(build_ref)
     builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
@@ -168,11 +176,14 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, d
         return
     con = _open_db(db)
     try:
-        runner.run_plan(plan, build, prepared, con, timeout=timeout, orch_argv=sys.argv,
-                        echo=lambda line: click.echo(line, err=True))
+        sweep_id = None
+        register(con, build, only_if_missing=True)  # every run's build is described in the same file
+        sweep_id = runner.run_plan(plan, build, prepared, con, timeout=timeout, orch_argv=sys.argv, order=order,
+                                   warmup=warmup, resume=resume)
     finally:
-        # The sweep just stored, complete or not: run_plan records it before the first run.
-        click.echo(tables.render(summary.arm_rows(con, summary.last_sweeps(con, 1))))
+        # The sweep just stored, complete or not (run_plan records it before the first run).
+        ids = [sweep_id] if sweep_id else summary.last_sweeps(con, 1)
+        click.echo(tables.render(summary.arm_rows(con, ids), "table", summary.TABLE_COLUMNS))
         con.close()
 
 
@@ -263,19 +274,64 @@ def query_command(sql, fmt, db):
 @main.command("summary")
 @click.argument("sweeps", nargs=-1, type=int)
 @click.option("-n", "--last", type=int, default=1, show_default=True, help="Summarise the newest N sweeps.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "csv", "json"]), default="table",
               show_default=True)
 @db_option
 def summary_command(sweeps, last, fmt, db):
-    """Per-arm speed, acceptance, speedup vs baseline.
+    """Per-arm speed with intervals, speedup, warnings.
 
-    Example: orch summary --last 2
+    Decode tok/s (mean and 95% t-interval), acceptance, draft tokens per generated token, speedup vs the
+    baseline paired by repeat (and prompt in server mode) with its interval, prompt tok/s, warnings.
+
+    Example: orch summary --last 2 --format md
     """
     from . import summary, tables
 
     con = _open_db(db)
-    ids = list(sweeps) or summary.last_sweeps(con, last)
-    click.echo(tables.render(summary.arm_rows(con, ids), fmt))
+    rows = summary.arm_rows(con, list(sweeps) or summary.last_sweeps(con, last))
+    if fmt in ("json", "csv"):
+        click.echo(tables.render(rows, fmt))
+        return
+    click.echo(tables.render(rows, fmt, summary.TABLE_COLUMNS))
+    for line in summary.warning_lines(rows):
+        click.echo(f"warning: {line}")
+
+
+@main.command("compare")
+@click.option("--base", "base_ref", required=True, help="Base build: commit prefix, tag or build name.")
+@click.option("--head", "head_ref", required=True, help="Head build: commit prefix, tag or build name.")
+@click.option("--recipe", default=None, help="Only runs of this recipe (path or file name).")
+@click.option("--threshold", default="5%", show_default=True, help="Smallest change worth a verdict.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table",
+              show_default=True)
+@db_option
+def compare_command(base_ref, head_ref, recipe, threshold, fmt, db):
+    """Compare two builds arm by arm (head/base).
+
+    Runs join on recipe text, arm parameters, model hashes, prompt set and mode. A change is marked only when
+    beyond the threshold and statistically different (Mann-Whitney U, or interval overlap for small n).
+
+    Example: orch compare --base f49e917 --head 0c1e570 --format json
+    """
+    from . import tables
+    from .comparison import compare_builds, parse_threshold
+    from .errors import InvalidOption
+
+    try:
+        limit = parse_threshold(threshold)
+    except ValueError:
+        raise InvalidOption(f"--threshold {threshold!r} is not a number or percentage, e.g. 5%") from None
+    result = compare_builds(_open_db(db), base_ref, head_ref, recipe=recipe, threshold=limit)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2, default=str))
+        return
+    for row in result["rows"]:
+        low, high = row.get("ratio_low"), row.get("ratio_high")
+        row["ratio_ci95"] = f"{low:.3f}-{high:.3f}" if low is not None and high is not None else None
+        for key in ("recipe_hash", "target_sha256", "draft_sha256"):  # 12 hex digits tell them apart on screen
+            row[key] = row[key][:12] if row.get(key) else row.get(key)
+    click.echo(f"base {result['base']}  ->  head {result['head']}  (threshold {limit:.0%})")
+    click.echo(tables.render(result["rows"], fmt, result["columns"]))
 
 
 @main.command("reparse")

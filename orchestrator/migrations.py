@@ -194,7 +194,40 @@ def m003_requests(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE runs ADD COLUMN prompt_set VARCHAR")
 
 
-MIGRATIONS = [m001_builds, m002_runs, m003_requests]
+def m004_sweeps(con: duckdb.DuckDBPyConnection) -> None:
+    # Warm-up runs are stored (nothing is dropped) but never count as measurements.
+    con.execute("ALTER TABLE runs ADD COLUMN warmup BOOLEAN DEFAULT false")
+    con.execute("ALTER TABLE sweeps ADD COLUMN run_order VARCHAR")
+    con.execute("""
+        CREATE VIEW arm_summary AS
+        SELECT r.sweep_id, s.recipe_path, s.build_name, s.upstream_commit, r.arm, bool_or(r.is_baseline) AS is_baseline,
+               count(*) AS runs, count(*) FILTER (WHERE r.status = 'ok') AS ok,
+               avg(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps,
+               stddev_samp(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps_stddev,
+               min(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps_min,
+               max(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps_max,
+               avg(m.acceptance) FILTER (WHERE r.status = 'ok') AS acceptance,
+               avg(m.draft_per_generated) FILTER (WHERE r.status = 'ok') AS draft_per_generated,
+               avg(m.encode_tps) FILTER (WHERE r.status = 'ok') AS prompt_tps,
+               string_agg(DISTINCT r.failure_class, ',') AS failure_classes
+        FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+        WHERE NOT coalesce(r.warmup, false)
+        GROUP BY r.sweep_id, s.recipe_path, s.build_name, s.upstream_commit, r.arm""")
+    # Paired by repeat: the geometric mean of per-repeat ratios, beside the plain ratio of means.
+    con.execute("""
+        CREATE VIEW speedup_vs_baseline AS
+        WITH ok AS (
+            SELECT r.sweep_id, r.arm, r.is_baseline, r.repeat_index, m.decode_tps
+            FROM runs r JOIN metrics m ON m.run_id = r.id
+            WHERE r.status = 'ok' AND NOT coalesce(r.warmup, false) AND m.decode_tps > 0
+        )
+        SELECT a.sweep_id, a.arm, count(*) AS pairs, exp(avg(ln(a.decode_tps / b.decode_tps))) AS speedup_paired,
+               avg(a.decode_tps) / avg(b.decode_tps) AS speedup_of_means
+        FROM ok a JOIN ok b ON b.sweep_id = a.sweep_id AND b.is_baseline AND b.repeat_index = a.repeat_index
+        GROUP BY a.sweep_id, a.arm""")
+
+
+MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps]
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -16,7 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import dialect, parse, preflight, proc, recipe, server_runner, store
+from . import dialect, parse, preflight, proc, recipe, schedule, server_runner, store, sweeps
+from .progress import Progress
 from .errors import DialectError, Interrupted, PreflightError, RunsFailed
 from .server import ServerFailed
 
@@ -74,46 +75,64 @@ def expects_speculation(argv: list[str]) -> bool:
 
 
 def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *, timeout: float | None,
-             orch_argv: list[str], echo=print) -> int:
-    """Run every arm x repeat (round-robin within a repeat, so drift hits all arms alike); the sweep id."""
-    sweep_id = store.create_sweep(con, {
-        "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
-        "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
-        "build_name": build["name"], "commit": build["commit"], "upstream_commit": build["upstream_commit"],
-        "host": host_info(), "argv": orch_argv, "status": "running", "started_at": _now()})
+             orch_argv: list[str], order: str = "interleaved", warmup: int = 0, resume: str | None = None,
+             progress: Progress | None = None) -> int:
+    """Run the arms x repeats in the chosen order (interleaved by default, so drift hits all arms alike).
+
+    With `resume`, continue a matching sweep and run only what it lacks. Returns the sweep id.
+    """
+    slots = schedule.order_runs([p.arm.name for p in prepared], plan.repeat, order, warmup)
+    sweep_id = sweeps.resumable(con, plan, build, resume) if resume else None
+    if sweep_id:
+        slots = schedule.remaining(slots, sweeps.done_slots(con, sweep_id))
+        con.execute("UPDATE sweeps SET status = 'running' WHERE id = ?", [sweep_id])
+    else:
+        sweep_id = store.create_sweep(con, {
+            "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
+            "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
+            "build_name": build["name"], "commit": build["commit"], "upstream_commit": build["upstream_commit"],
+            "host": host_info(), "argv": orch_argv, "status": "running", "started_at": _now(), "run_order": order})
+    progress = progress or Progress(len(slots))
+    progress.total = len(slots)
+    progress.note(f"orch: sweep {sweep_id}: {len(slots)} runs ({len(prepared)} arms, {plan.repeat} repeats"
+                  f"{f', {warmup} warm-up' if warmup else ''}, {order})")
+    by_name = {p.arm.name: p for p in prepared}
     for p in prepared:
         for model in (p.models.target, p.models.draft) if p.models else ():
             if model:
                 store.record_model(con, model.to_dict())
         if p.stop_reason:
-            echo(f"orch: arm {p.arm.name}: {p.stop_reason}")
-    total, done, failed = plan.repeat * len(prepared), 0, 0
+            progress.note(f"orch: arm {p.arm.name}: {p.stop_reason}")
+    failed = 0
     pool = server_runner.ServerPool(_helps(build)) if plan.mode == "server" else None
     try:
-        for repeat_index in range(plan.repeat):
-            for p in prepared:
-                done += 1
-                if pool:
-                    status, line = _one_server_run(con, sweep_id, build, plan, p, repeat_index, timeout, pool)
-                else:
-                    status, line = _one_run(con, sweep_id, build, plan, p, repeat_index, timeout)
-                failed += status in ("failed", "timeout")
-                echo(f"[{done}/{total}] {p.arm.name} #{repeat_index + 1}: {line}")
+        for slot in slots:
+            p = by_name[slot.arm]
+            if pool:
+                status, line = _one_server_run(con, sweep_id, build, plan, p, slot, timeout, pool)
+            else:
+                status, line = _one_run(con, sweep_id, build, plan, p, slot, timeout)
+            failed += status in ("failed", "timeout")
+            what = f"{p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
+            progress.advance(what)
+            if status in ("failed", "timeout"):
+                progress.note(f"orch: {what}")
     except KeyboardInterrupt:
         store.end_sweep(con, sweep_id, "interrupted")
-        raise Interrupted(f"sweep {sweep_id} interrupted after {done - 1} of {total} runs; everything so far is "
-                          f"stored (orch runs --last {done})") from None
+        raise Interrupted(f"sweep {sweep_id} interrupted after {progress.done} of {len(slots)} runs; everything so "
+                          f"far is stored; finish it with --resume {sweep_id}") from None
     finally:
         if pool:
             pool.stop()
     if pool:
         for arm, differing, compared in server_runner.mark_output_differences(con, sweep_id):
             if differing:
-                echo(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline at temperature 0")
+                progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline "
+                              f"at temperature 0")
     store.end_sweep(con, sweep_id, "done")
     if failed:
-        raise RunsFailed(f"sweep {sweep_id}: {failed} of {total} runs failed; see `orch runs --last {total}` "
-                         f"and `orch show RUN`")
+        raise RunsFailed(f"sweep {sweep_id}: {failed} of {len(slots)} runs failed; see `orch runs --last "
+                         f"{len(slots)}` and `orch show RUN`")
     return sweep_id
 
 
@@ -121,11 +140,12 @@ def _helps(build: dict) -> dict[str, str]:
     return {b["name"]: Path(b["help_path"]).read_text(errors="replace") for b in build["binaries"]}
 
 
-def _start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
+def _start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
                params: dict) -> tuple[int | None, tuple[str, str] | None]:
     """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
     row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
-           "params": params, "repeat_index": repeat_index, "mode": plan.mode, "rendered_argv": p.arm.argv,
+           "params": params, "repeat_index": slot.repeat_index, "warmup": slot.warmup, "mode": plan.mode,
+           "rendered_argv": p.arm.argv,
            "executed_argv": p.executed or None, "translations": p.notes, "started_at": _now(),
            "target_sha256": p.models.target.sha256 if p.models and p.models.target else None,
            "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None}
@@ -136,10 +156,10 @@ def _start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedAr
     return store.insert_run(con, {**row, "status": "running"}), None
 
 
-def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
+def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
                     timeout: float | None, pool: server_runner.ServerPool) -> tuple[str, str]:
     params = server_runner.request_params(p.arm.params)
-    run_id, stopped = _start_run(con, sweep_id, build, plan, p, repeat_index, params)
+    run_id, stopped = _start_run(con, sweep_id, build, plan, p, slot, params)
     if stopped:
         return stopped
     try:
@@ -178,9 +198,9 @@ def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: Prepa
                     f"({out['wall_s']:.1f}s) run {run_id}")
 
 
-def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, repeat_index: int,
+def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
              timeout: float | None) -> tuple[str, str]:
-    run_id, stopped = _start_run(con, sweep_id, build, plan, p, repeat_index, p.arm.params)
+    run_id, stopped = _start_run(con, sweep_id, build, plan, p, slot, p.arm.params)
     if stopped:
         return stopped
     with tempfile.TemporaryDirectory(prefix="orch-run-") as tmp:

@@ -190,6 +190,7 @@ def mark_output_differences(con, sweep_id: int) -> list[tuple[str, int, int]]:
         JOIN requests q ON q.run_id = r.id AND q.status = 'ok'
         JOIN requests b ON b.run_id = rb.id AND b.prompt_id = q.prompt_id AND b.status = 'ok'
         WHERE r.sweep_id = ? AND r.mode = 'server' AND NOT r.is_baseline
+          AND NOT coalesce(r.warmup, false) AND NOT coalesce(rb.warmup, false)
           AND CAST(r.params->>'temperature' AS DOUBLE) = 0 AND CAST(rb.params->>'temperature' AS DOUBLE) = 0
         GROUP BY r.id, r.arm ORDER BY r.id""", [sweep_id]))
     for row in rows:

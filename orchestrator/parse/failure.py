@@ -75,13 +75,26 @@ def classify_failure(text: str, *, returncode: int | None, signal: int | None, t
     if signal is not None or (returncode is not None and (returncode < 0 or returncode >= SHELL_SIGNAL_MIN)):
         return "crash_signal"
     if returncode == 0:
-        if expects_speculation:
-            if drafted is None:
-                drafted = drafted_tokens(text)
-            if not drafted:
-                return "spec_not_engaged"
+        if expects_speculation and not drafted and not speculation_ran(text):
+            return "spec_not_engaged"
         return None
     return "other"
+
+
+def speculation_ran(text: str) -> bool:
+    """Speculation was set up and asked for drafts, whether or not any draft survived.
+
+    Evidence: drafted tokens; a statistics line counting calls (an n-gram method on a prompt without repeats
+    drafts nothing, yet runs); or the speculative end block of a run that did not fall back to translating
+    between vocabularies (a draft_min above what the draft ever reaches also drafts nothing, and that is a
+    measurement, not a failure).
+    """
+    if drafted_tokens(text):
+        return True
+    spec = parse_spec(clean_lines(text))
+    if any((s.calls_gen or s.calls or 0) > 0 for s in spec.stats):
+        return True
+    return spec.end.n_drafted is not None and TRANSLATED not in text
 
 
 def drafted_tokens(text: str) -> int | None:

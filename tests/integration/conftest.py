@@ -70,3 +70,16 @@ def no_server_survives_the_suite():
     for p in left:
         p.kill()
     assert not left, f"llama-server processes outlived the tests: {[p.pid for p in left]}"
+
+
+OLD_COMMIT = "f49e917"  # llama-cpp-python 0.3.20: --draft-max era, untimestamped logs
+
+
+@pytest.fixture(scope="session")
+def old_build(orch_exe, cache_env):
+    """The CPU build of the older era, made once per machine (about 11 minutes cold)."""
+    import json
+
+    res = run_orch(orch_exe, "build", OLD_COMMIT, "--backend", "cpu", env=cache_env)
+    assert res.returncode == 0, res.stderr
+    return json.loads((Path(res.stdout.strip()).parent / "build.json").read_text())

@@ -20,7 +20,8 @@ RECORDED = [
     ("0c1e57098", "spec-simple-draft-lv3", 0, None, True, None),
     ("0c1e57098", "speculative-tree", 0, None, True, None),
     ("0c1e57098", "completion", 0, None, False, None),
-    ("0c1e57098", "spec-simple-ngram-nodraft", 0, None, True, "spec_not_engaged"),
+    # The n-gram method ran (its statistics line counts 49 calls) but found nothing to draft: not a failure.
+    ("0c1e57098", "spec-simple-ngram-nodraft", 0, None, True, None),
     ("0c1e57098", "fail-vocab-mismatch", None, SIGABRT, True, "vocab_mismatch"),
     ("0c1e57098", "fail-removed-flag", 1, None, True, "unknown_flag"),
     ("0c1e57098", "fail-unknown-spec-type", 1, None, True, "unknown_flag"),
@@ -116,3 +117,18 @@ def test_server_log_with_drafting_counts_as_engaged():
 def test_classes_are_the_documented_set():
     assert FAILURE_CLASSES == ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
                                "crash_signal", "spec_not_engaged", "other")
+
+
+def test_ngram_method_that_found_nothing_to_draft_still_ran():
+    # Recorded from 0c1e57098 llama-speculative-simple --spec-type ngram-mod on a prompt without repeats.
+    text = ("0.00.171.458 I n_drafted = 0\n0.00.171.459 I n_accept  = 0\n0.00.171.459 I accept    = -nan%\n"
+            "0.00.171.504 I spec common_specu: statistics        ngram-mod: #calls(b,g,a) =    1     49      0, "
+            "#gen drafts =      0, #acc drafts =     0, #gen tokens =      0, #acc tokens =     0, "
+            "dur(b,g,a) = 0.000, 0.040, 0.000 ms\n")
+    assert classify_failure(text, returncode=0, signal=None, timed_out=False, expects_speculation=True) is None
+    # An end block alone (draft_min above every draft) is a measurement too; translated vocabularies are not.
+    no_stats = "n_drafted = 0\nn_accept  = 0\naccept    = -nan%\n"
+    assert classify_failure(no_stats, returncode=0, signal=None, timed_out=False, expects_speculation=True) is None
+    translated = "the target and draft vocabs are not compatible - tokens will be translated between the two\n"
+    assert classify_failure(translated + no_stats, returncode=0, signal=None, timed_out=False,
+                            expects_speculation=True) == "spec_not_engaged"

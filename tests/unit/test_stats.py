@@ -197,6 +197,7 @@ def test_mad_outliers():
     # MAD 0 ([100, 100, 100, 100, 130]): mean |dev| 6, scale 1.2533 * 6 = 7.52, z(130) = 30 / 7.52 = 3.99 > 3.5
     assert stats.mad_outliers([100, 100, 100, 100, 130]) == [130]
     assert stats.mad_outliers([100, 100, 100]) == []
+    assert stats.mad_outliers([1582.0, 1682.7, 1671.5]) == []  # three runs cannot single one out
     assert stats.mad_outliers([100, 200]) == []  # too few to tell which one is odd
     # [100, 102, 98, 101, 99]: median 100, MAD 1, largest z = 0.6745 * 2 = 1.35
     assert stats.mad_outliers([100, 102, 98, 101, 99]) == []

@@ -1,0 +1,49 @@
+"""Sweep progress: one updating line on a terminal, plain lines otherwise (logs, CI, pipes)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+class Progress:
+    def __init__(self, total: int, stream=None, tty: bool | None = None):
+        self.total = total
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.start = time.monotonic()
+        self.width = 0
+
+    def line(self, what: str) -> str:
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done) if self.done else None
+        clock = f"{_clock(elapsed)} elapsed" + (f", ETA {_clock(eta)}" if eta is not None else "")
+        return f"[{self.done}/{self.total}] {clock} | {what}"
+
+    def advance(self, what: str) -> None:
+        """One run finished: what it did (arm, repeat, status, last decode tok/s and acceptance)."""
+        self.done += 1
+        text = self.line(what)
+        if self.tty:
+            pad = max(0, self.width - len(text))
+            self.stream.write("\r" + text + " " * pad)
+            self.width = len(text)
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def note(self, message: str) -> None:
+        """A message that must stay on screen (a skipped arm, a failure)."""
+        if self.tty and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+        self.stream.write(message + "\n")
+        self.stream.flush()
+        self.width = 0

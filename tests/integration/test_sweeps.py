@@ -1,0 +1,111 @@
+"""Sweeps across two real builds: one recipe in two flag dialects, summary, compare, resume after SIGKILL."""
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from integration.conftest import COMMIT, OLD_COMMIT, run_orch
+from integration.test_run_cli import db_rows, orch_run, tiny_dir  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
+SPEC_MATRIX = ROOT / "recipes" / "spec_matrix.j2"
+TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
+
+
+@pytest.fixture(scope="module")
+def two_builds_db(orch_exe, cache_env, tiny_dir, old_build, real_build, tmp_path_factory):  # noqa: F811
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir),
+           "ORCH_DB": str(tmp_path_factory.mktemp("sweeps") / "results.duckdb")}
+    for build in (OLD_COMMIT, COMMIT):
+        res = run_orch(orch_exe, "run", str(RECIPE_A), "--build", build, "--vars", TINY_VARS, "--repeat", "4",
+                       env=env, timeout=900)
+        assert res.returncode == 0, res.stderr
+    return env
+
+
+def test_one_recipe_runs_in_two_dialects(two_builds_db):
+    rows = db_rows(two_builds_db, "SELECT s.build_name, r.executed_argv FROM runs r JOIN sweeps s ON s.id = r.sweep_id "
+                                  "WHERE r.arm = 'draft' AND r.repeat_index = 0 ORDER BY s.id")
+    old, new = (json.loads(r["executed_argv"]) for r in rows)
+    assert rows[0]["build_name"].startswith("f49e91787") and rows[1]["build_name"].startswith("0c1e57098")
+    assert "--draft-max" in old and "--spec-type" not in old
+    assert "--spec-draft-n-max" in new and new[new.index("--spec-type") + 1] == "draft-simple"
+
+
+def test_summary_has_intervals_speedup_and_acceptance(orch_exe, two_builds_db):
+    res = run_orch(orch_exe, "summary", "1", "2", "--format", "json", env=two_builds_db)
+    rows = {(r["build"], r["arm"]): r for r in json.loads(res.stdout)}
+    for build in ("f49e91787-cpu", "0c1e57098-cpu"):
+        base, draft = rows[(build, "baseline")], rows[(build, "draft")]
+        assert base["n"] == 4 and base["speedup"] == 1.0 and base["ci_low"] <= base["decode_tps"] <= base["ci_high"]
+        assert 0.3 < draft["acceptance"] < 0.9 and draft["draft_per_gen"] > 0
+        assert draft["speedup_low"] <= draft["speedup"] <= draft["speedup_high"]
+    table = run_orch(orch_exe, "summary", "--last", "2", env=two_builds_db).stdout
+    assert "ci95" in table and "speedup_ci95" in table and "f49e91787-cpu" in table
+    md = run_orch(orch_exe, "summary", "--last", "2", "--format", "md", env=two_builds_db).stdout
+    assert md.splitlines()[0].startswith("| sweep |")
+
+
+def test_compare_two_builds_and_a_build_with_itself(orch_exe, two_builds_db):
+    res = run_orch(orch_exe, "compare", "--base", OLD_COMMIT, "--head", "0c1e570", "--format", "json",
+                   env=two_builds_db)
+    assert res.returncode == 0, res.stderr
+    result = json.loads(res.stdout)
+    assert (result["base"], result["head"]) == ("f49e91787-cpu", "0c1e57098-cpu")
+    arms = {r["arm"]: r for r in result["rows"]}
+    assert set(arms) == {"baseline", "draft"}
+    for row in arms.values():
+        assert row["base_n"] == 4 and row["head_n"] == 4 and row["ratio"] > 0 and row["verdict"]
+    same = json.loads(run_orch(orch_exe, "compare", "--base", "0c1e570", "--head", "0c1e57098-cpu", "--format",
+                               "json", env=two_builds_db).stdout)
+    assert {r["verdict"] for r in same["rows"]} == {"no significant change"}
+    bad = run_orch(orch_exe, "compare", "--base", "deadbeef", "--head", COMMIT, env=two_builds_db)
+    assert bad.returncode == 8 and "deadbeef" in bad.stderr
+
+
+def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir, old_build, tmp_path):  # noqa: F811
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "m.duckdb")}
+    for build in (COMMIT, OLD_COMMIT):
+        res = run_orch(orch_exe, "run", str(SPEC_MATRIX), "--build", build, "--vars", TINY_VARS, "--repeat", "1",
+                       "--set", "n_predict=48", env=env, timeout=900)
+        assert res.returncode == 0, res.stderr
+    rows = db_rows(env, "SELECT s.build_name, r.arm, r.status, r.failure_class, r.failure_detail FROM runs r "
+                        "JOIN sweeps s ON s.id = r.sweep_id ORDER BY r.id")
+    new = [r for r in rows if r["build_name"].startswith("0c1e")]
+    old = [r for r in rows if r["build_name"].startswith("f49e")]
+    assert len(new) == len(old) == 15
+    assert all(r["status"] == "ok" for r in new), [r for r in new if r["status"] != "ok"]
+    skipped = [r for r in old if r["status"] == "skipped"]
+    assert skipped and all(r["failure_class"] == "unknown_flag" and "f49e91787" in r["failure_detail"]
+                           for r in skipped)
+    assert {r["arm"] for r in old if r["status"] == "ok"} >= {"baseline", "draft:draft_max=8"}
+
+
+def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tiny_dir, tmp_path):  # noqa: F811
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "r.duckdb")}
+    args = [orch_exe, "run", str(RECIPE_A), "--build", COMMIT, "--vars", TINY_VARS, "--repeat", "4",
+            "--set", "n_predict=64"]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if line.startswith("[3/8]"):
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert any(s.startswith("[3/8]") for s in seen), seen
+    before = db_rows(env, "SELECT count(*) AS n FROM runs WHERE status = 'ok'")[0]["n"]
+    assert 3 <= before < 8
+    res = run_orch(orch_exe, *args[1:], "--resume", env=env)
+    assert res.returncode == 0, res.stderr
+    assert f"{8 - before} runs" in res.stderr
+    rows = db_rows(env, "SELECT arm, repeat_index, count(*) AS n FROM runs WHERE status = 'ok' GROUP BY ALL")
+    assert len(rows) == 8 and all(r["n"] == 1 for r in rows)  # every cell x repeat exactly once
+    assert db_rows(env, "SELECT count(*) AS n, min(status) AS status FROM sweeps") == [{"n": 1, "status": "done"}]
