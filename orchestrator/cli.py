@@ -150,11 +150,13 @@ def _open_db(db):
 @click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[SWEEP]",
               help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
                    "what it lacks.")
+@click.option("--telemetry-interval", type=click.FloatRange(min=0), default=0.2, show_default=True,
+              help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 turns it off.")
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
 @db_option
-def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, warmup, order, resume, dry_run,
-                no_dialect, db):
+def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, warmup, order, resume,
+                telemetry_interval, dry_run, no_dialect, db):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
@@ -179,7 +181,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
         sweep_id = None
         register(con, build, only_if_missing=True)  # every run's build is described in the same file
         sweep_id = runner.run_plan(plan, build, prepared, con, timeout=timeout, orch_argv=sys.argv, order=order,
-                                   warmup=warmup, resume=resume)
+                                   warmup=warmup, resume=resume,
+                                   instruments=runner.Instruments(telemetry_interval=telemetry_interval))
     finally:
         # The sweep just stored, complete or not (run_plan records it before the first run).
         ids = [sweep_id] if sweep_id else summary.last_sweeps(con, 1)
@@ -266,7 +269,8 @@ def query_command(sql, fmt, db):
         cursor = con.execute(sql)
     except duckdb.Error as exc:
         raise OrchError(f"query failed: {str(exc).splitlines()[0]}; tables: builds, binaries, models, sweeps, "
-                        f"runs, metrics, run_logs, requests; view: run_summary") from None
+                        f"runs, metrics, run_logs, requests, telemetry; views: run_summary, arm_summary, "
+                        f"speedup_vs_baseline, run_roofline") from None
     columns = [d[0] for d in cursor.description or []]
     click.echo(tables.render(store.rows_as_dicts(cursor) if columns else [], fmt, columns))
 
@@ -334,6 +338,52 @@ def compare_command(base_ref, head_ref, recipe, threshold, fmt, db):
     click.echo(tables.render(result["rows"], fmt, result["columns"]))
 
 
+@main.command("env")
+@click.option("-f", "--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--build", "build_ref", default=None, help="Include this build's CMake options (default: newest).")
+def env_command(fmt, build_ref):
+    """Print this machine's benchmark environment.
+
+    OS, kernel, CPU, RAM, GPUs (memory, driver, CUDA driver, power limit, PCIe link), CUDA toolkit, Python,
+    orch version and commit, and the build's CMake options: the page every sweep stores with its results.
+
+    Example: orch env --format json
+    """
+    from . import envinfo
+    from .build import find_build
+    from .errors import NoSuchBuild
+
+    try:
+        build = find_build(build_ref)
+    except NoSuchBuild:
+        if build_ref:
+            raise
+        build = None
+    snap = envinfo.snapshot(build)
+    click.echo(json.dumps(snap, indent=2, default=str) if fmt == "json" else envinfo.to_markdown(snap))
+
+
+@main.command("report")
+@click.argument("sweeps", nargs=-1, type=int)
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for report.md and its PNG plots.")
+@click.option("-n", "--last", type=int, default=1, show_default=True, help="Report the newest N sweeps.")
+@click.option("--run", "run_id", type=int, default=None, help="Run whose telemetry to plot (default: the longest).")
+@db_option
+def report_command(sweeps, out, last, run_id, db):
+    """Write a markdown report with plots for sweeps.
+
+    Environment, per-arm summary with intervals and rooflines, decode tok/s per arm, acceptance against
+    speedup with the break-even line, head vs base when several builds are present, telemetry of one run.
+
+    Example: orch report --last 2 --out report/
+    """
+    from .reporting import build_report
+
+    path = build_report(_open_db(db), list(sweeps), last=last, out=out, run_id=run_id)
+    click.echo(str(path))
+
+
 @main.command("reparse")
 @db_option
 def reparse_command(db):
@@ -398,16 +448,23 @@ def models_tiny(out, build_ref):
 @models_group.command("inspect")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def models_inspect(path, as_json):
-    """Print a GGUF file's metadata.
+@db_option
+def models_inspect(path, as_json, db):
+    """Print a GGUF file's metadata (and store it).
 
-    Architecture, parameters, file type, vocabulary type and size, bos/eos.
+    Architecture, parameters, file type, vocabulary type and size, bos/eos, quantisation mix (bytes per
+    tensor type), weight bytes, experts (total and used per token) and the bytes one decode step reads.
 
     Example: orch models inspect models/tiny-target.gguf
     """
     from . import gguf_info
 
     info = gguf_info.inspect(path).to_dict()
+    from . import store
+
+    con = _open_db(db)
+    store.record_model(con, info)  # runs join models on sha256
+    con.close()
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return

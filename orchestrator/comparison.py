@@ -12,7 +12,7 @@ from .source import Mirror
 LOCAL_PARAMS = ("models",)
 
 RUNS_SQL = """
-SELECT r.id AS run_id, s.recipe_hash, s.recipe_path, r.params, r.target_sha256, r.draft_sha256,
+SELECT r.id AS run_id, r.sweep_id, s.recipe_hash, s.recipe_path, r.params, r.target_sha256, r.draft_sha256,
        coalesce(r.prompt_set, '') AS prompt_set, r.mode, r.arm, r.status, m.decode_tps
 FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
 WHERE s.build_name = ? AND NOT coalesce(r.warmup, false) AND r.status <> 'running'
@@ -40,8 +40,10 @@ def resolve_build_name(con, ref: str) -> str:
     return names[0]
 
 
-def run_rows(con, build_name: str, recipe: str | None) -> list[dict]:
+def run_rows(con, build_name: str, recipe: str | None, sweep_ids: list[int] | None = None) -> list[dict]:
     rows = store.rows_as_dicts(con.execute(RUNS_SQL, [build_name]))
+    if sweep_ids:
+        rows = [r for r in rows if r["sweep_id"] in sweep_ids]
     if recipe:
         rows = [r for r in rows if r["recipe_path"] == recipe or r["recipe_path"].endswith("/" + recipe.lstrip("./"))]
     for row in rows:
@@ -50,9 +52,10 @@ def run_rows(con, build_name: str, recipe: str | None) -> list[dict]:
     return rows
 
 
-def compare_builds(con, base_ref: str, head_ref: str, *, recipe: str | None, threshold: float) -> dict:
+def compare_builds(con, base_ref: str, head_ref: str, *, recipe: str | None, threshold: float,
+                   sweep_ids: list[int] | None = None) -> dict:
     base, head = resolve_build_name(con, base_ref), resolve_build_name(con, head_ref)
-    base_rows, head_rows = run_rows(con, base, recipe), run_rows(con, head, recipe)
+    base_rows, head_rows = run_rows(con, base, recipe, sweep_ids), run_rows(con, head, recipe, sweep_ids)
     if not base_rows or not head_rows:
         missing = base if not base_rows else head
         raise NoSuchBuild(f"build {missing} has no stored runs{' of ' + recipe if recipe else ''}; run the recipe "

@@ -21,3 +21,8 @@ def upstream_remote() -> str:
 
 def db_path() -> Path:
     return Path(os.environ.get("ORCH_DB", "results.duckdb")).absolute()
+
+
+def cache_dir() -> Path:
+    """Per-machine facts worth keeping between runs (the measured CPU bandwidth)."""
+    return Path(os.environ.get("ORCH_CACHE", Path.home() / ".cache" / "orch")).absolute()

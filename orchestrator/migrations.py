@@ -227,7 +227,39 @@ def m004_sweeps(con: duckdb.DuckDBPyConnection) -> None:
         GROUP BY a.sweep_id, a.arm""")
 
 
-MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps]
+def m005_insight(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""
+        CREATE TABLE telemetry (
+            run_id INTEGER NOT NULL,
+            t DOUBLE NOT NULL,               -- seconds since the run started
+            gpu INTEGER,                     -- NULL: the host row (child process tree)
+            mem_used_bytes BIGINT,
+            util_pct DOUBLE,
+            power_w DOUBLE,
+            sm_clock_mhz INTEGER,
+            mem_clock_mhz INTEGER,
+            temp_c DOUBLE,
+            throttle_reasons BIGINT,         -- NVML bitmask
+            rss_bytes BIGINT,
+            cpu_pct DOUBLE
+        )""")
+    for column in ("telemetry JSON", "memfit JSON", "memfit_warning VARCHAR", "bandwidth_bytes_per_s DOUBLE",
+                   "bandwidth_label VARCHAR", "decode_bytes BIGINT"):
+        con.execute(f"ALTER TABLE runs ADD COLUMN {column}")
+    con.execute("ALTER TABLE sweeps ADD COLUMN env JSON")
+    for column in ("n_head INTEGER", "n_head_kv INTEGER", "key_length INTEGER", "value_length INTEGER",
+                   "quant_mix JSON", "weight_bytes BIGINT", "expert_bytes BIGINT", "decode_bytes BIGINT"):
+        con.execute(f"ALTER TABLE models ADD COLUMN {column}")
+    # The decode roofline: bandwidth / bytes read per decode step, and the share of it a run reached.
+    con.execute("""
+        CREATE VIEW run_roofline AS
+        SELECT r.id AS run_id, r.sweep_id, r.arm, m.decode_tps, r.bandwidth_bytes_per_s, r.bandwidth_label,
+               r.decode_bytes, r.bandwidth_bytes_per_s / r.decode_bytes AS bound_tps,
+               100 * m.decode_tps / (r.bandwidth_bytes_per_s / r.decode_bytes) AS roofline_pct
+        FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.decode_bytes > 0""")
+
+
+MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight]
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -159,11 +159,13 @@ def run(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     monitor: bool = False,
+    on_start=None,
 ) -> ProcResult:
     """Run argv to completion.
 
     `log` appends stdout and stderr to one file; `stdout_path`/`stderr_path` write them apart;
-    `capture` returns them as text; `monitor` samples peak RSS and CPU time of the process tree.
+    `capture` returns them as text; `monitor` samples peak RSS and CPU time of the process tree;
+    `on_start(pid)` is called once the child exists (telemetry starts there).
     """
     argv = [str(a) for a in argv]
     files = []
@@ -195,6 +197,8 @@ def run(
             watcher = TreeMonitor(child.pid)
             watcher.start()
         try:
+            if on_start:
+                on_start(child.pid)
             if capture:
                 out, err = child.communicate(timeout=timeout)
             else:

@@ -16,7 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import dialect, parse, preflight, proc, recipe, schedule, server_runner, store, sweeps
+from . import (config, dialect, envinfo, memfit, nvml, parse, preflight, proc, recipe, roofline, schedule,
+               server_runner, store, sweeps, telemetry)
 from .progress import Progress
 from .errors import DialectError, Interrupted, PreflightError, RunsFailed
 from .server import ServerFailed
@@ -34,6 +35,28 @@ class PreparedArm:
     stop_class: str | None = None
     stop_reason: str | None = None
     models: preflight.ModelsUsed | None = None
+    memfit: dict | None = None
+
+
+@dataclass
+class Instruments:
+    """Per-sweep measurement settings: telemetry interval (0: off) and the device bandwidth for the roofline."""
+
+    telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
+    bandwidth: roofline.Bandwidth | None = None
+
+    def sampler(self, pid: int):
+        if not self.telemetry_interval:
+            return None
+        sampler = telemetry.Sampler(pid, self.telemetry_interval)
+        sampler.start()
+        return sampler
+
+
+def device_bandwidth(build: dict) -> roofline.Bandwidth:
+    """The GPU's theoretical bandwidth for CUDA builds on a machine with NVML, else the CPU's, measured once."""
+    gpu = 0 if build.get("backend") == "cuda" and nvml.available() else None
+    return roofline.device_bandwidth(config.cache_dir() / "bandwidth.json", gpu)
 
 
 def prepare(plan: recipe.Plan, build: dict, *, translate: bool = True) -> list[PreparedArm]:
@@ -58,6 +81,9 @@ def prepare(plan: recipe.Plan, build: dict, *, translate: bool = True) -> list[P
             t = dialect.translate(arm.argv, arm.literal, helps, build["name"], enabled=translate)
             p.executed, p.notes = t.argv, t.notes
             p.models = preflight.check(p.executed, inspect=inspect_once)
+            if p.models.target:
+                fit = memfit.from_argv(p.executed, p.models.target, p.models.draft)
+                p.memfit = fit.to_dict()
         except DialectError as exc:
             p.stop_status, p.stop_class, p.stop_reason = "skipped", "unknown_flag", str(exc)
         except PreflightError as exc:
@@ -76,12 +102,15 @@ def expects_speculation(argv: list[str]) -> bool:
 
 def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *, timeout: float | None,
              orch_argv: list[str], order: str = "interleaved", warmup: int = 0, resume: str | None = None,
-             progress: Progress | None = None) -> int:
+             progress: Progress | None = None, instruments: Instruments | None = None) -> int:
     """Run the arms x repeats in the chosen order (interleaved by default, so drift hits all arms alike).
 
     With `resume`, continue a matching sweep and run only what it lacks. Returns the sweep id.
     """
     slots = schedule.order_runs([p.arm.name for p in prepared], plan.repeat, order, warmup)
+    instruments = instruments or Instruments()
+    if instruments.bandwidth is None:
+        instruments.bandwidth = device_bandwidth(build)
     sweep_id = sweeps.resumable(con, plan, build, resume) if resume else None
     if sweep_id:
         slots = schedule.remaining(slots, sweeps.done_slots(con, sweep_id))
@@ -91,7 +120,8 @@ def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *
             "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
             "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
             "build_name": build["name"], "commit": build["commit"], "upstream_commit": build["upstream_commit"],
-            "host": host_info(), "argv": orch_argv, "status": "running", "started_at": _now(), "run_order": order})
+            "host": host_info(), "argv": orch_argv, "status": "running", "started_at": _now(), "run_order": order,
+            "env": envinfo.snapshot(build)})
     progress = progress or Progress(len(slots))
     progress.total = len(slots)
     progress.note(f"orch: sweep {sweep_id}: {len(slots)} runs ({len(prepared)} arms, {plan.repeat} repeats"
@@ -103,15 +133,17 @@ def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *
                 store.record_model(con, model.to_dict())
         if p.stop_reason:
             progress.note(f"orch: arm {p.arm.name}: {p.stop_reason}")
+        elif p.memfit and p.memfit.get("warning"):
+            progress.note(f"orch: arm {p.arm.name}: memory: {p.memfit['warning']}")
     failed = 0
     pool = server_runner.ServerPool(_helps(build)) if plan.mode == "server" else None
     try:
         for slot in slots:
             p = by_name[slot.arm]
             if pool:
-                status, line = _one_server_run(con, sweep_id, build, plan, p, slot, timeout, pool)
+                status, line = _one_server_run(con, sweep_id, build, plan, p, slot, timeout, pool, instruments)
             else:
-                status, line = _one_run(con, sweep_id, build, plan, p, slot, timeout)
+                status, line = _one_run(con, sweep_id, build, plan, p, slot, timeout, instruments)
             failed += status in ("failed", "timeout")
             what = f"{p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
             progress.advance(what)
@@ -141,14 +173,18 @@ def _helps(build: dict) -> dict[str, str]:
 
 
 def _start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
-               params: dict) -> tuple[int | None, tuple[str, str] | None]:
+               params: dict, instruments: Instruments) -> tuple[int | None, tuple[str, str] | None]:
     """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
     row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
            "params": params, "repeat_index": slot.repeat_index, "warmup": slot.warmup, "mode": plan.mode,
            "rendered_argv": p.arm.argv,
            "executed_argv": p.executed or None, "translations": p.notes, "started_at": _now(),
            "target_sha256": p.models.target.sha256 if p.models and p.models.target else None,
-           "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None}
+           "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None,
+           "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"),
+           "decode_bytes": p.models.target.decode_bytes if p.models and p.models.target else None,
+           "bandwidth_bytes_per_s": instruments.bandwidth.bytes_per_s if instruments.bandwidth else None,
+           "bandwidth_label": instruments.bandwidth.label if instruments.bandwidth else None}
     if p.stop_reason:
         store.insert_run(con, {**row, "status": p.stop_status, "failure_class": p.stop_class,
                                "failure_detail": p.stop_reason, "ended_at": _now()})
@@ -157,14 +193,15 @@ def _start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedAr
 
 
 def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
-                    timeout: float | None, pool: server_runner.ServerPool) -> tuple[str, str]:
+                    timeout: float | None, pool: server_runner.ServerPool,
+                    instruments: Instruments) -> tuple[str, str]:
     params = server_runner.request_params(p.arm.params)
-    run_id, stopped = _start_run(con, sweep_id, build, plan, p, slot, params)
+    run_id, stopped = _start_run(con, sweep_id, build, plan, p, slot, params, instruments)
     if stopped:
         return stopped
     try:
         out = server_runner.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
-                                    timeout=timeout)
+                                    timeout=timeout, sampler=instruments.sampler)
     except ServerFailed as exc:
         pool.stop()
         logs = {"server_tail": exc.log_tail.encode()}
@@ -179,6 +216,7 @@ def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: Prepa
         store.update_run(con, run_id, status="interrupted", ended_at=_now())
         raise
     store.save_logs(con, run_id, out["logs"])
+    tele = _store_telemetry(con, run_id, out["samples"])
     rows = server_runner.request_rows(run_id, out["results"])
     store.insert_requests(con, rows)
     parsed = server_runner.server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
@@ -189,30 +227,34 @@ def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: Prepa
     store.update_run(con, run_id, status=status, failure_class="other" if errors else None,
                      failure_detail=f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}"
                      if errors else None, wall_s=out["wall_s"], prompt_set=out["prompt_set"],
-                     executed_argv=json.dumps(out["command"]), ended_at=_now())
+                     executed_argv=json.dumps(out["command"]), telemetry=tele, ended_at=_now())
     if errors:
         return status, f"failed: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {run_id}"
     m = parsed.metrics
     acc = f", acceptance {m['acceptance']:.1%}" if m.get("acceptance") is not None else ""
-    return status, (f"ok, {len(rows)} requests, decode {m['decode_tps']:.1f} tok/s pooled{acc} "
-                    f"({out['wall_s']:.1f}s) run {run_id}")
+    return status, (f"ok, {len(rows)} requests, decode {m['decode_tps']:.1f} tok/s pooled{acc}"
+                    f"{_roofline_text(m, p, instruments)} ({out['wall_s']:.1f}s) run {run_id}")
 
 
 def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
-             timeout: float | None) -> tuple[str, str]:
-    run_id, stopped = _start_run(con, sweep_id, build, plan, p, slot, p.arm.params)
+             timeout: float | None, instruments: Instruments) -> tuple[str, str]:
+    run_id, stopped = _start_run(con, sweep_id, build, plan, p, slot, p.arm.params, instruments)
     if stopped:
         return stopped
+    samplers = []
     with tempfile.TemporaryDirectory(prefix="orch-run-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         try:
-            res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout, monitor=True)
+            res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout, monitor=True,
+                           on_start=lambda pid: samplers.append(instruments.sampler(pid)))
         except KeyboardInterrupt:
             store.save_logs(con, run_id, {"stdout": _read(out), "stderr": _read(err)})
+            _store_telemetry(con, run_id, _stop(samplers))
             store.update_run(con, run_id, status="interrupted", failure_class=None, ended_at=_now())
             raise
         logs = {"stdout": _read(out), "stderr": _read(err)}
     store.save_logs(con, run_id, logs)
+    tele = _store_telemetry(con, run_id, _stop(samplers))
     text = logs["stderr"].decode(errors="replace") + "\n" + logs["stdout"].decode(errors="replace")
     parsed = parse.parse_text(text)
     store.save_metrics(con, run_id, parsed)
@@ -221,13 +263,33 @@ def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm,
     status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
     store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal, failure_class=failure,
                      failure_detail=None if failure is None else res.describe(), wall_s=res.wall_s,
-                     peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, ended_at=_now())
+                     peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele, ended_at=_now())
     if failure:
         return status, f"{status} ({failure}, {res.describe()}) run {run_id}"
     m = parsed.metrics
     acc = f", acceptance {m['acceptance']:.1%}" if m.get("acceptance") is not None else ""
     tps = f"decode {m['decode_tps']:.1f} tok/s" if m.get("decode_tps") else "no decode speed found"
-    return status, f"ok, {tps}{acc} ({res.wall_s:.1f}s) run {run_id}"
+    return status, f"ok, {tps}{acc}{_roofline_text(m, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
+
+
+def _stop(samplers: list) -> list:
+    return [s for sampler in samplers if sampler for s in sampler.stop()]
+
+
+def _store_telemetry(con, run_id: int, samples: list) -> str | None:
+    """Store the samples; the run's telemetry summary as JSON text (None when telemetry is off)."""
+    if not samples:
+        return None
+    store.insert_telemetry(con, run_id, [s.to_dict() for s in samples])
+    return json.dumps(telemetry.summarize(samples), default=str)
+
+
+def _roofline_text(metrics: dict, p: PreparedArm, instruments: Instruments) -> str:
+    target = p.models.target if p.models else None
+    bw = instruments.bandwidth
+    bound = roofline.decode_bound_tps(bw.bytes_per_s if bw else None, target.decode_bytes if target else None)
+    pct = roofline.roofline_pct(metrics.get("decode_tps"), bound)
+    return f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else ""
 
 
 def _read(path: Path) -> bytes:

@@ -89,7 +89,7 @@ def _size(path: Path) -> int:
 
 
 def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_speculation: bool,
-            timeout: float | None) -> dict:
+            timeout: float | None, sampler=None) -> dict:
     """One server run; returns logs, request results and /metrics before/after. Raises ServerFailed."""
     req = request_params(params)
     concurrency = int(req["concurrency"])
@@ -100,6 +100,7 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
     server, fresh = pool.ensure(server_command(executed, concurrency), float(req["server_timeout"]))
     cursor = LogCursor(server, fresh)
     out = {"cursor": cursor, "prompt_set": set_name, "concurrency": concurrency, "command": server.command}
+    watch = sampler(server.child.pid) if sampler else None
     try:
         if fresh:
             warmup = client.complete(server.url, prompt_list[0], options, timeout=timeout or 600)
@@ -116,6 +117,7 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
         out["measured_offsets"] = {k: measured.start[k] - cursor.start[k] for k in cursor.start}
     finally:
         out["logs"] = cursor.read()
+        out["samples"] = watch.stop() if watch else []
     return out
 
 

@@ -66,6 +66,14 @@ def utc_from_epoch(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)
 
 
+def insert_telemetry(con: duckdb.DuckDBPyConnection, run_id: int, samples: list[dict]) -> None:
+    cols = ("t", "gpu", "mem_used_bytes", "util_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temp_c",
+            "throttle_reasons", "rss_bytes", "cpu_pct")
+    if samples:
+        con.executemany(f"INSERT INTO telemetry (run_id, {', '.join(cols)}) VALUES ({', '.join('?' * (len(cols) + 1))})",
+                        [[run_id, *(s.get(c) for c in cols)] for s in samples])
+
+
 def insert_requests(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
     for row in rows:
         cols = list(row)
@@ -76,14 +84,16 @@ def insert_requests(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
 def record_model(con: duckdb.DuckDBPyConnection, info: dict) -> None:
     cols = [c for c in ("sha256", "path", "size_bytes", "architecture", "name", "parameters", "file_type",
                         "vocab_type", "vocab_size", "bos_id", "eos_id", "n_layers", "n_embd", "context_length",
-                        "expert_count", "expert_used_count") if c in info]
+                        "expert_count", "expert_used_count", "n_head", "n_head_kv", "key_length", "value_length",
+                        "quant_mix", "weight_bytes", "expert_bytes", "decode_bytes") if c in info]
+    info = {**info, "quant_mix": json.dumps(info.get("quant_mix"))}
     con.execute("DELETE FROM models WHERE sha256 = ?", [info["sha256"]])
     con.execute(f"INSERT INTO models ({', '.join(cols)}, inspected_at) VALUES ({', '.join('?' * (len(cols) + 1))})",
                 [*(info[c] for c in cols), utcnow()])
 
 
 def create_sweep(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    row = {k: json.dumps(v) if k in ("variables", "host", "argv") else v for k, v in row.items()}
+    row = {k: json.dumps(v, default=str) if k in ("variables", "host", "argv", "env") else v for k, v in row.items()}
     cols = list(row)
     return con.execute(f"INSERT INTO sweeps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
                        [row[c] for c in cols]).fetchone()[0]
@@ -94,7 +104,7 @@ def end_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, status: str) -> Non
 
 
 def insert_run(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    json_cols = ("params", "rendered_argv", "executed_argv", "translations")
+    json_cols = ("params", "rendered_argv", "executed_argv", "translations", "memfit")
     row = {k: json.dumps(v) if k in json_cols else v for k, v in row.items()}
     cols = list(row)
     return con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",

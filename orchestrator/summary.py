@@ -12,7 +12,8 @@ from . import stats, store
 RUNS_SQL = """
 SELECT r.sweep_id, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_name AS build, r.id AS run_id, r.arm,
        r.is_baseline, r.repeat_index, r.mode, r.status, r.failure_class, r.params, m.decode_tps, m.acceptance,
-       m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted
+       m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
+       r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps, r.bandwidth_label
 FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
 WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[])) AND NOT coalesce(r.warmup, false)
 ORDER BY r.sweep_id, r.id
@@ -24,7 +25,7 @@ FROM requests q JOIN runs r ON r.id = q.run_id
 WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[])) AND q.status = 'ok' AND q.predicted_ms > 0
 """
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "speedup", "speedup_ci95", "prompt_tps", "warnings"]
+                 "speedup", "speedup_ci95", "prompt_tps", "bound_tps", "roofline_pct", "warnings"]
 
 
 def last_sweeps(con, n: int) -> list[int]:
@@ -79,6 +80,8 @@ def _sweep_rows(sweep_arms: dict[str, list[dict]], per_request: dict) -> list[di
                      "speedup": 1.0 if runs[0]["is_baseline"] and ok else speed.ratio if speed else None,
                      "speedup_low": speed.ci_low if speed else None, "speedup_high": speed.ci_high if speed else None,
                      "prompt_tps": _mean(r["encode_tps"] for r in ok),
+                     "bound_tps": _mean(r["bound_tps"] for r in ok),
+                     "bound_label": runs[0]["bandwidth_label"],
                      "failures": ",".join(sorted({r["failure_class"] for r in runs if r["failure_class"]})) or None,
                      "_samples": [r["decode_tps"] for r in ok], "_spread": _spread(ok, per_request),
                      "_drafted": sum(r["n_drafted"] or 0 for r in ok), "_accepted": sum(r["n_accepted"] or 0 for r in ok)})
@@ -92,6 +95,9 @@ def _sweep_rows(sweep_arms: dict[str, list[dict]], per_request: dict) -> list[di
         row["ci95"] = _interval(row["ci_low"], row["ci_high"])
         row["speedup_ci95"] = _interval(row["speedup_low"], row["speedup_high"], digits=3)
         row["break_even"] = break_even.get(row["method"])
+        # Decode speed as a share of the bandwidth bound (bandwidth / bytes read per decode step, the target's).
+        row["roofline_pct"] = 100 * row["decode_tps"] / row["bound_tps"] if row["decode_tps"] and row["bound_tps"] \
+            else None
     return rows
 
 

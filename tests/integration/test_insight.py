@@ -1,0 +1,84 @@
+"""Telemetry, environment, model insight, roofline and reports on a real sweep of the tiny models."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from integration.conftest import run_orch
+from integration.test_run_cli import db_rows, orch_run, tiny_dir  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
+TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
+
+
+@pytest.fixture(scope="module")
+def sweep_env(orch_exe, cache_env, tiny_dir, tmp_path_factory):  # noqa: F811
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path_factory.mktemp("insight") / "r.duckdb"),
+           "ORCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "2", "--telemetry-interval", "0.05", env=env)
+    assert res.returncode == 0, res.stderr
+    return env
+
+
+def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env):
+    runs = db_rows(sweep_env, "SELECT id, telemetry, memfit, decode_bytes, bandwidth_bytes_per_s, bandwidth_label "
+                              "FROM runs ORDER BY id")
+    assert len(runs) == 4
+    for run in runs:
+        samples = db_rows(sweep_env, "SELECT count(*) AS n, max(rss_bytes) AS rss FROM telemetry WHERE run_id = ? "
+                                     "AND gpu IS NULL", [run["id"]])[0]
+        assert samples["n"] >= 1 and samples["rss"] > 0
+        summary = json.loads(run["telemetry"])
+        assert summary["gpu"] == "no GPU" and summary["rss_peak_bytes"] > 0
+        assert run["decode_bytes"] > 0 and run["bandwidth_bytes_per_s"] > 1e9 and run["bandwidth_label"] == "measured"
+        memfit = json.loads(run["memfit"])
+        assert memfit["models"][0]["role"] == "target" and memfit["models"][0]["weight_bytes"] > 0
+        assert memfit["models"][0]["kv_bytes"] > 0 and memfit["fits"] is None  # no GPU: nothing to fit against
+    env = json.loads(db_rows(sweep_env, "SELECT env FROM sweeps")[0]["env"])
+    assert env["cpu_logical_cores"] >= 1 and env["python"] and env["build"]["upstream_commit"].startswith("0c1e57098")
+    roof = db_rows(sweep_env, "SELECT roofline_pct, bound_tps FROM run_roofline")
+    assert len(roof) == 4 and all(r["roofline_pct"] > 0 and r["bound_tps"] > 0 for r in roof)
+
+
+def test_summary_shows_the_roofline(orch_exe, sweep_env):
+    rows = json.loads(run_orch(orch_exe, "summary", "--format", "json", env=sweep_env).stdout)
+    assert all(r["bound_tps"] > 0 and r["roofline_pct"] > 0 for r in rows)
+    assert "roofline_pct" in run_orch(orch_exe, "summary", env=sweep_env).stdout
+
+
+def test_telemetry_can_be_turned_off(orch_exe, sweep_env):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--telemetry-interval", "0",
+                   env=sweep_env)
+    assert res.returncode == 0, res.stderr
+    rows = db_rows(sweep_env, "SELECT r.telemetry, (SELECT count(*) FROM telemetry t WHERE t.run_id = r.id) AS n "
+                              "FROM runs r WHERE r.sweep_id = 2")
+    assert rows and all(r["telemetry"] is None and r["n"] == 0 for r in rows)
+
+
+def test_env_and_models_inspect_pages(orch_exe, sweep_env, tiny_dir):  # noqa: F811
+    md = run_orch(orch_exe, "env", "--build", "0c1e570", env=sweep_env).stdout
+    assert "CPU" in md and "Python" in md and "0c1e57098" in md
+    snap = json.loads(run_orch(orch_exe, "env", "--format", "json", env=sweep_env).stdout)
+    assert snap["gpus"] == [] and snap["ram_bytes"] > 0
+    info = json.loads(run_orch(orch_exe, "models", "inspect", str(tiny_dir / "tiny-target.gguf"), "--json",
+                               env=sweep_env).stdout)
+    assert sum(info["quant_mix"].values()) == info["weight_bytes"] and 0 < info["decode_bytes"] <= info["weight_bytes"]
+    stored = db_rows(sweep_env, "SELECT decode_bytes, weight_bytes FROM models WHERE sha256 = ?", [info["sha256"]])
+    assert stored == [{"decode_bytes": info["decode_bytes"], "weight_bytes": info["weight_bytes"]}]
+
+
+def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
+    from matplotlib import image
+
+    res = run_orch(orch_exe, "report", "1", "--out", str(tmp_path / "report"), env=sweep_env)  # the sampled sweep
+    assert res.returncode == 0, res.stderr
+    page = (tmp_path / "report" / "report.md").read_text()
+    pngs = sorted((tmp_path / "report").glob("*.png"))
+    assert {p.name for p in pngs} >= {"decode_tps.png", "acceptance_speedup.png", "telemetry.png"}
+    for png in pngs:
+        assert f"]({png.name})" in page
+        pixels = image.imread(png)
+        assert pixels.shape[0] > 200 and pixels.shape[1] > 200 and pixels.std() > 0.05  # decodes, not blank
+    assert "## Environment" in page and "roofline_pct" in page
