@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import envinfo, plots, stats, telemetry as telemetry_mod
+from . import envinfo, plots, stats, tables, telemetry as telemetry_mod
 from .plots import ArmInterval
 
 REPORT = "report.md"
@@ -79,10 +79,8 @@ def arm_intervals(runs: list[dict]) -> list[ArmInterval]:
 
 
 def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
-    columns = columns or list(dict.fromkeys(c for r in rows for c in r))
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows]
-    return "\n".join(lines)
+    """tables.render's markdown over the union of the rows' keys (rows may differ in their columns)."""
+    return tables.render(rows, "md", columns or list(dict.fromkeys(c for r in rows for c in r)))
 
 
 def _figures_table(summary: dict) -> str:
@@ -127,10 +125,3 @@ def _demote(markdown: str) -> str:
         lines = lines[1:]
     return "\n".join("#" + line if line.startswith("#") else line for line in lines)
 
-
-def _cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
-    return str(value).replace("|", "\\|")

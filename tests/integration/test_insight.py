@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import run_orch
-from integration.test_run_cli import db_rows, orch_run, tiny_dir  # noqa: F401 (fixture)
+from integration.conftest import db_rows, orch_run, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
@@ -14,7 +13,7 @@ TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
 
 
 @pytest.fixture(scope="module")
-def sweep_env(orch_exe, cache_env, tiny_dir, tmp_path_factory):  # noqa: F811
+def sweep_env(orch_exe, cache_env, tiny_dir, tmp_path_factory):
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path_factory.mktemp("insight") / "r.duckdb"),
            "ORCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
     res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "2", "--telemetry-interval", "0.05", env=env)
@@ -57,7 +56,7 @@ def test_telemetry_can_be_turned_off(orch_exe, sweep_env):
     assert rows and all(r["telemetry"] is None and r["n"] == 0 for r in rows)
 
 
-def test_env_and_models_inspect_pages(orch_exe, sweep_env, tiny_dir):  # noqa: F811
+def test_env_and_models_inspect_pages(orch_exe, sweep_env, tiny_dir):
     md = run_orch(orch_exe, "env", "--build", "0c1e570", env=sweep_env).stdout
     assert "CPU" in md and "Python" in md and "0c1e57098" in md
     snap = json.loads(run_orch(orch_exe, "env", "--format", "json", env=sweep_env).stdout)

@@ -10,45 +10,14 @@ import textwrap
 import time
 from pathlib import Path
 
-import duckdb
 import psutil
 import pytest
 
-from integration.conftest import CACHE, COMMIT, run_orch
+from integration.conftest import COMMIT, db_rows, orch_run, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = str(ROOT / "recipes" / "recipe_a.j2")
 TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(real_build, orch_exe, cache_env):
-    out = CACHE / "tiny-models"
-    res = run_orch(orch_exe, "models", "tiny", "--out", str(out), "--build", COMMIT, env=cache_env)
-    assert res.returncode == 0, res.stderr
-    roles = dict(line.split("\t") for line in res.stdout.strip().splitlines())
-    assert set(roles) == {"target", "draft", "draft_gpt2"} and all(Path(p).exists() for p in roles.values())
-    return out
-
-
-@pytest.fixture
-def env(cache_env, tiny_dir, tmp_path):
-    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}
-
-
-def orch_run(orch_exe, recipe, *args, env, timeout=600):
-    """orch run on the 0c1e57098 build (the newest build may be another commit)."""
-    return run_orch(orch_exe, "run", str(recipe), "--build", COMMIT, *args, env=env, timeout=timeout)
-
-
-def db_rows(env, sql, params=()):
-    con = duckdb.connect(env["ORCH_DB"], read_only=True)
-    try:
-        cur = con.execute(sql, list(params))
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
 
 
 def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):

@@ -12,17 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from integration.conftest import CACHE, COMMIT, llama_servers_under, run_orch
-from integration.test_run_cli import db_rows, orch_run, tiny_dir  # noqa: F401 (fixture)
+from integration.conftest import CACHE, COMMIT, db_rows, llama_servers_under, orch_run, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_SPEC = ROOT / "recipes" / "server_spec.j2"
 TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
-
-
-@pytest.fixture
-def env(cache_env, tiny_dir, tmp_path):  # noqa: F811
-    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}
 
 
 def test_server_spec_stores_requests_for_every_arm(orch_exe, env):
@@ -89,7 +83,7 @@ def test_silent_fallback_is_detected_without_dialect_translation(orch_exe, env, 
     assert orch_run(orch_exe, recipe, "--set", "n_predict=8", env=env).returncode == 0
 
 
-def test_taken_port_is_retried_on_another(real_build, tiny_dir, tmp_path):  # noqa: F811
+def test_taken_port_is_retried_on_another(real_build, tiny_dir, tmp_path):
     from orchestrator.server import Server
 
     with socket.socket() as taken:

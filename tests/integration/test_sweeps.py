@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import COMMIT, OLD_COMMIT, run_orch
-from integration.test_run_cli import db_rows, orch_run, tiny_dir  # noqa: F401 (fixture)
+from integration.conftest import COMMIT, OLD_COMMIT, db_rows, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
@@ -18,7 +17,7 @@ TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
 
 
 @pytest.fixture(scope="module")
-def two_builds_db(orch_exe, cache_env, tiny_dir, old_build, real_build, tmp_path_factory):  # noqa: F811
+def two_builds_db(orch_exe, cache_env, tiny_dir, old_build, real_build, tmp_path_factory):
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir),
            "ORCH_DB": str(tmp_path_factory.mktemp("sweeps") / "results.duckdb")}
     for build in (OLD_COMMIT, COMMIT):
@@ -68,7 +67,7 @@ def test_compare_two_builds_and_a_build_with_itself(orch_exe, two_builds_db):
     assert bad.returncode == 8 and "deadbeef" in bad.stderr
 
 
-def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir, old_build, tmp_path):  # noqa: F811
+def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir, old_build, tmp_path):
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "m.duckdb")}
     for build in (COMMIT, OLD_COMMIT):
         res = run_orch(orch_exe, "run", str(SPEC_MATRIX), "--build", build, "--vars", TINY_VARS, "--repeat", "1",
@@ -86,7 +85,7 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
     assert {r["arm"] for r in old if r["status"] == "ok"} >= {"baseline", "draft:draft_max=8"}
 
 
-def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tiny_dir, tmp_path):  # noqa: F811
+def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tiny_dir, tmp_path):
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "r.duckdb")}
     args = [orch_exe, "run", str(RECIPE_A), "--build", COMMIT, "--vars", TINY_VARS, "--repeat", "4",
             "--set", "n_predict=64"]

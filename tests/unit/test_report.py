@@ -119,4 +119,5 @@ def test_arm_intervals_group_by_build_and_find_the_baseline():
 
 def test_markdown_table_escapes_and_formats():
     table = report.markdown_table([{"a": 1.23456, "b": None, "c": "x|y"}, {"a": 123.456}])
-    assert table.splitlines() == ["| a | b | c |", "|---|---|---|", "| 1.235 | - | x\\|y |", "| 123.5 | - | - |"]
+    # Numeric columns (and all-missing ones) are right-aligned by the shared markdown renderer.
+    assert table.splitlines() == ["| a | b | c |", "|---:|---:|---|", "| 1.235 | - | x\\|y |", "| 123.5 | - | - |"]

@@ -1,6 +1,5 @@
 """The llama-cpp-python release table and sdist imports (small sdists built here, same layout as PyPI's)."""
 
-import io
 import tarfile
 
 import pytest

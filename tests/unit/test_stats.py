@@ -6,7 +6,7 @@ import math
 import pytest
 
 from orchestrator import stats
-from orchestrator.stats import (BELOW_BREAK_EVEN, BIMODAL, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
+from orchestrator.stats import (BELOW_BREAK_EVEN, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
                                 WARNING_KINDS)
 
 
