@@ -57,21 +57,20 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
         click.echo("\n".join(runner.dry_run_lines(prepared)))
         return
     con = _open_db(db)
+    state: dict = {}
     try:
-        sweep_id = None
         register(con, build, only_if_missing=True)  # every run's build is described in the same file
-        sweep_id = runner.run_plan(plan, build, prepared, con, timeout=timeout, orch_argv=sys.argv, order=order,
-                                   warmup=warmup, resume=resume,
-                                   instruments=runner.Instruments(telemetry_interval=telemetry_interval))
+        runner.run_plan(plan, build, prepared, con, timeout=timeout, orch_argv=sys.argv, order=order,
+                        warmup=warmup, resume=resume, repeat_given=repeat is not None, state=state,
+                        instruments=runner.Instruments(telemetry_interval=telemetry_interval))
     finally:
-        # The sweep just stored, complete or not (run_plan records it before the first run).
-        ids = [sweep_id] if sweep_id else summary.last_sweeps(con, 1)
-        click.echo(tables.render(summary.arm_rows(con, ids), "table", summary.TABLE_COLUMNS))
+        if state.get("sweep_id"):  # the sweep this command stored, complete or not
+            click.echo(tables.render(summary.arm_rows(con, [state["sweep_id"]]), "table", summary.TABLE_COLUMNS))
         con.close()
 
 
-RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "status", "failure_class", "build_name", "decode_tps",
-               "acceptance", "n_drafted", "n_accepted", "wall_s"]
+RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
+               "decode_tps", "acceptance", "n_drafted", "n_accepted", "wall_s"]
 
 
 @main.command("runs")
@@ -90,7 +89,7 @@ def runs_command(last, as_json, db):
     metric_cols = ", ".join(f"m.{c}" for c in METRIC_COLUMNS)
     rows = store.rows_as_dicts(con.execute(f"""
         SELECT * FROM (
-            SELECT r.id AS run_id, r.sweep_id, r.arm, r.is_baseline, r.repeat_index, r.mode, r.status,
+            SELECT r.id AS run_id, r.sweep_id, r.arm, r.is_baseline, r.repeat_index, r.warmup, r.mode, r.status,
                    r.failure_class, r.failure_detail, s.build_name, s.upstream_commit, s.recipe_path, r.wall_s,
                    r.peak_rss_bytes, r.cpu_s, m.draft_per_generated, {metric_cols}
             FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id

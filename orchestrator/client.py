@@ -46,8 +46,16 @@ class RequestResult:
     started: float = 0.0  # time.time() at send
 
 
-def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout: float) -> RequestResult:
-    """Send one streamed completion; never raises for HTTP or connection errors (they are results)."""
+TIMED_OUT = "timeout"
+
+
+def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout: float,
+             deadline: float | None = None) -> RequestResult:
+    """Send one streamed completion; never raises for HTTP or connection errors (they are results).
+
+    `timeout` bounds each socket wait; `deadline` (time.monotonic) bounds the whole run: a server that keeps
+    streaming slowly is cut off there and the request is marked TIMED_OUT.
+    """
     # Pool threads are named client_0, client_1, ...: the number says which client sent the request.
     name = threading.current_thread().name
     client = int(name.rsplit("_", 1)[1]) if name.startswith("client_") else 0
@@ -62,6 +70,9 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
                 result.error = res.text[:500]
                 return result
             for line in res.iter_lines():
+                if deadline is not None and time.monotonic() > deadline:
+                    result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
+                    return result
                 if not line.startswith(b"data: "):
                     continue
                 chunk = json.loads(line[6:])
@@ -76,6 +87,9 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
                 if chunk.get("stop"):
                     result.timings = chunk.get("timings") or {}
                     break
+    except requests.Timeout as exc:
+        result.status, result.error = TIMED_OUT, f"no answer within the run's time limit ({exc})"[:500]
+        return result
     except (requests.RequestException, ValueError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:500]
         return result
@@ -93,10 +107,17 @@ def send_all(base_url: str, prompts: list[Prompt], options: RequestOptions, *, c
              timeout: float) -> tuple[list[RequestResult], float]:
     """Every prompt once, `concurrency` at a time from as many client threads; (results, wall seconds)."""
     start = time.monotonic()
+    deadline = start + timeout
+
+    def one(p: Prompt) -> RequestResult:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return RequestResult(prompt=p, client=0, status=TIMED_OUT, error="not sent: the run's time limit passed")
+        return complete(base_url, p, options, timeout=left, deadline=deadline)
+
     if concurrency <= 1:
-        results = [complete(base_url, p, options, timeout=timeout) for p in prompts]
+        results = [one(p) for p in prompts]
     else:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="client") as pool:
-            futures = [pool.submit(complete, base_url, p, options, timeout=timeout) for p in prompts]
-            results = [f.result() for f in futures]
+            results = list(pool.map(one, prompts))
     return results, time.monotonic() - start

@@ -14,8 +14,8 @@ LOCAL_PARAMS = ("models",)
 RUNS_SQL = """
 SELECT r.id AS run_id, r.sweep_id, s.recipe_hash, s.recipe_path, r.params, r.target_sha256, r.draft_sha256,
        coalesce(r.prompt_set, '') AS prompt_set, r.mode, r.arm, r.status, m.decode_tps
-FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
-WHERE s.build_name = ? AND NOT coalesce(r.warmup, false) AND r.status <> 'running'
+FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+WHERE s.build_name = ? AND r.status <> 'running'
 ORDER BY r.id
 """
 
@@ -62,8 +62,13 @@ def compare_builds(con, base_ref: str, head_ref: str, *, recipe: str | None, thr
                           f"on it first (orch run RECIPE --build {missing})")
     rows = compare.compare(base_rows, head_rows, threshold=threshold)
     shown = [c for c in compare.differing_keys(rows) if c != "arm_params"]
+    # Arm parameters that differ get a column each (draft_max, spec, ...) instead of one JSON blob.
+    params = compare.differing_params(rows)
+    for row in rows:
+        values = json.loads(compare.canonical_params(row.get("arm_params")) or "{}")
+        row.update({name: values.get(name) for name in params})
     return {"base": base, "head": head, "threshold": threshold, "rows": rows,
-            "columns": ["arm", *shown, "base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_ci95",
+            "columns": ["arm", *params, *shown, "base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_ci95",
                         "p_value", "verdict"]}
 
 

@@ -76,9 +76,12 @@ class Translation:
 
 
 def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build_label: str,
-              *, enabled: bool = True) -> Translation:
+              *, enabled: bool = True, bin_dir: str | None = None) -> Translation:
     """The argv this build should run for a recipe's argv; raises DialectError for flags it lacks."""
     tool = Path(argv[0]).name
+    in_build = bin_dir is not None and Path(argv[0]).parent == Path(bin_dir)
+    if in_build and tool not in helps and tool not in CLASSIC_COMPLETION:
+        raise DialectError(f"build {build_label} has no {tool}; it has {', '.join(sorted(helps))}")
     if not enabled or tool not in helps and tool not in CLASSIC_COMPLETION:
         return Translation(list(argv), [] if enabled else ["dialect translation disabled"])
     notes: list[str] = []

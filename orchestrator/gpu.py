@@ -6,7 +6,7 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from . import proc
+from . import nvml, proc
 
 
 @dataclass
@@ -31,24 +31,11 @@ def cuda_toolkit_version() -> str | None:
 
 def visible_gpus() -> list[Gpu]:
     """GPUs NVML reports; empty when there is no driver or no device (never raises)."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:
-        return []
-    try:
-        gpus = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-            name = pynvml.nvmlDeviceGetName(handle)
-            gpus.append(Gpu(i, name.decode() if isinstance(name, bytes) else name, f"{major}{minor}"))
-        return gpus
-    except Exception:
-        return []
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+    gpus = []
+    for index, handle in nvml.handles():
+        capability = nvml.call("nvmlDeviceGetCudaComputeCapability", handle)
+        name = nvml.call("nvmlDeviceGetName", handle) or "unknown GPU"
+        if capability:
+            gpus.append(Gpu(index, name.decode() if isinstance(name, bytes) else name,
+                            f"{capability[0]}{capability[1]}"))
+    return gpus

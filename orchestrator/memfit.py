@@ -99,6 +99,9 @@ def target_layers_that_fit(models: list[ModelEstimate], free_bytes: int, reserve
     return max(0, min(target.n_layers, int(room // per_layer))) if per_layer else target.n_layers
 
 
+NO_GPU = -1  # free_bytes for a CPU build: estimate only, never compare with a GPU that is not used
+
+
 def from_argv(argv: list[str], target: ModelInfo, draft: ModelInfo | None, *, free_bytes: int | None = None,
               reserve_bytes: int = DEFAULT_RESERVE_BYTES) -> MemFit:
     """Estimate for a llama.cpp command line; free_bytes None asks NVML (GPU 0)."""
@@ -116,7 +119,7 @@ def from_argv(argv: list[str], target: ModelInfo, draft: ModelInfo | None, *, fr
             type_v=flag_value(argv, ("-ctvd", "--cache-type-v-draft")) or "f16"))
     if free_bytes is None:
         free_bytes = gpu_free_bytes(0)
-    return fit(models, free_bytes, reserve_bytes)
+    return fit(models, None if free_bytes == NO_GPU else free_bytes, reserve_bytes)
 
 
 def gpu_free_bytes(index: int = 0) -> int | None:

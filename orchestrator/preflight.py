@@ -13,7 +13,7 @@ from . import gguf_info
 from .errors import OrchError, PreflightError
 
 TARGET_FLAGS = ("-m", "--model")
-DRAFT_FLAGS = ("-md", "--model-draft", "--spec-draft-model")
+DRAFT_FLAGS = ("-md", "--model-draft", "--spec-draft-model")  # dialect.DRAFT_MODEL_FLAGS, as a tuple for flag_value
 
 
 @dataclass

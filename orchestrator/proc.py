@@ -187,7 +187,7 @@ def run(
         try:
             child = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                cwd=cwd, env=env, start_new_session=True,
+                cwd=cwd, env=env, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()),
             )
         except FileNotFoundError:
             raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
@@ -62,3 +63,9 @@ def _from_records(records: list, where: str) -> list[Prompt]:
     if len({p.id for p in prompts}) != len(prompts):
         raise RecipeError(f"{where}: prompt ids must be unique")
     return prompts
+
+
+def identity(name: str, items: list[Prompt]) -> str:
+    """What compare joins on: the set's name and a hash of its records (an edited file is another set)."""
+    digest = hashlib.sha256(json.dumps([[p.id, p.category, p.prompt] for p in items]).encode()).hexdigest()
+    return f"{Path(name).name}@{digest[:12]}"

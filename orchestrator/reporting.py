@@ -12,8 +12,7 @@ from .report import write_report
 
 RUNS_SQL = """
 SELECT run_id, sweep_id, build_name, arm, is_baseline, status, decode_tps, acceptance, wall_s
-FROM run_summary WHERE sweep_id IN (SELECT unnest(?::INTEGER[]))
-  AND run_id NOT IN (SELECT id FROM runs WHERE coalesce(warmup, false))
+FROM run_summary WHERE sweep_id IN (SELECT unnest(?::INTEGER[]))  -- measured runs: no warm-ups
 ORDER BY run_id
 """
 
@@ -23,6 +22,9 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
     if not ids:
         raise OrchError("no sweeps stored yet; run a recipe first (orch run RECIPE)")
     runs = store.rows_as_dicts(con.execute(RUNS_SQL, [ids]))
+    if not runs:
+        raise OrchError(f"no runs stored for sweep {', '.join(map(str, ids))}; list sweeps with "
+                        f"`orch query 'SELECT id, recipe_path, build_name FROM sweeps'`")
     env_text = con.execute("SELECT env FROM sweeps WHERE id = ?", [max(ids)]).fetchone()[0]
     env = json.loads(env_text) if env_text else envinfo.snapshot()
     rows = [{c: r[c] for c in [*summary.TABLE_COLUMNS, "is_baseline"]} for r in summary.arm_rows(con, ids)]

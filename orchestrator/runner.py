@@ -16,13 +16,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import (config, dialect, envinfo, memfit, nvml, parse, preflight, proc, recipe, roofline, schedule,
-               server_runner, store, sweeps, telemetry)
+from . import (client, config, dialect, envinfo, memfit, nvml, parse, preflight, proc, prompts, recipe,
+               roofline, schedule, server_runner, store, sweeps, telemetry)
 from .progress import Progress
 from .errors import DialectError, Interrupted, PreflightError, RunsFailed
 from .server import ServerFailed
 
-SPEC_TOOLS = {"llama-speculative"}  # drafts without --spec-type
 ADDRESS_FLAGS = {"--host", "--port"}
 
 
@@ -36,6 +35,7 @@ class PreparedArm:
     stop_reason: str | None = None
     models: preflight.ModelsUsed | None = None
     memfit: dict | None = None
+    prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
 
 
 @dataclass
@@ -78,12 +78,16 @@ def prepare(plan: recipe.Plan, build: dict, *, translate: bool = True) -> list[P
             prepared.append(p)
             continue
         try:
-            t = dialect.translate(arm.argv, arm.literal, helps, build["name"], enabled=translate)
+            # Models first (their flags read the same in every dialect): a skipped arm keeps its model hashes,
+            # so compare can still pair it with the other build's runs.
+            p.models = preflight.check(arm.argv, inspect=inspect_once)
+            t = dialect.translate(arm.argv, arm.literal, helps, build["name"], enabled=translate,
+                                  bin_dir=build["bin_dir"])
             p.executed, p.notes = t.argv, t.notes
-            p.models = preflight.check(p.executed, inspect=inspect_once)
-            if p.models.target:
-                fit = memfit.from_argv(p.executed, p.models.target, p.models.draft)
-                p.memfit = fit.to_dict()
+            p.memfit = _memory_estimate(p, build)
+            if plan.mode == "server":
+                name, items = prompts.load(server_runner.request_params(arm.params)["prompt_set"])
+                p.prompt_set = prompts.identity(name, items)
         except DialectError as exc:
             p.stop_status, p.stop_class, p.stop_reason = "skipped", "unknown_flag", str(exc)
         except PreflightError as exc:
@@ -93,8 +97,20 @@ def prepare(plan: recipe.Plan, build: dict, *, translate: bool = True) -> list[P
     return prepared
 
 
+def _memory_estimate(p: PreparedArm, build: dict) -> dict | None:
+    """Weights + KV against free GPU memory; for CPU builds only the estimate (nothing goes to a GPU)."""
+    if not p.models or not p.models.target:
+        return None
+    try:
+        fit = memfit.from_argv(p.executed, p.models.target, p.models.draft,
+                               free_bytes=None if build.get("backend") == "cuda" else memfit.NO_GPU)
+    except ValueError:  # a cache type or layer count memfit cannot read: no estimate rather than no run
+        return None
+    return fit.to_dict()
+
+
 def expects_speculation(argv: list[str]) -> bool:
-    if Path(argv[0]).name in SPEC_TOOLS:
+    if Path(argv[0]).name in dialect.NO_SPEC_TYPE_TOOLS:  # the tree variant drafts without --spec-type
         return True
     spec_type = preflight.flag_value(argv, ("--spec-type",))
     return bool(preflight.flag_value(argv, preflight.DRAFT_FLAGS)) or bool(spec_type and spec_type != "none")
@@ -102,26 +118,33 @@ def expects_speculation(argv: list[str]) -> bool:
 
 def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *, timeout: float | None,
              orch_argv: list[str], order: str = "interleaved", warmup: int = 0, resume: str | None = None,
-             progress: Progress | None = None, instruments: Instruments | None = None) -> int:
+             repeat_given: bool = False, progress: Progress | None = None, instruments: Instruments | None = None,
+             state: dict | None = None) -> int:
     """Run the arms x repeats in the chosen order (interleaved by default, so drift hits all arms alike).
 
-    With `resume`, continue a matching sweep and run only what it lacks. Returns the sweep id.
+    With `resume`, continue a matching sweep and run only what it lacks (to the sweep's own repeat count
+    unless --repeat is given). `state["sweep_id"]` is set as soon as the sweep exists. Returns the sweep id.
     """
-    slots = schedule.order_runs([p.arm.name for p in prepared], plan.repeat, order, warmup)
+    state = {} if state is None else state
     instruments = instruments or Instruments()
     if instruments.bandwidth is None:
         instruments.bandwidth = device_bandwidth(build)
     sweep_id = sweeps.resumable(con, plan, build, resume) if resume else None
     if sweep_id:
-        slots = schedule.remaining(slots, sweeps.done_slots(con, sweep_id))
-        con.execute("UPDATE sweeps SET status = 'running' WHERE id = ?", [sweep_id])
+        stored_repeat = con.execute("SELECT repeat FROM sweeps WHERE id = ?", [sweep_id]).fetchone()[0]
+        plan.repeat = plan.repeat if repeat_given else stored_repeat
+        con.execute("UPDATE sweeps SET status = 'running', repeat = ? WHERE id = ?", [plan.repeat, sweep_id])
+        slots = schedule.remaining(schedule.order_runs([p.arm.name for p in prepared], plan.repeat, order, warmup),
+                                   sweeps.done_slots(con, sweep_id))
     else:
+        slots = schedule.order_runs([p.arm.name for p in prepared], plan.repeat, order, warmup)
         sweep_id = store.create_sweep(con, {
             "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
             "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
             "build_name": build["name"], "commit": build["commit"], "upstream_commit": build["upstream_commit"],
             "host": host_info(), "argv": orch_argv, "status": "running", "started_at": _now(), "run_order": order,
             "env": envinfo.snapshot(build)})
+    state["sweep_id"] = sweep_id
     progress = progress or Progress(len(slots))
     progress.total = len(slots)
     progress.note(f"orch: sweep {sweep_id}: {len(slots)} runs ({len(prepared)} arms, {plan.repeat} repeats"
@@ -153,6 +176,12 @@ def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *
         store.end_sweep(con, sweep_id, "interrupted")
         raise Interrupted(f"sweep {sweep_id} interrupted after {progress.done} of {len(slots)} runs; everything so "
                           f"far is stored; finish it with --resume {sweep_id}") from None
+    except Exception as exc:
+        # Whatever stopped the loop, the stored rows must not claim to be running.
+        con.execute("UPDATE runs SET status = 'failed', failure_class = 'other', failure_detail = ?, ended_at = ? "
+                    "WHERE sweep_id = ? AND status = 'running'", [f"orch stopped: {exc}", _now(), sweep_id])
+        store.end_sweep(con, sweep_id, "failed")
+        raise
     finally:
         if pool:
             pool.stop()
@@ -181,7 +210,7 @@ def _start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedAr
            "executed_argv": p.executed or None, "translations": p.notes, "started_at": _now(),
            "target_sha256": p.models.target.sha256 if p.models and p.models.target else None,
            "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None,
-           "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"),
+           "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"), "prompt_set": p.prompt_set,
            "decode_bytes": p.models.target.decode_bytes if p.models and p.models.target else None,
            "bandwidth_bytes_per_s": instruments.bandwidth.bytes_per_s if instruments.bandwidth else None,
            "bandwidth_label": instruments.bandwidth.label if instruments.bandwidth else None}
@@ -223,17 +252,19 @@ def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: Prepa
                                           metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
     store.save_metrics(con, run_id, parsed)
     errors = [r for r in rows if r["status"] != "ok"]
-    status = "failed" if errors else "ok"
-    store.update_run(con, run_id, status=status, failure_class="other" if errors else None,
+    timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
+    if timed_out:
+        pool.stop()  # a server still streaming past the limit is not reused
+    status = "timeout" if timed_out else "failed" if errors else "ok"
+    store.update_run(con, run_id, status=status,
+                     failure_class="timeout" if timed_out else "other" if errors else None,
                      failure_detail=f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}"
-                     if errors else None, wall_s=out["wall_s"], prompt_set=out["prompt_set"],
-                     executed_argv=json.dumps(out["command"]), telemetry=tele, ended_at=_now())
+                     if errors else None, wall_s=out["wall_s"], executed_argv=json.dumps(out["command"]),
+                     telemetry=tele, ended_at=_now())
     if errors:
-        return status, f"failed: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {run_id}"
-    m = parsed.metrics
-    acc = f", acceptance {m['acceptance']:.1%}" if m.get("acceptance") is not None else ""
-    return status, (f"ok, {len(rows)} requests, decode {m['decode_tps']:.1f} tok/s pooled{acc}"
-                    f"{_roofline_text(m, p, instruments)} ({out['wall_s']:.1f}s) run {run_id}")
+        return status, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {run_id}"
+    return status, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, instruments)} pooled "
+                    f"({out['wall_s']:.1f}s) run {run_id}")
 
 
 def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
@@ -266,10 +297,7 @@ def _one_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm,
                      peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele, ended_at=_now())
     if failure:
         return status, f"{status} ({failure}, {res.describe()}) run {run_id}"
-    m = parsed.metrics
-    acc = f", acceptance {m['acceptance']:.1%}" if m.get("acceptance") is not None else ""
-    tps = f"decode {m['decode_tps']:.1f} tok/s" if m.get("decode_tps") else "no decode speed found"
-    return status, f"ok, {tps}{acc}{_roofline_text(m, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
+    return status, f"ok, {_speed_text(parsed.metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
 
 
 def _stop(samplers: list) -> list:
@@ -284,12 +312,18 @@ def _store_telemetry(con, run_id: int, samples: list) -> str | None:
     return json.dumps(telemetry.summarize(samples), default=str)
 
 
-def _roofline_text(metrics: dict, p: PreparedArm, instruments: Instruments) -> str:
+def _speed_text(m: dict, p: PreparedArm, instruments: Instruments) -> str:
+    """decode tok/s, acceptance and the roofline share of one run, for its progress line."""
+    if not m.get("decode_tps"):
+        return "no decode speed found"
+    text = f"decode {m['decode_tps']:.1f} tok/s"
+    if m.get("acceptance") is not None:
+        text += f", acceptance {m['acceptance']:.1%}"
     target = p.models.target if p.models else None
     bw = instruments.bandwidth
     bound = roofline.decode_bound_tps(bw.bytes_per_s if bw else None, target.decode_bytes if target else None)
-    pct = roofline.roofline_pct(metrics.get("decode_tps"), bound)
-    return f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else ""
+    pct = roofline.roofline_pct(m["decode_tps"], bound)
+    return text + (f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else "")
 
 
 def _read(path: Path) -> bytes:

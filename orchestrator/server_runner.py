@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from . import client, dialect, parse, prompts, store
@@ -96,22 +97,25 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
     options = client.RequestOptions(n_predict=int(req["n_predict"]), seed=int(req["seed"]),
                                     temperature=float(req["temperature"]), cache_prompt=bool(req["cache_prompt"]),
                                     ignore_eos=bool(req["ignore_eos"]))
-    set_name, prompt_list = prompts.load(req["prompt_set"])
+    _, prompt_list = prompts.load(req["prompt_set"])
     server, fresh = pool.ensure(server_command(executed, concurrency), float(req["server_timeout"]))
     cursor = LogCursor(server, fresh)
-    out = {"cursor": cursor, "prompt_set": set_name, "concurrency": concurrency, "command": server.command}
+    out = {"cursor": cursor, "concurrency": concurrency, "command": server.command}
     watch = sampler(server.child.pid) if sampler else None
     try:
         if fresh:
-            warmup = client.complete(server.url, prompt_list[0], options, timeout=timeout or 600)
+            limit = timeout or 600
+            warmup = client.complete(server.url, prompt_list[0], options, timeout=limit,
+                                     deadline=time.monotonic() + limit)
             if warmup.status != "ok":
-                raise ServerFailed(f"warm-up request failed: {warmup.error}", "other", server.log_tail())
+                raise ServerFailed(f"warm-up request failed: {warmup.error}",
+                                   "timeout" if warmup.status == client.TIMED_OUT else "other", server.log_tail())
             if expects_speculation:
                 check_speculation(server, warmup)
         measured = LogCursor(server, fresh=False)  # the warm-up's lines are stored, not counted
         before = server.metrics()
         out["results"], out["wall_s"] = client.send_all(server.url, prompt_list, options, concurrency=concurrency,
-                                                        timeout=timeout or 600)
+                                                        timeout=timeout or 600)  # the whole run's limit
         out["metrics_delta"] = _delta(before, server.metrics())
         out["measured_log"] = b"\n".join(measured.read().values()).decode(errors="replace")
         out["measured_offsets"] = {k: measured.start[k] - cursor.start[k] for k in cursor.start}

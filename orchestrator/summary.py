@@ -14,8 +14,8 @@ SELECT r.sweep_id, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_na
        r.is_baseline, r.repeat_index, r.mode, r.status, r.failure_class, r.params, m.decode_tps, m.acceptance,
        m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
        r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps, r.bandwidth_label
-FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
-WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[])) AND NOT coalesce(r.warmup, false)
+FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
 ORDER BY r.sweep_id, r.id
 """
 # Server mode pairs per (repeat, prompt): each request's own decode rate.

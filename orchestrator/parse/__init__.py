@@ -57,7 +57,8 @@ def parse_text(text: str) -> ParsedLog:
     # Speeds: the speculative tool's own end block first, then the target perf block, then the chat cli's line.
     chat = cli_speeds(lines)
     metrics["encode_tps"] = _first(end.encode_tps, target and target.prompt_eval_tps, chat and chat[0])
-    metrics["decode_tps"] = _first(end.decode_tps, target and target.eval_tps, chat and chat[1])
+    metrics["decode_tps"] = _first(end.decode_tps, _wall_decode_tps(target), target and target.eval_tps,
+                                   chat and chat[1])
     if primary := primary_stats(spec.stats):
         metrics["mean_accept_len"] = primary.mean_accept_len
         metrics["accept_rate_per_pos"] = primary.accept_rate_per_pos
@@ -108,6 +109,19 @@ def _cross_check(parsed: ParsedLog, accept_pct: float | None) -> None:
     acc = parsed.metrics["acceptance"]
     if acc is not None and accept_pct is not None and abs(acc - accept_pct / 100) > ACCEPT_TOLERANCE:
         parsed.warnings.append(f"printed accept {accept_pct}% disagrees with n_accept/n_drafted = {acc:.5f}")
+
+
+def _wall_decode_tps(perf: PerfBlock | None) -> float | None:
+    """Generated tokens over the generation phase's wall time (total - prompt eval), from a perf block.
+
+    The speculative tools' `decoded ... speed` is wall time of their whole generation loop, sampling included;
+    the perf block's `eval time` leaves sampling and other work out (on tiny models about a quarter of the
+    time), so a baseline measured by it would look faster than it is next to a speculative arm.
+    """
+    if not perf or perf.total_ms is None or perf.prompt_eval_ms is None or not perf.eval_runs:
+        return None
+    decode_ms = perf.total_ms - perf.prompt_eval_ms
+    return perf.eval_runs / decode_ms * 1000 if decode_ms > 0 else None
 
 
 def _first(*values):

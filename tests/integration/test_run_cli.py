@@ -123,8 +123,14 @@ def hang_recipe(tmp_path):
 def assert_dead(pids_file):
     pids = [int(p) for p in pids_file.read_text().split()]
     assert pids
+    procs = []
     for pid in pids:
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            pass
+    gone, alive = psutil.wait_procs(procs, timeout=5)
+    assert [p for p in alive if p.status() != psutil.STATUS_ZOMBIE] == []
 
 
 def test_hung_binary_is_killed_at_its_timeout_with_nothing_left(orch_exe, env, tmp_path):

@@ -29,7 +29,7 @@ def test_server_spec_stores_requests_for_every_arm(orch_exe, env):
         FROM runs r JOIN requests q ON q.run_id = r.id GROUP BY r.id, r.arm, r.status, r.prompt_set ORDER BY r.id""")
     by_arm = {r["arm"]: r for r in per_run}
     assert set(by_arm) == {"baseline", "draft", "ngram"} and all(r["status"] == "ok" for r in per_run)
-    assert all(r["n"] == 10 and r["prompt_set"] == "default" and r["ttft"] > 0 for r in per_run)
+    assert all(r["n"] == 10 and r["prompt_set"].startswith("default@") and r["ttft"] > 0 for r in per_run)
     assert by_arm["baseline"]["drafted"] == 0 and by_arm["draft"]["drafted"] > 0
     argv = json.loads(by_arm["draft"]["argv"])
     assert argv[argv.index("--host") + 1] == "127.0.0.1" and "--metrics" in argv and "--spec-type" in argv
@@ -148,3 +148,14 @@ def test_reparse_keeps_server_metrics(orch_exe, env):
     before = db_rows(env, sql)
     assert run_orch(orch_exe, "reparse", env=env).returncode == 0
     assert db_rows(env, sql) == before
+
+
+def test_server_run_past_its_timeout_is_stored_as_timeout(orch_exe, env, tmp_path):
+    recipe = tmp_path / "endless.j2"
+    recipe.write_text('{% set meta = {"mode": "server", "arms": {"endless": {}}} %}\n'
+                      "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -c 32768 -t 1\n")
+    start = time.monotonic()
+    res = orch_run(orch_exe, recipe, "--set", "n_predict=100000", "--set", "ignore_eos=true", "--timeout", "2",
+                   env=env)
+    assert res.returncode == 15 and time.monotonic() - start < 60
+    assert db_rows(env, "SELECT status, failure_class FROM runs") == [{"status": "timeout", "failure_class": "timeout"}]

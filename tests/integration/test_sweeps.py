@@ -83,6 +83,12 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
     assert skipped and all(r["failure_class"] == "unknown_flag" and "f49e91787" in r["failure_detail"]
                            for r in skipped)
     assert {r["arm"] for r in old if r["status"] == "ok"} >= {"baseline", "draft:draft_max=8"}
+    # Skipped arms keep their model hashes, so compare pairs them with the build that ran them.
+    result = json.loads(run_orch(orch_exe, "compare", "--base", COMMIT, "--head", OLD_COMMIT, "--recipe",
+                                 "spec_matrix.j2", "--format", "json", env=env).stdout)
+    verdicts = {r["arm"]: r["verdict"] for r in result["rows"]}
+    assert {verdicts[r["arm"]] for r in skipped} == {"newly skipped"}
+    assert len(verdicts) == 15
 
 
 def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tiny_dir, tmp_path):

@@ -97,8 +97,10 @@ def test_2024_llama_perf_sampler_and_context_make_one_target_block():
 def test_perf_fallback_speeds_without_end_block():
     # A plain completion run: speeds come from the perf block.
     text = SPEC_2024.split("target:\n", 1)[1]
-    m = parse_text(text).metrics
-    assert (m["encode_tps"], m["decode_tps"]) == (87.71, 38.71)
+    p = parse_text(text)
+    m = p.metrics
+    assert m["encode_tps"] == 87.71 and m["decode_tps"] == pytest.approx(120 / (12700.0 - 7000.5) * 1000)
+    assert p.extra["eval_tps"] == 38.71
     assert m["n_drafted"] is None and m["acceptance"] is None
 
 

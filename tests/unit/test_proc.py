@@ -22,11 +22,17 @@ HANGER = textwrap.dedent("""
 """)
 
 
-def alive(pid):
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+def alive(pid, wait_s=5.0):
+    """Whether pid still runs after up to wait_s (a SIGKILLed process takes a moment to go)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            running = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            running = False
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.05)
 
 
 def test_exit_status_and_capture():
