@@ -232,16 +232,14 @@ def _one_server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: Prepa
         out = server_runner.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
                                     timeout=timeout, sampler=instruments.sampler)
     except ServerFailed as exc:
+        store.save_logs(con, run_id, pool.logs() or {"server_tail": exc.log_tail.encode()})  # whole logs, kept
         pool.stop()
-        logs = {"server_tail": exc.log_tail.encode()}
-        store.save_logs(con, run_id, logs)
         status = "timeout" if exc.failure_class == "timeout" else "failed"
         store.update_run(con, run_id, status=status, failure_class=exc.failure_class, failure_detail=str(exc),
                          ended_at=_now())
         return status, f"{status} ({exc.failure_class}): {exc}"
     except KeyboardInterrupt:
-        if pool.server:
-            store.save_logs(con, run_id, {"server_tail": pool.server.log_tail().encode()})
+        store.save_logs(con, run_id, pool.logs())
         store.update_run(con, run_id, status="interrupted", ended_at=_now())
         raise
     store.save_logs(con, run_id, out["logs"])

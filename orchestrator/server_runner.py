@@ -51,6 +51,13 @@ class ServerPool:
         self.server.start()
         return self.server, True
 
+    def logs(self) -> dict[str, bytes]:
+        """Everything the current server wrote, for a run that failed with it (read before stop())."""
+        if not self.server:
+            return {}
+        return {k: p.read_bytes() for k, p in (("stdout", self.server.stdout_path), ("stderr", self.server.stderr_path))
+                if p.exists()}
+
     def stop(self) -> None:
         if self.server:
             self.server.stop()

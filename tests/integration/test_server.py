@@ -79,6 +79,9 @@ def test_silent_fallback_is_detected_without_dialect_translation(orch_exe, env, 
     assert res.returncode == 15 and "speculation not engaged" in res.stderr
     assert db_rows(env, "SELECT status, failure_class FROM runs") == [
         {"status": "failed", "failure_class": "spec_not_engaged"}]
+    # The failed run keeps the server's whole log, start-up included.
+    streams = db_rows(env, "SELECT stream, size_bytes FROM run_logs WHERE run_id = 1 ORDER BY stream")
+    assert "stderr" in {r["stream"] for r in streams} and max(r["size_bytes"] for r in streams) > 1000
     # The same recipe with the dialect layer on gets --spec-type draft-simple and drafts.
     assert orch_run(orch_exe, recipe, "--set", "n_predict=8", env=env).returncode == 0
 
