@@ -153,13 +153,6 @@ def m002_runs(con: duckdb.DuckDBPyConnection) -> None:
             version JSON,                    -- version banner as printed
             parsed_at TIMESTAMP
         )""")
-    con.execute("""
-        CREATE VIEW run_summary AS
-        SELECT r.id AS run_id, r.sweep_id, s.recipe_path, s.build_name, s.upstream_commit, r.arm, r.is_baseline,
-               r.repeat_index, r.mode, r.status, r.failure_class, m.decode_tps, m.encode_tps, m.acceptance,
-               m.n_drafted, m.n_accepted, m.n_predict, m.draft_per_generated, m.mean_accept_len, r.wall_s,
-               r.peak_rss_bytes, r.started_at
-        FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id""")
 
 
 def m003_requests(con: duckdb.DuckDBPyConnection) -> None:
@@ -198,33 +191,6 @@ def m004_sweeps(con: duckdb.DuckDBPyConnection) -> None:
     # Warm-up runs are stored (nothing is dropped) but never count as measurements.
     con.execute("ALTER TABLE runs ADD COLUMN warmup BOOLEAN DEFAULT false")
     con.execute("ALTER TABLE sweeps ADD COLUMN run_order VARCHAR")
-    con.execute("""
-        CREATE VIEW arm_summary AS
-        SELECT r.sweep_id, s.recipe_path, s.build_name, s.upstream_commit, r.arm, bool_or(r.is_baseline) AS is_baseline,
-               count(*) AS runs, count(*) FILTER (WHERE r.status = 'ok') AS ok,
-               avg(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps,
-               stddev_samp(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps_stddev,
-               min(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps_min,
-               max(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps_max,
-               avg(m.acceptance) FILTER (WHERE r.status = 'ok') AS acceptance,
-               avg(m.draft_per_generated) FILTER (WHERE r.status = 'ok') AS draft_per_generated,
-               avg(m.encode_tps) FILTER (WHERE r.status = 'ok') AS prompt_tps,
-               string_agg(DISTINCT r.failure_class, ',') AS failure_classes
-        FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
-        WHERE NOT coalesce(r.warmup, false)
-        GROUP BY r.sweep_id, s.recipe_path, s.build_name, s.upstream_commit, r.arm""")
-    # Paired by repeat: the geometric mean of per-repeat ratios, beside the plain ratio of means.
-    con.execute("""
-        CREATE VIEW speedup_vs_baseline AS
-        WITH ok AS (
-            SELECT r.sweep_id, r.arm, r.is_baseline, r.repeat_index, m.decode_tps
-            FROM runs r JOIN metrics m ON m.run_id = r.id
-            WHERE r.status = 'ok' AND NOT coalesce(r.warmup, false) AND m.decode_tps > 0
-        )
-        SELECT a.sweep_id, a.arm, count(*) AS pairs, exp(avg(ln(a.decode_tps / b.decode_tps))) AS speedup_paired,
-               avg(a.decode_tps) / avg(b.decode_tps) AS speedup_of_means
-        FROM ok a JOIN ok b ON b.sweep_id = a.sweep_id AND b.is_baseline AND b.repeat_index = a.repeat_index
-        GROUP BY a.sweep_id, a.arm""")
 
 
 def m005_insight(con: duckdb.DuckDBPyConnection) -> None:
@@ -250,19 +216,10 @@ def m005_insight(con: duckdb.DuckDBPyConnection) -> None:
     for column in ("n_head INTEGER", "n_head_kv INTEGER", "key_length INTEGER", "value_length INTEGER",
                    "quant_mix JSON", "weight_bytes BIGINT", "expert_bytes BIGINT", "decode_bytes BIGINT"):
         con.execute(f"ALTER TABLE models ADD COLUMN {column}")
-    # The decode roofline: bandwidth / bytes read per decode step, and the share of it a run reached.
-    con.execute("""
-        CREATE VIEW run_roofline AS
-        SELECT r.id AS run_id, r.sweep_id, r.arm, m.decode_tps, r.bandwidth_bytes_per_s, r.bandwidth_label,
-               r.decode_bytes, r.bandwidth_bytes_per_s / r.decode_bytes AS bound_tps,
-               100 * m.decode_tps / (r.bandwidth_bytes_per_s / r.decode_bytes) AS roofline_pct
-        FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.decode_bytes > 0""")
 
 
-def m006_measured_runs(con: duckdb.DuckDBPyConnection) -> None:
+def m006_views(con: duckdb.DuckDBPyConnection) -> None:
     """Views over measurements only: no warm-ups, and for a slot re-run by --resume only its newest row."""
-    for view in ("run_summary", "arm_summary", "speedup_vs_baseline", "run_roofline"):
-        con.execute(f"DROP VIEW {view}")
     con.execute("""
         CREATE VIEW measured_runs AS
         SELECT * FROM runs WHERE NOT coalesce(warmup, false)
@@ -300,14 +257,14 @@ def m006_measured_runs(con: duckdb.DuckDBPyConnection) -> None:
         FROM ok a JOIN ok b ON b.sweep_id = a.sweep_id AND b.is_baseline AND b.repeat_index = a.repeat_index
         GROUP BY a.sweep_id, a.arm""")
     con.execute("""
-        CREATE VIEW run_roofline AS
+        CREATE VIEW run_roofline AS  -- the decode bound: bandwidth / bytes read per decode step
         SELECT r.id AS run_id, r.sweep_id, r.arm, m.decode_tps, r.bandwidth_bytes_per_s, r.bandwidth_label,
                r.decode_bytes, r.bandwidth_bytes_per_s / r.decode_bytes AS bound_tps,
                100 * m.decode_tps / (r.bandwidth_bytes_per_s / r.decode_bytes) AS roofline_pct
         FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.decode_bytes > 0""")
 
 
-MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_measured_runs]
+MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views]
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
