@@ -46,6 +46,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
     """
     from . import recipe, runner, summary, tables
     from .build import find_build, register
+    from .single_run import Instruments
 
     build = find_build(build_ref)
     builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
@@ -62,7 +63,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
         register(con, build, only_if_missing=True)  # every run's build is described in the same file
         runner.run_plan(plan, build, prepared, con, timeout=timeout, orch_argv=sys.argv, order=order,
                         warmup=warmup, resume=resume, repeat_given=repeat is not None, state=state,
-                        instruments=runner.Instruments(telemetry_interval=telemetry_interval))
+                        instruments=Instruments(telemetry_interval=telemetry_interval))
     finally:
         if state.get("sweep_id"):  # the sweep this command stored, complete or not
             click.echo(tables.render(summary.arm_rows(con, [state["sweep_id"]]), "table", summary.TABLE_COLUMNS))

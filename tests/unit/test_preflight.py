@@ -2,7 +2,7 @@
 
 import pytest
 
-from orchestrator import preflight, runner
+from orchestrator import preflight, single_run
 from orchestrator.errors import PreflightError
 
 
@@ -21,7 +21,7 @@ def test_flag_value_reads_both_spellings_and_the_last_wins():
     (["/b/llama-speculative", "-m", "t"], True),
 ])
 def test_expects_speculation(argv, expected):
-    assert runner.expects_speculation(argv) is expected
+    assert single_run.expects_speculation(argv) is expected
 
 
 def test_missing_model_file_names_it(tmp_path):
