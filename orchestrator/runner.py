@@ -105,7 +105,8 @@ def run_plan(plan: recipe.Plan, build: dict, prepared: list[PreparedArm], con, *
             "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
             "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
             "build_name": build["name"], "commit": build["commit"], "upstream_commit": build["upstream_commit"],
-            "host": host_info(), "argv": orch_argv, "status": "running", "started_at": store.utcnow(), "run_order": order,
+            "host": host_info(), "argv": orch_argv, "status": "running", "started_at": store.utcnow(),
+            "run_order": order,
             "env": envinfo.snapshot(build)})
     state["sweep_id"] = sweep_id
     progress = progress or Progress(len(slots))

@@ -100,7 +100,8 @@ class Server:
                 pass  # not listening yet; 503 means the model is loading
             time.sleep(0.1)
         raise ServerFailed(f"llama-server not healthy within {self.start_timeout:.0f}s on {self.url}; "
-                           f"raise it with --set server_timeout=SECONDS or check {self.stderr_path}", "timeout", self.log_tail())
+                           f"raise it with --set server_timeout=SECONDS or check {self.stderr_path}", "timeout",
+                           self.log_tail())
 
     def _exited(self, code: int) -> None:
         tail = self.log_tail()

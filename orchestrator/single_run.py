@@ -95,7 +95,8 @@ def server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedAr
     tele = _store_telemetry(con, run_id, out["samples"])
     rows = server_runner.request_rows(run_id, out["results"])
     store.insert_requests(con, rows)
-    parsed = server_runner.server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
+    parsed = server_runner.server_metrics(rows, out["measured_log"], wall_s=out["wall_s"],
+                                          concurrency=out["concurrency"],
                                           metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
     store.save_metrics(con, run_id, parsed)
     errors = [r for r in rows if r["status"] != "ok"]

@@ -65,13 +65,14 @@ BELOW_BREAK_EVEN = WarningKind(
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN)
 
 
-def _clean(xs) -> list[float]:
-    return [float(x) for x in xs if x is not None and not math.isnan(x)]
+def clean(samples) -> list[float]:
+    """The samples as floats, None and NaN left out (a run that printed no speed is not a zero)."""
+    return [float(x) for x in samples if x is not None and not math.isnan(x)]
 
 
 def bimodal_split(values: Sequence[float]) -> tuple[list[float], list[float]] | None:
     """(low cluster, high cluster) when the values split in two by the rule above, else None."""
-    xs = sorted(_clean(values))
+    xs = sorted(clean(values))
     if len(xs) < 4:
         return None
     median = statistics.median(xs)
@@ -88,7 +89,7 @@ def bimodal_split(values: Sequence[float]) -> tuple[list[float], list[float]] | 
 
 def mad_outliers(values: Sequence[float]) -> list[float]:
     """The values whose modified z-score exceeds 3.5, in input order."""
-    xs = _clean(values)
+    xs = clean(values)
     if len(xs) < OUTLIER_MIN_N:
         return []
     median = statistics.median(xs)
@@ -127,7 +128,7 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
                  accepted: int | None = None) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule)."""
     out = []
-    xs = _clean(runs)
+    xs = clean(runs)
     if len(xs) >= 2:
         mean = statistics.fmean(xs)
         cv = statistics.stdev(xs) / mean if mean else 0.0

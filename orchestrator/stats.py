@@ -13,7 +13,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .stat_warnings import (BELOW_BREAK_EVEN, BIMODAL, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
-                            WARNING_KINDS, StatWarning, WarningKind, bimodal_split, break_even, mad_outliers,
+                            WARNING_KINDS, StatWarning, WarningKind, bimodal_split, break_even, clean, mad_outliers,
                             warnings_for)  # warnings live beside, re-exported: `stats` is the one API
 
 # Two-sided 95% Student-t quantiles t(0.975, df), as printed in every textbook table (checked against
@@ -47,11 +47,6 @@ class Stats:
     cv: float | None = None  # stdev / mean
     ci_low: float | None = None  # 95% t-interval for the mean; None below 2 samples
     ci_high: float | None = None
-
-
-def clean(samples) -> list[float]:
-    """The samples as floats, None and NaN left out (a run that printed no speed is not a zero)."""
-    return [float(x) for x in samples if x is not None and not math.isnan(x)]
 
 
 def describe(samples: Sequence[float]) -> Stats:

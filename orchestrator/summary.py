@@ -84,7 +84,8 @@ def _sweep_rows(sweep_arms: dict[str, list[dict]], per_request: dict) -> list[di
                      "bound_label": runs[0]["bandwidth_label"],
                      "failures": ",".join(sorted({r["failure_class"] for r in runs if r["failure_class"]})) or None,
                      "_samples": [r["decode_tps"] for r in ok], "_spread": _spread(ok, per_request),
-                     "_drafted": sum(r["n_drafted"] or 0 for r in ok), "_accepted": sum(r["n_accepted"] or 0 for r in ok)})
+                     "_drafted": sum(r["n_drafted"] or 0 for r in ok),
+                     "_accepted": sum(r["n_accepted"] or 0 for r in ok)})
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
     for row in rows:
         found = stats.warnings_for(row.pop("_samples"), spread=row.pop("_spread"), acceptance=row["acceptance"],

@@ -63,11 +63,8 @@ def match_signature(text: str) -> str | None:
 
 
 def classify_failure(text: str, *, returncode: int | None, signal: int | None, timed_out: bool,
-                     expects_speculation: bool, drafted: int | None = None) -> str | None:
-    """One of FAILURE_CLASSES, or None for a successful run.
-
-    `drafted` is the number of drafted tokens when the caller already parsed it; otherwise the text is parsed.
-    """
+                     expects_speculation: bool) -> str | None:
+    """One of FAILURE_CLASSES, or None for a successful run."""
     if timed_out:
         return "timeout"
     if found := match_signature(text):
@@ -75,7 +72,7 @@ def classify_failure(text: str, *, returncode: int | None, signal: int | None, t
     if signal is not None or (returncode is not None and (returncode < 0 or returncode >= SHELL_SIGNAL_MIN)):
         return "crash_signal"
     if returncode == 0:
-        if expects_speculation and not drafted and not speculation_ran(text):
+        if expects_speculation and not speculation_ran(text):
             return "spec_not_engaged"
         return None
     return "other"
@@ -89,17 +86,16 @@ def speculation_ran(text: str) -> bool:
     between vocabularies (a draft_min above what the draft ever reaches also drafts nothing, and that is a
     measurement, not a failure).
     """
-    if drafted_tokens(text):
+    spec = parse_spec(clean_lines(text))  # parsed once for all three kinds of evidence
+    if _drafted(spec):
         return True
-    spec = parse_spec(clean_lines(text))
     if any((s.calls_gen or s.calls or 0) > 0 for s in spec.stats):
         return True
     return spec.end.n_drafted is not None and TRANSLATED not in text
 
 
-def drafted_tokens(text: str) -> int | None:
+def _drafted(spec) -> int | None:
     """Drafted tokens seen anywhere in the log: end block, statistics lines, or server acceptance lines."""
-    spec = parse_spec(clean_lines(text))
     counts = [spec.end.n_drafted, *(s.gen_tokens for s in spec.stats), *(a.generated for a in spec.server)]
     known = [c for c in counts if c is not None]
     return max(known) if known else None

@@ -101,11 +101,6 @@ def parse_perf_blocks(lines: list[Line]) -> list[PerfBlock]:
     return blocks
 
 
-def last_block(lines: list[Line]) -> PerfBlock | None:
-    blocks = parse_perf_blocks(lines)
-    return blocks[-1] if blocks else None
-
-
 def cli_speeds(lines: list[Line]) -> tuple[float | None, float | None] | None:
     """(prompt t/s, generation t/s) of the chat llama-cli's last turn, or None."""
     found = None
