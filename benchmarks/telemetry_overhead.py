@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from orchestrator import stats
+from orchestrator.analyze import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 

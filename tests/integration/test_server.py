@@ -87,7 +87,7 @@ def test_silent_fallback_is_detected_without_dialect_translation(orch_exe, env, 
 
 
 def test_taken_port_is_retried_on_another(real_build, tiny_dir, tmp_path):
-    from orchestrator.server import Server
+    from orchestrator.run.server import Server
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -97,7 +97,7 @@ def test_taken_port_is_retried_on_another(real_build, tiny_dir, tmp_path):
         def chooser():
             port = next(ports)
             if port is None:
-                from orchestrator.server import free_port
+                from orchestrator.run.server import free_port
                 return free_port()
             return port
 

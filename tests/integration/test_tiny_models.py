@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import ModelError
-from orchestrator.gguf_info import inspect, sha256_file, vocab_differences
-from orchestrator.tiny import find_vocab_dir, make_tiny_models
+from orchestrator.models.gguf_info import inspect, sha256_file, vocab_differences
+from orchestrator.models.tiny import find_vocab_dir, make_tiny_models
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog", "Once upon a time, in a small village by the sea,",
            "The capital of France is"]

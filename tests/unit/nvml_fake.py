@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pynvml
 import pytest
 
-from orchestrator import nvml
+from orchestrator.machine import nvml
 
 GIB = 2**30
 

@@ -1,6 +1,6 @@
 """The one line a failed build reports must say why, not merely that it failed."""
 
-from orchestrator.build import _first_error
+from orchestrator.build.builder import _first_error
 
 
 def test_cmake_error_comes_with_its_explanation(tmp_path):
@@ -27,7 +27,7 @@ def fake_binary(bin_dir, name, version_out, version_rc=0):
 
 
 def test_probe_tolerates_a_binary_older_than_its_version_flag(tmp_path):
-    from orchestrator.build import _probe_all
+    from orchestrator.build.builder import _probe_all
 
     (tmp_path / "bin").mkdir()
     fake_binary(tmp_path / "bin", "llama-speculative-simple", "version: 1 (f49e917)")
@@ -41,7 +41,7 @@ def test_probe_tolerates_a_binary_older_than_its_version_flag(tmp_path):
 def test_probe_refuses_a_build_reporting_another_commit(tmp_path):
     import pytest
 
-    from orchestrator.build import _probe_all
+    from orchestrator.build.builder import _probe_all
     from orchestrator.errors import ProbeFailed
 
     (tmp_path / "bin").mkdir()

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import buildopts
-from orchestrator.buildopts import BuildRequest
+from orchestrator.build import options as buildopts
+from orchestrator.build.options import BuildRequest
 from orchestrator.errors import BuildFailed, InvalidOption
 
 SHA = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"

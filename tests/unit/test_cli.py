@@ -4,7 +4,7 @@ import json
 
 from click.testing import CliRunner
 
-from orchestrator.cli import main
+from orchestrator.cli.group import main
 from orchestrator.errors import BackendUnavailable
 
 

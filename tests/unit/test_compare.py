@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from orchestrator import compare
+from orchestrator.analyze import compare
 
 KEY = {"recipe_hash": "r1", "arm_params": '{"draft_max": 16, "spec": "draft"}', "target_sha256": "t",
        "draft_sha256": "d", "prompt_set": "p", "mode": "cli"}

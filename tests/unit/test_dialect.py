@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import dialect
+from orchestrator.recipe import dialect
 from orchestrator.errors import DialectError
 
 HELP = Path(__file__).resolve().parents[1] / "fixtures" / "help"

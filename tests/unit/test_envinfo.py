@@ -6,7 +6,8 @@ from pathlib import Path
 
 from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
-from orchestrator import __version__, envinfo
+from orchestrator import __version__
+from orchestrator.machine import envinfo
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = {"name": "0c1e570-cuda-abc", "upstream_commit": "0c1e57098", "backend": "cuda", "compiler": "GNU",

@@ -3,7 +3,9 @@
 import pytest
 
 from nvml_fake import FakeGpu, install
-from orchestrator import build, gpu, nvml
+from orchestrator.build import builder as build
+from orchestrator.machine import gpu
+from orchestrator.machine import nvml
 from orchestrator.errors import BackendUnavailable
 
 

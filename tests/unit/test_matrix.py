@@ -3,7 +3,8 @@
 import jinja2
 import pytest
 
-from orchestrator import matrix, recipe
+from orchestrator.recipe import matrix
+from orchestrator.recipe import plan as recipe
 from orchestrator.errors import RecipeError
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
-from orchestrator import memfit
-from orchestrator.gguf_info import ModelInfo
+from orchestrator.models import memfit
+from orchestrator.models.gguf_info import ModelInfo
 
 MIB = 2**20
 

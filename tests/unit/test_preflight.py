@@ -2,7 +2,8 @@
 
 import pytest
 
-from orchestrator import preflight, single_run
+from orchestrator.models import preflight
+from orchestrator.run import one_run as single_run
 from orchestrator.errors import PreflightError
 
 

@@ -2,7 +2,7 @@
 
 import io
 
-from orchestrator.progress import Progress
+from orchestrator.run.progress import Progress
 
 
 def test_plain_lines_when_not_a_terminal():

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import recipe
+from orchestrator.recipe import plan as recipe
 from orchestrator.errors import RecipeError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ import time
 import pytest
 from nvml_fake import fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
-from orchestrator import roofline
-from orchestrator.roofline import Bandwidth, cpu_bandwidth, decode_bound_tps, gpu_bandwidth, roofline_pct
+from orchestrator.machine import roofline
+from orchestrator.machine.roofline import Bandwidth, cpu_bandwidth, decode_bound_tps, gpu_bandwidth, roofline_pct
 
 SMALL = {"size_bytes": 8 << 20, "repeats": 2}  # the real default is 256 MiB; small keeps the tests quick
 

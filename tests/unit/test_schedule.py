@@ -2,9 +2,9 @@
 
 import pytest
 
-from orchestrator import schedule
+from orchestrator.recipe import schedule
 from orchestrator.errors import InvalidOption
-from orchestrator.schedule import Slot
+from orchestrator.recipe.schedule import Slot
 
 
 def short(slots):

@@ -5,8 +5,8 @@ import tarfile
 import pytest
 
 from conftest import git
-from orchestrator import sdist
-from orchestrator.source import Mirror, resolve_commit
+from orchestrator.source import sdist
+from orchestrator.source.mirror import Mirror, resolve_commit
 
 CHANGELOG = """# Changelog
 

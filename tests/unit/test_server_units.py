@@ -2,7 +2,9 @@
 
 import pytest
 
-from orchestrator import prompts, server, server_runner
+from orchestrator.recipe import prompts
+from orchestrator.run import server
+from orchestrator.run import server_run as server_runner
 from orchestrator.errors import RecipeError
 
 

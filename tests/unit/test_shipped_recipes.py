@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import dialect, recipe
+from orchestrator.recipe import dialect
+from orchestrator.recipe import plan as recipe
 from orchestrator.errors import DialectError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import git
 from orchestrator.errors import UnknownCommit
-from orchestrator.source import Mirror, resolve_commit
+from orchestrator.source.mirror import Mirror, resolve_commit
 
 
 @pytest.fixture

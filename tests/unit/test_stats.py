@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from orchestrator import stats
-from orchestrator.stats import (BELOW_BREAK_EVEN, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
+from orchestrator.analyze import stats
+from orchestrator.analyze.stats import (BELOW_BREAK_EVEN, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
                                 WARNING_KINDS)
 
 

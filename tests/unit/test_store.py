@@ -2,7 +2,8 @@
 
 import duckdb
 
-from orchestrator import migrations, store
+from orchestrator.store import migrations
+from orchestrator import store
 
 BUILD = {
     "id": "0c1e57098-cpu@20261122T010000Z", "name": "0c1e57098-cpu", "commit": "0c1e57098bba" + "0" * 28,

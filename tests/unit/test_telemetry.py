@@ -8,8 +8,8 @@ import time
 import pytest
 from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
-from orchestrator import nvml
-from orchestrator.telemetry import NO_GPU, Sample, Sampler, summarize, throttle_names
+from orchestrator.machine import nvml
+from orchestrator.machine.telemetry import NO_GPU, Sample, Sampler, summarize, throttle_names
 
 MIB = 2**20
 # A child that spawns a grandchild holding 80 MiB, then spins a CPU core itself for `seconds`.

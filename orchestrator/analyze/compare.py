@@ -1,0 +1,145 @@
+"""Two builds' runs side by side: head/base ratios with intervals, and a verdict per arm.
+
+Input rows are per run (base build's and head build's), each with the KEY_COLUMNS, `arm`, `status` and the
+metric. Runs with equal key columns are "the same test"; every other column may differ.
+
+Per group, with the ok runs' metric values as the samples of each side:
+- ratio = mean(head) / mean(base), 95% interval by the delta method on logs (stats.ratio_of_means).
+- statistically different: Mann-Whitney p < 0.05 when both sides have >= 4 samples (below that the exact
+  test cannot reach 0.05 at all: 3 vs 3 gives p >= 0.1); with 2 or 3 a side, non-overlapping 95% t-intervals
+  of the two means; with a single sample on either side, never.
+- "regression" / "improvement" only when |ratio - 1| > threshold AND statistically different (as asv does),
+  else "no significant change". p_value is reported whenever both sides have samples, decisive or not.
+- without samples on one side: "newly failing" (head has failed/timeout runs), "newly skipped" (head's runs
+  were skipped, e.g. a flag the build lacks), "newly ok" (base had none), "no ok runs" (neither side),
+  "no data" (head runs without the metric, or only interrupted ones); "only in base" / "only in head" when
+  the other build never ran that test.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from orchestrator.analyze import stats
+from orchestrator.recipe.matrix import canonical
+
+KEY_COLUMNS = ("recipe_hash", "arm_params", "target_sha256", "draft_sha256", "prompt_set", "mode")
+FAILED_STATUSES = ("failed", "timeout")
+ALPHA = 0.05
+MIN_MANN_WHITNEY = 4
+
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+NO_CHANGE = "no significant change"
+NEWLY_FAILING = "newly failing"
+NEWLY_SKIPPED = "newly skipped"
+NEWLY_OK = "newly ok"
+NO_OK_RUNS = "no ok runs"
+NO_DATA = "no data"
+ONLY_BASE = "only in base"
+ONLY_HEAD = "only in head"
+VERDICTS = (REGRESSION, IMPROVEMENT, NO_CHANGE, NEWLY_FAILING, NEWLY_SKIPPED, NEWLY_OK, NO_OK_RUNS, NO_DATA,
+            ONLY_BASE, ONLY_HEAD)
+
+
+@dataclass
+class Side:
+    arm: str | None = None
+    runs: int = 0
+    failed: int = 0
+    skipped: int = 0
+    samples: list[float] = field(default_factory=list)
+
+
+def canonical_params(params) -> str | None:
+    """arm_params as canonical JSON text, from a dict or from JSON text in any spacing or key order."""
+    if params is None:
+        return None
+    if isinstance(params, str):
+        params = json.loads(params)
+    return canonical(params)
+
+
+def group_key(row: dict) -> tuple:
+    return tuple(canonical_params(row.get(c)) if c == "arm_params" else row.get(c) for c in KEY_COLUMNS)
+
+
+def _sides(rows: list[dict], metric: str) -> dict[tuple, Side]:
+    out: dict[tuple, Side] = {}
+    for row in rows:
+        side = out.setdefault(group_key(row), Side(arm=row.get("arm")))
+        side.runs += 1
+        status = row.get("status")
+        side.failed += status in FAILED_STATUSES
+        side.skipped += status == "skipped"
+        if status == "ok" and row.get(metric) is not None:
+            side.samples.append(float(row[metric]))
+    return out
+
+
+def compare(base_rows: list[dict], head_rows: list[dict], *, threshold: float = 0.05, metric: str = "decode_tps",
+            higher_is_better: bool = True) -> list[dict]:
+    """One row per test (group of equal key columns), base's order first, then tests only head ran."""
+    base, head = _sides(base_rows, metric), _sides(head_rows, metric)
+    out = []
+    for key in list(base) + [k for k in head if k not in base]:
+        b, h = base.get(key), head.get(key)
+        row = dict(zip(KEY_COLUMNS, key))
+        row["arm"] = (h or b).arm
+        row.update(base_runs=b.runs if b else 0, head_runs=h.runs if h else 0,
+                   base_n=len(b.samples) if b else 0, head_n=len(h.samples) if h else 0,
+                   base_mean=_mean(b), head_mean=_mean(h), ratio=None, ratio_low=None, ratio_high=None,
+                   p_value=None, test=None)
+        row["verdict"] = _verdict(b, h, row, threshold, higher_is_better)
+        out.append(row)
+    return out
+
+
+def _mean(side: Side | None) -> float | None:
+    return stats.describe(side.samples).mean if side else None
+
+
+def _verdict(b: Side | None, h: Side | None, row: dict, threshold: float, higher_is_better: bool) -> str:
+    if h is None:
+        return ONLY_BASE
+    if b is None:
+        return ONLY_HEAD
+    if b.samples and not h.samples:
+        return NEWLY_FAILING if h.failed else NEWLY_SKIPPED if h.skipped else NO_DATA
+    if not b.samples:
+        return NEWLY_OK if h.samples else NO_OK_RUNS
+    ratio = stats.ratio_of_means(b.samples, h.samples)
+    if ratio is not None:
+        row.update(ratio=ratio.ratio, ratio_low=ratio.ci_low, ratio_high=ratio.ci_high)
+    row["p_value"] = stats.mann_whitney_u(b.samples, h.samples)
+    row["test"], different = _different(b.samples, h.samples, row["p_value"])
+    if ratio is None or not different or abs(ratio.ratio - 1) <= threshold:
+        return NO_CHANGE
+    return IMPROVEMENT if (ratio.ratio > 1) == higher_is_better else REGRESSION
+
+
+def _different(base: list[float], head: list[float], p: float) -> tuple[str, bool]:
+    """(test used, whether the two sample sets differ at the 5% level)."""
+    if len(base) >= MIN_MANN_WHITNEY and len(head) >= MIN_MANN_WHITNEY:
+        return "mann-whitney", p < ALPHA
+    if len(base) >= 2 and len(head) >= 2:
+        b, h = stats.describe(base), stats.describe(head)
+        return "intervals", b.ci_high < h.ci_low or h.ci_high < b.ci_low
+    return "too few samples", False
+
+
+def differing_keys(rows: list[dict]) -> list[str]:
+    """The KEY_COLUMNS whose values are not the same in every row: the only ones worth a table column."""
+    return [c for c in KEY_COLUMNS
+            if len({canonical_params(r.get(c)) if c == "arm_params" else r.get(c) for r in rows}) > 1]
+
+
+def differing_params(rows: list[dict]) -> list[str]:
+    """Parameter names inside arm_params whose values differ between rows (absent counts as a value).
+
+    Lets a table show `draft_max` and `spec` columns instead of the whole JSON text.
+    """
+    parsed = [json.loads(canonical_params(r.get("arm_params")) or "{}") for r in rows]
+    names = list(dict.fromkeys(k for p in parsed for k in p))
+    return [k for k in names if len({(k in p, canonical({"v": p.get(k)})) for p in parsed}) > 1]

@@ -1,0 +1,190 @@
+"""Per-arm statistics: summaries with 95% t-intervals, paired speedups, Mann-Whitney U, and warnings.
+
+Pure functions over lists of numbers; no scipy (not a dependency). The t quantiles are a table (below),
+the normal tail is `math.erfc`, and the exact Mann-Whitney distribution is a small dynamic programme.
+Everything that needs a spread (stdev, intervals) is None below two samples instead of inventing one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from orchestrator.analyze.warnings import (BELOW_BREAK_EVEN, BIMODAL, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
+                            WARNING_KINDS, StatWarning, WarningKind, bimodal_split, break_even, clean, mad_outliers,
+                            warnings_for)  # warnings live beside, re-exported: `stats` is the one API
+
+# Two-sided 95% Student-t quantiles t(0.975, df), as printed in every textbook table (checked against
+# scipy.stats.t.ppf to 3 decimals). Between tabulated df the next smaller df is used (a slightly wider,
+# conservative interval); beyond 120 the normal 1.96.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
+        20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048,
+        29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+Z975 = 1.96
+EXACT_MW_MAX = 100  # n_a * n_b up to this: exact Mann-Whitney distribution, beyond: normal approximation
+
+
+def t975(df: float) -> float:
+    """The 97.5% t quantile for df degrees of freedom (fractional df, as from Welch, round down)."""
+    if df < 1:
+        raise ValueError(f"t quantile needs df >= 1, got {df}")
+    if df > 120:
+        return Z975
+    return T975[max(d for d in T975 if d <= df)]
+
+
+@dataclass(frozen=True)
+class Stats:
+    n: int
+    mean: float | None = None
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    stdev: float | None = None  # sample standard deviation (n - 1)
+    cv: float | None = None  # stdev / mean
+    ci_low: float | None = None  # 95% t-interval for the mean; None below 2 samples
+    ci_high: float | None = None
+
+
+def describe(samples: Sequence[float]) -> Stats:
+    xs = clean(samples)
+    n = len(xs)
+    if n == 0:
+        return Stats(n=0)
+    mean = statistics.fmean(xs)
+    base = Stats(n=n, mean=mean, median=statistics.median(xs), min=min(xs), max=max(xs))
+    if n < 2:
+        return base
+    sd = statistics.stdev(xs)
+    half = t975(n - 1) * sd / math.sqrt(n)
+    return Stats(n=n, mean=mean, median=base.median, min=base.min, max=base.max, stdev=sd,
+                 cv=sd / mean if mean else None, ci_low=mean - half, ci_high=mean + half)
+
+
+@dataclass(frozen=True)
+class Speedup:
+    ratio: float  # head / base
+    ci_low: float | None  # 95%; None when the data cannot give a spread
+    ci_high: float | None
+    n: int  # pairs (paired) or the smaller side's sample count (unpaired)
+    paired: bool = True
+
+
+def paired_speedup(base: Mapping[Hashable, float], head: Mapping[Hashable, float]) -> Speedup | None:
+    """Geometric-mean ratio head/base over keys present in both (repeat, or (repeat, prompt) in server mode).
+
+    Pairing cancels drift that hits both arms of one repeat alike. ratio = exp(mean(log(head/base))), and the
+    interval is the 95% t-interval of the log ratios, exponentiated. None when no key pairs up.
+    """
+    logs = [math.log(head[k] / base[k]) for k in base
+            if k in head and _positive(base[k]) and _positive(head[k])]
+    if not logs:
+        return None
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return Speedup(math.exp(mean), None, None, 1)
+    half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return Speedup(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+
+
+def ratio_of_means(base: Sequence[float], head: Sequence[float]) -> Speedup | None:
+    """mean(head) / mean(base) for unpaired samples (two builds), 95% interval by the delta method on logs.
+
+    var(log ratio) ~ cv_head^2 / n_head + cv_base^2 / n_base; Welch-Satterthwaite df for the t quantile.
+    The interval is None when either side has fewer than 2 samples.
+    """
+    b, h = describe(base), describe(head)
+    if not b.n or not h.n or not _positive(b.mean) or not _positive(h.mean):
+        return None
+    ratio = h.mean / b.mean
+    if b.n < 2 or h.n < 2:
+        return Speedup(ratio, None, None, min(b.n, h.n), paired=False)
+    vb, vh = (b.stdev / b.mean) ** 2 / b.n, (h.stdev / h.mean) ** 2 / h.n
+    se = math.sqrt(vb + vh)
+    if se == 0:
+        return Speedup(ratio, ratio, ratio, min(b.n, h.n), paired=False)
+    df = (vb + vh) ** 2 / (vb ** 2 / (b.n - 1) + vh ** 2 / (h.n - 1))
+    half = t975(df) * se
+    return Speedup(ratio, ratio * math.exp(-half), ratio * math.exp(half), min(b.n, h.n), paired=False)
+
+
+def _positive(x) -> bool:
+    return x is not None and not math.isnan(x) and x > 0
+
+
+def midranks(values: Sequence[float]) -> list[float]:
+    """Ranks 1..N in the input's order; tied values share the mean of their positions."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def mann_whitney_u(a: Sequence[float], b: Sequence[float], method: str = "auto") -> float:
+    """Two-sided p-value of the Mann-Whitney U test that a and b come from the same distribution.
+
+    method "exact": the permutation distribution of a's rank sum given the observed (mid)ranks, so ties are
+    handled exactly; p = 2 * min(P(W <= w), P(W >= w)), capped at 1. "normal": z with tie-corrected
+    variance and a 0.5 continuity correction. "auto": exact when len(a) * len(b) <= EXACT_MW_MAX.
+    """
+    a, b = clean(a), clean(b)
+    if not a or not b:
+        raise ValueError("Mann-Whitney U needs at least one sample on each side")
+    if method == "auto":
+        method = "exact" if len(a) * len(b) <= EXACT_MW_MAX else "normal"
+    ranks = midranks(a + b)
+    if method == "exact":
+        return _exact_p(ranks, len(a))
+    if method == "normal":
+        return _normal_p(ranks, len(a), len(b))
+    raise ValueError(f"method {method!r} is not one of auto, exact, normal")
+
+
+def _exact_p(ranks: list[float], n_a: int) -> float:
+    doubled = [round(2 * r) for r in ranks]  # midranks are multiples of 0.5: integers after doubling
+    observed = sum(doubled[:n_a])
+    # counts[k][s]: ways to pick k of the ranks seen so far with doubled sum s
+    top = sum(doubled)
+    counts = [[0] * (top + 1) for _ in range(n_a + 1)]
+    counts[0][0] = 1
+    for r in doubled:
+        for k in range(n_a, 0, -1):
+            prev, row = counts[k - 1], counts[k]
+            for s in range(top, r - 1, -1):
+                if prev[s - r]:
+                    row[s] += prev[s - r]
+    dist = counts[n_a]
+    total = sum(dist)
+    low = sum(dist[: observed + 1]) / total
+    high = sum(dist[observed:]) / total
+    return min(1.0, 2 * min(low, high))
+
+
+def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
+    n = n_a + n_b
+    u = sum(ranks[:n_a]) - n_a * (n_a + 1) / 2
+    ties: dict[float, int] = {}
+    for r in ranks:
+        ties[r] = ties.get(r, 0) + 1
+    tie_term = sum(t ** 3 - t for t in ties.values()) / (n * (n - 1)) if n > 1 else 0.0
+    var = n_a * n_b / 12 * ((n + 1) - tie_term)
+    if var <= 0:
+        return 1.0  # every value tied: no evidence of a difference
+    z = max(0.0, abs(u - n_a * n_b / 2) - 0.5) / math.sqrt(var)
+    return min(1.0, math.erfc(z / math.sqrt(2)))
+
+
+__all__ = ["Stats", "Speedup", "describe", "paired_speedup", "ratio_of_means", "mann_whitney_u", "midranks",
+           "t975", "clean", "StatWarning", "WarningKind", "WARNING_KINDS", "HIGH_CV", "BIMODAL", "OUTLIERS",
+           "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "warnings_for", "break_even", "bimodal_split",
+           "mad_outliers"]

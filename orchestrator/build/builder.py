@@ -1,0 +1,270 @@
+"""CMake configure + build of one (commit, backend, options), its completion stamp, probes and provenance.
+
+A build directory counts only once `orch-stamp.json` exists: it is written last, after the compile and
+after every binary answered `--version`. A failed or interrupted build keeps its log and gets no stamp.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from orchestrator.build import options as buildopts
+from orchestrator import config
+from orchestrator.machine import gpu
+from orchestrator import proc
+from orchestrator import store
+from orchestrator.build.options import BuildRequest
+from orchestrator.errors import BackendUnavailable, BuildFailed, Interrupted, NoSuchBuild, ProbeFailed
+from orchestrator.source.sdist import importer_for
+from orchestrator.source.mirror import Mirror, resolve_commit
+
+STAMP = "orch-stamp.json"
+BUILD_JSON = "build.json"
+LOG = "build.log"
+PROBE_TIMEOUT_S = 60
+
+
+def choose_backend(requested: str) -> str:
+    if requested == "cpu":
+        return "cpu"
+    has_nvcc = gpu.nvcc_path() is not None
+    if requested == "cuda":
+        if not has_nvcc:
+            raise BackendUnavailable("--backend cuda needs the CUDA toolkit, but nvcc is not on PATH; "
+                                     "install the toolkit or add its bin/ to PATH, or use --backend cpu")
+        return "cuda"
+    return "cuda" if has_nvcc and gpu.visible_gpus() else "cpu"
+
+
+def cuda_archs(explicit: str | None) -> tuple[str, ...]:
+    if explicit:
+        return buildopts.parse_cuda_archs(explicit)
+    archs = tuple(sorted({g.compute_capability for g in gpu.visible_gpus()}))
+    if not archs:
+        # Never `native` without a GPU: CMake would fail or guess; make the user say what to build for.
+        raise BackendUnavailable("no GPU is visible through NVML to read the compute capability from; "
+                                 "pass --cuda-arch (e.g. 86 for an RTX 3090, 90 for an H100)")
+    return archs
+
+
+def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmake_args: tuple[str, ...] = (),
+          force: bool = False, source: str | None = None, db: Path | None = None) -> dict:
+    """Build llama.cpp at ref (or return the cached build); the build.json dict of the result."""
+    root = config.builds_root()
+    mirror = Mirror(config.mirror_dir())
+    chosen = choose_backend(backend)
+    archs = cuda_archs(cuda_arch) if chosen == "cuda" else ()
+    resolved = resolve_commit(ref, mirror, source or config.upstream_remote(),
+                              import_sdist=importer_for(mirror, root))
+    request = BuildRequest(commit=resolved.commit, upstream_commit=resolved.upstream_commit, backend=chosen,
+                           cuda_archs=archs, cuda_arch_explicit=bool(cuda_arch), cmake_args=tuple(cmake_args))
+    bdir = root / request.dir_name()
+    if not force and buildopts.stamp_matches(read_stamp(bdir), request):
+        info = load_build(bdir)
+        print(f"orch: build {bdir.name} is up to date ({bdir})", file=sys.stderr)
+        _register(info, db, only_if_missing=True)
+        return info
+    return _fresh_build(request, resolved.origin, mirror, bdir, force=force, db=db)
+
+
+def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path, *, force: bool,
+                 db: Path | None) -> dict:
+    if force and bdir.exists():
+        shutil.rmtree(bdir)
+    bdir.mkdir(parents=True, exist_ok=True)
+    (bdir / STAMP).unlink(missing_ok=True)  # an interrupted rebuild must never look complete
+    log = bdir / LOG
+    log.write_text("")
+    started = datetime.now(timezone.utc)
+    info = {"id": f"{bdir.name}@{started:%Y%m%dT%H%M%SZ}", "name": bdir.name, "commit": request.commit,
+            "upstream_commit": request.upstream_commit, "source": origin, "backend": request.backend,
+            "cuda_archs": list(request.cuda_archs), "cmake_args": list(request.cmake_args),
+            "dir": str(bdir), "bin_dir": str(bdir / "bin"), "log_path": str(log),
+            "started_at": started.isoformat(), "status": "failed", "binaries": []}
+    print(f"orch: building {request.upstream_commit[:9]} ({request.backend}) in {bdir}; log: {log}",
+          file=sys.stderr)
+    try:
+        _configure_compile_probe(request, mirror, bdir, log, info)
+    except KeyboardInterrupt:
+        _finish(info, "interrupted", "interrupted by the user", db)
+        raise Interrupted(f"build of {bdir.name} interrupted; the compiler was stopped and the directory "
+                          f"has no stamp (orch will not use it); log: {log}") from None
+    except (BuildFailed, ProbeFailed) as exc:
+        _finish(info, "failed", str(exc), db)
+        raise
+    _finish(info, "ok", None, db)
+    _write_json(bdir / BUILD_JSON, info)
+    _write_json(bdir / STAMP, buildopts.stamp_for(request, info["cmake_options"], info["targets"]))
+    print(f"orch: built {bdir.name} in {info['duration_s']:.0f}s: {', '.join(info['targets'])}", file=sys.stderr)
+    return info
+
+
+def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, log: Path, info: dict) -> None:
+    src = mirror.checkout(request.commit, config.builds_root() / "src" / request.commit)
+    options = buildopts.tree_options(src)
+    defs = buildopts.cmake_definitions(request, options, commit_override=buildopts.has_build_commit_override(src))
+    launcher = shutil.which("ccache")
+    env = {**os.environ}
+    if launcher:
+        env.setdefault("CCACHE_BASEDIR", str(config.builds_root()))  # cache hits across build directories
+    info.update(cmake_options=defs, ccache=bool(launcher), src_dir=str(src),
+                cuda_toolkit=gpu.cuda_toolkit_version() if request.backend == "cuda" else None)
+    configure = buildopts.configure_argv(src, bdir, defs, request.cmake_args, launcher)
+    _step("CMake configure", configure, log, env, bdir)
+    listing = proc.run(["ninja", "-C", str(bdir), "-t", "targets", "all"], capture=True, timeout=120)
+    targets = buildopts.available_targets(listing.stdout)
+    if not targets:
+        raise BuildFailed(f"the configured tree in {bdir} defines none of {', '.join(buildopts.WANTED_TARGETS)}; "
+                          f"see {log}")
+    info["targets"] = targets
+    _step("compile", buildopts.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
+    info.update(_compiler(bdir))
+    info["binaries"] = _probe_all(bdir, targets, request.upstream_commit)
+
+
+def _step(what: str, argv: list[str], log: Path, env: dict, bdir: Path) -> None:
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(argv)}\n")
+    res = proc.run(argv, log=log, env=env)
+    if not res.ok:
+        raise BuildFailed(f"{what} failed for {bdir.name} ({res.describe()}): {_first_error(log)}; full log: {log}")
+
+
+def _first_error(log: Path) -> str:
+    """The line that says why: a CMake error with its explanation, else the compiler's first error."""
+    lines = log.read_text(errors="replace").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("CMake Error"):
+            detail = [ln.strip() for ln in lines[i + 1:i + 8] if ln.strip()][:3]
+            return " ".join([line.strip(), *detail])[:300]
+    for pattern in (r": error:", r"^FAILED:", r"\berror\b"):
+        for line in lines:
+            if re.search(pattern, line) and not line.startswith("$ "):
+                return line.strip()[:300]
+    return "no error line found"
+
+
+def _probe_all(bdir: Path, targets: list[str], upstream: str) -> list[dict]:
+    """Probe every binary; the build counts only if one names the upstream commit and none names another."""
+    binaries = [_probe(bdir, name) for name in targets]
+    reported = {b["reported_commit"] for b in binaries if b["reported_commit"]}
+    wrong = sorted(c for c in reported if not upstream.startswith(c))
+    if wrong or not reported:
+        raise ProbeFailed(f"the binaries in {bdir / 'bin'} report commit {', '.join(wrong) or 'none'}, not the "
+                          f"upstream commit {upstream[:9]}; the build cannot be identified: report this to orch")
+    return binaries
+
+
+def _probe(bdir: Path, name: str) -> dict:
+    """sha256, --version and --help of one binary, saved under probe/."""
+    exe = bdir / "bin" / name
+    if not exe.exists():
+        raise ProbeFailed(f"{name} was not produced in {exe.parent}; see {bdir / LOG}")
+    probe_dir = bdir / "probe"
+    probe_dir.mkdir(exist_ok=True)
+    version = proc.run([str(exe), "--version"], capture=True, timeout=PROBE_TIMEOUT_S)
+    version_text = (version.stdout + version.stderr).strip()
+    parsed = buildopts.parse_version(version_text) if version.ok else buildopts.parse_version("")
+    if not version.ok:
+        # llama-bench learned --version only in September 2026: older ones print usage and exit 1.
+        version_text = f"(--version not supported: {version.describe()})"
+    helped = proc.run([str(exe), "--help"], capture=True, timeout=PROBE_TIMEOUT_S)
+    help_text = helped.stdout + helped.stderr
+    if helped.signal is not None or helped.timed_out:
+        raise ProbeFailed(f"{exe} --help failed ({helped.describe()}); the binary does not run here")
+    (probe_dir / f"{name}.version.txt").write_text(version_text + "\n")
+    (probe_dir / f"{name}.help.txt").write_text(help_text)
+    return {"name": name, "path": str(exe), "sha256": _sha256(exe), "version_text": version_text,
+            "build_number": parsed["build_number"], "reported_commit": parsed["commit"],
+            "built_with": parsed["built_with"], "help_path": str(probe_dir / f"{name}.help.txt")}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _compiler(bdir: Path) -> dict:
+    """Compiler id and version as CMake detected them."""
+    out = {"compiler": None, "compiler_version": None}
+    for path in sorted((bdir / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")):
+        text = path.read_text(errors="replace")
+        cid = re.search(r'set\(CMAKE_CXX_COMPILER_ID "([^"]*)"\)', text)
+        ver = re.search(r'set\(CMAKE_CXX_COMPILER_VERSION "([^"]*)"\)', text)
+        out = {"compiler": cid.group(1) if cid else None, "compiler_version": ver.group(1) if ver else None}
+    return out
+
+
+def _finish(info: dict, status: str, failure: str | None, db: Path | None) -> None:
+    finished = datetime.now(timezone.utc)
+    info.update(status=status, failure=failure, finished_at=finished.isoformat(),
+                duration_s=(finished - datetime.fromisoformat(info["started_at"])).total_seconds())
+    info.setdefault("cmake_options", {})
+    info.setdefault("targets", [])
+    _register(info, db)
+
+
+def _register(info: dict, db: Path | None, only_if_missing: bool = False) -> None:
+    con = store.connect(db or config.db_path())
+    try:
+        register(con, info, only_if_missing=only_if_missing)
+    finally:
+        con.close()
+
+
+def register(con, info: dict, *, only_if_missing: bool = False) -> None:
+    """Record a build attempt (and its binaries' help texts) in a results database."""
+    if only_if_missing and con.execute("SELECT 1 FROM builds WHERE id = ?", [info["id"]]).fetchone():
+        return
+    rows = dict(info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace"))
+                                for b in info["binaries"]])
+    store.record_build(con, rows)
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)  # atomic: a stamp is either whole or absent
+
+
+def read_stamp(bdir: Path) -> dict | None:
+    try:
+        return json.loads((bdir / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def load_build(bdir: Path) -> dict:
+    return json.loads((bdir / BUILD_JSON).read_text())
+
+
+def list_builds(root: Path | None = None) -> list[dict]:
+    """Every complete (stamped) build under the builds root, newest first."""
+    root = root or config.builds_root()
+    found = [load_build(d) for d in root.iterdir() if read_stamp(d) is not None and (d / BUILD_JSON).exists()] \
+        if root.is_dir() else []
+    return sorted(found, key=lambda b: b["finished_at"], reverse=True)
+
+
+def find_build(ref: str | None = None, root: Path | None = None) -> dict:
+    """The newest complete build whose commit, upstream commit or directory name starts with ref."""
+    builds = list_builds(root)
+    if ref:
+        ref = ref.lower()
+        builds = [b for b in builds if b["commit"].startswith(ref) or b["upstream_commit"].startswith(ref)
+                  or b["name"].startswith(ref)]
+    if not builds:
+        where = root or config.builds_root()
+        raise NoSuchBuild(f"no complete build {'of ' + ref + ' ' if ref else ''}in {where}; "
+                          f"run `orch build {ref or 'COMMIT'}` first")
+    return builds[0]

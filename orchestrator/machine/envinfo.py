@@ -1,0 +1,171 @@
+"""The machine and software a sweep ran on, as a JSON-friendly dict and a BENCHMARK_ENV-style page.
+
+Taken once per sweep: the CPU, RAM and GPU static facts, driver and toolkit versions, orch's own
+version and commit, and the build's CMake options, so a stored number can be traced to its setup.
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from orchestrator import __version__
+from orchestrator.machine import gpu
+from orchestrator.machine import nvml
+from orchestrator import proc
+from orchestrator.errors import OrchError
+
+BUILD_KEYS = ("name", "upstream_commit", "backend", "compiler", "compiler_version", "cmake_options")
+_CLOCK_MEM = 2  # pynvml.NVML_CLOCK_MEM
+
+
+def snapshot(build: dict | None = None) -> dict[str, Any]:
+    """The environment now; `build` is a build.json dict whose provenance and CMake options are kept."""
+    return {
+        "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "os": os_name(),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+        "cpu_model": cpu_model(),
+        "cpu_physical_cores": psutil.cpu_count(logical=False),
+        "cpu_logical_cores": psutil.cpu_count(logical=True),
+        "ram_bytes": psutil.virtual_memory().total,
+        "gpus": gpus(),
+        "gpu_driver": nvml.call("nvmlSystemGetDriverVersion"),
+        "cuda_driver": cuda_driver_version(),
+        "cuda_toolkit": _quiet(gpu.cuda_toolkit_version),
+        "python": platform.python_version(),
+        "orch_version": __version__,
+        **git_state(Path(__file__).resolve().parent.parent),
+        "build": {k: build.get(k) for k in BUILD_KEYS} if build else None,
+    }
+
+
+def os_name() -> str:
+    """PRETTY_NAME from /etc/os-release ("Ubuntu 22.04.4 LTS"), else platform's system name."""
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.partition("=")[2].strip().strip('"')
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.version()}".strip()
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def gpus() -> list[dict[str, Any]]:
+    """Static facts for every visible GPU; [] without NVML."""
+    out = []
+    for index, h in nvml.handles():
+        mem = nvml.call("nvmlDeviceGetMemoryInfo", h)
+        limit_mw = nvml.call("nvmlDeviceGetPowerManagementLimit", h)
+        cc = nvml.call("nvmlDeviceGetCudaComputeCapability", h)
+        out.append({
+            "index": index,
+            "name": nvml.call("nvmlDeviceGetName", h),
+            "memory_total_bytes": getattr(mem, "total", None),
+            "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+            "power_limit_w": limit_mw / 1000.0 if limit_mw is not None else None,
+            "pcie_gen": nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", h),
+            "pcie_width": nvml.call("nvmlDeviceGetCurrPcieLinkWidth", h),
+            "pcie_max_gen": nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", h),
+            "pcie_max_width": nvml.call("nvmlDeviceGetMaxPcieLinkWidth", h),
+            "memory_bus_width_bits": nvml.call("nvmlDeviceGetMemoryBusWidth", h),
+            "memory_clock_max_mhz": nvml.call("nvmlDeviceGetMaxClockInfo", h, _CLOCK_MEM),
+        })
+    return out
+
+
+def cuda_driver_version() -> str | None:
+    """The CUDA version the driver supports: NVML's 12040 -> "12.4"."""
+    value = nvml.call("nvmlSystemGetCudaDriverVersion")
+    return f"{value // 1000}.{value % 1000 // 10}" if isinstance(value, int) else None
+
+
+def git_state(repo: Path) -> dict[str, Any]:
+    """orch_commit (HEAD) and orch_dirty (tracked files changed) when repo is a git checkout; None otherwise."""
+    state: dict[str, Any] = {"orch_commit": None, "orch_dirty": None}
+    if not (repo / ".git").exists():
+        return state  # an installed wheel, not a checkout
+    try:
+        head = proc.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture=True, timeout=10)
+        status = proc.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                          capture=True, timeout=10)
+    except OrchError:  # git is not installed
+        return state
+    if head.ok:
+        state["orch_commit"] = head.stdout.strip()
+        state["orch_dirty"] = status.stdout.strip() != "" if status.ok else None
+    return state
+
+
+def to_markdown(snap: dict[str, Any]) -> str:
+    """A BENCHMARK_ENV.md-style page: host, GPUs, software, build."""
+    lines = ["# Benchmark environment", "", f"Taken {snap.get('taken_at')} on `{snap.get('host')}`.", "",
+             "## Host", ""]
+    cores = f"{snap.get('cpu_physical_cores')} physical / {snap.get('cpu_logical_cores')} logical"
+    lines += _table([("OS", snap.get("os")), ("Kernel", snap.get("kernel")), ("Architecture", snap.get("arch")),
+                     ("CPU", snap.get("cpu_model")), ("Cores", cores), ("RAM", _gib(snap.get("ram_bytes")))])
+    lines += ["", "## GPUs", ""]
+    lines += _gpu_table(snap.get("gpus") or []) or ["no GPU"]
+    lines += ["", "## Software", ""]
+    commit = snap.get("orch_commit") or "not a git checkout"
+    commit += " with local changes" if snap.get("orch_dirty") else ""
+    lines += _table([("NVIDIA driver", snap.get("gpu_driver")), ("CUDA (driver)", snap.get("cuda_driver")),
+                     ("CUDA toolkit (nvcc)", snap.get("cuda_toolkit")), ("Python", snap.get("python")),
+                     ("orch", f"{snap.get('orch_version')} ({commit})")])
+    build = snap.get("build")
+    if build:
+        lines += ["", f"## Build `{build.get('name')}`", ""]
+        compiler = " ".join(str(v) for v in (build.get("compiler"), build.get("compiler_version")) if v)
+        lines += _table([("llama.cpp commit", build.get("upstream_commit")), ("Backend", build.get("backend")),
+                         ("Compiler", compiler or None)])
+        options = build.get("cmake_options") or {}
+        if options:
+            lines += ["", "| CMake option | value |", "|---|---|"]
+            lines += [f"| `{k}` | `{v}` |" for k, v in sorted(options.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _gpu_table(gpus: list[dict]) -> list[str]:
+    if not gpus:
+        return []
+    rows = ["| # | name | memory | compute | power limit | PCIe (now / max) | bus width |",
+            "|---|---|---|---|---|---|---|"]
+    for g in gpus:
+        pcie = f"gen{g.get('pcie_gen')} x{g.get('pcie_width')} / gen{g.get('pcie_max_gen')} x{g.get('pcie_max_width')}"
+        power = f"{g['power_limit_w']:.0f} W" if g.get("power_limit_w") is not None else "-"
+        bus = f"{g['memory_bus_width_bits']} bit" if g.get("memory_bus_width_bits") else "-"
+        rows.append(f"| {g.get('index')} | {g.get('name')} | {_gib(g.get('memory_total_bytes'))} | "
+                    f"{g.get('compute_capability') or '-'} | {power} | {pcie} | {bus} |")
+    return rows
+
+
+def _table(pairs: list[tuple[str, Any]]) -> list[str]:
+    return ["| | |", "|---|---|"] + [f"| {k} | {v if v not in (None, '') else '-'} |" for k, v in pairs]
+
+
+def _gib(n: int | None) -> str:
+    return f"{n / 2**30:.1f} GiB" if n else "-"
+
+
+def _quiet(fn):
+    try:
+        return fn()
+    except OrchError:
+        return None

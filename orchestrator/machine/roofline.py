@@ -1,0 +1,128 @@
+"""The decode roofline: memory bandwidth ÷ bytes read per decode step = the tok/s no run can beat.
+
+Decode is memory-bound: each token reads the (active) weights once, so bandwidth / decode_bytes is
+the ceiling for plain decoding. A speculative arm verifies several tokens per target pass, so its
+percentage can pass 100: that excess is the speculation's gain, not a measuring error.
+
+GPU bandwidth is theoretical, from NVML: max memory clock × 2 (double data rate) × bus width / 8.
+NVML reports the clock such that this product matches the datasheet for HBM and GDDR alike (H100 SXM:
+2619 MHz × 2 × 5120 bit / 8 = 3.35 TB/s; RTX 4090: 10501 MHz × 2 × 384 / 8 = 1.01 TB/s).
+CPU bandwidth is measured: a multi-threaded copy of a large buffer, the best of a few, counted the
+STREAM way (bytes read + bytes written), cached per host and CPU model.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np  # a dependency of gguf; its copies release the GIL, so threads copy in parallel
+import psutil
+
+from orchestrator.machine import nvml
+from orchestrator.machine.envinfo import cpu_model
+
+THEORETICAL, MEASURED = "theoretical", "measured"
+DEFAULT_COPY_BYTES = 256 << 20
+_CLOCK_MEM = 2  # pynvml.NVML_CLOCK_MEM
+
+
+@dataclass
+class Bandwidth:
+    bytes_per_s: float
+    label: str  # "theoretical" (GPU, from NVML) or "measured" (CPU copy benchmark)
+    device: str  # "GPU 0 NVIDIA H100 80GB HBM3" or "CPU AMD EPYC 7763"
+    detail: str  # how the figure was obtained, for the report
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def gpu_bandwidth(index: int = 0) -> Bandwidth | None:
+    """GPU `index`'s theoretical memory bandwidth; None without NVML or when the GPU does not report it."""
+    h = nvml.handle(index)
+    if h is None:
+        return None
+    # The max clock, not the current one: an idle GPU drops its memory clock between runs.
+    clock_mhz = nvml.call("nvmlDeviceGetMaxClockInfo", h, _CLOCK_MEM)
+    bus_bits = nvml.call("nvmlDeviceGetMemoryBusWidth", h)
+    if not clock_mhz or not bus_bits:
+        return None
+    return Bandwidth(bytes_per_s=clock_mhz * 1e6 * 2 * bus_bits / 8, label=THEORETICAL,
+                     device=f"GPU {index} {nvml.call('nvmlDeviceGetName', h)}",
+                     detail=f"memory clock {clock_mhz} MHz x 2 (DDR) x {bus_bits} bit / 8")
+
+
+def cpu_bandwidth(cache_path: Path, *, size_bytes: int = DEFAULT_COPY_BYTES, threads: int | None = None,
+                  repeats: int = 5, refresh: bool = False) -> Bandwidth:
+    """This machine's measured copy bandwidth, read from cache_path when this host and CPU were measured."""
+    key = f"{socket.gethostname()}|{cpu_model()}"
+    cache = _read_cache(cache_path)
+    entry = cache.get(key)
+    fields = ("bytes_per_s", "label", "device", "detail")
+    if not refresh and isinstance(entry, dict) and all(k in entry for k in fields):
+        return Bandwidth(**{k: entry[k] for k in fields})
+    threads = threads or psutil.cpu_count(logical=False) or 1
+    rate = copy_bandwidth(size_bytes, threads=threads, repeats=repeats)
+    bw = Bandwidth(bytes_per_s=rate, label=MEASURED, device=f"CPU {cpu_model()}",
+                   detail=f"best of {repeats} copies of {size_bytes >> 20} MiB on {threads} threads "
+                          f"(read + write bytes)")
+    cache[key] = {**bw.to_dict(), "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    cache_path.write_text(json.dumps(cache, indent=2) + "\n")
+    return bw
+
+
+def copy_bandwidth(size_bytes: int, *, threads: int = 1, repeats: int = 5) -> float:
+    """Best bytes/s of `repeats` copies of size_bytes split over threads, counting read + write."""
+    src = np.ones(size_bytes, dtype=np.uint8)
+    dst = np.zeros(size_bytes, dtype=np.uint8)  # written once here so page faults stay out of the timing
+    bounds = np.linspace(0, size_bytes, threads + 1, dtype=np.int64)
+    parts = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    np.copyto(dst, src)  # warm-up: first touch of dst's pages
+    best = 0.0
+    for _ in range(repeats):
+        workers = [threading.Thread(target=np.copyto, args=(dst[p], src[p])) for p in parts]
+        start = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        best = max(best, 2 * size_bytes / (time.perf_counter() - start))
+    return best
+
+
+def decode_bound_tps(bandwidth_bytes_per_s: float | None, decode_bytes: int | None) -> float | None:
+    """The roofline decode speed in tok/s; None when either side is unknown."""
+    if not bandwidth_bytes_per_s or not decode_bytes:
+        return None
+    return bandwidth_bytes_per_s / decode_bytes
+
+
+def roofline_pct(measured_tps: float | None, bound_tps: float | None) -> float | None:
+    """measured / bound in percent; None when either side is unknown."""
+    if measured_tps is None or not bound_tps:
+        return None
+    return 100.0 * measured_tps / bound_tps
+
+
+def device_bandwidth(cache_path: Path, gpu_index: int | None) -> Bandwidth:
+    """The bandwidth of the device a run used: GPU gpu_index when given and known, else the CPU."""
+    if gpu_index is not None:
+        bw = gpu_bandwidth(gpu_index)
+        if bw:
+            return bw
+    return cpu_bandwidth(cache_path)
+
+
+def _read_cache(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}  # absent or corrupt: measure again
+    return data if isinstance(data, dict) else {}

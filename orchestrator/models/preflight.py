@@ -1,0 +1,57 @@
+"""Checks before launch: model files exist and are GGUF, and a draft's vocabulary fits its target.
+
+llama.cpp itself aborts on a vocabulary mismatch (SIGABRT, current builds) or silently translates
+between vocabularies (some older builds); both waste a run or, worse, produce a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.models import gguf_info
+from orchestrator.errors import OrchError, PreflightError
+
+TARGET_FLAGS = ("-m", "--model")
+DRAFT_FLAGS = ("-md", "--model-draft", "--spec-draft-model")  # dialect.DRAFT_MODEL_FLAGS, as a tuple for flag_value
+
+
+@dataclass
+class ModelsUsed:
+    target: gguf_info.ModelInfo | None
+    draft: gguf_info.ModelInfo | None
+
+
+def flag_value(argv: list[str], flags: tuple[str, ...]) -> str | None:
+    """Value of the last of flags in argv (`-m X` or `--model=X`)."""
+    found = None
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if eq and name in flags:
+            found = value
+        elif arg in flags and i + 1 < len(argv):
+            found = argv[i + 1]
+    return found
+
+
+def check(argv: list[str], inspect=gguf_info.inspect) -> ModelsUsed:
+    """Inspect the target and draft an argv names; raise PreflightError naming files and difference."""
+    used = ModelsUsed(target=_inspect(flag_value(argv, TARGET_FLAGS), "model", inspect),
+                      draft=_inspect(flag_value(argv, DRAFT_FLAGS), "draft model", inspect))
+    if used.target and used.draft:
+        differences = gguf_info.vocab_differences(used.target, used.draft)
+        if differences:
+            raise PreflightError(f"draft {used.draft.path} cannot speculate for target {used.target.path}: "
+                                 f"{'; '.join(differences)}; use a draft from the target's model family")
+    return used
+
+
+def _inspect(path: str | None, what: str, inspect) -> gguf_info.ModelInfo | None:
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise PreflightError(f"{what} file {path} does not exist; check the path or set ORCH_MODELS / --set")
+    try:
+        return inspect(path)
+    except OrchError as exc:
+        raise PreflightError(f"{what} file {path} is not a usable GGUF file ({exc})") from None

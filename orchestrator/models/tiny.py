@@ -1,0 +1,180 @@
+"""Tiny random-weight llama GGUF models for the demo and the tests: a target, a draft that agrees
+with it part of the time, and a draft whose vocabulary llama.cpp refuses.
+
+A draft that never agrees (independent weights) or always agrees (a copy) would hide bugs in
+acceptance accounting, so the draft is the target's first layers with the same embeddings and output:
+the residual stream is dominated by the token embedding, and the target's extra layers, kept small
+by `layer_scale`, move its greedy choice away from the draft's some of the time.
+
+Measured with the real llama-speculative-simple (0c1e57098, recipe A flags: draft n-max 16, n-min 5,
+-n 128, greedy) over six prompts: acceptance 38-66% at the default p-min and 56-85% at p-min 0.9.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+from orchestrator.errors import ModelError
+from orchestrator.models.gguf_info import sha256_file
+
+RECIPE_VERSION = 1  # bump when the weights or metadata written for the same spec change
+RECIPE_KEY = "orch.tiny.recipe"  # also in the file itself, for provenance
+MANIFEST = "tiny-models.json"
+SPM_VOCAB = "ggml-vocab-llama-spm.gguf"
+GPT2_VOCAB = "ggml-vocab-gpt-2.gguf"
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    n_embd: int = 128
+    n_head: int = 4
+    n_ff: int = 256
+    n_layers: int = 6
+    # How far the target's extra layers move it from the draft: at p-min 0, 0.02 gave 52-61% acceptance,
+    # 0.03 27-41%, 0.05 4-9%.
+    layer_scale: float = 0.025
+    # Greedy choices ignore it; it sets the draft's confidence. At 1.0 p-min 0.9 stops nearly every draft
+    # (0-9 tokens drafted per run); at 2-4 only tokens the target agrees with pass (up to 100%); at 8 the
+    # draft is confidently wrong often enough for p-min 0.9 to land at 56-85%.
+    output_scale: float = 8.0
+    context_length: int = 4096
+
+
+TARGET = TinySpec()
+DRAFT = TinySpec(n_layers=2)
+FILES = {  # role -> (file name, vocabulary file, spec)
+    "target": ("tiny-target.gguf", SPM_VOCAB, TARGET),
+    "draft": ("tiny-draft.gguf", SPM_VOCAB, DRAFT),
+    "draft_gpt2": ("tiny-draft-gpt2.gguf", GPT2_VOCAB, DRAFT),  # llama.cpp refuses it with the target
+}
+
+
+def find_vocab_dir(src_tree: Path) -> Path:
+    """The `models/` folder of a llama.cpp source tree, checked to hold the vocabularies tiny models use."""
+    vocab_dir = Path(src_tree) / "models"
+    missing = [name for name in (SPM_VOCAB, GPT2_VOCAB) if not (vocab_dir / name).is_file()]
+    if missing:
+        raise ModelError(f"{vocab_dir} lacks {', '.join(missing)}; "
+                         f"point at a llama.cpp source tree (its models/ folder holds the vocab-only GGUFs)")
+    return vocab_dir
+
+
+def make_tiny_models(out_dir: Path, vocab_dir: Path, seed: int = 0) -> dict[str, Path]:
+    """Write the tiny target and drafts into out_dir, skipping files already made by the same recipe.
+
+    Returns {"target": ..., "draft": ..., "draft_gpt2": ...}.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / MANIFEST
+    manifest = _read_manifest(manifest_path)
+    readers: dict[str, gguf.GGUFReader] = {}  # parsing a vocabulary takes seconds: once per call
+    paths = {}
+    for role, (file_name, vocab_name, spec) in FILES.items():
+        vocab_path = Path(vocab_dir) / vocab_name
+        if not vocab_path.is_file():
+            raise ModelError(f"vocabulary {vocab_path} not found; pass a llama.cpp tree's models/ folder")
+        path = out_dir / file_name
+        recipe = _recipe_id(vocab_path, spec, seed)
+        if not _is_current(path, manifest.get(file_name), recipe):
+            if vocab_name not in readers:
+                readers[vocab_name] = gguf.GGUFReader(vocab_path, "r")
+            _write_model(path, readers[vocab_name], spec, seed, recipe)
+            manifest[file_name] = {"recipe": recipe, "sha256": sha256_file(path)}
+            manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        paths[role] = path
+    return paths
+
+
+def _recipe_id(vocab_path: Path, spec: TinySpec, seed: int) -> str:
+    # The vocabulary's bytes are part of the recipe: a different llama.cpp tree may ship a different one.
+    text = json.dumps({"v": RECIPE_VERSION, "seed": seed, "spec": asdict(spec), "vocab": sha256_file(vocab_path)},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _read_manifest(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _is_current(path: Path, entry: dict | None, recipe: str) -> bool:
+    """Made by this recipe and unchanged since (a GGUF reader would take seconds to parse the vocabulary)."""
+    return (entry is not None and entry.get("recipe") == recipe and path.is_file()
+            and sha256_file(path) == entry.get("sha256"))
+
+
+def _write_model(path: Path, vocab: gguf.GGUFReader, spec: TinySpec, seed: int, recipe: str) -> None:
+    n_vocab = len(vocab.get_field("tokenizer.ggml.tokens").data)
+    tmp = path.with_name(path.name + ".partial")
+    writer = gguf.GGUFWriter(tmp, "llama")
+    _add_hparams(writer, spec, n_vocab, path.stem, recipe)
+    _copy_tokenizer(writer, vocab)
+    for name, array in _tensors(spec, n_vocab, seed):
+        writer.add_tensor(name, array)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    os.replace(tmp, path)  # a crash mid-write never leaves a file that looks finished
+
+
+def _add_hparams(writer: gguf.GGUFWriter, spec: TinySpec, n_vocab: int, name: str, recipe: str) -> None:
+    writer.add_name(name)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_context_length(spec.context_length)
+    writer.add_embedding_length(spec.n_embd)
+    writer.add_block_count(spec.n_layers)
+    writer.add_feed_forward_length(spec.n_ff)
+    writer.add_head_count(spec.n_head)
+    writer.add_head_count_kv(spec.n_head)
+    writer.add_rope_dimension_count(spec.n_embd // spec.n_head)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(n_vocab)
+    writer.add_string(RECIPE_KEY, recipe)
+
+
+def _copy_tokenizer(writer: gguf.GGUFWriter, vocab: gguf.GGUFReader) -> None:
+    """Every tokenizer.* key of the vocab-only GGUF, with its original value types."""
+    for key, field in vocab.fields.items():
+        if not key.startswith("tokenizer."):
+            continue
+        sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(key, field.contents(), field.types[0], sub_type)
+
+
+def _tensors(spec: TinySpec, n_vocab: int, seed: int):
+    """(name, array) pairs in llama.cpp's layout; numpy shapes are the reverse of ggml's ne[]."""
+    # Embeddings and output depend on (seed, vocab size) only and layer i on (seed, i) only,
+    # so a draft with fewer layers is exactly the target's first layers.
+    rng = np.random.default_rng([seed, n_vocab])
+    yield "token_embd.weight", _f16(rng.standard_normal((n_vocab, spec.n_embd)))
+    # A separate output matrix: tied embeddings would make every model predict its input token.
+    yield "output.weight", _f16(rng.standard_normal((n_vocab, spec.n_embd)) * spec.output_scale)
+    yield "output_norm.weight", np.ones(spec.n_embd, dtype=np.float32)
+    for i in range(spec.n_layers):
+        yield from _layer(spec, i, np.random.default_rng([seed, n_vocab, i]))
+
+
+def _layer(spec: TinySpec, i: int, rng: np.random.Generator):
+    d, ff, s = spec.n_embd, spec.n_ff, spec.layer_scale
+    shapes = {"attn_q": (d, d), "attn_k": (d, d), "attn_v": (d, d), "attn_output": (d, d),
+              "ffn_gate": (ff, d), "ffn_up": (ff, d), "ffn_down": (d, ff)}
+    yield f"blk.{i}.attn_norm.weight", np.ones(d, dtype=np.float32)
+    yield f"blk.{i}.ffn_norm.weight", np.ones(d, dtype=np.float32)
+    for name, shape in shapes.items():
+        yield f"blk.{i}.{name}.weight", _f16(rng.standard_normal(shape) * s)
+
+
+def _f16(array: np.ndarray) -> np.ndarray:
+    # 2-D weights in F16 halve the file (the embedding and output matrices are most of it); norms stay F32.
+    return array.astype(np.float16)

@@ -1,0 +1,136 @@
+"""What a build accepts, read from its captured `--help`, and how a recipe's flags become that build's flags.
+
+Recipes are written once; builds differ (`--draft-max` became `--spec-draft-n-max`, a draft model needs
+`--spec-type draft-simple` since mid-2026, statistics need `-lv 4` since the May 2026 log reduction,
+`llama-cli` split into `llama-completion`). Every change made here is returned as a sentence, stored
+with the run; a flag the build cannot take stops the arm before launch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.errors import DialectError
+
+# Alias groups across eras: the first member the build accepts is the spelling it gets.
+FLAG_GROUPS = (
+    ("--spec-draft-n-max", "--draft-max", "--draft", "--draft-n"),
+    ("--spec-draft-n-min", "--draft-min", "--draft-n-min"),
+    ("--spec-draft-p-min", "--draft-p-min"),
+    ("--spec-draft-p-split", "--draft-p-split"),
+    ("-md", "--model-draft", "--spec-draft-model"),
+    ("-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"),
+    ("-ctkd", "--cache-type-k-draft", "--spec-draft-type-k"),
+    ("-ctvd", "--cache-type-v-draft", "--spec-draft-type-v"),
+    ("-devd", "--device-draft", "--spec-draft-device"),
+)
+DRAFT_MODEL_FLAGS = {"-md", "--model-draft", "--spec-draft-model"}
+VERBOSITY_FLAGS = {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose"}
+CLASSIC_COMPLETION = ("llama-completion", "llama-cli")  # preferred first: llama-cli became a chat UI in Dec 2025
+NO_SPEC_TYPE_TOOLS = {"llama-speculative"}  # the tree variant drafts without --spec-type
+NUMBER = re.compile(r"^-\d")
+
+
+@dataclass
+class HelpInfo:
+    """One binary's flags: every spelling it lists, minus those it lists as removed."""
+
+    accepted: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+    spec_types: list[str] = field(default_factory=list)
+    has_trace_level: bool = False  # `-lv` documents level 4 (trace): stats and perf lines hide below it
+
+
+def parse_help(text: str) -> HelpInfo:
+    info = HelpInfo()
+    entries: list[tuple[list[str], str, str]] = []  # (names, metavar column, description)
+    for line in text.splitlines():
+        if line.startswith("-"):
+            # Columns are separated by 2+ spaces; the flag column may itself be split ("-lv,   --verbosity").
+            chunks = re.split(r"\s{2,}", line.strip())
+            n_flag = next((i for i, c in enumerate(chunks) if i and not c.startswith("-")), len(chunks))
+            left, right = " ".join(chunks[:n_flag]), " ".join(chunks[n_flag:])
+            names = [item.split()[0] for item in left.split(",") if item.strip().startswith("-")]
+            entries.append((names, left, right))
+        elif entries and line.startswith(" "):
+            names, left, desc = entries[-1]
+            entries[-1] = (names, left, f"{desc} {line.strip()}")
+    for names, left, desc in entries:
+        target = info.removed if "has been removed" in desc else info.accepted
+        target.update(names)
+        if "--spec-type" in names:
+            values = left.split("--spec-type", 1)[1]
+            info.spec_types = [v for v in re.split(r"[\s,|\[\]]+", values) if v and not v.startswith("-")]
+        if "-lv" in names or "--verbosity" in names:
+            info.has_trace_level = "4: trace" in desc or "- 4: trace" in desc
+    return info
+
+
+@dataclass
+class Translation:
+    argv: list[str]
+    notes: list[str]
+
+
+def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build_label: str,
+              *, enabled: bool = True, bin_dir: str | None = None) -> Translation:
+    """The argv this build should run for a recipe's argv; raises DialectError for flags it lacks."""
+    tool = Path(argv[0]).name
+    in_build = bin_dir is not None and Path(argv[0]).parent == Path(bin_dir)
+    if in_build and tool not in helps and tool not in CLASSIC_COMPLETION:
+        raise DialectError(f"build {build_label} has no {tool}; it has {', '.join(sorted(helps))}")
+    if not enabled or tool not in helps and tool not in CLASSIC_COMPLETION:
+        return Translation(list(argv), [] if enabled else ["dialect translation disabled"])
+    notes: list[str] = []
+    out = list(argv)
+    if tool in CLASSIC_COMPLETION:
+        chosen = next((t for t in CLASSIC_COMPLETION if t in helps), tool)
+        if chosen != tool:
+            out[0] = str(Path(argv[0]).with_name(chosen))
+            notes.append(f"{tool} -> {chosen} (the classic completion tool of build {build_label})")
+            tool = chosen
+    if tool not in helps:
+        raise DialectError(f"build {build_label} has no {tool}; it has {', '.join(sorted(helps))}")
+    info = parse_help(helps[tool])
+    for i in range(1, len(out)):
+        if literal[i] and out[i].startswith("-") and not NUMBER.match(out[i]):
+            out[i] = _translate_flag(out[i], info, tool, build_label, notes)
+    _check_spec_types(out, info, tool, build_label)
+    present = {a.split("=", 1)[0] for a, lit in zip(out, literal) if lit}
+    if present & DRAFT_MODEL_FLAGS and "--spec-type" not in present and tool not in NO_SPEC_TYPE_TOOLS \
+            and "draft-simple" in info.spec_types:
+        out += ["--spec-type", "draft-simple"]
+        notes.append(f"added --spec-type draft-simple: {tool} of build {build_label} ignores a draft model without it")
+    if info.has_trace_level and not present & VERBOSITY_FLAGS and "-lv" in info.accepted:
+        out += ["-lv", "4"]
+        notes.append(f"added -lv 4: {tool} of build {build_label} hides statistics and library perf lines below it")
+    return Translation(out, notes)
+
+
+def _check_spec_types(argv: list[str], info: HelpInfo, tool: str, build_label: str) -> None:
+    """Every --spec-type value must be one the build lists (ngram-mod, draft-simple, ... came at different times)."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--spec-type" and info.spec_types:
+            lacking = [t for t in argv[i + 1].split(",") if t not in info.spec_types]
+            if lacking:
+                raise DialectError(f"spec type {', '.join(lacking)} is not offered by {tool} of build {build_label}; "
+                                   f"it offers {', '.join(info.spec_types)}")
+
+
+def _translate_flag(arg: str, info: HelpInfo, tool: str, build_label: str, notes: list[str]) -> str:
+    flag, eq, value = arg.partition("=")
+    if flag in info.accepted:
+        return arg
+    for group in FLAG_GROUPS:
+        if flag in group:
+            spelling = next((f for f in group if f in info.accepted), None)
+            if spelling:
+                notes.append(f"{flag} -> {spelling} (the spelling {tool} of build {build_label} accepts)")
+                return spelling + eq + value
+    why = "was removed in" if flag in info.removed else "is not accepted by"
+    close = difflib.get_close_matches(flag, sorted(info.accepted), n=3, cutoff=0.6)
+    hint = f"; closest flags it has: {', '.join(close)}" if close else ""
+    raise DialectError(f"flag {flag} {why} {tool} of build {build_label}{hint}")

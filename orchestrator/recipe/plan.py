@@ -1,0 +1,168 @@
+"""Jinja2 recipes -> a Plan: arms, each one argv (a list, never a shell string).
+
+A recipe's body renders to one command line. Every `{{ expression }}` becomes a placeholder before the
+text is split on whitespace, so a value with spaces, quotes or `;` lands in exactly one argv element and
+no shell ever sees it. Metadata is a literal `{% set meta = {...} %}` at the top, read from the template's
+syntax tree without rendering anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+from jinja2 import nodes
+
+from orchestrator.recipe import matrix
+from orchestrator.errors import RecipeError
+
+PLACEHOLDER = "\x00{}\x00"
+PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
+MODES = ("cli", "server")
+META_VARIABLES = ("concurrency",)  # metadata that is also a variable (server mode's client threads)
+BUILTIN_DEFAULTS = {
+    "prompt": "Write a short story about a robot learning to paint. Once upon a time,",
+    "n_predict": 128,
+    "seed": 42,
+}
+
+
+@dataclass
+class Arm:
+    name: str
+    params: dict  # the variables this arm rendered with (built-ins that vary per build left out)
+    argv: list[str]
+    literal: list[bool]  # per argv element: True when it came from the recipe text, not from a value
+    is_baseline: bool
+
+
+@dataclass
+class Plan:
+    recipe_path: str
+    recipe_text: str
+    recipe_hash: str
+    mode: str
+    repeat: int
+    variables: dict
+    arms: list[Arm] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> Arm | None:
+        return next((a for a in self.arms if a.is_baseline), None)
+
+
+def models_dir() -> Path:
+    return Path(os.environ.get("ORCH_MODELS", "models")).absolute()
+
+
+def read_meta(env: jinja2.Environment, source: str, path: str) -> dict:
+    """The literal `meta` dict set at the top of the recipe ({} when there is none)."""
+    try:
+        tree = env.parse(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise RecipeError(f"{path}:{exc.lineno}: {exc.message}") from None
+    for node in tree.find_all(nodes.Assign):
+        if isinstance(node.target, nodes.Name) and node.target.name == "meta":
+            try:
+                meta = node.node.as_const()
+            except nodes.Impossible:
+                raise RecipeError(f"{path}: `meta` must be a literal (no variables or filters)") from None
+            if not isinstance(meta, dict):
+                raise RecipeError(f"{path}: `meta` must be a dict")
+            return meta
+    return {}
+
+
+def parse_set(items: tuple[str, ...]) -> dict:
+    """`--set key=value` pairs; values read as TOML scalars where they parse (16, 0.9, true), else strings."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise RecipeError(f"--set {item!r} is not key=value")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def read_vars(path: Path | None) -> dict:
+    if path is None:
+        return {}
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise RecipeError(f"vars file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RecipeError(f"vars file {path} is not valid TOML: {exc}") from None
+
+
+def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides: tuple[str, ...] = (),
+         repeat: int | None = None) -> Plan:
+    """Render every arm of the recipe at path. builtins: bin, build (and anything else fixed by orch)."""
+    path = Path(path)
+    try:
+        source = path.read_text()
+    except FileNotFoundError:
+        raise RecipeError(f"recipe {path} does not exist") from None
+    values: list[str] = []
+    env = _environment(values)
+    meta = read_meta(env, source, str(path))
+    mode = meta.get("mode", "cli")
+    if mode not in MODES:
+        raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(MODES)}")
+    variables = {**BUILTIN_DEFAULTS, "models": str(models_dir()),
+                 **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {}),
+                 **read_vars(vars_file), **parse_set(overrides)}
+    cells = matrix.expand(meta, where=str(path))
+    plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=hashlib.sha256(source.encode()).hexdigest(),
+                mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables)
+    template = _compile(env, source, path)
+    for name, overrides in cells.cells.items():
+        params = {**variables, **overrides}
+        argv, literal = render_argv(template, values, {**params, **builtins}, str(path))
+        plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
+                             is_baseline=cells.is_baseline(name)))
+    return plan
+
+
+def _compile(env: jinja2.Environment, source: str, path: Path) -> jinja2.Template:
+    try:
+        return env.from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise RecipeError(f"{path}:{exc.lineno}: {exc.message}") from None
+
+
+def _environment(values: list[str]) -> jinja2.Environment:
+    def hold(value):
+        # Every {{ expression }} becomes a placeholder; values never meet the whitespace split.
+        values.append("" if value is None else str(value))
+        return PLACEHOLDER.format(len(values) - 1)
+
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, finalize=hold)
+
+
+def render_argv(template: jinja2.Template, values: list[str], context: dict, path: str) -> tuple[list[str], list[bool]]:
+    """Render with `values` (the list the environment's finalize appends to) and split into argv."""
+    values.clear()
+    try:
+        text = template.render(context)
+    except jinja2.UndefinedError as exc:
+        known = ", ".join(sorted(k for k in context if k != "meta"))
+        raise RecipeError(f"{path}: {exc.message}; known variables: {known}") from None
+    argv, literal = [], []
+    for token in text.split():
+        whole = PLACEHOLDER_RE.fullmatch(token)
+        if whole and values[int(whole.group(1))] == "":
+            continue  # an empty value adds no argument
+        argv.append(PLACEHOLDER_RE.sub(lambda m: values[int(m.group(1))], token))
+        literal.append(not PLACEHOLDER_RE.search(token))
+    if not argv:
+        raise RecipeError(f"{path}: the recipe renders to an empty command line")
+    return argv, literal

@@ -1,0 +1,71 @@
+"""Prompt sets for server runs: `{id, category, prompt}` records from JSONL or TOML, or the built-in set."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from orchestrator.errors import RecipeError
+
+DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    category: str
+    prompt: str
+
+
+def load(source: str | Path = DEFAULT) -> tuple[str, list[Prompt]]:
+    """(name, prompts) of a prompt set: "default" (built in), a .jsonl file, or a .toml file with [[prompts]]."""
+    if str(source) == DEFAULT:
+        text = resources.files("orchestrator").joinpath("data/prompts.jsonl").read_text()
+        return DEFAULT, _from_records(_jsonl(text, "built-in prompts"), "built-in prompts")
+    path = Path(source)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise RecipeError(f"prompt set {path} does not exist; give a .jsonl or .toml file, or 'default'") from None
+    if path.suffix == ".toml":
+        try:
+            records = tomllib.loads(text).get("prompts", [])
+        except tomllib.TOMLDecodeError as exc:
+            raise RecipeError(f"prompt set {path} is not valid TOML: {exc}") from None
+    else:
+        records = _jsonl(text, str(path))
+    return str(path), _from_records(records, str(path))
+
+
+def _jsonl(text: str, where: str) -> list[dict]:
+    records = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise RecipeError(f"{where}:{n}: not a JSON object ({exc.msg})") from None
+    return records
+
+
+def _from_records(records: list, where: str) -> list[Prompt]:
+    prompts = []
+    for n, rec in enumerate(records, start=1):
+        if not isinstance(rec, dict) or not isinstance(rec.get("prompt"), str) or not rec["prompt"]:
+            raise RecipeError(f"{where}: record {n} needs a non-empty string `prompt`")
+        prompts.append(Prompt(id=str(rec.get("id", n)), category=str(rec.get("category", "")), prompt=rec["prompt"]))
+    if not prompts:
+        raise RecipeError(f"{where}: no prompts")
+    if len({p.id for p in prompts}) != len(prompts):
+        raise RecipeError(f"{where}: prompt ids must be unique")
+    return prompts
+
+
+def identity(name: str, items: list[Prompt]) -> str:
+    """What compare joins on: the set's name and a hash of its records (an edited file is another set)."""
+    digest = hashlib.sha256(json.dumps([[p.id, p.category, p.prompt] for p in items]).encode()).hexdigest()
+    return f"{Path(name).name}@{digest[:12]}"

@@ -1,0 +1,131 @@
+"""`orch report`: a markdown page with the environment, the summary tables and PNG plots beside it.
+
+Inputs are plain rows, so the caller chooses the SQL:
+- summary_rows: one per (sweep, build, arm), as summary.arm_rows gives them (build, arm, decode_tps,
+  acceptance, speedup, ...); every column is shown, so roofline columns appear when present.
+- runs: one per run, as the run_summary view gives them (build_name or build, arm, is_baseline, status,
+  decode_tps). The decode plot's intervals come from these per-run values (stats.describe: mean and
+  95% t-interval), and each run is drawn as a dot: the spread is shown, not only its summary.
+- telemetry: the samples of one chosen run (telemetry.Sample fields as dicts; with several run_id
+  values only the first run's are drawn).
+- compare_rows: head-vs-base rows from compare.compare, shown as a table (its COMPARE_COLUMNS when
+  present) when given.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from orchestrator.machine import envinfo
+from orchestrator.report import plots
+from orchestrator.analyze import stats
+from orchestrator import tables
+from orchestrator.machine import telemetry as telemetry_mod
+from orchestrator.report.plots import ArmInterval
+
+REPORT = "report.md"
+COMPARE_COLUMNS = ("arm", "base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_low", "ratio_high",
+                   "p_value", "verdict")  # compare.compare's readable columns; its key hashes stay out
+
+
+def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: list[dict],
+                 telemetry: list[dict] | None = None, compare_rows: list[dict] | None = None,
+                 title: str = "orch report") -> Path:
+    """Write out_dir/report.md and its PNGs; return the markdown's path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    arms = arm_intervals(runs)
+    chosen = _one_run(telemetry or [])
+    run_label = f"run {chosen[0]['run_id']}" if chosen and chosen[0].get("run_id") is not None else "one run"
+    images = {
+        "decode": plots.decode_tps(arms, out_dir / "decode_tps.png"),
+        "acceptance": plots.acceptance_speedup(summary_rows, out_dir / "acceptance_speedup.png"),
+        "builds": plots.builds(summary_rows, out_dir / "builds.png"),
+        "telemetry": plots.telemetry(chosen, out_dir / "telemetry.png", f"Telemetry, {run_label}"),
+    }
+    sections = [f"# {title}", "", f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')}.", ""]
+    sections += _summary_section(summary_rows, arms, images)
+    if images["acceptance"]:
+        sections += ["## Acceptance and speedup", "", "Points above the dashed line beat the baseline.", "",
+                     _image(images["acceptance"], "acceptance against speedup"), ""]
+    if images["builds"] or compare_rows:
+        sections += ["## Head vs base", ""]
+        sections += [_image(images["builds"], "decode tok/s per build"), ""] if images["builds"] else []
+        columns = [c for c in COMPARE_COLUMNS if any(c in r for r in compare_rows or [])] or None
+        sections += [markdown_table(compare_rows, columns), ""] if compare_rows else []
+    if chosen:
+        summary = telemetry_mod.summarize([telemetry_mod.Sample(**_sample_fields(r)) for r in chosen])
+        sections += [f"## Telemetry ({run_label})", "", _figures_table(summary), ""]
+        sections += [_image(images["telemetry"], "telemetry over time"), ""] if images["telemetry"] else []
+    sections += ["## Environment", "", _demote(envinfo.to_markdown(env))]
+    path = out_dir / REPORT
+    path.write_text("\n".join(sections).rstrip() + "\n")
+    return path
+
+
+def arm_intervals(runs: list[dict]) -> list[ArmInterval]:
+    """Per (build, arm), in first-seen order: the ok runs' decode tok/s, their mean and 95% interval."""
+    arms: dict[tuple[str, str], ArmInterval] = {}
+    for r in runs:
+        key = (plots.build_of(r), str(r.get("arm")))
+        arm = arms.setdefault(key, ArmInterval(build=key[0], arm=key[1], is_baseline=False))
+        arm.is_baseline = arm.is_baseline or bool(r.get("is_baseline")) or key[1] == "baseline"
+        if r.get("status", "ok") == "ok" and r.get("decode_tps") is not None:
+            arm.values.append(float(r["decode_tps"]))
+    for arm in arms.values():
+        described = stats.describe(arm.values)
+        arm.mean = described.mean
+        # One run has no spread: a zero-width bar says so rather than hiding the arm.
+        arm.ci_low = described.ci_low if described.ci_low is not None else described.mean
+        arm.ci_high = described.ci_high if described.ci_high is not None else described.mean
+    return list(arms.values())
+
+
+def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
+    """tables.render's markdown over the union of the rows' keys (rows may differ in their columns)."""
+    return tables.render(rows, "md", columns or list(dict.fromkeys(c for r in rows for c in r)))
+
+
+def _figures_table(summary: dict) -> str:
+    """A telemetry summary as a two-column table, bytes in MiB."""
+    rows = [{"figure": k.replace("_bytes", "_mib"), "value": v / 2**20 if k.endswith("_bytes") and v else v}
+            for k, v in summary.items()]
+    return markdown_table(rows)
+
+
+def _summary_section(rows: list[dict], arms: list[ArmInterval], images: dict) -> list[str]:
+    out = ["## Summary", ""]
+    out += [markdown_table(rows), ""] if rows else ["No summary rows.", ""]
+    if arms:
+        out += ["Decode tok/s per arm over ok runs (95% Student-t interval of the mean):", "",
+                markdown_table([{"build": a.build, "arm": a.arm, "baseline": a.is_baseline, "runs": len(a.values),
+                                 "mean": a.mean, "ci_low": a.ci_low, "ci_high": a.ci_high} for a in arms]), ""]
+    if images["decode"]:
+        out += [_image(images["decode"], "decode tok/s per arm"), ""]
+    return out
+
+
+def _one_run(rows: list[dict]) -> list[dict]:
+    if not rows:
+        return []
+    first = rows[0].get("run_id")
+    return [r for r in rows if r.get("run_id") == first]
+
+
+def _sample_fields(row: dict) -> dict:
+    names = telemetry_mod.Sample.__dataclass_fields__
+    return {k: v for k, v in row.items() if k in names}
+
+
+def _image(path: Path, alt: str) -> str:
+    return f"![{alt}]({path.name})"  # relative: the report and its images move together
+
+
+def _demote(markdown: str) -> str:
+    """The environment page under the report's "Environment" heading: its title dropped, headings one down."""
+    lines = markdown.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return "\n".join("#" + line if line.startswith("#") else line for line in lines)
+

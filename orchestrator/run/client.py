@@ -1,0 +1,123 @@
+"""HTTP requests to llama-server: one streamed /completion per prompt, timed from send to first token."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import requests
+
+from orchestrator.recipe.prompts import Prompt
+
+TIMING_KEYS = ("cache_n", "prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second",
+               "draft_n", "draft_n_accepted")
+
+
+@dataclass
+class RequestOptions:
+    n_predict: int
+    seed: int
+    temperature: float = 0.0
+    cache_prompt: bool = False  # off: every request pays its prompt, so runs compare alike
+    ignore_eos: bool = False
+
+    def payload(self, prompt: str) -> dict:
+        return {"prompt": prompt, "n_predict": self.n_predict, "seed": self.seed, "temperature": self.temperature,
+                "top_k": 1 if self.temperature == 0 else 40, "cache_prompt": self.cache_prompt,
+                "ignore_eos": self.ignore_eos, "stream": True}
+
+
+@dataclass
+class RequestResult:
+    prompt: Prompt
+    client: int  # which client thread sent it
+    status: str  # ok, error
+    http_status: int | None = None
+    error: str | None = None
+    timings: dict = field(default_factory=dict)
+    ttft_ms: float | None = None
+    wall_ms: float | None = None
+    output_sha256: str | None = None
+    output_chars: int = 0
+    started: float = 0.0  # time.time() at send
+
+
+TIMED_OUT = "timeout"
+
+
+def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout: float,
+             deadline: float | None = None) -> RequestResult:
+    """Send one streamed completion; never raises for HTTP or connection errors (they are results).
+
+    `timeout` bounds each socket wait; `deadline` (time.monotonic) bounds the whole run: a server that keeps
+    streaming slowly is cut off there and the request is marked TIMED_OUT.
+    """
+    # Pool threads are named client_0, client_1, ...: the number says which client sent the request.
+    name = threading.current_thread().name
+    client = int(name.rsplit("_", 1)[1]) if name.startswith("client_") else 0
+    result = RequestResult(prompt=prompt, client=client, status="error", started=time.time())
+    start = time.monotonic()
+    text: list[str] = []
+    try:
+        with requests.post(f"{base_url}/completion", json=options.payload(prompt.prompt), stream=True,
+                           timeout=timeout) as res:
+            result.http_status = res.status_code
+            if res.status_code != 200:
+                result.error = res.text[:500]
+                return result
+            for line in res.iter_lines():
+                if deadline is not None and time.monotonic() > deadline:
+                    result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
+                    return result
+                if not line.startswith(b"data: "):
+                    continue
+                chunk = json.loads(line[6:])
+                if "error" in chunk:  # the server gave up mid-stream (e.g. early-2026 output parsing errors)
+                    err = chunk["error"]
+                    result.error = f"server error {err.get('code')}: {err.get('message')}"[:500]
+                    return result
+                if chunk.get("content"):
+                    if result.ttft_ms is None:
+                        result.ttft_ms = (time.monotonic() - start) * 1000
+                    text.append(chunk["content"])
+                if chunk.get("stop"):
+                    result.timings = chunk.get("timings") or {}
+                    break
+    except requests.Timeout as exc:
+        result.status, result.error = TIMED_OUT, f"no answer within the run's time limit ({exc})"[:500]
+        return result
+    except (requests.RequestException, ValueError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"[:500]
+        return result
+    result.wall_ms = (time.monotonic() - start) * 1000
+    output = "".join(text)
+    result.output_sha256 = hashlib.sha256(output.encode()).hexdigest()
+    result.output_chars = len(output)
+    result.status = "ok" if result.timings else "error"
+    if not result.timings:
+        result.error = "the stream ended without a final chunk carrying timings"
+    return result
+
+
+def send_all(base_url: str, prompts: list[Prompt], options: RequestOptions, *, concurrency: int,
+             timeout: float) -> tuple[list[RequestResult], float]:
+    """Every prompt once, `concurrency` at a time from as many client threads; (results, wall seconds)."""
+    start = time.monotonic()
+    deadline = start + timeout
+
+    def one(p: Prompt) -> RequestResult:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return RequestResult(prompt=p, client=0, status=TIMED_OUT, error="not sent: the run's time limit passed")
+        return complete(base_url, p, options, timeout=left, deadline=deadline)
+
+    if concurrency <= 1:
+        results = [one(p) for p in prompts]
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="client") as pool:
+            results = list(pool.map(one, prompts))
+    return results, time.monotonic() - start

@@ -1,0 +1,188 @@
+"""One run of one arm: insert its row, launch it (a CLI tool under proc, or requests to a llama-server),
+sample telemetry, parse, classify, and store everything, whatever happens.
+
+runner.py decides what runs and in which order; this module does each run.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.run import client
+from orchestrator.recipe import dialect
+from orchestrator import parse
+from orchestrator.models import preflight
+from orchestrator import proc
+from orchestrator.recipe import plan as recipe
+from orchestrator.machine import roofline
+from orchestrator.recipe import schedule
+from orchestrator.run import server_run as server_runner
+from orchestrator import store
+from orchestrator.machine import telemetry
+from orchestrator.run.server import ServerFailed
+
+
+@dataclass
+class PreparedArm:
+    arm: recipe.Arm
+    executed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stop_status: str | None = None  # skipped / failed when the arm cannot be launched
+    stop_class: str | None = None
+    stop_reason: str | None = None
+    models: preflight.ModelsUsed | None = None
+    memfit: dict | None = None
+    prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
+
+
+@dataclass
+class Instruments:
+    """Per-sweep measurement settings: telemetry interval (0: off) and the device bandwidth for the roofline."""
+
+    telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
+    bandwidth: roofline.Bandwidth | None = None
+
+    def sampler(self, pid: int):
+        if not self.telemetry_interval:
+            return None
+        sampler = telemetry.Sampler(pid, self.telemetry_interval)
+        sampler.start()
+        return sampler
+
+
+def expects_speculation(argv: list[str]) -> bool:
+    if Path(argv[0]).name in dialect.NO_SPEC_TYPE_TOOLS:  # the tree variant drafts without --spec-type
+        return True
+    spec_type = preflight.flag_value(argv, ("--spec-type",))
+    return bool(preflight.flag_value(argv, preflight.DRAFT_FLAGS)) or bool(spec_type and spec_type != "none")
+
+
+def start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
+               params: dict, instruments: Instruments) -> tuple[int | None, tuple[str, str] | None]:
+    """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
+    row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
+           "params": params, "repeat_index": slot.repeat_index, "warmup": slot.warmup, "mode": plan.mode,
+           "rendered_argv": p.arm.argv,
+           "executed_argv": p.executed or None, "translations": p.notes, "started_at": store.utcnow(),
+           "target_sha256": p.models.target.sha256 if p.models and p.models.target else None,
+           "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None,
+           "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"), "prompt_set": p.prompt_set,
+           "decode_bytes": p.models.target.decode_bytes if p.models and p.models.target else None,
+           "bandwidth_bytes_per_s": instruments.bandwidth.bytes_per_s if instruments.bandwidth else None,
+           "bandwidth_label": instruments.bandwidth.label if instruments.bandwidth else None}
+    if p.stop_reason:
+        store.insert_run(con, {**row, "status": p.stop_status, "failure_class": p.stop_class,
+                               "failure_detail": p.stop_reason, "ended_at": store.utcnow()})
+        return None, (p.stop_status, f"{p.stop_status} ({p.stop_class})")
+    return store.insert_run(con, {**row, "status": "running"}), None
+
+
+def server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
+                    timeout: float | None, pool: server_runner.ServerPool,
+                    instruments: Instruments) -> tuple[str, str]:
+    params = server_runner.request_params(p.arm.params)
+    run_id, stopped = start_run(con, sweep_id, build, plan, p, slot, params, instruments)
+    if stopped:
+        return stopped
+    try:
+        out = server_runner.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
+                                    timeout=timeout, sampler=instruments.sampler)
+    except ServerFailed as exc:
+        store.save_logs(con, run_id, pool.logs() or {"server_tail": exc.log_tail.encode()})  # whole logs, kept
+        pool.stop()
+        status = "timeout" if exc.failure_class == "timeout" else "failed"
+        store.update_run(con, run_id, status=status, failure_class=exc.failure_class, failure_detail=str(exc),
+                         ended_at=store.utcnow())
+        return status, f"{status} ({exc.failure_class}): {exc}"
+    except KeyboardInterrupt:
+        store.save_logs(con, run_id, pool.logs())
+        store.update_run(con, run_id, status="interrupted", ended_at=store.utcnow())
+        raise
+    store.save_logs(con, run_id, out["logs"])
+    tele = _store_telemetry(con, run_id, out["samples"])
+    rows = server_runner.request_rows(run_id, out["results"])
+    store.insert_requests(con, rows)
+    parsed = server_runner.server_metrics(rows, out["measured_log"], wall_s=out["wall_s"],
+                                          concurrency=out["concurrency"],
+                                          metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
+    store.save_metrics(con, run_id, parsed)
+    errors = [r for r in rows if r["status"] != "ok"]
+    timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
+    if timed_out:
+        pool.stop()  # a server still streaming past the limit is not reused
+    status = "timeout" if timed_out else "failed" if errors else "ok"
+    store.update_run(con, run_id, status=status,
+                     failure_class="timeout" if timed_out else "other" if errors else None,
+                     failure_detail=f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}"
+                     if errors else None, wall_s=out["wall_s"], executed_argv=json.dumps(out["command"]),
+                     telemetry=tele, ended_at=store.utcnow())
+    if errors:
+        return status, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {run_id}"
+    return status, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, instruments)} pooled "
+                    f"({out['wall_s']:.1f}s) run {run_id}")
+
+
+def cli_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
+             timeout: float | None, instruments: Instruments) -> tuple[str, str]:
+    run_id, stopped = start_run(con, sweep_id, build, plan, p, slot, p.arm.params, instruments)
+    if stopped:
+        return stopped
+    samplers = []
+    with tempfile.TemporaryDirectory(prefix="orch-run-") as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        try:
+            res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout, monitor=True,
+                           on_start=lambda pid: samplers.append(instruments.sampler(pid)))
+        except KeyboardInterrupt:
+            store.save_logs(con, run_id, {"stdout": _read(out), "stderr": _read(err)})
+            _store_telemetry(con, run_id, _stop(samplers))
+            store.update_run(con, run_id, status="interrupted", failure_class=None, ended_at=store.utcnow())
+            raise
+        logs = {"stdout": _read(out), "stderr": _read(err)}
+    store.save_logs(con, run_id, logs)
+    tele = _store_telemetry(con, run_id, _stop(samplers))
+    text = logs["stderr"].decode(errors="replace") + "\n" + logs["stdout"].decode(errors="replace")
+    parsed = parse.parse_text(text)
+    store.save_metrics(con, run_id, parsed)
+    failure = parse.classify_failure(text, returncode=res.returncode, signal=res.signal, timed_out=res.timed_out,
+                                     expects_speculation=expects_speculation(p.executed))
+    status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
+    store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal, failure_class=failure,
+                     failure_detail=None if failure is None else res.describe(), wall_s=res.wall_s,
+                     peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele, ended_at=store.utcnow())
+    if failure:
+        return status, f"{status} ({failure}, {res.describe()}) run {run_id}"
+    return status, f"ok, {_speed_text(parsed.metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
+
+
+def _stop(samplers: list) -> list:
+    return [s for sampler in samplers if sampler for s in sampler.stop()]
+
+
+def _store_telemetry(con, run_id: int, samples: list) -> str | None:
+    """Store the samples; the run's telemetry summary as JSON text (None when telemetry is off)."""
+    if not samples:
+        return None
+    store.insert_telemetry(con, run_id, [s.to_dict() for s in samples])
+    return json.dumps(telemetry.summarize(samples), default=str)
+
+
+def _speed_text(m: dict, p: PreparedArm, instruments: Instruments) -> str:
+    """decode tok/s, acceptance and the roofline share of one run, for its progress line."""
+    if not m.get("decode_tps"):
+        return "no decode speed found"
+    text = f"decode {m['decode_tps']:.1f} tok/s"
+    if m.get("acceptance") is not None:
+        text += f", acceptance {m['acceptance']:.1%}"
+    target = p.models.target if p.models else None
+    bw = instruments.bandwidth
+    bound = roofline.decode_bound_tps(bw.bytes_per_s if bw else None, target.decode_bytes if target else None)
+    pct = roofline.roofline_pct(m["decode_tps"], bound)
+    return text + (f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else "")
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
