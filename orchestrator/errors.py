@@ -83,3 +83,48 @@ class RunsFailed(OrchError):
     """The sweep finished and is stored, but some runs failed or timed out."""
 
     exit_code = 15
+
+
+class ServerFailed(OrchError):
+    """The server exited, never became healthy, or did not engage speculation (stored per run as its class)."""
+
+    exit_code = 16
+
+    def __init__(self, message: str, failure_class: str, log_tail: str = ""):
+        super().__init__(message)
+        self.failure_class = failure_class
+        self.log_tail = log_tail
+
+
+class DatabaseUnavailable(OrchError):
+    """The results database cannot be opened (locked by another process, not a DuckDB file)."""
+
+    exit_code = 17
+
+
+class NoSuchRun(OrchError):
+    exit_code = 18
+
+
+class NoSuchSweep(OrchError):
+    """No sweep with that id, or nothing stored yet to summarise or report."""
+
+    exit_code = 19
+
+
+class QueryFailed(OrchError):
+    """SQL given to `orch query` that DuckDB rejects."""
+
+    exit_code = 20
+
+
+class ResumeMismatch(OrchError):
+    """`--resume N` names a sweep of another recipe text, build or variables."""
+
+    exit_code = 21
+
+
+class AmbiguousCommit(OrchError):
+    """A commit prefix that matches several commits in the mirror."""
+
+    exit_code = 22

@@ -10,14 +10,13 @@ import ctypes
 import os
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from .errors import MissingTool
+from orchestrator.errors import MissingTool
 
 KILL_GRACE_S = 3.0
 
@@ -32,8 +31,6 @@ class ProcResult:
     stdout: str = ""  # only with capture=True
     stderr: str = ""
     log_paths: list[Path] = field(default_factory=list)
-    peak_rss_bytes: int | None = None  # with monitor=True: largest summed RSS of the tree seen
-    cpu_s: float | None = None  # with monitor=True: user+system CPU of the tree
 
     @property
     def ok(self) -> bool:
@@ -80,44 +77,6 @@ def _signal_quietly(p: psutil.Process, sig: int) -> None:
         pass
 
 
-class TreeMonitor(threading.Thread):
-    """Samples the child tree's RSS and CPU time until stopped (psutil; a 50 ms grain)."""
-
-    INTERVAL_S = 0.05
-
-    def __init__(self, pid: int):
-        super().__init__(daemon=True)
-        self.root = psutil.Process(pid)
-        self.peak_rss = 0
-        self.cpu: dict[int, float] = {}  # last seen per pid: exited children keep their last sample
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        while not self.done.is_set():
-            self.sample()
-            self.done.wait(self.INTERVAL_S)
-
-    def sample(self) -> None:
-        try:
-            procs = [self.root, *self.root.children(recursive=True)]
-        except psutil.Error:
-            return
-        rss = 0
-        for p in procs:
-            try:
-                with p.oneshot():
-                    rss += p.memory_info().rss
-                    t = p.cpu_times()
-                    self.cpu[p.pid] = t.user + t.system
-            except psutil.Error:
-                pass
-        self.peak_rss = max(self.peak_rss, rss)
-
-    def stop(self) -> None:
-        self.done.set()
-        self.join()
-
-
 PR_SET_PDEATHSIG = 1
 
 
@@ -158,14 +117,13 @@ def run(
     timeout: float | None = None,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
-    monitor: bool = False,
     on_start=None,
 ) -> ProcResult:
     """Run argv to completion.
 
     `log` appends stdout and stderr to one file; `stdout_path`/`stderr_path` write them apart;
-    `capture` returns them as text; `monitor` samples peak RSS and CPU time of the process tree;
-    `on_start(pid)` is called once the child exists (telemetry starts there).
+    `capture` returns them as text; `on_start(pid)` is called once the child exists (the process-tree
+    sampler of machine/telemetry starts there: peak RSS, CPU time, GPU state).
     """
     argv = [str(a) for a in argv]
     files = []
@@ -182,7 +140,6 @@ def run(
     else:
         stdout, stderr = subprocess.DEVNULL, subprocess.DEVNULL
     start = time.monotonic()
-    watcher = None
     try:
         try:
             child = subprocess.Popen(
@@ -193,9 +150,6 @@ def run(
             raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None
         timed_out = False
         out = err = b""
-        if monitor:
-            watcher = TreeMonitor(child.pid)
-            watcher.start()
         try:
             if on_start:
                 on_start(child.pid)
@@ -210,8 +164,6 @@ def run(
             kill_tree(child)
             raise
     finally:
-        if watcher:
-            watcher.stop()
         for f in files:
             f.close()
     code = child.returncode
@@ -224,6 +176,4 @@ def run(
         stdout=(out or b"").decode(errors="replace"),
         stderr=(err or b"").decode(errors="replace"),
         log_paths=[p for p in (log, stdout_path, stderr_path) if p],
-        peak_rss_bytes=watcher.peak_rss if watcher else None,
-        cpu_s=sum(watcher.cpu.values()) if watcher else None,
     )

@@ -25,6 +25,8 @@ from orchestrator.analyze import stats
 from orchestrator.recipe.matrix import canonical
 
 KEY_COLUMNS = ("recipe_hash", "arm_params", "target_sha256", "draft_sha256", "prompt_set", "mode")
+# Machine-specific variables: the same test on another host or checkout still joins.
+LOCAL_PARAMS = ("models",)
 FAILED_STATUSES = ("failed", "timeout")
 ALPHA = 0.05
 MIN_MANN_WHITNEY = 4
@@ -39,8 +41,6 @@ NO_OK_RUNS = "no ok runs"
 NO_DATA = "no data"
 ONLY_BASE = "only in base"
 ONLY_HEAD = "only in head"
-VERDICTS = (REGRESSION, IMPROVEMENT, NO_CHANGE, NEWLY_FAILING, NEWLY_SKIPPED, NEWLY_OK, NO_OK_RUNS, NO_DATA,
-            ONLY_BASE, ONLY_HEAD)
 
 
 @dataclass
@@ -78,10 +78,37 @@ def _sides(rows: list[dict], metric: str) -> dict[tuple, Side]:
     return out
 
 
+def sides_from_groups(groups: list[dict]) -> dict[tuple, Side]:
+    """Sides from store/queries.compare_groups rows (already counted per stored params text).
+
+    Groups whose params differ only in machine-specific variables (LOCAL_PARAMS) are the same test: merged.
+    Each distinct params text is parsed once.
+    """
+    out: dict[tuple, Side] = {}
+    params_of: dict[str | None, dict] = {}
+    for g in groups:
+        text = g.get("params")
+        if text not in params_of:
+            params = json.loads(text) if text else {}
+            params_of[text] = {k: v for k, v in params.items() if k not in LOCAL_PARAMS}
+        key = group_key({**g, "arm_params": params_of[text]})
+        side = out.setdefault(key, Side(arm=g.get("arm")))
+        side.runs += g["runs"]
+        side.failed += g["failed"]
+        side.skipped += g["skipped"]
+        side.samples += [float(x) for x in g["samples"]]
+    return out
+
+
 def compare(base_rows: list[dict], head_rows: list[dict], *, threshold: float = 0.05, metric: str = "decode_tps",
             higher_is_better: bool = True) -> list[dict]:
     """One row per test (group of equal key columns), base's order first, then tests only head ran."""
-    base, head = _sides(base_rows, metric), _sides(head_rows, metric)
+    return compare_sides(_sides(base_rows, metric), _sides(head_rows, metric), threshold=threshold,
+                         higher_is_better=higher_is_better)
+
+
+def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], *, threshold: float = 0.05,
+                  higher_is_better: bool = True) -> list[dict]:
     out = []
     for key in list(base) + [k for k in head if k not in base]:
         b, h = base.get(key), head.get(key)
@@ -143,3 +170,22 @@ def differing_params(rows: list[dict]) -> list[str]:
     parsed = [json.loads(canonical_params(r.get("arm_params")) or "{}") for r in rows]
     names = list(dict.fromkeys(k for p in parsed for k in p))
     return [k for k in names if len({(k in p, canonical({"v": p.get(k)})) for p in parsed}) > 1]
+
+
+def table(rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """Rows for display and their columns: the key columns that differ, and one column per differing parameter
+    (draft_max, spec, ...) instead of the arm_params JSON."""
+    shown = [c for c in differing_keys(rows) if c != "arm_params"]
+    params = differing_params(rows)
+    for row in rows:
+        values = json.loads(canonical_params(row.get("arm_params")) or "{}")
+        row.update({name: values.get(name) for name in params})
+    return rows, ["arm", *params, *shown, "base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_ci95",
+                  "p_value", "verdict"]
+
+
+def parse_threshold(text: str) -> float:
+    """'5%' or '0.05' -> 0.05; raises ValueError for anything else."""
+    text = text.strip()
+    value = float(text.rstrip("%"))
+    return value / 100 if text.endswith("%") or value >= 1 else value

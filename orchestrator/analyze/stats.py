@@ -12,9 +12,21 @@ import statistics
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from orchestrator.analyze.warnings import (BELOW_BREAK_EVEN, BIMODAL, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
-                            WARNING_KINDS, StatWarning, WarningKind, bimodal_split, break_even, clean, mad_outliers,
-                            warnings_for)  # warnings live beside, re-exported: `stats` is the one API
+from orchestrator.analyze.warnings import (
+    BELOW_BREAK_EVEN,
+    BIMODAL,
+    FULL_ACCEPTANCE_SLOWDOWN,
+    HIGH_CV,
+    OUTLIERS,
+    WARNING_KINDS,
+    StatWarning,
+    WarningKind,
+    bimodal_split,
+    break_even,
+    clean,
+    mad_outliers,
+    warnings_for,  # warnings live beside, re-exported: `stats` is the one API
+)
 
 # Two-sided 95% Student-t quantiles t(0.975, df), as printed in every textbook table (checked against
 # scipy.stats.t.ppf to 3 decimals). Between tabulated df the next smaller df is used (a slightly wider,

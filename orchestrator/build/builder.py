@@ -6,7 +6,6 @@ after every binary answered `--version`. A failed or interrupted build keeps its
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -15,15 +14,22 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from orchestrator import config, proc, store
 from orchestrator.build import options as buildopts
-from orchestrator import config
-from orchestrator.machine import gpu
-from orchestrator import proc
-from orchestrator import store
 from orchestrator.build.options import BuildRequest
-from orchestrator.errors import BackendUnavailable, BuildFailed, Interrupted, NoSuchBuild, ProbeFailed
-from orchestrator.source.sdist import importer_for
+from orchestrator.errors import (
+    BackendUnavailable,
+    BuildFailed,
+    Interrupted,
+    NoSuchBuild,
+    ProbeFailed,
+)
+from orchestrator.hashing import sha256_file
+from orchestrator.machine import gpu
+from orchestrator.parse.version import parse_version_text
 from orchestrator.source.mirror import Mirror, resolve_commit
+from orchestrator.source.sdist import importer_for
+from orchestrator.store import queries
 
 STAMP = "orch-stamp.json"
 BUILD_JSON = "build.json"
@@ -171,7 +177,7 @@ def _probe(bdir: Path, name: str) -> dict:
     probe_dir.mkdir(exist_ok=True)
     version = proc.run([str(exe), "--version"], capture=True, timeout=PROBE_TIMEOUT_S)
     version_text = (version.stdout + version.stderr).strip()
-    parsed = buildopts.parse_version(version_text) if version.ok else buildopts.parse_version("")
+    parsed = (parse_version_text(version_text, keep_unknown=True) if version.ok else None) or {}
     if not version.ok:
         # llama-bench learned --version only in September 2026: older ones print usage and exit 1.
         version_text = f"(--version not supported: {version.describe()})"
@@ -181,17 +187,9 @@ def _probe(bdir: Path, name: str) -> dict:
         raise ProbeFailed(f"{exe} --help failed ({helped.describe()}); the binary does not run here")
     (probe_dir / f"{name}.version.txt").write_text(version_text + "\n")
     (probe_dir / f"{name}.help.txt").write_text(help_text)
-    return {"name": name, "path": str(exe), "sha256": _sha256(exe), "version_text": version_text,
-            "build_number": parsed["build_number"], "reported_commit": parsed["commit"],
-            "built_with": parsed["built_with"], "help_path": str(probe_dir / f"{name}.help.txt")}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return {"name": name, "path": str(exe), "sha256": sha256_file(exe), "version_text": version_text,
+            "build_number": parsed.get("build_number"), "reported_commit": parsed.get("commit"),
+            "built_with": parsed.get("built_with"), "help_path": str(probe_dir / f"{name}.help.txt")}
 
 
 def _compiler(bdir: Path) -> dict:
@@ -215,16 +213,13 @@ def _finish(info: dict, status: str, failure: str | None, db: Path | None) -> No
 
 
 def _register(info: dict, db: Path | None, only_if_missing: bool = False) -> None:
-    con = store.connect(db or config.db_path())
-    try:
+    with store.opened(db or config.db_path()) as con:
         register(con, info, only_if_missing=only_if_missing)
-    finally:
-        con.close()
 
 
 def register(con, info: dict, *, only_if_missing: bool = False) -> None:
     """Record a build attempt (and its binaries' help texts) in a results database."""
-    if only_if_missing and con.execute("SELECT 1 FROM builds WHERE id = ?", [info["id"]]).fetchone():
+    if only_if_missing and queries.build_recorded(con, info["id"]):
         return
     rows = dict(info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace"))
                                 for b in info["binaries"]])

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from orchestrator.errors import BuildFailed, InvalidOption
+from orchestrator.hashing import sha256_text
 
 # Every binary orch may run; a commit builds whichever of these it defines.
 WANTED_TARGETS = ("llama-speculative-simple", "llama-speculative", "llama-server",
@@ -44,7 +44,7 @@ class BuildRequest:
         extras = {"cmake_args": list(self.cmake_args),
                   "cuda_archs": list(self.cuda_archs) if self.cuda_arch_explicit else []}
         if any(extras.values()):
-            digest = hashlib.sha256(json.dumps(extras, sort_keys=True).encode()).hexdigest()[:8]
+            digest = sha256_text(json.dumps(extras, sort_keys=True))[:8]
             name += f"-{digest}"
         return name
 
@@ -128,23 +128,3 @@ def stamp_matches(stamp: dict | None, request: BuildRequest) -> bool:
 
 def stamp_for(request: BuildRequest, defs: dict[str, str], targets: list[str]) -> dict:
     return {"key": request.key(), "request": asdict(request), "cmake_definitions": defs, "targets": targets}
-
-
-VERSION_PATTERNS = (
-    re.compile(r"\(build (?P<number>\d+), commit (?P<commit>[0-9a-f]+|unknown)\)"),  # mid-2026 on
-    re.compile(r"version: (?P<number>\d+) \((?P<commit>[0-9a-f]+|unknown)\)"),  # 2023-12 to mid-2026
-)
-
-
-def parse_version(text: str) -> dict:
-    """Build number, commit and compiler line from a binary's `--version` output."""
-    out = {"build_number": None, "commit": None, "built_with": None}
-    for pattern in VERSION_PATTERNS:
-        m = pattern.search(text)
-        if m:
-            out["build_number"], out["commit"] = int(m.group("number")), m.group("commit")
-            break
-    m = re.search(r"^built with (.+)$", text, re.M)
-    if m:
-        out["built_with"] = m.group(1).strip()
-    return out

@@ -1,6 +1,9 @@
-"""The `orch` command line: the click group and one module per command family, each command a thin wrapper."""
+"""The `orch` command line: the click group and one module per command family, each command a thin wrapper.
 
+group.py holds `main`; importing a family's module registers its commands on it.
+"""
+
+from orchestrator.cli import build, models, results, run, tools  # noqa: F401  (register their commands)
 from orchestrator.cli.group import main
-from orchestrator.cli import results  # noqa: E402,F401  (registers its commands on main)
 
 __all__ = ["main"]

@@ -14,11 +14,9 @@ from typing import Any
 
 import psutil
 
-from orchestrator import __version__
-from orchestrator.machine import gpu
-from orchestrator.machine import nvml
-from orchestrator import proc
+from orchestrator import __version__, proc
 from orchestrator.errors import OrchError
+from orchestrator.machine import gpu, nvml
 
 BUILD_KEYS = ("name", "upstream_commit", "backend", "compiler", "compiler_version", "cmake_options")
 _CLOCK_MEM = 2  # pynvml.NVML_CLOCK_MEM

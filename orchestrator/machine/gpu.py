@@ -6,8 +6,8 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from orchestrator.machine import nvml
 from orchestrator import proc
+from orchestrator.machine import nvml
 
 
 @dataclass
@@ -28,6 +28,12 @@ def cuda_toolkit_version() -> str | None:
     res = proc.run([nvcc, "--version"], capture=True, timeout=60)
     m = re.search(r"release (\d+\.\d+)", res.stdout)
     return m.group(1) if m else None
+
+
+def free_bytes(index: int = 0) -> int | None:
+    """Free memory on GPU index from NVML; None without a GPU."""
+    h = nvml.handle(index)
+    return getattr(nvml.call("nvmlDeviceGetMemoryInfo", h), "free", None) if h is not None else None
 
 
 def visible_gpus() -> list[Gpu]:

@@ -1,8 +1,7 @@
-"""The decode roofline: memory bandwidth ÷ bytes read per decode step = the tok/s no run can beat.
+"""The device's memory bandwidth, for the decode roofline (analyze/derived turns it into tok/s and a share).
 
 Decode is memory-bound: each token reads the (active) weights once, so bandwidth / decode_bytes is
-the ceiling for plain decoding. A speculative arm verifies several tokens per target pass, so its
-percentage can pass 100: that excess is the speculation's gain, not a measuring error.
+the ceiling for plain decoding.
 
 GPU bandwidth is theoretical, from NVML: max memory clock × 2 (double data rate) × bus width / 8.
 NVML reports the clock such that this product matches the datasheet for HBM and GDDR alike (H100 SXM:
@@ -95,20 +94,6 @@ def copy_bandwidth(size_bytes: int, *, threads: int = 1, repeats: int = 5) -> fl
             w.join()
         best = max(best, 2 * size_bytes / (time.perf_counter() - start))
     return best
-
-
-def decode_bound_tps(bandwidth_bytes_per_s: float | None, decode_bytes: int | None) -> float | None:
-    """The roofline decode speed in tok/s; None when either side is unknown."""
-    if not bandwidth_bytes_per_s or not decode_bytes:
-        return None
-    return bandwidth_bytes_per_s / decode_bytes
-
-
-def roofline_pct(measured_tps: float | None, bound_tps: float | None) -> float | None:
-    """measured / bound in percent; None when either side is unknown."""
-    if measured_tps is None or not bound_tps:
-        return None
-    return 100.0 * measured_tps / bound_tps
 
 
 def device_bandwidth(cache_path: Path, gpu_index: int | None) -> Bandwidth:

@@ -1,7 +1,9 @@
-"""Machine state during a run: a sampler thread reading NVML (every visible GPU) and psutil (the child tree).
+"""Machine state during a run: the one sampler thread, reading psutil (the child tree) and NVML (every GPU).
 
 Each tick yields one host row (`gpu` None: the tree's RSS and CPU %) and one row per GPU. Without NVML
 only host rows are taken and the summary says "no GPU"; NVML's absence is found once per process.
+The same ticks give the run's peak RSS and CPU seconds, so no second thread polls the tree: with
+`keep=False` (telemetry off) the sampler still measures those two but stores no rows and skips the GPUs.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Sample:
     sm_clock_mhz: int | None = None
     mem_clock_mhz: int | None = None
     temp_c: int | None = None
-    throttle_reasons: int | None = None  # NVML clocks-event bitmask; see throttle_names()
+    throttle_reasons: int | None = None  # NVML clocks-event bitmask (nvmlClocksEventReason*)
     rss_bytes: int | None = None  # host row: summed over the child tree
     cpu_pct: float | None = None  # host row: 100 = one core busy; None on the first tick
 
@@ -43,13 +45,16 @@ class Sample:
 class Sampler(threading.Thread):
     """Samples `pid`'s process tree and every GPU each `interval` seconds between start() and stop()."""
 
-    def __init__(self, pid: int, interval: float = DEFAULT_INTERVAL_S):
+    def __init__(self, pid: int, interval: float = DEFAULT_INTERVAL_S, *, keep: bool = True):
         super().__init__(daemon=True, name=f"telemetry-{pid}")
         self.pid = pid
         self.interval = interval
+        self.keep = keep
         self.samples: list[Sample] = []
+        self.peak_rss_bytes = 0  # largest summed RSS of the tree at any tick
+        self._cpu_total: dict[int, float] = {}  # pid -> last user+system seconds seen; exited children keep theirs
         self._done = threading.Event()
-        self._gpus = nvml.handles()
+        self._gpus = nvml.handles() if keep else []
         self._cpu_seen: dict[int, float] = {}  # pid -> user+system seconds at the previous tick
         self._last_t: float | None = None
         self._t0 = 0.0
@@ -67,15 +72,21 @@ class Sampler(threading.Thread):
             self._done.wait(max(0.0, self._t0 + tick * self.interval - time.monotonic()))
 
     def stop(self) -> list[Sample]:
+        """Stop sampling; the samples kept (none with keep=False)."""
         self._done.set()
         if self.is_alive():
             self.join()
         return self.samples
 
+    @property
+    def cpu_s(self) -> float | None:
+        """User + system CPU seconds of the tree, as far as the ticks saw it; None before any tick."""
+        return sum(self._cpu_total.values()) if self._cpu_total else None
+
     def sample(self) -> None:
         t = time.monotonic() - self._t0
         host = self._host_sample(t)
-        if host:
+        if host and self.keep:
             self.samples.append(host)
         self.samples += [_gpu_sample(t, index, h) for index, h in self._gpus]
 
@@ -98,6 +109,8 @@ class Sampler(threading.Thread):
             cpu_delta += seen[p.pid] - self._cpu_seen.get(p.pid, 0.0)
         if not seen:
             return None  # only zombies left: the run is over
+        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+        self._cpu_total.update(seen)
         cpu_pct = None
         if self._last_t is not None and t > self._last_t:
             cpu_pct = max(0.0, 100.0 * cpu_delta / (t - self._last_t))
@@ -155,18 +168,6 @@ def summarize(samples: list[Sample]) -> dict[str, Any]:
         out[f"{stem}_start{unit}"] = values[0] if values else None
         out[f"{stem}_end{unit}"] = values[-1] if values else None
     return out
-
-
-def throttle_names(mask: int | None) -> list[str]:
-    """The NVML clocks-event reasons set in mask: ["SwPowerCap", "HwThermalSlowdown"]."""
-    if not mask:
-        return []
-    import pynvml
-
-    prefix = "nvmlClocksThrottleReason"
-    names = {getattr(pynvml, n): n[len(prefix):] for n in dir(pynvml)
-             if n.startswith(prefix) and n[len(prefix):] not in ("All", "None")}
-    return [name for bit, name in sorted(names.items()) if isinstance(bit, int) and mask & bit]
 
 
 def _gpu_label(gpu: list[Sample]) -> str:

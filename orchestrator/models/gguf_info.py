@@ -14,7 +14,6 @@ denominator of the roofline bound:
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import gguf
 
 from orchestrator.errors import ModelError
+from orchestrator.hashing import sha256_file
 
 # llama.cpp common/speculative.cpp: SPEC_VOCAB_MAX_SIZE_DIFFERENCE.
 SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
@@ -156,15 +156,6 @@ def file_type_name(value: int | None) -> str | None:
     except ValueError:
         return f"unknown ({value})"
     return member.name.removeprefix("MOSTLY_").removeprefix("ALL_")
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    # Streamed in 1 MiB chunks: model files can be larger than memory.
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _open(path: Path) -> gguf.GGUFReader:

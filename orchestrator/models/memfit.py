@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 
 import gguf
 
-from orchestrator.machine import nvml
 from orchestrator.models.gguf_info import ModelInfo
-from orchestrator.models.preflight import flag_value
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe.argv import flag_value
 
 GIB = 2**30
 # CUDA context (~0.3-0.5 GiB) plus llama.cpp's compute buffers (logits alone: ubatch × vocab × 4 bytes).
@@ -99,33 +99,21 @@ def target_layers_that_fit(models: list[ModelEstimate], free_bytes: int, reserve
     return max(0, min(target.n_layers, int(room // per_layer))) if per_layer else target.n_layers
 
 
-NO_GPU = -1  # free_bytes for a CPU build: estimate only, never compare with a GPU that is not used
-
-
 def from_argv(argv: list[str], target: ModelInfo, draft: ModelInfo | None, *, free_bytes: int | None = None,
               reserve_bytes: int = DEFAULT_RESERVE_BYTES) -> MemFit:
-    """Estimate for a llama.cpp command line; free_bytes None asks NVML (GPU 0)."""
-    ctx = _int(flag_value(argv, ("-c", "--ctx-size")), DEFAULT_CTX) or target.context_length or DEFAULT_CTX
-    models = [model_estimate(target, "target", ctx=ctx, ngl=_layers(flag_value(argv, ("-ngl", "--gpu-layers",
-                                                                                      "--n-gpu-layers"))),
-                             type_k=flag_value(argv, ("-ctk", "--cache-type-k")) or "f16",
-                             type_v=flag_value(argv, ("-ctv", "--cache-type-v")) or "f16")]
+    """Estimate for a llama.cpp command line against free_bytes of GPU memory (None: unknown or no GPU used)."""
+    ctx = _int(flag_value(argv, flags.CTX), DEFAULT_CTX) or target.context_length or DEFAULT_CTX
+    models = [model_estimate(target, "target", ctx=ctx, ngl=_layers(flag_value(argv, flags.GPU_LAYERS)),
+                             type_k=flag_value(argv, flags.CACHE_TYPE_K) or "f16",
+                             type_v=flag_value(argv, flags.CACHE_TYPE_V) or "f16")]
     if draft is not None:
-        ctx_draft = _int(flag_value(argv, ("-cd", "--ctx-size-draft")), 0) or ctx  # 0: the target's
+        ctx_draft = _int(flag_value(argv, flags.CTX_DRAFT), 0) or ctx  # 0: the target's
         models.append(model_estimate(
             draft, "draft", ctx=ctx_draft,
-            ngl=_layers(flag_value(argv, ("-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft"))),
-            type_k=flag_value(argv, ("-ctkd", "--cache-type-k-draft")) or "f16",
-            type_v=flag_value(argv, ("-ctvd", "--cache-type-v-draft")) or "f16"))
-    if free_bytes is None:
-        free_bytes = gpu_free_bytes(0)
-    return fit(models, None if free_bytes == NO_GPU else free_bytes, reserve_bytes)
-
-
-def gpu_free_bytes(index: int = 0) -> int | None:
-    """Free memory on GPU index from NVML; None without a GPU."""
-    h = nvml.handle(index)
-    return getattr(nvml.call("nvmlDeviceGetMemoryInfo", h), "free", None) if h is not None else None
+            ngl=_layers(flag_value(argv, flags.GPU_LAYERS_DRAFT)),
+            type_k=flag_value(argv, flags.CACHE_TYPE_K_DRAFT) or "f16",
+            type_v=flag_value(argv, flags.CACHE_TYPE_V_DRAFT) or "f16"))
+    return fit(models, free_bytes, reserve_bytes)
 
 
 def _warning(models: list[ModelEstimate], total: int, free: int, reserve: int) -> str:

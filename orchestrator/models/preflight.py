@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.models import gguf_info
 from orchestrator.errors import OrchError, PreflightError
-
-TARGET_FLAGS = ("-m", "--model")
-DRAFT_FLAGS = ("-md", "--model-draft", "--spec-draft-model")  # dialect.DRAFT_MODEL_FLAGS, as a tuple for flag_value
+from orchestrator.models import gguf_info
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe.argv import flag_value
 
 
 @dataclass
@@ -22,22 +21,10 @@ class ModelsUsed:
     draft: gguf_info.ModelInfo | None
 
 
-def flag_value(argv: list[str], flags: tuple[str, ...]) -> str | None:
-    """Value of the last of flags in argv (`-m X` or `--model=X`)."""
-    found = None
-    for i, arg in enumerate(argv):
-        name, eq, value = arg.partition("=")
-        if eq and name in flags:
-            found = value
-        elif arg in flags and i + 1 < len(argv):
-            found = argv[i + 1]
-    return found
-
-
 def check(argv: list[str], inspect=gguf_info.inspect) -> ModelsUsed:
     """Inspect the target and draft an argv names; raise PreflightError naming files and difference."""
-    used = ModelsUsed(target=_inspect(flag_value(argv, TARGET_FLAGS), "model", inspect),
-                      draft=_inspect(flag_value(argv, DRAFT_FLAGS), "draft model", inspect))
+    used = ModelsUsed(target=_inspect(flag_value(argv, flags.TARGET_MODEL), "model", inspect),
+                      draft=_inspect(flag_value(argv, flags.DRAFT_MODEL), "draft model", inspect))
     if used.target and used.draft:
         differences = gguf_info.vocab_differences(used.target, used.draft)
         if differences:

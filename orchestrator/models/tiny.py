@@ -12,7 +12,6 @@ Measured with the real llama-speculative-simple (0c1e57098, recipe A flags: draf
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass
@@ -22,7 +21,7 @@ import gguf
 import numpy as np
 
 from orchestrator.errors import ModelError
-from orchestrator.models.gguf_info import sha256_file
+from orchestrator.hashing import sha256_file, sha256_text
 
 RECIPE_VERSION = 1  # bump when the weights or metadata written for the same spec change
 RECIPE_KEY = "orch.tiny.recipe"  # also in the file itself, for provenance
@@ -97,7 +96,7 @@ def _recipe_id(vocab_path: Path, spec: TinySpec, seed: int) -> str:
     # The vocabulary's bytes are part of the recipe: a different llama.cpp tree may ship a different one.
     text = json.dumps({"v": RECIPE_VERSION, "seed": seed, "spec": asdict(spec), "vocab": sha256_file(vocab_path)},
                       sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return sha256_text(text)[:16]
 
 
 def _read_manifest(path: Path) -> dict:

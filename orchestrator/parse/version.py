@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from .lines import Line
+from .lines import Line, clean_lines
 
-SEMVER_RE = re.compile(r"^version: (\S+) \(build (\d+), commit ([0-9a-f]+)\)")
+SEMVER_RE = re.compile(r"^version: (\S+) \(build (\d+), commit ([0-9a-f]+|unknown)\)")
 OLD_VERSION_RE = re.compile(r"^version: (\d+) \(([0-9a-f]+|unknown)\)")
 BUILT_WITH_RE = re.compile(r"^(?:\w+: )?built with (.+?)\s*$")
 # `build: N (C) with X for Y` (2024-09 ->) and `common_params_print_info: build N (C) with ...` (2026-05 ->, -lv 4,
@@ -26,13 +26,21 @@ MAIN_BUILD_RE = re.compile(r"^\w+: build = (\d+) \(([0-9a-f]+|unknown)\)")
 CLI_BUILD_RE = re.compile(r"^build\s+: b(\d+)-([0-9a-f]+)$")
 
 
-def parse_version(lines: list[Line]) -> dict | None:
-    """The first banner found, completed by a following `built with` line; None when the log carries none."""
+def parse_version_text(text: str, *, keep_unknown: bool = False) -> dict | None:
+    """parse_version over raw text, e.g. a binary's `--version` output."""
+    return parse_version(clean_lines(text), keep_unknown=keep_unknown)
+
+
+def parse_version(lines: list[Line], *, keep_unknown: bool = False) -> dict | None:
+    """The first banner found, completed by a following `built with` line; None when the log carries none.
+
+    A build that reports commit `unknown` gets commit None, unless keep_unknown (the build probe refuses it).
+    """
     info: dict | None = None
     for line in lines:
         t = line.text
         if info is None:
-            info = _match_banner(t)
+            info = _match_banner(t, keep_unknown)
             continue
         if info["built_with"] is None and (m := BUILT_WITH_RE.match(t)):
             info["built_with"] = m.group(1)
@@ -41,19 +49,17 @@ def parse_version(lines: list[Line]) -> dict | None:
     return info
 
 
-def _match_banner(t: str) -> dict | None:
+def _match_banner(t: str, keep_unknown: bool) -> dict | None:
     if m := SEMVER_RE.match(t):
-        return _info(m.group(1), m.group(2), m.group(3), None)
-    if m := OLD_VERSION_RE.match(t):
-        # Before semantic versions the build number was the version.
-        return _info(None, m.group(1), m.group(2), None)
-    if m := MAIN_BUILD_RE.match(t) or CLI_BUILD_RE.match(t):
-        return _info(None, m.group(1), m.group(2), None)
-    if m := BANNER_RE.search(t):
-        return _info(None, m.group(1), m.group(2), m.group(3))
-    return None
-
-
-def _info(version: str | None, build: str, commit: str, built_with: str | None) -> dict:
+        found = (m.group(1), m.group(2), m.group(3), None)
+    elif m := OLD_VERSION_RE.match(t):
+        found = (None, m.group(1), m.group(2), None)  # before semantic versions the build number was the version
+    elif m := MAIN_BUILD_RE.match(t) or CLI_BUILD_RE.match(t):
+        found = (None, m.group(1), m.group(2), None)
+    elif m := BANNER_RE.search(t):
+        found = (None, m.group(1), m.group(2), m.group(3))
+    else:
+        return None
+    version, build, commit, built_with = found
     return {"version": version, "build_number": int(build),
-            "commit": None if commit == "unknown" else commit, "built_with": built_with}
+            "commit": None if commit == "unknown" and not keep_unknown else commit, "built_with": built_with}

@@ -14,21 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.errors import DialectError
+from orchestrator.recipe import argv as flags
 
-# Alias groups across eras: the first member the build accepts is the spelling it gets.
-FLAG_GROUPS = (
-    ("--spec-draft-n-max", "--draft-max", "--draft", "--draft-n"),
-    ("--spec-draft-n-min", "--draft-min", "--draft-n-min"),
-    ("--spec-draft-p-min", "--draft-p-min"),
-    ("--spec-draft-p-split", "--draft-p-split"),
-    ("-md", "--model-draft", "--spec-draft-model"),
-    ("-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"),
-    ("-ctkd", "--cache-type-k-draft", "--spec-draft-type-k"),
-    ("-ctvd", "--cache-type-v-draft", "--spec-draft-type-v"),
-    ("-devd", "--device-draft", "--spec-draft-device"),
-)
-DRAFT_MODEL_FLAGS = {"-md", "--model-draft", "--spec-draft-model"}
-VERBOSITY_FLAGS = {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose"}
 CLASSIC_COMPLETION = ("llama-completion", "llama-cli")  # preferred first: llama-cli became a chat UI in Dec 2025
 NO_SPEC_TYPE_TOOLS = {"llama-speculative"}  # the tree variant drafts without --spec-type
 NUMBER = re.compile(r"^-\d")
@@ -100,11 +87,11 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
             out[i] = _translate_flag(out[i], info, tool, build_label, notes)
     _check_spec_types(out, info, tool, build_label)
     present = {a.split("=", 1)[0] for a, lit in zip(out, literal) if lit}
-    if present & DRAFT_MODEL_FLAGS and "--spec-type" not in present and tool not in NO_SPEC_TYPE_TOOLS \
+    if present & set(flags.DRAFT_MODEL) and "--spec-type" not in present and tool not in NO_SPEC_TYPE_TOOLS \
             and "draft-simple" in info.spec_types:
         out += ["--spec-type", "draft-simple"]
         notes.append(f"added --spec-type draft-simple: {tool} of build {build_label} ignores a draft model without it")
-    if info.has_trace_level and not present & VERBOSITY_FLAGS and "-lv" in info.accepted:
+    if info.has_trace_level and not present & set(flags.VERBOSITY) and "-lv" in info.accepted:
         out += ["-lv", "4"]
         notes.append(f"added -lv 4: {tool} of build {build_label} hides statistics and library perf lines below it")
     return Translation(out, notes)
@@ -124,7 +111,7 @@ def _translate_flag(arg: str, info: HelpInfo, tool: str, build_label: str, notes
     flag, eq, value = arg.partition("=")
     if flag in info.accepted:
         return arg
-    for group in FLAG_GROUPS:
+    for group in flags.RENAMED:
         if flag in group:
             spelling = next((f for f in group if f in info.accepted), None)
             if spelling:

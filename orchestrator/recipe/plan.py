@@ -8,7 +8,6 @@ syntax tree without rendering anything.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tomllib
@@ -18,8 +17,9 @@ from pathlib import Path
 import jinja2
 from jinja2 import nodes
 
-from orchestrator.recipe import matrix
 from orchestrator.errors import RecipeError
+from orchestrator.hashing import sha256_text
+from orchestrator.recipe import matrix
 
 PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
@@ -121,7 +121,7 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
                  **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {}),
                  **read_vars(vars_file), **parse_set(overrides)}
     cells = matrix.expand(meta, where=str(path))
-    plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=hashlib.sha256(source.encode()).hexdigest(),
+    plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=sha256_text(source),
                 mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables)
     template = _compile(env, source, path)
     for name, overrides in cells.cells.items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from orchestrator.errors import RecipeError
+from orchestrator.hashing import sha256_text
 
 DEFAULT = "default"
 
@@ -67,5 +67,5 @@ def _from_records(records: list, where: str) -> list[Prompt]:
 
 def identity(name: str, items: list[Prompt]) -> str:
     """What compare joins on: the set's name and a hash of its records (an edited file is another set)."""
-    digest = hashlib.sha256(json.dumps([[p.id, p.category, p.prompt] for p in items]).encode()).hexdigest()
+    digest = sha256_text(json.dumps([[p.id, p.category, p.prompt] for p in items]))
     return f"{Path(name).name}@{digest[:12]}"

@@ -17,11 +17,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrator.machine import envinfo
-from orchestrator.report import plots
-from orchestrator.analyze import stats
 from orchestrator import tables
+from orchestrator.analyze import stats
+from orchestrator.machine import envinfo
 from orchestrator.machine import telemetry as telemetry_mod
+from orchestrator.report import plots
 from orchestrator.report.plots import ArmInterval
 
 REPORT = "report.md"

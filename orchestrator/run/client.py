@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 
 import requests
 
+from orchestrator.hashing import sha256_text
 from orchestrator.recipe.prompts import Prompt
 
 TIMING_KEYS = ("cache_n", "prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second",
@@ -95,7 +95,7 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
         return result
     result.wall_ms = (time.monotonic() - start) * 1000
     output = "".join(text)
-    result.output_sha256 = hashlib.sha256(output.encode()).hexdigest()
+    result.output_sha256 = sha256_text(output)
     result.output_chars = len(output)
     result.status = "ok" if result.timings else "error"
     if not result.timings:

@@ -1,54 +1,40 @@
 """One run of one arm: insert its row, launch it (a CLI tool under proc, or requests to a llama-server),
-sample telemetry, parse, classify, and store everything, whatever happens.
+sample the process tree and GPUs, parse, classify, and store everything, whatever happens.
 
-runner.py decides what runs and in which order; this module does each run.
+run/sweep.py decides what runs and in which order; this module does each run.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import parse, proc, store
+from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
+from orchestrator.errors import ServerFailed
+from orchestrator.machine import roofline, telemetry
+from orchestrator.parse.server import server_metrics
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe import dialect, schedule
+from orchestrator.recipe.plan import Plan
 from orchestrator.run import client
-from orchestrator.recipe import dialect
-from orchestrator import parse
-from orchestrator.models import preflight
-from orchestrator import proc
-from orchestrator.recipe import plan as recipe
-from orchestrator.machine import roofline
-from orchestrator.recipe import schedule
 from orchestrator.run import server_run as server_runner
-from orchestrator import store
-from orchestrator.machine import telemetry
-from orchestrator.run.server import ServerFailed
-
-
-@dataclass
-class PreparedArm:
-    arm: recipe.Arm
-    executed: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    stop_status: str | None = None  # skipped / failed when the arm cannot be launched
-    stop_class: str | None = None
-    stop_reason: str | None = None
-    models: preflight.ModelsUsed | None = None
-    memfit: dict | None = None
-    prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
+from orchestrator.run.prepare import PreparedArm
 
 
 @dataclass
 class Instruments:
-    """Per-sweep measurement settings: telemetry interval (0: off) and the device bandwidth for the roofline."""
+    """Per-sweep measurement settings: telemetry interval (0: no samples kept) and the roofline's bandwidth."""
 
     telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
     bandwidth: roofline.Bandwidth | None = None
 
-    def sampler(self, pid: int):
-        if not self.telemetry_interval:
-            return None
-        sampler = telemetry.Sampler(pid, self.telemetry_interval)
+    def sampler(self, pid: int) -> telemetry.Sampler:
+        """The run's one sampler: telemetry rows when on; peak RSS and CPU time of the tree always."""
+        keep = bool(self.telemetry_interval)
+        sampler = telemetry.Sampler(pid, self.telemetry_interval or telemetry.DEFAULT_INTERVAL_S, keep=keep)
         sampler.start()
         return sampler
 
@@ -56,11 +42,11 @@ class Instruments:
 def expects_speculation(argv: list[str]) -> bool:
     if Path(argv[0]).name in dialect.NO_SPEC_TYPE_TOOLS:  # the tree variant drafts without --spec-type
         return True
-    spec_type = preflight.flag_value(argv, ("--spec-type",))
-    return bool(preflight.flag_value(argv, preflight.DRAFT_FLAGS)) or bool(spec_type and spec_type != "none")
+    spec_type = flags.flag_value(argv, flags.SPEC_TYPE)
+    return bool(flags.flag_value(argv, flags.DRAFT_MODEL)) or bool(spec_type and spec_type != "none")
 
 
-def start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
+def start_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
                params: dict, instruments: Instruments) -> tuple[int | None, tuple[str, str] | None]:
     """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
     row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
@@ -80,7 +66,7 @@ def start_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm
     return store.insert_run(con, {**row, "status": "running"}), None
 
 
-def server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
+def server_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
                     timeout: float | None, pool: server_runner.ServerPool,
                     instruments: Instruments) -> tuple[str, str]:
     params = server_runner.request_params(p.arm.params)
@@ -105,9 +91,8 @@ def server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedAr
     tele = _store_telemetry(con, run_id, out["samples"])
     rows = server_runner.request_rows(run_id, out["results"])
     store.insert_requests(con, rows)
-    parsed = server_runner.server_metrics(rows, out["measured_log"], wall_s=out["wall_s"],
-                                          concurrency=out["concurrency"],
-                                          metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
+    parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
+                            metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
     store.save_metrics(con, run_id, parsed)
     errors = [r for r in rows if r["status"] != "ok"]
     timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
@@ -125,7 +110,7 @@ def server_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedAr
                     f"({out['wall_s']:.1f}s) run {run_id}")
 
 
-def cli_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, slot: schedule.Slot,
+def cli_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
              timeout: float | None, instruments: Instruments) -> tuple[str, str]:
     run_id, stopped = start_run(con, sweep_id, build, plan, p, slot, p.arm.params, instruments)
     if stopped:
@@ -134,7 +119,7 @@ def cli_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, 
     with tempfile.TemporaryDirectory(prefix="orch-run-") as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         try:
-            res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout, monitor=True,
+            res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout,
                            on_start=lambda pid: samplers.append(instruments.sampler(pid)))
         except KeyboardInterrupt:
             store.save_logs(con, run_id, {"stdout": _read(out), "stderr": _read(err)})
@@ -144,6 +129,7 @@ def cli_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, 
         logs = {"stdout": _read(out), "stderr": _read(err)}
     store.save_logs(con, run_id, logs)
     tele = _store_telemetry(con, run_id, _stop(samplers))
+    peak_rss, cpu_s = (samplers[0].peak_rss_bytes or None, samplers[0].cpu_s) if samplers else (None, None)
     text = logs["stderr"].decode(errors="replace") + "\n" + logs["stdout"].decode(errors="replace")
     parsed = parse.parse_text(text)
     store.save_metrics(con, run_id, parsed)
@@ -152,14 +138,14 @@ def cli_run(con, sweep_id: int, build: dict, plan: recipe.Plan, p: PreparedArm, 
     status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
     store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal, failure_class=failure,
                      failure_detail=None if failure is None else res.describe(), wall_s=res.wall_s,
-                     peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele, ended_at=store.utcnow())
+                     peak_rss_bytes=peak_rss, cpu_s=cpu_s, telemetry=tele, ended_at=store.utcnow())
     if failure:
         return status, f"{status} ({failure}, {res.describe()}) run {run_id}"
     return status, f"ok, {_speed_text(parsed.metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
 
 
 def _stop(samplers: list) -> list:
-    return [s for sampler in samplers if sampler for s in sampler.stop()]
+    return [s for sampler in samplers for s in sampler.stop()]
 
 
 def _store_telemetry(con, run_id: int, samples: list) -> str | None:
@@ -179,8 +165,8 @@ def _speed_text(m: dict, p: PreparedArm, instruments: Instruments) -> str:
         text += f", acceptance {m['acceptance']:.1%}"
     target = p.models.target if p.models else None
     bw = instruments.bandwidth
-    bound = roofline.decode_bound_tps(bw.bytes_per_s if bw else None, target.decode_bytes if target else None)
-    pct = roofline.roofline_pct(m["decode_tps"], bound)
+    bound = decode_bound_tps(bw.bytes_per_s if bw else None, target.decode_bytes if target else None)
+    pct = roofline_pct(m["decode_tps"], bound)
     return text + (f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else "")
 
 

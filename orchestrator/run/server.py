@@ -14,26 +14,14 @@ from pathlib import Path
 
 import requests
 
-from orchestrator import parse
-from orchestrator import proc
-from orchestrator.errors import OrchError
+from orchestrator import parse, proc
+from orchestrator.errors import ServerFailed
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 10.0
 PORT_ATTEMPTS = 3
 BIND_FAILURE = re.compile(r"couldn't bind|could not bind|address already in use|failed to bind", re.I)
 METRIC_LINE = re.compile(r"^llamacpp:(\w+)(\{[^}]*\})?\s+([-+0-9.eE]+|nan|inf)\s*$")
-
-
-class ServerFailed(OrchError):
-    """The server exited, never became healthy, or did not engage speculation."""
-
-    exit_code = 16
-
-    def __init__(self, message: str, failure_class: str, log_tail: str = ""):
-        super().__init__(message)
-        self.failure_class = failure_class
-        self.log_tail = log_tail
 
 
 def free_port() -> int:

@@ -13,18 +13,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.run import client
-from orchestrator.recipe import dialect
-from orchestrator import parse
-from orchestrator.recipe import prompts
 from orchestrator import store
-from orchestrator.run.server import Server, ServerFailed
+from orchestrator.errors import ServerFailed
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe import dialect, prompts
+from orchestrator.run import client
+from orchestrator.run.server import Server
 
 REQUEST_DEFAULTS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": False, "prompt_set": prompts.DEFAULT,
                     "concurrency": 1, "server_timeout": 120}
 SPEC_COUNTERS = ("spec_decode_num_draft_tokens_total", "spec_decode_num_accepted_tokens_total",
                  "spec_decode_num_drafts_total")
-PARALLEL_FLAGS = {"-np", "--parallel"}
 
 
 def request_params(params: dict) -> dict:
@@ -33,7 +32,7 @@ def request_params(params: dict) -> dict:
 
 def server_command(executed: list[str], concurrency: int) -> list[str]:
     """N client threads need N slots: add --parallel N unless the recipe chose its own."""
-    if concurrency > 1 and not PARALLEL_FLAGS & set(executed):
+    if concurrency > 1 and not set(flags.PARALLEL) & flags.flags_in(executed):
         return [*executed, "--parallel", str(concurrency)]
     return list(executed)
 
@@ -156,60 +155,3 @@ def request_rows(run_id: int, results: list[client.RequestResult]) -> list[dict]
                      "output_sha256": r.output_sha256, "output_chars": r.output_chars,
                      "started_at": store.utc_from_epoch(r.started)})
     return rows
-
-
-def measured_log(logs: dict[str, str | bytes], offsets: dict[str, int]) -> str:
-    """The stored server log of a run minus what came before its measurement (start-up, warm-up)."""
-    parts = []
-    for stream, text in logs.items():
-        data = text.encode() if isinstance(text, str) else text
-        parts.append(data[offsets.get(stream, 0):])
-    return b"\n".join(parts).decode(errors="replace")
-
-
-def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, concurrency: int,
-                   metrics_delta: dict, offsets: dict | None = None) -> parse.ParsedLog:
-    """Run metrics from request rows (DB shape) and the run's server log; pure, so reparse can redo it."""
-    ok = [r for r in rows if r["status"] == "ok"]
-    total = {k: sum(r[k] or 0 for r in ok) for k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms",
-                                                      "draft_n", "draft_n_accepted")}
-    from_log = parse.parse_text(log_text)
-    m = dict.fromkeys(parse.METRIC_KEYS)
-    m.update(n_predict=total["predicted_n"], n_drafted=total["draft_n"], n_accepted=total["draft_n_accepted"],
-             prompt_eval_ms=total["prompt_ms"], prompt_eval_tokens=total["prompt_n"], eval_ms=total["predicted_ms"],
-             eval_runs=len(ok), total_ms=wall_s * 1000 if wall_s else None,
-             mean_accept_len=from_log.metrics.get("mean_accept_len"),
-             accept_rate_per_pos=from_log.metrics.get("accept_rate_per_pos"))
-    if total["draft_n"]:
-        m["acceptance"] = total["draft_n_accepted"] / total["draft_n"]
-    if total["predicted_ms"]:
-        m["decode_tps"] = total["predicted_n"] / total["predicted_ms"] * 1000  # pooled over requests
-    if total["prompt_ms"]:
-        m["encode_tps"] = total["prompt_n"] / total["prompt_ms"] * 1000
-    rates = [r["predicted_per_second"] for r in ok if r["predicted_per_second"]]
-    ttfts = [r["ttft_ms"] for r in ok if r["ttft_ms"] is not None]
-    log_acc = from_log.extra.get("server_acceptance") or []
-    extra = {"n_requests": len(rows), "n_requests_ok": len(ok), "concurrency": concurrency,
-             "request_mean_decode_tps": sum(rates) / len(rates) if rates else None,
-             "aggregate_tps": total["predicted_n"] / wall_s if wall_s else None,
-             "ttft_ms_mean": sum(ttfts) / len(ttfts) if ttfts else None,
-             "server_log_acceptance": log_acc, "metrics_delta": metrics_delta, "measured_log_offsets": offsets or {}}
-    return parse.ParsedLog(metrics=m, extra=extra, version=from_log.version)
-
-
-def mark_output_differences(con, sweep_id: int) -> list[tuple[str, int, int]]:
-    """For server arms at temperature 0, count outputs differing from the baseline's; (arm, differing, compared)."""
-    rows = store.rows_as_dicts(con.execute("""
-        SELECT r.id AS run_id, r.arm, count(*) AS compared,
-               count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing
-        FROM runs r
-        JOIN runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
-        JOIN requests q ON q.run_id = r.id AND q.status = 'ok'
-        JOIN requests b ON b.run_id = rb.id AND b.prompt_id = q.prompt_id AND b.status = 'ok'
-        WHERE r.sweep_id = ? AND r.mode = 'server' AND NOT r.is_baseline
-          AND NOT coalesce(r.warmup, false) AND NOT coalesce(rb.warmup, false)
-          AND CAST(r.params->>'temperature' AS DOUBLE) = 0 AND CAST(rb.params->>'temperature' AS DOUBLE) = 0
-        GROUP BY r.id, r.arm ORDER BY r.id""", [sweep_id]))
-    for row in rows:
-        con.execute("UPDATE metrics SET outputs_differ = ? WHERE run_id = ?", [row["differing"], row["run_id"]])
-    return [(r["arm"], r["differing"], r["compared"]) for r in rows]

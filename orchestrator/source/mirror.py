@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import proc
-from orchestrator.errors import OrchError, SourceImportError, UnknownCommit
+from orchestrator.errors import AmbiguousCommit, SourceImportError, UnknownCommit
 
 ORIGINS_FILE = "orch-origins.json"
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -57,7 +57,7 @@ class Mirror:
         if res.ok:
             return res.stdout.strip()
         if "ambiguous" in res.stderr:
-            raise OrchError(f"commit {ref} is ambiguous in the mirror {self.path}; give more hex digits")
+            raise AmbiguousCommit(f"commit {ref} is ambiguous in the mirror {self.path}; give more hex digits")
         return None
 
     def fetch(self, remote: str, ref: str) -> None:

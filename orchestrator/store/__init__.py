@@ -1,148 +1,37 @@
-"""The DuckDB results file: open (migrating), and write what the stages produce."""
+"""The DuckDB results file: `db` opens it (migrated), `writes` changes it, `queries` reads it (every SELECT).
 
-from __future__ import annotations
+    with store.opened(path) as con:
+        store.insert_run(con, {...})
+        rows = queries.arm_runs(con, [sweep_id])
+"""
 
-import gzip
-import json
-from datetime import datetime, timezone
-from pathlib import Path
+from orchestrator.store.db import (
+                                       connect,
+                                       opened,
+                                       rows_as_dicts,
+                                       utc,
+                                       utc_from_epoch,
+                                       utcnow,
+)
+from orchestrator.store.writes import (
+                                       METRIC_COLUMNS,
+                                       create_sweep,
+                                       end_sweep,
+                                       fail_running_runs,
+                                       insert_requests,
+                                       insert_run,
+                                       insert_telemetry,
+                                       interrupt_running_runs,
+                                       mark_output_differences,
+                                       record_build,
+                                       record_model,
+                                       reopen_sweep,
+                                       save_logs,
+                                       save_metrics,
+                                       update_run,
+)
 
-import duckdb
-
-from orchestrator.store import migrations
-from orchestrator.errors import OrchError
-from orchestrator.store.migrations import utcnow
-
-
-def utc(value):
-    """An ISO string or aware datetime as naive UTC, the way every timestamp column stores it."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if isinstance(value, datetime) and value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
-    return value
-
-
-def connect(path: Path) -> duckdb.DuckDBPyConnection:
-    try:
-        con = duckdb.connect(str(path))
-    except duckdb.Error as exc:
-        raise OrchError(f"cannot open results database {path} ({exc}); close other orch or duckdb "
-                        f"sessions using it, or pass --db") from None
-    migrations.apply(con)
-    return con
-
-
-BUILD_COLUMNS = ("id", "name", "commit", "upstream_commit", "source", "backend", "cuda_archs", "cmake_options",
-                 "targets", "compiler", "compiler_version", "cuda_toolkit", "ccache", "duration_s", "status",
-                 "failure", "dir", "log_path", "started_at", "finished_at")
-
-
-def record_build(con: duckdb.DuckDBPyConnection, info: dict) -> None:
-    """Insert or update one build attempt and its binaries (from a build.json-shaped dict)."""
-    row = {c: info.get(c) for c in BUILD_COLUMNS}
-    for c in ("cmake_options", "targets"):
-        row[c] = json.dumps(row[c])
-    row["cuda_archs"] = ";".join(info.get("cuda_archs") or []) or None
-    row["started_at"], row["finished_at"] = utc(row["started_at"]), utc(row["finished_at"])
-    con.execute("BEGIN TRANSACTION")
-    con.execute("DELETE FROM binaries WHERE build_id = ?", [row["id"]])
-    con.execute("DELETE FROM builds WHERE id = ?", [row["id"]])
-    con.execute(f"INSERT INTO builds ({', '.join(BUILD_COLUMNS)}) VALUES ({', '.join('?' * len(BUILD_COLUMNS))})",
-                [row[c] for c in BUILD_COLUMNS])
-    for b in info.get("binaries", []):
-        con.execute("INSERT INTO binaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [row["id"], b["name"], b["path"], b["sha256"], b["version_text"], b["build_number"],
-                     b["reported_commit"], b["help_text"]])
-    con.execute("COMMIT")
-
-
-METRIC_COLUMNS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
-                  "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
-                  "mean_accept_len", "accept_rate_per_pos")
-
-
-def utc_from_epoch(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)
-
-
-def insert_telemetry(con: duckdb.DuckDBPyConnection, run_id: int, samples: list[dict]) -> None:
-    cols = ("t", "gpu", "mem_used_bytes", "util_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temp_c",
-            "throttle_reasons", "rss_bytes", "cpu_pct")
-    if samples:
-        con.executemany(f"INSERT INTO telemetry (run_id, {', '.join(cols)}) VALUES ({', '.join('?' * (len(cols) + 1))})",
-                        [[run_id, *(s.get(c) for c in cols)] for s in samples])
-
-
-def insert_requests(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
-    for row in rows:
-        cols = list(row)
-        con.execute(f"INSERT INTO requests ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                    [row[c] for c in cols])
-
-
-def record_model(con: duckdb.DuckDBPyConnection, info: dict) -> None:
-    cols = [c for c in ("sha256", "path", "size_bytes", "architecture", "name", "parameters", "file_type",
-                        "vocab_type", "vocab_size", "bos_id", "eos_id", "n_layers", "n_embd", "context_length",
-                        "expert_count", "expert_used_count", "n_head", "n_head_kv", "key_length", "value_length",
-                        "quant_mix", "weight_bytes", "expert_bytes", "decode_bytes") if c in info]
-    info = {**info, "quant_mix": json.dumps(info.get("quant_mix"))}
-    con.execute("DELETE FROM models WHERE sha256 = ?", [info["sha256"]])
-    con.execute(f"INSERT INTO models ({', '.join(cols)}, inspected_at) VALUES ({', '.join('?' * (len(cols) + 1))})",
-                [*(info[c] for c in cols), utcnow()])
-
-
-def create_sweep(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    row = {k: json.dumps(v, default=str) if k in ("variables", "host", "argv", "env") else v for k, v in row.items()}
-    cols = list(row)
-    return con.execute(f"INSERT INTO sweeps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
-                       [row[c] for c in cols]).fetchone()[0]
-
-
-def end_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, status: str) -> None:
-    con.execute("UPDATE sweeps SET status = ?, ended_at = ? WHERE id = ?", [status, utcnow(), sweep_id])
-
-
-def insert_run(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    json_cols = ("params", "rendered_argv", "executed_argv", "translations", "memfit")
-    row = {k: json.dumps(v) if k in json_cols else v for k, v in row.items()}
-    cols = list(row)
-    return con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
-                       [row[c] for c in cols]).fetchone()[0]
-
-
-def save_logs(con: duckdb.DuckDBPyConnection, run_id: int, logs: dict[str, bytes]) -> None:
-    for stream, data in logs.items():
-        con.execute("INSERT OR REPLACE INTO run_logs VALUES (?, ?, ?, ?)",
-                    [run_id, stream, len(data), gzip.compress(data, compresslevel=6)])
-
-
-def read_logs(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, str]:
-    rows = con.execute("SELECT stream, gz FROM run_logs WHERE run_id = ?", [run_id]).fetchall()
-    return {stream: gzip.decompress(gz).decode(errors="replace") for stream, gz in rows}
-
-
-def save_metrics(con: duckdb.DuckDBPyConnection, run_id: int, parsed) -> None:
-    """Replace the metrics row of run_id with what the parsers found (parse.ParsedLog)."""
-    m = parsed.metrics
-    values = {c: m.get(c) for c in METRIC_COLUMNS}
-    values["accept_rate_per_pos"] = json.dumps(values["accept_rate_per_pos"])
-    n_predict, n_drafted = m.get("n_predict"), m.get("n_drafted")
-    values["draft_per_generated"] = n_drafted / n_predict if n_predict and n_drafted is not None else None
-    values["extra"] = json.dumps(parsed.extra, default=str)
-    values["version"] = json.dumps(parsed.version, default=str)
-    values["parsed_at"] = utcnow()
-    cols = ["run_id", *values]
-    con.execute("DELETE FROM metrics WHERE run_id = ?", [run_id])
-    con.execute(f"INSERT INTO metrics ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                [run_id, *values.values()])
-
-
-def update_run(con: duckdb.DuckDBPyConnection, run_id: int, **fields) -> None:
-    sets = ", ".join(f"{k} = ?" for k in fields)
-    con.execute(f"UPDATE runs SET {sets} WHERE id = ?", [*fields.values(), run_id])
-
-
-def rows_as_dicts(cursor) -> list[dict]:
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+__all__ = ["connect", "opened", "rows_as_dicts", "utc", "utc_from_epoch", "utcnow", "METRIC_COLUMNS", "create_sweep",
+           "end_sweep", "fail_running_runs", "insert_requests", "insert_run", "insert_telemetry",
+           "interrupt_running_runs", "mark_output_differences", "record_build", "record_model", "reopen_sweep",
+           "save_logs", "save_metrics", "update_run"]

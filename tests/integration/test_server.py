@@ -12,7 +12,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from integration.conftest import CACHE, COMMIT, db_rows, llama_servers_under, orch_run, run_orch
+from integration.conftest import (
+    CACHE,
+    COMMIT,
+    db_rows,
+    llama_servers_under,
+    orch_run,
+    run_orch,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_SPEC = ROOT / "recipes" / "server_spec.j2"

@@ -109,13 +109,3 @@ def test_stamp_matches_only_the_same_request():
     assert not buildopts.stamp_matches(None, req)
     stale = dict(stamp, key=dict(stamp["key"], scheme=0))
     assert not buildopts.stamp_matches(stale, req)
-
-
-def test_parse_version_both_eras():
-    current = "version: 0.5.0-dev (build 1, commit 0c1e570)\nbuilt with GNU 12.2.0 for Linux x86_64\n"
-    assert buildopts.parse_version(current) == {"build_number": 1, "commit": "0c1e570",
-                                                "built_with": "GNU 12.2.0 for Linux x86_64"}
-    older = "version: 5142 (80f19b41)\nbuilt with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu\n"
-    assert buildopts.parse_version(older)["commit"] == "80f19b41"
-    assert buildopts.parse_version(older)["build_number"] == 5142
-    assert buildopts.parse_version("garbage")["commit"] is None

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.recipe import dialect
 from orchestrator.errors import DialectError
+from orchestrator.recipe import dialect
 
 HELP = Path(__file__).resolve().parents[1] / "fixtures" / "help"
 NEW, OLD = "0c1e57098", "f49e91787"

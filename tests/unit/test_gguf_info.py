@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from orchestrator.errors import ModelError, OrchError
-from orchestrator.models.gguf_info import ModelInfo, decode_bytes, file_type_name, inspect, vocab_differences
+from orchestrator.models.gguf_info import (
+    ModelInfo,
+    decode_bytes,
+    file_type_name,
+    inspect,
+    vocab_differences,
+)
 
 
 def write_gguf(path, *, vocab_model="llama", n_vocab=8, bos=1, eos=2, experts=None, with_vocab=True, name="tiny"):

@@ -1,12 +1,11 @@
 """Backend choice and CUDA architectures from what NVML reports (a fake NVML stands in for a GPU)."""
 
 import pytest
-
 from nvml_fake import FakeGpu, install
+
 from orchestrator.build import builder as build
-from orchestrator.machine import gpu
-from orchestrator.machine import nvml
 from orchestrator.errors import BackendUnavailable
+from orchestrator.machine import gpu, nvml
 
 
 @pytest.fixture(autouse=True)

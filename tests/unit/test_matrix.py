@@ -3,9 +3,9 @@
 import jinja2
 import pytest
 
+from orchestrator.errors import RecipeError
 from orchestrator.recipe import matrix
 from orchestrator.recipe import plan as recipe
-from orchestrator.errors import RecipeError
 
 
 def test_design_md_example_grid_with_baseline_overrides():

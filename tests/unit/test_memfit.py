@@ -5,6 +5,7 @@ import json
 import pytest
 from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
+from orchestrator.machine import gpu
 from orchestrator.models import memfit
 from orchestrator.models.gguf_info import ModelInfo
 
@@ -104,11 +105,24 @@ def test_from_argv_defaults():
 
 
 def test_free_memory_from_nvml(fake_nvml):
-    assert memfit.gpu_free_bytes(0) == 70 * GIB and memfit.gpu_free_bytes(1) == 23 * GIB
-    assert memfit.gpu_free_bytes(5) is None
-    assert memfit.from_argv(["x", "-c", "32768"], TARGET, DRAFT).free_bytes == 70 * GIB
+    assert gpu.free_bytes(0) == 70 * GIB and gpu.free_bytes(1) == 23 * GIB
+    assert gpu.free_bytes(5) is None
+    assert memfit.from_argv(["x", "-c", "32768"], TARGET, DRAFT, free_bytes=gpu.free_bytes(0)).free_bytes == 70 * GIB
 
 
 def test_no_free_memory_without_nvml(no_nvml):
-    assert memfit.gpu_free_bytes(0) is None
-    assert memfit.from_argv(["x"], TARGET, DRAFT).fits is None
+    assert gpu.free_bytes(0) is None
+    assert memfit.from_argv(["x"], TARGET, DRAFT, free_bytes=gpu.free_bytes(0)).fits is None
+
+
+def test_draft_flags_of_every_era_reach_the_estimate():
+    """Old (-ngld/-ctkd) and new (--spec-draft-ngl/--spec-draft-type-k) spellings give the same estimate."""
+    old = ["x", "-m", "t", "-md", "d", "-ngld", "0", "-ctkd", "q8_0", "-ctvd", "q4_0"]
+    new = ["x", "-m", "t", "--spec-draft-model", "d", "--spec-draft-ngl", "0", "--spec-draft-type-k", "q8_0",
+           "--spec-draft-type-v=q4_0"]
+    estimates = [memfit.from_argv(argv, TARGET, DRAFT, free_bytes=80 * GIB).models[1] for argv in (old, new)]
+    assert estimates[0] == estimates[1]
+    draft = estimates[1]
+    assert draft.gpu_layers == 0 and draft.gpu_bytes == 0  # --spec-draft-ngl 0 keeps the draft on the CPU
+    default = memfit.from_argv(["x"], TARGET, DRAFT, free_bytes=80 * GIB).models[1]
+    assert draft.kv_bytes < default.kv_bytes  # q8_0/q4_0 draft cache, not f16

@@ -207,3 +207,19 @@ def test_metric_keys_are_exactly_the_canonical_set():
     assert len(METRIC_KEYS) == 15
     assert all(v is None for v in parse_text("").metrics.values())
     assert not math.isnan(parse_text(SPEC_2023).metrics["decode_tps"])
+
+
+def test_version_text_of_both_eras_one_parser_for_probes_and_logs():
+    from orchestrator.parse.version import parse_version_text
+
+    current = "version: 0.5.0-dev (build 1, commit 0c1e570)\nbuilt with GNU 12.2.0 for Linux x86_64\n"
+    assert parse_version_text(current) == {"version": "0.5.0-dev", "build_number": 1, "commit": "0c1e570",
+                                           "built_with": "GNU 12.2.0 for Linux x86_64"}
+    older = "version: 5142 (80f19b41)\nbuilt with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu\n"
+    assert parse_version_text(older)["commit"] == "80f19b41"
+    assert parse_version_text(older)["build_number"] == 5142
+    assert parse_version_text("garbage") is None
+    # A build that cannot name its commit: logs record None, the build probe keeps "unknown" to refuse it.
+    unknown = "version: 0.5.0-dev (build 1, commit unknown)\n"
+    assert parse_version_text(unknown)["commit"] is None
+    assert parse_version_text(unknown, keep_unknown=True)["commit"] == "unknown"

@@ -2,16 +2,18 @@
 
 import pytest
 
-from orchestrator.models import preflight
-from orchestrator.run import one_run as single_run
 from orchestrator.errors import PreflightError
+from orchestrator.models import preflight
+from orchestrator.recipe import argv as flags
+from orchestrator.run import one_run as single_run
 
 
 def test_flag_value_reads_both_spellings_and_the_last_wins():
     argv = ["llama-server", "-m", "a.gguf", "--model=b.gguf", "-md", "d.gguf"]
-    assert preflight.flag_value(argv, preflight.TARGET_FLAGS) == "b.gguf"
-    assert preflight.flag_value(argv, preflight.DRAFT_FLAGS) == "d.gguf"
-    assert preflight.flag_value(["x", "-m"], preflight.TARGET_FLAGS) is None
+    assert flags.flag_value(argv, flags.TARGET_MODEL) == "b.gguf"
+    assert flags.flag_value(argv, flags.DRAFT_MODEL) == "d.gguf"
+    assert flags.flag_value(["x", "-m"], flags.TARGET_MODEL) is None
+    assert flags.flags_in(["llama-server", "--port=8080", "-m", "x"]) == {"--port", "-m"}
 
 
 @pytest.mark.parametrize("argv, expected", [

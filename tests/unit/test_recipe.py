@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.recipe import plan as recipe
 from orchestrator.errors import RecipeError
+from orchestrator.recipe import plan as recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = {"bin": "/b/bin", "build": {"commit": "0c1e57098", "backend": "cpu"}}

@@ -7,8 +7,8 @@ import pytest
 from nvml_fake import no_nvml  # noqa: F401 (fixture)
 
 from orchestrator.machine import envinfo
-from orchestrator.report import page as report
 from orchestrator.machine.telemetry import Sample
+from orchestrator.report import page as report
 
 ARMS = {"baseline": (20.0, None), "dm8": (31.0, 0.62), "dm16": (27.0, 0.48)}  # decode tok/s, acceptance
 

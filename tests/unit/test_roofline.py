@@ -7,7 +7,8 @@ import pytest
 from nvml_fake import fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
 from orchestrator.machine import roofline
-from orchestrator.machine.roofline import Bandwidth, cpu_bandwidth, decode_bound_tps, gpu_bandwidth, roofline_pct
+from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
+from orchestrator.machine.roofline import Bandwidth, cpu_bandwidth, gpu_bandwidth
 
 SMALL = {"size_bytes": 8 << 20, "repeats": 2}  # the real default is 256 MiB; small keeps the tests quick
 

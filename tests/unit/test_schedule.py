@@ -2,8 +2,8 @@
 
 import pytest
 
-from orchestrator.recipe import schedule
 from orchestrator.errors import InvalidOption
+from orchestrator.recipe import schedule
 from orchestrator.recipe.schedule import Slot
 
 

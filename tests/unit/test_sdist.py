@@ -3,8 +3,8 @@
 import tarfile
 
 import pytest
-
 from conftest import git
+
 from orchestrator.source import sdist
 from orchestrator.source.mirror import Mirror, resolve_commit
 

@@ -2,10 +2,11 @@
 
 import pytest
 
+from orchestrator.errors import RecipeError
 from orchestrator.recipe import prompts
 from orchestrator.run import server
+from orchestrator.parse.server import measured_log, server_metrics
 from orchestrator.run import server_run as server_runner
-from orchestrator.errors import RecipeError
 
 
 def test_builtin_prompt_set_covers_the_categories():
@@ -46,16 +47,16 @@ def row(predicted_n, predicted_ms, draft_n=0, accepted=0, status="ok"):
 
 def test_server_metrics_pool_requests():
     rows = [row(100, 200.0, 50, 40), row(50, 50.0, 30, 15), row(1, 1.0, status="error")]
-    parsed = server_runner.server_metrics(rows, "", wall_s=2.0, concurrency=1, metrics_delta={})
+    parsed = server_metrics(rows, "", wall_s=2.0, concurrency=1, metrics_delta={})
     m = parsed.metrics
     assert m["decode_tps"] == pytest.approx(150 / 250 * 1000)  # pooled, not the mean of 500 and 1000
     assert parsed.extra["request_mean_decode_tps"] == pytest.approx(750)
     assert m["acceptance"] == pytest.approx(55 / 80) and (m["n_drafted"], m["n_accepted"]) == (80, 55)
     assert m["n_predict"] == 150 and parsed.extra["n_requests_ok"] == 2 and parsed.extra["aggregate_tps"] == 75
-    none = server_runner.server_metrics([row(10, 10.0)], "", wall_s=1.0, concurrency=1, metrics_delta={})
+    none = server_metrics([row(10, 10.0)], "", wall_s=1.0, concurrency=1, metrics_delta={})
     assert none.metrics["acceptance"] is None
 
 
 def test_measured_log_drops_startup_and_warmup():
     logs = {"stdout": b"", "stderr": b"start-up\nwarm-up\nmeasured\n"}
-    assert server_runner.measured_log(logs, {"stderr": len(b"start-up\nwarm-up\n")}).strip() == "measured"
+    assert measured_log(logs, {"stderr": len(b"start-up\nwarm-up\n")}).strip() == "measured"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.errors import DialectError
 from orchestrator.recipe import dialect
 from orchestrator.recipe import plan as recipe
-from orchestrator.errors import DialectError
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"

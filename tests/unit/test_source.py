@@ -1,8 +1,8 @@
 """Commit resolution against real git repositories made in a temporary directory."""
 
 import pytest
-
 from conftest import git
+
 from orchestrator.errors import UnknownCommit
 from orchestrator.source.mirror import Mirror, resolve_commit
 

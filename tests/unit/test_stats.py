@@ -6,8 +6,13 @@ import math
 import pytest
 
 from orchestrator.analyze import stats
-from orchestrator.analyze.stats import (BELOW_BREAK_EVEN, FULL_ACCEPTANCE_SLOWDOWN, HIGH_CV, OUTLIERS,
-                                WARNING_KINDS)
+from orchestrator.analyze.stats import (
+    BELOW_BREAK_EVEN,
+    FULL_ACCEPTANCE_SLOWDOWN,
+    HIGH_CV,
+    OUTLIERS,
+    WARNING_KINDS,
+)
 
 
 def test_describe_three_samples():

@@ -2,8 +2,9 @@
 
 import duckdb
 
-from orchestrator.store import migrations
 from orchestrator import store
+from orchestrator.store import migrations
+from orchestrator.store.writes import BUILD_COLUMNS
 
 BUILD = {
     "id": "0c1e57098-cpu@20261122T010000Z", "name": "0c1e57098-cpu", "commit": "0c1e57098bba" + "0" * 28,
@@ -35,7 +36,7 @@ def test_schema_snapshot(tmp_path):
     builds = [c for t, c in cols if t == "builds"]
     assert binaries == ["build_id", "name", "path", "sha256", "version_text", "build_number", "reported_commit",
                         "help_text"]
-    assert builds == list(store.BUILD_COLUMNS)
+    assert builds == list(BUILD_COLUMNS)
 
 
 def test_record_build_round_trips_and_replaces(tmp_path):

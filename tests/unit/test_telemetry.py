@@ -9,7 +9,12 @@ import pytest
 from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
 from orchestrator.machine import nvml
-from orchestrator.machine.telemetry import NO_GPU, Sample, Sampler, summarize, throttle_names
+from orchestrator.machine.telemetry import (
+    NO_GPU,
+    Sample,
+    Sampler,
+    summarize,
+)
 
 MIB = 2**20
 # A child that spawns a grandchild holding 80 MiB, then spins a CPU core itself for `seconds`.
@@ -78,7 +83,6 @@ def test_fake_gpus_give_one_row_each_per_tick(fake_nvml):
     assert (gpu0.mem_used_bytes, gpu0.util_pct, gpu0.power_w) == (10 * GIB, 50, 300.0)
     assert (gpu0.sm_clock_mhz, gpu0.mem_clock_mhz, gpu0.temp_c, gpu0.throttle_reasons) == (1980, 2619, 60, 68)
     assert gpu1.mem_used_bytes == 1 * GIB
-    assert set(throttle_names(gpu0.throttle_reasons)) == {"SwPowerCap", "HwThermalSlowdown"}
 
 
 def test_summarize_hand_made_samples():
@@ -115,7 +119,3 @@ def test_summarize_nothing():
 def test_sample_to_dict_has_every_field():
     row = Sample(t=0.1, gpu=0, util_pct=5).to_dict()
     assert row["t"] == 0.1 and row["gpu"] == 0 and row["util_pct"] == 5 and "throttle_reasons" in row
-
-
-def test_throttle_names_of_nothing():
-    assert throttle_names(None) == [] and throttle_names(0) == []

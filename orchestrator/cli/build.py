@@ -1,0 +1,95 @@
+"""`orch build`, `orch builds`, `orch mirror`: llama.cpp source and builds."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from orchestrator import config
+from orchestrator.cli.group import db_option, main
+
+
+@main.command("build")
+@click.argument("commit")
+@click.option("-b", "--backend", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="auto picks CUDA only when nvcc is on PATH and NVML sees a GPU.")
+@click.option("--cuda-arch", default=None, help="CUDA compute capabilities, e.g. 86 or '86;90' (default: the GPUs').")
+@click.option("--cmake-arg", "cmake_args", multiple=True, help="Extra argument passed to CMake configure (repeatable).")
+@click.option("-f", "--force", is_flag=True, help="Rebuild from scratch even when a complete build exists.")
+@click.option("-s", "--source", default=None,
+              help="Git remote URL or path to fetch from (default: $ORCH_LLAMA_REPO or upstream GitHub).")
+@db_option
+def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
+    """Build llama.cpp at COMMIT (cached).
+
+    COMMIT is a full or abbreviated sha, a tag or a branch.
+
+    Example: orch build 0c1e57098 --backend cpu
+    """
+    from orchestrator.build.builder import build
+
+    info = build(commit, backend=backend, cuda_arch=cuda_arch, cmake_args=cmake_args, force=force,
+                 source=source, db=db)
+    click.echo(info["bin_dir"])
+
+
+@main.command("builds")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+def builds_command(as_json):
+    """List complete builds (newest first).
+
+    Example: orch builds --json
+    """
+    from orchestrator.build.builder import list_builds
+
+    builds = list_builds()
+    if as_json:
+        click.echo(json.dumps(builds, indent=2))
+        return
+    if not builds:
+        click.echo(f"no builds in {config.builds_root()}; run `orch build COMMIT`")
+    for b in builds:
+        click.echo(f"{b['name']:<24} {b['upstream_commit'][:12]}  {b['backend']:<5} {b['finished_at'][:19]}  "
+                   f"{len(b['binaries'])} binaries  {b['dir']}")
+
+
+@main.group("mirror")
+def mirror_group():
+    """Manage the local llama.cpp source mirror."""
+
+
+@mirror_group.command("sdist")
+@click.argument("versions", nargs=-1, required=True)
+def mirror_sdist(versions):
+    """Import llama.cpp from llama-cpp-python sdists.
+
+    Brings the llama.cpp commit each VERSION vendors into the mirror, from PyPI through pip.
+
+    Example: orch mirror sdist 0.3.36 0.3.20
+    """
+    from orchestrator.source.mirror import Mirror
+    from orchestrator.source.sdist import import_versions
+
+    for version, sha in import_versions(list(versions), Mirror(config.mirror_dir()), config.builds_root()):
+        click.echo(f"{version}\t{sha}")
+
+
+@mirror_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def mirror_list(as_json):
+    """Show mirror commits and where they came from.
+
+    Example: orch mirror list
+    """
+    from orchestrator.source.mirror import Mirror
+
+    mirror = Mirror(config.mirror_dir())
+    rows = mirror.list_commits()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"mirror {mirror.path} is empty; run `orch mirror sdist VERSION` or `orch build COMMIT`")
+    for row in rows:
+        click.echo(f"{row['commit'][:12]}  {row['date'][:10]}  {', '.join(row['refs']) or '-':<28} {row['source']}")

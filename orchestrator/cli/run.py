@@ -1,0 +1,66 @@
+"""`orch run`: a recipe's arms on a build, supervised and stored."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from orchestrator.cli.group import db_option, main, opened_db
+
+
+@main.command("run")
+@click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
+@click.option("--build", "build_ref", default=None, help="Build to use: commit prefix or build name (default: newest).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
+@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
+@click.option("-r", "--repeat", type=click.IntRange(min=1), default=None, help="Repeats per arm (default: recipe's).")
+@click.option("-t", "--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
+              help="Seconds before a run is killed.")
+@click.option("-w", "--warmup", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Warm-up runs per arm before measuring (stored, never counted).")
+@click.option("--order", type=click.Choice(["interleaved", "sequential", "latin"]), default="interleaved",
+              show_default=True, help="Run order: round-robin arms per repeat, arm by arm, or a Latin square.")
+@click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[SWEEP]",
+              help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
+                   "what it lacks.")
+@click.option("--telemetry-interval", type=click.FloatRange(min=0), default=0.2, show_default=True,
+              help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 stores no samples "
+                   "(peak RSS and CPU time are still measured).")
+@click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
+@click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
+@db_option
+def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, warmup, order, resume,
+                telemetry_interval, dry_run, no_dialect, db):
+    """Run a recipe's arms on a build and store them.
+
+    Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
+    arm x repeat under supervision and stores runs, metrics and raw logs.
+
+    Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
+    """
+    from orchestrator import tables
+    from orchestrator.analyze import summary
+    from orchestrator.build.builder import find_build, register
+    from orchestrator.recipe.plan import load
+    from orchestrator.run import prepare, sweep
+
+    build = find_build(build_ref)
+    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
+                                                                           "name")}}
+    plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat)
+    prepared = prepare.prepare(plan, build, translate=not no_dialect)
+    if dry_run:
+        click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
+        click.echo("\n".join(prepare.dry_run_lines(prepared)))
+        return
+    with opened_db(db) as con:
+        register(con, build, only_if_missing=True)  # every run's build is described in the same file
+        opened = sweep.open_sweep(con, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
+                                  resume_ref=resume, repeat_given=repeat is not None)
+        try:
+            result = sweep.execute(con, opened, timeout=timeout, telemetry_interval=telemetry_interval)
+        finally:  # the sweep this command stored, complete or not
+            click.echo(tables.render(summary.arm_rows(con, [opened.id]), "table", summary.TABLE_COLUMNS))
+    result.raise_for_status()

@@ -1,0 +1,48 @@
+"""Server-mode run metrics from request rows (the `requests` table's shape) and the run's server log.
+
+Pure, so a stored run can be derived again (`orch reparse`) without starting anything. Names are the same
+canonical ones as CLI runs: pooled decode throughput, acceptance = sum accepted / sum drafted.
+"""
+
+from __future__ import annotations
+
+from orchestrator.parse import METRIC_KEYS, ParsedLog, parse_text
+
+
+def measured_log(logs: dict[str, str | bytes], offsets: dict[str, int]) -> str:
+    """The stored server log of a run minus what came before its measurement (start-up, warm-up)."""
+    parts = []
+    for stream, text in logs.items():
+        data = text.encode() if isinstance(text, str) else text
+        parts.append(data[offsets.get(stream, 0):])
+    return b"\n".join(parts).decode(errors="replace")
+
+
+def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, concurrency: int,
+                   metrics_delta: dict, offsets: dict | None = None) -> ParsedLog:
+    """Run metrics from request rows (DB shape) and the run's server log; pure, so reparse can redo it."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    total = {k: sum(r[k] or 0 for r in ok) for k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms",
+                                                      "draft_n", "draft_n_accepted")}
+    from_log = parse_text(log_text)
+    m = dict.fromkeys(METRIC_KEYS)
+    m.update(n_predict=total["predicted_n"], n_drafted=total["draft_n"], n_accepted=total["draft_n_accepted"],
+             prompt_eval_ms=total["prompt_ms"], prompt_eval_tokens=total["prompt_n"], eval_ms=total["predicted_ms"],
+             eval_runs=len(ok), total_ms=wall_s * 1000 if wall_s else None,
+             mean_accept_len=from_log.metrics.get("mean_accept_len"),
+             accept_rate_per_pos=from_log.metrics.get("accept_rate_per_pos"))
+    if total["draft_n"]:
+        m["acceptance"] = total["draft_n_accepted"] / total["draft_n"]
+    if total["predicted_ms"]:
+        m["decode_tps"] = total["predicted_n"] / total["predicted_ms"] * 1000  # pooled over requests
+    if total["prompt_ms"]:
+        m["encode_tps"] = total["prompt_n"] / total["prompt_ms"] * 1000
+    rates = [r["predicted_per_second"] for r in ok if r["predicted_per_second"]]
+    ttfts = [r["ttft_ms"] for r in ok if r["ttft_ms"] is not None]
+    log_acc = from_log.extra.get("server_acceptance") or []
+    extra = {"n_requests": len(rows), "n_requests_ok": len(ok), "concurrency": concurrency,
+             "request_mean_decode_tps": sum(rates) / len(rates) if rates else None,
+             "aggregate_tps": total["predicted_n"] / wall_s if wall_s else None,
+             "ttft_ms_mean": sum(ttfts) / len(ttfts) if ttfts else None,
+             "server_log_acceptance": log_acc, "metrics_delta": metrics_delta, "measured_log_offsets": offsets or {}}
+    return ParsedLog(metrics=m, extra=extra, version=from_log.version)

@@ -1,0 +1,100 @@
+"""Before anything launches: each arm's argv in the build's dialect, its models checked, its memory estimated.
+
+Problems are recorded on the arm (stored later as a skipped or failed run with its reason), never raised:
+one bad arm must not stop the others.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.errors import DialectError, PreflightError
+from orchestrator.machine import gpu
+from orchestrator.models import gguf_info, memfit, preflight
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe import dialect, prompts
+from orchestrator.recipe.plan import Arm, Plan
+from orchestrator.run.server_run import request_params
+
+
+@dataclass
+class PreparedArm:
+    arm: Arm
+    executed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stop_status: str | None = None  # skipped / failed when the arm cannot be launched
+    stop_class: str | None = None
+    stop_reason: str | None = None
+    models: preflight.ModelsUsed | None = None
+    memfit: dict | None = None
+    prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
+
+
+def build_helps(build: dict) -> dict[str, str]:
+    """Each binary's captured --help text: what the dialect layer reads flags from."""
+    return {b["name"]: Path(b["help_path"]).read_text(errors="replace") for b in build["binaries"]}
+
+
+def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[PreparedArm]:
+    """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised."""
+    helps = build_helps(build)
+    inspected: dict = {}
+
+    def inspect_once(path):
+        if path not in inspected:
+            inspected[path] = gguf_info.inspect(path)
+        return inspected[path]
+
+    prepared = []
+    for arm in plan.arms:
+        p = PreparedArm(arm)
+        if plan.mode == "server" and flags.flags_in(arm.argv) & set(flags.ADDRESS):
+            p.stop_status, p.stop_class = "failed", "other"
+            p.stop_reason = "server recipes must not set --host or --port: orch binds 127.0.0.1 on a free port"
+            prepared.append(p)
+            continue
+        try:
+            # Models first (their flags read the same in every dialect): a skipped arm keeps its model hashes,
+            # so compare can still pair it with the other build's runs.
+            p.models = preflight.check(arm.argv, inspect=inspect_once)
+            t = dialect.translate(arm.argv, arm.literal, helps, build["name"], enabled=translate,
+                                  bin_dir=build["bin_dir"])
+            p.executed, p.notes = t.argv, t.notes
+            p.memfit = _memory_estimate(p, build)
+            if plan.mode == "server":
+                name, items = prompts.load(request_params(arm.params)["prompt_set"])
+                p.prompt_set = prompts.identity(name, items)
+        except DialectError as exc:
+            p.stop_status, p.stop_class, p.stop_reason = "skipped", "unknown_flag", str(exc)
+        except PreflightError as exc:
+            cls = "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load"
+            p.stop_status, p.stop_class, p.stop_reason = "failed", cls, str(exc)
+        prepared.append(p)
+    return prepared
+
+
+def _memory_estimate(p: PreparedArm, build: dict) -> dict | None:
+    """Weights + KV against free GPU memory; for CPU builds only the estimate (nothing goes to a GPU)."""
+    if not p.models or not p.models.target:
+        return None
+    free = gpu.free_bytes(0) if build.get("backend") == "cuda" else None
+    try:
+        fit = memfit.from_argv(p.executed, p.models.target, p.models.draft, free_bytes=free)
+    except ValueError:  # a cache type or layer count memfit cannot read: no estimate rather than no run
+        return None
+    return fit.to_dict()
+
+
+def dry_run_lines(prepared: list[PreparedArm]) -> list[str]:
+    lines = []
+    for p in prepared:
+        lines.append(f"arm {p.arm.name}{' (baseline)' if p.arm.is_baseline else ''}:")
+        lines.append(f"  rendered: {json.dumps(p.arm.argv)}")
+        if p.stop_reason:
+            lines.append(f"  {p.stop_status}: {p.stop_reason}")
+            continue
+        lines.append(f"  executed: {json.dumps(p.executed)}")
+        lines += [f"  dialect: {n}" for n in p.notes]
+    return lines

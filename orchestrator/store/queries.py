@@ -1,0 +1,235 @@
+"""Every read of the results file: one function per question, plain rows out, nothing written.
+
+Reads that would be slow at scale group in SQL (one row per arm or per test, samples as lists), so
+summarising 100k stored runs moves a few thousand rows into Python, not 100k.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import duckdb
+
+from orchestrator.parse import METRIC_KEYS as METRIC_COLUMNS
+from orchestrator.store.db import rows_as_dicts
+
+Con = duckdb.DuckDBPyConnection
+TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
+VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "run_roofline")
+
+
+# --- builds -------------------------------------------------------------------------------------------------------
+
+def build_recorded(con: Con, build_id: str) -> bool:
+    return con.execute("SELECT 1 FROM builds WHERE id = ?", [build_id]).fetchone() is not None
+
+
+def build_names_matching(con: Con, ref: str) -> list[str]:
+    """Complete stored builds whose commit or upstream commit starts with ref, or whose name is ref."""
+    rows = con.execute("SELECT DISTINCT name FROM builds WHERE status = 'ok' AND (starts_with(commit, ?) "
+                       "OR starts_with(upstream_commit, ?) OR name = ?) ORDER BY name",
+                       [ref.lower(), ref.lower(), ref]).fetchall()
+    return [r[0] for r in rows]
+
+
+def build_names_with_commit(con: Con, sha: str) -> list[str]:
+    rows = con.execute("SELECT DISTINCT name FROM builds WHERE status = 'ok' AND (commit = ? OR upstream_commit = ?) "
+                       "ORDER BY name", [sha, sha]).fetchall()
+    return [r[0] for r in rows]
+
+
+# --- sweeps and resume --------------------------------------------------------------------------------------------
+
+def last_sweeps(con: Con, n: int) -> list[int]:
+    return [r[0] for r in con.execute("SELECT id FROM sweeps ORDER BY id DESC LIMIT ?", [n]).fetchall()][::-1]
+
+
+def sweep_keys(con: Con) -> list[dict]:
+    """What resume matches on, newest sweep first: recipe hash, build id and variables (JSON text)."""
+    return rows_as_dicts(con.execute("SELECT id, recipe_hash, build_id, variables FROM sweeps ORDER BY id DESC"))
+
+
+def sweep_repeat(con: Con, sweep_id: int) -> int | None:
+    row = con.execute("SELECT repeat FROM sweeps WHERE id = ?", [sweep_id]).fetchone()
+    return row[0] if row else None
+
+
+def sweep_env(con: Con, sweep_id: int) -> dict | None:
+    row = con.execute("SELECT env FROM sweeps WHERE id = ?", [sweep_id]).fetchone()
+    return json.loads(row[0]) if row and row[0] else None
+
+
+def done_slots(con: Con, sweep_id: int) -> set[tuple[str, int]]:
+    """Measured (arm, repeat) pairs already stored ok (or skipped: the build cannot run those anyway)."""
+    rows = con.execute("SELECT arm, repeat_index FROM runs WHERE sweep_id = ? AND NOT coalesce(warmup, false) "
+                       "AND status IN ('ok', 'skipped')", [sweep_id]).fetchall()
+    return {(arm, rep) for arm, rep in rows}
+
+
+# --- runs, one at a time ------------------------------------------------------------------------------------------
+
+RECENT_RUNS_SQL = f"""
+SELECT * FROM (
+    SELECT r.id AS run_id, r.sweep_id, r.arm, r.is_baseline, r.repeat_index, r.warmup, r.mode, r.status,
+           r.failure_class, r.failure_detail, s.build_name, s.upstream_commit, s.recipe_path, r.wall_s,
+           r.peak_rss_bytes, r.cpu_s, m.draft_per_generated, {", ".join(f"m.{c}" for c in METRIC_COLUMNS)}
+    FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+    ORDER BY r.id DESC LIMIT ?) ORDER BY run_id
+"""
+
+
+def recent_runs(con: Con, last: int) -> list[dict]:
+    """The newest `last` runs, oldest first, with every canonical metric."""
+    rows = rows_as_dicts(con.execute(RECENT_RUNS_SQL, [last]))
+    for row in rows:
+        if isinstance(row.get("accept_rate_per_pos"), str):
+            row["accept_rate_per_pos"] = json.loads(row["accept_rate_per_pos"])
+    return rows
+
+
+def run_row(con: Con, run_id: int) -> dict | None:
+    rows = rows_as_dicts(con.execute("SELECT * FROM runs WHERE id = ?", [run_id]))
+    return rows[0] if rows else None
+
+
+def metrics_row(con: Con, run_id: int) -> dict | None:
+    rows = rows_as_dicts(con.execute("SELECT * FROM metrics WHERE run_id = ?", [run_id]))
+    return rows[0] if rows else None
+
+
+def read_logs(con: Con, run_id: int) -> dict[str, str]:
+    rows = con.execute("SELECT stream, gz FROM run_logs WHERE run_id = ?", [run_id]).fetchall()
+    return {stream: gzip.decompress(gz).decode(errors="replace") for stream, gz in rows}
+
+
+def request_rows(con: Con, run_id: int) -> list[dict]:
+    return rows_as_dicts(con.execute("SELECT * FROM requests WHERE run_id = ? ORDER BY seq", [run_id]))
+
+
+def runs_to_reparse(con: Con) -> list[dict]:
+    """Runs with stored logs and a metrics row: what `orch reparse` can derive again."""
+    return rows_as_dicts(con.execute("""
+        SELECT r.id, r.mode, r.wall_s, r.sweep_id, m.extra
+        FROM runs r JOIN metrics m ON m.run_id = r.id
+        WHERE r.id IN (SELECT run_id FROM run_logs) ORDER BY r.id"""))
+
+
+def server_sweep_ids(con: Con) -> list[int]:
+    return [r[0] for r in con.execute("SELECT DISTINCT sweep_id FROM runs WHERE mode = 'server' ORDER BY 1")
+            .fetchall()]
+
+
+def output_differences(con: Con, sweep_id: int) -> list[dict]:
+    """Server arms at temperature 0: per run, outputs compared with the baseline's (same repeat and prompt)."""
+    return rows_as_dicts(con.execute("""
+        SELECT r.id AS run_id, r.arm, count(*) AS compared,
+               count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing
+        FROM runs r
+        JOIN runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
+        JOIN requests q ON q.run_id = r.id AND q.status = 'ok'
+        JOIN requests b ON b.run_id = rb.id AND b.prompt_id = q.prompt_id AND b.status = 'ok'
+        WHERE r.sweep_id = ? AND r.mode = 'server' AND NOT r.is_baseline
+          AND NOT coalesce(r.warmup, false) AND NOT coalesce(rb.warmup, false)
+          AND CAST(r.params->>'temperature' AS DOUBLE) = 0 AND CAST(rb.params->>'temperature' AS DOUBLE) = 0
+        GROUP BY r.id, r.arm ORDER BY r.id""", [sweep_id]))
+
+
+# --- per-arm summaries --------------------------------------------------------------------------------------------
+
+# One row per (sweep, arm) over measured runs; the first run (lowest id) names the arm's constant columns.
+ARM_GROUPS_SQL = """
+SELECT r.sweep_id, regexp_extract(arg_min(s.recipe_path, r.id), '[^/]+$') AS recipe,
+       arg_min(s.build_name, r.id) AS build, r.arm, arg_min(r.is_baseline, r.id) AS is_baseline,
+       arg_min(r.mode, r.id) AS mode, arg_min(r.params, r.id) AS params, count(*) AS runs,
+       list(struct_pack(run_id := r.id, repeat_index := r.repeat_index, decode_tps := m.decode_tps) ORDER BY r.id)
+           FILTER (WHERE r.status = 'ok') AS ok_runs,
+       avg(m.acceptance) FILTER (WHERE r.status = 'ok') AS acceptance,
+       avg(m.draft_per_generated) FILTER (WHERE r.status = 'ok') AS draft_per_gen,
+       avg(m.encode_tps) FILTER (WHERE r.status = 'ok') AS prompt_tps,
+       avg(r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0)) FILTER (WHERE r.status = 'ok') AS bound_tps,
+       arg_min(r.bandwidth_label, r.id) AS bound_label,
+       list(DISTINCT r.failure_class ORDER BY r.failure_class) FILTER (WHERE r.failure_class IS NOT NULL) AS failures,
+       coalesce(sum(m.n_drafted) FILTER (WHERE r.status = 'ok'), 0) AS drafted,
+       coalesce(sum(m.n_accepted) FILTER (WHERE r.status = 'ok'), 0) AS accepted
+FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
+GROUP BY r.sweep_id, r.arm
+ORDER BY r.sweep_id, min(r.id)
+"""
+# Server mode pairs per (repeat, prompt): each request's own decode rate, ok runs only.
+ARM_REQUESTS_SQL = """
+SELECT r.sweep_id, r.arm, r.id AS run_id, q.prompt_id, q.predicted_n / q.predicted_ms * 1000 AS tps
+FROM requests q JOIN measured_runs r ON r.id = q.run_id
+WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[])) AND r.mode = 'server' AND r.status = 'ok'
+  AND q.status = 'ok' AND q.predicted_ms > 0
+ORDER BY q.run_id, q.seq
+"""
+
+
+def arm_groups(con: Con, sweep_ids: list[int]) -> list[dict]:
+    """Per (sweep, arm): constant columns, ok runs as [{run_id, repeat_index, decode_tps}], means and counts."""
+    return rows_as_dicts(con.execute(ARM_GROUPS_SQL, [sweep_ids]))
+
+
+def request_rates(con: Con, sweep_ids: list[int]) -> dict[int, dict[str, float]]:
+    """Server runs' per-request decode tok/s: {run_id: {prompt_id: tps}}."""
+    out: dict[int, dict[str, float]] = {}
+    for _, _, run_id, prompt_id, tps in con.execute(ARM_REQUESTS_SQL, [sweep_ids]).fetchall():
+        out.setdefault(run_id, {})[prompt_id] = tps
+    return out
+
+
+# --- two builds side by side --------------------------------------------------------------------------------------
+
+def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: list[int] | None) -> list[dict]:
+    """A build's measured runs grouped by the columns that make "the same test" (params as stored text).
+
+    Per group: the first run's arm, run counts by outcome, and the ok runs' decode tok/s as a list.
+    """
+    where, args = ["s.build_name = ?", "r.status <> 'running'"], [build_name]
+    if recipe:
+        where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
+        args += [recipe, recipe.lstrip("./")]
+    if sweep_ids:
+        where.append("r.sweep_id IN (SELECT unnest(?::INTEGER[]))")
+        args.append(sweep_ids)
+    return rows_as_dicts(con.execute(f"""
+        SELECT s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, '') AS prompt_set,
+               r.mode, arg_min(r.arm, r.id) AS arm, min(r.id) AS first_run, count(*) AS runs,
+               count(*) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
+               count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
+               coalesce(list(m.decode_tps ORDER BY r.id)
+                   FILTER (WHERE r.status = 'ok' AND m.decode_tps IS NOT NULL), []) AS samples
+        FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+        WHERE {" AND ".join(where)}
+        GROUP BY s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, ''), r.mode
+        ORDER BY first_run""", args))
+
+
+# --- reports ------------------------------------------------------------------------------------------------------
+
+def report_runs(con: Con, sweep_ids: list[int]) -> list[dict]:
+    """Measured runs of the sweeps (no warm-ups), one row each, for the per-run dots of the report."""
+    return rows_as_dicts(con.execute("""
+        SELECT run_id, sweep_id, build_name, arm, is_baseline, status, decode_tps, acceptance, wall_s
+        FROM run_summary WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) ORDER BY run_id""", [sweep_ids]))
+
+
+def runs_with_telemetry(con: Con, run_ids: list[int]) -> set[int]:
+    rows = con.execute("SELECT DISTINCT run_id FROM telemetry WHERE run_id IN (SELECT unnest(?::INTEGER[]))",
+                       [run_ids]).fetchall()
+    return {r[0] for r in rows}
+
+
+def telemetry_rows(con: Con, run_id: int) -> list[dict]:
+    return rows_as_dicts(con.execute("SELECT * FROM telemetry WHERE run_id = ? ORDER BY t, gpu", [run_id]))
+
+
+# --- ad hoc SQL ---------------------------------------------------------------------------------------------------
+
+def run_sql(con: Con, sql: str) -> tuple[list[str], list[dict]]:
+    """(column names, rows) of any statement; raises duckdb.Error for the caller to explain."""
+    cursor = con.execute(sql)
+    columns = [d[0] for d in cursor.description or []]
+    return columns, rows_as_dicts(cursor) if columns else []
