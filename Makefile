@@ -19,7 +19,8 @@ install: $(VENV)/.installed  ## create .venv with orch and its test extra
 build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] [CUDA_ARCH=86]
 	$(ORCH) build $(COMMIT) --backend $(BACKEND) $(if $(CUDA_ARCH),--cuda-arch '$(CUDA_ARCH)')
 
-test: install  ## the whole suite, integration tests with real llama.cpp builds included
+test: install  ## import direction (lint-imports), then the whole suite, real llama.cpp builds included
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra
 
 demo: build  ## the main job: build, tiny models, recipes A and B, a table read back from DuckDB
@@ -29,7 +30,8 @@ demo: build  ## the main job: build, tiny models, recipes A and B, a table read 
 	@echo; echo "== recipes A and B on the tiny models, from results.duckdb =="
 	$(ORCH) summary --last 2
 
-test-unit: install  ## only the tests that need no llama.cpp build
+test-unit: install  ## import direction, then only the tests that start no process
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra -m 'not integration'
 
 clean:

@@ -1,12 +1,42 @@
 """Shared test fixtures: isolated orch locations per test, and the venv's orch executable."""
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+class SpawnInUnitTest(AssertionError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_spawn_nothing(request, monkeypatch):
+    """Only tests marked integration may start processes: a unit test that launches one fails at once."""
+    if request.node.get_closest_marker("integration"):
+        return
+
+    def refuse(self, args, *a, **k):
+        raise SpawnInUnitTest(f"unit test started a process ({args!r}); mark the test integration or avoid it")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+    monkeypatch.setattr(os, "posix_spawn", refuse, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def no_writes_to_home(request, tmp_path_factory, monkeypatch):
+    """Unit tests keep orch's caches and databases in tmp: nothing lands in the user's home or checkout."""
+    if request.node.get_closest_marker("integration"):
+        return
+    base = tmp_path_factory.mktemp("orch-home")
+    monkeypatch.setenv("ORCH_CACHE", str(base / "cache"))
+    monkeypatch.setenv("ORCH_DB", str(base / "results.duckdb"))
+    monkeypatch.setenv("ORCH_BUILDS_DIR", str(base / "builds"))
+    monkeypatch.setenv("ORCH_MODELS", str(base / "models"))
 
 
 @pytest.fixture

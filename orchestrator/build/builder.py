@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator import config, proc, store
-from orchestrator.build import options as buildopts
+from orchestrator.build import options
 from orchestrator.build.options import BuildRequest
 from orchestrator.errors import (
     BackendUnavailable,
@@ -51,7 +51,7 @@ def choose_backend(requested: str) -> str:
 
 def cuda_archs(explicit: str | None) -> tuple[str, ...]:
     if explicit:
-        return buildopts.parse_cuda_archs(explicit)
+        return options.parse_cuda_archs(explicit)
     archs = tuple(sorted({g.compute_capability for g in gpu.visible_gpus()}))
     if not archs:
         # Never `native` without a GPU: CMake would fail or guess; make the user say what to build for.
@@ -72,7 +72,7 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
     request = BuildRequest(commit=resolved.commit, upstream_commit=resolved.upstream_commit, backend=chosen,
                            cuda_archs=archs, cuda_arch_explicit=bool(cuda_arch), cmake_args=tuple(cmake_args))
     bdir = root / request.dir_name()
-    if not force and buildopts.stamp_matches(read_stamp(bdir), request):
+    if not force and options.stamp_matches(read_stamp(bdir), request):
         info = load_build(bdir)
         print(f"orch: build {bdir.name} is up to date ({bdir})", file=sys.stderr)
         _register(info, db, only_if_missing=True)
@@ -107,30 +107,30 @@ def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path,
         raise
     _finish(info, "ok", None, db)
     _write_json(bdir / BUILD_JSON, info)
-    _write_json(bdir / STAMP, buildopts.stamp_for(request, info["cmake_options"], info["targets"]))
+    _write_json(bdir / STAMP, options.stamp_for(request, info["cmake_options"], info["targets"]))
     print(f"orch: built {bdir.name} in {info['duration_s']:.0f}s: {', '.join(info['targets'])}", file=sys.stderr)
     return info
 
 
 def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, log: Path, info: dict) -> None:
     src = mirror.checkout(request.commit, config.builds_root() / "src" / request.commit)
-    options = buildopts.tree_options(src)
-    defs = buildopts.cmake_definitions(request, options, commit_override=buildopts.has_build_commit_override(src))
+    declared = options.tree_options(src)
+    defs = options.cmake_definitions(request, declared, commit_override=options.has_build_commit_override(src))
     launcher = shutil.which("ccache")
     env = {**os.environ}
     if launcher:
         env.setdefault("CCACHE_BASEDIR", str(config.builds_root()))  # cache hits across build directories
     info.update(cmake_options=defs, ccache=bool(launcher), src_dir=str(src),
                 cuda_toolkit=gpu.cuda_toolkit_version() if request.backend == "cuda" else None)
-    configure = buildopts.configure_argv(src, bdir, defs, request.cmake_args, launcher)
+    configure = options.configure_argv(src, bdir, defs, request.cmake_args, launcher)
     _step("CMake configure", configure, log, env, bdir)
     listing = proc.run(["ninja", "-C", str(bdir), "-t", "targets", "all"], capture=True, timeout=120)
-    targets = buildopts.available_targets(listing.stdout)
+    targets = options.available_targets(listing.stdout)
     if not targets:
-        raise BuildFailed(f"the configured tree in {bdir} defines none of {', '.join(buildopts.WANTED_TARGETS)}; "
+        raise BuildFailed(f"the configured tree in {bdir} defines none of {', '.join(options.WANTED_TARGETS)}; "
                           f"see {log}")
     info["targets"] = targets
-    _step("compile", buildopts.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
+    _step("compile", options.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
     info.update(_compiler(bdir))
     info["binaries"] = _probe_all(bdir, targets, request.upstream_commit)
 

@@ -1,11 +1,11 @@
 """`orch report`: a markdown page with the environment, the summary tables and PNG plots beside it.
 
 Inputs are plain rows, so the caller chooses the SQL:
-- summary_rows: one per (sweep, build, arm), as summary.arm_rows gives them (build, arm, decode_tps,
-  acceptance, speedup, ...); every column is shown, so roofline columns appear when present.
-- runs: one per run, as the run_summary view gives them (build_name or build, arm, is_baseline, status,
-  decode_tps). The decode plot's intervals come from these per-run values (stats.describe: mean and
-  95% t-interval), and each run is drawn as a dot: the spread is shown, not only its summary.
+- summary_rows: one per (sweep, build, arm), as analyze/summary.arm_rows gives them (sweep, build, arm,
+  decode_tps with ci_low/ci_high, acceptance, speedup, ...); every column is shown, so roofline columns appear
+  when present. The decode plot's bars and intervals are these rows' (one definition of an arm's interval).
+- runs: one per run, as the run_summary view gives them (sweep_id, arm, status, decode_tps): each ok run is
+  drawn as a dot beside its arm's bar, so the spread is shown, not only its summary.
 - telemetry: the samples of one chosen run (telemetry.Sample fields as dicts; with several run_id
   values only the first run's are drawn).
 - compare_rows: head-vs-base rows from compare.compare, shown as a table (its COMPARE_COLUMNS when
@@ -18,13 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator import tables
-from orchestrator.analyze import stats
 from orchestrator.machine import envinfo
-from orchestrator.machine import telemetry as telemetry_mod
+from orchestrator.machine.telemetry import Sample, summarize
 from orchestrator.report import plots
 from orchestrator.report.plots import ArmInterval
 
 REPORT = "report.md"
+INTERVAL_BOUNDS = ("ci_low", "ci_high")
 COMPARE_COLUMNS = ("arm", "base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_low", "ratio_high",
                    "p_value", "verdict")  # compare.compare's readable columns; its key hashes stay out
 
@@ -35,7 +35,7 @@ def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: li
     """Write out_dir/report.md and its PNGs; return the markdown's path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    arms = arm_intervals(runs)
+    arms = arm_intervals(summary_rows, runs)
     chosen = _one_run(telemetry or [])
     run_label = f"run {chosen[0]['run_id']}" if chosen and chosen[0].get("run_id") is not None else "one run"
     images = {
@@ -55,7 +55,7 @@ def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: li
         columns = [c for c in COMPARE_COLUMNS if any(c in r for r in compare_rows or [])] or None
         sections += [markdown_table(compare_rows, columns), ""] if compare_rows else []
     if chosen:
-        summary = telemetry_mod.summarize([telemetry_mod.Sample(**_sample_fields(r)) for r in chosen])
+        summary = summarize([Sample(**_sample_fields(r)) for r in chosen])
         sections += [f"## Telemetry ({run_label})", "", _figures_table(summary), ""]
         sections += [_image(images["telemetry"], "telemetry over time"), ""] if images["telemetry"] else []
     sections += ["## Environment", "", _demote(envinfo.to_markdown(env))]
@@ -64,22 +64,22 @@ def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: li
     return path
 
 
-def arm_intervals(runs: list[dict]) -> list[ArmInterval]:
-    """Per (build, arm), in first-seen order: the ok runs' decode tok/s, their mean and 95% interval."""
-    arms: dict[tuple[str, str], ArmInterval] = {}
+def arm_intervals(summary_rows: list[dict], runs: list[dict]) -> list[ArmInterval]:
+    """Per summary row (sweep, arm): its mean and 95% interval as analyze/summary computed them, and the ok
+    runs' decode tok/s of that sweep and arm as dots. One run has no spread: a zero-width bar says so."""
+    dots: dict[tuple, list[float]] = {}
     for r in runs:
-        key = (plots.build_of(r), str(r.get("arm")))
-        arm = arms.setdefault(key, ArmInterval(build=key[0], arm=key[1], is_baseline=False))
-        arm.is_baseline = arm.is_baseline or bool(r.get("is_baseline")) or key[1] == "baseline"
         if r.get("status", "ok") == "ok" and r.get("decode_tps") is not None:
-            arm.values.append(float(r["decode_tps"]))
-    for arm in arms.values():
-        described = stats.describe(arm.values)
-        arm.mean = described.mean
-        # One run has no spread: a zero-width bar says so rather than hiding the arm.
-        arm.ci_low = described.ci_low if described.ci_low is not None else described.mean
-        arm.ci_high = described.ci_high if described.ci_high is not None else described.mean
-    return list(arms.values())
+            dots.setdefault((r.get("sweep_id"), str(r.get("arm"))), []).append(float(r["decode_tps"]))
+    arms = []
+    for row in summary_rows:
+        mean = row.get("decode_tps")
+        arms.append(ArmInterval(build=plots.build_of(row), arm=str(row.get("arm")),
+                                is_baseline=bool(row.get("is_baseline")) or row.get("arm") == "baseline",
+                                values=dots.get((row.get("sweep"), str(row.get("arm"))), []), mean=mean,
+                                ci_low=row.get("ci_low") if row.get("ci_low") is not None else mean,
+                                ci_high=row.get("ci_high") if row.get("ci_high") is not None else mean))
+    return arms
 
 
 def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
@@ -96,7 +96,8 @@ def _figures_table(summary: dict) -> str:
 
 def _summary_section(rows: list[dict], arms: list[ArmInterval], images: dict) -> list[str]:
     out = ["## Summary", ""]
-    out += [markdown_table(rows), ""] if rows else ["No summary rows.", ""]
+    shown = [{k: v for k, v in r.items() if k not in INTERVAL_BOUNDS} for r in rows]  # ci95 shows them
+    out += [markdown_table(shown), ""] if rows else ["No summary rows.", ""]
     if arms:
         out += ["Decode tok/s per arm over ok runs (95% Student-t interval of the mean):", "",
                 markdown_table([{"build": a.build, "arm": a.arm, "baseline": a.is_baseline, "runs": len(a.values),
@@ -114,7 +115,7 @@ def _one_run(rows: list[dict]) -> list[dict]:
 
 
 def _sample_fields(row: dict) -> dict:
-    names = telemetry_mod.Sample.__dataclass_fields__
+    names = Sample.__dataclass_fields__
     return {k: v for k, v in row.items() if k in names}
 
 

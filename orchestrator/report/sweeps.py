@@ -21,7 +21,8 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
         raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list sweeps with "
                           f"`orch query 'SELECT id, recipe_path, build_name FROM sweeps'`")
     env = queries.sweep_env(con, max(ids)) or envinfo.snapshot()
-    rows = [{c: r[c] for c in [*summary.TABLE_COLUMNS, "is_baseline"]} for r in summary.arm_rows(con, ids)]
+    rows = [{c: r[c] for c in [*summary.TABLE_COLUMNS, "is_baseline", "ci_low", "ci_high"]}
+            for r in summary.arm_rows(con, ids)]
     return write_report(out, env=env, summary_rows=rows, runs=runs,
                         telemetry=_telemetry(con, runs, run_id), compare_rows=_compare(con, runs, ids),
                         title=f"orch report: sweep{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}")

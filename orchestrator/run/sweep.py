@@ -20,8 +20,7 @@ from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, nvml, roofline
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import one_run, resume
-from orchestrator.run import server_run as server_runner
+from orchestrator.run import one_run, resume, server_run
 from orchestrator.run.one_run import Instruments
 from orchestrator.run.prepare import PreparedArm, build_helps
 from orchestrator.run.progress import Progress
@@ -98,7 +97,7 @@ def execute(con, sweep: Sweep, *, timeout: float | None, telemetry_interval: flo
     _record_models_and_notes(con, sweep.prepared, progress)
     by_name = {p.arm.name: p for p in sweep.prepared}
     failed = 0
-    pool = server_runner.ServerPool(build_helps(sweep.build)) if sweep.plan.mode == "server" else None
+    pool = server_run.ServerPool(build_helps(sweep.build)) if sweep.plan.mode == "server" else None
     try:
         for slot in sweep.slots:
             p = by_name[slot.arm]

@@ -11,7 +11,9 @@ import duckdb
 
 from orchestrator.errors import DatabaseUnavailable
 from orchestrator.store import migrations
-from orchestrator.store.migrations import utcnow as utcnow  # naive UTC, as every TIMESTAMP column stores time
+from orchestrator.store.migrations import (
+    utcnow as utcnow,  # naive UTC, as every TIMESTAMP column stores time
+)
 
 
 def utc_from_epoch(seconds: float) -> datetime:

@@ -128,6 +128,7 @@ def fail_running_runs(con: duckdb.DuckDBPyConnection, sweep_id: int, detail: str
 def mark_output_differences(con: duckdb.DuckDBPyConnection, sweep_id: int) -> list[tuple[str, int, int]]:
     """metrics.outputs_differ for a sweep's server arms at temperature 0; (arm, differing, compared) per run."""
     rows = queries.output_differences(con, sweep_id)
-    con.executemany("UPDATE metrics SET outputs_differ = ? WHERE run_id = ?",
-                    [[r["differing"], r["run_id"]] for r in rows])
+    if rows:  # executemany refuses an empty list
+        con.executemany("UPDATE metrics SET outputs_differ = ? WHERE run_id = ?",
+                        [[r["differing"], r["run_id"]] for r in rows])
     return [(r["arm"], r["differing"], r["compared"]) for r in rows]

@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from integration.conftest import COMMIT, db_rows, orch_run, run_orch
+from orchestrator.errors import NoSuchRun
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = str(ROOT / "recipes" / "recipe_a.j2")
@@ -163,7 +164,7 @@ def test_show_parse_and_inspect_commands(orch_exe, env, tiny_dir, tmp_path):
     assert shown.returncode == 0 and "executed_argv" in shown.stdout and "--spec-type" in shown.stdout
     assert "----- stderr" in shown.stdout and "n_drafted" in shown.stdout
     missing = run_orch(orch_exe, "show", "999", env=env)
-    assert missing.returncode == 1 and "no run 999" in missing.stderr
+    assert missing.returncode == NoSuchRun.exit_code and "no run 999" in missing.stderr
 
     import gzip
 

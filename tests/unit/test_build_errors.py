@@ -1,5 +1,7 @@
 """The one line a failed build reports must say why, not merely that it failed."""
 
+import pytest
+
 from orchestrator.build.builder import _first_error
 
 
@@ -26,6 +28,7 @@ def fake_binary(bin_dir, name, version_out, version_rc=0):
     path.chmod(0o755)
 
 
+@pytest.mark.integration  # starts processes
 def test_probe_tolerates_a_binary_older_than_its_version_flag(tmp_path):
     from orchestrator.build.builder import _probe_all
 
@@ -38,6 +41,7 @@ def test_probe_tolerates_a_binary_older_than_its_version_flag(tmp_path):
     assert (tmp_path / "probe" / "llama-bench.help.txt").read_text().startswith("usage:")
 
 
+@pytest.mark.integration  # starts processes
 def test_probe_refuses_a_build_reporting_another_commit(tmp_path):
     import pytest
 

@@ -4,6 +4,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
 from orchestrator import __version__
@@ -15,6 +16,7 @@ BUILD = {"name": "0c1e570-cuda-abc", "upstream_commit": "0c1e57098", "backend": 
          "dir": "/not/kept", "targets": ["llama-server"]}
 
 
+@pytest.mark.integration  # starts processes
 def test_snapshot_without_gpu_is_complete_and_json_friendly(no_nvml):
     snap = envinfo.snapshot(BUILD)
     assert json.loads(json.dumps(snap)) == snap
@@ -26,16 +28,11 @@ def test_snapshot_without_gpu_is_complete_and_json_friendly(no_nvml):
     assert envinfo.snapshot()["build"] is None
 
 
-def test_orch_commit_is_the_checkout_head():
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    state = envinfo.git_state(ROOT)
-    assert state["orch_commit"] == head.strip() and isinstance(state["orch_dirty"], bool)
-
-
 def test_git_state_of_a_plain_directory_is_none(tmp_path):
     assert envinfo.git_state(tmp_path) == {"orch_commit": None, "orch_dirty": None}
 
 
+@pytest.mark.integration  # starts processes
 def test_git_state_sees_local_changes(tmp_path):
     env = ["-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
@@ -48,6 +45,7 @@ def test_git_state_sees_local_changes(tmp_path):
     assert state["orch_dirty"] is True and len(state["orch_commit"]) == 40
 
 
+@pytest.mark.integration  # starts processes
 def test_gpus_from_nvml(fake_nvml):
     snap = envinfo.snapshot()
     assert snap["gpu_driver"] == "550.54.15" and snap["cuda_driver"] == "12.4"
@@ -62,6 +60,7 @@ def test_gpus_from_nvml(fake_nvml):
     assert "| 1 | NVIDIA L4 | 24.0 GiB | 9.0 | - |" in page
 
 
+@pytest.mark.integration  # starts processes
 def test_markdown_page_without_gpu(no_nvml):
     page = envinfo.to_markdown(envinfo.snapshot(BUILD))
     for heading in ("# Benchmark environment", "## Host", "## GPUs", "## Software", "## Build `0c1e570-cuda-abc`"):

@@ -5,7 +5,7 @@ import pytest
 from orchestrator.errors import PreflightError
 from orchestrator.models import preflight
 from orchestrator.recipe import argv as flags
-from orchestrator.run import one_run as single_run
+from orchestrator.run import one_run
 
 
 def test_flag_value_reads_both_spellings_and_the_last_wins():
@@ -24,7 +24,7 @@ def test_flag_value_reads_both_spellings_and_the_last_wins():
     (["/b/llama-speculative", "-m", "t"], True),
 ])
 def test_expects_speculation(argv, expected):
-    assert single_run.expects_speculation(argv) is expected
+    assert one_run.expects_speculation(argv) is expected
 
 
 def test_missing_model_file_names_it(tmp_path):

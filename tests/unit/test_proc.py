@@ -13,6 +13,8 @@ import pytest
 from orchestrator import proc
 from orchestrator.errors import MissingTool
 
+pytestmark = pytest.mark.integration  # every test here starts real processes
+
 # Spawns a grandchild that would outlive a careless kill, prints its pid, then hangs.
 HANGER = textwrap.dedent("""
     import subprocess, sys, time

@@ -6,9 +6,9 @@ import time
 import pytest
 from nvml_fake import fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
-from orchestrator.machine import roofline
 from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
-from orchestrator.machine.roofline import Bandwidth, cpu_bandwidth, gpu_bandwidth
+from orchestrator.machine import roofline
+from orchestrator.machine.roofline import cpu_bandwidth, gpu_bandwidth
 
 SMALL = {"size_bytes": 8 << 20, "repeats": 2}  # the real default is 256 MiB; small keeps the tests quick
 
@@ -90,8 +90,3 @@ def test_decode_bound_and_percentage():
     assert roofline_pct(300.0, 200.0) == pytest.approx(150.0)  # speculation can pass the plain-decode bound
     assert decode_bound_tps(None, 5) is None and decode_bound_tps(1e12, 0) is None
     assert roofline_pct(None, 200.0) is None and roofline_pct(50.0, None) is None
-
-
-def test_bandwidth_to_dict():
-    bw = Bandwidth(bytes_per_s=1.0, label="measured", device="CPU x", detail="d")
-    assert bw.to_dict() == {"bytes_per_s": 1.0, "label": "measured", "device": "CPU x", "detail": "d"}

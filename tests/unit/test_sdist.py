@@ -8,6 +8,8 @@ from conftest import git
 from orchestrator.source import sdist
 from orchestrator.source.mirror import Mirror, resolve_commit
 
+pytestmark = pytest.mark.integration  # every test here starts real processes
+
 CHANGELOG = """# Changelog
 
 ## [Unreleased]

@@ -3,10 +3,9 @@
 import pytest
 
 from orchestrator.errors import RecipeError
-from orchestrator.recipe import prompts
-from orchestrator.run import server
 from orchestrator.parse.server import measured_log, server_metrics
-from orchestrator.run import server_run as server_runner
+from orchestrator.recipe import prompts
+from orchestrator.run import server, server_run
 
 
 def test_builtin_prompt_set_covers_the_categories():
@@ -35,8 +34,8 @@ def test_server_command_binds_loopback_and_adds_metrics_and_slots():
     argv = server.server_argv(["llama-server", "-m", "t.gguf"], 8123, {"--metrics"})
     assert argv[3:] == ["--host", "127.0.0.1", "--port", "8123", "--metrics"]
     assert "--metrics" not in server.server_argv(["llama-server"], 1, set())  # an old build without it
-    assert server_runner.server_command(["llama-server"], 4)[-2:] == ["--parallel", "4"]
-    assert server_runner.server_command(["llama-server", "-np", "2"], 4) == ["llama-server", "-np", "2"]
+    assert server_run.server_command(["llama-server"], 4)[-2:] == ["--parallel", "4"]
+    assert server_run.server_command(["llama-server", "-np", "2"], 4) == ["llama-server", "-np", "2"]
 
 
 def row(predicted_n, predicted_ms, draft_n=0, accepted=0, status="ok"):

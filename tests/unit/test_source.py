@@ -6,6 +6,8 @@ from conftest import git
 from orchestrator.errors import UnknownCommit
 from orchestrator.source.mirror import Mirror, resolve_commit
 
+pytestmark = pytest.mark.integration  # every test here starts real processes
+
 
 @pytest.fixture
 def upstream(tmp_path):

@@ -36,6 +36,7 @@ def busy_tree():
     child.wait()
 
 
+@pytest.mark.integration  # starts processes
 def test_samples_rss_and_cpu_of_a_real_process_tree(busy_tree, no_nvml):
     sampler = Sampler(busy_tree.pid, interval=0.05)
     sampler.start()
@@ -64,6 +65,7 @@ def test_without_nvml_init_is_tried_once_and_gpu_fields_are_none(no_nvml):
     assert gpu_keys and all(summary[k] is None for k in gpu_keys)
 
 
+@pytest.mark.integration  # starts processes
 def test_a_process_that_has_exited_gives_no_host_rows(no_nvml):
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
@@ -114,8 +116,3 @@ def test_summarize_hand_made_samples():
 def test_summarize_nothing():
     s = summarize([])
     assert s["gpu"] == NO_GPU and s["samples"] == 0 and s["rss_peak_bytes"] is None
-
-
-def test_sample_to_dict_has_every_field():
-    row = Sample(t=0.1, gpu=0, util_pct=5).to_dict()
-    assert row["t"] == 0.1 and row["gpu"] == 0 and row["util_pct"] == 5 and "throttle_reasons" in row
