@@ -7,9 +7,7 @@ import io
 import json
 from datetime import date, datetime
 from decimal import Decimal
-
-FORMATS = ("table", "md", "csv", "json")
-
+from functools import lru_cache
 
 def _json_default(value):
     if isinstance(value, (datetime, date)):
@@ -67,6 +65,7 @@ def _md_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
+@lru_cache(maxsize=65536)  # a big table repeats its cell texts: each is tried once
 def _numeric(text: str) -> bool:
     try:
         float(text.rstrip("%x"))

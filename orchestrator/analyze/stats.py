@@ -25,6 +25,7 @@ from orchestrator.analyze.warnings import (
     break_even,
     clean,
     mad_outliers,
+    sample_stdev,
     warnings_for,  # warnings live beside, re-exported: `stats` is the one API
 )
 
@@ -45,7 +46,7 @@ def t975(df: float) -> float:
         raise ValueError(f"t quantile needs df >= 1, got {df}")
     if df > 120:
         return Z975
-    return T975[max(d for d in T975 if d <= df)]
+    return T975.get(df) or T975[max(d for d in T975 if d <= df)]
 
 
 @dataclass(frozen=True)
@@ -63,17 +64,22 @@ class Stats:
 
 def describe(samples: Sequence[float]) -> Stats:
     xs = clean(samples)
-    n = len(xs)
-    if n == 0:
+    if not xs:
         return Stats(n=0)
-    mean = statistics.fmean(xs)
-    base = Stats(n=n, mean=mean, median=statistics.median(xs), min=min(xs), max=max(xs))
-    if n < 2:
-        return base
-    sd = statistics.stdev(xs)
+    return from_moments(len(xs), statistics.fmean(xs), sample_stdev(xs) if len(xs) > 1 else None,
+                        median=statistics.median(xs), low=min(xs), high=max(xs))
+
+
+def from_moments(n: int, mean: float | None, sd: float | None, *, median: float | None = None,
+                 low: float | None = None, high: float | None = None) -> Stats:
+    """Stats from a sample's count, mean and sample stdev (what SQL aggregates give); the interval is defined here."""
+    if not n:
+        return Stats(n=0)
+    if n < 2 or sd is None:
+        return Stats(n=n, mean=mean, median=median, min=low, max=high)
     half = t975(n - 1) * sd / math.sqrt(n)
-    return Stats(n=n, mean=mean, median=base.median, min=base.min, max=base.max, stdev=sd,
-                 cv=sd / mean if mean else None, ci_low=mean - half, ci_high=mean + half)
+    return Stats(n=n, mean=mean, median=median, min=low, max=high, stdev=sd, cv=sd / mean if mean else None,
+                 ci_low=mean - half, ci_high=mean + half)
 
 
 @dataclass(frozen=True)
@@ -95,11 +101,15 @@ def paired_speedup(base: Mapping[Hashable, float], head: Mapping[Hashable, float
             if k in head and _positive(base[k]) and _positive(head[k])]
     if not logs:
         return None
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return Speedup(math.exp(mean), None, None, 1)
-    half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return Speedup(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+    return speedup_from_log_ratios(len(logs), statistics.fmean(logs), sample_stdev(logs) if len(logs) > 1 else None)
+
+
+def speedup_from_log_ratios(n: int, mean_log: float, sd_log: float | None) -> Speedup:
+    """The paired speedup from its n log ratios' mean and sample stdev (the store computes these in SQL)."""
+    if n < 2 or sd_log is None:
+        return Speedup(math.exp(mean_log), None, None, n)
+    half = t975(n - 1) * sd_log / math.sqrt(n)
+    return Speedup(math.exp(mean_log), math.exp(mean_log - half), math.exp(mean_log + half), n)
 
 
 def ratio_of_means(base: Sequence[float], head: Sequence[float]) -> Speedup | None:
@@ -196,7 +206,7 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-__all__ = ["Stats", "Speedup", "describe", "paired_speedup", "ratio_of_means", "mann_whitney_u", "midranks",
+__all__ = ["Stats", "Speedup", "describe", "from_moments", "paired_speedup", "speedup_from_log_ratios", "ratio_of_means", "mann_whitney_u", "midranks",
            "t975", "clean", "StatWarning", "WarningKind", "WARNING_KINDS", "HIGH_CV", "BIMODAL", "OUTLIERS",
            "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "warnings_for", "break_even", "bimodal_split",
-           "mad_outliers"]
+           "mad_outliers", "sample_stdev"]

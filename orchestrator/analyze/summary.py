@@ -8,6 +8,7 @@ runs' per-request rates. `arm_rows(con, ids)` is the one call that reads them.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from itertools import groupby
 
 from orchestrator.analyze import stats
@@ -20,52 +21,45 @@ TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
     """The summary rows of the sweeps, in sweep order, arms in the order they first ran."""
-    return summarize(queries.arm_groups(con, sweep_ids), queries.request_rates(con, sweep_ids))
+    return summarize(queries.arm_groups(con, sweep_ids), queries.arm_pairs(con, sweep_ids),
+                     queries.arm_request_rates(con, sweep_ids))
 
 
-def summarize(groups: list[dict], per_request: dict[int, dict[str, float]]) -> list[dict]:
+def summarize(groups: list[dict], pairs: dict[tuple, tuple], request_rates: dict[tuple, list[float]]) -> list[dict]:
+    """groups: store/queries.arm_groups; pairs: arm_pairs (log ratios to the baseline); request_rates: server
+    arms' per-request speeds."""
     out = []
     for _, sweep_groups in groupby(groups, key=lambda g: g["sweep_id"]):
-        out += _sweep_rows(list(sweep_groups), per_request)
+        out += _sweep_rows(list(sweep_groups), pairs, request_rates)
     return out
 
 
-def _samples(group: dict, per_request: dict) -> dict:
-    """Decode tok/s keyed for pairing: repeat in CLI mode, (repeat, prompt) in server mode."""
-    ok = [r for r in group["ok_runs"] or [] if r["decode_tps"]]
-    if group["mode"] == "server":
-        return {(r["repeat_index"], p): tps for r in ok for p, tps in per_request.get(r["run_id"], {}).items()}
-    return {r["repeat_index"]: r["decode_tps"] for r in ok}
-
-
-def _sweep_rows(groups: list[dict], per_request: dict) -> list[dict]:
-    base_group = next((g for g in groups if g["is_baseline"]), None)
-    base = _samples(base_group, per_request) if base_group else {}
+def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict) -> list[dict]:
     rows, points = [], {}
     for g in groups:
-        ok = g["ok_runs"] or []
-        values = [r["decode_tps"] for r in ok]
-        d = stats.describe(values)
-        speed = stats.paired_speedup(base, _samples(g, per_request)) if base and not g["is_baseline"] else None
-        method = json.loads(g["params"] or "{}").get("spec", "draft")
+        values = g["ok_decode_tps"] or []
+        d = stats.from_moments(g["n"], g["mean_tps"], g["sd_tps"])
+        paired = pairs.get((g["sweep_id"], g["arm"])) if not g["is_baseline"] else None
+        speed = stats.speedup_from_log_ratios(*paired) if paired else None
+        method = _method(g["params"])
         if speed and g["acceptance"] is not None:
             points.setdefault(method, []).append((g["acceptance"], speed.ratio))
         rows.append({"sweep": g["sweep_id"], "recipe": g["recipe"], "build": g["build"], "arm": g["arm"],
                      "is_baseline": bool(g["is_baseline"]), "method": method,
-                     "ok": f"{len(ok)}/{g['runs']}", "runs": g["runs"], "n": d.n, "decode_tps": d.mean,
+                     "ok": f"{g['ok']}/{g['runs']}", "runs": g["runs"], "n": d.n, "decode_tps": d.mean,
                      "ci_low": d.ci_low, "ci_high": d.ci_high, "stdev": d.stdev, "cv": d.cv,
                      "acceptance": g["acceptance"], "draft_per_gen": g["draft_per_gen"],
-                     "speedup": 1.0 if g["is_baseline"] and ok else speed.ratio if speed else None,
+                     "speedup": 1.0 if g["is_baseline"] and g["ok"] else speed.ratio if speed else None,
                      "speedup_low": speed.ci_low if speed else None, "speedup_high": speed.ci_high if speed else None,
                      "prompt_tps": g["prompt_tps"], "bound_tps": g["bound_tps"], "bound_label": g["bound_label"],
                      "failures": ",".join(g["failures"] or []) or None,
-                     "_samples": values, "_spread": _spread(g, per_request),
+                     "_samples": values, "_spread": request_rates.get((g["sweep_id"], g["arm"])),
                      "_drafted": g["drafted"], "_accepted": g["accepted"]})
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
     for row in rows:
         found = stats.warnings_for(row.pop("_samples"), spread=row.pop("_spread"), acceptance=row["acceptance"],
                                    speedup=row["speedup"], sweep_break_even=break_even.get(row["method"]),
-                                   drafted=row.pop("_drafted"), accepted=row.pop("_accepted"))
+                                   drafted=row.pop("_drafted"), accepted=row.pop("_accepted"), cv=row["cv"])
         row["warning_messages"] = [w.message for w in found]
         row["warnings"] = ",".join(w.code for w in found) or None
         row["ci95"] = _interval(row["ci_low"], row["ci_high"])
@@ -76,10 +70,10 @@ def _sweep_rows(groups: list[dict], per_request: dict) -> list[dict]:
     return rows
 
 
-def _spread(group: dict, per_request: dict) -> list[float] | None:
-    if group["mode"] == "server" and group["ok_runs"]:
-        return [tps for r in group["ok_runs"] for tps in per_request.get(r["run_id"], {}).values()]
-    return None
+@lru_cache(maxsize=4096)
+def _method(params: str | None) -> str:
+    """The arm's speculation method ("draft" unless its parameters name a spec type); each params text parsed once."""
+    return json.loads(params or "{}").get("spec", "draft")
 
 
 def _interval(low, high, digits: int = 1) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import __version__, config, store
+from orchestrator import __version__, config
 from orchestrator.errors import OrchError
 
 
@@ -45,4 +45,6 @@ db_option = click.option("--db", type=click.Path(dir_okay=False, path_type=Path)
 
 def opened_db(db: Path | None):
     """`with opened_db(db) as con:` the results database of --db (else $ORCH_DB or ./results.duckdb), closed after."""
+    from orchestrator import store  # imported here: duckdb is a tenth of a second that --help does not need
+
     return store.opened(db or config.db_path())

@@ -20,7 +20,7 @@ from orchestrator.recipe import argv as flags
 from orchestrator.recipe import dialect, schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import client
-from orchestrator.run import server_run as server_runner
+from orchestrator.run import server_run
 from orchestrator.run.prepare import PreparedArm
 
 
@@ -66,15 +66,15 @@ def start_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot:
     return store.insert_run(con, {**row, "status": "running"}), None
 
 
-def server_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
-                    timeout: float | None, pool: server_runner.ServerPool,
+def run_server_slot(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
+                    timeout: float | None, pool: server_run.ServerPool,
                     instruments: Instruments) -> tuple[str, str]:
-    params = server_runner.request_params(p.arm.params)
+    params = server_run.request_params(p.arm.params)
     run_id, stopped = start_run(con, sweep_id, build, plan, p, slot, params, instruments)
     if stopped:
         return stopped
     try:
-        out = server_runner.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
+        out = server_run.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
                                     timeout=timeout, sampler=instruments.sampler)
     except ServerFailed as exc:
         store.save_logs(con, run_id, pool.logs() or {"server_tail": exc.log_tail.encode()})  # whole logs, kept
@@ -89,7 +89,7 @@ def server_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot
         raise
     store.save_logs(con, run_id, out["logs"])
     tele = _store_telemetry(con, run_id, out["samples"])
-    rows = server_runner.request_rows(run_id, out["results"])
+    rows = server_run.request_rows(run_id, out["results"])
     store.insert_requests(con, rows)
     parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
                             metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
@@ -110,7 +110,7 @@ def server_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot
                     f"({out['wall_s']:.1f}s) run {run_id}")
 
 
-def cli_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
+def run_cli_slot(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
              timeout: float | None, instruments: Instruments) -> tuple[str, str]:
     run_id, stopped = start_run(con, sweep_id, build, plan, p, slot, p.arm.params, instruments)
     if stopped:

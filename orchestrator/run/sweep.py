@@ -102,10 +102,10 @@ def execute(con, sweep: Sweep, *, timeout: float | None, telemetry_interval: flo
         for slot in sweep.slots:
             p = by_name[slot.arm]
             if pool:
-                status, line = one_run.server_run(con, sweep.id, sweep.build, sweep.plan, p, slot, timeout, pool,
+                status, line = one_run.run_server_slot(con, sweep.id, sweep.build, sweep.plan, p, slot, timeout, pool,
                                                   instruments)
             else:
-                status, line = one_run.cli_run(con, sweep.id, sweep.build, sweep.plan, p, slot, timeout, instruments)
+                status, line = one_run.run_cli_slot(con, sweep.id, sweep.build, sweep.plan, p, slot, timeout, instruments)
             failed += status in ("failed", "timeout")
             what = f"{p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
             progress.advance(what)

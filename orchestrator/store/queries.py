@@ -142,8 +142,14 @@ ARM_GROUPS_SQL = """
 SELECT r.sweep_id, regexp_extract(arg_min(s.recipe_path, r.id), '[^/]+$') AS recipe,
        arg_min(s.build_name, r.id) AS build, r.arm, arg_min(r.is_baseline, r.id) AS is_baseline,
        arg_min(r.mode, r.id) AS mode, arg_min(r.params, r.id) AS params, count(*) AS runs,
-       list(struct_pack(run_id := r.id, repeat_index := r.repeat_index, decode_tps := m.decode_tps) ORDER BY r.id)
-           FILTER (WHERE r.status = 'ok') AS ok_runs,
+       count(*) FILTER (WHERE r.status = 'ok') AS ok,
+       -- decode tok/s of the ok runs that printed one: count, mean, sample stdev; the values themselves only where
+       -- a rule needs them (bimodality from 4, outliers from 5), so a 3-repeat arm moves no list into Python
+       count(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS n,
+       avg(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS mean_tps,
+       stddev_samp(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS sd_tps,
+       CASE WHEN count(m.decode_tps) FILTER (WHERE r.status = 'ok') >= 4
+            THEN list(m.decode_tps ORDER BY r.id) FILTER (WHERE r.status = 'ok') END AS ok_decode_tps,
        avg(m.acceptance) FILTER (WHERE r.status = 'ok') AS acceptance,
        avg(m.draft_per_generated) FILTER (WHERE r.status = 'ok') AS draft_per_gen,
        avg(m.encode_tps) FILTER (WHERE r.status = 'ok') AS prompt_tps,
@@ -157,27 +163,48 @@ WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
 GROUP BY r.sweep_id, r.arm
 ORDER BY r.sweep_id, min(r.id)
 """
-# Server mode pairs per (repeat, prompt): each request's own decode rate, ok runs only.
-ARM_REQUESTS_SQL = """
-SELECT r.sweep_id, r.arm, r.id AS run_id, q.prompt_id, q.predicted_n / q.predicted_ms * 1000 AS tps
-FROM requests q JOIN measured_runs r ON r.id = q.run_id
-WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[])) AND r.mode = 'server' AND r.status = 'ok'
-  AND q.status = 'ok' AND q.predicted_ms > 0
-ORDER BY q.run_id, q.seq
+# The samples speedups pair on, from measured ok runs with a speed: one per run keyed by repeat (CLI), one per
+# request keyed by (repeat, prompt) in server mode (each request's own decode rate).
+ARM_SAMPLES_CTE = """
+WITH ok AS (
+    SELECT r.sweep_id, r.arm, r.is_baseline, r.mode, r.id, r.repeat_index, m.decode_tps
+    FROM measured_runs r JOIN metrics m ON m.run_id = r.id
+    WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[])) AND r.status = 'ok' AND m.decode_tps > 0
+), samples AS (
+    SELECT sweep_id, arm, is_baseline, mode, repeat_index, '' AS prompt_id, decode_tps AS tps
+    FROM ok WHERE mode IS DISTINCT FROM 'server'
+    UNION ALL
+    SELECT o.sweep_id, o.arm, o.is_baseline, o.mode, o.repeat_index, q.prompt_id, q.predicted_n / q.predicted_ms * 1000
+    FROM ok o JOIN requests q ON q.run_id = o.id
+    WHERE o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0
+)
 """
 
 
 def arm_groups(con: Con, sweep_ids: list[int]) -> list[dict]:
-    """Per (sweep, arm): constant columns, ok runs as [{run_id, repeat_index, decode_tps}], means and counts."""
+    """Per (sweep, arm): constant columns, decode tok/s moments of the ok runs (their values from 4 runs on),
+    means and counts."""
     return rows_as_dicts(con.execute(ARM_GROUPS_SQL, [sweep_ids]))
 
 
-def request_rates(con: Con, sweep_ids: list[int]) -> dict[int, dict[str, float]]:
-    """Server runs' per-request decode tok/s: {run_id: {prompt_id: tps}}."""
-    out: dict[int, dict[str, float]] = {}
-    for _, _, run_id, prompt_id, tps in con.execute(ARM_REQUESTS_SQL, [sweep_ids]).fetchall():
-        out.setdefault(run_id, {})[prompt_id] = tps
-    return out
+def arm_pairs(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], tuple[int, float, float | None]]:
+    """Per non-baseline (sweep, arm): (pairs, mean and sample stdev of log(arm / baseline)) over the samples that
+    pair with the sweep's baseline on repeat (and prompt in server mode)."""
+    rows = con.execute(ARM_SAMPLES_CTE + """
+        SELECT a.sweep_id, a.arm, count(*), avg(ln(a.tps / b.tps)), stddev_samp(ln(a.tps / b.tps))
+        FROM samples a JOIN samples b ON b.sweep_id = a.sweep_id AND b.is_baseline
+             AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
+        WHERE NOT a.is_baseline
+        GROUP BY a.sweep_id, a.arm""", [sweep_ids]).fetchall()
+    return {(sweep, arm): (n, mean, sd) for sweep, arm, n, mean, sd in rows}
+
+
+def arm_request_rates(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], list[float]]:
+    """Server arms' per-request decode tok/s, per (sweep, arm): the spread the bimodality warning reads."""
+    rows = con.execute(ARM_SAMPLES_CTE + """
+        SELECT sweep_id, arm, list(tps) FROM samples WHERE mode = 'server' GROUP BY sweep_id, arm""",
+                       [sweep_ids]).fetchall()
+    return {(sweep, arm): rates for sweep, arm, rates in rows}
 
 
 # --- two builds side by side --------------------------------------------------------------------------------------

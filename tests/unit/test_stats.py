@@ -237,3 +237,16 @@ def test_below_break_even():
 def test_warnings_come_in_fixed_order():
     ws = stats.warnings_for([60, 62, 130, 133, 61, 131], acceptance=1.0, speedup=0.7, sweep_break_even=1.01)
     assert codes(ws) == ["high_cv", "bimodal", "full_acceptance_slowdown", "below_break_even"]
+
+
+def test_sample_stdev_agrees_with_the_exact_statistics_stdev():
+    import random
+    import statistics
+
+    rng = random.Random(7)
+    for n in (2, 3, 10, 200):
+        xs = [rng.uniform(300.0, 3000.0) for _ in range(n)]
+        assert stats.sample_stdev(xs) == pytest.approx(statistics.stdev(xs), rel=1e-12)
+    assert stats.sample_stdev([5.0, 5.0, 5.0]) == 0.0
+    with pytest.raises(ValueError):
+        stats.sample_stdev([1.0])

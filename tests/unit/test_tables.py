@@ -24,10 +24,6 @@ def test_markdown_columns_and_empty_rows():
     assert tables.render([{"at": when}], "md").splitlines()[-1] == "| 2026-05-01 12:30:05 |"
 
 
-def test_md_is_a_listed_format():
-    assert "md" in tables.FORMATS
-
-
 def test_existing_formats_unchanged():
     rows = [{"a": "x", "n": 1.5}, {"a": "longer", "n": None}]
     assert tables.render(rows) == "a       n\n------  -----\nx       1.500\nlonger  -"

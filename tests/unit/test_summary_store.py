@@ -1,0 +1,70 @@
+"""The per-arm summary read from a real DuckDB file: SQL grouping and pairing agree with the pure statistics."""
+
+import math
+
+import pytest
+
+from orchestrator import store
+from orchestrator.analyze import stats, summary
+from orchestrator.store import queries
+
+CLI = {"baseline": [100.0, 120.0, 90.0, 110.0], "draft": [150.0, 150.0, 100.0, 160.0]}
+PROMPTS = {"p1": 1.0, "p2": 1.5}  # server mode: per-request rate = run speed x factor
+
+
+def stored(tmp_path, mode: str):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
+                                     "mode": mode, "repeat": 4, "build_name": "b", "status": "done"})
+    for rep in range(4):
+        for arm, speeds in CLI.items():
+            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
+                                         "params": {"draft_max": 8} if arm == "draft" else {}, "repeat_index": rep,
+                                         "mode": mode, "status": "ok"})
+            con.execute("INSERT INTO metrics (run_id, decode_tps, acceptance) VALUES (?, ?, ?)",
+                        [run, speeds[rep], 0.5 if arm == "draft" else None])
+            if mode == "server":
+                store.insert_requests(con, [{"run_id": run, "seq": i, "prompt_id": p, "status": "ok",
+                                             "predicted_n": 100, "predicted_ms": 100_000 / (speeds[rep] * f)}
+                                            for i, (p, f) in enumerate(PROMPTS.items())])
+    # A failed run and a warm-up never count.
+    store.insert_run(con, {"sweep_id": sweep, "arm": "draft", "is_baseline": False, "repeat_index": 4,
+                           "mode": mode, "status": "failed", "failure_class": "crash_signal"})
+    return con, sweep
+
+
+def test_cli_summary_matches_the_pure_statistics(tmp_path):
+    con, sweep = stored(tmp_path, "cli")
+    base, draft = summary.arm_rows(con, [sweep])
+    expected = stats.paired_speedup(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
+    assert draft["speedup"] == pytest.approx(expected.ratio)
+    assert (draft["speedup_low"], draft["speedup_high"]) == pytest.approx((expected.ci_low, expected.ci_high))
+    d = stats.describe(CLI["draft"])
+    assert (draft["decode_tps"], draft["ci_low"], draft["ci_high"], draft["cv"]) == pytest.approx(
+        (d.mean, d.ci_low, d.ci_high, d.cv))
+    assert draft["ok"] == "4/5" and draft["failures"] == "crash_signal" and draft["acceptance"] == 0.5
+    assert base["speedup"] == 1.0 and base["is_baseline"]
+    view = con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0]
+    assert view == pytest.approx(draft["speedup"])  # the view and the summary pair the same runs
+
+
+def test_server_summary_pairs_per_repeat_and_prompt(tmp_path):
+    con, sweep = stored(tmp_path, "server")
+    _, draft = summary.arm_rows(con, [sweep])
+    key = {(r, p): s * f for r, s in enumerate(CLI["baseline"]) for p, f in PROMPTS.items()}
+    head = {(r, p): s * f for r, s in enumerate(CLI["draft"]) for p, f in PROMPTS.items()}
+    expected = stats.paired_speedup(key, head)
+    assert draft["speedup"] == pytest.approx(expected.ratio) and expected.n == 8
+    assert draft["speedup_low"] == pytest.approx(expected.ci_low)
+    rates = queries.arm_request_rates(con, [sweep])[(sweep, "draft")]
+    assert sorted(rates) == pytest.approx(sorted(head.values()))  # the spread bimodality reads
+
+
+def test_values_move_to_python_only_where_a_rule_reads_them(tmp_path):
+    con, sweep = stored(tmp_path, "cli")
+    groups = {g["arm"]: g for g in queries.arm_groups(con, [sweep])}
+    assert groups["draft"]["ok_decode_tps"] == CLI["draft"] and groups["draft"]["n"] == 4
+    con.execute("DELETE FROM runs WHERE repeat_index = 3")
+    groups = {g["arm"]: g for g in queries.arm_groups(con, [sweep])}
+    assert groups["draft"]["ok_decode_tps"] is None and groups["draft"]["n"] == 3
+    assert math.isclose(groups["draft"]["sd_tps"], stats.describe(CLI["draft"][:3]).stdev)
