@@ -124,6 +124,13 @@ class ResumeMismatch(OrchError):
     exit_code = 21
 
 
+class ParseError(OrchError):
+    """A log whose figures cannot be true (a negative count, acceptance above 100%, a number no column holds);
+    inside a sweep it is one failed run of class parse_error, never a stopped sweep."""
+
+    exit_code = 23
+
+
 class AmbiguousCommit(OrchError):
     """A commit prefix that matches several commits in the mirror."""
 

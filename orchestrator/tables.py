@@ -9,6 +9,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from functools import lru_cache
 
+
 def _json_default(value):
     if isinstance(value, (datetime, date)):
         return value.isoformat()

@@ -45,6 +45,7 @@ db_option = click.option("--db", type=click.Path(dir_okay=False, path_type=Path)
 
 def opened_db(db: Path | None):
     """`with opened_db(db) as con:` the results database of --db (else $ORCH_DB or ./results.duckdb), closed after."""
-    from orchestrator import store  # imported here: duckdb is a tenth of a second that --help does not need
+    # Imported here: duckdb costs a tenth of a second that --help and --version do not need.
+    from orchestrator import store
 
     return store.opened(db or config.db_path())

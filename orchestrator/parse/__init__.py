@@ -1,6 +1,7 @@
 """Pure parsers for llama.cpp output: text in, data out, no I/O.
 
-    parsed = parse_text(stderr)            # stdout, stderr, or both concatenated
+    parsed = parse_run(stdout, stderr)     # a run: figures from stderr, where llama.cpp logs them
+    parsed = parse_text(stderr)            # any text: stdout, stderr, or both concatenated
     parsed.metrics["acceptance"]           # canonical names, see METRIC_KEYS
     classify_failure(stderr, returncode=1, signal=None, timed_out=False, expects_speculation=True)
 """
@@ -11,19 +12,27 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from orchestrator.errors import ParseError
+
 from .failure import FAILURE_CLASSES, classify_failure
 from .lines import clean_lines
 from .perf import PerfBlock, cli_speeds, parse_perf_blocks
 from .spec import SpecInfo, parse_spec, primary_stats, split_sections
 from .version import parse_version
 
-__all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "classify_failure"]
+__all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "parse_run", "check_ranges",
+           "missing_block", "classify_failure"]
 
 METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
                "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
                "mean_accept_len", "accept_rate_per_pos")
 # Printed accept% and our n_accept/n_drafted may differ by the printout's rounding (%.3f of a percentage).
 ACCEPT_TOLERANCE = 0.0005
+# Columns of the metrics table that are INTEGER (32-bit): a count beyond fits no row and is no real count.
+INT32_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "prompt_eval_tokens", "eval_runs")
+INT32_MAX = 2**31 - 1
+# Tools whose run ends with the speculative end block; every other CLI tool must print the perf block.
+END_BLOCK_TOOLS = ("llama-speculative-simple", "llama-speculative")
 
 
 @dataclass
@@ -69,6 +78,44 @@ def parse_text(text: str) -> ParsedLog:
                        has_end_block=end.found)
     _cross_check(parsed, end.accept_pct)
     return parsed
+
+
+def parse_run(stdout: str, stderr: str) -> ParsedLog:
+    """A CLI run's figures, read from stderr only: llama.cpp logs there, while stdout carries the echoed prompt
+    and the generated text, which must never become a number. The chat llama-cli is the one tool that prints
+    its speed line on stdout: that line (the last one, printed after the text) is used only when stderr has
+    no decode speed."""
+    parsed = parse_text(stderr)
+    if parsed.metrics["decode_tps"] is None and (chat := cli_speeds(clean_lines(stdout))):
+        parsed.metrics["encode_tps"], parsed.metrics["decode_tps"] = chat
+        parsed.extra.update(cli_prompt_tps=chat[0], cli_generation_tps=chat[1], speed_from_stdout=True)
+    return parsed
+
+
+def check_ranges(parsed: ParsedLog) -> None:
+    """Raise ParseError when a figure cannot be true: a negative count or time, acceptance outside [0, 1],
+    more accepted than drafted, or a count beyond what its column holds."""
+    m = parsed.metrics
+    bad = []
+    for key in METRIC_KEYS:
+        value = m.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            bad.append(f"{key} = {value} is negative")
+    for key in INT32_KEYS:
+        if isinstance(m.get(key), int) and m[key] > INT32_MAX:
+            bad.append(f"{key} = {m[key]} is beyond any real count")
+    if m.get("acceptance") is not None and not 0 <= m["acceptance"] <= 1:
+        bad.append(f"acceptance {m['acceptance']:.1%} is outside 0-100%")
+    if bad:
+        raise ParseError(f"the log's figures cannot be true: {'; '.join(bad)}")
+
+
+def missing_block(parsed: ParsedLog, tool: str) -> str | None:
+    """What a run of `tool` that exited 0 should have printed and did not (its metrics are then unknown)."""
+    if tool in END_BLOCK_TOOLS:
+        return None if parsed.has_end_block and parsed.metrics["decode_tps"] is not None else \
+            "the speculative end block (decoded tokens and speed)"
+    return None if parsed.metrics["decode_tps"] is not None else "the perf block (eval and total time)"
 
 
 def _perf_by_role(lines) -> dict[str, PerfBlock]:

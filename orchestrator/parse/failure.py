@@ -14,7 +14,7 @@ from .lines import clean_lines
 from .spec import parse_spec
 
 FAILURE_CLASSES = ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
-                   "crash_signal", "spec_not_engaged", "other")
+                   "crash_signal", "spec_not_engaged", "truncated_log", "parse_error", "other")
 
 # Checked in this order. OOM comes before model_load: an allocation failure during loading is reported as
 # `error loading model: unable to allocate CUDA0 buffer`, and the allocation is the cause worth naming.

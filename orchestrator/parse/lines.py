@@ -9,6 +9,7 @@ so they work on every era and on stdout, stderr or both concatenated.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -68,6 +69,20 @@ def _jsonl_lines(raw: str) -> list[Line]:
     return [Line(strip_prefixes(part)[0], level) for part in str(rec.get("msg", "")).splitlines()]
 
 
+def to_int(token: str | None) -> int | None:
+    """A printed count; None for anything that is not a plain integer of at most 18 digits (fits a BIGINT).
+
+    int() of a 5000-digit string raises (and costs time); a count that long is a damaged log, not a count.
+    """
+    if token is None:
+        return None
+    t = token.strip()
+    digits = t.lstrip("-+")
+    if not digits.isdigit() or len(digits) > 18:
+        return None
+    return int(t)
+
+
 def to_float(token: str | None) -> float | None:
     """A printed number; `nan`, `-nan`, `inf` (C printf of 0/0 and x/0) become None: they carry no measurement."""
     if token is None:
@@ -76,6 +91,7 @@ def to_float(token: str | None) -> float | None:
     if t.lstrip("-") in ("nan", "inf"):
         return None
     try:
-        return float(t)
+        value = float(t)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None

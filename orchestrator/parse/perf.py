@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields
 
-from .lines import Line, to_float
+from .lines import Line, to_float, to_int
 
 PERF_FUNC_RE = re.compile(r"^(llama_print_timings|llama_perf_context_print|llama_perf_sampler_print|common_perf_print):\s+(.*)$")
 NUM = r"(-?nan|-?inf|[\d.]+)"
@@ -75,7 +75,7 @@ def _parse_perf_line(text: str) -> tuple[str, dict] | None:
             for name, raw in zip(names, fm.groups()):
                 if name is None or raw is None:
                     continue
-                values[name] = int(raw) if name in INT_FIELDS else to_float(raw)
+                values[name] = to_int(raw) if name in INT_FIELDS else to_float(raw)
             return func, values
     return None
 

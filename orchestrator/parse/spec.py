@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .lines import Line, to_float
+from .lines import Line, to_float, to_int
 
 NUM = r"(-?nan|-?inf|[\d.]+)"
 # `generated` is the 2023 proof-of-concept wording of `decoded`.
@@ -98,11 +98,11 @@ def parse_end_block(lines: list[Line]) -> EndBlock:
         t = line.text
         if m := SPEED_RE.match(t):
             kind = "encode" if m.group(1) == "encoded" else "decode"
-            setattr(end, f"{kind}_tokens", int(m.group(2)))
-            setattr(end, f"{kind}_s", float(m.group(3)))
+            setattr(end, f"{kind}_tokens", to_int(m.group(2)))
+            setattr(end, f"{kind}_s", to_float(m.group(3)))
             setattr(end, f"{kind}_tps", to_float(m.group(4)))
         elif m := COUNTER_RE.match(t):
-            setattr(end, m.group(1), int(m.group(2)))
+            setattr(end, m.group(1), to_int(m.group(2)))
         elif m := ACCEPT_RE.match(t):
             end.accept_text = m.group(1)
             end.accept_pct = to_float(m.group(1))
@@ -115,18 +115,18 @@ def parse_stats_line(text: str) -> DraftStats | None:
         return None
     st = DraftStats(impl=m.group(1))
     if c := CALLS3_RE.search(text):
-        st.calls_begin, st.calls_gen, st.calls_accept = (int(x) for x in c.groups())
+        st.calls_begin, st.calls_gen, st.calls_accept = (to_int(x) for x in c.groups())
     elif c := CALLS1_RE.search(text):
-        st.calls = int(c.group(1))
+        st.calls = to_int(c.group(1))
     for attr, label in COUNT_FIELDS.items():
         if c := re.search(re.escape(label) + r" =\s*(\d+)", text):
-            setattr(st, attr, int(c.group(1)))
+            setattr(st, attr, to_int(c.group(1)))
     if c := MEAN_LEN_RE.search(text):
         st.mean_accept_len = to_float(c.group(1))
     if c := RATES_RE.search(text):
-        st.accept_rate_per_pos = [float(x) for x in c.group(1).split(",") if x.strip()]
+        st.accept_rate_per_pos = [to_float(x) for x in c.group(1).split(",") if x.strip()]
     if c := DUR_RE.search(text):
-        st.dur_ms = [float(x) for x in c.groups()]
+        st.dur_ms = [to_float(x) for x in c.groups()]
     return st
 
 
@@ -142,7 +142,7 @@ def parse_spec(lines: list[Line]) -> SpecInfo:
                 seen[st.impl] = len(info.stats)
                 info.stats.append(st)
         elif m := SERVER_ACC_RE.search(line.text):
-            info.server.append(ServerAcceptance(to_float(m.group(1)), int(m.group(2)), int(m.group(3)),
+            info.server.append(ServerAcceptance(to_float(m.group(1)), to_int(m.group(2)), to_int(m.group(3)),
                                                 to_float(m.group(4))))
     return info
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .lines import Line, clean_lines
+from .lines import Line, clean_lines, to_int
 
 SEMVER_RE = re.compile(r"^version: (\S+) \(build (\d+), commit ([0-9a-f]+|unknown)\)")
 OLD_VERSION_RE = re.compile(r"^version: (\d+) \(([0-9a-f]+|unknown)\)")
@@ -61,5 +61,5 @@ def _match_banner(t: str, keep_unknown: bool) -> dict | None:
     else:
         return None
     version, build, commit, built_with = found
-    return {"version": version, "build_number": int(build),
+    return {"version": version, "build_number": to_int(build),
             "commit": None if commit == "unknown" and not keep_unknown else commit, "built_with": built_with}

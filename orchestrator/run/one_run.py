@@ -19,8 +19,7 @@ from orchestrator.parse.server import server_metrics
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe import dialect, schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import client
-from orchestrator.run import server_run
+from orchestrator.run import client, server_run
 from orchestrator.run.prepare import PreparedArm
 
 
@@ -130,18 +129,37 @@ def run_cli_slot(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, sl
     store.save_logs(con, run_id, logs)
     tele = _store_telemetry(con, run_id, _stop(samplers))
     peak_rss, cpu_s = (samplers[0].peak_rss_bytes or None, samplers[0].cpu_s) if samplers else (None, None)
-    text = logs["stderr"].decode(errors="replace") + "\n" + logs["stdout"].decode(errors="replace")
-    parsed = parse.parse_text(text)
-    store.save_metrics(con, run_id, parsed)
-    failure = parse.classify_failure(text, returncode=res.returncode, signal=res.signal, timed_out=res.timed_out,
-                                     expects_speculation=expects_speculation(p.executed))
+    failure, detail, metrics = _read_run(con, run_id, logs, res, p)
     status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
     store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal, failure_class=failure,
-                     failure_detail=None if failure is None else res.describe(), wall_s=res.wall_s,
-                     peak_rss_bytes=peak_rss, cpu_s=cpu_s, telemetry=tele, ended_at=store.utcnow())
+                     failure_detail=detail, wall_s=res.wall_s, peak_rss_bytes=peak_rss, cpu_s=cpu_s, telemetry=tele,
+                     ended_at=store.utcnow())
     if failure:
-        return status, f"{status} ({failure}, {res.describe()}) run {run_id}"
-    return status, f"ok, {_speed_text(parsed.metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
+        return status, f"{status} ({failure}, {detail}) run {run_id}"
+    return status, f"ok, {_speed_text(metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
+
+
+def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
+              p: PreparedArm) -> tuple[str | None, str | None, dict]:
+    """Parse, check and store a finished run's metrics; (failure class, detail, metrics).
+
+    A log orch cannot read or whose figures cannot be true is one failed run (parse_error), never a stopped
+    sweep; a run that exited 0 without the block its tool must print is truncated_log, never ok.
+    """
+    stdout, stderr = (logs[k].decode(errors="replace") for k in ("stdout", "stderr"))
+    try:
+        parsed = parse.parse_run(stdout, stderr)
+        parse.check_ranges(parsed)
+        store.save_metrics(con, run_id, parsed)
+    except Exception as exc:  # noqa: BLE001  (any parser or store error: the run fails, the sweep goes on)
+        return "parse_error", f"{type(exc).__name__}: {exc}"[:500], {}
+    failure = parse.classify_failure(stderr, returncode=res.returncode, signal=res.signal, timed_out=res.timed_out,
+                                     expects_speculation=expects_speculation(p.executed))
+    if failure:
+        return failure, res.describe(), parsed.metrics
+    if missing := parse.missing_block(parsed, Path(p.executed[0]).name):
+        return "truncated_log", f"exit status 0 but the log lacks {missing}: its last lines were lost", parsed.metrics
+    return None, None, parsed.metrics
 
 
 def _stop(samplers: list) -> list:

@@ -21,7 +21,7 @@ def reparse_all(con) -> int:
                                     wall_s=run["wall_s"], concurrency=old.get("concurrency", 1),
                                     metrics_delta=old.get("metrics_delta", {}), offsets=offsets)
         else:
-            parsed = parse.parse_text(logs.get("stderr", "") + "\n" + logs.get("stdout", ""))
+            parsed = parse.parse_run(logs.get("stdout", ""), logs.get("stderr", ""))
         writes.save_metrics(con, run["id"], parsed)
     for sweep_id in queries.server_sweep_ids(con):
         writes.mark_output_differences(con, sweep_id)

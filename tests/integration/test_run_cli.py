@@ -182,3 +182,20 @@ def test_show_parse_and_inspect_commands(orch_exe, env, tiny_dir, tmp_path):
     assert bad.returncode == 11 and str(log) in bad.stderr
     empty = run_orch(orch_exe, "query", "SELECT * FROM runs WHERE false", "--format", "csv", env=env)
     assert empty.stdout.startswith("id,sweep_id,build_id,arm")
+
+
+def test_a_prompt_carrying_metric_lines_forges_nothing_and_breaks_nothing(orch_exe, env):
+    """llama-completion echoes the prompt on stdout; orch reads figures from stderr only."""
+    forged = ("Copy this:\ndecoded 64 tokens in 0.001 seconds, speed: 64000.0 t/s\nn_predict = 3000000000\n"
+              "encoded 5 tokens in 1.2.3 seconds, speed: 1.0 t/s\nerror loading model: out of memory\nThen go on.")
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--set", f"prompt={forged}", env=env)
+    assert res.returncode == 0, res.stderr
+    runs = db_rows(env, "SELECT r.arm, r.status, m.decode_tps, m.n_predict FROM runs r JOIN metrics m "
+                        "ON m.run_id = r.id ORDER BY r.id")
+    assert [r["status"] for r in runs] == ["ok", "ok"]
+    assert all(0 < r["decode_tps"] < 20000 for r in runs)  # the tiny models decode at 300-3000 tok/s here
+    assert all(r["n_predict"] is None or r["n_predict"] < 1000 for r in runs)
+    stdout = db_rows(env, "SELECT gz FROM run_logs WHERE stream = 'stdout' ORDER BY run_id")
+    import gzip
+
+    assert "64000.0 t/s" in gzip.decompress(stdout[0]["gz"]).decode(errors="replace")  # echoed, ignored
