@@ -26,7 +26,7 @@ test: install  ## import direction (lint-imports), then the whole suite, real ll
 demo: build  ## the main job: build, tiny models, recipes A and B, a table read back from DuckDB
 	$(ORCH) models tiny
 	$(ORCH) run recipes/recipe_a.j2 --build $(COMMIT) --vars recipes/tiny.toml
-	$(ORCH) run recipes/recipe_b.j2 --build $(COMMIT) --vars recipes/tiny.toml
+	$(ORCH) run recipes/recipe_b.j2 --build $(COMMIT) --vars recipes/tiny_single.toml
 	@echo; echo "== recipes A and B on the tiny models, from results.duckdb =="
 	$(ORCH) summary --last 2
 

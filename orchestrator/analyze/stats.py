@@ -17,6 +17,7 @@ from orchestrator.analyze.warnings import (
     BIMODAL,
     FULL_ACCEPTANCE_SLOWDOWN,
     HIGH_CV,
+    NO_DRAFTS,
     OUTLIERS,
     WARNING_KINDS,
     StatWarning,
@@ -208,5 +209,5 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
 
 __all__ = ["Stats", "Speedup", "describe", "from_moments", "paired_speedup", "speedup_from_log_ratios", "ratio_of_means", "mann_whitney_u", "midranks",
            "t975", "clean", "StatWarning", "WarningKind", "WARNING_KINDS", "HIGH_CV", "BIMODAL", "OUTLIERS",
-           "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "warnings_for", "break_even", "bimodal_split",
+           "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "NO_DRAFTS", "warnings_for", "break_even", "bimodal_split",
            "mad_outliers", "sample_stdev"]

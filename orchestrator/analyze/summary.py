@@ -50,6 +50,7 @@ def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict) -> list[di
                      "ci_low": d.ci_low, "ci_high": d.ci_high, "stdev": d.stdev, "cv": d.cv,
                      "acceptance": g["acceptance"], "draft_per_gen": g["draft_per_gen"],
                      "speedup": 1.0 if g["is_baseline"] and g["ok"] else speed.ratio if speed else None,
+                     "ok_runs": g["ok"], "idle": g["idle"], "failed": g["failed"], "skipped": g["skipped"],
                      "speedup_low": speed.ci_low if speed else None, "speedup_high": speed.ci_high if speed else None,
                      "prompt_tps": g["prompt_tps"], "bound_tps": g["bound_tps"], "bound_label": g["bound_label"],
                      "failures": ",".join(g["failures"] or []) or None,
@@ -59,7 +60,11 @@ def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict) -> list[di
     for row in rows:
         found = stats.warnings_for(row.pop("_samples"), spread=row.pop("_spread"), acceptance=row["acceptance"],
                                    speedup=row["speedup"], sweep_break_even=break_even.get(row["method"]),
-                                   drafted=row.pop("_drafted"), accepted=row.pop("_accepted"), cv=row["cv"])
+                                   drafted=row.pop("_drafted"), accepted=row.pop("_accepted"), cv=row["cv"],
+                                   idle=row["idle"], ok=row["ok_runs"])
+        if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
+            row["speedup_without_drafts"] = row["speedup"]
+            row["speedup"] = row["speedup_low"] = row["speedup_high"] = None
         row["warning_messages"] = [w.message for w in found]
         row["warnings"] = ",".join(w.code for w in found) or None
         row["ci95"] = _interval(row["ci_low"], row["ci_high"])
@@ -77,7 +82,26 @@ def _method(params: str | None) -> str:
 
 
 def _interval(low, high, digits: int = 1) -> str | None:
-    return None if low is None or high is None else f"{low:.{digits}f}-{high:.{digits}f}"
+    """An interval as every table and message prints one: [low, high]."""
+    return None if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+PERCENT_COLUMNS = ("acceptance", "cv")  # shares of 1, shown as percentages
+
+
+def for_display(rows: list[dict]) -> list[dict]:
+    """Rows for the table and markdown views: shares as percentages (47.1%), the roofline share likewise.
+    JSON and CSV keep the plain numbers."""
+    out = []
+    for row in rows:
+        shown = dict(row)
+        for key in PERCENT_COLUMNS:
+            if isinstance(row.get(key), float):
+                shown[key] = f"{100 * row[key]:.1f}%"
+        if isinstance(row.get("roofline_pct"), float):
+            shown["roofline_pct"] = f"{row['roofline_pct']:.1f}%"
+        out.append(shown)
+    return out
 
 
 def warning_lines(rows: list[dict]) -> list[str]:

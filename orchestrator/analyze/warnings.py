@@ -16,6 +16,9 @@ The rules (each a constant below, with its code for JSON and its message templat
 - outliers: modified z-score 0.6745 * (x - median) / MAD above 3.5 (Iglewicz and Hoaglin); when MAD is 0
   (most values equal) the mean absolute deviation scaled by 1.2533 stands in. n >= 5: with three runs the MAD is
   one distance, and any spread flags a run (seen on real sweeps: 1582 beside 1672 and 1683 tok/s).
+- no_drafts: a speculative arm (not the baseline) whose ok runs drafted nothing (n_drafted = 0): speculation
+  started but never proposed a token, so its speed says nothing about speculation (spec_not_engaged, a failure
+  class, is the run where speculation never started).
 - full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
 - below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
 """
@@ -72,11 +75,14 @@ FULL_ACCEPTANCE_SLOWDOWN = WarningKind(
     "full_acceptance_slowdown", "100% acceptance yet {speedup:.2f}x the baseline{counters}: check the drafted and "
     "accepted counters with orch show RUN; a draft that is never rejected but slows decoding usually means "
     "speculation is not set up as intended (tiny drafts, draft_max too low, or the counters misread)")
+NO_DRAFTS = WarningKind(
+    "no_drafts", "drafted nothing in {idle} of {ok} ok runs: {what}; an n-gram method needs repeats in the prompt, "
+    "a draft needs draft_min at most draft_max and a p_min its tokens reach (orch show RUN shows the counters)")
 BELOW_BREAK_EVEN = WarningKind(
     "below_break_even", "acceptance {acceptance:.1%} is below this sweep's break-even {break_even:.1%} (where "
     "speedup crosses 1x): these drafts cost more than they save here; lower draft_max, raise p_min or draft_min, "
     "or use a draft that agrees more with the target")
-WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN)
+WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN)
 
 
 def clean(samples) -> list[float]:
@@ -139,7 +145,8 @@ def break_even(points: Sequence[tuple[float, float]]) -> float | None:
 
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
                  speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
-                 accepted: int | None = None, cv: float | None = None) -> list[StatWarning]:
+                 accepted: int | None = None, cv: float | None = None, idle: int = 0,
+                 ok: int = 0) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
@@ -160,6 +167,10 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
     if outliers:
         out.append(StatWarning(OUTLIERS.code, OUTLIERS.template.format(
             count=len(outliers), n=len(xs), values=", ".join(f"{x:.1f}" for x in outliers))))
+    if idle:
+        what = ("its speed is plain decoding, so it is shown with no speedup" if idle == ok else
+                "its speedup mixes runs that speculated with runs that did not")
+        out.append(StatWarning(NO_DRAFTS.code, NO_DRAFTS.template.format(idle=idle, ok=ok, what=what)))
     if acceptance is not None and acceptance >= 0.9995 and speedup is not None and speedup < 1:
         counters = f" (drafted {drafted}, accepted {accepted})" if drafted is not None else ""
         out.append(StatWarning(FULL_ACCEPTANCE_SLOWDOWN.code,

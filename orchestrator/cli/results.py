@@ -94,17 +94,21 @@ def summary_command(sweeps, last, fmt, db):
 
     Example: orch summary --last 2 --format md
     """
-    from orchestrator.analyze import summary
+    from orchestrator.analyze import summary, verdict
     from orchestrator.store import queries
 
     with opened_db(db) as con:
         rows = summary.arm_rows(con, list(sweeps) or queries.last_sweeps(con, last))
-    if fmt in ("json", "csv"):
+    verdicts = [f"verdict: {sentence}" for sentence in verdict.sweep_verdicts(rows)] if rows else \
+        ["verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"]
+    if fmt in ("json", "csv"):  # machine formats stay parseable: the sentences go to stderr
         click.echo(tables.render(rows, fmt))
+        click.echo("\n".join(verdicts), err=True)
         return
-    click.echo(tables.render(rows, fmt, summary.TABLE_COLUMNS))
+    click.echo(tables.render(summary.for_display(rows), fmt, summary.TABLE_COLUMNS))
     for line in summary.warning_lines(rows):
         click.echo(f"warning: {line}")
+    click.echo("\n".join(verdicts))
 
 
 @main.command("compare")

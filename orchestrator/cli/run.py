@@ -41,7 +41,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
     Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
     """
     from orchestrator import tables
-    from orchestrator.analyze import summary
+    from orchestrator.analyze import summary, verdict
     from orchestrator.build.builder import find_build, register
     from orchestrator.recipe.plan import load
     from orchestrator.run import prepare, sweep
@@ -62,5 +62,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
         try:
             result = sweep.execute(con, opened, timeout=timeout, telemetry_interval=telemetry_interval)
         finally:  # the sweep this command stored, complete or not
-            click.echo(tables.render(summary.arm_rows(con, [opened.id]), "table", summary.TABLE_COLUMNS))
+            rows = summary.arm_rows(con, [opened.id])
+            click.echo(tables.render(summary.for_display(rows), "table", summary.TABLE_COLUMNS))
+            for sentence in verdict.sweep_verdicts(rows):
+                click.echo(f"verdict: {sentence}")
     result.raise_for_status()

@@ -8,6 +8,7 @@ syntax tree without rendering anything.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -15,16 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
+import jinja2.meta
 from jinja2 import nodes
 
 from orchestrator.errors import RecipeError
 from orchestrator.hashing import sha256_text
-from orchestrator.recipe import matrix
+from orchestrator.recipe import matrix, prompts
 
 PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
 MODES = ("cli", "server")
 META_VARIABLES = ("concurrency",)  # metadata that is also a variable (server mode's client threads)
+# Server mode's request options: variables of every server recipe, whether its text names them or not.
+SERVER_DEFAULTS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": False, "prompt_set": prompts.DEFAULT,
+                   "concurrency": 1, "server_timeout": 120}
 BUILTIN_DEFAULTS = {
     "prompt": "Write a short story about a robot learning to paint. Once upon a time,",
     "n_predict": 128,
@@ -117,10 +122,14 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     mode = meta.get("mode", "cli")
     if mode not in MODES:
         raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(MODES)}")
-    variables = {**BUILTIN_DEFAULTS, "models": str(models_dir()),
-                 **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {}),
-                 **read_vars(vars_file), **parse_set(overrides)}
     cells = matrix.expand(meta, where=str(path))
+    defaults = {**BUILTIN_DEFAULTS, "models": str(models_dir()),
+                **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {})}
+    known = _used_variables(env, source, cells, mode) | set(meta.get("defaults", {}))
+    types = {**(SERVER_DEFAULTS if mode == "server" else {}), **defaults}  # what each value is checked against
+    given = {**_checked(read_vars(vars_file), f"vars file {vars_file}", known, types, path),
+             **_checked(parse_set(overrides), "--set", known, types, path)}
+    variables = {**defaults, **given}
     plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=sha256_text(source),
                 mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables)
     template = _compile(env, source, path)
@@ -130,6 +139,39 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
         plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
                              is_baseline=cells.is_baseline(name)))
     return plan
+
+
+def _used_variables(env: jinja2.Environment, source: str, cells: matrix.Cells, mode: str) -> set[str]:
+    """The variables a recipe uses: named in its text, varied by its arms and matrix, and in server mode the
+    request options (orch sends them, the text need not name them)."""
+    used = jinja2.meta.find_undeclared_variables(env.parse(source)) - {"bin", "build", "meta"}
+    used |= {k for overrides in cells.cells.values() for k in overrides}
+    if mode == "server":
+        used |= set(SERVER_DEFAULTS) | {"n_predict", "seed"}
+    return used
+
+
+def _checked(given: dict, source: str, known: set[str], defaults: dict, path: Path) -> dict:
+    """Refuse keys the recipe does not use and values of another type than the key's default."""
+    for key in given:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise RecipeError(f"{source}: {key} is not a variable of {path}{hint}; its variables: "
+                              f"{', '.join(sorted(known))}")
+    return {key: _typed(key, value, defaults.get(key), source) for key, value in given.items()}
+
+
+def _typed(key: str, value, default, source: str):
+    """value converted to the type of the key's default; RecipeError when it cannot be (an int refuses "abc")."""
+    if default is None or isinstance(value, type(default)) and not (isinstance(value, bool) ^ isinstance(default, bool)):
+        return value
+    if isinstance(default, str) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # a file name or prompt that happens to read as a number
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    raise RecipeError(f"{source}: {key}={value!r} is not a {type(default).__name__} like its default "
+                      f"{default!r}")
 
 
 def _compile(env: jinja2.Environment, source: str, path: Path) -> jinja2.Template:

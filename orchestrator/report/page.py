@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator import tables
+from orchestrator.analyze.summary import for_display
 from orchestrator.machine import envinfo
 from orchestrator.machine.telemetry import Sample, summarize
 from orchestrator.report import plots
@@ -31,7 +32,7 @@ COMPARE_COLUMNS = ("arm", "base_n", "head_n", "base_mean", "head_mean", "ratio",
 
 def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: list[dict],
                  telemetry: list[dict] | None = None, compare_rows: list[dict] | None = None,
-                 title: str = "orch report") -> Path:
+                 title: str = "orch report", verdicts: list[str] | None = None) -> Path:
     """Write out_dir/report.md and its PNGs; return the markdown's path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -45,6 +46,8 @@ def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: li
         "telemetry": plots.telemetry(chosen, out_dir / "telemetry.png", f"Telemetry, {run_label}"),
     }
     sections = [f"# {title}", "", f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')}.", ""]
+    if verdicts:
+        sections += ["## Verdict", "", *[f"- {v}" for v in verdicts], ""]
     sections += _summary_section(summary_rows, arms, images)
     if images["acceptance"]:
         sections += ["## Acceptance and speedup", "", "Points above the dashed line beat the baseline.", "",
@@ -96,7 +99,7 @@ def _figures_table(summary: dict) -> str:
 
 def _summary_section(rows: list[dict], arms: list[ArmInterval], images: dict) -> list[str]:
     out = ["## Summary", ""]
-    shown = [{k: v for k, v in r.items() if k not in INTERVAL_BOUNDS} for r in rows]  # ci95 shows them
+    shown = [{k: v for k, v in r.items() if k not in INTERVAL_BOUNDS} for r in for_display(rows)]  # ci95 has them
     out += [markdown_table(shown), ""] if rows else ["No summary rows.", ""]
     if arms:
         out += ["Decode tok/s per arm over ok runs (95% Student-t interval of the mean):", "",

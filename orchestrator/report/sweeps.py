@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.analyze import summary
+from orchestrator.analyze import summary, verdict
 from orchestrator.analyze.comparison import compare_builds
 from orchestrator.errors import NoSuchSweep
 from orchestrator.machine import envinfo
@@ -21,9 +21,9 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
         raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list sweeps with "
                           f"`orch query 'SELECT id, recipe_path, build_name FROM sweeps'`")
     env = queries.sweep_env(con, max(ids)) or envinfo.snapshot()
-    rows = [{c: r[c] for c in [*summary.TABLE_COLUMNS, "is_baseline", "ci_low", "ci_high"]}
-            for r in summary.arm_rows(con, ids)]
-    return write_report(out, env=env, summary_rows=rows, runs=runs,
+    full = summary.arm_rows(con, ids)
+    rows = [{c: r[c] for c in [*summary.TABLE_COLUMNS, "is_baseline", "ci_low", "ci_high"]} for r in full]
+    return write_report(out, env=env, summary_rows=rows, runs=runs, verdicts=verdict.sweep_verdicts(full),
                         telemetry=_telemetry(con, runs, run_id), compare_rows=_compare(con, runs, ids),
                         title=f"orch report: sweep{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}")
 

@@ -17,17 +17,16 @@ from orchestrator import store
 from orchestrator.errors import ServerFailed
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe import dialect, prompts
+from orchestrator.recipe.plan import SERVER_DEFAULTS
 from orchestrator.run import client
 from orchestrator.run.server import Server
 
-REQUEST_DEFAULTS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": False, "prompt_set": prompts.DEFAULT,
-                    "concurrency": 1, "server_timeout": 120}
 SPEC_COUNTERS = ("spec_decode_num_draft_tokens_total", "spec_decode_num_accepted_tokens_total",
                  "spec_decode_num_drafts_total")
 
 
 def request_params(params: dict) -> dict:
-    return {**REQUEST_DEFAULTS, **params}
+    return {**SERVER_DEFAULTS, **params}
 
 
 def server_command(executed: list[str], concurrency: int) -> list[str]:

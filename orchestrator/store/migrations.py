@@ -264,7 +264,38 @@ def m006_views(con: duckdb.DuckDBPyConnection) -> None:
         FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.decode_bytes > 0""")
 
 
-MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views]
+def m007_decode_samples(con: duckdb.DuckDBPyConnection) -> None:
+    """The samples speedups pair on, defined once, and speedup_vs_baseline over them (as `orch summary` pairs).
+
+    decode_samples: measured ok runs with a speed; a CLI run is one sample keyed by repeat (prompt_id ''), a server
+    run one sample per ok request keyed by repeat and prompt, at that request's own rate. Before this the view
+    paired server runs per repeat only, on pooled speeds, and disagreed with the summary.
+    """
+    con.execute("""
+        CREATE VIEW decode_samples AS
+        WITH ok AS (
+            SELECT r.sweep_id, r.arm, r.is_baseline, r.mode, r.id AS run_id, r.repeat_index, m.decode_tps
+            FROM measured_runs r JOIN metrics m ON m.run_id = r.id
+            WHERE r.status = 'ok' AND m.decode_tps > 0
+        )
+        SELECT sweep_id, arm, is_baseline, mode, run_id, repeat_index, '' AS prompt_id, decode_tps AS tps
+        FROM ok WHERE mode IS DISTINCT FROM 'server'
+        UNION ALL
+        SELECT o.sweep_id, o.arm, o.is_baseline, o.mode, o.run_id, o.repeat_index, q.prompt_id,
+               q.predicted_n / q.predicted_ms * 1000
+        FROM ok o JOIN requests q ON q.run_id = o.run_id
+        WHERE o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0""")
+    con.execute("DROP VIEW speedup_vs_baseline")
+    con.execute("""
+        CREATE VIEW speedup_vs_baseline AS
+        SELECT a.sweep_id, a.arm, count(*) AS pairs, exp(avg(ln(a.tps / b.tps))) AS speedup_paired,
+               avg(a.tps) / avg(b.tps) AS speedup_of_means
+        FROM decode_samples a JOIN decode_samples b ON b.sweep_id = a.sweep_id AND b.is_baseline
+             AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
+        GROUP BY a.sweep_id, a.arm""")
+
+
+MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views, m007_decode_samples]
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:

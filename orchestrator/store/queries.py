@@ -16,7 +16,7 @@ from orchestrator.store.db import rows_as_dicts
 
 Con = duckdb.DuckDBPyConnection
 TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
-VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "run_roofline")
+VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "decode_samples", "run_roofline")
 
 
 # --- builds -------------------------------------------------------------------------------------------------------
@@ -156,31 +156,17 @@ SELECT r.sweep_id, regexp_extract(arg_min(s.recipe_path, r.id), '[^/]+$') AS rec
        avg(r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0)) FILTER (WHERE r.status = 'ok') AS bound_tps,
        arg_min(r.bandwidth_label, r.id) AS bound_label,
        list(DISTINCT r.failure_class ORDER BY r.failure_class) FILTER (WHERE r.failure_class IS NOT NULL) AS failures,
+       count(*) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
+       count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
        coalesce(sum(m.n_drafted) FILTER (WHERE r.status = 'ok'), 0) AS drafted,
-       coalesce(sum(m.n_accepted) FILTER (WHERE r.status = 'ok'), 0) AS accepted
+       coalesce(sum(m.n_accepted) FILTER (WHERE r.status = 'ok'), 0) AS accepted,
+       -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
+       count(*) FILTER (WHERE r.status = 'ok' AND NOT coalesce(r.is_baseline, false) AND m.n_drafted = 0) AS idle
 FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
 WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
 GROUP BY r.sweep_id, r.arm
 ORDER BY r.sweep_id, min(r.id)
 """
-# The samples speedups pair on, from measured ok runs with a speed: one per run keyed by repeat (CLI), one per
-# request keyed by (repeat, prompt) in server mode (each request's own decode rate).
-ARM_SAMPLES_CTE = """
-WITH ok AS (
-    SELECT r.sweep_id, r.arm, r.is_baseline, r.mode, r.id, r.repeat_index, m.decode_tps
-    FROM measured_runs r JOIN metrics m ON m.run_id = r.id
-    WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[])) AND r.status = 'ok' AND m.decode_tps > 0
-), samples AS (
-    SELECT sweep_id, arm, is_baseline, mode, repeat_index, '' AS prompt_id, decode_tps AS tps
-    FROM ok WHERE mode IS DISTINCT FROM 'server'
-    UNION ALL
-    SELECT o.sweep_id, o.arm, o.is_baseline, o.mode, o.repeat_index, q.prompt_id, q.predicted_n / q.predicted_ms * 1000
-    FROM ok o JOIN requests q ON q.run_id = o.id
-    WHERE o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0
-)
-"""
-
-
 def arm_groups(con: Con, sweep_ids: list[int]) -> list[dict]:
     """Per (sweep, arm): constant columns, decode tok/s moments of the ok runs (their values from 4 runs on),
     means and counts."""
@@ -189,10 +175,12 @@ def arm_groups(con: Con, sweep_ids: list[int]) -> list[dict]:
 
 def arm_pairs(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], tuple[int, float, float | None]]:
     """Per non-baseline (sweep, arm): (pairs, mean and sample stdev of log(arm / baseline)) over the samples that
-    pair with the sweep's baseline on repeat (and prompt in server mode)."""
-    rows = con.execute(ARM_SAMPLES_CTE + """
+    pair with the sweep's baseline on repeat (and prompt in server mode): the pairing of view
+    speedup_vs_baseline, whose speedup_paired is exp of this mean."""
+    rows = con.execute("""
+        WITH picked AS (SELECT * FROM decode_samples WHERE sweep_id IN (SELECT unnest(?::INTEGER[])))
         SELECT a.sweep_id, a.arm, count(*), avg(ln(a.tps / b.tps)), stddev_samp(ln(a.tps / b.tps))
-        FROM samples a JOIN samples b ON b.sweep_id = a.sweep_id AND b.is_baseline
+        FROM picked a JOIN picked b ON b.sweep_id = a.sweep_id AND b.is_baseline
              AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
         WHERE NOT a.is_baseline
         GROUP BY a.sweep_id, a.arm""", [sweep_ids]).fetchall()
@@ -201,8 +189,9 @@ def arm_pairs(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], tuple[int
 
 def arm_request_rates(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], list[float]]:
     """Server arms' per-request decode tok/s, per (sweep, arm): the spread the bimodality warning reads."""
-    rows = con.execute(ARM_SAMPLES_CTE + """
-        SELECT sweep_id, arm, list(tps) FROM samples WHERE mode = 'server' GROUP BY sweep_id, arm""",
+    rows = con.execute("""
+        SELECT sweep_id, arm, list(tps) FROM decode_samples
+        WHERE mode = 'server' AND sweep_id IN (SELECT unnest(?::INTEGER[])) GROUP BY sweep_id, arm""",
                        [sweep_ids]).fetchall()
     return {(sweep, arm): rates for sweep, arm, rates in rows}
 

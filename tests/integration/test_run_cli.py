@@ -49,6 +49,7 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
             assert run["eval_ms"] == pytest.approx(float(eval_line.group(1)))
             assert run["acceptance"] is None and run["n_drafted"] is None
     assert "speedup" in res.stdout and "draft" in res.stdout  # the per-arm table read back from DuckDB
+    assert res.stdout.rstrip().splitlines()[-1].startswith("verdict: sweep 1 (recipe_a.j2, 0c1e57098-cpu): ")
 
     listed = json.loads(run_orch(orch_exe, "runs", "--json", env=env).stdout)
     draft = [r for r in listed if r["arm"] == "draft"]

@@ -46,6 +46,9 @@ def test_summary_has_intervals_speedup_and_acceptance(orch_exe, two_builds_db):
         assert draft["speedup_low"] <= draft["speedup"] <= draft["speedup_high"]
     table = run_orch(orch_exe, "summary", "--last", "2", env=two_builds_db).stdout
     assert "ci95" in table and "speedup_ci95" in table and "f49e91787-cpu" in table
+    verdicts = [line for line in table.splitlines() if line.startswith("verdict: ")]
+    assert [v.split(" (")[0] for v in verdicts] == ["verdict: sweep 1", "verdict: sweep 2"]  # one per sweep, last
+    assert table.rstrip().endswith(verdicts[-1]) and "%" in table  # shares print as percentages
     md = run_orch(orch_exe, "summary", "--last", "2", "--format", "md", env=two_builds_db).stdout
     assert md.splitlines()[0].startswith("| sweep |")
 
@@ -89,6 +92,12 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
     verdicts = {r["arm"]: r["verdict"] for r in result["rows"]}
     assert {verdicts[r["arm"]] for r in skipped} == {"newly skipped"}
     assert len(verdicts) == 15
+    # An arm whose runs drafted nothing is flagged and has no speedup to be read as a speculation result.
+    rows = json.loads(run_orch(orch_exe, "summary", "1", "--format", "json", env=env).stdout)  # the new build's
+    for row in rows:
+        assert (row["idle"] == row["ok_runs"] > 0) == (row["speedup"] is None and not row["is_baseline"]
+                                                        and row["ok_runs"] > 0), row["arm"]
+        assert bool(row["idle"]) == ("no_drafts" in (row["warnings"] or ""))
 
 
 def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tiny_dir, tmp_path):

@@ -103,7 +103,34 @@ def test_shipped_recipes_render_with_the_tiny_vars(monkeypatch):
                         ("-ngl", "99"), ("-ngld", "99"), ("-fa", "on"), ("--temp", "0")):
         assert draft[draft.index(flag) + 1] == value
     assert Path(a.arms[0].argv[0]).name == "llama-completion" and "-md" not in a.arms[0].argv
-    b = recipe.load(ROOT / "recipes" / "recipe_b.j2", builtins=BUILTINS, vars_file=tiny)
+    b = recipe.load(ROOT / "recipes" / "recipe_b.j2", builtins=BUILTINS, vars_file=ROOT / "recipes" / "tiny_single.toml")
     assert len(b.arms) == 1 and "/m/tiny-target.gguf" in b.arms[0].argv
     # Without the vars file the defaults name the seed's Qwen models.
     assert "/m/qwen3-0.6b-q4_k_m.gguf" in recipe.load(ROOT / "recipes" / "recipe_a.j2", builtins=BUILTINS).arms[1].argv
+
+
+def test_a_key_the_recipe_does_not_use_is_refused_with_its_variables(tmp_path):
+    a = ROOT / "recipes" / "recipe_a.j2"
+    with pytest.raises(RecipeError, match=r"--set: draftmax is not a variable of .*did you mean draft_max\?.*ctx"):
+        recipe.load(a, builtins=BUILTINS, overrides=("draftmax=8",))
+    vars_file = tmp_path / "v.toml"
+    vars_file.write_text('target = "t.gguf"\nmodel = "m.gguf"\n')  # recipe A has target and draft, no model
+    with pytest.raises(RecipeError, match=r"vars file .*v.toml: model is not a variable"):
+        recipe.load(a, builtins=BUILTINS, vars_file=vars_file)
+    for name, vars_name in (("recipe_a", "tiny"), ("spec_matrix", "tiny"), ("server_spec", "tiny"),
+                            ("recipe_b", "tiny_single"), ("draft_size", "tiny_draft_size")):
+        recipe.load(ROOT / "recipes" / f"{name}.j2", builtins=BUILTINS,
+                    vars_file=ROOT / "recipes" / f"{vars_name}.toml")  # every shipped vars file fits its recipes
+
+
+def test_values_must_have_the_type_of_the_default():
+    a = ROOT / "recipes" / "recipe_a.j2"
+    with pytest.raises(RecipeError, match=r"draft_max='abc' is not a int like its default 16"):
+        recipe.load(a, builtins=BUILTINS, overrides=("draft_max=abc",))
+    with pytest.raises(RecipeError, match=r"n_predict='lots'"):
+        recipe.load(ROOT / "recipes" / "server_spec.j2", builtins=BUILTINS, overrides=("n_predict=lots",))
+    plan = recipe.load(a, builtins=BUILTINS, overrides=("p_min=1", "target=42", "threads=2"))
+    assert plan.variables["p_min"] == 1.0 and isinstance(plan.variables["p_min"], float)
+    assert plan.variables["target"] == "42" and plan.variables["threads"] == 2  # None default: anything goes
+    with pytest.raises(RecipeError, match="is not a float"):
+        recipe.load(a, builtins=BUILTINS, overrides=("p_min=true",))

@@ -150,8 +150,8 @@ def codes(ws):
 
 
 def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
-    assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "full_acceptance_slowdown",
-                                               "below_break_even"]
+    assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "no_drafts",
+                                               "full_acceptance_slowdown", "below_break_even"]
     assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
         BELOW_BREAK_EVEN.template and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
 
@@ -250,3 +250,11 @@ def test_sample_stdev_agrees_with_the_exact_statistics_stdev():
     assert stats.sample_stdev([5.0, 5.0, 5.0]) == 0.0
     with pytest.raises(ValueError):
         stats.sample_stdev([1.0])
+
+
+def test_an_arm_that_drafted_nothing_is_flagged_apart_from_spec_not_engaged():
+    (w,) = stats.warnings_for([100.0, 101.0], idle=2, ok=2)
+    assert w.code == "no_drafts" and "2 of 2" in w.message and "no speedup" in w.message
+    (w,) = stats.warnings_for([100.0, 101.0], idle=1, ok=2)
+    assert "mixes runs" in w.message
+    assert stats.warnings_for([100.0, 101.0], idle=0, ok=2) == []

@@ -56,6 +56,8 @@ def test_server_summary_pairs_per_repeat_and_prompt(tmp_path):
     expected = stats.paired_speedup(key, head)
     assert draft["speedup"] == pytest.approx(expected.ratio) and expected.n == 8
     assert draft["speedup_low"] == pytest.approx(expected.ci_low)
+    view = con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0]
+    assert view == pytest.approx(draft["speedup"])  # the view pairs per prompt too: it and the summary agree
     rates = queries.arm_request_rates(con, [sweep])[(sweep, "draft")]
     assert sorted(rates) == pytest.approx(sorted(head.values()))  # the spread bimodality reads
 
@@ -68,3 +70,16 @@ def test_values_move_to_python_only_where_a_rule_reads_them(tmp_path):
     groups = {g["arm"]: g for g in queries.arm_groups(con, [sweep])}
     assert groups["draft"]["ok_decode_tps"] is None and groups["draft"]["n"] == 3
     assert math.isclose(groups["draft"]["sd_tps"], stats.describe(CLI["draft"][:3]).stdev)
+
+
+def test_an_arm_that_drafted_nothing_has_no_speedup_and_says_why(tmp_path):
+    con, sweep = stored(tmp_path, "cli")
+    for rep, tps in enumerate((101.0, 119.0, 92.0, 111.0)):
+        run = store.insert_run(con, {"sweep_id": sweep, "arm": "ngram", "is_baseline": False, "params": {"spec": "x"},
+                                     "repeat_index": rep, "mode": "cli", "status": "ok"})
+        con.execute("INSERT INTO metrics (run_id, decode_tps, n_drafted, n_accepted) VALUES (?, ?, 0, 0)", [run, tps])
+    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    ngram = rows["ngram"]
+    assert ngram["idle"] == 4 and ngram["speedup"] is None and ngram["speedup_ci95"] is None
+    assert ngram["speedup_without_drafts"] == pytest.approx(1.0, abs=0.05)  # kept in JSON, never shown as a result
+    assert "no_drafts" in ngram["warnings"] and rows["draft"]["idle"] == 0 and rows["baseline"]["idle"] == 0

@@ -1,0 +1,68 @@
+"""The one plain sentence per sweep that every command ends with: what the result is, and what to distrust.
+
+    sweep 1 (recipe_a.j2, 0c1e57098-cpu): no arm beats the baseline; best draft at 0.37x [0.14, 0.98]. Noisy: ...
+
+An arm "beats the baseline" only when its whole 95% interval lies above 1x; an interval around 1x is "no
+different from the baseline". Arms that drafted nothing have no speedup (summary blanks it) and are named as
+such, never as the best arm; failed and skipped arms are named with their runs.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+
+def sweep_verdicts(rows: list[dict]) -> list[str]:
+    """One sentence per sweep of analyze/summary rows, in their order."""
+    return [verdict(list(group)) for _, group in groupby(rows, key=lambda r: r["sweep"])]
+
+
+def verdict(rows: list[dict]) -> str:
+    first = rows[0]
+    head = f"sweep {first['sweep']} ({first['recipe']}, {first['build']}): "
+    base = next((r for r in rows if r["is_baseline"]), None)
+    ranked = sorted((r for r in rows if not r["is_baseline"] and r["speedup"] is not None),
+                    key=lambda r: r["speedup"], reverse=True)
+    if base is None:
+        fastest = max((r for r in rows if r["decode_tps"] is not None), key=lambda r: r["decode_tps"], default=None)
+        body = "no baseline arm, so no speedup" + (f"; fastest {fastest['arm']} at {fastest['decode_tps']:.1f} tok/s"
+                                                   if fastest else "; no arm has a decode speed")
+    else:
+        body = _against(base, ranked, "the baseline" if base["arm"] == "baseline" else f"the baseline ({base['arm']})")
+    notes = _notes(rows)
+    return head + body + "." + (" " + " ".join(notes) if notes else "")
+
+
+def _against(base: dict, ranked: list[dict], label: str) -> str:
+    if not base["ok_runs"]:
+        return f"{label} has no ok run, so no speedup"
+    if not ranked:
+        return f"no arm has a speedup against {label}"
+    best = ranked[0]
+    figure = f"{best['arm']} at {_ratio(best)}"
+    if best["speedup_low"] is not None and best["speedup_low"] > 1:
+        return f"{figure} beats {label}"
+    if best["speedup"] > 1:
+        return f"best {figure}, not distinguishable from {label} (its interval spans 1x)"
+    return f"no arm beats {label}; best {figure}"
+
+
+def _ratio(row: dict) -> str:
+    low, high = row["speedup_low"], row["speedup_high"]
+    interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else " (one pair: no interval)"
+    return f"{row['speedup']:.2f}x{interval}"
+
+
+def _notes(rows: list[dict]) -> list[str]:
+    idle = [r["arm"] for r in rows if r["idle"]]
+    failed = [f"{r['arm']} ({r['failed']} of {r['runs']}{', ' + r['failures'] if r['failures'] else ''})"
+              for r in rows if r["failed"]]
+    skipped = [r["arm"] for r in rows if r["skipped"]]
+    noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
+             if (codes := [c for c in (r["warnings"] or "").split(",") if c and c != "no_drafts"])]
+    out = []
+    for label, names in (("Drafted nothing:", idle), ("Failed:", failed), ("Skipped:", skipped),
+                         ("Warnings:", noisy)):
+        if names:
+            out.append(f"{label} {', '.join(names)}.")
+    return out

@@ -1,0 +1,42 @@
+"""The sentence each sweep ends with: what wins, what does not, and what to distrust."""
+
+from orchestrator.analyze.verdict import sweep_verdicts, verdict
+
+
+def arm(name, speedup=None, low=None, high=None, *, baseline=False, idle=0, failed=0, skipped=0, warnings=None,
+        ok=3, sweep=1, tps=100.0, failures=None):
+    return {"sweep": sweep, "recipe": "recipe_a.j2", "build": "b-cpu", "arm": name, "is_baseline": baseline,
+            "speedup": 1.0 if baseline else speedup, "speedup_low": low, "speedup_high": high, "idle": idle,
+            "failed": failed, "skipped": skipped, "warnings": warnings, "ok_runs": ok, "runs": 3,
+            "decode_tps": tps, "failures": failures}
+
+
+def test_a_winner_needs_its_whole_interval_above_one():
+    rows = [arm("baseline", baseline=True), arm("draft", 1.31, 1.12, 1.52), arm("ngram", 1.05, 0.9, 1.2)]
+    assert verdict(rows) == "sweep 1 (recipe_a.j2, b-cpu): draft at 1.31x [1.12, 1.52] beats the baseline."
+    rows[1] = arm("draft", 1.08, 0.97, 1.2)
+    assert "best draft at 1.08x [0.97, 1.20], not distinguishable from the baseline" in verdict(rows)
+
+
+def test_no_winner_names_the_best_and_everything_to_distrust():
+    rows = [arm("baseline", baseline=True, warnings="high_cv"), arm("draft", 0.37, 0.14, 0.98),
+            arm("ngram", None, idle=3, warnings="no_drafts"), arm("big", failed=2, failures="crash_signal"),
+            arm("new", skipped=3, ok=0)]
+    text = verdict(rows)
+    assert text.startswith("sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x "
+                           "[0.14, 0.98].")
+    assert "Drafted nothing: ngram." in text and "Failed: big (2 of 3, crash_signal)." in text
+    assert "Skipped: new." in text and "Warnings: baseline (high_cv)." in text and "ngram (" not in text
+
+
+def test_an_arm_that_drafted_nothing_is_never_the_best():
+    rows = [arm("baseline", baseline=True), arm("ngram", None, idle=3)]  # summary blanks an idle arm's speedup
+    assert "no arm has a speedup against the baseline" in verdict(rows)
+
+
+def test_sweeps_without_a_baseline_or_its_runs_say_so():
+    assert "no baseline arm, so no speedup; fastest raw at 2214.7 tok/s" in verdict([arm("raw", tps=2214.7)])
+    assert "the baseline has no ok run" in verdict([arm("baseline", baseline=True, ok=0), arm("d", 1.2)])
+    rows = [arm("baseline", baseline=True), arm("d", 0.9, 0.8, 1.0), arm("raw", sweep=2)]
+    assert [v.split(":")[0] for v in sweep_verdicts(rows)] == ["sweep 1 (recipe_a.j2, b-cpu)",
+                                                               "sweep 2 (recipe_a.j2, b-cpu)"]
