@@ -41,11 +41,12 @@ def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict) -> list[di
         d = stats.from_moments(g["n"], g["mean_tps"], g["sd_tps"])
         paired = pairs.get((g["sweep_id"], g["arm"])) if not g["is_baseline"] else None
         speed = stats.speedup_from_log_ratios(*paired) if paired else None
-        method = _method(g["params"])
+        params = _params(g["params"])
+        method = params.get("spec", "draft")
         if speed and g["acceptance"] is not None:
             points.setdefault(method, []).append((g["acceptance"], speed.ratio))
         rows.append({"sweep": g["sweep_id"], "recipe": g["recipe"], "build": g["build"], "arm": g["arm"],
-                     "is_baseline": bool(g["is_baseline"]), "method": method,
+                     "is_baseline": bool(g["is_baseline"]), "method": method, "params": params,
                      "ok": f"{g['ok']}/{g['runs']}", "runs": g["runs"], "n": d.n, "decode_tps": d.mean,
                      "ci_low": d.ci_low, "ci_high": d.ci_high, "stdev": d.stdev, "cv": d.cv,
                      "acceptance": g["acceptance"], "draft_per_gen": g["draft_per_gen"],
@@ -76,9 +77,36 @@ def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict) -> list[di
 
 
 @lru_cache(maxsize=4096)
-def _method(params: str | None) -> str:
-    """The arm's speculation method ("draft" unless its parameters name a spec type); each params text parsed once."""
-    return json.loads(params or "{}").get("spec", "draft")
+def _params(text: str | None) -> dict:
+    """An arm's rendered parameters (shared between rows: read, never changed); each distinct text parsed once."""
+    return json.loads(text or "{}")
+
+
+def table_columns(rows: list[dict]) -> list[str]:
+    """TABLE_COLUMNS with, after `arm`, one column per parameter whose value differs between the rows: what
+    tells the arms apart (and two sweeps' arms of one name, run with other parameters)."""
+    names = list(dict.fromkeys(k for r in rows for k in r.get("params", {})))
+    varying = [k for k in names if _varies(rows, k)]
+    for row in rows:
+        for k in varying:
+            row[_param_column(k)] = row["params"].get(k)
+    i = TABLE_COLUMNS.index("arm") + 1
+    return [*TABLE_COLUMNS[:i], *(_param_column(k) for k in varying), *TABLE_COLUMNS[i:]]
+
+
+def _varies(rows: list[dict], name: str) -> bool:
+    """Whether parameter `name` tells rows apart: two values where it is set, or set and unset in one sweep (a
+    parameter that only another recipe has is no difference between arms)."""
+    def text(row):
+        return json.dumps(row["params"][name], sort_keys=True, default=str) if name in row["params"] else None
+
+    if len({text(r) for r in rows if name in r["params"]}) > 1:
+        return True
+    return any(len({text(r) for r in group}) > 1 for _, group in groupby(rows, key=lambda r: r["sweep"]))
+
+
+def _param_column(name: str) -> str:
+    return f"param.{name}" if name in TABLE_COLUMNS or name in ("params", "method") else name
 
 
 def _interval(low, high, digits: int = 1) -> str | None:

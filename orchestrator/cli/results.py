@@ -105,7 +105,8 @@ def summary_command(sweeps, last, fmt, db):
         click.echo(tables.render(rows, fmt))
         click.echo("\n".join(verdicts), err=True)
         return
-    click.echo(tables.render(summary.for_display(rows), fmt, summary.TABLE_COLUMNS))
+    columns = summary.table_columns(rows)  # adds the parameter columns to the rows: before for_display copies them
+    click.echo(tables.render(summary.for_display(rows), fmt, columns))
     for line in summary.warning_lines(rows):
         click.echo(f"warning: {line}")
     click.echo("\n".join(verdicts))

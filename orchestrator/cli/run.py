@@ -63,7 +63,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
             result = sweep.execute(con, opened, timeout=timeout, telemetry_interval=telemetry_interval)
         finally:  # the sweep this command stored, complete or not
             rows = summary.arm_rows(con, [opened.id])
-            click.echo(tables.render(summary.for_display(rows), "table", summary.TABLE_COLUMNS))
+            columns = summary.table_columns(rows)
+            click.echo(tables.render(summary.for_display(rows), "table", columns))
             for sentence in verdict.sweep_verdicts(rows):
                 click.echo(f"verdict: {sentence}")
     result.raise_for_status()

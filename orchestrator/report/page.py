@@ -25,7 +25,7 @@ from orchestrator.report import plots
 from orchestrator.report.plots import ArmInterval
 
 REPORT = "report.md"
-INTERVAL_BOUNDS = ("ci_low", "ci_high")
+HIDDEN = ("ci_low", "ci_high", "params")  # ci95 shows the bounds; parameters that differ have their own columns
 COMPARE_COLUMNS = ("arm", "base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_low", "ratio_high",
                    "p_value", "verdict")  # compare.compare's readable columns; its key hashes stay out
 
@@ -42,7 +42,7 @@ def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: li
     images = {
         "decode": plots.decode_tps(arms, out_dir / "decode_tps.png"),
         "acceptance": plots.acceptance_speedup(summary_rows, out_dir / "acceptance_speedup.png"),
-        "builds": plots.builds(summary_rows, out_dir / "builds.png"),
+        "builds": plots.builds(labelled_by_params(summary_rows), out_dir / "builds.png"),
         "telemetry": plots.telemetry(chosen, out_dir / "telemetry.png", f"Telemetry, {run_label}"),
     }
     sections = [f"# {title}", "", f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')}.", ""]
@@ -65,6 +65,22 @@ def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: li
     path = out_dir / REPORT
     path.write_text("\n".join(sections).rstrip() + "\n")
     return path
+
+
+def labelled_by_params(rows: list[dict]) -> list[dict]:
+    """Rows whose `arm` also names the parameters that differ between rows of that arm name, so a plot that groups
+    by arm never pools runs of different parameters (two sweeps' `draft` at draft_max 8 and 16 stay apart)."""
+    by_name: dict[str, list[dict]] = {}
+    for r in rows:
+        by_name.setdefault(str(r.get("arm")), []).append(r)
+    out = []
+    for r in rows:
+        same = by_name[str(r.get("arm"))]
+        params = r.get("params") or {}
+        differing = [k for k in params if len({str((o.get("params") or {}).get(k)) for o in same}) > 1]
+        suffix = " ".join(f"{k}={params[k]}" for k in differing)
+        out.append({**r, "arm": f"{r.get('arm')} {suffix}" if suffix else r.get("arm")})
+    return out
 
 
 def arm_intervals(summary_rows: list[dict], runs: list[dict]) -> list[ArmInterval]:
@@ -99,7 +115,7 @@ def _figures_table(summary: dict) -> str:
 
 def _summary_section(rows: list[dict], arms: list[ArmInterval], images: dict) -> list[str]:
     out = ["## Summary", ""]
-    shown = [{k: v for k, v in r.items() if k not in INTERVAL_BOUNDS} for r in for_display(rows)]  # ci95 has them
+    shown = [{k: v for k, v in r.items() if k not in HIDDEN} for r in for_display(rows)]
     out += [markdown_table(shown), ""] if rows else ["No summary rows.", ""]
     if arms:
         out += ["Decode tok/s per arm over ok runs (95% Student-t interval of the mean):", "",

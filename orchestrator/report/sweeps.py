@@ -22,7 +22,8 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
                           f"`orch query 'SELECT id, recipe_path, build_name FROM sweeps'`")
     env = queries.sweep_env(con, max(ids)) or envinfo.snapshot()
     full = summary.arm_rows(con, ids)
-    rows = [{c: r[c] for c in [*summary.TABLE_COLUMNS, "is_baseline", "ci_low", "ci_high"]} for r in full]
+    rows = [{c: r[c] for c in [*summary.table_columns(full), "is_baseline", "ci_low", "ci_high", "params"]}
+            for r in full]
     return write_report(out, env=env, summary_rows=rows, runs=runs, verdicts=verdict.sweep_verdicts(full),
                         telemetry=_telemetry(con, runs, run_id), compare_rows=_compare(con, runs, ids),
                         title=f"orch report: sweep{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}")

@@ -132,3 +132,11 @@ def test_markdown_table_escapes_and_formats():
     table = page.markdown_table([{"a": 1.23456, "b": None, "c": "x|y"}, {"a": 123.456}])
     # Numeric columns (and all-missing ones) are right-aligned by the shared markdown renderer.
     assert table.splitlines() == ["| a | b | c |", "|---:|---:|---|", "| 1.235 | - | x\\|y |", "| 123.5 | - | - |"]
+
+
+def test_arms_of_one_name_with_other_parameters_are_never_pooled():
+    rows = [{"sweep": 1, "build": "b", "arm": "draft", "params": {"draft_max": 8, "ctx": 4096}, "decode_tps": 30.0},
+            {"sweep": 2, "build": "b", "arm": "draft", "params": {"draft_max": 16, "ctx": 4096}, "decode_tps": 20.0},
+            {"sweep": 2, "build": "b", "arm": "baseline", "params": {"ctx": 4096}, "decode_tps": 25.0}]
+    labels = [r["arm"] for r in page.labelled_by_params(rows)]
+    assert labels == ["draft draft_max=8", "draft draft_max=16", "baseline"]

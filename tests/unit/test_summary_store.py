@@ -83,3 +83,18 @@ def test_an_arm_that_drafted_nothing_has_no_speedup_and_says_why(tmp_path):
     assert ngram["idle"] == 4 and ngram["speedup"] is None and ngram["speedup_ci95"] is None
     assert ngram["speedup_without_drafts"] == pytest.approx(1.0, abs=0.05)  # kept in JSON, never shown as a result
     assert "no_drafts" in ngram["warnings"] and rows["draft"]["idle"] == 0 and rows["baseline"]["idle"] == 0
+
+
+def test_the_summary_shows_the_parameters_that_tell_arms_apart(tmp_path):
+    con, first = stored(tmp_path, "cli")
+    second = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
+                                      "mode": "cli", "repeat": 1, "build_name": "b", "status": "done"})
+    for arm, params in (("baseline", {}), ("draft", {"draft_max": 16})):
+        run = store.insert_run(con, {"sweep_id": second, "arm": arm, "is_baseline": arm == "baseline",
+                                     "params": params, "repeat_index": 0, "mode": "cli", "status": "ok"})
+        con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
+    rows = summary.arm_rows(con, [first, second])
+    columns = summary.table_columns(rows)
+    assert columns[:5] == ["sweep", "recipe", "build", "arm", "draft_max"]  # only the parameter that differs
+    assert [(r["sweep"], r["arm"], r["draft_max"]) for r in rows] == [
+        (first, "baseline", None), (first, "draft", 8), (second, "baseline", None), (second, "draft", 16)]
