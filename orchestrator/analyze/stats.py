@@ -105,6 +105,18 @@ def paired_speedup(base: Mapping[Hashable, float], head: Mapping[Hashable, float
     return speedup_from_log_ratios(len(logs), statistics.fmean(logs), sample_stdev(logs) if len(logs) > 1 else None)
 
 
+def log_interval(n: int, mean_log: float | None, sd_log: float | None) -> tuple[float | None, float | None]:
+    """95% interval of a positive quantity from its n logs: exp of the t-interval of the mean log.
+
+    It is an interval for the geometric mean, asymmetric and never below zero (a t-interval on raw speeds with
+    a CV of 30% and three runs reaches below zero); (None, None) below two values.
+    """
+    if n < 2 or mean_log is None or sd_log is None:
+        return None, None
+    half = t975(n - 1) * sd_log / math.sqrt(n)
+    return math.exp(mean_log - half), math.exp(mean_log + half)
+
+
 def speedup_from_log_ratios(n: int, mean_log: float, sd_log: float | None) -> Speedup:
     """The paired speedup from its n log ratios' mean and sample stdev (the store computes these in SQL)."""
     if n < 2 or sd_log is None:
@@ -207,7 +219,7 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-__all__ = ["Stats", "Speedup", "describe", "from_moments", "paired_speedup", "speedup_from_log_ratios", "ratio_of_means", "mann_whitney_u", "midranks",
+__all__ = ["Stats", "Speedup", "describe", "from_moments", "paired_speedup", "speedup_from_log_ratios", "log_interval", "ratio_of_means", "mann_whitney_u", "midranks",
            "t975", "clean", "StatWarning", "WarningKind", "WARNING_KINDS", "HIGH_CV", "BIMODAL", "OUTLIERS",
            "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "NO_DRAFTS", "warnings_for", "break_even", "bimodal_split",
            "mad_outliers", "sample_stdev"]

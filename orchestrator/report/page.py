@@ -118,7 +118,8 @@ def _summary_section(rows: list[dict], arms: list[ArmInterval], images: dict) ->
     shown = [{k: v for k, v in r.items() if k not in HIDDEN} for r in for_display(rows)]
     out += [markdown_table(shown), ""] if rows else ["No summary rows.", ""]
     if arms:
-        out += ["Decode tok/s per arm over ok runs (95% Student-t interval of the mean):", "",
+        out += ["Decode tok/s per arm over ok runs (mean; 95% interval from the t-interval of the log speeds, never below "
+                "zero):", "",
                 markdown_table([{"build": a.build, "arm": a.arm, "baseline": a.is_baseline, "runs": len(a.values),
                                  "mean": a.mean, "ci_low": a.ci_low, "ci_high": a.ci_high} for a in arms]), ""]
     if images["decode"]:

@@ -25,7 +25,7 @@ class ArmInterval:
     is_baseline: bool
     values: list[float] = field(default_factory=list)  # one decode tok/s per ok run
     mean: float | None = None
-    ci_low: float | None = None  # 95% Student-t interval of the mean; equal to mean for one run
+    ci_low: float | None = None  # the summary's 95% interval (on log speeds); equal to the mean for one run
     ci_high: float | None = None
 
 

@@ -148,6 +148,10 @@ SELECT r.sweep_id, regexp_extract(arg_min(s.recipe_path, r.id), '[^/]+$') AS rec
        count(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS n,
        avg(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS mean_tps,
        stddev_samp(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS sd_tps,
+       -- on logs, for an interval that respects the scale (a speed is never below zero)
+       count(m.decode_tps) FILTER (WHERE r.status = 'ok' AND m.decode_tps > 0) AS n_log,
+       avg(ln(m.decode_tps)) FILTER (WHERE r.status = 'ok' AND m.decode_tps > 0) AS mean_log_tps,
+       stddev_samp(ln(m.decode_tps)) FILTER (WHERE r.status = 'ok' AND m.decode_tps > 0) AS sd_log_tps,
        CASE WHEN count(m.decode_tps) FILTER (WHERE r.status = 'ok') >= 4
             THEN list(m.decode_tps ORDER BY r.id) FILTER (WHERE r.status = 'ok') END AS ok_decode_tps,
        avg(m.acceptance) FILTER (WHERE r.status = 'ok') AS acceptance,

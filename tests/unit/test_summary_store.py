@@ -40,8 +40,10 @@ def test_cli_summary_matches_the_pure_statistics(tmp_path):
     assert draft["speedup"] == pytest.approx(expected.ratio)
     assert (draft["speedup_low"], draft["speedup_high"]) == pytest.approx((expected.ci_low, expected.ci_high))
     d = stats.describe(CLI["draft"])
-    assert (draft["decode_tps"], draft["ci_low"], draft["ci_high"], draft["cv"]) == pytest.approx(
-        (d.mean, d.ci_low, d.ci_high, d.cv))
+    assert (draft["decode_tps"], draft["cv"]) == pytest.approx((d.mean, d.cv))
+    logs = stats.describe([math.log(x) for x in CLI["draft"]])
+    assert (draft["ci_low"], draft["ci_high"]) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
+    assert draft["ci95"] == f"[{draft['ci_low']:.1f}, {draft['ci_high']:.1f}]"
     assert draft["ok"] == "4/5" and draft["failures"] == "crash_signal" and draft["acceptance"] == 0.5
     assert base["speedup"] == 1.0 and base["is_baseline"]
     view = con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0]
@@ -98,3 +100,11 @@ def test_the_summary_shows_the_parameters_that_tell_arms_apart(tmp_path):
     assert columns[:5] == ["sweep", "recipe", "build", "arm", "draft_max"]  # only the parameter that differs
     assert [(r["sweep"], r["arm"], r["draft_max"]) for r in rows] == [
         (first, "baseline", None), (first, "draft", 8), (second, "baseline", None), (second, "draft", 16)]
+
+
+def test_a_speed_interval_never_reaches_below_zero():
+    low, high = stats.log_interval(3, *(lambda d: (d.mean, d.stdev))(stats.describe([math.log(x) for x in
+                                                                                     (100.0, 300.0, 900.0)])))
+    raw = stats.describe([100.0, 300.0, 900.0])
+    assert raw.ci_low < 0 < low < 300.0 < high  # the raw t-interval would claim a negative speed
+    assert stats.log_interval(1, 4.6, None) == (None, None)
