@@ -40,15 +40,15 @@ def env_command(fmt, build_ref):
 def reparse_command(db):
     """Re-derive stored metrics from the raw logs.
 
-    Every stored run is parsed again with the current parsers.
+    Every stored run is parsed again with the current parsers; prints how many runs changed and which fields.
 
     Example: orch reparse
     """
     from orchestrator.store.reparse import reparse_all
 
     with opened_db(db) as con:
-        count = reparse_all(con)
-    click.echo(f"re-parsed {count} runs")
+        result = reparse_all(con)
+    click.echo("\n".join(result.lines()))
 
 
 @main.command("parse")

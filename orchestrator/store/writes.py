@@ -88,13 +88,19 @@ def save_logs(con: duckdb.DuckDBPyConnection, run_id: int, logs: dict[str, bytes
                     [run_id, stream, len(data), gzip.compress(data, compresslevel=6)])
 
 
-def save_metrics(con: duckdb.DuckDBPyConnection, run_id: int, parsed) -> None:
-    """Replace the metrics row of run_id with what the parsers found (parse.ParsedLog)."""
+def measured_values(parsed) -> dict:
+    """The measurement columns of a metrics row for a parse.ParsedLog, as stored (per-position rates as JSON)."""
     m = parsed.metrics
     values = {c: m.get(c) for c in METRIC_COLUMNS}
     values["accept_rate_per_pos"] = json.dumps(values["accept_rate_per_pos"])
     n_predict, n_drafted = m.get("n_predict"), m.get("n_drafted")
     values["draft_per_generated"] = n_drafted / n_predict if n_predict and n_drafted is not None else None
+    return values
+
+
+def save_metrics(con: duckdb.DuckDBPyConnection, run_id: int, parsed) -> None:
+    """Replace the metrics row of run_id with what the parsers found (parse.ParsedLog)."""
+    values = measured_values(parsed)
     values["extra"] = json.dumps(parsed.extra, default=str)
     values["version"] = json.dumps(parsed.version, default=str)
     values["parsed_at"] = utcnow()
