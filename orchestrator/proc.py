@@ -10,6 +10,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ class ProcResult:
     stdout: str = ""  # only with capture=True
     stderr: str = ""
     log_paths: list[Path] = field(default_factory=list)
+    peak_rss_bytes: int | None = None  # the child's own peak RSS, from the kernel at exit (not with capture=True)
+    cpu_s: float | None = None  # user + system CPU seconds of the child and the children it waited for
 
     @property
     def ok(self) -> bool:
@@ -122,8 +125,10 @@ def run(
     """Run argv to completion.
 
     `log` appends stdout and stderr to one file; `stdout_path`/`stderr_path` write them apart;
-    `capture` returns them as text; `on_start(pid)` is called once the child exists (the process-tree
-    sampler of machine/telemetry starts there: peak RSS, CPU time, GPU state).
+    `capture` returns them as text; `on_start(pid)` is called once the child exists (the telemetry sampler
+    starts there). Without capture the child is reaped by os.wait4 in a helper thread: the parent sleeps until
+    the kernel reports the exit (no polling loop beside a decoding child) and gets the exact peak RSS and CPU
+    time with it.
     """
     argv = [str(a) for a in argv]
     files = []
@@ -150,13 +155,14 @@ def run(
             raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None
         timed_out = False
         out = err = b""
+        reaper = None if capture else _Reaper(child)
         try:
             if on_start:
                 on_start(child.pid)
             if capture:
                 out, err = child.communicate(timeout=timeout)
-            else:
-                child.wait(timeout=timeout)
+            elif not reaper.done.wait(timeout):
+                raise subprocess.TimeoutExpired(argv, timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
             kill_tree(child)
@@ -167,6 +173,7 @@ def run(
         for f in files:
             f.close()
     code = child.returncode
+    usage = reaper.usage if reaper else None
     return ProcResult(
         argv=argv,
         returncode=code if code is not None and code >= 0 else None,
@@ -176,4 +183,25 @@ def run(
         stdout=(out or b"").decode(errors="replace"),
         stderr=(err or b"").decode(errors="replace"),
         log_paths=[p for p in (log, stdout_path, stderr_path) if p],
+        peak_rss_bytes=usage.ru_maxrss * 1024 if usage else None,  # Linux reports KiB
+        cpu_s=usage.ru_utime + usage.ru_stime if usage else None,
     )
+
+
+class _Reaper(threading.Thread):
+    """Blocks in os.wait4 for one child and records its exit status and resource usage."""
+
+    def __init__(self, child: subprocess.Popen):
+        super().__init__(daemon=True, name=f"reap-{child.pid}")
+        self.child = child
+        self.usage = None
+        self.done = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        try:
+            _, status, self.usage = os.wait4(self.child.pid, 0)
+            self.child.returncode = os.waitstatus_to_exitcode(status)  # Popen then never waits on it again
+        except ChildProcessError:  # reaped by kill_tree's wait after a timeout or Ctrl-C
+            pass
+        self.done.set()

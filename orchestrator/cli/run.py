@@ -26,8 +26,8 @@ from orchestrator.cli.group import db_option, main, opened_db
               help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
                    "what it lacks.")
 @click.option("--telemetry-interval", type=click.FloatRange(min=0), default=0.2, show_default=True,
-              help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 stores no samples "
-                   "(peak RSS and CPU time are still measured).")
+              help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 turns the sampler off "
+                   "(peak RSS and CPU time still come from the kernel at exit).")
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
 @db_option

@@ -2,8 +2,7 @@
 
 Each tick yields one host row (`gpu` None: the tree's RSS and CPU %) and one row per GPU. Without NVML
 only host rows are taken and the summary says "no GPU"; NVML's absence is found once per process.
-The same ticks give the run's peak RSS and CPU seconds, so no second thread polls the tree: with
-`keep=False` (telemetry off) the sampler still measures those two but stores no rows and skips the GPUs.
+A run's peak RSS and CPU seconds come from the kernel when it exits (proc.run), not from these ticks.
 """
 
 from __future__ import annotations
@@ -45,16 +44,13 @@ class Sample:
 class Sampler(threading.Thread):
     """Samples `pid`'s process tree and every GPU each `interval` seconds between start() and stop()."""
 
-    def __init__(self, pid: int, interval: float = DEFAULT_INTERVAL_S, *, keep: bool = True):
+    def __init__(self, pid: int, interval: float = DEFAULT_INTERVAL_S):
         super().__init__(daemon=True, name=f"telemetry-{pid}")
         self.pid = pid
         self.interval = interval
-        self.keep = keep
         self.samples: list[Sample] = []
-        self.peak_rss_bytes = 0  # largest summed RSS of the tree at any tick
-        self._cpu_total: dict[int, float] = {}  # pid -> last user+system seconds seen; exited children keep theirs
         self._done = threading.Event()
-        self._gpus = nvml.handles() if keep else []
+        self._gpus = nvml.handles()
         self._cpu_seen: dict[int, float] = {}  # pid -> user+system seconds at the previous tick
         self._last_t: float | None = None
         self._t0 = 0.0
@@ -72,21 +68,15 @@ class Sampler(threading.Thread):
             self._done.wait(max(0.0, self._t0 + tick * self.interval - time.monotonic()))
 
     def stop(self) -> list[Sample]:
-        """Stop sampling; the samples kept (none with keep=False)."""
         self._done.set()
         if self.is_alive():
             self.join()
         return self.samples
 
-    @property
-    def cpu_s(self) -> float | None:
-        """User + system CPU seconds of the tree, as far as the ticks saw it; None before any tick."""
-        return sum(self._cpu_total.values()) if self._cpu_total else None
-
     def sample(self) -> None:
         t = time.monotonic() - self._t0
         host = self._host_sample(t)
-        if host and self.keep:
+        if host:
             self.samples.append(host)
         self.samples += [_gpu_sample(t, index, h) for index, h in self._gpus]
 
@@ -109,8 +99,6 @@ class Sampler(threading.Thread):
             cpu_delta += seen[p.pid] - self._cpu_seen.get(p.pid, 0.0)
         if not seen:
             return None  # only zombies left: the run is over
-        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
-        self._cpu_total.update(seen)
         cpu_pct = None
         if self._last_t is not None and t > self._last_t:
             cpu_pct = max(0.0, 100.0 * cpu_delta / (t - self._last_t))

@@ -30,10 +30,11 @@ class Instruments:
     telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
     bandwidth: roofline.Bandwidth | None = None
 
-    def sampler(self, pid: int) -> telemetry.Sampler:
-        """The run's one sampler: telemetry rows when on; peak RSS and CPU time of the tree always."""
-        keep = bool(self.telemetry_interval)
-        sampler = telemetry.Sampler(pid, self.telemetry_interval or telemetry.DEFAULT_INTERVAL_S, keep=keep)
+    def sampler(self, pid: int) -> telemetry.Sampler | None:
+        """The run's one telemetry sampler; None when telemetry is off (nothing polls beside the child then)."""
+        if not self.telemetry_interval:
+            return None
+        sampler = telemetry.Sampler(pid, self.telemetry_interval)
         sampler.start()
         return sampler
 
@@ -128,11 +129,10 @@ def run_cli_slot(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, sl
         logs = {"stdout": _read(out), "stderr": _read(err)}
     store.save_logs(con, run_id, logs)
     tele = _store_telemetry(con, run_id, _stop(samplers))
-    peak_rss, cpu_s = (samplers[0].peak_rss_bytes or None, samplers[0].cpu_s) if samplers else (None, None)
     failure, detail, metrics = _read_run(con, run_id, logs, res, p)
     status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
     store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal, failure_class=failure,
-                     failure_detail=detail, wall_s=res.wall_s, peak_rss_bytes=peak_rss, cpu_s=cpu_s, telemetry=tele,
+                     failure_detail=detail, wall_s=res.wall_s, peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele,
                      ended_at=store.utcnow())
     if failure:
         return status, f"{status} ({failure}, {detail}) run {run_id}"
@@ -163,7 +163,7 @@ def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
 
 
 def _stop(samplers: list) -> list:
-    return [s for sampler in samplers for s in sampler.stop()]
+    return [s for sampler in samplers if sampler for s in sampler.stop()]
 
 
 def _store_telemetry(con, run_id: int, samples: list) -> str | None:

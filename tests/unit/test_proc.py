@@ -90,3 +90,14 @@ def test_ctrl_c_kills_the_child_group(tmp_path):
     out, _ = outer.communicate(timeout=20)
     assert outer.returncode == 130 and "interrupted" in out
     assert not alive(grandchild)
+
+
+def test_peak_rss_and_cpu_time_come_from_the_kernel_at_exit(tmp_path):
+    script = "b = bytearray(120 << 20)\nimport time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    res = proc.run([sys.executable, "-c", script], stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", timeout=30)
+    assert res.ok and res.peak_rss_bytes >= 120 << 20 and res.cpu_s >= 0.3
+    failed = proc.run([sys.executable, "-c", "import sys; sys.exit(3)"], stdout_path=tmp_path / "o", timeout=30)
+    assert (failed.returncode, failed.signal) == (3, None)
+    killed = proc.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"],
+                      stdout_path=tmp_path / "o", timeout=30)
+    assert (killed.returncode, killed.signal) == (None, signal.SIGTERM)
