@@ -1,7 +1,8 @@
 """Resuming a sweep: which stored sweep matches (same recipe text, build and variables) and what it still lacks.
 
-The slots left are the schedule's own (recipe/schedule.remaining); the views count only the newest row of a
-slot run twice (store/migrations m006, `measured_runs`).
+A speedup pairs an arm's repeat r with the baseline's repeat r, and pairing cancels drift only when the two ran
+close in time. So a resume re-runs whole rounds: every repeat that lacks any slot runs again for every arm (but
+arms the build skips), and the newest row of a slot is the measurement (view `measured_runs`, migration m006).
 """
 
 from __future__ import annotations
@@ -35,10 +36,18 @@ def resumable(con, plan: Plan, build: dict, ref: str) -> int | None:
 
 
 def reopen(con, sweep_id: int, repeat: int, slots: list[schedule.Slot]) -> list[schedule.Slot]:
-    """Mark the sweep running again at `repeat` measurements per arm; the slots of `slots` it still lacks.
+    """Mark the sweep running again at `repeat` measurements per arm; the slots of `slots` to run.
 
     Rows a dead orch left `running` become `interrupted` first, so their slots run again.
     """
     store.reopen_sweep(con, sweep_id, repeat)
     store.interrupt_running_runs(con, sweep_id)
-    return schedule.remaining(slots, queries.done_slots(con, sweep_id))
+    return schedule.remaining(slots, keep_rounds_whole(slots, queries.done_slots(con, sweep_id)))
+
+
+def keep_rounds_whole(slots: list[schedule.Slot], done: dict[tuple[str, int], str]) -> set[tuple[str, int]]:
+    """The done slots a resume may keep: those of repeats in which every measured slot is done. In a repeat that
+    lacks any, only skipped slots stay done; the rest runs again beside what is missing."""
+    measured = [s for s in slots if not s.warmup]
+    incomplete = {s.repeat_index for s in measured if (s.arm, s.repeat_index) not in done}
+    return {key for key, status in done.items() if key[1] not in incomplete or status == "skipped"}

@@ -40,6 +40,7 @@ class Sweep:
     warmup: int
     slots: list[schedule.Slot]
     resumed: bool
+    note: str | None = None  # what a resume re-runs, and why
 
 
 @dataclass
@@ -75,7 +76,10 @@ def open_sweep(con, plan: Plan, build: dict, prepared: list[PreparedArm], *, orc
     if sweep_id:
         repeat = plan.repeat if repeat_given else queries.sweep_repeat(con, sweep_id)
         slots = resume.reopen(con, sweep_id, repeat, schedule.order_runs(arms, repeat, order, warmup))
-        return Sweep(sweep_id, plan, build, prepared, repeat, order, warmup, slots, resumed=True)
+        rounds = sorted({s.repeat_index + 1 for s in slots if not s.warmup})
+        note = (f"orch: resuming sweep {sweep_id}: repeats {', '.join(map(str, rounds))} run again for every arm, so "
+                f"each speedup pairs runs made together" if rounds else None)
+        return Sweep(sweep_id, plan, build, prepared, repeat, order, warmup, slots, resumed=True, note=note)
     slots = schedule.order_runs(arms, plan.repeat, order, warmup)
     sweep_id = store.create_sweep(con, {
         "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
@@ -94,6 +98,8 @@ def execute(con, sweep: Sweep, *, timeout: float | None, telemetry_interval: flo
     progress.total = len(sweep.slots)
     progress.note(f"orch: sweep {sweep.id}: {len(sweep.slots)} runs ({len(sweep.prepared)} arms, {sweep.repeat} "
                   f"repeats{f', {sweep.warmup} warm-up' if sweep.warmup else ''}, {sweep.order})")
+    if sweep.note:
+        progress.note(sweep.note)
     _record_models_and_notes(con, sweep.prepared, progress)
     by_name = {p.arm.name: p for p in sweep.prepared}
     failed = 0

@@ -60,11 +60,12 @@ def sweep_env(con: Con, sweep_id: int) -> dict | None:
     return json.loads(row[0]) if row and row[0] else None
 
 
-def done_slots(con: Con, sweep_id: int) -> set[tuple[str, int]]:
-    """Measured (arm, repeat) pairs already stored ok (or skipped: the build cannot run those anyway)."""
-    rows = con.execute("SELECT arm, repeat_index FROM runs WHERE sweep_id = ? AND NOT coalesce(warmup, false) "
-                       "AND status IN ('ok', 'skipped')", [sweep_id]).fetchall()
-    return {(arm, rep) for arm, rep in rows}
+def done_slots(con: Con, sweep_id: int) -> dict[tuple[str, int], str]:
+    """Measured (arm, repeat) slots already stored ok or skipped (the build cannot run those anyway): status."""
+    rows = con.execute("SELECT arm, repeat_index, max(status) FROM runs WHERE sweep_id = ? "
+                       "AND NOT coalesce(warmup, false) AND status IN ('ok', 'skipped') GROUP BY ALL",
+                       [sweep_id]).fetchall()
+    return {(arm, rep): status for arm, rep, status in rows}
 
 
 # --- runs, one at a time ------------------------------------------------------------------------------------------

@@ -68,3 +68,16 @@ def test_remaining_keeps_the_original_order():
     left = schedule.remaining(slots, [("b", 1), ("a", 0)])
     assert left == [s for s in slots if (s.arm, s.repeat_index) not in {("b", 1), ("a", 0)}]
     assert all(isinstance(s, Slot) for s in left)
+
+
+def test_a_resume_keeps_only_whole_rounds():
+    from orchestrator.run.resume import keep_rounds_whole
+
+    slots = schedule.order_runs(["baseline", "draft", "ngram"], 3, "interleaved", warmup=1)
+    done = {("baseline", 0): "ok", ("draft", 0): "ok", ("ngram", 0): "skipped", ("baseline", 1): "ok",
+            ("ngram", 1): "skipped"}
+    kept = keep_rounds_whole(slots, done)
+    assert kept == {("baseline", 0), ("draft", 0), ("ngram", 0), ("ngram", 1)}  # round 1 lacks draft: baseline runs again
+    left = schedule.remaining(slots, kept)
+    assert [(s.arm, s.repeat_index) for s in left if not s.warmup] == [
+        ("baseline", 1), ("draft", 1), ("baseline", 2), ("draft", 2), ("ngram", 2)]
