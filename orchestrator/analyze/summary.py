@@ -16,31 +16,36 @@ from orchestrator.analyze.derived import roofline_pct
 from orchestrator.store import queries
 
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "speedup", "speedup_ci95", "prompt_tps", "bound_tps", "roofline_pct", "warnings"]
+                 "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps", "roofline_pct", "warnings"]
 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
     """The summary rows of the sweeps, in sweep order, arms in the order they first ran."""
     return summarize(queries.arm_groups(con, sweep_ids), queries.arm_pairs(con, sweep_ids),
-                     queries.arm_request_rates(con, sweep_ids))
+                     queries.arm_request_rates(con, sweep_ids), queries.arm_pairs(con, sweep_ids, "baseline"))
 
 
-def summarize(groups: list[dict], pairs: dict[tuple, tuple], request_rates: dict[tuple, list[float]]) -> list[dict]:
-    """groups: store/queries.arm_groups; pairs: arm_pairs (log ratios to the baseline); request_rates: server
-    arms' per-request speeds."""
+def summarize(groups: list[dict], pairs: dict[tuple, tuple], request_rates: dict[tuple, list[float]],
+              baseline_pairs: dict[tuple, tuple] | None = None) -> list[dict]:
+    """groups: store/queries.arm_groups; pairs: arm_pairs (log ratios to each arm's reference: its control, or
+    the baseline); request_rates: server arms' per-request speeds; baseline_pairs: log ratios to the baseline,
+    for arms whose reference is a control (the cross-program figure, kept visible as such)."""
     out = []
     for _, sweep_groups in groupby(groups, key=lambda g: g["sweep_id"]):
-        out += _sweep_rows(list(sweep_groups), pairs, request_rates)
+        out += _sweep_rows(list(sweep_groups), pairs, request_rates, baseline_pairs or {})
     return out
 
 
-def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict) -> list[dict]:
+def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict, baseline_pairs: dict) -> list[dict]:
     rows, points = [], {}
     for g in groups:
         values = g["ok_decode_tps"] or []
         d = stats.from_moments(g["n"], g["mean_tps"], g["sd_tps"])
         paired = pairs.get((g["sweep_id"], g["arm"])) if not g["is_baseline"] else None
         speed = stats.speedup_from_log_ratios(*paired) if paired else None
+        across = baseline_pairs.get((g["sweep_id"], g["arm"])) if g["reference_arm"] and not g["is_control"] and \
+            g["reference_arm"] != _baseline_name(groups) else None
+        cross = stats.speedup_from_log_ratios(*across) if across else None
         params = _params(g["params"])
         method = params.get("spec", "draft")
         if speed and g["acceptance"] is not None:
@@ -53,6 +58,9 @@ def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict) -> list[di
                      "stdev": d.stdev, "cv": d.cv,
                      "acceptance": g["acceptance"], "draft_per_gen": g["draft_per_gen"],
                      "speedup": 1.0 if g["is_baseline"] and g["ok"] else speed.ratio if speed else None,
+                     "vs": g["reference_arm"] or (None if g["is_baseline"] else _baseline_name(groups)),
+                     "is_control": bool(g["is_control"]),
+                     "speedup_vs_baseline": cross.ratio if cross else None,  # across programs: not speculation alone
                      "ok_runs": g["ok"], "idle": g["idle"], "failed": g["failed"], "skipped": g["skipped"],
                      "speedup_low": speed.ci_low if speed else None, "speedup_high": speed.ci_high if speed else None,
                      "prompt_tps": g["prompt_tps"], "bound_tps": g["bound_tps"], "bound_label": g["bound_label"],
@@ -109,6 +117,10 @@ def _varies(rows: list[dict], name: str) -> bool:
 
 def _param_column(name: str) -> str:
     return f"param.{name}" if name in TABLE_COLUMNS or name in ("params", "method") else name
+
+
+def _baseline_name(groups: list[dict]) -> str | None:
+    return next((g["arm"] for g in groups if g["is_baseline"]), None)
 
 
 def _interval(low, high, digits: int = 1) -> str | None:

@@ -21,7 +21,7 @@ def verdict(rows: list[dict]) -> str:
     first = rows[0]
     head = f"sweep {first['sweep']} ({first['recipe']}, {first['build']}): "
     base = next((r for r in rows if r["is_baseline"]), None)
-    ranked = sorted((r for r in rows if not r["is_baseline"] and r["speedup"] is not None),
+    ranked = sorted((r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None),
                     key=lambda r: r["speedup"], reverse=True)
     if base is None:
         fastest = max((r for r in rows if r["decode_tps"] is not None), key=lambda r: r["decode_tps"], default=None)
@@ -39,6 +39,8 @@ def _against(base: dict, ranked: list[dict], label: str) -> str:
     if not ranked:
         return f"no arm has a speedup against {label}"
     best = ranked[0]
+    if best.get("vs") and best["vs"] != base["arm"]:  # like for like: against its control, the same program
+        label = f"{best['vs']} (its control: the same program drafting nothing)"
     figure = f"{best['arm']} at {_ratio(best)}"
     if best["speedup_low"] is not None and best["speedup_low"] > 1:
         return f"{figure} beats {label}"
@@ -58,11 +60,15 @@ def _notes(rows: list[dict]) -> list[str]:
     failed = [f"{r['arm']} ({r['failed']} of {r['runs']}{', ' + r['failures'] if r['failures'] else ''})"
               for r in rows if r["failed"]]
     skipped = [r["arm"] for r in rows if r["skipped"]]
+    programs = [f"{r['arm']} runs at {_ratio(r)} the baseline: the programs differ by that much without speculation"
+                for r in rows if r.get("is_control") and r["speedup"] is not None]
+    programs += [f"{r['arm']} did not run, so speedups of its program's arms include the difference between programs"
+                 for r in rows if r.get("is_control") and not r["ok_runs"]]
     noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
              if (codes := [c for c in (r["warnings"] or "").split(",") if c and c != "no_drafts"])]
     out = []
-    for label, names in (("Drafted nothing:", idle), ("Failed:", failed), ("Skipped:", skipped),
-                         ("Warnings:", noisy)):
+    for label, names in (("Program difference:", programs), ("Drafted nothing:", idle), ("Failed:", failed),
+                         ("Skipped:", skipped), ("Warnings:", noisy)):
         if names:
             out.append(f"{label} {', '.join(names)}.")
     return out

@@ -44,6 +44,8 @@ class Arm:
     argv: list[str]
     literal: list[bool]  # per argv element: True when it came from the recipe text, not from a value
     is_baseline: bool
+    is_control: bool = False  # added by recipe/control: the arm's program drafting nothing
+    reference: str | None = None  # the arm its speedup is measured against (the baseline, or a control)
 
 
 @dataclass

@@ -16,8 +16,7 @@ from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
 from orchestrator.parse.server import server_metrics
-from orchestrator.recipe import argv as flags
-from orchestrator.recipe import dialect, schedule
+from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import client, server_run
 from orchestrator.run.prepare import PreparedArm
@@ -42,14 +41,14 @@ class Instruments:
 def expects_speculation(argv: list[str]) -> bool:
     if Path(argv[0]).name in dialect.NO_SPEC_TYPE_TOOLS:  # the tree variant drafts without --spec-type
         return True
-    spec_type = flags.flag_value(argv, flags.SPEC_TYPE)
-    return bool(flags.flag_value(argv, flags.DRAFT_MODEL)) or bool(spec_type and spec_type != "none")
+    return control.speculates(argv)
 
 
 def start_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
                params: dict, instruments: Instruments) -> tuple[int | None, tuple[str, str] | None]:
     """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
     row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
+           "is_control": p.arm.is_control, "reference_arm": p.arm.reference,
            "params": params, "repeat_index": slot.repeat_index, "warmup": slot.warmup, "mode": plan.mode,
            "rendered_argv": p.arm.argv,
            "executed_argv": p.executed or None, "translations": p.notes, "started_at": store.utcnow(),

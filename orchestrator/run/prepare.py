@@ -7,14 +7,14 @@ one bad arm must not stop the others.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from orchestrator.errors import DialectError, PreflightError
 from orchestrator.machine import gpu
 from orchestrator.models import gguf_info, memfit, preflight
 from orchestrator.recipe import argv as flags
-from orchestrator.recipe import dialect, prompts
+from orchestrator.recipe import control, dialect, prompts
 from orchestrator.recipe.plan import Arm, Plan
 from orchestrator.run.server_run import request_params
 
@@ -48,7 +48,7 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
         return inspected[path]
 
     prepared = []
-    for arm in plan.arms:
+    for arm in control.with_controls(plan.arms) if plan.mode == "cli" else plan.arms:
         p = PreparedArm(arm)
         if plan.mode == "server" and flags.flags_in(arm.argv) & set(flags.ADDRESS):
             p.stop_status, p.stop_class = "failed", "other"
@@ -72,6 +72,19 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
             cls = "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load"
             p.stop_status, p.stop_class, p.stop_reason = "failed", cls, str(exc)
         prepared.append(p)
+    return _without_stopped_controls(prepared)
+
+
+def _without_stopped_controls(prepared: list[PreparedArm]) -> list[PreparedArm]:
+    """A control the build cannot run (no --spec-type before mid-2026) leaves its arms paired with the baseline,
+    across programs, and each such arm says so; the control is still stored, as skipped, with its reason."""
+    stopped = {p.arm.name: p.stop_reason for p in prepared if p.arm.is_control and p.stop_reason}
+    base = next((p.arm.name for p in prepared if p.arm.is_baseline), None)
+    for p in prepared:
+        if p.arm.reference in stopped:
+            p.notes.append(f"speedup against {base} across programs: the control {p.arm.reference} cannot run here "
+                           f"({stopped[p.arm.reference]})")
+            p.arm = replace(p.arm, reference=base)
     return prepared
 
 
@@ -90,7 +103,9 @@ def _memory_estimate(p: PreparedArm, build: dict) -> dict | None:
 def dry_run_lines(prepared: list[PreparedArm]) -> list[str]:
     lines = []
     for p in prepared:
-        lines.append(f"arm {p.arm.name}{' (baseline)' if p.arm.is_baseline else ''}:")
+        role = " (baseline)" if p.arm.is_baseline else f" (control, against {p.arm.reference})" if p.arm.is_control \
+            else f" (against {p.arm.reference})" if p.arm.reference else ""
+        lines.append(f"arm {p.arm.name}{role}:")
         lines.append(f"  rendered: {json.dumps(p.arm.argv)}")
         if p.stop_reason:
             lines.append(f"  {p.stop_status}: {p.stop_reason}")

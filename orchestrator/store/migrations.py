@@ -295,7 +295,52 @@ def m007_decode_samples(con: duckdb.DuckDBPyConnection) -> None:
         GROUP BY a.sweep_id, a.arm""")
 
 
-MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views, m007_decode_samples]
+def m008_controls(con: duckdb.DuckDBPyConnection) -> None:
+    """Like-for-like speedups: control arms (recipe/control) and each run's reference arm.
+
+    runs.is_control marks a control arm (the speculative program drafting nothing); runs.reference_arm names the
+    arm a run's speedup is against (NULL for rows stored before: the sweep's baseline). decode_samples gains both,
+    and speedup_vs_reference pairs each arm with its reference, while speedup_vs_baseline keeps pairing with the
+    baseline (across programs where they differ, as its name says).
+    """
+    con.execute("ALTER TABLE runs ADD COLUMN is_control BOOLEAN DEFAULT false")
+    con.execute("ALTER TABLE runs ADD COLUMN reference_arm VARCHAR")
+    # Views over runs are re-created so that their column lists include the new columns.
+    for view in ("speedup_vs_baseline", "decode_samples", "run_roofline", "arm_summary", "run_summary",
+                 "measured_runs"):
+        con.execute(f"DROP VIEW {view}")
+    m006_views(con)
+    con.execute("DROP VIEW speedup_vs_baseline")
+    con.execute("""
+        CREATE VIEW decode_samples AS
+        WITH ok AS (
+            SELECT r.sweep_id, r.arm, r.is_baseline, r.is_control, r.reference_arm, r.mode, r.id AS run_id,
+                   r.repeat_index, m.decode_tps
+            FROM measured_runs r JOIN metrics m ON m.run_id = r.id
+            WHERE r.status = 'ok' AND m.decode_tps > 0
+        )
+        SELECT sweep_id, arm, is_baseline, is_control, reference_arm, mode, run_id, repeat_index, '' AS prompt_id,
+               decode_tps AS tps
+        FROM ok WHERE mode IS DISTINCT FROM 'server'
+        UNION ALL
+        SELECT o.sweep_id, o.arm, o.is_baseline, o.is_control, o.reference_arm, o.mode, o.run_id, o.repeat_index,
+               q.prompt_id, q.predicted_n / q.predicted_ms * 1000
+        FROM ok o JOIN requests q ON q.run_id = o.run_id
+        WHERE o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0""")
+    for name, match in (("speedup_vs_baseline", "b.is_baseline"),  # queries.PAIRED_WITH says the same
+                        ("speedup_vs_reference", "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline "
+                                                 "ELSE b.arm = a.reference_arm END)")):
+        con.execute(f"""
+            CREATE VIEW {name} AS
+            SELECT a.sweep_id, a.arm, count(*) AS pairs, exp(avg(ln(a.tps / b.tps))) AS speedup_paired,
+                   avg(a.tps) / avg(b.tps) AS speedup_of_means
+            FROM decode_samples a JOIN decode_samples b ON b.sweep_id = a.sweep_id AND {match}
+                 AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
+            GROUP BY a.sweep_id, a.arm""")
+
+
+MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views, m007_decode_samples,
+              m008_controls]
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -16,7 +16,8 @@ from orchestrator.store.db import rows_as_dicts
 
 Con = duckdb.DuckDBPyConnection
 TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
-VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "decode_samples", "run_roofline")
+VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "speedup_vs_reference", "decode_samples",
+         "run_roofline")
 
 
 # --- builds -------------------------------------------------------------------------------------------------------
@@ -166,7 +167,9 @@ SELECT r.sweep_id, regexp_extract(arg_min(s.recipe_path, r.id), '[^/]+$') AS rec
        coalesce(sum(m.n_drafted) FILTER (WHERE r.status = 'ok'), 0) AS drafted,
        coalesce(sum(m.n_accepted) FILTER (WHERE r.status = 'ok'), 0) AS accepted,
        -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
-       count(*) FILTER (WHERE r.status = 'ok' AND NOT coalesce(r.is_baseline, false) AND m.n_drafted = 0) AS idle
+       count(*) FILTER (WHERE r.status = 'ok' AND NOT coalesce(r.is_baseline, false)
+                        AND NOT coalesce(r.is_control, false) AND m.n_drafted = 0) AS idle,
+       arg_min(coalesce(r.is_control, false), r.id) AS is_control, arg_min(r.reference_arm, r.id) AS reference_arm
 FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
 WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
 GROUP BY r.sweep_id, r.arm
@@ -178,14 +181,21 @@ def arm_groups(con: Con, sweep_ids: list[int]) -> list[dict]:
     return rows_as_dicts(con.execute(ARM_GROUPS_SQL, [sweep_ids]))
 
 
-def arm_pairs(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], tuple[int, float, float | None]]:
-    """Per non-baseline (sweep, arm): (pairs, mean and sample stdev of log(arm / baseline)) over the samples that
-    pair with the sweep's baseline on repeat (and prompt in server mode): the pairing of view
-    speedup_vs_baseline, whose speedup_paired is exp of this mean."""
-    rows = con.execute("""
+PAIRED_WITH = {  # which runs an arm's samples pair with, as views speedup_vs_reference / speedup_vs_baseline do
+    "reference": "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline ELSE b.arm = a.reference_arm END)",
+    "baseline": "b.is_baseline",
+}
+
+
+def arm_pairs(con: Con, sweep_ids: list[int], against: str = "reference"
+              ) -> dict[tuple[int, str], tuple[int, float, float | None]]:
+    """Per non-baseline (sweep, arm): (pairs, mean and sample stdev of log(arm / other)) over the samples that
+    pair on repeat (and prompt in server mode) with the arm's reference (a control, else the baseline) or with
+    the baseline: the pairing of views speedup_vs_reference and speedup_vs_baseline (exp of this mean)."""
+    rows = con.execute(f"""
         WITH picked AS (SELECT * FROM decode_samples WHERE sweep_id IN (SELECT unnest(?::INTEGER[])))
         SELECT a.sweep_id, a.arm, count(*), avg(ln(a.tps / b.tps)), stddev_samp(ln(a.tps / b.tps))
-        FROM picked a JOIN picked b ON b.sweep_id = a.sweep_id AND b.is_baseline
+        FROM picked a JOIN picked b ON b.sweep_id = a.sweep_id AND {PAIRED_WITH[against]}
              AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
         WHERE NOT a.is_baseline
         GROUP BY a.sweep_id, a.arm""", [sweep_ids]).fetchall()

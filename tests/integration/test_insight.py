@@ -24,7 +24,7 @@ def sweep_env(orch_exe, cache_env, tiny_dir, tmp_path_factory):
 def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env):
     runs = db_rows(sweep_env, "SELECT id, telemetry, memfit, decode_bytes, bandwidth_bytes_per_s, bandwidth_label "
                               "FROM runs ORDER BY id")
-    assert len(runs) == 4
+    assert len(runs) == 6  # baseline, draft and the draft's control, two repeats
     for run in runs:
         samples = db_rows(sweep_env, "SELECT count(*) AS n, max(rss_bytes) AS rss FROM telemetry WHERE run_id = ? "
                                      "AND gpu IS NULL", [run["id"]])[0]
@@ -38,7 +38,7 @@ def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env
     env = json.loads(db_rows(sweep_env, "SELECT env FROM sweeps")[0]["env"])
     assert env["cpu_logical_cores"] >= 1 and env["python"] and env["build"]["upstream_commit"].startswith("0c1e57098")
     roof = db_rows(sweep_env, "SELECT roofline_pct, bound_tps FROM run_roofline")
-    assert len(roof) == 4 and all(r["roofline_pct"] > 0 and r["bound_tps"] > 0 for r in roof)
+    assert len(roof) == 6 and all(r["roofline_pct"] > 0 and r["bound_tps"] > 0 for r in roof)
 
 
 def test_summary_shows_the_roofline(orch_exe, sweep_env):

@@ -26,7 +26,12 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
     assert res.returncode == 0, res.stderr
     runs = db_rows(env, "SELECT r.*, m.* FROM runs r JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
     assert [(r["arm"], r["repeat_index"], r["status"]) for r in runs] == [
-        ("baseline", 0, "ok"), ("draft", 0, "ok"), ("baseline", 1, "ok"), ("draft", 1, "ok")]
+        ("baseline", 0, "ok"), ("draft", 0, "ok"), ("control:llama-speculative-simple", 0, "ok"),
+        ("baseline", 1, "ok"), ("draft", 1, "ok"), ("control:llama-speculative-simple", 1, "ok")]
+    control = [r for r in runs if r["arm"].startswith("control:")]
+    assert all(r["n_drafted"] == 0 and r["reference_arm"] == "baseline" and r["is_control"] for r in control)
+    assert {r["reference_arm"] for r in runs if r["arm"] == "draft"} == {"control:llama-speculative-simple"}
+    runs = [r for r in runs if not r["arm"].startswith("control:")]
     for run in runs:
         stderr = db_rows(env, "SELECT gz FROM run_logs WHERE run_id = ? AND stream = 'stderr'", [run["run_id"]])
         import gzip
@@ -61,7 +66,7 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
 
     query = run_orch(orch_exe, "query", "SELECT arm, count(*) AS n FROM run_summary GROUP BY arm ORDER BY arm",
                      "--format", "csv", env=env)
-    assert query.stdout.strip().splitlines() == ["arm,n", "baseline,2", "draft,2"]
+    assert query.stdout.strip().splitlines() == ["arm,n", "baseline,2", "control:llama-speculative-simple,2", "draft,2"]
 
     before = db_rows(env, "SELECT run_id, n_accepted, decode_tps FROM metrics ORDER BY run_id")
     assert run_orch(orch_exe, "reparse", env=env).returncode == 0
@@ -71,7 +76,7 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
 def test_dry_run_prints_rendered_and_executed_argv(orch_exe, env):
     res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--dry-run", env=env)
     assert res.returncode == 0, res.stderr
-    assert "arm draft:" in res.stdout and '"--draft-max"' in res.stdout and '"--spec-draft-n-max"' in res.stdout
+    assert "arm draft (against control:llama-speculative-simple):" in res.stdout and '"--draft-max"' in res.stdout and '"--spec-draft-n-max"' in res.stdout
     assert not Path(env["ORCH_DB"]).exists()  # nothing ran, nothing stored
 
 
@@ -82,7 +87,8 @@ def test_vocab_mismatch_is_caught_before_launch_and_stored(orch_exe, env):
     assert "tiny-draft-gpt2.gguf" in res.stderr and "tiny-target.gguf" in res.stderr and "vocab" in res.stderr
     rows = db_rows(env, "SELECT arm, status, failure_class, executed_argv FROM runs ORDER BY id")
     assert [(r["arm"], r["status"], r["failure_class"]) for r in rows] == [
-        ("baseline", "ok", None), ("draft", "failed", "vocab_mismatch")]
+        ("baseline", "ok", None), ("draft", "failed", "vocab_mismatch"),
+        ("control:llama-speculative-simple", "ok", None)]  # the control loads no draft
     assert db_rows(env, "SELECT count(*) AS n FROM run_logs WHERE run_id = 2") == [{"n": 0}]  # never launched
 
 
@@ -193,7 +199,7 @@ def test_a_prompt_carrying_metric_lines_forges_nothing_and_breaks_nothing(orch_e
     assert res.returncode == 0, res.stderr
     runs = db_rows(env, "SELECT r.arm, r.status, m.decode_tps, m.n_predict FROM runs r JOIN metrics m "
                         "ON m.run_id = r.id ORDER BY r.id")
-    assert [r["status"] for r in runs] == ["ok", "ok"]
+    assert [r["status"] for r in runs] == ["ok", "ok", "ok"]  # baseline, draft, control
     assert all(0 < r["decode_tps"] < 20000 for r in runs)  # the tiny models decode at 300-3000 tok/s here
     assert all(r["n_predict"] is None or r["n_predict"] < 1000 for r in runs)
     stdout = db_rows(env, "SELECT gz FROM run_logs WHERE stream = 'stdout' ORDER BY run_id")

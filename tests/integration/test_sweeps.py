@@ -60,7 +60,8 @@ def test_compare_two_builds_and_a_build_with_itself(orch_exe, two_builds_db):
     result = json.loads(res.stdout)
     assert (result["base"], result["head"]) == ("f49e91787-cpu", "0c1e57098-cpu")
     arms = {r["arm"]: r for r in result["rows"]}
-    assert set(arms) == {"baseline", "draft"}
+    assert set(arms) == {"baseline", "draft", "control:llama-speculative-simple"}
+    assert arms.pop("control:llama-speculative-simple")["verdict"] == "newly ok"  # f49e917 cannot run a control
     for row in arms.values():
         assert row["base_n"] == 4 and row["head_n"] == 4 and row["ratio"] > 0 and row["verdict"]
     same = json.loads(run_orch(orch_exe, "compare", "--base", "0c1e570", "--head", "0c1e57098-cpu", "--format",
@@ -80,7 +81,7 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
                         "JOIN sweeps s ON s.id = r.sweep_id ORDER BY r.id")
     new = [r for r in rows if r["build_name"].startswith("0c1e")]
     old = [r for r in rows if r["build_name"].startswith("f49e")]
-    assert len(new) == len(old) == 15
+    assert len(new) == len(old) == 16  # fifteen cells and the control of llama-speculative-simple
     assert all(r["status"] == "ok" for r in new), [r for r in new if r["status"] != "ok"]
     skipped = [r for r in old if r["status"] == "skipped"]
     assert skipped and all(r["failure_class"] == "unknown_flag" and "f49e91787" in r["failure_detail"]
@@ -91,7 +92,7 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
                                  "spec_matrix.j2", "--format", "json", env=env).stdout)
     verdicts = {r["arm"]: r["verdict"] for r in result["rows"]}
     assert {verdicts[r["arm"]] for r in skipped} == {"newly skipped"}
-    assert len(verdicts) == 15
+    assert len(verdicts) == 16
     # An arm whose runs drafted nothing is flagged and has no speedup to be read as a speculation result.
     rows = json.loads(run_orch(orch_exe, "summary", "1", "--format", "json", env=env).stdout)  # the new build's
     for row in rows:
@@ -110,20 +111,20 @@ def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tin
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
         seen.append(line)
-        if line.startswith("[3/8]"):
+        if line.startswith("[4/12]"):
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert any(s.startswith("[3/8]") for s in seen), seen
+    assert any(s.startswith("[4/12]") for s in seen), seen
     before = db_rows(env, "SELECT count(*) AS n FROM runs WHERE status = 'ok'")[0]["n"]
-    assert 3 <= before < 8
+    assert 4 <= before < 12  # 3 arms: baseline, draft, control
     res = run_orch(orch_exe, *args[1:], "--resume", env=env)
     assert res.returncode == 0, res.stderr
     # Whole rounds run again: a repeat that lacks its draft run measures its baseline again too.
-    complete_rounds = before // 2
-    assert f"{8 - 2 * complete_rounds} runs" in res.stderr and "run again for every arm" in res.stderr
+    complete_rounds = before // 3
+    assert f"{12 - 3 * complete_rounds} runs" in res.stderr and "run again for every arm" in res.stderr
     rows = db_rows(env, "SELECT arm, repeat_index, count(*) AS n FROM measured_runs WHERE status = 'ok' GROUP BY ALL")
-    assert len(rows) == 8 and all(r["n"] == 1 for r in rows)  # every cell x repeat measured exactly once
+    assert len(rows) == 12 and all(r["n"] == 1 for r in rows)  # every cell x repeat measured exactly once
     late = db_rows(env, "SELECT repeat_index, max(started_at) - min(started_at) AS apart FROM measured_runs "
                         "GROUP BY repeat_index ORDER BY 1")
     assert all(r["apart"].total_seconds() < 30 for r in late)  # each pair ran together, not minutes apart

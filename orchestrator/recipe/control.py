@@ -1,0 +1,69 @@
+"""Like for like: when a CLI recipe's baseline and a speculative arm run different programs (llama-completion
+against llama-speculative-simple), every speedup would include the difference between the two programs' loops.
+So the plan gets a control arm per such program and argv: the arm's own program and flags, its draft model and
+draft settings removed, and an n-gram speculation that cannot draft (lookups of CONTROL_NGRAM_MATCH tokens, which
+no generation of ordinary length repeats). It runs the same speculative loop, drafting nothing, at the cost of a hash lookup per
+token. Each speculative arm's speedup is then against its control (the same program with and without speculation),
+and the control's own speedup against the baseline is the program difference, shown as such.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe.plan import Arm
+
+CONTROL_NGRAM_MATCH = 1024  # the longest lookup llama.cpp takes ("between 1 and 1024"): it never matches
+# Flags that belong to speculation: dropped from the arm's argv, with their value.
+SPECULATION_FLAGS = set(flags.DRAFT_MODEL + flags.DRAFT_MAX + flags.DRAFT_MIN + flags.DRAFT_P_MIN + flags.DRAFT_P_SPLIT
+                        + flags.GPU_LAYERS_DRAFT + flags.CACHE_TYPE_K_DRAFT + flags.CACHE_TYPE_V_DRAFT
+                        + flags.DEVICE_DRAFT + flags.CTX_DRAFT + flags.SPEC_TYPE)
+SPECULATION_PREFIXES = ("--spec-ngram-", "--spec-draft-")
+
+
+def speculates(argv: list[str]) -> bool:
+    """The argv asks for speculation: a draft model, or a spec type other than none."""
+    spec_type = flags.flag_value(argv, flags.SPEC_TYPE)
+    return bool(flags.flag_value(argv, flags.DRAFT_MODEL)) or bool(spec_type and spec_type != "none")
+
+
+def control_argv(argv: list[str], literal: list[bool]) -> tuple[list[str], list[bool]]:
+    """argv without its speculation flags (and their values), plus an n-gram speculation that cannot draft."""
+    out, lit, skip = [], [], False
+    for arg, is_literal in zip(argv, literal):
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if is_literal and (name in SPECULATION_FLAGS or name.startswith(SPECULATION_PREFIXES)):
+            skip = "=" not in arg  # `--flag value`: the value goes too
+            continue
+        out.append(arg)
+        lit.append(is_literal)
+    extra = ["--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", str(CONTROL_NGRAM_MATCH)]
+    return out + extra, lit + [True] * len(extra)
+
+
+def with_controls(arms: list[Arm]) -> list[Arm]:
+    """Copies of the arms, each with its `reference` (the arm its speedup is measured against), plus one control
+    arm per distinct control argv of speculative arms whose program is not the baseline's."""
+    base = next((a for a in arms if a.is_baseline), None)
+    if base is None:
+        return list(arms)
+    program = Path(base.argv[0]).name
+    controls: dict[tuple, Arm] = {}
+    out = []
+    for arm in arms:
+        if arm.is_baseline or not speculates(arm.argv) or Path(arm.argv[0]).name == program:
+            out.append(replace(arm, reference=None if arm.is_baseline else base.name))
+            continue
+        argv, literal = control_argv(arm.argv, arm.literal)
+        if tuple(argv) not in controls:
+            name = f"control:{Path(arm.argv[0]).name}" + (f"#{len(controls) + 1}" if controls else "")
+            controls[tuple(argv)] = Arm(name=name, params={**base.params, "control_of": Path(arm.argv[0]).name},
+                                        argv=argv, literal=literal, is_baseline=False, is_control=True,
+                                        reference=base.name)
+        out.append(replace(arm, reference=controls[tuple(argv)].name))
+    return [*out, *controls.values()]
