@@ -151,7 +151,7 @@ def _readable(rows: list[dict]) -> list[dict]:
     """The interval as one cell, model and recipe hashes cut to 12 hex digits (enough to tell them apart)."""
     for row in rows:
         low, high = row.get("ratio_low"), row.get("ratio_high")
-        row["ratio_ci95"] = f"{low:.3f}-{high:.3f}" if low is not None and high is not None else None
+        row["ratio_ci95"] = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else None
         for key in ("recipe_hash", "target_sha256", "draft_sha256"):
             row[key] = row[key][:12] if row.get(key) else row.get(key)
     return rows

@@ -41,6 +41,22 @@ def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env
     assert len(roof) == 6 and all(r["roofline_pct"] > 0 and r["bound_tps"] > 0 for r in roof)
 
 
+def test_summary_and_views_agree_on_real_runs(orch_exe, sweep_env):
+    rows = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=sweep_env).stdout)}
+    views = {r["arm"]: r for r in db_rows(sweep_env, "SELECT a.arm, a.acceptance, r.speedup_paired, b.speedup_paired "
+                                                     "AS vs_baseline FROM arm_summary a LEFT JOIN speedup_vs_reference"
+                                                     " r USING (sweep_id, arm) LEFT JOIN speedup_vs_baseline b "
+                                                     "USING (sweep_id, arm)")}
+    assert set(rows) == set(views) == {"baseline", "draft", "control:llama-speculative-simple"}
+    for arm, row in rows.items():
+        if not row["is_baseline"]:
+            assert row["speedup"] == pytest.approx(views[arm]["speedup_paired"], rel=1e-9), arm
+        if row["acceptance"] is not None:
+            assert row["acceptance"] == pytest.approx(views[arm]["acceptance"], rel=1e-9)
+    assert rows["draft"]["vs"] == "control:llama-speculative-simple"
+    assert rows["draft"]["speedup_vs_baseline"] == pytest.approx(views["draft"]["vs_baseline"], rel=1e-9)
+
+
 def test_summary_shows_the_roofline(orch_exe, sweep_env):
     rows = json.loads(run_orch(orch_exe, "summary", "--format", "json", env=sweep_env).stdout)
     assert all(r["bound_tps"] > 0 and r["roofline_pct"] > 0 for r in rows)
@@ -81,3 +97,4 @@ def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
         pixels = image.imread(png)
         assert pixels.shape[0] > 200 and pixels.shape[1] > 200 and pixels.std() > 0.05  # decodes, not blank
     assert "## Environment" in page and "roofline_pct" in page
+    assert "## Verdict" in page and "- sweep 1 (recipe_a.j2, 0c1e57098-cpu): " in page
