@@ -1,8 +1,8 @@
-"""Per-arm summaries of stored sweeps: intervals, speedup vs the baseline paired by repeat (and prompt in
-server mode), the roofline share, and the fixed set of statistical warnings.
+"""Per-arm summaries of stored sweeps: intervals, speedup against each arm's reference (its control, else the
+baseline) paired by repeat (and prompt in server mode), the roofline share, and the fixed set of warnings.
 
-Input is what store/queries gives: one group per (sweep, arm) with its ok runs as a list, and the server
-runs' per-request rates. `arm_rows(con, ids)` is the one call that reads them.
+Input is what store/queries gives: one group per (sweep, arm) with decode-speed moments, the paired log ratios,
+and the server runs' per-request rates. `arm_rows(con, ids)` is the one call that reads them.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
     """The summary rows of the sweeps, in sweep order, arms in the order they first ran."""
-    return summarize(queries.arm_groups(con, sweep_ids), queries.arm_pairs(con, sweep_ids),
-                     queries.arm_request_rates(con, sweep_ids), queries.arm_pairs(con, sweep_ids, "baseline"))
+    pairs, baseline_pairs = queries.arm_pairs(con, sweep_ids)
+    return summarize(queries.arm_groups(con, sweep_ids), pairs, queries.arm_request_rates(con, sweep_ids),
+                     baseline_pairs)
 
 
 def summarize(groups: list[dict], pairs: dict[tuple, tuple], request_rates: dict[tuple, list[float]],
@@ -38,13 +39,14 @@ def summarize(groups: list[dict], pairs: dict[tuple, tuple], request_rates: dict
 
 def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict, baseline_pairs: dict) -> list[dict]:
     rows, points = [], {}
+    base = next((g["arm"] for g in groups if g["is_baseline"]), None)
     for g in groups:
         values = g["ok_decode_tps"] or []
         d = stats.from_moments(g["n"], g["mean_tps"], g["sd_tps"])
         paired = pairs.get((g["sweep_id"], g["arm"])) if not g["is_baseline"] else None
         speed = stats.speedup_from_log_ratios(*paired) if paired else None
-        across = baseline_pairs.get((g["sweep_id"], g["arm"])) if g["reference_arm"] and not g["is_control"] and \
-            g["reference_arm"] != _baseline_name(groups) else None
+        against_control = g["reference_arm"] not in (None, base) and not g["is_control"]
+        across = baseline_pairs.get((g["sweep_id"], g["arm"])) if against_control else None
         cross = stats.speedup_from_log_ratios(*across) if across else None
         params = _params(g["params"])
         method = params.get("spec", "draft")
@@ -58,7 +60,7 @@ def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict, baseline_p
                      "stdev": d.stdev, "cv": d.cv,
                      "acceptance": g["acceptance"], "draft_per_gen": g["draft_per_gen"],
                      "speedup": 1.0 if g["is_baseline"] and g["ok"] else speed.ratio if speed else None,
-                     "vs": g["reference_arm"] or (None if g["is_baseline"] else _baseline_name(groups)),
+                     "vs": g["reference_arm"] or (None if g["is_baseline"] else base),
                      "is_control": bool(g["is_control"]),
                      "speedup_vs_baseline": cross.ratio if cross else None,  # across programs: not speculation alone
                      "ok_runs": g["ok"], "idle": g["idle"], "failed": g["failed"], "skipped": g["skipped"],
@@ -117,10 +119,6 @@ def _varies(rows: list[dict], name: str) -> bool:
 
 def _param_column(name: str) -> str:
     return f"param.{name}" if name in TABLE_COLUMNS or name in ("params", "method") else name
-
-
-def _baseline_name(groups: list[dict]) -> str | None:
-    return next((g["arm"] for g in groups if g["is_baseline"]), None)
 
 
 def _interval(low, high, digits: int = 1) -> str | None:

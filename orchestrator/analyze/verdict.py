@@ -1,9 +1,9 @@
 """The one plain sentence per sweep that every command ends with: what the result is, and what to distrust.
 
-    sweep 1 (recipe_a.j2, 0c1e57098-cpu): no arm beats the baseline; best draft at 0.37x [0.14, 0.98]. Noisy: ...
+    sweep 1 (recipe_a.j2, 0c1e57098-cpu): no arm beats the baseline; best draft at 0.37x [0.14, 0.98]. Warnings: ...
 
-An arm "beats the baseline" only when its whole 95% interval lies above 1x; an interval around 1x is "no
-different from the baseline". Arms that drafted nothing have no speedup (summary blanks it) and are named as
+An arm "beats" its reference (its control where it has one, else the baseline) only when its whole 95% interval
+lies above 1x; an interval around 1x is "not distinguishable". Arms that drafted nothing have no speedup (summary blanks it) and are named as
 such, never as the best arm; failed and skipped arms are named with their runs.
 """
 

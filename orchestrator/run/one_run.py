@@ -24,7 +24,7 @@ from orchestrator.run.prepare import PreparedArm
 
 @dataclass
 class Instruments:
-    """Per-sweep measurement settings: telemetry interval (0: no samples kept) and the roofline's bandwidth."""
+    """Per-sweep measurement settings: telemetry interval (0: no sampler) and the roofline's bandwidth."""
 
     telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
     bandwidth: roofline.Bandwidth | None = None

@@ -10,11 +10,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from orchestrator.store.view_migrations import (
-    m006_views,
-    m007_decode_samples,
-    m008_controls,
-)
+from orchestrator.store.view_migrations import m006_views, m007_samples_and_controls
 
 
 def utcnow() -> datetime:
@@ -224,8 +220,8 @@ def m005_insight(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE models ADD COLUMN {column}")
 
 
-MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views, m007_decode_samples,
-              m008_controls]
+MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
+              m007_samples_and_controls]
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -13,6 +13,7 @@ import duckdb
 
 from orchestrator.parse import METRIC_KEYS as METRIC_COLUMNS
 from orchestrator.store.db import rows_as_dicts
+from orchestrator.store.view_migrations import PAIRED_WITH
 
 Con = duckdb.DuckDBPyConnection
 TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
@@ -181,25 +182,27 @@ def arm_groups(con: Con, sweep_ids: list[int]) -> list[dict]:
     return rows_as_dicts(con.execute(ARM_GROUPS_SQL, [sweep_ids]))
 
 
-PAIRED_WITH = {  # which runs an arm's samples pair with, as views speedup_vs_reference / speedup_vs_baseline do
-    "reference": "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline ELSE b.arm = a.reference_arm END)",
-    "baseline": "b.is_baseline",
-}
+Pairs = dict[tuple[int, str], tuple[int, float, float | None]]
 
 
-def arm_pairs(con: Con, sweep_ids: list[int], against: str = "reference"
-              ) -> dict[tuple[int, str], tuple[int, float, float | None]]:
-    """Per non-baseline (sweep, arm): (pairs, mean and sample stdev of log(arm / other)) over the samples that
-    pair on repeat (and prompt in server mode) with the arm's reference (a control, else the baseline) or with
-    the baseline: the pairing of views speedup_vs_reference and speedup_vs_baseline (exp of this mean)."""
+def arm_pairs(con: Con, sweep_ids: list[int]) -> tuple[Pairs, Pairs]:
+    """Per non-baseline (sweep, arm): (pairs, mean and sample stdev of the log ratios) of its samples paired on
+    repeat (and prompt in server mode) with its reference (its control, else the baseline), and with the baseline:
+    the pairings of views speedup_vs_reference and speedup_vs_baseline (exp of the mean), in one pass."""
+    ref, base = PAIRED_WITH["reference"], PAIRED_WITH["baseline"]
     rows = con.execute(f"""
         WITH picked AS (SELECT * FROM decode_samples WHERE sweep_id IN (SELECT unnest(?::INTEGER[])))
-        SELECT a.sweep_id, a.arm, count(*), avg(ln(a.tps / b.tps)), stddev_samp(ln(a.tps / b.tps))
-        FROM picked a JOIN picked b ON b.sweep_id = a.sweep_id AND {PAIRED_WITH[against]}
+        SELECT a.sweep_id, a.arm,
+               count(*) FILTER (WHERE {ref}), avg(ln(a.tps / b.tps)) FILTER (WHERE {ref}),
+               stddev_samp(ln(a.tps / b.tps)) FILTER (WHERE {ref}),
+               count(*) FILTER (WHERE {base}), avg(ln(a.tps / b.tps)) FILTER (WHERE {base}),
+               stddev_samp(ln(a.tps / b.tps)) FILTER (WHERE {base})
+        FROM picked a JOIN picked b ON b.sweep_id = a.sweep_id AND ({ref} OR {base})
              AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
         WHERE NOT a.is_baseline
         GROUP BY a.sweep_id, a.arm""", [sweep_ids]).fetchall()
-    return {(sweep, arm): (n, mean, sd) for sweep, arm, n, mean, sd in rows}
+    return ({(sweep, arm): (n, mean, sd) for sweep, arm, n, mean, sd, *_ in rows if n},
+            {(sweep, arm): (n, mean, sd) for sweep, arm, _, _, _, n, mean, sd in rows if n})
 
 
 def arm_request_rates(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], list[float]]:

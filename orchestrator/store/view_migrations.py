@@ -53,50 +53,30 @@ def m006_views(con: duckdb.DuckDBPyConnection) -> None:
         FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.decode_bytes > 0""")
 
 
-def m007_decode_samples(con: duckdb.DuckDBPyConnection) -> None:
-    """The samples speedups pair on, defined once, and speedup_vs_baseline over them (as `orch summary` pairs).
-
-    decode_samples: measured ok runs with a speed; a CLI run is one sample keyed by repeat (prompt_id ''), a server
-    run one sample per ok request keyed by repeat and prompt, at that request's own rate. Before this the view
-    paired server runs per repeat only, on pooled speeds, and disagreed with the summary.
-    """
-    con.execute("""
-        CREATE VIEW decode_samples AS
-        WITH ok AS (
-            SELECT r.sweep_id, r.arm, r.is_baseline, r.mode, r.id AS run_id, r.repeat_index, m.decode_tps
-            FROM measured_runs r JOIN metrics m ON m.run_id = r.id
-            WHERE r.status = 'ok' AND m.decode_tps > 0
-        )
-        SELECT sweep_id, arm, is_baseline, mode, run_id, repeat_index, '' AS prompt_id, decode_tps AS tps
-        FROM ok WHERE mode IS DISTINCT FROM 'server'
-        UNION ALL
-        SELECT o.sweep_id, o.arm, o.is_baseline, o.mode, o.run_id, o.repeat_index, q.prompt_id,
-               q.predicted_n / q.predicted_ms * 1000
-        FROM ok o JOIN requests q ON q.run_id = o.run_id
-        WHERE o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0""")
-    con.execute("DROP VIEW speedup_vs_baseline")
-    con.execute("""
-        CREATE VIEW speedup_vs_baseline AS
-        SELECT a.sweep_id, a.arm, count(*) AS pairs, exp(avg(ln(a.tps / b.tps))) AS speedup_paired,
-               avg(a.tps) / avg(b.tps) AS speedup_of_means
-        FROM decode_samples a JOIN decode_samples b ON b.sweep_id = a.sweep_id AND b.is_baseline
-             AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
-        GROUP BY a.sweep_id, a.arm""")
+# How an arm's samples pair: with the sweep's baseline, or with the arm's reference (its control; the baseline for
+# rows stored before controls existed). The views below and store/queries.arm_pairs use these same conditions;
+# they are part of a shipped migration: change them only together with a new one.
+PAIRED_WITH = {
+    "baseline": "b.is_baseline",
+    "reference": "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline ELSE b.arm = a.reference_arm END)",
+}
 
 
-def m008_controls(con: duckdb.DuckDBPyConnection) -> None:
-    """Like-for-like speedups: control arms (recipe/control) and each run's reference arm.
+def m007_samples_and_controls(con: duckdb.DuckDBPyConnection) -> None:
+    """Speedups defined once, like for like: the samples they pair on, control arms and reference arms.
 
-    runs.is_control marks a control arm (the speculative program drafting nothing); runs.reference_arm names the
-    arm a run's speedup is against (NULL for rows stored before: the sweep's baseline). decode_samples gains both,
-    and speedup_vs_reference pairs each arm with its reference, while speedup_vs_baseline keeps pairing with the
-    baseline (across programs where they differ, as its name says).
+    runs.is_control marks a control arm (recipe/control: the speculative program drafting nothing);
+    runs.reference_arm names the arm a run's speedup is against (NULL for rows stored before: the baseline).
+    decode_samples: measured ok runs with a speed; a CLI run is one sample keyed by repeat (prompt_id ''), a
+    server run one sample per ok request keyed by repeat and prompt, at that request's own rate (before, the
+    view paired server runs per repeat only, on pooled speeds, and disagreed with the summary).
+    speedup_vs_reference pairs each arm with its reference; speedup_vs_baseline with the baseline (across
+    programs where they differ, as its name says).
     """
     con.execute("ALTER TABLE runs ADD COLUMN is_control BOOLEAN DEFAULT false")
     con.execute("ALTER TABLE runs ADD COLUMN reference_arm VARCHAR")
-    # Views over runs are re-created so that their column lists include the new columns.
-    for view in ("speedup_vs_baseline", "decode_samples", "run_roofline", "arm_summary", "run_summary",
-                 "measured_runs"):
+    # The views over runs are made again so that their column lists include the new columns.
+    for view in ("speedup_vs_baseline", "run_roofline", "arm_summary", "run_summary", "measured_runs"):
         con.execute(f"DROP VIEW {view}")
     m006_views(con)
     con.execute("DROP VIEW speedup_vs_baseline")
@@ -116,13 +96,11 @@ def m008_controls(con: duckdb.DuckDBPyConnection) -> None:
                q.prompt_id, q.predicted_n / q.predicted_ms * 1000
         FROM ok o JOIN requests q ON q.run_id = o.run_id
         WHERE o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0""")
-    for name, match in (("speedup_vs_baseline", "b.is_baseline"),  # queries.PAIRED_WITH says the same
-                        ("speedup_vs_reference", "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline "
-                                                 "ELSE b.arm = a.reference_arm END)")):
+    for against in ("baseline", "reference"):
         con.execute(f"""
-            CREATE VIEW {name} AS
+            CREATE VIEW speedup_vs_{against} AS
             SELECT a.sweep_id, a.arm, count(*) AS pairs, exp(avg(ln(a.tps / b.tps))) AS speedup_paired,
                    avg(a.tps) / avg(b.tps) AS speedup_of_means
-            FROM decode_samples a JOIN decode_samples b ON b.sweep_id = a.sweep_id AND {match}
+            FROM decode_samples a JOIN decode_samples b ON b.sweep_id = a.sweep_id AND {PAIRED_WITH[against]}
                  AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
             GROUP BY a.sweep_id, a.arm""")
