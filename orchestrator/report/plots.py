@@ -51,7 +51,7 @@ def decode_tps(arms: list[ArmInterval], path: Path) -> Path | None:
             ax.hlines(base.mean, min(xs) - 0.45, max(xs) + 0.45, colors="red", linestyles="--",
                       label=f"baseline {base.mean:.1f} tok/s" + (f" ({build})" if len(builds) > 1 else ""))
     labels = [a.arm if len(builds) == 1 else f"{a.arm}\n{a.build}" for a in arms]
-    crowded = len(arms) > 6
+    crowded = len(arms) > 6 or max(len(line) for label in labels for line in label.splitlines()) > 14
     ax.set_xticks(range(len(arms)), labels, rotation=30 if crowded else 0, ha="right" if crowded else "center")
     top = max([a.ci_high for a in arms] + [v for a in arms for v in a.values])
     ax.set_ylim(0, top * 1.35)  # headroom so the legend sits above the bars, not on them
@@ -77,7 +77,7 @@ def acceptance_speedup(rows: list[dict], path: Path) -> Path | None:
                         xytext=(4, 3), textcoords="offset points")
     ax.axhline(1.0, color="red", linestyle="--", label="break-even (speedup 1)")
     ax.set_xlabel("acceptance %")
-    ax.set_ylabel("speedup over baseline")
+    ax.set_ylabel("speedup over its reference (control, else baseline)")
     ax.set_title("Acceptance against speedup")
     ax.legend(loc="best", fontsize="small")
     return _save(fig, path)
