@@ -90,13 +90,15 @@ def main() -> None:
         print(f"grew {args.seed} to {runs} runs in {sweeps} sweeps ({time.perf_counter() - start:.0f}s, "
               f"{db.stat().st_size >> 20} MiB)")
         commands = {"summary": [args.orch, "summary", "--last", str(sweeps), "--format", "json", "--db", str(db)],
+                    "summary-table": [args.orch, "summary", "--last", str(sweeps), "--db", str(db)],
+                    "summary-1": [args.orch, "summary", "--db", str(db)],  # the newest sweep: the everyday call
                     "compare": [args.orch, "compare", "--base", build, "--head", f"{build}+head", "--format", "json",
                                 "--db", str(db)],
                     "startup": [args.orch, "--version"]}  # interpreter and imports alone, for scale
         for what, argv in commands.items():
             results = [measure(argv) for _ in range(args.repeat)]
             secs = sorted(r[0] for r in results)
-            print(f"{what:>8}: {secs[0]:.2f}s best, {secs[len(secs) // 2]:.2f}s median of {len(secs)}, "
+            print(f"{what:>13}: {secs[0]:.2f}s best, {secs[len(secs) // 2]:.2f}s median of {len(secs)}, "
                   f"peak RSS {max(r[1] for r in results):.0f} MiB")
 
 

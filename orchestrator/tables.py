@@ -30,10 +30,15 @@ def _cell(value) -> str:
     return str(value)
 
 
+# Compact, so the C encoder runs (an indent selects the pure-Python one, ten times slower on a big summary).
+_JSON_ROW = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
+
+
 def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = None) -> str:
-    columns = columns or (list(rows[0]) if rows else [])
-    if fmt == "json":
-        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=2, default=_json_default)
+    # Without columns: every key any row has, in first-seen order (a key only some rows carry is not dropped).
+    columns = columns or list(dict.fromkeys(k for r in rows for k in r))
+    if fmt == "json":  # an array with one row per line: valid JSON, and still readable, greppable and diffable
+        return "[\n" + ",\n".join(_JSON_ROW({c: r.get(c) for c in columns}) for r in rows) + "\n]" if rows else "[]"
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

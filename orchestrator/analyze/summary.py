@@ -97,8 +97,14 @@ def _params(text: str | None) -> dict:
 def table_columns(rows: list[dict]) -> list[str]:
     """TABLE_COLUMNS with, after `arm`, one column per parameter whose value differs between the rows: what
     tells the arms apart (and two sweeps' arms of one name, run with other parameters)."""
-    names = list(dict.fromkeys(k for r in rows for k in r.get("params", {})))
-    varying = [k for k in names if _varies(rows, k)]
+    # Rows share their parameter dicts (see _params): decide on the distinct sets of them a sweep has, not per row.
+    distinct, by_sweep = {}, {}
+    for row in rows:
+        distinct[id(row["params"])] = row["params"]
+        by_sweep.setdefault(row["sweep"], set()).add(id(row["params"]))
+    shapes = {frozenset(ids) for ids in by_sweep.values()}
+    names = list(dict.fromkeys(k for p in distinct.values() for k in p))
+    varying = [k for k in names if _varies(distinct, shapes, k)]
     for row in rows:
         for k in varying:
             row[_param_column(k)] = row["params"].get(k)
@@ -106,15 +112,12 @@ def table_columns(rows: list[dict]) -> list[str]:
     return [*TABLE_COLUMNS[:i], *(_param_column(k) for k in varying), *TABLE_COLUMNS[i:]]
 
 
-def _varies(rows: list[dict], name: str) -> bool:
-    """Whether parameter `name` tells rows apart: two values where it is set, or set and unset in one sweep (a
-    parameter that only another recipe has is no difference between arms)."""
-    def text(row):
-        return json.dumps(row["params"][name], sort_keys=True, default=str) if name in row["params"] else None
-
-    if len({text(r) for r in rows if name in r["params"]}) > 1:
-        return True
-    return any(len({text(r) for r in group}) > 1 for _, group in groupby(rows, key=lambda r: r["sweep"]))
+def _varies(distinct: dict[int, dict], shapes: set[frozenset[int]], name: str) -> bool:
+    """Whether parameter `name` tells arms apart: two values where it is set, or set and unset within one sweep
+    (a parameter that only another recipe has is no difference between arms). distinct: the parameter dicts by
+    id; shapes: the sets of them that occur together in a sweep."""
+    text = {i: json.dumps(p[name], sort_keys=True, default=str) if name in p else None for i, p in distinct.items()}
+    return len(set(text.values()) - {None}) > 1 or any(len({text[i] for i in shape}) > 1 for shape in shapes)
 
 
 def _param_column(name: str) -> str:

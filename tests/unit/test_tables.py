@@ -1,5 +1,6 @@
 """The one formatter: the Markdown format, and the older formats unchanged."""
 
+import json
 from datetime import datetime
 
 from orchestrator import tables
@@ -28,5 +29,11 @@ def test_existing_formats_unchanged():
     rows = [{"a": "x", "n": 1.5}, {"a": "longer", "n": None}]
     assert tables.render(rows) == "a       n\n------  -----\nx       1.500\nlonger  -"
     assert tables.render(rows, "csv").splitlines() == ["a,n", "x,1.5", "longer,"]
-    assert tables.render(rows, "json") == '[\n  {\n    "a": "x",\n    "n": 1.5\n  },\n  {\n    "a": "longer",\n' \
-                                          '    "n": null\n  }\n]'
+    assert tables.render(rows, "json") == '[\n{"a": "x", "n": 1.5},\n{"a": "longer", "n": null}\n]'
+    assert tables.render([], "json") == "[]"
+
+
+def test_every_key_of_any_row_is_a_column():
+    rows = [{"a": 1}, {"a": 2, "only_here": "x"}]
+    assert json.loads(tables.render(rows, "json"))[1]["only_here"] == "x"
+    assert tables.render(rows, "csv").splitlines()[0] == "a,only_here"
