@@ -58,13 +58,14 @@ def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
 
 def measure(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one command, which must succeed."""
-    start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        sys.exit(f"{' '.join(argv)} failed: {child.stderr.read().decode()[-500:]}")
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: 8,192 verdict lines would fill a pipe and stall it
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status):
+            err.seek(0)
+            sys.exit(f"{' '.join(argv)} failed: {err.read().decode()[-500:]}")
     return seconds, usage.ru_maxrss / 1024
 
 

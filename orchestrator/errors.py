@@ -102,6 +102,18 @@ class DatabaseUnavailable(OrchError):
     exit_code = 17
 
 
+class NoDatabase(OrchError):
+    """A read command given a results database that does not exist (reads never create one)."""
+
+    exit_code = 24
+
+
+class DamagedSchema(OrchError):
+    """The results database lacks a table, view or column orch made (dropped by hand): `orch repair` restores it."""
+
+    exit_code = 25
+
+
 class NoSuchRun(OrchError):
     exit_code = 18
 

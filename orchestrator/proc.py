@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -205,3 +206,27 @@ class _Reaper(threading.Thread):
         except ChildProcessError:  # reaped by kill_tree's wait after a timeout or Ctrl-C
             pass
         self.done.set()
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A process as another process can recognise it later: host, pid, and the pid's start time (pids are reused)."""
+
+    host: str
+    pid: int
+    started: float
+
+    def alive(self) -> bool | None:
+        """Whether this very process still runs; None when it ran on another host (it cannot be told from here)."""
+        if self.host != socket.gethostname():
+            return None
+        try:
+            return abs(psutil.Process(self.pid).create_time() - self.started) < 0.01
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            return False
+        except psutil.AccessDenied:
+            return True
+
+
+def this_process() -> Owner:
+    return Owner(socket.gethostname(), os.getpid(), psutil.Process().create_time())

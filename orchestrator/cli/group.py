@@ -43,9 +43,12 @@ db_option = click.option("--db", type=click.Path(dir_okay=False, path_type=Path)
                          help="Results database (default: $ORCH_DB or ./results.duckdb).")
 
 
-def opened_db(db: Path | None):
-    """`with opened_db(db) as con:` the results database of --db (else $ORCH_DB or ./results.duckdb), closed after."""
+def opened_db(db: Path | None, *, write: bool = False):
+    """`with opened_db(db) as con:` the results database of --db (else $ORCH_DB or ./results.duckdb), closed after.
+
+    Read-only unless `write`: a shared open that never creates the file and never blocks another reader.
+    """
     # Imported here: duckdb costs a tenth of a second that --help and --version do not need.
     from orchestrator import store
 
-    return store.opened(db or config.db_path())
+    return store.opened(db or config.db_path(), read_only=not write)

@@ -52,7 +52,7 @@ def models_inspect(path, as_json, db):
     from orchestrator.models import gguf_info
 
     info = gguf_info.inspect(path).to_dict()
-    with opened_db(db) as con:
+    with opened_db(db, write=True) as con:
         store.record_model(con, info)  # runs join models on sha256
     if as_json:
         click.echo(json.dumps(info, indent=2))

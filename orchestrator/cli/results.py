@@ -60,9 +60,11 @@ def show_command(run_id, logs, db):
 @click.argument("sql")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
               show_default=True)
+@click.option("--write", is_flag=True, help="Open the database for writing, so that the SQL may change or drop "
+              "data (without it the database is read-only and such statements fail).")
 @db_option
-def query_command(sql, fmt, db):
-    """Run SQL against the results database.
+def query_command(sql, fmt, write, db):
+    """Run SQL against the results database (read-only unless --write).
 
     Example: orch query "SELECT arm, avg(decode_tps) FROM run_summary GROUP BY arm"
     """
@@ -71,11 +73,12 @@ def query_command(sql, fmt, db):
     from orchestrator.errors import QueryFailed
     from orchestrator.store import queries
 
-    with opened_db(db) as con:
+    with opened_db(db, write=write) as con:
         try:
             columns, rows = queries.run_sql(con, sql)
         except duckdb.Error as exc:
-            raise QueryFailed(f"query failed: {str(exc).splitlines()[0]}; tables: {', '.join(queries.TABLES)}; "
+            hint = " (the database is read-only: pass --write to change it)" if "read-only" in str(exc) else ""
+            raise QueryFailed(f"query failed: {str(exc).splitlines()[0]}{hint}; tables: {', '.join(queries.TABLES)}; "
                               f"views: {', '.join(queries.VIEWS)}") from None
     click.echo(tables.render(rows, fmt, columns))
 
@@ -95,9 +98,12 @@ def summary_command(sweeps, last, fmt, db):
     Example: orch summary --last 2 --format md
     """
     from orchestrator.analyze import summary, verdict
+    from orchestrator.errors import NoSuchSweep
     from orchestrator.store import queries
 
     with opened_db(db) as con:
+        if missing := sorted(set(sweeps) - queries.existing_sweeps(con, list(sweeps))):
+            raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list sweeps with `orch summary --last 10`")
         rows = summary.arm_rows(con, list(sweeps) or queries.last_sweeps(con, last))
     verdicts = [f"verdict: {sentence}" for sentence in verdict.sweep_verdicts(rows)] if rows else \
         ["verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"]

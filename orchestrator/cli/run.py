@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import db_option, main
 
 
 @main.command("run")
@@ -40,11 +40,12 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
 
     Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
     """
-    from orchestrator import tables
+    from orchestrator import config, store, tables
     from orchestrator.analyze import summary, verdict
     from orchestrator.build.builder import find_build, register
     from orchestrator.recipe.plan import load
     from orchestrator.run import prepare, sweep
+    from orchestrator.run.stopping import stop_on_signals
 
     build = find_build(build_ref)
     builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
@@ -55,14 +56,17 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
         click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
         click.echo("\n".join(prepare.dry_run_lines(prepared)))
         return
-    with opened_db(db) as con:
-        register(con, build, only_if_missing=True)  # every run's build is described in the same file
-        opened = sweep.open_sweep(con, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
+    database = store.Database(db or config.db_path())
+    with stop_on_signals():  # Ctrl-C, SIGTERM and SIGHUP: the run in flight is stored interrupted, once
+        with database.write() as con:
+            register(con, build, only_if_missing=True)  # every run's build is described in the same file
+        opened = sweep.open_sweep(database, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
                                   resume_ref=resume, repeat_given=repeat is not None)
         try:
-            result = sweep.execute(con, opened, timeout=timeout, telemetry_interval=telemetry_interval)
+            result = sweep.execute(database, opened, timeout=timeout, telemetry_interval=telemetry_interval)
         finally:  # the sweep this command stored, complete or not
-            rows = summary.arm_rows(con, [opened.id])
+            with database.read() as con:
+                rows = summary.arm_rows(con, [opened.id])
             columns = summary.table_columns(rows)
             click.echo(tables.render(summary.for_display(rows), "table", columns))
             for sentence in verdict.sweep_verdicts(rows):

@@ -46,7 +46,7 @@ def reparse_command(db):
     """
     from orchestrator.store.reparse import reparse_all
 
-    with opened_db(db) as con:
+    with opened_db(db, write=True) as con:
         result = reparse_all(con)
     click.echo("\n".join(result.lines()))
 

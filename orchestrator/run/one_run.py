@@ -7,7 +7,7 @@ run/sweep.py decides what runs and in which order; this module does each run.
 from __future__ import annotations
 
 import json
-import tempfile
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,8 +44,8 @@ def expects_speculation(argv: list[str]) -> bool:
     return control.speculates(argv)
 
 
-def start_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
-               params: dict, instruments: Instruments) -> tuple[int | None, tuple[str, str] | None]:
+def start_run(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
+              params: dict, instruments: Instruments) -> tuple[int | None, tuple[str, str] | None]:
     """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
     row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
            "is_control": p.arm.is_control, "reference_arm": p.arm.reference,
@@ -58,81 +58,101 @@ def start_run(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot:
            "decode_bytes": p.models.target.decode_bytes if p.models and p.models.target else None,
            "bandwidth_bytes_per_s": instruments.bandwidth.bytes_per_s if instruments.bandwidth else None,
            "bandwidth_label": instruments.bandwidth.label if instruments.bandwidth else None}
-    if p.stop_reason:
-        store.insert_run(con, {**row, "status": p.stop_status, "failure_class": p.stop_class,
-                               "failure_detail": p.stop_reason, "ended_at": store.utcnow()})
-        return None, (p.stop_status, f"{p.stop_status} ({p.stop_class})")
-    return store.insert_run(con, {**row, "status": "running"}), None
+    with db.write() as con:
+        if p.stop_reason:
+            store.insert_run(con, {**row, "status": p.stop_status, "failure_class": p.stop_class,
+                                   "failure_detail": p.stop_reason, "ended_at": store.utcnow()})
+            return None, (p.stop_status, f"{p.stop_status} ({p.stop_class})")
+        return store.insert_run(con, {**row, "status": "running"}), None
 
 
-def run_server_slot(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
+def run_server_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
                     timeout: float | None, pool: server_run.ServerPool,
                     instruments: Instruments) -> tuple[str, str]:
     params = server_run.request_params(p.arm.params)
-    run_id, stopped = start_run(con, sweep_id, build, plan, p, slot, params, instruments)
+    run_id, stopped = start_run(db, sweep_id, build, plan, p, slot, params, instruments)
     if stopped:
         return stopped
     try:
         out = server_run.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
-                                    timeout=timeout, sampler=instruments.sampler)
+                                 timeout=timeout, sampler=instruments.sampler)
     except ServerFailed as exc:
-        store.save_logs(con, run_id, pool.logs() or {"server_tail": exc.log_tail.encode()})  # whole logs, kept
+        logs = pool.logs() or {"server_tail": exc.log_tail.encode()}  # whole logs, kept
         pool.stop()
         status = "timeout" if exc.failure_class == "timeout" else "failed"
-        store.update_run(con, run_id, status=status, failure_class=exc.failure_class, failure_detail=str(exc),
-                         ended_at=store.utcnow())
+        with db.write() as con:
+            store.save_logs(con, run_id, logs)
+            store.update_run(con, run_id, status=status, failure_class=exc.failure_class, failure_detail=str(exc),
+                             ended_at=store.utcnow())
         return status, f"{status} ({exc.failure_class}): {exc}"
     except KeyboardInterrupt:
-        store.save_logs(con, run_id, pool.logs())
-        store.update_run(con, run_id, status="interrupted", ended_at=store.utcnow())
+        logs = pool.logs()
+        with db.write() as con:
+            store.save_logs(con, run_id, logs)
+            store.update_run(con, run_id, status="interrupted", ended_at=store.utcnow())
         raise
-    store.save_logs(con, run_id, out["logs"])
-    tele = _store_telemetry(con, run_id, out["samples"])
     rows = server_run.request_rows(run_id, out["results"])
-    store.insert_requests(con, rows)
     parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
                             metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
-    store.save_metrics(con, run_id, parsed)
     errors = [r for r in rows if r["status"] != "ok"]
     timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
     if timed_out:
         pool.stop()  # a server still streaming past the limit is not reused
     status = "timeout" if timed_out else "failed" if errors else "ok"
-    store.update_run(con, run_id, status=status,
-                     failure_class="timeout" if timed_out else "other" if errors else None,
-                     failure_detail=f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}"
-                     if errors else None, wall_s=out["wall_s"], executed_argv=json.dumps(out["command"]),
-                     telemetry=tele, ended_at=store.utcnow())
+    with db.write() as con:  # one short write: the run's logs, samples, requests, metrics and status together
+        store.save_logs(con, run_id, out["logs"])
+        tele = _store_telemetry(con, run_id, out["samples"])
+        store.insert_requests(con, rows)
+        store.save_metrics(con, run_id, parsed)
+        store.update_run(con, run_id, status=status,
+                         failure_class="timeout" if timed_out else "other" if errors else None,
+                         failure_detail=f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}"
+                         if errors else None, wall_s=out["wall_s"], executed_argv=json.dumps(out["command"]),
+                         telemetry=tele, ended_at=store.utcnow())
     if errors:
         return status, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {run_id}"
     return status, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, instruments)} pooled "
                     f"({out['wall_s']:.1f}s) run {run_id}")
 
 
-def run_cli_slot(con, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
-             timeout: float | None, instruments: Instruments) -> tuple[str, str]:
-    run_id, stopped = start_run(con, sweep_id, build, plan, p, slot, p.arm.params, instruments)
+def run_cli_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
+                 timeout: float | None, instruments: Instruments, work_dir: Path) -> tuple[str, str]:
+    """One CLI run. Its logs grow in work_dir/run-<id> (where a recovery finds them if orch dies) until stored."""
+    run_id, stopped = start_run(db, sweep_id, build, plan, p, slot, p.arm.params, instruments)
     if stopped:
         return stopped
     samplers = []
-    with tempfile.TemporaryDirectory(prefix="orch-run-") as tmp:
-        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+    run_dir = work_dir / f"run-{run_id}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    out, err = run_dir / "stdout", run_dir / "stderr"
+    stored = False  # until its logs are in the database, the run's directory stays for a recovery to find
+    try:
         try:
             res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout,
                            on_start=lambda pid: samplers.append(instruments.sampler(pid)))
         except KeyboardInterrupt:
-            store.save_logs(con, run_id, {"stdout": _read(out), "stderr": _read(err)})
-            _store_telemetry(con, run_id, _stop(samplers))
-            store.update_run(con, run_id, status="interrupted", failure_class=None, ended_at=store.utcnow())
+            samples = _stop(samplers)
+            with db.write() as con:
+                store.save_logs(con, run_id, {"stdout": _read(out), "stderr": _read(err)})
+                _store_telemetry(con, run_id, samples)
+                store.update_run(con, run_id, status="interrupted", failure_class=None, ended_at=store.utcnow())
+            stored = True
             raise
         logs = {"stdout": _read(out), "stderr": _read(err)}
-    store.save_logs(con, run_id, logs)
-    tele = _store_telemetry(con, run_id, _stop(samplers))
-    failure, detail, metrics = _read_run(con, run_id, logs, res, p)
-    status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
-    store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal, failure_class=failure,
-                     failure_detail=detail, wall_s=res.wall_s, peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele,
-                     ended_at=store.utcnow())
+        samples = _stop(samplers)
+        with db.write() as con:  # one short write: the run's logs, samples, metrics and status together
+            store.save_logs(con, run_id, logs)
+            tele = _store_telemetry(con, run_id, samples)
+            failure, detail, metrics = _read_run(con, run_id, logs, res, p)
+            status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
+            store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal,
+                             failure_class=failure, failure_detail=detail, wall_s=res.wall_s,
+                             peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele,
+                             ended_at=store.utcnow())
+        stored = True
+    finally:
+        if stored:
+            shutil.rmtree(run_dir, ignore_errors=True)
     if failure:
         return status, f"{status} ({failure}, {detail}) run {run_id}"
     return status, f"ok, {_speed_text(metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"

@@ -39,8 +39,9 @@ def server_command(executed: list[str], concurrency: int) -> list[str]:
 class ServerPool:
     """Keeps the current server while consecutive runs ask for the same argv; restarts when it changes."""
 
-    def __init__(self, helps: dict[str, str]):
+    def __init__(self, helps: dict[str, str], work_dir: Path | None = None):
         self.helps = helps
+        self.work_dir = work_dir  # the sweep's: a recovery finds a dead orch's server logs there
         self.server: Server | None = None
 
     def ensure(self, argv: list[str], start_timeout: float) -> tuple[Server, bool]:
@@ -48,7 +49,8 @@ class ServerPool:
             return self.server, False
         self.stop()
         flags = dialect.parse_help(self.helps.get(Path(argv[0]).name, "")).accepted
-        self.server = Server(argv=argv, log_dir=Path(tempfile.mkdtemp(prefix="orch-server-")), help_flags=flags,
+        log_dir = Path(tempfile.mkdtemp(prefix="server-", dir=self.work_dir))
+        self.server = Server(argv=argv, log_dir=log_dir, help_flags=flags,
                              start_timeout=start_timeout)
         self.server.start()
         return self.server, True

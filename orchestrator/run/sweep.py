@@ -1,7 +1,7 @@
 """A sweep: the arms x repeats of a prepared plan, in the chosen order, each run stored as it ends.
 
-    sweep = open_sweep(con, plan, build, prepared, ...)   # a new sweep row, or a resumed one
-    result = execute(con, sweep, ...)                      # runs every slot; SweepResult with the counts
+    sweep = open_sweep(db, plan, build, prepared, ...)    # a new sweep row, or a resumed one
+    result = execute(db, sweep, ...)                       # runs every slot; SweepResult with the counts
 
 Nothing is dropped: an arm stopped before launch (a flag the build lacks, a bad model) is stored with its
 reason, a failed run with its logs and a failure class, and Ctrl-C stores the run in flight as interrupted.
@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import socket
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
-from orchestrator import config, store
+from orchestrator import config, proc, store
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, nvml, roofline
 from orchestrator.recipe import schedule
@@ -40,6 +43,7 @@ class Sweep:
     warmup: int
     slots: list[schedule.Slot]
     resumed: bool
+    work_dir: Path  # where runs' logs grow until stored; removed when the sweep ends (recovery.py if orch dies)
     note: str | None = None  # what a resume re-runs, and why
 
 
@@ -67,30 +71,48 @@ def device_bandwidth(build: dict) -> roofline.Bandwidth:
     return roofline.device_bandwidth(config.cache_dir() / "bandwidth.json", gpu)
 
 
-def open_sweep(con, plan: Plan, build: dict, prepared: list[PreparedArm], *, orch_argv: list[str],
+def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[PreparedArm], *, orch_argv: list[str],
                order: str = "interleaved", warmup: int = 0, resume_ref: str | None = None,
                repeat_given: bool = False) -> Sweep:
     """Create the sweep row, or with `resume_ref` reopen a matching one and keep only the slots it lacks."""
     arms = [p.arm.name for p in prepared]
-    sweep_id = resume.resumable(con, plan, build, resume_ref) if resume_ref else None
-    if sweep_id:
-        repeat = plan.repeat if repeat_given else queries.sweep_repeat(con, sweep_id)
-        slots = resume.reopen(con, sweep_id, repeat, schedule.order_runs(arms, repeat, order, warmup))
+    owner = proc.this_process()
+    work_root = config.cache_dir() / "work"
+    work_root.mkdir(parents=True, exist_ok=True)
+    work_dir = Path(tempfile.mkdtemp(prefix="sweep-", dir=work_root))
+    claim = {"owner_host": owner.host, "owner_pid": owner.pid, "owner_started": owner.started,
+             "work_dir": str(work_dir)}
+    try:
+        with db.write() as con:
+            sweep_id = resume.resumable(con, plan, build, resume_ref) if resume_ref else None
+            if sweep_id:
+                repeat = plan.repeat if repeat_given else queries.sweep_repeat(con, sweep_id)
+                slots = resume.reopen(con, sweep_id, repeat, schedule.order_runs(arms, repeat, order, warmup))
+                store.claim_sweep(con, sweep_id, **claim, planned_runs=len(slots))
+            else:
+                slots = schedule.order_runs(arms, plan.repeat, order, warmup)
+                sweep_id = store.create_sweep(con, {
+                    "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
+                    "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
+                    "build_name": build["name"], "commit": build["commit"],
+                    "upstream_commit": build["upstream_commit"], "host": host_info(), "argv": orch_argv,
+                    "status": "running", "started_at": store.utcnow(), "run_order": order,
+                    "env": envinfo.snapshot(build), **claim, "owner_since": store.utcnow(),
+                    "planned_runs": len(slots)})
+    except BaseException:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        raise
+    if sweep_id and resume_ref:
         rounds = sorted({s.repeat_index + 1 for s in slots if not s.warmup})
         note = (f"orch: resuming sweep {sweep_id}: repeats {', '.join(map(str, rounds))} run again for every arm, so "
                 f"each speedup pairs runs made together" if rounds else None)
-        return Sweep(sweep_id, plan, build, prepared, repeat, order, warmup, slots, resumed=True, note=note)
-    slots = schedule.order_runs(arms, plan.repeat, order, warmup)
-    sweep_id = store.create_sweep(con, {
-        "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
-        "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
-        "build_name": build["name"], "commit": build["commit"], "upstream_commit": build["upstream_commit"],
-        "host": host_info(), "argv": orch_argv, "status": "running", "started_at": store.utcnow(),
-        "run_order": order, "env": envinfo.snapshot(build)})
-    return Sweep(sweep_id, plan, build, prepared, plan.repeat, order, warmup, slots, resumed=False)
+        return Sweep(sweep_id, plan, build, prepared, repeat, order, warmup, slots, resumed=True, work_dir=work_dir,
+                     note=note)
+    return Sweep(sweep_id, plan, build, prepared, plan.repeat, order, warmup, slots, resumed=False,
+                 work_dir=work_dir)
 
 
-def execute(con, sweep: Sweep, *, timeout: float | None, telemetry_interval: float,
+def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetry_interval: float,
             progress: Progress | None = None) -> SweepResult:
     """Run every slot (interleaved by default, so drift hits all arms alike) and store each run as it ends."""
     instruments = Instruments(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
@@ -100,47 +122,62 @@ def execute(con, sweep: Sweep, *, timeout: float | None, telemetry_interval: flo
                   f"repeats{f', {sweep.warmup} warm-up' if sweep.warmup else ''}, {sweep.order})")
     if sweep.note:
         progress.note(sweep.note)
-    _record_models_and_notes(con, sweep.prepared, progress)
     by_name = {p.arm.name: p for p in sweep.prepared}
     failed = 0
-    pool = server_run.ServerPool(build_helps(sweep.build)) if sweep.plan.mode == "server" else None
+    pool = server_run.ServerPool(build_helps(sweep.build), sweep.work_dir) if sweep.plan.mode == "server" else None
     try:
+        _record_models_and_notes(db, sweep.prepared, progress)
         for slot in sweep.slots:
             p = by_name[slot.arm]
             if pool:
-                status, line = one_run.run_server_slot(con, sweep.id, sweep.build, sweep.plan, p, slot, timeout, pool,
-                                                  instruments)
+                status, line = one_run.run_server_slot(db, sweep.id, sweep.build, sweep.plan, p, slot, timeout, pool,
+                                                       instruments)
             else:
-                status, line = one_run.run_cli_slot(con, sweep.id, sweep.build, sweep.plan, p, slot, timeout, instruments)
+                status, line = one_run.run_cli_slot(db, sweep.id, sweep.build, sweep.plan, p, slot, timeout,
+                                                    instruments, sweep.work_dir)
             failed += status in ("failed", "timeout")
             what = f"{p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
             progress.advance(what)
             if status in ("failed", "timeout"):
                 progress.note(f"orch: {what}")
     except KeyboardInterrupt:
-        store.end_sweep(con, sweep.id, "interrupted")
+        _stop_pool(pool)
+        with db.write() as con:
+            store.interrupt_running_runs(con, sweep.id)  # a run stopped between its two writes
+            store.end_sweep(con, sweep.id, "interrupted")
+        shutil.rmtree(sweep.work_dir, ignore_errors=True)
         return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "interrupted")
     except Exception as exc:
-        store.fail_running_runs(con, sweep.id, f"orch stopped: {exc}")
-        store.end_sweep(con, sweep.id, "failed")
+        _stop_pool(pool)
+        with db.write() as con:
+            store.fail_running_runs(con, sweep.id, f"orch stopped: {exc}")
+            store.end_sweep(con, sweep.id, "failed")
+        shutil.rmtree(sweep.work_dir, ignore_errors=True)
         raise
-    finally:
-        if pool:
-            pool.stop()
-    if pool:
-        for arm, differing, compared in store.mark_output_differences(con, sweep.id):
-            if differing:
-                progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline "
-                              f"at temperature 0")
-    store.end_sweep(con, sweep.id, "done")
+    _stop_pool(pool)
+    with db.write() as con:
+        differences = store.mark_output_differences(con, sweep.id) if pool else []
+        store.end_sweep(con, sweep.id, "done")
+    shutil.rmtree(sweep.work_dir, ignore_errors=True)
+    for arm, differing, compared in differences:
+        if differing:
+            progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline "
+                          f"at temperature 0")
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
 
 
-def _record_models_and_notes(con, prepared: list[PreparedArm], progress: Progress) -> None:
-    for p in prepared:
-        for model in (p.models.target, p.models.draft) if p.models else ():
-            if model:
+def _stop_pool(pool: server_run.ServerPool | None) -> None:
+    if pool:
+        pool.stop()
+
+
+def _record_models_and_notes(db: store.Database, prepared: list[PreparedArm], progress: Progress) -> None:
+    models = [m for p in prepared if p.models for m in (p.models.target, p.models.draft) if m]
+    if models:
+        with db.write() as con:
+            for model in models:
                 store.record_model(con, model.to_dict())
+    for p in prepared:
         if p.stop_reason:
             progress.note(f"orch: arm {p.arm.name}: {p.stop_reason}")
         elif p.memfit and p.memfit.get("warning"):

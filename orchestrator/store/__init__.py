@@ -1,11 +1,13 @@
 """The DuckDB results file: `db` opens it (migrated), `writes` changes it, `queries` reads it (every SELECT).
 
-    with store.opened(path) as con:
+    with store.opened(path) as con:                  # a short write; read_only=True for a shared read
         store.insert_run(con, {...})
         rows = queries.arm_runs(con, [sweep_id])
+    db = store.Database(path)                          # a sweep: `with db.write() as con:` around each write
 """
 
 from orchestrator.store.db import (
+                                       Database,
                                        connect,
                                        opened,
                                        rows_as_dicts,
@@ -15,6 +17,7 @@ from orchestrator.store.db import (
 )
 from orchestrator.store.writes import (
                                        METRIC_COLUMNS,
+                                       claim_sweep,
                                        create_sweep,
                                        end_sweep,
                                        fail_running_runs,
@@ -31,7 +34,7 @@ from orchestrator.store.writes import (
                                        update_run,
 )
 
-__all__ = ["connect", "opened", "rows_as_dicts", "utc", "utc_from_epoch", "utcnow", "METRIC_COLUMNS", "create_sweep",
-           "end_sweep", "fail_running_runs", "insert_requests", "insert_run", "insert_telemetry",
-           "interrupt_running_runs", "mark_output_differences", "record_build", "record_model", "reopen_sweep",
-           "save_logs", "save_metrics", "update_run"]
+__all__ = ["Database", "connect", "opened", "rows_as_dicts", "utc", "utc_from_epoch", "utcnow", "METRIC_COLUMNS",
+           "claim_sweep", "create_sweep", "end_sweep", "fail_running_runs", "insert_requests", "insert_run",
+           "insert_telemetry", "interrupt_running_runs", "mark_output_differences", "record_build", "record_model",
+           "reopen_sweep", "save_logs", "save_metrics", "update_run"]

@@ -1,16 +1,20 @@
-"""Opening the results file: migrated on every open, closed by a context manager; time and row helpers."""
+"""Opening the results file: shared read-only opens for reads, short exclusive opens for writes (retried while
+another process holds the lock), migrated, checked and recovered on open; time and row helpers."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
 
-from orchestrator.errors import DatabaseUnavailable
-from orchestrator.store import migrations
+from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
+from orchestrator.store import migrations, recovery, schema
 from orchestrator.store.migrations import (
     utcnow as utcnow,  # naive UTC, as every TIMESTAMP column stores time
 )
@@ -29,27 +33,114 @@ def utc(value):
     return value
 
 
-def connect(path: Path) -> duckdb.DuckDBPyConnection:
-    """Open (creating and migrating) the results database; the caller closes it, or use `opened`."""
+# A writer holds the file only while it writes (a run's start, its end, the sweep's), so it waits for readers
+# (who hold it for one command) rather than failing; a reader waits for the writer's next gap.
+WRITE_WAIT_S = 120.0
+READ_WAIT_S = 60.0
+_ready: set[Path] = set()  # files this process has migrated, checked and recovered
+
+
+def connect(path: Path, *, read_only: bool = False, create: bool = True, check: bool = True,
+            wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the results database (the caller closes it, or use `opened`).
+
+    read_only: a shared open (readers never block each other); it never creates the file, and writes only what
+    the file needs to be read: pending migrations and the recovery of sweeps whose orch died (store/recovery.py).
+    check: refuse a file that lacks a table or view orch made (DamagedSchema); `orch repair` opens without it.
+    """
+    path = Path(path)
+    if not path.exists() and (read_only or not create):
+        raise NoDatabase(f"no results database at {path}: check --db (or $ORCH_DB), or run a recipe first "
+                         f"(orch run RECIPE) to create it")
+    wait_s = (READ_WAIT_S if read_only else WRITE_WAIT_S) if wait_s is None else wait_s
+    con = _open(path, read_only, wait_s)
     try:
-        con = duckdb.connect(str(path))
-    except duckdb.Error as exc:
-        raise DatabaseUnavailable(f"cannot open results database {path} ({exc}); close other orch or duckdb "
-                        f"sessions using it, or pass --db") from None
+        if not read_only:
+            if path.resolve() not in _ready:  # a sweep opens the file for every write: prepare it once
+                _prepare(con, path, check)
+            return con
+        if migrations.pending(con) or (not schema.missing(con) and recovery.dead_sweeps(con)):
+            con.close()
+            writer = _open(path, False, wait_s)  # migrate and recover, then read as asked
+            try:
+                _prepare(writer, path, check)
+            finally:
+                writer.close()
+            con = _open(path, True, wait_s)
+        if check:
+            _check(con, path)
+        return con
+    except BaseException:
+        con.close()
+        raise
+
+
+def _prepare(con, path: Path, check: bool) -> None:
     migrations.apply(con)
-    return con
+    if check:
+        _check(con, path)
+        recovery.recover_dead(con)
+        _ready.add(path.resolve())
 
 
+def _check(con, path: Path) -> None:
+    if lacks := schema.missing(con):
+        raise DamagedSchema(f"results database {path} lacks {', '.join(lacks)} (dropped by hand?): run "
+                            f"`orch repair --db {path}` to restore them (rows already deleted stay gone)")
+
+
+def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, retried with backoff while another process holds the file's lock, up to wait_s."""
+    deadline, delay = time.monotonic() + wait_s, 0.005
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "could not set lock" not in str(exc).lower():
+                raise DatabaseUnavailable(f"cannot open results database {path}: {_first_line(exc)}; pass --db with "
+                                          f"an orch results file") from None
+            if time.monotonic() >= deadline:
+                raise DatabaseUnavailable(f"results database {path} stayed locked for {wait_s:.0f}s "
+                                          f"({_holder(exc)}); wait for it to finish or stop it") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        except duckdb.Error as exc:
+            raise DatabaseUnavailable(f"cannot open results database {path}: {_first_line(exc)}; pass --db with an "
+                                      f"orch results file") from None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0]
+
+
+def _holder(exc: Exception) -> str:
+    found = re.search(r"held in (.+?) \(PID (\d+)\)", str(exc))
+    return f"held by {Path(found.group(1)).name} pid {found.group(2)}" if found else _first_line(exc)
 
 
 @contextmanager
-def opened(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+def opened(path: Path, *, read_only: bool = False, create: bool = True, check: bool = True,
+           wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """`with opened(db) as con:` the connection is closed whatever happens inside."""
-    con = connect(path)
+    con = connect(path, read_only=read_only, create=create, check=check, wait_s=wait_s)
     try:
         yield con
     finally:
         con.close()
+
+
+@dataclass(frozen=True)
+class Database:
+    """The results file as a long command (a sweep) uses it: opened for each write and closed right after, so
+    readers (`orch summary`, `orch watch`, a notebook) get in between and a second `orch run` can write too."""
+
+    path: Path
+
+    def write(self):
+        return opened(self.path)
+
+    def read(self):
+        return opened(self.path, read_only=True)
 
 
 def rows_as_dicts(cursor) -> list[dict]:

@@ -220,8 +220,26 @@ def m005_insight(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE models ADD COLUMN {column}")
 
 
+def m008_sweep_owner(con: duckdb.DuckDBPyConnection) -> None:
+    """Which orch runs a sweep (host, pid and that process's start time, so a reused pid is not taken for it), the
+    directory its runs write logs to until they are stored, and how many runs it plans from owner_since on (for `orch watch`).
+    A `running` sweep whose owner no longer lives is recovered on the next open (store/recovery.py)."""
+    for column in ("owner_host VARCHAR", "owner_pid INTEGER", "owner_started DOUBLE", "owner_since TIMESTAMP",
+                   "work_dir VARCHAR", "planned_runs INTEGER"):
+        con.execute(f"ALTER TABLE sweeps ADD COLUMN {column}")
+
+
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
-              m007_samples_and_controls]
+              m007_samples_and_controls, m008_sweep_owner]
+
+
+def pending(con: duckdb.DuckDBPyConnection) -> int:
+    """How many migrations the file lacks (read-only: it changes nothing)."""
+    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = '_migrations'"
+                       ).fetchone():
+        return len(MIGRATIONS)
+    done = {row[0] for row in con.execute("SELECT id FROM _migrations").fetchall()}
+    return sum(number not in done for number in range(1, len(MIGRATIONS) + 1))
 
 
 def apply(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -12,13 +12,12 @@ import json
 import duckdb
 
 from orchestrator.parse import METRIC_KEYS as METRIC_COLUMNS
+from orchestrator.store import schema
 from orchestrator.store.db import rows_as_dicts
 from orchestrator.store.view_migrations import PAIRED_WITH
 
 Con = duckdb.DuckDBPyConnection
-TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
-VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "speedup_vs_reference", "decode_samples",
-         "run_roofline")
+TABLES, VIEWS = schema.TABLES, schema.VIEWS
 
 
 # --- builds -------------------------------------------------------------------------------------------------------
@@ -45,6 +44,39 @@ def build_names_with_commit(con: Con, sha: str) -> list[str]:
 
 def last_sweeps(con: Con, n: int) -> list[int]:
     return [r[0] for r in con.execute("SELECT id FROM sweeps ORDER BY id DESC LIMIT ?", [n]).fetchall()][::-1]
+
+
+def existing_sweeps(con: Con, sweep_ids: list[int]) -> set[int]:
+    return {r[0] for r in con.execute("SELECT id FROM sweeps WHERE id IN (SELECT unnest(?::INTEGER[]))",
+                                      [sweep_ids]).fetchall()}
+
+
+def watched_sweep(con: Con, sweep_id: int | None) -> int | None:
+    """The sweep `orch watch` follows: the one named, else the newest running one, else the newest."""
+    if sweep_id is not None:
+        return sweep_id if existing_sweeps(con, [sweep_id]) else None
+    row = con.execute("SELECT id FROM sweeps ORDER BY status = 'running' DESC, id DESC LIMIT 1").fetchone()
+    return row[0] if row else None
+
+
+def sweep_progress(con: Con, sweep_id: int) -> dict:
+    """A sweep's state for `orch watch`: status, recipe, build, planned runs and, since its owner (re)started it,
+    how many ended and how; the run in flight."""
+    return rows_as_dicts(con.execute("""
+        SELECT s.id, s.status, s.recipe_path, s.build_name, s.planned_runs, s.owner_since, s.started_at, s.ended_at,
+               count(r.id) FILTER (WHERE r.status <> 'running') AS ended,
+               count(r.id) FILTER (WHERE r.status = 'ok') AS ok,
+               count(r.id) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
+               count(r.id) FILTER (WHERE r.status = 'skipped') AS skipped,
+               arg_max(r.arm, r.id) FILTER (WHERE r.status = 'running') AS running_arm
+        FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id AND r.started_at >= coalesce(s.owner_since, s.started_at)
+        WHERE s.id = ? GROUP BY ALL""", [sweep_id]))[0]
+
+
+def recent_failures(con: Con, sweep_id: int, n: int) -> list[dict]:
+    return rows_as_dicts(con.execute("""
+        SELECT id AS run, arm, status, failure_class, failure_detail FROM runs
+        WHERE sweep_id = ? AND status IN ('failed', 'timeout') ORDER BY id DESC LIMIT ?""", [sweep_id, n]))
 
 
 def sweep_keys(con: Con) -> list[dict]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 
 import duckdb
@@ -12,6 +11,9 @@ from orchestrator.parse import (
 )
 from orchestrator.store import queries
 from orchestrator.store.db import utc, utcnow
+from orchestrator.store.logs import (
+    save_logs as save_logs,  # the run's raw logs, gzipped
+)
 
 BUILD_COLUMNS = ("id", "name", "commit", "upstream_commit", "source", "backend", "cuda_archs", "cmake_options",
                  "targets", "compiler", "compiler_version", "cuda_toolkit", "ccache", "duration_s", "status",
@@ -82,12 +84,6 @@ def insert_run(con: duckdb.DuckDBPyConnection, row: dict) -> int:
                        [row[c] for c in cols]).fetchone()[0]
 
 
-def save_logs(con: duckdb.DuckDBPyConnection, run_id: int, logs: dict[str, bytes]) -> None:
-    for stream, data in logs.items():
-        con.execute("INSERT OR REPLACE INTO run_logs VALUES (?, ?, ?, ?)",
-                    [run_id, stream, len(data), gzip.compress(data, compresslevel=6)])
-
-
 def measured_values(parsed) -> dict:
     """The measurement columns of a metrics row for a parse.ParsedLog, as stored (per-position rates as JSON)."""
     m = parsed.metrics
@@ -118,6 +114,14 @@ def update_run(con: duckdb.DuckDBPyConnection, run_id: int, **fields) -> None:
 def reopen_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, repeat: int) -> None:
     """A resumed sweep runs again, to `repeat` measurements per arm."""
     con.execute("UPDATE sweeps SET status = 'running', repeat = ? WHERE id = ?", [repeat, sweep_id])
+
+
+def claim_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, *, owner_host: str, owner_pid: int,
+                owner_started: float, work_dir: str, planned_runs: int) -> None:
+    """A resumed sweep belongs to the orch resuming it (recovery.py reads the owner) and plans its remaining runs."""
+    con.execute("UPDATE sweeps SET owner_host = ?, owner_pid = ?, owner_started = ?, owner_since = ?, work_dir = ?, "
+                "planned_runs = ? WHERE id = ?",
+                [owner_host, owner_pid, owner_started, utcnow(), work_dir, planned_runs, sweep_id])
 
 
 def interrupt_running_runs(con: duckdb.DuckDBPyConnection, sweep_id: int) -> None:

@@ -1,0 +1,190 @@
+"""Kill trials: SIGKILL, SIGTERM, SIGHUP and a double Ctrl-C at random points of real CLI and server sweeps.
+
+Each trial starts `orch run` on the tiny models, waits until a random number of runs has ended (and a random
+fraction of a second more, so the signal lands anywhere: in a run, between runs, in a write), sends the
+signal(s), and then checks what a user relies on:
+  - orch's children are gone (no llama.cpp process outlives it);
+  - a caught signal exits 130 with no traceback;
+  - after the next command (a read: `orch runs`), no run or sweep is `running`, no run is `failed` by the
+    kill, the sweep is `interrupted`, and its work directory is gone;
+  - `--resume` finishes the sweep with exactly one measured ok run per arm and repeat.
+It prints one line per trial and a table of counts. The integration tests run a few of these; this runs many.
+
+    export ORCH_BUILDS_DIR=~/.cache/orch-test/builds ORCH_MODELS=~/.cache/orch-test/tiny-models
+    .venv/bin/python benchmarks/reliability.py --trials 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEPS = {  # mode -> (recipe, extra args, measured runs per complete sweep)
+    "cli": (ROOT / "recipes" / "recipe_a.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "4",
+                                               "--set", "n_predict=48"], 12),
+    "server": (ROOT / "recipes" / "server_spec.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "2",
+                                                     "--set", "n_predict=24"], 6),
+}
+KINDS = ("SIGKILL", "SIGTERM", "SIGHUP", "double-SIGINT")
+
+
+@dataclass
+class Trial:
+    kind: str
+    mode: str
+    after_runs: int
+    problems: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    """A plain read-only DuckDB client, retried while a writer holds the file (as any client must)."""
+    for _ in range(200):
+        try:
+            con = duckdb.connect(str(db), read_only=True)
+        except duckdb.IOException:
+            time.sleep(0.05)
+            continue
+        try:
+            return con.execute(sql).fetchall()
+        finally:
+            con.close()
+    raise RuntimeError(f"{db} stayed locked")
+
+
+def ended_runs(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        return rows(db, "SELECT count(*) FROM runs WHERE status <> 'running'")[0][0]
+    except duckdb.CatalogException:  # created, not yet migrated
+        return 0
+
+
+def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: dict) -> Trial:
+    recipe, extra, total = SWEEPS[mode]
+    after = rng.randint(0, total - 2)
+    result = Trial(kind, mode, after)
+    with tempfile.TemporaryDirectory(prefix="orch-kill-") as tmp:
+        db = Path(tmp) / "r.duckdb"
+        cache = Path(tmp) / "cache"  # orch's work directories land here: one must be left after the trial
+        run_env = {**env, "ORCH_DB": str(db), "ORCH_CACHE": str(cache)}
+        argv = [orch, "run", str(recipe), "--build", build, *extra]
+        with open(Path(tmp) / "stderr", "w+") as err:
+            child = subprocess.Popen(argv, env=run_env, stdout=subprocess.DEVNULL, stderr=err)
+            deadline = time.monotonic() + 300
+            while ended_runs(db) < after and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0, 0.6))
+            if child.poll() is not None:
+                result.problems.append(f"sweep ended before the signal (exit {child.returncode})")
+                return result
+            descendants = _descendants(child.pid)
+            if kind == "double-SIGINT":
+                child.send_signal(signal.SIGINT)
+                time.sleep(rng.uniform(0.0, 0.3))
+                child.send_signal(signal.SIGINT)
+            else:
+                child.send_signal(getattr(signal, kind))
+            try:
+                result.exit_code = child.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                result.problems.append("orch did not stop within 120 s of the signal")
+                return result
+            err.seek(0)
+            stderr = err.read()
+        expected = -signal.SIGKILL if kind == "SIGKILL" else 130
+        if result.exit_code != expected:
+            result.problems.append(f"exit {result.exit_code}, expected {expected}")
+        if "Traceback" in stderr:
+            result.problems.append("a traceback: " + stderr[stderr.index("Traceback"):][:300])
+        left = _alive(descendants, wait_s=10)
+        if left:
+            result.problems.append(f"processes outlived orch: {left}")
+            for p in left:
+                p.kill()
+        # The next command, a read, finds what a dead orch left and marks it.
+        after_cmd = subprocess.run([orch, "runs", "--last", "3"], env=run_env, capture_output=True, text=True)
+        if after_cmd.returncode:
+            result.problems.append(f"`orch runs` after the kill failed: {after_cmd.stderr.strip()}")
+        running = rows(db, "SELECT (SELECT count(*) FROM runs WHERE status = 'running') + "
+                           "(SELECT count(*) FROM sweeps WHERE status = 'running')")[0][0]
+        if running:
+            result.problems.append(f"{running} rows still running after the next open")
+        failed = rows(db, "SELECT count(*) FROM runs WHERE status = 'failed'")[0][0]
+        if failed:
+            result.problems.append(f"{failed} runs stored failed by the kill")
+        status = rows(db, "SELECT status FROM sweeps")
+        if status != [("interrupted",)]:
+            result.problems.append(f"sweep status {status}, expected interrupted")
+        work = cache / "work"
+        if work.exists() and any(work.iterdir()):
+            result.problems.append(f"work directories left: {[p.name for p in work.iterdir()]}")
+        resumed = subprocess.run([*argv, "--resume"], env=run_env, capture_output=True, text=True, timeout=600)
+        if resumed.returncode:
+            result.problems.append(f"--resume exit {resumed.returncode}: {resumed.stderr.strip()[-300:]}")
+        cells = rows(db, "SELECT count(*), count(DISTINCT (arm, repeat_index)) FROM measured_runs WHERE status = 'ok'")
+        if cells[0] != (total, total):
+            result.problems.append(f"after --resume {cells[0][0]} measured ok runs in {cells[0][1]} cells, "
+                                   f"expected {total}")
+    return result
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _alive(processes: list[psutil.Process], wait_s: float) -> list[psutil.Process]:
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=10, help="trials per signal kind and mode")
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--modes", default="cli,server")
+    parser.add_argument("--build", default="0c1e570")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--orch", default=str(Path(sys.executable).parent / "orch"))
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    counts: dict[tuple[str, str], list[int]] = {}
+    for mode in args.modes.split(","):
+        for kind in args.kinds.split(","):
+            for i in range(args.trials):
+                t = trial(args.orch, args.build, kind, mode, rng, dict(os.environ))
+                counts.setdefault((kind, mode), [0, 0])[0 if t.ok else 1] += 1
+                print(f"{mode:>6} {kind:>13} #{i + 1}: after {t.after_runs} runs, exit {t.exit_code}: "
+                      f"{'ok' if t.ok else '; '.join(t.problems)}", flush=True)
+    print("\n| signal | sweep | trials | every check passed |\n|---|---|---|---|")
+    for (kind, mode), (good, bad) in counts.items():
+        print(f"| {kind} | {mode} | {good + bad} | {good} |")
+
+
+if __name__ == "__main__":
+    main()

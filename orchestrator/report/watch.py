@@ -1,0 +1,59 @@
+"""`orch watch`: one frame of a running sweep, read from the results file like any reader (it never writes).
+
+A frame: runs ended of planned, elapsed and ETA, the run in flight, the summary so far (the same rows and
+verdict as `orch summary`: partial sweeps pair what has run) and the last failures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from orchestrator import tables
+from orchestrator.analyze import summary, verdict
+from orchestrator.store import queries
+
+FAILURES_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class Frame:
+    sweep_id: int
+    status: str  # the sweep's: running while its orch runs it, then done, interrupted or failed
+    text: str
+    ended: int  # runs ended (any outcome) since the sweep's orch (re)started it
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+
+def frame(con, sweep_id: int, now: datetime) -> Frame:
+    p = queries.sweep_progress(con, sweep_id)
+    rows = summary.arm_rows(con, [sweep_id])
+    since = p["owner_since"] or p["started_at"]
+    elapsed = ((p["ended_at"] if p["status"] != "running" and p["ended_at"] else now) - since).total_seconds()
+    planned = p["planned_runs"]
+    head = f"sweep {sweep_id} ({p['recipe_path']}, {p['build_name']}): {p['status']}, {p['ended']}"
+    head += f"/{planned} runs" if planned else " runs"
+    head += f" ({p['ok']} ok, {p['failed']} failed, {p['skipped']} skipped), {_clock(elapsed)} elapsed"
+    if p["status"] == "running" and planned and p["ended"]:
+        head += f", ETA {_clock(elapsed / p['ended'] * max(planned - p['ended'], 0))}"
+    lines = [head]
+    if p["status"] == "running" and p["running_arm"]:
+        lines.append(f"running: {p['running_arm']}")
+    if rows:
+        columns = summary.table_columns(rows)
+        lines += ["", tables.render(summary.for_display(rows), "table", columns)]
+        lines += [f"verdict{' so far' if p['status'] == 'running' else ''}: {s}" for s in verdict.sweep_verdicts(rows)]
+    failures = queries.recent_failures(con, sweep_id, FAILURES_SHOWN)
+    if failures:
+        lines += ["", f"last {len(failures)} failure(s):"]
+        lines += [f"  run {f['run']} {f['arm']}: {f['status']} ({f['failure_class']}) {f['failure_detail'] or ''}"
+                  .rstrip() for f in failures]
+    return Frame(sweep_id, p["status"], "\n".join(lines), p["ended"])
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(int(seconds), 0)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

@@ -1,0 +1,43 @@
+"""Stopping a sweep on any signal a user or a system sends: Ctrl-C, SIGTERM (kill, systemd, a CI timeout) and
+SIGHUP (a closed terminal or SSH session) all stop it the same way.
+
+The first signal raises KeyboardInterrupt in the main thread, where the sweep stores the run in flight as
+interrupted and ends the sweep. Every later signal is only acknowledged: a second Ctrl-C while that is being
+written must not cut it short (a traceback, or a row left `running` or labelled `failed`).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Stopper:
+    def __init__(self) -> None:
+        self.first: str | None = None
+        self.told = False
+
+    def __call__(self, signum, frame) -> None:
+        if self.first is None:
+            self.first = signal.Signals(signum).name
+            raise KeyboardInterrupt(self.first)
+        if not self.told:
+            self.told = True
+            sys.stderr.write(f"orch: {signal.Signals(signum).name} again: already stopping, storing what ran "
+                             f"(a moment)\n")
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[_Stopper]:
+    """Within: SIGINT, SIGTERM and SIGHUP raise one KeyboardInterrupt; later ones are acknowledged, not raised."""
+    stopper = _Stopper()
+    previous = {sig: signal.signal(sig, stopper) for sig in SIGNALS}
+    try:
+        yield stopper
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

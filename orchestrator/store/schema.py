@@ -1,0 +1,97 @@
+"""What a complete results file holds, the check made when it is opened, and the repair of what was dropped.
+
+The migrations define the schema; `reference()` applies them to an empty in-memory database, so a repair
+restores exactly what they make (table definitions with their defaults, columns, sequences, views in order).
+A repair restores objects, not rows: a dropped table comes back empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import duckdb
+
+from orchestrator.store import migrations
+
+TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
+VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "speedup_vs_reference", "decode_samples",
+         "run_roofline")
+
+
+@dataclass(frozen=True)
+class Reference:
+    tables: dict[str, str]  # name -> CREATE TABLE
+    columns: dict[str, list[tuple[str, str]]]  # table -> [(column, type)] in order
+    sequences: dict[str, str]  # name -> the table.column whose ids it gives
+    views: list[tuple[str, str]] = field(default_factory=list)  # (name, CREATE VIEW) in creation order
+
+
+@lru_cache(maxsize=1)
+def reference() -> Reference:
+    con = duckdb.connect(":memory:")
+    try:
+        migrations.apply(con)
+        tables = dict(con.execute("SELECT table_name, sql FROM duckdb_tables() WHERE schema_name = 'main'").fetchall())
+        columns: dict[str, list[tuple[str, str]]] = {}
+        for table, column, kind in con.execute("""
+                SELECT table_name, column_name, data_type FROM duckdb_columns()
+                WHERE schema_name = 'main' AND table_name IN (SELECT unnest(?::VARCHAR[]))
+                ORDER BY table_name, column_index""", [list(tables)]).fetchall():
+            columns.setdefault(table, []).append((column, kind))
+        views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
+                            "ORDER BY view_oid").fetchall()
+    finally:
+        con.close()
+    sequences = {"sweep_ids": "sweeps.id", "run_ids": "runs.id"}
+    return Reference(tables, columns, sequences, views)
+
+
+def missing(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tables and views orch made that the file lacks ("table run_logs", "view decode_samples")."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                                       "AND schema_name = 'main'").fetchall()}
+    return [f"table {t}" for t in TABLES if t not in tables] + [f"view {v}" for v in VIEWS if v not in views]
+
+
+def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Re-create what the migrations made and the file lacks; the names restored. Rows already gone stay gone."""
+    ref = reference()
+    restored = []
+    have = set(r[0] for r in con.execute("SELECT sequence_name FROM duckdb_sequences()").fetchall())
+    for name, column in ref.sequences.items():
+        if name not in have:  # numbering resumes after the highest id still stored
+            table, col = column.split(".")
+            start = 1
+            if _exists(con, table):
+                start = (con.execute(f"SELECT max({col}) FROM {table}").fetchone()[0] or 0) + 1
+            con.execute(f"CREATE SEQUENCE {name} START {start}")
+            restored.append(f"sequence {name}")
+    for table, sql in ref.tables.items():
+        if not _exists(con, table):
+            con.execute(sql)
+            restored.append(f"table {table}")
+            continue
+        present = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' "
+                                             "AND table_name = ?", [table]).fetchall()}
+        for column, kind in ref.columns[table]:
+            if column not in present:
+                con.execute(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}')
+                restored.append(f"column {table}.{column}")
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                                       "AND schema_name = 'main'").fetchall()}
+    if any(name not in views for name, _ in ref.views):
+        # Views read views: make every one again, in the order the migrations made them.
+        for name, _ in reversed(ref.views):
+            con.execute(f"DROP VIEW IF EXISTS {name}")
+        for name, sql in ref.views:
+            con.execute(sql)
+            if name not in views:
+                restored.append(f"view {name}")
+    return restored
+
+
+def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return con.execute("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
+                       [table]).fetchone() is not None

@@ -1,0 +1,145 @@
+"""Reads cannot destroy or create data; a damaged file says so in one line and `orch repair` restores it; a sweep
+whose orch died is recovered on the next open; every stop signal is one KeyboardInterrupt, then acknowledged."""
+
+import signal
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from orchestrator import proc, store
+from orchestrator.cli import main
+from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
+from orchestrator.run.stopping import stop_on_signals
+from orchestrator.store import schema
+
+READ_COMMANDS = [["runs"], ["summary"], ["show", "1"], ["query", "SELECT 1"], ["report", "--out", "r"], ["watch"],
+                 ["compare", "--base", "a", "--head", "b"]]
+
+
+def make_db(path, sweeps=0):
+    with store.opened(path) as con:
+        for _ in range(sweeps):
+            store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t", "variables": {},
+                                     "mode": "cli", "repeat": 1, "build_id": "b", "build_name": "b", "commit": "c",
+                                     "upstream_commit": "c", "status": "done", "started_at": store.utcnow()})
+    return path
+
+
+@pytest.mark.parametrize("argv", READ_COMMANDS, ids=lambda a: a[0])
+def test_a_read_command_never_creates_a_database(tmp_path, argv):
+    missing = tmp_path / "typo.duckdb"
+    result = CliRunner().invoke(main, [*argv, "--db", str(missing)])
+    assert result.exit_code == NoDatabase.exit_code, result.output
+    assert f"no results database at {missing}" in result.output and len(result.output.strip().splitlines()) == 1
+    assert not missing.exists()
+
+
+def test_query_is_read_only_unless_write_is_given(tmp_path):
+    db = make_db(tmp_path / "r.duckdb", sweeps=1)
+    for sql in ("DROP TABLE run_logs", "DELETE FROM sweeps", "UPDATE runs SET status = 'ok'"):
+        result = CliRunner().invoke(main, ["query", sql, "--db", str(db)])
+        assert result.exit_code == 20 and "read-only: pass --write" in result.output, result.output
+    assert CliRunner().invoke(main, ["runs", "--db", str(db)]).exit_code == 0  # nothing was dropped
+    result = CliRunner().invoke(main, ["query", "--write", "DELETE FROM sweeps", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert CliRunner().invoke(main, ["query", "SELECT count(*) AS n FROM sweeps", "--db", str(db), "-f", "csv"]
+                              ).output.splitlines() == ["n", "0"]
+
+
+def test_a_dropped_table_is_one_line_and_repair_restores_it(tmp_path):
+    db = make_db(tmp_path / "r.duckdb", sweeps=2)
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE run_logs")
+    con.execute("DROP VIEW decode_samples")
+    con.execute("ALTER TABLE runs DROP COLUMN prompt_set")
+    con.close()
+    result = CliRunner().invoke(main, ["runs", "--db", str(db)])
+    assert result.exit_code == DamagedSchema.exit_code
+    assert result.output.strip() == (f"orch: error: results database {db} lacks table run_logs, view decode_samples "
+                                     f"(dropped by hand?): run `orch repair --db {db}` to restore them (rows already "
+                                     f"deleted stay gone)")
+    result = CliRunner().invoke(main, ["repair", "--db", str(db)])
+    assert result.exit_code == 0 and "table run_logs" in result.output and "view decode_samples" in result.output
+    assert "column runs.prompt_set" in result.output
+    with store.opened(db, read_only=True) as con:
+        assert schema.missing(con) == []
+        assert con.execute("SELECT count(*) FROM sweeps").fetchone()[0] == 2  # what was stored is kept
+        assert con.execute("SELECT count(*) FROM decode_samples").fetchone()[0] == 0  # the views work again
+    assert CliRunner().invoke(main, ["repair", "--db", str(db)]).output.startswith("nothing to repair")
+
+
+def test_repair_restores_every_object_and_the_id_sequences(tmp_path):
+    db = make_db(tmp_path / "r.duckdb", sweeps=3)
+    con = duckdb.connect(str(db))
+    for name, _ in reversed(schema.reference().views):
+        con.execute(f"DROP VIEW {name}")
+    for table in ("runs", "sweeps"):
+        con.execute(f"DROP TABLE {table}")
+    con.execute("DROP SEQUENCE run_ids")
+    con.close()
+    with store.opened(db, check=False) as con:
+        assert {"table runs", "table sweeps", "sequence run_ids"} <= set(schema.repair(con))
+    fresh = store.connect(tmp_path / "fresh.duckdb")
+    with store.opened(db, read_only=True) as con:
+        def shape(c):
+            return c.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                             "WHERE schema_name = 'main' ORDER BY ALL").fetchall()
+        assert shape(con) == shape(fresh)
+    fresh.close()
+
+
+def test_a_file_that_is_not_a_database_is_one_line(tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a database")
+    result = CliRunner().invoke(main, ["runs", "--db", str(bad)])
+    assert result.exit_code == DatabaseUnavailable.exit_code
+    assert result.output.startswith(f"orch: error: cannot open results database {bad}: ") and \
+        result.output.count("\n") == 1
+
+
+def test_a_sweep_whose_orch_died_is_recovered_on_the_next_read(tmp_path):
+    db = make_db(tmp_path / "r.duckdb")
+    work = tmp_path / "work" / "sweep-x"
+    me = proc.this_process()
+    with store.opened(db) as con:
+        dead = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
+                                        "variables": {}, "mode": "cli", "repeat": 1, "build_id": "b",
+                                        "build_name": "b", "commit": "c", "upstream_commit": "c", "status": "running",
+                                        "started_at": store.utcnow(), "owner_host": me.host, "owner_pid": me.pid,
+                                        "owner_started": me.started - 1000, "work_dir": str(work)})  # pid reused
+        alive = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
+                                         "variables": {}, "mode": "cli", "repeat": 1, "build_id": "b",
+                                         "build_name": "b", "commit": "c", "upstream_commit": "c",
+                                         "status": "running", "started_at": store.utcnow(), "owner_host": me.host,
+                                         "owner_pid": me.pid, "owner_started": me.started})
+        run = store.insert_run(con, {"sweep_id": dead, "arm": "draft", "status": "running", "repeat_index": 0,
+                                     "started_at": store.utcnow()})
+    (work / f"run-{run}").mkdir(parents=True)
+    (work / f"run-{run}" / "stderr").write_bytes(b"llama_model_loader: loaded meta data\n")
+    with store.opened(db, read_only=True) as con:
+        status = dict(con.execute("SELECT id, status FROM sweeps").fetchall())
+        run_row = con.execute("SELECT status, failure_detail FROM runs WHERE id = ?", [run]).fetchone()
+        logs = con.execute("SELECT stream, size_bytes FROM run_logs WHERE run_id = ?", [run]).fetchall()
+    assert status == {dead: "interrupted", alive: "running"}  # the live owner's sweep is left alone
+    assert run_row == ("interrupted", f"orch pid {me.pid} died while it ran; its partial logs were kept")
+    assert logs == [("stderr", 37)]
+    assert not work.exists()
+
+
+def test_the_first_stop_signal_interrupts_and_later_ones_are_acknowledged(capsys):
+    for first in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        with stop_on_signals() as stopper:
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(first)
+            signal.raise_signal(signal.SIGINT)  # during the shutdown: no second KeyboardInterrupt
+            signal.raise_signal(signal.SIGTERM)
+        assert stopper.first == first.name
+        assert capsys.readouterr().err.count("already stopping") == 1
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # the previous handlers are back
+
+
+def test_summary_of_an_unknown_sweep_is_an_error(tmp_path):
+    db = make_db(tmp_path / "r.duckdb", sweeps=1)
+    result = CliRunner().invoke(main, ["summary", "1", "99999", "--db", str(db)])
+    assert result.exit_code == 19 and "no sweep 99999" in result.output
