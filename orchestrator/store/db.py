@@ -59,17 +59,18 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True, check: 
             if path.resolve() not in _ready:  # a sweep opens the file for every write: prepare it once
                 _prepare(con, path, check)
             return con
-        if migrations.pending(con) or (not schema.missing(con) and recovery.dead_sweeps(con)):
-            con.close()
-            writer = _open(path, False, wait_s)  # migrate and recover, then read as asked
-            try:
-                _prepare(writer, path, check)
-            finally:
-                writer.close()
-            con = _open(path, True, wait_s)
-        if check:
-            _check(con, path)
-        return con
+        if not migrations.pending(con):
+            if check:
+                _check(con, path)
+            if check is False or not recovery.dead_sweeps(con):
+                return con
+        con.close()
+        writer = _open(path, False, wait_s)  # migrate, or recover a dead orch's sweep, then read as asked
+        try:
+            _prepare(writer, path, check)
+        finally:
+            writer.close()
+        return _open(path, True, wait_s)
     except BaseException:
         con.close()
         raise
