@@ -39,6 +39,12 @@ class NoSuchBuild(OrchError):
     exit_code = 8
 
 
+class BuildBroken(OrchError):
+    """A complete build whose files are gone or cannot run (deleted, not executable, a copy pointing elsewhere)."""
+
+    exit_code = 30
+
+
 class Interrupted(OrchError):
     exit_code = 130
 

@@ -15,10 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator import config, proc, store
-from orchestrator.build import options
+from orchestrator.build import options, paths
 from orchestrator.build.options import BuildRequest
 from orchestrator.errors import (
     BackendUnavailable,
+    BuildBroken,
     BuildFailed,
     Interrupted,
     NoSuchBuild,
@@ -73,10 +74,15 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
                            cuda_archs=archs, cuda_arch_explicit=bool(cuda_arch), cmake_args=tuple(cmake_args))
     bdir = root / request.dir_name()
     if not force and options.stamp_matches(read_stamp(bdir), request):
-        info = load_build(bdir)
-        print(f"orch: build {bdir.name} is up to date ({bdir})", file=sys.stderr)
-        _register(info, db, only_if_missing=True)
-        return info
+        info = read_build(bdir)
+        if info and not info["broken"]:
+            print(f"orch: build {bdir.name} is up to date ({bdir})", file=sys.stderr)
+            _register(info, db, only_if_missing=True)
+            return info
+        # From scratch: CMake refuses to reconfigure a copied directory whose cache names the original.
+        what = "; ".join(info["broken"]) if info else f"{BUILD_JSON} unreadable"
+        print(f"orch: build {bdir.name} is broken ({what}); rebuilding it from scratch", file=sys.stderr)
+        force = True
     return _fresh_build(request, resolved.origin, mirror, bdir, force=force, db=db)
 
 
@@ -106,10 +112,10 @@ def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path,
         _finish(info, "failed", str(exc), db)
         raise
     _finish(info, "ok", None, db)
-    _write_json(bdir / BUILD_JSON, info)
+    _write_json(bdir / BUILD_JSON, paths.for_file(info))  # relative: the directory may be moved or copied
     _write_json(bdir / STAMP, options.stamp_for(request, info["cmake_options"], info["targets"]))
     print(f"orch: built {bdir.name} in {info['duration_s']:.0f}s: {', '.join(info['targets'])}", file=sys.stderr)
-    return info
+    return load_build(bdir)  # as every later reader sees it
 
 
 def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, log: Path, info: dict) -> None:
@@ -223,7 +229,7 @@ def register(con, info: dict, *, only_if_missing: bool = False) -> None:
         return
     rows = dict(info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace"))
                                 for b in info["binaries"]])
-    store.record_build(con, rows)
+    store.record_build(con, paths.for_database(rows))
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -240,14 +246,27 @@ def read_stamp(bdir: Path) -> dict | None:
 
 
 def load_build(bdir: Path) -> dict:
-    return json.loads((bdir / BUILD_JSON).read_text())
+    """bdir's build.json with its paths resolved where bdir lies now; `broken` says what keeps it from running
+    and `rebuild` the command that mends it."""
+    info = paths.resolved(json.loads((bdir / BUILD_JSON).read_text()), bdir)
+    info["broken"] = paths.problems(info)
+    info["rebuild"] = paths.rebuild_command(info, (read_stamp(bdir) or {}).get("request")) if info["broken"] else None
+    return info
+
+
+def read_build(bdir: Path) -> dict | None:
+    """load_build, or None when build.json is missing or damaged."""
+    try:
+        return load_build(bdir)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def list_builds(root: Path | None = None) -> list[dict]:
-    """Every complete (stamped) build under the builds root, newest first."""
+    """Every complete (stamped) build under the builds root, newest first; broken ones say so."""
     root = root or config.builds_root()
-    found = [load_build(d) for d in root.iterdir() if read_stamp(d) is not None and (d / BUILD_JSON).exists()] \
-        if root.is_dir() else []
+    stamped = [d for d in root.iterdir() if read_stamp(d) is not None] if root.is_dir() else []
+    found = [b for b in map(read_build, stamped) if b]
     return sorted(found, key=lambda b: b["finished_at"], reverse=True)
 
 
@@ -263,3 +282,12 @@ def find_build(ref: str | None = None, root: Path | None = None) -> dict:
         raise NoSuchBuild(f"no complete build {'of ' + ref + ' ' if ref else ''}in {where}; "
                           f"run `orch build {ref or 'COMMIT'}` first")
     return builds[0]
+
+
+def runnable_build(ref: str | None = None) -> dict:
+    """find_build, refusing a build whose binaries are gone or cannot run."""
+    found = find_build(ref)
+    if found["broken"]:
+        raise BuildBroken(f"build {found['name']} in {found['dir']} is broken ({'; '.join(found['broken'])}); "
+                          f"rebuild it with `{found['rebuild']}`")
+    return found

@@ -37,7 +37,7 @@ def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
 @main.command("builds")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
 def builds_command(as_json):
-    """List complete builds (newest first).
+    """List complete builds, newest first, broken ones marked.
 
     Example: orch builds --json
     """
@@ -50,8 +50,12 @@ def builds_command(as_json):
     if not builds:
         click.echo(f"no builds in {config.builds_root()}; run `orch build COMMIT`")
     for b in builds:
+        state = f"broken ({'; '.join(b['broken'])})" if b["broken"] else f"{len(b['binaries'])} binaries"
         click.echo(f"{b['name']:<24} {b['upstream_commit'][:12]}  {b['backend']:<5} {b['finished_at'][:19]}  "
-                   f"{len(b['binaries'])} binaries  {b['dir']}")
+                   f"{state}  {b['dir']}")
+    for b in builds:
+        if b["broken"]:  # `orch run` refuses these: say how to mend each
+            click.echo(f"orch: {b['name']} is broken; rebuild it with `{b['rebuild']}`", err=True)
 
 
 @main.group("mirror")

@@ -42,12 +42,12 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
     """
     from orchestrator import config, store, tables
     from orchestrator.analyze import summary, verdict
-    from orchestrator.build.builder import find_build, register
+    from orchestrator.build.builder import register, runnable_build
     from orchestrator.recipe.plan import load
     from orchestrator.run import prepare, sweep
     from orchestrator.run.stopping import stop_on_signals
 
-    build = find_build(build_ref)
+    build = runnable_build(build_ref)
     builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
                                                                            "name")}}
     plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat)

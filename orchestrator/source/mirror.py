@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -124,14 +125,23 @@ class Mirror:
     def checkout(self, sha: str, dest: Path) -> Path:
         """A worktree of sha at dest (reused when already there): a real git checkout, so the build reports it."""
         if (dest / ".git").exists():
-            head = proc.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture=True)
-            if head.ok and head.stdout.strip() == sha:
+            if self._worktree_at(dest) == sha:
                 return dest
             self.git("worktree", "remove", "--force", str(dest))
         self.git("worktree", "prune")
+        if dest.exists():  # copied with a moved or copied builds root: its git dir is the original's, or gone
+            shutil.rmtree(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
         self._checked("worktree", "add", "--force", "--detach", str(dest), sha, timeout=600)
         return dest
+
+    def _worktree_at(self, dest: Path) -> str | None:
+        """The commit checked out at dest when dest is a worktree of this mirror (not of a copy's original)."""
+        res = proc.run(["git", "-C", str(dest), "rev-parse", "--path-format=absolute", "--git-common-dir", "HEAD"],
+                       capture=True)
+        lines = res.stdout.split() if res.ok else []
+        ours = len(lines) == 2 and Path(lines[0]).resolve() == self.path.resolve()
+        return lines[1] if ours else None
 
 
 def resolve_commit(ref: str, mirror: Mirror, remote: str, *, import_sdist=None) -> Resolved:

@@ -38,13 +38,12 @@ def run_orch(orch_exe, *args, env, timeout=3600):
 
 @pytest.fixture(scope="session")
 def real_build(orch_exe, cache_env):
-    """The build.json of the CPU build of COMMIT, made once per machine."""
-    import json
+    """The CPU build of COMMIT (its build.json, paths resolved as orch reads them), made once per machine."""
+    from orchestrator.build.builder import load_build
 
     res = run_orch(orch_exe, "build", COMMIT, "--backend", "cpu", env=cache_env)
     assert res.returncode == 0, res.stderr
-    bin_dir = Path(res.stdout.strip())
-    return json.loads((bin_dir.parent / "build.json").read_text())
+    return load_build(Path(res.stdout.strip()).parent)
 
 
 def llama_servers_under(path) -> list:
@@ -79,11 +78,11 @@ OLD_COMMIT = "f49e917"  # llama-cpp-python 0.3.20: --draft-max era, untimestampe
 @pytest.fixture(scope="session")
 def old_build(orch_exe, cache_env):
     """The CPU build of the older era, made once per machine (about 11 minutes cold)."""
-    import json
+    from orchestrator.build.builder import load_build
 
     res = run_orch(orch_exe, "build", OLD_COMMIT, "--backend", "cpu", env=cache_env)
     assert res.returncode == 0, res.stderr
-    return json.loads((Path(res.stdout.strip()).parent / "build.json").read_text())
+    return load_build(Path(res.stdout.strip()).parent)
 
 
 @pytest.fixture(scope="session")

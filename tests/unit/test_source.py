@@ -82,3 +82,16 @@ def test_checkout_is_a_git_worktree_reporting_the_commit(tmp_path, upstream):
     assert (tree / "README.md").read_text() == "two\n"
     assert git("rev-parse", "HEAD", cwd=tree) == sha
     assert mirror.checkout(sha, tree) == tree  # reused, not re-added
+
+
+def test_checkout_in_a_moved_builds_root_is_made_again_from_the_moved_mirror(tmp_path, upstream):
+    import shutil
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    sha = resolve_commit("master", Mirror(old / "src.git"), upstream["path"]).commit
+    Mirror(old / "src.git").checkout(sha, old / "src" / sha)
+    shutil.copytree(old, new, symlinks=True)
+    shutil.rmtree(old)  # the original is gone: the copied checkout's .git names a git dir that no longer exists
+    tree = Mirror(new / "src.git").checkout(sha, new / "src" / sha)
+    assert git("rev-parse", "HEAD", cwd=tree) == sha and (tree / "README.md").read_text() == "two\n"
+    assert git("rev-parse", "--path-format=absolute", "--git-common-dir", cwd=tree) == str(new / "src.git")
