@@ -32,8 +32,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = {  # mode -> (recipe, extra args, measured runs per complete sweep)
-    "cli": (ROOT / "recipes" / "recipe_a.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "4",
-                                               "--set", "n_predict=48"], 12),
+    "cli": (ROOT / "recipes" / "recipe_a.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "3",
+                                               "--set", "n_predict=32"], 9),
     "server": (ROOT / "recipes" / "server_spec.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "2",
                                                      "--set", "n_predict=24"], 6),
 }

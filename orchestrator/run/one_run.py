@@ -92,8 +92,6 @@ def run_server_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, 
             store.update_run(con, run_id, status="interrupted", ended_at=store.utcnow())
         raise
     rows = server_run.request_rows(run_id, out["results"])
-    parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
-                            metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
     errors = [r for r in rows if r["status"] != "ok"]
     timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
     if timed_out:
@@ -103,6 +101,8 @@ def run_server_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, 
         store.save_logs(con, run_id, out["logs"])
         tele = _store_telemetry(con, run_id, out["samples"])
         store.insert_requests(con, rows)
+        parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
+                                metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
         store.save_metrics(con, run_id, parsed)
         store.update_run(con, run_id, status=status,
                          failure_class="timeout" if timed_out else "other" if errors else None,

@@ -85,7 +85,8 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
     try:
         with db.write() as con:
             sweep_id = resume.resumable(con, plan, build, resume_ref) if resume_ref else None
-            if sweep_id:
+            resumed = sweep_id is not None
+            if resumed:
                 repeat = plan.repeat if repeat_given else queries.sweep_repeat(con, sweep_id)
                 slots = resume.reopen(con, sweep_id, repeat, schedule.order_runs(arms, repeat, order, warmup))
                 store.claim_sweep(con, sweep_id, **claim, planned_runs=len(slots))
@@ -102,7 +103,7 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
     except BaseException:
         shutil.rmtree(work_dir, ignore_errors=True)
         raise
-    if sweep_id and resume_ref:
+    if resumed:
         rounds = sorted({s.repeat_index + 1 for s in slots if not s.warmup})
         note = (f"orch: resuming sweep {sweep_id}: repeats {', '.join(map(str, rounds))} run again for every arm, so "
                 f"each speedup pairs runs made together" if rounds else None)
