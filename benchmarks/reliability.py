@@ -47,6 +47,7 @@ class Trial:
     after_runs: int
     problems: list[str] = field(default_factory=list)
     exit_code: int | None = None
+    note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -58,7 +59,9 @@ def rows(db: Path, sql: str) -> list[tuple]:
     for _ in range(200):
         try:
             con = duckdb.connect(str(db), read_only=True)
-        except duckdb.IOException:
+        except duckdb.IOException as exc:
+            if "Could not set lock" not in str(exc):
+                raise
             time.sleep(0.05)
             continue
         try:
@@ -77,13 +80,14 @@ def ended_runs(db: Path) -> int:
         return 0
 
 
-def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: dict) -> Trial:
+def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: dict, cache: Path) -> Trial:
+    """One kill and its checks. cache: ORCH_CACHE for orch (shared by trials: the bandwidth is measured once);
+    its work/ directory must be empty after every trial."""
     recipe, extra, total = SWEEPS[mode]
     after = rng.randint(0, total - 2)
     result = Trial(kind, mode, after)
     with tempfile.TemporaryDirectory(prefix="orch-kill-") as tmp:
         db = Path(tmp) / "r.duckdb"
-        cache = Path(tmp) / "cache"  # orch's work directories land here: one must be left after the trial
         run_env = {**env, "ORCH_DB": str(db), "ORCH_CACHE": str(cache)}
         argv = [orch, "run", str(recipe), "--build", build, *extra]
         with open(Path(tmp) / "stderr", "w+") as err:
@@ -120,6 +124,12 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
             result.problems.append(f"processes outlived orch: {left}")
             for p in left:
                 p.kill()
+        work = cache / "work"
+        if not db.exists():  # killed before its first write: nothing stored, so nothing may be left either
+            if work.exists() and any(work.iterdir()):
+                result.problems.append(f"work directories left: {[p.name for p in work.iterdir()]}")
+            result.note = "stopped before its first write"
+            return result
         # The next command, a read, finds what a dead orch left and marks it.
         after_cmd = subprocess.run([orch, "runs", "--last", "3"], env=run_env, capture_output=True, text=True)
         if after_cmd.returncode:
@@ -134,7 +144,6 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
         status = rows(db, "SELECT status FROM sweeps")
         if status != [("interrupted",)]:
             result.problems.append(f"sweep status {status}, expected interrupted")
-        work = cache / "work"
         if work.exists() and any(work.iterdir()):
             result.problems.append(f"work directories left: {[p.name for p in work.iterdir()]}")
         resumed = subprocess.run([*argv, "--resume"], env=run_env, capture_output=True, text=True, timeout=600)
@@ -174,13 +183,17 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     counts: dict[tuple[str, str], list[int]] = {}
+    cache = Path(tempfile.mkdtemp(prefix="orch-kill-cache-"))
     for mode in args.modes.split(","):
         for kind in args.kinds.split(","):
             for i in range(args.trials):
-                t = trial(args.orch, args.build, kind, mode, rng, dict(os.environ))
+                try:
+                    t = trial(args.orch, args.build, kind, mode, rng, dict(os.environ), cache)
+                except Exception as exc:  # noqa: BLE001  (a trial that breaks the checker is a failed trial)
+                    t = Trial(kind, mode, -1, [f"{type(exc).__name__}: {exc}"])
                 counts.setdefault((kind, mode), [0, 0])[0 if t.ok else 1] += 1
                 print(f"{mode:>6} {kind:>13} #{i + 1}: after {t.after_runs} runs, exit {t.exit_code}: "
-                      f"{'ok' if t.ok else '; '.join(t.problems)}", flush=True)
+                      f"{('ok' + (f' ({t.note})' if t.note else '')) if t.ok else '; '.join(t.problems)}", flush=True)
     print("\n| signal | sweep | trials | every check passed |\n|---|---|---|---|")
     for (kind, mode), (good, bad) in counts.items():
         print(f"| {kind} | {mode} | {good + bad} | {good} |")

@@ -73,10 +73,16 @@ def test_two_sweeps_write_one_database_alongside(orch_exe, env, tmp_path):
     assert rows == [{"sweep_id": s, "n": 9, "ended": 9, "logged": 9} for s in (1, 2)]  # nothing lost
 
 
+@pytest.fixture(scope="module")
+def kill_cache(tmp_path_factory) -> Path:
+    """One ORCH_CACHE for every trial: the CPU bandwidth is measured once, not once per trial."""
+    return tmp_path_factory.mktemp("kill-cache")
+
+
 @pytest.mark.parametrize("kind,mode", [("SIGKILL", "cli"), ("SIGTERM", "cli"), ("double-SIGINT", "cli"),
                                        ("SIGKILL", "server"), ("SIGHUP", "server")])
-def test_kill_trial(orch_exe, env, kind, mode, tiny_dir):
+def test_kill_trial(orch_exe, env, kind, mode, tiny_dir, kill_cache):
     seed = zlib.crc32(f"{kind} {mode}".encode()) % 1000  # stable across runs: a failure can be replayed
     result = reliability.trial(orch_exe, COMMIT, kind, mode, random.Random(seed),
-                               {**env, "ORCH_MODELS": str(tiny_dir)})
+                               {**env, "ORCH_MODELS": str(tiny_dir)}, kill_cache)
     assert result.ok, f"{kind} {mode} after {result.after_runs} runs (seed {seed}): {result.problems}"
