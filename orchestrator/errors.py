@@ -135,3 +135,15 @@ class AmbiguousCommit(OrchError):
     """A commit prefix that matches several commits in the mirror."""
 
     exit_code = 22
+
+
+class AddressInRecipe(RecipeError):
+    """A server recipe that sets --host or --port: orch binds llama-server to 127.0.0.1 on a free port itself."""
+
+    exit_code = 31
+
+
+class NothingToResume(ResumeMismatch):
+    """`--resume` found no sweep of the same recipe text, build and variables; the message lists the candidates."""
+
+    exit_code = 32

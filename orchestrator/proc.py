@@ -53,9 +53,10 @@ def kill_tree(proc: subprocess.Popen, grace: float = KILL_GRACE_S) -> None:
         stray = psutil.Process(proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         stray = []
-    _signal_group(proc.pid, signal.SIGTERM)
-    for p in stray:
-        _signal_quietly(p, signal.SIGTERM)
+    for sig in (signal.SIGTERM, signal.SIGCONT):  # SIGCONT: a stopped (hung, SIGSTOPped) child acts on SIGTERM now
+        _signal_group(proc.pid, sig)
+        for p in stray:
+            _signal_quietly(p, sig)
     try:
         proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:

@@ -24,7 +24,7 @@ from orchestrator.cli.group import db_option, main, opened_db
               show_default=True, help="Run order: round-robin arms per repeat, arm by arm, or a Latin square.")
 @click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[SWEEP]",
               help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
-                   "what it lacks.")
+                   "what it lacks; when none matches, an error lists the candidates.")
 @click.option("--telemetry-interval", type=click.FloatRange(min=0), default=0.2, show_default=True,
               help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 turns the sampler off "
                    "(peak RSS and CPU time still come from the kernel at exit).")

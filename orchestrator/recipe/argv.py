@@ -2,7 +2,8 @@
 
 Each role lists every spelling it has had across eras, the newest first where the dialect layer picks
 one: `dialect` translates between them, `preflight` finds the models, `memfit` reads sizes and cache
-types, the server runner keeps --host/--port for itself. A new spelling goes here and nowhere else.
+types, `plan` refuses --host/--port in server recipes (orch binds the server itself). A new spelling goes here
+and nowhere else.
 """
 
 from __future__ import annotations

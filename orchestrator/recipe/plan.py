@@ -4,6 +4,10 @@ A recipe's body renders to one command line. Every `{{ expression }}` becomes a 
 text is split on whitespace, so a value with spaces, quotes or `;` lands in exactly one argv element and
 no shell ever sees it. Metadata is a literal `{% set meta = {...} %}` at the top, read from the template's
 syntax tree without rendering anything.
+
+Recipes are shared and downloaded like data, so they render in Jinja2's immutable sandbox: no attribute that
+starts with `_`, no method that changes a value, no loader (no include or import). A body that reaches for
+Python internals stops with one line saying it is unsafe, before anything runs, `--dry-run` included.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from pathlib import Path
 
 import jinja2
 import jinja2.meta
+import jinja2.sandbox
 from jinja2 import nodes
 
-from orchestrator.errors import RecipeError
+from orchestrator.errors import AddressInRecipe, RecipeError
 from orchestrator.hashing import sha256_text
+from orchestrator.recipe import argv as flags
 from orchestrator.recipe import matrix, prompts
 
 PLACEHOLDER = "\x00{}\x00"
@@ -30,6 +36,8 @@ META_VARIABLES = ("concurrency",)  # metadata that is also a variable (server mo
 # Server mode's request options: variables of every server recipe, whether its text names them or not.
 SERVER_DEFAULTS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": False, "prompt_set": prompts.DEFAULT,
                    "concurrency": 1, "server_timeout": 120}
+# The least each server request option may be (n_predict -1: until the model stops); checked before anything runs.
+REQUEST_MINIMA = {"n_predict": -1, "temperature": 0, "concurrency": 1, "server_timeout": 1}
 BUILTIN_DEFAULTS = {
     "prompt": "Write a short story about a robot learning to paint. Once upon a time,",
     "n_predict": 128,
@@ -75,6 +83,9 @@ def read_meta(env: jinja2.Environment, source: str, path: str) -> dict:
         raise RecipeError(f"{path}:{exc.lineno}: {exc.message}") from None
     for node in tree.find_all(nodes.Assign):
         if isinstance(node.target, nodes.Name) and node.target.name == "meta":
+            if any(node.node.find_all((nodes.Name, nodes.Getattr, nodes.Getitem, nodes.Call, nodes.Filter,
+                                       nodes.Test))):
+                raise RecipeError(f"{path}: `meta` must be a literal (no variables, attributes, calls or filters)")
             try:
                 meta = node.node.as_const()
             except nodes.Impossible:
@@ -138,6 +149,8 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     for name, overrides in cells.cells.items():
         params = {**variables, **overrides}
         argv, literal = render_argv(template, values, {**params, **builtins}, str(path))
+        if mode == "server":
+            _check_server_arm(name, argv, params, path)
         plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
                              is_baseline=cells.is_baseline(name)))
     return plan
@@ -176,6 +189,19 @@ def _typed(key: str, value, default, source: str):
                       f"{default!r}")
 
 
+def _check_server_arm(name: str, argv: list[str], params: dict, path: Path) -> None:
+    """A server arm must leave host and port to orch, and its request options must be ones a request can carry;
+    both are refused here, before a sweep row exists, rather than mid-sweep."""
+    if address := flags.flags_in(argv) & set(flags.ADDRESS):
+        raise AddressInRecipe(f"{path}: arm {name} sets {' and '.join(sorted(address))}: orch binds llama-server to "
+                              f"127.0.0.1 on a free port itself; remove the flag from the recipe")
+    defaults = {**SERVER_DEFAULTS, "n_predict": BUILTIN_DEFAULTS["n_predict"], "seed": BUILTIN_DEFAULTS["seed"]}
+    for key, default in defaults.items():
+        value = _typed(key, params.get(key, default), default, f"{path}: arm {name}")
+        if key in REQUEST_MINIMA and value < REQUEST_MINIMA[key]:
+            raise RecipeError(f"{path}: arm {name}: {key}={value!r} is below its least value {REQUEST_MINIMA[key]}")
+
+
 def _compile(env: jinja2.Environment, source: str, path: Path) -> jinja2.Template:
     try:
         return env.from_string(source)
@@ -189,7 +215,8 @@ def _environment(values: list[str]) -> jinja2.Environment:
         values.append("" if value is None else str(value))
         return PLACEHOLDER.format(len(values) - 1)
 
-    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, finalize=hold)
+    return jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                                        finalize=hold)
 
 
 def render_argv(template: jinja2.Template, values: list[str], context: dict, path: str) -> tuple[list[str], list[bool]]:
@@ -197,9 +224,14 @@ def render_argv(template: jinja2.Template, values: list[str], context: dict, pat
     values.clear()
     try:
         text = template.render(context)
+    except jinja2.sandbox.SecurityError as exc:
+        raise RecipeError(f"{path}: unsafe recipe, refused: {str(exc.message).rstrip('.')}; a recipe may use its "
+                          f"variables, filters and tests, never Python internals") from None
     except jinja2.UndefinedError as exc:
         known = ", ".join(sorted(k for k in context if k != "meta"))
         raise RecipeError(f"{path}: {exc.message}; known variables: {known}") from None
+    except Exception as exc:  # noqa: BLE001  (1/0, an include without a loader, a too-long range: a bad recipe)
+        raise RecipeError(f"{path}: cannot render: {type(exc).__name__}: {exc}") from None
     argv, literal = [], []
     for token in text.split():
         whole = PLACEHOLDER_RE.fullmatch(token)

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import requests
+from urllib3.exceptions import ReadTimeoutError
 
 from orchestrator.hashing import sha256_text
 from orchestrator.recipe.prompts import Prompt
@@ -87,7 +88,10 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
                 if chunk.get("stop"):
                     result.timings = chunk.get("timings") or {}
                     break
-    except requests.Timeout as exc:
+    except (requests.Timeout, requests.ConnectionError) as exc:
+        if not _read_timed_out(exc):
+            result.error = f"{type(exc).__name__}: {exc}"[:500]
+            return result
         result.status, result.error = TIMED_OUT, f"no answer within the run's time limit ({exc})"[:500]
         return result
     except (requests.RequestException, ValueError) as exc:
@@ -101,6 +105,12 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
     if not result.timings:
         result.error = "the stream ended without a final chunk carrying timings"
     return result
+
+
+def _read_timed_out(exc: requests.RequestException) -> bool:
+    """A server that stopped answering: requests raises Timeout before the headers, but a ConnectionError wrapping
+    urllib3's ReadTimeoutError once a stream has begun (a hung or stopped llama-server mid-answer)."""
+    return isinstance(exc, requests.Timeout) or any(isinstance(a, ReadTimeoutError) for a in exc.args)
 
 
 def send_all(base_url: str, prompts: list[Prompt], options: RequestOptions, *, concurrency: int,

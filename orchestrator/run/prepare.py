@@ -13,7 +13,6 @@ from pathlib import Path
 from orchestrator.errors import DialectError, PreflightError
 from orchestrator.machine import gpu
 from orchestrator.models import gguf_info, memfit, preflight
-from orchestrator.recipe import argv as flags
 from orchestrator.recipe import control, dialect, prompts
 from orchestrator.recipe.plan import Arm, Plan
 from orchestrator.run.server_run import request_params
@@ -50,11 +49,6 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
     prepared = []
     for arm in control.with_controls(plan.arms) if plan.mode == "cli" else plan.arms:
         p = PreparedArm(arm)
-        if plan.mode == "server" and flags.flags_in(arm.argv) & set(flags.ADDRESS):
-            p.stop_status, p.stop_class = "failed", "other"
-            p.stop_reason = "server recipes must not set --host or --port: orch binds 127.0.0.1 on a free port"
-            prepared.append(p)
-            continue
         try:
             # Models first (their flags read the same in every dialect): a skipped arm keeps its model hashes,
             # so compare can still pair it with the other build's runs.

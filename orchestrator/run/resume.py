@@ -8,31 +8,86 @@ arms the build skips), and the newest row of a slot is the measurement (view `me
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from orchestrator import store
-from orchestrator.errors import InvalidOption, NoSuchSweep, ResumeMismatch
+from orchestrator.errors import (
+    InvalidOption,
+    NoSuchSweep,
+    NothingToResume,
+    ResumeMismatch,
+)
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.store import queries
 
+MAX_CANDIDATES = 5  # sweeps of the same recipe named when none matches
+MAX_VALUE_CHARS = 40
+UNSET = object()
 
-def resumable(con, plan: Plan, build: dict, ref: str) -> int | None:
-    """The sweep to continue: `ref` is a sweep id or "latest" (the newest matching one; None if there is none)."""
-    variables = json.dumps(plan.variables, sort_keys=True)
+
+def resumable(con, plan: Plan, build: dict, ref: str) -> int:
+    """The sweep to continue: `ref` is a sweep id or "latest" (the newest matching one).
+
+    A resume never starts a new sweep: when nothing matches, the error names what was looked for and the stored
+    sweeps of the same recipe, each with what differs (build, recipe text, which variables).
+    """
     sweeps = queries.sweep_keys(con)
-    matching = [s["id"] for s in sweeps if s["recipe_hash"] == plan.recipe_hash and s["build_id"] == build["id"]
-                and json.dumps(json.loads(s["variables"]), sort_keys=True) == variables]
+    differing = {s["id"]: differences(s, plan, build) for s in sweeps}
     if ref == "latest":
-        return matching[0] if matching else None
+        match = next((s["id"] for s in sweeps if not differing[s["id"]]), None)
+        if match is None:
+            raise NothingToResume(_nothing_matches(plan, build, sweeps, differing))
+        return match
     try:
         wanted = int(ref)
     except ValueError:
         raise InvalidOption(f"--resume {ref!r} is not a sweep id; give one from `orch summary` or no value") from None
-    if wanted not in {s["id"] for s in sweeps}:
+    if wanted not in differing:
         raise NoSuchSweep(f"no sweep {wanted} to resume; list sweeps with `orch query 'SELECT * FROM sweeps'`")
-    if wanted not in matching:
-        raise ResumeMismatch(f"sweep {wanted} ran another recipe text, build or variables; resume needs all three equal")
+    if differing[wanted]:
+        raise ResumeMismatch(f"sweep {wanted} cannot be resumed by this run: it differs in "
+                             f"{'; '.join(differing[wanted])}; resume needs the same recipe text, build and variables")
     return wanted
+
+
+def differences(sweep: dict, plan: Plan, build: dict) -> list[str]:
+    """What keeps a stored sweep from being the one this run continues, in words ([] when it is that sweep)."""
+    out = []
+    if sweep["recipe_hash"] != plan.recipe_hash:
+        out.append(f"recipe text (it ran another text of {sweep['recipe_path']})")
+    if sweep["build_id"] != build["id"]:
+        out.append(f"build ({sweep['build_name']} there, {build['name']} here)")
+    theirs = json.loads(sweep["variables"]) if sweep["variables"] else {}
+    for key in sorted(set(theirs) | set(plan.variables)):
+        there, here = theirs.get(key, UNSET), plan.variables.get(key, UNSET)
+        if _json(there) != _json(here):
+            out.append(f"{key} ({_shown(there)} there, {_shown(here)} here)")
+    return out
+
+
+def _json(value) -> str | None:
+    """A variable's value as the sweep row stores it (JSON), None when unset: what resume compares."""
+    return None if value is UNSET else json.dumps(value, sort_keys=True)
+
+
+def _shown(value) -> str:
+    text = _json(value) or "unset"
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
+
+
+def _nothing_matches(plan: Plan, build: dict, sweeps: list[dict], differing: dict[int, list[str]]) -> str:
+    name = Path(plan.recipe_path).name
+    wanted = (f"--resume found no sweep to continue: none is of recipe {plan.recipe_path} (this text, sha256 "
+              f"{plan.recipe_hash[:12]}) on build {build['name']} with variables "
+              f"{', '.join(f'{k}={_shown(v)}' for k, v in sorted(plan.variables.items()))}")
+    same_recipe = [s for s in sweeps if s["recipe_hash"] == plan.recipe_hash or Path(s["recipe_path"]).name == name]
+    if not same_recipe:
+        return f"{wanted}; no sweep of {name} is stored; start one without --resume"
+    shown = [f"sweep {s['id']} differs in {'; '.join(differing[s['id']])}" for s in same_recipe[:MAX_CANDIDATES]]
+    more = f" (and {len(same_recipe) - MAX_CANDIDATES} older)" if len(same_recipe) > MAX_CANDIDATES else ""
+    return (f"{wanted}; sweeps of {name}: {' | '.join(shown)}{more}; to continue one, run with its build and "
+            f"variables; to start a new sweep, leave out --resume")
 
 
 def reopen(con, sweep_id: int, repeat: int, slots: list[schedule.Slot]) -> list[schedule.Slot]:

@@ -21,6 +21,9 @@ HOST = "127.0.0.1"
 STOP_GRACE_S = 10.0
 PORT_ATTEMPTS = 3
 BIND_FAILURE = re.compile(r"couldn't bind|could not bind|address already in use|failed to bind", re.I)
+# The server's log files live in a temporary directory that goes with the server: messages point at the copy
+# stored with the run instead.
+LOG_STORED = "the server's whole log is stored with the run: `orch show RUN`"
 METRIC_LINE = re.compile(r"^llamacpp:(\w+)(\{[^}]*\})?\s+([-+0-9.eE]+|nan|inf)\s*$")
 
 
@@ -88,9 +91,8 @@ class Server:
             except requests.RequestException:
                 pass  # not listening yet; 503 means the model is loading
             time.sleep(0.1)
-        raise ServerFailed(f"llama-server not healthy within {self.start_timeout:.0f}s on {self.url}; "
-                           f"raise it with --set server_timeout=SECONDS or check {self.stderr_path}", "timeout",
-                           self.log_tail())
+        raise ServerFailed(f"llama-server not healthy within {self.start_timeout:.0f}s on {self.url}; raise it with "
+                           f"--set server_timeout=SECONDS; {LOG_STORED}", "timeout", self.log_tail())
 
     def _exited(self, code: int) -> None:
         tail = self.log_tail()
@@ -101,7 +103,7 @@ class Server:
                                          expects_speculation=False) or "other"
         last = [ln for ln in tail.splitlines() if ln.strip()][-1:] or ["(no output)"]
         raise ServerFailed(f"llama-server exited with status {code} before becoming healthy ({failure}): "
-                           f"{last[0].strip()[:200]}; log: {self.stderr_path}", failure, tail)
+                           f"{last[0].strip()[:200]}; {LOG_STORED}", failure, tail)
 
     def log_tail(self, n_bytes: int = 20000) -> str:
         text = ""

@@ -48,8 +48,10 @@ def last_sweeps(con: Con, n: int) -> list[int]:
 
 
 def sweep_keys(con: Con) -> list[dict]:
-    """What resume matches on, newest sweep first: recipe hash, build id and variables (JSON text)."""
-    return rows_as_dicts(con.execute("SELECT id, recipe_hash, build_id, variables FROM sweeps ORDER BY id DESC"))
+    """What resume matches on, newest sweep first: recipe hash, build id and variables (JSON text), with the recipe
+    path and build name that name a candidate."""
+    return rows_as_dicts(con.execute("SELECT id, recipe_path, recipe_hash, build_id, build_name, variables FROM sweeps "
+                                     "ORDER BY id DESC"))
 
 
 def sweep_repeat(con: Con, sweep_id: int) -> int | None:

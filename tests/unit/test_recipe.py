@@ -1,5 +1,6 @@
 """Recipe rendering: variable layers, strictness, argv safety, metadata, and the shipped recipes."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,99 @@ def test_values_must_have_the_type_of_the_default():
     assert plan.variables["target"] == "42" and plan.variables["threads"] == 2  # None default: anything goes
     with pytest.raises(RecipeError, match="is not a float"):
         recipe.load(a, builtins=BUILTINS, overrides=("p_min=true",))
+
+
+UNSAFE_BODIES = [
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ cycler.__init__.__globals__.os.system('touch MARKER') }}",
+    "{{ self._TemplateReference__context }}",
+    "{{ lipsum.__globals__['os'].system('touch MARKER') }}",
+    "{{ ''|attr('__class__') }}",
+    "{{ '{0.__class__}'.format(1) }}",
+    "{% set x = [] %}{{ x.append('touch MARKER') }}",
+    "{% if joiner.__init__.__globals__ %}x{% endif %}",
+]
+
+
+@pytest.mark.parametrize("body", UNSAFE_BODIES)
+def test_a_recipe_that_reaches_for_python_is_refused_as_unsafe(tmp_path, body):
+    marker = tmp_path / "marker"
+    path = tmp_path / "evil.j2"
+    path.write_text("{{ bin }}/llama-cli -p " + body.replace("MARKER", str(marker)) + "\n")
+    with pytest.raises(RecipeError) as exc:
+        recipe.load(path, builtins=BUILTINS)
+    message = str(exc.value)
+    assert message.startswith(f"{path}: unsafe") and "\n" not in message
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("{% include 'other.j2' %}", "cannot render: TypeError"),
+    ("{{ 1 // 0 }}", "cannot render: ZeroDivisionError"),
+    ("{% for i in range(10**9) %}{% endfor %}", "cannot render: OverflowError"),
+    ('{% set meta = {"mode": "".__class__} %}x', "`meta` must be a literal"),
+    ('{% set meta = {"mode": "cli"|upper} %}x', "`meta` must be a literal"),
+])
+def test_a_recipe_that_cannot_render_is_one_line_not_a_traceback(tmp_path, body, message):
+    path = tmp_path / "r.j2"
+    path.write_text(body)
+    with pytest.raises(RecipeError, match=message):
+        recipe.load(path, builtins=BUILTINS)
+
+
+@pytest.mark.parametrize("value", ["{{ cycler.__init__.__globals__.os.system('touch MARKER') }}", "{{ 7 * 7 }}",
+                                   "{% include '/etc/passwd' %}"])
+def test_values_are_data_never_templates(recipe_file, tmp_path, value):
+    value = value.replace("MARKER", str(tmp_path / "marker"))
+    vars_file = tmp_path / "v.toml"
+    vars_file.write_text(f"target = {json.dumps(value)}\n")  # a JSON string is a TOML basic string
+    plan = recipe.load(recipe_file, builtins=BUILTINS, vars_file=vars_file, overrides=(f"prompt={value}",))
+    argv = plan.arms[0].argv
+    assert argv[argv.index("-p") + 1] == value  # as given, not rendered
+    assert argv[argv.index("-m") + 1].endswith("/" + value)
+    assert not (tmp_path / "marker").exists()
+
+
+SERVER = """{% set meta = {"mode": "server", "defaults": {"n_predict": none}, "arms": ARMS} %}
+{{ bin }}/llama-server -m {{ models }}/t.gguf EXTRA
+"""
+
+
+def server_recipe(tmp_path, arms='{"a": {}}', extra=""):
+    path = tmp_path / "server.j2"
+    path.write_text(SERVER.replace("ARMS", arms).replace("EXTRA", extra))
+    return path
+
+
+@pytest.mark.parametrize("extra, flag", [
+    ("--port 8080", "--port"), ("--port=8080", "--port"), ("--host 0.0.0.0", "--host"),
+    ("--host=0.0.0.0", "--host"), ("{{ address }}", "--port"),
+])
+def test_a_server_recipe_that_sets_host_or_port_is_refused(tmp_path, extra, flag):
+    from orchestrator.errors import AddressInRecipe
+
+    path = server_recipe(tmp_path, arms='{"a": {"address": "--port=9"}}', extra=extra)
+    with pytest.raises(AddressInRecipe, match=f"arm a sets {flag}: orch binds llama-server to 127.0.0.1") as exc:
+        recipe.load(path, builtins=BUILTINS)
+    assert exc.value.exit_code == 31
+
+
+@pytest.mark.parametrize("arms, overrides, message", [
+    ('{"a": {"n_predict": "lots"}}', (), r"arm a: n_predict='lots' is not a int"),
+    ('{"a": {}}', ("n_predict=lots",), r"arm a: n_predict='lots' is not a int"),  # the recipe's default is none
+    ('{"a": {}}', (), r"arm a: n_predict=None is not a int"),
+    ('{"a": {"temperature": "hot"}}', ("n_predict=8",), r"temperature='hot' is not a float"),
+    ('{"a": {"ignore_eos": 1}}', ("n_predict=8",), r"ignore_eos=1 is not a bool"),
+    ('{"a": {"concurrency": 0}}', ("n_predict=8",), r"concurrency=0 is below its least value 1"),
+    ('{"a": {}}', ("n_predict=8", "server_timeout=0"), r"server_timeout=0 is below its least value 1"),
+    ('{"a": {}}', ("n_predict=-2",), r"n_predict=-2 is below its least value -1"),
+])
+def test_server_request_options_are_checked_before_anything_runs(tmp_path, arms, overrides, message):
+    with pytest.raises(RecipeError, match=message):
+        recipe.load(server_recipe(tmp_path, arms=arms), builtins=BUILTINS, overrides=overrides)
+
+
+def test_good_server_request_options_pass(tmp_path):
+    plan = recipe.load(server_recipe(tmp_path, arms='{"a": {"temperature": 1}, "b": {"n_predict": -1}}'),
+                       builtins=BUILTINS, overrides=("n_predict=8", "concurrency=2"))
+    assert [a.params["n_predict"] for a in plan.arms] == [8, -1]
