@@ -150,7 +150,7 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
         params = {**variables, **overrides}
         argv, literal = render_argv(template, values, {**params, **builtins}, str(path))
         if mode == "server":
-            check_server_arm(name, argv, params, path)
+            _check_server_arm(name, argv, params, path)
         plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
                              is_baseline=cells.is_baseline(name)))
     return plan
@@ -189,7 +189,7 @@ def _typed(key: str, value, default, source: str):
                       f"{default!r}")
 
 
-def check_server_arm(name: str, argv: list[str], params: dict, path: Path) -> None:
+def _check_server_arm(name: str, argv: list[str], params: dict, path: Path) -> None:
     """A server arm must leave host and port to orch, and its request options must be ones a request can carry;
     both are refused here, before a sweep row exists, rather than mid-sweep."""
     if address := flags.flags_in(argv) & set(flags.ADDRESS):
