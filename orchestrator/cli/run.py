@@ -40,24 +40,27 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
 
     Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
     """
-    from orchestrator import config, store, tables
-    from orchestrator.analyze import summary, verdict
-    from orchestrator.build.builder import register, runnable_build
-    from orchestrator.recipe.plan import load
-    from orchestrator.run import prepare, sweep
     from orchestrator.run.stopping import stop_on_signals
 
-    build = runnable_build(build_ref)
-    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
-                                                                           "name")}}
-    plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat)
-    prepared = prepare.prepare(plan, build, translate=not no_dialect)
-    if dry_run:
-        click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
-        click.echo("\n".join(prepare.dry_run_lines(prepared)))
-        return
-    database = store.Database(db or config.db_path())
-    with stop_on_signals():  # Ctrl-C, SIGTERM and SIGHUP: the run in flight is stored interrupted, once
+    # From the start: Ctrl-C, SIGTERM or SIGHUP before the sweep exists ends the command (130) with nothing
+    # half-written; during the sweep the run in flight is stored interrupted, once.
+    with stop_on_signals():
+        from orchestrator import config, store, tables
+        from orchestrator.analyze import summary, verdict
+        from orchestrator.build.builder import register, runnable_build
+        from orchestrator.recipe.plan import load
+        from orchestrator.run import prepare, sweep
+
+        build = runnable_build(build_ref)
+        described = ("commit", "upstream_commit", "backend", "name")
+        builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
+        plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat)
+        prepared = prepare.prepare(plan, build, translate=not no_dialect)
+        if dry_run:
+            click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
+            click.echo("\n".join(prepare.dry_run_lines(prepared)))
+            return
+        database = store.Database(db or config.db_path())
         with database.write() as con:
             register(con, build, only_if_missing=True)  # every run's build is described in the same file
         opened = sweep.open_sweep(database, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
