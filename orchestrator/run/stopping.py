@@ -20,6 +20,7 @@ class _Stopper:
     def __init__(self) -> None:
         self.first: str | None = None
         self.told = False
+        self.lost = False  # the KeyboardInterrupt landed where Python ignores exceptions (a weakref callback)
 
     def __call__(self, signum, frame) -> None:
         if self.first is None:
@@ -31,13 +32,38 @@ class _Stopper:
                              f"(a moment)\n")
 
 
+_active: list[_Stopper] = []
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[_Stopper]:
     """Within: SIGINT, SIGTERM and SIGHUP raise one KeyboardInterrupt; later ones are acknowledged, not raised."""
     stopper = _Stopper()
     previous = {sig: signal.signal(sig, stopper) for sig in SIGNALS}
+    previous_hook = sys.unraisablehook
+
+    def unraisable(info) -> None:
+        # A signal that lands in a finalizer or weakref callback raises where Python only prints: keep it quiet
+        # and let check() deliver it at the sweep's next safe point.
+        if isinstance(info.exc_value, KeyboardInterrupt) and stopper.first:
+            stopper.lost = True
+            return
+        previous_hook(info)
+
+    sys.unraisablehook = unraisable
+    _active.append(stopper)
     try:
         yield stopper
     finally:
+        _active.remove(stopper)
+        sys.unraisablehook = previous_hook
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def check() -> None:
+    """Between runs: raise the stop a signal asked for if its KeyboardInterrupt was swallowed on the way."""
+    for stopper in _active:
+        if stopper.lost:
+            stopper.lost = False
+            raise KeyboardInterrupt(stopper.first)

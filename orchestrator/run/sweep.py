@@ -23,7 +23,7 @@ from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, nvml, roofline
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import one_run, resume, server_run
+from orchestrator.run import one_run, resume, server_run, stopping
 from orchestrator.run.one_run import Instruments
 from orchestrator.run.prepare import PreparedArm, build_helps
 from orchestrator.run.progress import Progress
@@ -129,6 +129,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     try:
         _record_models_and_notes(db, sweep.prepared, progress)
         for slot in sweep.slots:
+            stopping.check()
             p = by_name[slot.arm]
             if pool:
                 status, line = one_run.run_server_slot(db, sweep.id, sweep.build, sweep.plan, p, slot, timeout, pool,
@@ -141,6 +142,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             progress.advance(what)
             if status in ("failed", "timeout"):
                 progress.note(f"orch: {what}")
+        stopping.check()
     except KeyboardInterrupt:
         _stop_pool(pool)
         with db.write() as con:

@@ -143,3 +143,22 @@ def test_summary_of_an_unknown_sweep_is_an_error(tmp_path):
     db = make_db(tmp_path / "r.duckdb", sweeps=1)
     result = CliRunner().invoke(main, ["summary", "1", "99999", "--db", str(db)])
     assert result.exit_code == 19 and "no sweep 99999" in result.output
+
+
+def test_a_stop_that_lands_in_a_weakref_callback_is_delivered_at_the_next_check(capsys):
+    import weakref
+
+    from orchestrator.run import stopping
+
+    class Thing:
+        pass
+
+    with stop_on_signals() as stopper:
+        thing = Thing()
+        ref = weakref.ref(thing, lambda _: signal.raise_signal(signal.SIGTERM))  # the handler raises in the callback
+        del thing  # Python only prints what a callback raises: without the hook, the stop would be lost
+        assert ref() is None and stopper.lost
+        with pytest.raises(KeyboardInterrupt):
+            stopping.check()
+        stopping.check()  # delivered once
+    assert "Traceback" not in capsys.readouterr().err
