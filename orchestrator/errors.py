@@ -135,3 +135,15 @@ class AmbiguousCommit(OrchError):
     """A commit prefix that matches several commits in the mirror."""
 
     exit_code = 22
+
+
+class NothingRecognised(OrchError):
+    """`orch parse` given files in which no kind of llama.cpp log is recognised (empty, binary, unrelated text)."""
+
+    exit_code = 28
+
+
+class NoStoredLogs(OrchError):
+    """`orch logs RUN` for a run that has no stored logs (stopped before launch: skipped, failed pre-flight)."""
+
+    exit_code = 29
