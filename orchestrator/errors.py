@@ -165,3 +165,15 @@ class NothingToResume(ResumeMismatch):
     """`--resume` found no sweep of the same recipe text, build and variables; the message lists the candidates."""
 
     exit_code = 32
+
+
+class NothingRecognised(OrchError):
+    """`orch parse` given files in which no kind of llama.cpp log is recognised (empty, binary, unrelated text)."""
+
+    exit_code = 28
+
+
+class NoStoredLogs(OrchError):
+    """`orch logs RUN` for a run that has no stored logs (stopped before launch: skipped, failed pre-flight)."""
+
+    exit_code = 29

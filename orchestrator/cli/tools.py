@@ -1,8 +1,10 @@
-"""`orch env`, `orch reparse`, `orch parse`: the machine, and logs read again."""
+"""`orch env`, `orch reparse`, `orch parse`, `orch logs`: the machine, and logs read again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from pathlib import Path
 
 import click
@@ -55,19 +57,68 @@ def reparse_command(db):
 @click.argument("logfiles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def parse_command(logfiles, as_json):
-    """Parse saved llama.cpp logs and print the metrics.
+    """Read one run's saved logs: their kind, metrics and failure class.
 
-    LOGFILES may be stdout, stderr or both (concatenated in the order given).
+    LOGFILES are one run's streams in any order (stderr, stdout, a llama-server log), as `orch logs` writes
+    them. Which file is the log and what kind it is (llama-speculative(-simple), completion tool, chat
+    llama-cli, llama-server, failed run) is decided by content; figures come from the log only, never from a
+    prompt echoed on stdout. Exit 28 when nothing in them is recognised.
 
-    Example: orch parse run.stderr run.stdout --json
+    Example: orch parse run-12.stderr.log run-12.stdout.log --json
     """
-    from orchestrator import parse
+    from orchestrator.parse.reading import LogFile, read_logs
 
-    parsed = parse.parse_text("\n".join(p.read_text(errors="replace") for p in logfiles))
+    reading = read_logs([LogFile(str(p), p.read_bytes()) for p in logfiles])
     if as_json:
-        click.echo(json.dumps(parsed.to_dict(), indent=2, default=str))
-        return
-    for key, value in parsed.metrics.items():
-        click.echo(f"{key:>20}: {value}")
-    if parsed.version:
-        click.echo(f"{'version':>20}: {parsed.version}")
+        click.echo(json.dumps(reading.to_dict(), indent=2, default=str))
+    else:
+        click.echo("\n".join(reading.lines()))
+
+
+@main.command("logs")
+@click.argument("run_id", type=int)
+@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("."),
+              help="Folder to write into (default: the current one; created when missing).")
+@db_option
+def logs_command(run_id, out_dir, db):
+    """Write a stored run's logs back out as files.
+
+    One file per stored stream, byte for byte, named run-RUN.STREAM.log (stdout, stderr; a server run's
+    stderr is the server log), for `orch parse` or a bug report; prints the paths written.
+
+    Example: orch logs 12 --out bug-12 && orch parse bug-12/run-12.*
+    """
+    from orchestrator import config
+    from orchestrator.errors import InvalidOption, NoStoredLogs, NoSuchRun
+    from orchestrator.store import queries
+
+    with opened_db(db) as con:
+        run = queries.run_row(con, run_id)
+        logs = queries.stored_logs(con, run_id) if run else {}
+    if not run:
+        raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
+    if not logs:
+        detail = f": {' '.join(run['failure_detail'].split())[:200]}" if run.get("failure_detail") else ""
+        raise NoStoredLogs(f"run {run_id} has no stored logs (status {run['status']}{detail}); runs stopped before "
+                           "launch (skipped, failed pre-flight) have none")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InvalidOption(f"--out {out_dir} is a file; give a folder (created when missing)")
+    for stream, data in logs.items():
+        path = out_dir / f"run-{run_id}.{re.sub(r'[^A-Za-z0-9_-]', '_', stream)}.log"
+        _write_whole(path, data)
+        click.echo(str(path))
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write through a temporary name, so a reader never sees half a file; one line when it cannot be written."""
+    from orchestrator.errors import InvalidOption
+
+    partial = path.with_name(path.name + ".partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise InvalidOption(f"cannot write {path}: {exc.strerror or exc}; give --out a folder you can write")

@@ -18,7 +18,7 @@ def measured_log(logs: dict[str, str | bytes], offsets: dict[str, int]) -> str:
     return b"\n".join(parts).decode(errors="replace")
 
 
-def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, concurrency: int,
+def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, concurrency: int | None,
                    metrics_delta: dict, offsets: dict | None = None) -> ParsedLog:
     """Run metrics from request rows (DB shape) and the run's server log; pure, so reparse can redo it."""
     ok = [r for r in rows if r["status"] == "ok"]

@@ -301,3 +301,11 @@ def run_sql(con: Con, sql: str) -> tuple[list[str], list[dict]]:
     cursor = con.execute(sql)
     columns = [d[0] for d in cursor.description or []]
     return columns, rows_as_dicts(cursor) if columns else []
+
+
+# --- stored logs --------------------------------------------------------------------------------------------------
+
+def stored_logs(con: Con, run_id: int) -> dict[str, bytes]:
+    """A run's raw logs by stream name (stdout, stderr, server_tail), exactly as captured, in stream order."""
+    rows = con.execute("SELECT stream, gz FROM run_logs WHERE run_id = ? ORDER BY stream", [run_id]).fetchall()
+    return {stream: gzip.decompress(gz) for stream, gz in rows}

@@ -1,0 +1,104 @@
+"""`orch logs` then `orch parse`: a stored run's logs, written back out, read back to the metrics and the failure
+class orch stored, for CLI runs, llama-server runs (fresh and reused server) and failed runs of both."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from integration.conftest import db_rows, orch_run, run_orch
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
+SERVER_SPEC = ROOT / "recipes" / "server_spec.j2"
+TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
+THREE_PROMPTS = str(ROOT / "tests" / "fixtures" / "logs" / "three.jsonl")
+METRICS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
+           "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms", "mean_accept_len",
+           "accept_rate_per_pos")
+NOT_IN_A_SERVER_LOG = {"n_draft_max", "load_ms", "total_ms"}  # the run's wall clock, the CLI tools' settings
+
+
+def read_back(orch_exe, env, run_id, out: Path) -> dict:
+    """orch logs RUN --out DIR, then orch parse on every file it printed."""
+    written = run_orch(orch_exe, "logs", str(run_id), "--out", str(out), env=env)
+    assert written.returncode == 0, written.stderr
+    paths = written.stdout.split()
+    assert paths and all(Path(p).parent == out and Path(p).name.startswith(f"run-{run_id}.") for p in paths)
+    parsed = run_orch(orch_exe, "parse", *paths, "--json", env=env)
+    assert parsed.returncode == 0, parsed.stderr
+    return json.loads(parsed.stdout)
+
+
+def stored(env) -> list[dict]:
+    rows = db_rows(env, f"SELECT r.id, r.arm, r.mode, r.status, r.failure_class, {', '.join('m.' + k for k in METRICS)} "
+                        "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
+    for row in rows:
+        row["accept_rate_per_pos"] = json.loads(row["accept_rate_per_pos"] or "null")
+    return rows
+
+
+def assert_same_metrics(got: dict, want: dict, *, server: bool):
+    for key in METRICS:
+        if server and key in NOT_IN_A_SERVER_LOG:
+            assert got[key] is None, key
+        elif isinstance(want[key], float):
+            # A CLI run: the same parser on the same bytes. A server run: HTTP timings stored, the log prints
+            # milliseconds to 0.01.
+            assert got[key] == pytest.approx(want[key], rel=2e-3 if server else 1e-12), key
+        else:
+            assert got[key] == want[key], key
+
+
+def test_cli_runs_read_back_to_their_stored_metrics(orch_exe, env, tmp_path):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--set", "n_predict=32", env=env)
+    assert res.returncode == 0, res.stderr
+    runs = stored(env)
+    assert [r["status"] for r in runs] == ["ok", "ok", "ok"]  # baseline, draft, control
+    kinds = {}
+    for run in runs:
+        reading = read_back(orch_exe, env, run["id"], tmp_path / "out")
+        assert reading["failure_class"] is None
+        assert_same_metrics(reading["metrics"], run, server=False)
+        kinds[run["arm"]] = reading["kind"]
+        assert {f["role"] for f in reading["files"]} <= {"log", "output", "empty"}
+    assert kinds == {"baseline": "completion", "draft": "speculative",
+                     "control:llama-speculative-simple": "speculative"}
+
+
+def test_server_runs_read_back_pooled_like_the_stored_run(orch_exe, env, tmp_path):
+    res = orch_run(orch_exe, SERVER_SPEC, "--vars", TINY_VARS, "--set", "n_predict=16", "--set",
+                   f"prompt_set={THREE_PROMPTS}", "--repeat", "2", "--order", "sequential", env=env)
+    assert res.returncode == 0, res.stderr
+    runs = stored(env)
+    assert len(runs) == 6 and {r["status"] for r in runs} == {"ok"}
+    warmups = []
+    for run in runs:
+        reading = read_back(orch_exe, env, run["id"], tmp_path / "out")
+        assert (reading["kind"], reading["failure_class"]) == ("server", None)
+        assert_same_metrics(reading["metrics"], run, server=True)
+        warmups.append(any("warm-up" in note for note in reading["notes"]))
+    # Sequential order: each arm's first run starts its server (warm-up left out), its second reuses it.
+    assert warmups == [True, False] * 3
+    drafted = [r for r in runs if r["arm"] == "draft"]
+    assert all(r["n_drafted"] > 0 for r in drafted)
+
+
+def test_failed_runs_read_back_to_their_stored_class(orch_exe, env, tmp_path):
+    # Without the dialect layer, recipe A's draft arm passes --draft-max, which 0c1e57098 has removed.
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--no-dialect", "--set", "n_predict=16",
+                   env=env)
+    assert res.returncode == 15
+    fallback = tmp_path / "fallback.j2"  # a server with a draft model but no --spec-type: it never drafts
+    fallback.write_text('{% set meta = {"mode": "server", "arms": {"draft": {}}} %}\n'
+                        "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -md {{ models }}/tiny-draft.gguf "
+                        "-t 1\n")
+    assert orch_run(orch_exe, fallback, "--no-dialect", "--set", "n_predict=8", env=env).returncode == 15
+    failed = [r for r in stored(env) if r["status"] != "ok"]
+    assert [(r["mode"], r["failure_class"]) for r in failed] == [("cli", "unknown_flag"),
+                                                                ("server", "spec_not_engaged")]
+    for run in failed:
+        reading = read_back(orch_exe, env, run["id"], tmp_path / f"run-{run['id']}")
+        assert reading["failure_class"] == run["failure_class"], reading
+    gone = run_orch(orch_exe, "logs", "4242", env=env)
+    assert gone.returncode == 18 and gone.stderr.count("\n") == 1
