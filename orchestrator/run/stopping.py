@@ -57,8 +57,9 @@ def stop_on_signals() -> Iterator[_Stopper]:
     finally:
         _active.remove(stopper)
         sys.unraisablehook = previous_hook
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if stopper.first is None:  # once stopping, later signals stay acknowledged until orch has exited
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def check() -> None:
