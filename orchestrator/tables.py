@@ -34,6 +34,12 @@ def _cell(value) -> str:
 _JSON_ROW = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
 
 
+def clock(seconds: float) -> str:
+    """A duration as H:MM:SS, for progress lines and `orch watch`."""
+    seconds = max(int(seconds), 0)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = None) -> str:
     # Without columns: every key any row has, in first-seen order (a key only some rows carry is not dropped).
     columns = columns or list(dict.fromkeys(k for r in rows for k in r))

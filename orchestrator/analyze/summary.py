@@ -11,6 +11,7 @@ import json
 from functools import lru_cache
 from itertools import groupby
 
+from orchestrator import tables
 from orchestrator.analyze import stats
 from orchestrator.analyze.derived import roofline_pct
 from orchestrator.store import queries
@@ -110,6 +111,13 @@ def table_columns(rows: list[dict]) -> list[str]:
             row[_param_column(k)] = row["params"].get(k)
     i = TABLE_COLUMNS.index("arm") + 1
     return [*TABLE_COLUMNS[:i], *(_param_column(k) for k in varying), *TABLE_COLUMNS[i:]]
+
+
+def table_text(rows: list[dict], fmt: str = "table") -> str:
+    """The arm table as every command shows it (table or md): the parameter columns that tell arms apart, shares
+    as percentages."""
+    columns = table_columns(rows)  # adds the parameter columns to the rows: before for_display copies them
+    return tables.render(for_display(rows), fmt, columns)
 
 
 def _varies(distinct: dict[int, dict], shapes: set[frozenset[int]], name: str) -> bool:

@@ -111,8 +111,7 @@ def summary_command(sweeps, last, fmt, db):
         click.echo(tables.render(rows, fmt))
         click.echo("\n".join(verdicts), err=True)
         return
-    columns = summary.table_columns(rows)  # adds the parameter columns to the rows: before for_display copies them
-    click.echo(tables.render(summary.for_display(rows), fmt, columns))
+    click.echo(summary.table_text(rows, fmt))
     for line in summary.warning_lines(rows):
         click.echo(f"warning: {line}")
     click.echo("\n".join(verdicts))

@@ -45,7 +45,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
     # From the start: Ctrl-C, SIGTERM or SIGHUP before the sweep exists ends the command (130) with nothing
     # half-written; during the sweep the run in flight is stored interrupted, once.
     with stop_on_signals():
-        from orchestrator import config, store, tables
+        from orchestrator import config, store
         from orchestrator.analyze import summary, verdict
         from orchestrator.build.builder import register, runnable_build
         from orchestrator.recipe.plan import load
@@ -70,8 +70,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
         finally:  # the sweep this command stored, complete or not
             with database.read() as con:
                 rows = summary.arm_rows(con, [opened.id])
-            columns = summary.table_columns(rows)
-            click.echo(tables.render(summary.for_display(rows), "table", columns))
+            click.echo(summary.table_text(rows))
             for sentence in verdict.sweep_verdicts(rows):
                 click.echo(f"verdict: {sentence}")
     result.raise_for_status()

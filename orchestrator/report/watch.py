@@ -36,15 +36,14 @@ def frame(con, sweep_id: int, now: datetime) -> Frame:
     planned = p["planned_runs"]
     head = f"sweep {sweep_id} ({p['recipe_path']}, {p['build_name']}): {p['status']}, {p['ended']}"
     head += f"/{planned} runs" if planned else " runs"
-    head += f" ({p['ok']} ok, {p['failed']} failed, {p['skipped']} skipped), {_clock(elapsed)} elapsed"
+    head += f" ({p['ok']} ok, {p['failed']} failed, {p['skipped']} skipped), {tables.clock(elapsed)} elapsed"
     if p["status"] == "running" and planned and p["ended"]:
-        head += f", ETA {_clock(elapsed / p['ended'] * max(planned - p['ended'], 0))}"
+        head += f", ETA {tables.clock(elapsed / p['ended'] * max(planned - p['ended'], 0))}"
     lines = [head]
     if p["status"] == "running" and p["running_arm"]:
         lines.append(f"running: {p['running_arm']}")
     if rows:
-        columns = summary.table_columns(rows)
-        lines += ["", tables.render(summary.for_display(rows), "table", columns)]
+        lines += ["", summary.table_text(rows)]
         lines += [f"verdict{' so far' if p['status'] == 'running' else ''}: {s}" for s in verdict.sweep_verdicts(rows)]
     failures = queries.recent_failures(con, sweep_id, FAILURES_SHOWN)
     if failures:
@@ -52,8 +51,3 @@ def frame(con, sweep_id: int, now: datetime) -> Frame:
         lines += [f"  run {f['run']} {f['arm']}: {f['status']} ({f['failure_class']}) {f['failure_detail'] or ''}"
                   .rstrip() for f in failures]
     return Frame(sweep_id, p["status"], "\n".join(lines), p["ended"])
-
-
-def _clock(seconds: float) -> str:
-    seconds = max(int(seconds), 0)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

@@ -5,10 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+from orchestrator.tables import clock
 
 
 class Progress:
@@ -23,8 +20,8 @@ class Progress:
     def line(self, what: str) -> str:
         elapsed = time.monotonic() - self.start
         eta = elapsed / self.done * (self.total - self.done) if self.done else None
-        clock = f"{_clock(elapsed)} elapsed" + (f", ETA {_clock(eta)}" if eta is not None else "")
-        return f"[{self.done}/{self.total}] {clock} | {what}"
+        times = f"{clock(elapsed)} elapsed" + (f", ETA {clock(eta)}" if eta is not None else "")
+        return f"[{self.done}/{self.total}] {times} | {what}"
 
     def advance(self, what: str) -> None:
         """One run finished: what it did (arm, repeat, status, last decode tok/s and acceptance)."""

@@ -49,27 +49,35 @@ def reference() -> Reference:
 
 def missing(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The tables and views orch made that the file lacks ("table run_logs", "view decode_samples")."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
-    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
-                                       "AND schema_name = 'main'").fetchall()}
+    tables, views = _tables(con), _views(con)
     return [f"table {t}" for t in TABLES if t not in tables] + [f"view {v}" for v in VIEWS if v not in views]
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                                      "AND schema_name = 'main'").fetchall()}
 
 
 def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Re-create what the migrations made and the file lacks; the names restored. Rows already gone stay gone."""
     ref = reference()
     restored = []
+    present_tables = _tables(con)
     have = set(r[0] for r in con.execute("SELECT sequence_name FROM duckdb_sequences()").fetchall())
     for name, column in ref.sequences.items():
         if name not in have:  # numbering resumes after the highest id still stored
             table, col = column.split(".")
             start = 1
-            if _exists(con, table):
+            if table in present_tables:
                 start = (con.execute(f"SELECT max({col}) FROM {table}").fetchone()[0] or 0) + 1
             con.execute(f"CREATE SEQUENCE {name} START {start}")
             restored.append(f"sequence {name}")
     for table, sql in ref.tables.items():
-        if not _exists(con, table):
+        if table not in present_tables:
             con.execute(sql)
             restored.append(f"table {table}")
             continue
@@ -79,8 +87,7 @@ def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
             if column not in present:
                 con.execute(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}')
                 restored.append(f"column {table}.{column}")
-    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
-                                       "AND schema_name = 'main'").fetchall()}
+    views = _views(con)
     if any(name not in views for name, _ in ref.views):
         # Views read views: make every one again, in the order the migrations made them.
         for name, _ in reversed(ref.views):
@@ -91,7 +98,3 @@ def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
                 restored.append(f"view {name}")
     return restored
 
-
-def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return con.execute("SELECT 1 FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?",
-                       [table]).fetchone() is not None
