@@ -62,7 +62,7 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True, check: 
         if not migrations.pending(con):
             if check:
                 _check(con, path)
-            if check is False or not recovery.dead_sweeps(con):
+            if not check or not recovery.dead_sweeps(con):
                 return con
         con.close()
         writer = _open(path, False, wait_s)  # migrate, or recover a dead orch's sweep, then read as asked
@@ -96,7 +96,7 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
     while True:
         try:
             return duckdb.connect(str(path), read_only=read_only)
-        except duckdb.IOException as exc:
+        except duckdb.Error as exc:
             if "could not set lock" not in str(exc).lower():
                 raise DatabaseUnavailable(f"cannot open results database {path}: {_first_line(exc)}; pass --db with "
                                           f"an orch results file") from None
@@ -105,9 +105,6 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
                                           f"({_holder(exc)}); wait for it to finish or stop it") from None
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
-        except duckdb.Error as exc:
-            raise DatabaseUnavailable(f"cannot open results database {path}: {_first_line(exc)}; pass --db with an "
-                                      f"orch results file") from None
 
 
 def _first_line(exc: Exception) -> str:
