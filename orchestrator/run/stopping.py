@@ -21,23 +21,28 @@ class _Stopper:
         self.first: str | None = None
         self.told = False
         self.lost = False  # the KeyboardInterrupt landed where Python ignores exceptions (a weakref callback)
+        self.closed = False  # the work it guarded is over: nothing is left to stop, signals are only acknowledged
 
     def __call__(self, signum, frame) -> None:
-        if self.first is None:
+        if self.first is None and not self.closed:
             self.first = signal.Signals(signum).name
             raise KeyboardInterrupt(self.first)
         if not self.told:
             self.told = True
-            sys.stderr.write(f"orch: {signal.Signals(signum).name} again: already stopping, storing what ran "
-                             f"(a moment)\n")
+            what = "already stopping, storing what ran (a moment)" if self.first else "everything is stored; exiting"
+            sys.stderr.write(f"orch: {signal.Signals(signum).name}: {what}\n")
 
 
 _active: list[_Stopper] = []
 
 
 @contextmanager
-def stop_on_signals() -> Iterator[_Stopper]:
-    """Within: SIGINT, SIGTERM and SIGHUP raise one KeyboardInterrupt; later ones are acknowledged, not raised."""
+def stop_on_signals(*, until_exit: bool = False) -> Iterator[_Stopper]:
+    """Within: SIGINT, SIGTERM and SIGHUP raise one KeyboardInterrupt; later ones are acknowledged, not raised.
+
+    until_exit: for a command that ends right after the block: its handlers stay, only acknowledging, so a
+    signal in its last milliseconds (after everything is stored) cannot end it mid-exit by the default action.
+    """
     stopper = _Stopper()
     previous = {sig: signal.signal(sig, stopper) for sig in SIGNALS}
     previous_hook = sys.unraisablehook
@@ -57,7 +62,8 @@ def stop_on_signals() -> Iterator[_Stopper]:
     finally:
         _active.remove(stopper)
         sys.unraisablehook = previous_hook
-        if stopper.first is None:  # once stopping, later signals stay acknowledged until orch has exited
+        stopper.closed = True
+        if stopper.first is None and not until_exit:  # once stopping, later signals stay acknowledged until exit
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 

@@ -142,6 +142,11 @@ def test_the_first_stop_signal_interrupts_and_later_ones_are_acknowledged(capsys
     with stop_on_signals():
         pass
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # no signal came: the previous handlers are back
+    with stop_on_signals(until_exit=True) as stopper:
+        pass
+    signal.raise_signal(signal.SIGTERM)  # after the work: noted, not raised, and the process lives on
+    assert stopper.first is None and "everything is stored; exiting" in capsys.readouterr().err
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def test_summary_of_an_unknown_sweep_is_an_error(tmp_path):
