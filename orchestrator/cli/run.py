@@ -43,8 +43,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
     from orchestrator.run.stopping import stop_on_signals
 
     # From the start: Ctrl-C, SIGTERM or SIGHUP before the sweep exists ends the command (130) with nothing
-    # half-written; during the sweep the run in flight is stored interrupted, once; after it, one is only noted.
-    with stop_on_signals(until_exit=True):
+    # half-written; during the sweep the run in flight is stored interrupted, once.
+    with stop_on_signals():
         from orchestrator import config, store
         from orchestrator.analyze import summary, verdict
         from orchestrator.build.builder import register, runnable_build

@@ -21,28 +21,23 @@ class _Stopper:
         self.first: str | None = None
         self.told = False
         self.lost = False  # the KeyboardInterrupt landed where Python ignores exceptions (a weakref callback)
-        self.closed = False  # the work it guarded is over: nothing is left to stop, signals are only acknowledged
 
     def __call__(self, signum, frame) -> None:
-        if self.first is None and not self.closed:
+        if self.first is None:
             self.first = signal.Signals(signum).name
             raise KeyboardInterrupt(self.first)
         if not self.told:
             self.told = True
-            what = "already stopping, storing what ran (a moment)" if self.first else "everything is stored; exiting"
-            sys.stderr.write(f"orch: {signal.Signals(signum).name}: {what}\n")
+            sys.stderr.write(f"orch: {signal.Signals(signum).name}: already stopping, storing what ran (a moment)\n")
 
 
 _active: list[_Stopper] = []
 
 
 @contextmanager
-def stop_on_signals(*, until_exit: bool = False) -> Iterator[_Stopper]:
+def stop_on_signals() -> Iterator[_Stopper]:
     """Within: SIGINT, SIGTERM and SIGHUP raise one KeyboardInterrupt; later ones are acknowledged, not raised.
-
-    until_exit: for a command that ends right after the block: its handlers stay, only acknowledging, so a
-    signal in its last milliseconds (after everything is stored) cannot end it mid-exit by the default action.
-    """
+    After a stop they stay ignored: orch is on its way out."""
     stopper = _Stopper()
     previous = {sig: signal.signal(sig, stopper) for sig in SIGNALS}
     previous_hook = sys.unraisablehook
@@ -62,10 +57,11 @@ def stop_on_signals(*, until_exit: bool = False) -> Iterator[_Stopper]:
     finally:
         _active.remove(stopper)
         sys.unraisablehook = previous_hook
-        stopper.closed = True
-        if stopper.first is None and not until_exit:  # once stopping, later signals stay acknowledged until exit
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        for sig, handler in previous.items():
+            # Once stopping, later signals are ignored rather than handled in Python: Python resets its own
+            # handlers while it finalizes, and a second Ctrl-C then would end orch by the default action (exit -2
+            # instead of 130) after everything is stored.
+            signal.signal(sig, signal.SIG_IGN if stopper.first else handler)
 
 
 def check() -> None:
