@@ -50,6 +50,11 @@ def t975(df: float) -> float:
     return T975.get(df) or T975[max(d for d in T975 if d <= df)]
 
 
+# t975 by whole degrees of freedom 1..121, the last standing for every larger df: the table the store's SQL
+# indexes to put intervals on its grouped moments (store/queries.arm_summaries).
+T975_BY_DF = [t975(df) for df in range(1, 122)]
+
+
 @dataclass(frozen=True)
 class Stats:
     n: int

@@ -1,8 +1,9 @@
 """Per-arm summaries of stored sweeps: intervals, speedup against each arm's reference (its control, else the
 baseline) paired by repeat (and prompt in server mode), the roofline share, and the fixed set of warnings.
 
-Input is what store/queries gives: one group per (sweep, arm) with decode-speed moments, the paired log ratios,
-and the server runs' per-request rates. `arm_rows(con, ids)` is the one call that reads them.
+The numbers come grouped and computed from store/queries.arm_summaries (one SQL pass, so 100k stored runs take
+well under a second); this module names them, applies the per-sweep rules (break-even, reference arm, arms
+that drafted nothing) and the warnings. `arm_rows(con, ids)` is the one call that reads them.
 """
 
 from __future__ import annotations
@@ -22,60 +23,39 @@ TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
     """The summary rows of the sweeps, in sweep order, arms in the order they first ran."""
-    pairs, baseline_pairs = queries.arm_pairs(con, sweep_ids)
-    return summarize(queries.arm_groups(con, sweep_ids), pairs, queries.arm_request_rates(con, sweep_ids),
-                     baseline_pairs)
+    return summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
 
 
-def summarize(groups: list[dict], pairs: dict[tuple, tuple], request_rates: dict[tuple, list[float]],
-              baseline_pairs: dict[tuple, tuple] | None = None) -> list[dict]:
-    """groups: store/queries.arm_groups; pairs: arm_pairs (log ratios to each arm's reference: its control, or
-    the baseline); request_rates: server arms' per-request speeds; baseline_pairs: log ratios to the baseline,
-    for arms whose reference is a control (the cross-program figure, kept visible as such)."""
+def summarize(groups: list[dict]) -> list[dict]:
+    """groups: store/queries.arm_summaries, one per (sweep, arm) in sweep order; they become the rows."""
     out = []
-    for _, sweep_groups in groupby(groups, key=lambda g: g["sweep_id"]):
-        out += _sweep_rows(list(sweep_groups), pairs, request_rates, baseline_pairs or {})
+    for _, sweep_groups in groupby(groups, key=lambda g: g["sweep"]):
+        out += _sweep_rows(list(sweep_groups))
     return out
 
 
-def _sweep_rows(groups: list[dict], pairs: dict, request_rates: dict, baseline_pairs: dict) -> list[dict]:
-    rows, points = [], {}
-    base = next((g["arm"] for g in groups if g["is_baseline"]), None)
-    for g in groups:
-        values = g["ok_decode_tps"] or []
-        d = stats.from_moments(g["n"], g["mean_tps"], g["sd_tps"])
-        paired = pairs.get((g["sweep_id"], g["arm"])) if not g["is_baseline"] else None
-        speed = stats.speedup_from_log_ratios(*paired) if paired else None
-        against_control = g["reference_arm"] not in (None, base) and not g["is_control"]
-        across = baseline_pairs.get((g["sweep_id"], g["arm"])) if against_control else None
-        cross = stats.speedup_from_log_ratios(*across) if across else None
-        params = _params(g["params"])
-        method = params.get("spec", "draft")
-        if speed and g["acceptance"] is not None:
-            points.setdefault(method, []).append((g["acceptance"], speed.ratio))
-        rows.append({"sweep": g["sweep_id"], "recipe": g["recipe"], "build": g["build"], "arm": g["arm"],
-                     "is_baseline": bool(g["is_baseline"]), "method": method, "params": params,
-                     "ok": f"{g['ok']}/{g['runs']}", "runs": g["runs"], "n": d.n, "decode_tps": d.mean,
-                     **dict(zip(("ci_low", "ci_high"), stats.log_interval(g["n_log"], g["mean_log_tps"],
-                                                                          g["sd_log_tps"]))),
-                     "stdev": d.stdev, "cv": d.cv,
-                     "acceptance": g["acceptance"], "draft_per_gen": g["draft_per_gen"],
-                     "speedup": 1.0 if g["is_baseline"] and g["ok"] else speed.ratio if speed else None,
-                     "vs": g["reference_arm"] or (None if g["is_baseline"] else base),
-                     "is_control": bool(g["is_control"]),
-                     "speedup_vs_baseline": cross.ratio if cross else None,  # across programs: not speculation alone
-                     "ok_runs": g["ok"], "idle": g["idle"], "failed": g["failed"], "skipped": g["skipped"],
-                     "speedup_low": speed.ci_low if speed else None, "speedup_high": speed.ci_high if speed else None,
-                     "prompt_tps": g["prompt_tps"], "bound_tps": g["bound_tps"], "bound_label": g["bound_label"],
-                     "failures": ",".join(g["failures"] or []) or None,
-                     "_samples": values, "_spread": request_rates.get((g["sweep_id"], g["arm"])),
-                     "_drafted": g["drafted"], "_accepted": g["accepted"]})
+def _sweep_rows(rows: list[dict]) -> list[dict]:
+    points = {}
+    base = next((r["arm"] for r in rows if r["is_baseline"]), None)
+    for row in rows:
+        row["params"] = params = _params(row["params"])
+        row["method"] = method = params.get("spec", "draft")
+        row["ok"] = f"{row['ok_runs']}/{row['runs']}"
+        if row["speedup"] is not None and row["acceptance"] is not None:
+            points.setdefault(method, []).append((row["acceptance"], row["speedup"]))
+        if row["is_baseline"] and row["ok_runs"]:
+            row["speedup"] = 1.0
+        # Against a control, the figure against the baseline crosses programs: kept visible as such, apart.
+        if row["reference_arm"] in (None, base) or row["is_control"]:
+            row["speedup_vs_baseline"] = None
+        row["vs"] = row["reference_arm"] or (None if row["is_baseline"] else base)
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
     for row in rows:
-        found = stats.warnings_for(row.pop("_samples"), spread=row.pop("_spread"), acceptance=row["acceptance"],
-                                   speedup=row["speedup"], sweep_break_even=break_even.get(row["method"]),
-                                   drafted=row.pop("_drafted"), accepted=row.pop("_accepted"), cv=row["cv"],
-                                   idle=row["idle"], ok=row["ok_runs"])
+        found = stats.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
+                                   acceptance=row["acceptance"], speedup=row["speedup"],
+                                   sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
+                                   accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"])
+        row["speedup_without_drafts"] = None
         if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
             row["speedup_without_drafts"] = row["speedup"]
             row["speedup"] = row["speedup_low"] = row["speedup_high"] = None

@@ -92,7 +92,11 @@ def clean(samples) -> list[float]:
 
 def bimodal_split(values: Sequence[float]) -> tuple[list[float], list[float]] | None:
     """(low cluster, high cluster) when the values split in two by the rule above, else None."""
-    xs = sorted(clean(values))
+    return _split(sorted(clean(values)))
+
+
+def _split(xs: list[float]) -> tuple[list[float], list[float]] | None:
+    """bimodal_split of clean, sorted values."""
     if len(xs) < BIMODAL_MIN_N:
         return None
     median = statistics.median(xs)
@@ -109,7 +113,11 @@ def bimodal_split(values: Sequence[float]) -> tuple[list[float], list[float]] | 
 
 def mad_outliers(values: Sequence[float]) -> list[float]:
     """The values whose modified z-score exceeds 3.5, in input order."""
-    xs = clean(values)
+    return _outliers(clean(values))
+
+
+def _outliers(xs: list[float]) -> list[float]:
+    """mad_outliers of clean values."""
     if len(xs) < OUTLIER_MIN_N:
         return []
     median = statistics.median(xs)
@@ -159,11 +167,13 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
         cv = sample_stdev(xs) / mean if mean else 0.0
     if cv is not None and cv > CV_LIMIT:
         out.append(StatWarning(HIGH_CV.code, HIGH_CV.template.format(cv=cv)))
-    split = bimodal_split(xs if spread is None else spread)
+    # Each value list is cleaned once; most arms have too few values for either rule (decided by length alone).
+    spread_xs = xs if spread is None else clean(spread)
+    split = _split(sorted(spread_xs)) if len(spread_xs) >= BIMODAL_MIN_N else None
     if split:
         low, high = split
         out.append(StatWarning(BIMODAL.code, BIMODAL.template.format(low=_span(low), high=_span(high))))
-    outliers = mad_outliers(xs)
+    outliers = _outliers(xs) if len(xs) >= OUTLIER_MIN_N else []
     if outliers:
         out.append(StatWarning(OUTLIERS.code, OUTLIERS.template.format(
             count=len(outliers), n=len(xs), values=", ".join(f"{x:.1f}" for x in outliers))))

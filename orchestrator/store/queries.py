@@ -174,78 +174,95 @@ def output_differences(con: Con, sweep_id: int) -> list[dict]:
 
 # --- per-arm summaries --------------------------------------------------------------------------------------------
 
-# One row per (sweep, arm) over measured runs; the first run (lowest id) names the arm's constant columns.
-ARM_GROUPS_SQL = """
-SELECT r.sweep_id, regexp_extract(arg_min(s.recipe_path, r.id), '[^/]+$') AS recipe,
-       arg_min(s.build_name, r.id) AS build, r.arm, arg_min(r.is_baseline, r.id) AS is_baseline,
-       arg_min(r.mode, r.id) AS mode, arg_min(r.params, r.id) AS params, count(*) AS runs,
-       count(*) FILTER (WHERE r.status = 'ok') AS ok,
-       -- decode tok/s of the ok runs that printed one: count, mean, sample stdev; the values themselves only where
-       -- a rule needs them (bimodality from 4, outliers from 5), so a 3-repeat arm moves no list into Python
-       count(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS n,
-       avg(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS mean_tps,
-       stddev_samp(m.decode_tps) FILTER (WHERE r.status = 'ok' AND NOT isnan(m.decode_tps)) AS sd_tps,
-       -- on logs, for an interval that respects the scale (a speed is never below zero)
-       count(m.decode_tps) FILTER (WHERE r.status = 'ok' AND m.decode_tps > 0) AS n_log,
-       avg(ln(m.decode_tps)) FILTER (WHERE r.status = 'ok' AND m.decode_tps > 0) AS mean_log_tps,
-       stddev_samp(ln(m.decode_tps)) FILTER (WHERE r.status = 'ok' AND m.decode_tps > 0) AS sd_log_tps,
-       CASE WHEN count(m.decode_tps) FILTER (WHERE r.status = 'ok') >= 4
-            THEN list(m.decode_tps ORDER BY r.id) FILTER (WHERE r.status = 'ok') END AS ok_decode_tps,
-       avg(m.acceptance) FILTER (WHERE r.status = 'ok') AS acceptance,
-       avg(m.draft_per_generated) FILTER (WHERE r.status = 'ok') AS draft_per_gen,
-       avg(m.encode_tps) FILTER (WHERE r.status = 'ok') AS prompt_tps,
-       avg(r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0)) FILTER (WHERE r.status = 'ok') AS bound_tps,
-       arg_min(r.bandwidth_label, r.id) AS bound_label,
-       list(DISTINCT r.failure_class ORDER BY r.failure_class) FILTER (WHERE r.failure_class IS NOT NULL) AS failures,
-       count(*) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
-       count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
-       coalesce(sum(m.n_drafted) FILTER (WHERE r.status = 'ok'), 0) AS drafted,
-       coalesce(sum(m.n_accepted) FILTER (WHERE r.status = 'ok'), 0) AS accepted,
-       -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
-       count(*) FILTER (WHERE r.status = 'ok' AND NOT coalesce(r.is_baseline, false)
-                        AND NOT coalesce(r.is_control, false) AND m.n_drafted = 0) AS idle,
-       arg_min(coalesce(r.is_control, false), r.id) AS is_control, arg_min(r.reference_arm, r.id) AS reference_arm
-FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
-WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
-GROUP BY r.sweep_id, r.arm
-ORDER BY r.sweep_id, min(r.id)
+def _log_interval(n: str, mean: str, sd: str, side: str) -> str:
+    """SQL for one end of a 95% interval of a positive quantity from its n logs: exp(mean -/+ t * sd / sqrt(n)),
+    NULL below two values. $t975 is the t quantile by degrees of freedom (stats.T975_BY_DF), 1-based."""
+    sign = "-" if side == "low" else "+"
+    return (f"CASE WHEN {n} >= 2 AND {sd} IS NOT NULL "
+            f"THEN exp({mean} {sign} $t975[least({n} - 1, len($t975))] * {sd} / sqrt({n})) END")
+
+
+# One row per (sweep, arm) over measured runs, every number computed here in one pass (100k stored runs
+# summarise in well under a second): counts, decode tok/s moments and the 95% interval on logs, means, the
+# speedup paired with the arm's reference and with the baseline (exp of the mean log ratio, interval likewise),
+# and the values a warning rule reads (runs from 4, server per-request rates from 4), NULL elsewhere. The first
+# run (lowest id) names the arm's constant columns, joined once per arm rather than carried through the grouping.
+_OK = "status = 'ok'"
+ARM_SUMMARY_SQL = f"""
+WITH picked AS (
+    SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control,
+           r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
+           m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted
+    FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
+    WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
+arms AS (
+    SELECT sweep_id, arm, min(id) AS first_run, count(*) AS runs, count(*) FILTER ({_OK}) AS ok,
+           count(decode_tps) FILTER ({_OK} AND NOT isnan(decode_tps)) AS n,
+           avg(decode_tps) FILTER ({_OK} AND NOT isnan(decode_tps)) AS mean_tps,
+           stddev_samp(decode_tps) FILTER ({_OK} AND NOT isnan(decode_tps)) AS sd_tps,
+           -- on logs, for an interval that respects the scale (a speed is never below zero)
+           count(decode_tps) FILTER ({_OK} AND decode_tps > 0) AS n_log,
+           avg(ln(decode_tps)) FILTER ({_OK} AND decode_tps > 0) AS mean_log,
+           stddev_samp(ln(decode_tps)) FILTER ({_OK} AND decode_tps > 0) AS sd_log,
+           avg(acceptance) FILTER ({_OK}) AS acceptance, avg(draft_per_generated) FILTER ({_OK}) AS draft_per_gen,
+           avg(encode_tps) FILTER ({_OK}) AS prompt_tps, avg(bound_tps) FILTER ({_OK}) AS bound_tps,
+           string_agg(DISTINCT failure_class, ',' ORDER BY failure_class) AS failures,
+           count(*) FILTER (status IN ('failed', 'timeout')) AS failed,
+           count(*) FILTER (status = 'skipped') AS skipped,
+           coalesce(sum(n_drafted) FILTER ({_OK}), 0) AS drafted,
+           coalesce(sum(n_accepted) FILTER ({_OK}), 0) AS accepted,
+           -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
+           count(*) FILTER ({_OK} AND NOT coalesce(is_baseline, false) AND NOT coalesce(is_control, false)
+                            AND n_drafted = 0) AS idle
+    FROM picked GROUP BY sweep_id, arm),
+run_values AS (  -- the runs' speeds, only for arms where a rule reads them (bimodality from 4, outliers from 5)
+    SELECT p.sweep_id, p.arm, list(p.decode_tps ORDER BY p.id) AS ok_decode_tps
+    FROM picked p SEMI JOIN arms a ON a.sweep_id = p.sweep_id AND a.arm = p.arm AND a.n >= 4
+    WHERE p.{_OK} GROUP BY p.sweep_id, p.arm),
+samples AS (SELECT * FROM decode_samples WHERE sweep_id IN (SELECT unnest($ids::INTEGER[]))),
+paired AS (
+    SELECT a.sweep_id, a.arm,
+           count(*) FILTER ({PAIRED_WITH["reference"]}) AS n_ref,
+           avg(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["reference"]}) AS mean_ref,
+           stddev_samp(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["reference"]}) AS sd_ref,
+           count(*) FILTER ({PAIRED_WITH["baseline"]}) AS n_base,
+           avg(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["baseline"]}) AS mean_base,
+           stddev_samp(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["baseline"]}) AS sd_base
+    FROM samples a JOIN samples b ON b.sweep_id = a.sweep_id
+         AND ({PAIRED_WITH["reference"]} OR {PAIRED_WITH["baseline"]})
+         AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
+    WHERE NOT a.is_baseline
+    GROUP BY a.sweep_id, a.arm),
+rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
+    SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
+    GROUP BY sweep_id, arm HAVING count(*) >= 4)
+SELECT a.sweep_id AS sweep, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_name AS build, a.arm,
+       coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
+       f.reference_arm, f.params, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
+       {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
+       {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
+       a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,
+       a.acceptance, a.draft_per_gen, a.drafted, a.accepted, a.idle,
+       CASE WHEN p.n_ref > 0 THEN exp(p.mean_ref) END AS speedup,
+       {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
+       {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
+       CASE WHEN p.n_base > 0 THEN exp(p.mean_base) END AS speedup_vs_baseline,
+       a.prompt_tps, a.bound_tps, f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
+       v.ok_decode_tps, q.request_rates
+FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweeps s ON s.id = a.sweep_id
+     LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
+     LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
+     LEFT JOIN rates q ON q.sweep_id = a.sweep_id AND q.arm = a.arm
+ORDER BY a.sweep_id, a.first_run
 """
-def arm_groups(con: Con, sweep_ids: list[int]) -> list[dict]:
-    """Per (sweep, arm): constant columns, decode tok/s moments of the ok runs (their values from 4 runs on),
-    means and counts."""
-    return rows_as_dicts(con.execute(ARM_GROUPS_SQL, [sweep_ids]))
 
 
-Pairs = dict[tuple[int, str], tuple[int, float, float | None]]
-
-
-def arm_pairs(con: Con, sweep_ids: list[int]) -> tuple[Pairs, Pairs]:
-    """Per non-baseline (sweep, arm): (pairs, mean and sample stdev of the log ratios) of its samples paired on
-    repeat (and prompt in server mode) with its reference (its control, else the baseline), and with the baseline:
-    the pairings of views speedup_vs_reference and speedup_vs_baseline (exp of the mean), in one pass."""
-    ref, base = PAIRED_WITH["reference"], PAIRED_WITH["baseline"]
-    rows = con.execute(f"""
-        WITH picked AS (SELECT * FROM decode_samples WHERE sweep_id IN (SELECT unnest(?::INTEGER[])))
-        SELECT a.sweep_id, a.arm,
-               count(*) FILTER (WHERE {ref}), avg(ln(a.tps / b.tps)) FILTER (WHERE {ref}),
-               stddev_samp(ln(a.tps / b.tps)) FILTER (WHERE {ref}),
-               count(*) FILTER (WHERE {base}), avg(ln(a.tps / b.tps)) FILTER (WHERE {base}),
-               stddev_samp(ln(a.tps / b.tps)) FILTER (WHERE {base})
-        FROM picked a JOIN picked b ON b.sweep_id = a.sweep_id AND ({ref} OR {base})
-             AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
-        WHERE NOT a.is_baseline
-        GROUP BY a.sweep_id, a.arm""", [sweep_ids]).fetchall()
-    return ({(sweep, arm): (n, mean, sd) for sweep, arm, n, mean, sd, *_ in rows if n},
-            {(sweep, arm): (n, mean, sd) for sweep, arm, _, _, _, n, mean, sd in rows if n})
-
-
-def arm_request_rates(con: Con, sweep_ids: list[int]) -> dict[tuple[int, str], list[float]]:
-    """Server arms' per-request decode tok/s, per (sweep, arm): the spread the bimodality warning reads."""
-    rows = con.execute("""
-        SELECT sweep_id, arm, list(tps) FROM decode_samples
-        WHERE mode = 'server' AND sweep_id IN (SELECT unnest(?::INTEGER[])) GROUP BY sweep_id, arm""",
-                       [sweep_ids]).fetchall()
-    return {(sweep, arm): rates for sweep, arm, rates in rows}
+def arm_summaries(con: Con, sweep_ids: list[int], t975: list[float]) -> list[dict]:
+    """Per (sweep, arm), in sweep order and arms in the order they first ran: constant columns, counts, decode
+    tok/s mean, stdev and 95% interval, means, paired speedups with intervals, and the values warnings read
+    (ok_decode_tps, request_rates). Named as analyze/summary's rows name them.
+    t975: the 97.5% t quantile for 1, 2, ... degrees of freedom, the last entry standing for every larger df."""
+    return rows_as_dicts(con.execute(ARM_SUMMARY_SQL, {"ids": sweep_ids, "t975": t975}))
 
 
 # --- two builds side by side --------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tin
     proc.wait()
     assert any(s.startswith("[4/12]") for s in seen), seen
     before = db_rows(env, "SELECT count(*) AS n FROM runs WHERE status = 'ok'")[0]["n"]
-    assert 4 <= before < 12  # 3 arms: baseline, draft, control
+    assert 4 <= before < 12, seen  # 3 arms: baseline, draft, control
     res = run_orch(orch_exe, *args[1:], "--resume", env=env)
     assert res.returncode == 0, res.stderr
     # Whole rounds run again: a repeat that lacks its draft run measures its baseline again too.

@@ -60,18 +60,43 @@ def test_server_summary_pairs_per_repeat_and_prompt(tmp_path):
     assert draft["speedup_low"] == pytest.approx(expected.ci_low)
     view = con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0]
     assert view == pytest.approx(draft["speedup"])  # the view pairs per prompt too: it and the summary agree
-    rates = queries.arm_request_rates(con, [sweep])[(sweep, "draft")]
+    rates = _groups(con, sweep)["draft"]["request_rates"]
     assert sorted(rates) == pytest.approx(sorted(head.values()))  # the spread bimodality reads
+
+
+def _groups(con, sweep) -> dict[str, dict]:
+    return {g["arm"]: g for g in queries.arm_summaries(con, [sweep], stats.T975_BY_DF)}
 
 
 def test_values_move_to_python_only_where_a_rule_reads_them(tmp_path):
     con, sweep = stored(tmp_path, "cli")
-    groups = {g["arm"]: g for g in queries.arm_groups(con, [sweep])}
+    groups = _groups(con, sweep)
     assert groups["draft"]["ok_decode_tps"] == CLI["draft"] and groups["draft"]["n"] == 4
     con.execute("DELETE FROM runs WHERE repeat_index = 3")
-    groups = {g["arm"]: g for g in queries.arm_groups(con, [sweep])}
+    groups = _groups(con, sweep)
     assert groups["draft"]["ok_decode_tps"] is None and groups["draft"]["n"] == 3
-    assert math.isclose(groups["draft"]["sd_tps"], stats.describe(CLI["draft"][:3]).stdev)
+    assert math.isclose(groups["draft"]["stdev"], stats.describe(CLI["draft"][:3]).stdev)
+
+
+def test_the_store_intervals_are_the_t_intervals_for_every_sample_size(tmp_path):
+    """The SQL puts t-intervals on grouped moments; they equal stats' own on the raw values, from 2 runs to past the
+    end of the t table (where 1.96 stands in)."""
+    con = store.connect(tmp_path / "r.duckdb")
+    for n in (2, 3, 7, 31, 45, 121, 122, 130):
+        sweep = store.create_sweep(con, {"recipe_path": "x.j2", "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
+                                         "repeat": n, "build_name": "b", "status": "done"})
+        speeds = {"baseline": [100.0 + (7 * i) % 13 for i in range(n)], "draft": [120.0 + (5 * i) % 11 for i in range(n)]}
+        for rep in range(n):
+            for arm, values in speeds.items():
+                run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
+                                             "params": {}, "repeat_index": rep, "mode": "cli", "status": "ok"})
+                con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, values[rep]])
+        draft = _groups(con, sweep)["draft"]
+        logs = stats.describe([math.log(x) for x in speeds["draft"]])
+        assert (draft["ci_low"], draft["ci_high"]) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
+        paired = stats.paired_speedup(dict(enumerate(speeds["baseline"])), dict(enumerate(speeds["draft"])))
+        assert (draft["speedup"], draft["speedup_low"], draft["speedup_high"]) == pytest.approx(
+            (paired.ratio, paired.ci_low, paired.ci_high))
 
 
 def test_an_arm_that_drafted_nothing_has_no_speedup_and_says_why(tmp_path):

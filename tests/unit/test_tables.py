@@ -2,6 +2,7 @@
 
 import json
 from datetime import datetime
+from decimal import Decimal
 
 from orchestrator import tables
 
@@ -29,8 +30,15 @@ def test_existing_formats_unchanged():
     rows = [{"a": "x", "n": 1.5}, {"a": "longer", "n": None}]
     assert tables.render(rows) == "a       n\n------  -----\nx       1.500\nlonger  -"
     assert tables.render(rows, "csv").splitlines() == ["a,n", "x,1.5", "longer,"]
-    assert tables.render(rows, "json") == '[\n{"a": "x", "n": 1.5},\n{"a": "longer", "n": null}\n]'
+    assert tables.render(rows, "json") == '[\n{"a":"x","n":1.5},\n{"a":"longer","n":null}\n]'  # a row per line
     assert tables.render([], "json") == "[]"
+
+
+def test_json_has_no_nan_and_keeps_dates_and_odd_values():
+    """NaN is no JSON: a number a run never printed is null, so every JSON reader takes the output."""
+    rows = [{"x": float("nan"), "at": datetime(2026, 5, 1, 12, 30, 5), "blob": b"abc", "ratio": Decimal("1.5")}]
+    assert json.loads(tables.render(rows, "json")) == [{"x": None, "at": "2026-05-01T12:30:05", "blob": "<3 bytes>",
+                                                         "ratio": 1.5}]
 
 
 def test_every_key_of_any_row_is_a_column():
