@@ -23,6 +23,11 @@ def db_path() -> Path:
     return Path(os.environ.get("ORCH_DB", "results.duckdb")).absolute()
 
 
+def models_dir(given: str | Path | None = None) -> Path:
+    """Where recipes' relative model names live: `orch run --models DIR`, else $ORCH_MODELS, else ./models."""
+    return Path(given or os.environ.get("ORCH_MODELS") or "models").expanduser().absolute()
+
+
 def cache_dir() -> Path:
     """Per-machine facts worth keeping between runs (the measured CPU bandwidth)."""
     return Path(os.environ.get("ORCH_CACHE", Path.home() / ".cache" / "orch")).absolute()

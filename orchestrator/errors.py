@@ -177,3 +177,17 @@ class NoStoredLogs(OrchError):
     """`orch logs RUN` for a run that has no stored logs (stopped before launch: skipped, failed pre-flight)."""
 
     exit_code = 29
+
+
+class MissingModels(OrchError):
+    """`orch run`: model files of the recipe that do not exist, all named at once before anything runs or is stored,
+    with the ways to point a recipe at your own files."""
+
+    exit_code = 33
+
+
+class HubError(OrchError):
+    """A Hugging Face model reference that cannot be fetched: not a reference, no such repo or file, no single file
+    of the quant, or the hub unreachable with nothing cached."""
+
+    exit_code = 34

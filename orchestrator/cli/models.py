@@ -26,12 +26,12 @@ def models_tiny(out, build_ref):
 
     Example: orch models tiny --out models
     """
+    from orchestrator import config
     from orchestrator.build.builder import find_build
     from orchestrator.models import tiny
-    from orchestrator.recipe.plan import models_dir
 
     build = find_build(build_ref)
-    paths = tiny.make_tiny_models(out or models_dir(), tiny.find_vocab_dir(Path(build["src_dir"])))
+    paths = tiny.make_tiny_models(out or config.models_dir(), tiny.find_vocab_dir(Path(build["src_dir"])))
     for role, path in paths.items():
         click.echo(f"{role}\t{path}")
 

@@ -15,6 +15,10 @@ from orchestrator.cli.group import db_option, main
 @click.option("--build", "build_ref", default=None, help="Build to use: commit prefix or build name (default: newest).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
+@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models); a `models` "
+                   "key in --vars or --set overrides it. A model value may also be an absolute or ~ path, or "
+                   "hf:OWNER/REPO/FILE.gguf or OWNER/REPO:QUANT, fetched into the Hugging Face cache.")
 @click.option("-r", "--repeat", type=click.IntRange(min=1), default=None, help="Repeats per arm (default: recipe's).")
 @click.option("-t", "--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
@@ -31,12 +35,13 @@ from orchestrator.cli.group import db_option, main
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
 @db_option
-def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, warmup, order, resume,
+def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
                 telemetry_interval, dry_run, no_dialect, db):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
-    arm x repeat under supervision and stores runs, metrics and raw logs.
+    arm x repeat under supervision and stores runs, metrics and raw logs. Missing model files
+    stop it before anything runs or is stored, all named (exit 33).
 
     Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
     """
@@ -54,7 +59,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, repeat, timeout, w
         build = runnable_build(build_ref)
         described = ("commit", "upstream_commit", "backend", "name")
         builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
-        plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat)
+        plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat,
+                    models=models_dir)
         prepared = prepare.prepare(plan, build, translate=not no_dialect)
         if dry_run:
             click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")

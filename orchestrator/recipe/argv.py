@@ -49,3 +49,15 @@ def flag_value(argv: list[str], flags: tuple[str, ...]) -> str | None:
 def flags_in(argv: list[str]) -> set[str]:
     """The flag names an argv uses, `--name=value` counted as `--name`."""
     return {a.split("=", 1)[0] for a in argv if a.startswith("-")}
+
+
+def with_values(argv: list[str], flags: tuple[str, ...], change) -> list[str]:
+    """argv with every value of flags (`-m X` or `--model=X`) replaced by change(value)."""
+    out = list(argv)
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if eq and name in flags:
+            out[i] = f"{name}={change(value)}"
+        elif arg in flags and i + 1 < len(argv):
+            out[i + 1] = change(argv[i + 1])
+    return out

@@ -13,7 +13,6 @@ Python internals stops with one line saying it is unsafe, before anything runs, 
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -24,13 +23,15 @@ import jinja2.meta
 import jinja2.sandbox
 from jinja2 import nodes
 
+from orchestrator import config
 from orchestrator.errors import AddressInRecipe, RecipeError
 from orchestrator.hashing import sha256_text
 from orchestrator.recipe import argv as flags
-from orchestrator.recipe import matrix, prompts
+from orchestrator.recipe import matrix, modelref, prompts
 
 PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
+FLAG_HEAD_RE = re.compile(r"--?[\w-]+=")  # `--model=` in `--model={{ models }}/{{ target }}`
 MODES = ("cli", "server")
 META_VARIABLES = ("concurrency",)  # metadata that is also a variable (server mode's client threads)
 # Server mode's request options: variables of every server recipe, whether its text names them or not.
@@ -69,10 +70,6 @@ class Plan:
     @property
     def baseline(self) -> Arm | None:
         return next((a for a in self.arms if a.is_baseline), None)
-
-
-def models_dir() -> Path:
-    return Path(os.environ.get("ORCH_MODELS", "models")).absolute()
 
 
 def read_meta(env: jinja2.Environment, source: str, path: str) -> dict:
@@ -122,8 +119,9 @@ def read_vars(path: Path | None) -> dict:
 
 
 def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides: tuple[str, ...] = (),
-         repeat: int | None = None) -> Plan:
-    """Render every arm of the recipe at path. builtins: bin, build (and anything else fixed by orch)."""
+         repeat: int | None = None, models: Path | None = None) -> Plan:
+    """Render every arm of the recipe at path. builtins: bin, build (and anything else fixed by orch); models: the
+    directory `{{ models }}` defaults to (`orch run --models`, else $ORCH_MODELS, else ./models)."""
     path = Path(path)
     try:
         source = path.read_text()
@@ -136,7 +134,7 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     if mode not in MODES:
         raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(MODES)}")
     cells = matrix.expand(meta, where=str(path))
-    defaults = {**BUILTIN_DEFAULTS, "models": str(models_dir()),
+    defaults = {**BUILTIN_DEFAULTS, "models": str(config.models_dir(models)),
                 **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {})}
     known = _used_variables(env, source, cells, mode) | set(meta.get("defaults", {}))
     types = {**(SERVER_DEFAULTS if mode == "server" else {}), **defaults}  # what each value is checked against
@@ -237,8 +235,24 @@ def render_argv(template: jinja2.Template, values: list[str], context: dict, pat
         whole = PLACEHOLDER_RE.fullmatch(token)
         if whole and values[int(whole.group(1))] == "":
             continue  # an empty value adds no argument
+        token = _standing_alone(token, values)
         argv.append(PLACEHOLDER_RE.sub(lambda m: values[int(m.group(1))], token))
         literal.append(not PLACEHOLDER_RE.search(token))
     if not argv:
         raise RecipeError(f"{path}: the recipe renders to an empty command line")
     return argv, literal
+
+
+def _standing_alone(token: str, values: list[str]) -> str:
+    """`{{ models }}/{{ target }}` where target is an absolute or ~ path or a Hugging Face reference is that value
+    alone, as os.path.join drops what comes before an absolute component: so `--set target=/data/x.gguf` works in
+    every recipe that joins a name onto the models directory. Only values and slashes are dropped, never recipe
+    text; a `--flag=` head stays."""
+    head = FLAG_HEAD_RE.match(token)
+    start = head.end() if head else 0
+    for m in reversed(list(PLACEHOLDER_RE.finditer(token, start))):
+        before = token[start:m.start()]
+        if (before.endswith("/") and not PLACEHOLDER_RE.sub("", before).strip("/")
+                and modelref.stands_alone(values[int(m.group(1))])):
+            return token[:start] + token[m.start():]
+    return token

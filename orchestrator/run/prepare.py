@@ -1,7 +1,8 @@
 """Before anything launches: each arm's argv in the build's dialect, its models checked, its memory estimated.
 
 Problems are recorded on the arm (stored later as a skipped or failed run with its reason), never raised:
-one bad arm must not stop the others.
+one bad arm must not stop the others. Missing model files are the exception: they stop the command at once, every
+one named (models/resolve.py), before anything is stored, since no arm of such a plan measures what was asked.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from orchestrator.errors import DialectError, PreflightError
 from orchestrator.machine import gpu
-from orchestrator.models import gguf_info, memfit, preflight
+from orchestrator.models import gguf_info, memfit, preflight, resolve
 from orchestrator.recipe import control, dialect, prompts
 from orchestrator.recipe.plan import Arm, Plan
 from orchestrator.run.server_run import request_params
@@ -29,6 +30,7 @@ class PreparedArm:
     models: preflight.ModelsUsed | None = None
     memfit: dict | None = None
     prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
+    model_notes: list[str] = field(default_factory=list)  # which fetched file a hub reference is
 
 
 def build_helps(build: dict) -> dict[str, str]:
@@ -37,8 +39,11 @@ def build_helps(build: dict) -> dict[str, str]:
 
 
 def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[PreparedArm]:
-    """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised."""
+    """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised, but for
+    missing model files (MissingModels) and hub references that cannot be fetched (HubError)."""
     helps = build_helps(build)
+    arms = control.with_controls(plan.arms) if plan.mode == "cli" else plan.arms
+    located = resolve.locate(arms)
     inspected: dict = {}
 
     def inspect_once(path):
@@ -47,13 +52,15 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
         return inspected[path]
 
     prepared = []
-    for arm in control.with_controls(plan.arms) if plan.mode == "cli" else plan.arms:
-        p = PreparedArm(arm)
+    for arm in arms:
+        p = PreparedArm(arm, model_notes=located.notes(arm.argv))
+        argv = located.localised(arm.argv)  # ~ expanded, hub references as their files in the cache
         try:
             # Models first (their flags read the same in every dialect): a skipped arm keeps its model hashes,
             # so compare can still pair it with the other build's runs.
-            p.models = preflight.check(arm.argv, inspect=inspect_once)
-            t = dialect.translate(arm.argv, arm.literal, helps, build["name"], enabled=translate,
+            p.models = preflight.check(argv, inspect=inspect_once)
+            located.verify(arm.argv, p.models)
+            t = dialect.translate(argv, arm.literal, helps, build["name"], enabled=translate,
                                   bin_dir=build["bin_dir"])
             p.executed, p.notes = t.argv, t.notes
             p.memfit = _memory_estimate(p, build)
@@ -101,6 +108,7 @@ def dry_run_lines(prepared: list[PreparedArm]) -> list[str]:
             else f" (against {p.arm.reference})" if p.arm.reference else ""
         lines.append(f"arm {p.arm.name}{role}:")
         lines.append(f"  rendered: {json.dumps(p.arm.argv)}")
+        lines += [f"  {n}" for n in p.model_notes]
         if p.stop_reason:
             lines.append(f"  {p.stop_status}: {p.stop_reason}")
             continue

@@ -76,6 +76,8 @@ def test_resume_that_matches_no_sweep_is_an_error_not_a_new_sweep(orch_exe, env,
     args = ("--vars", TINY_SINGLE, "--set", "n_predict=8", "--repeat", "1")
     assert orch_run(orch_exe, recipe_b, *args, env=env).returncode == 0
     elsewhere = {**env, "ORCH_MODELS": str(tmp_path / "models")}  # another ORCH_MODELS: another `models` value
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "tiny-target.gguf").symlink_to(Path(env["ORCH_MODELS"]) / "tiny-target.gguf")
     res = orch_run(orch_exe, recipe_b, *args, "--resume", env=elsewhere)
     line = one_error_line(res)
     assert res.returncode == 32 and "on build 0c1e57098-cpu" in line

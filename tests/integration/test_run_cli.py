@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from integration.conftest import COMMIT, db_rows, orch_run, run_orch
-from orchestrator.errors import NoSuchRun
+from orchestrator.errors import MissingModels, NoSuchRun
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = str(ROOT / "recipes" / "recipe_a.j2")
@@ -92,11 +92,31 @@ def test_vocab_mismatch_is_caught_before_launch_and_stored(orch_exe, env):
     assert db_rows(env, "SELECT count(*) AS n FROM run_logs WHERE run_id = 2") == [{"n": 0}]  # never launched
 
 
-def test_missing_model_is_stored_as_model_load_failure(orch_exe, env):
-    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--set", "target=nope.gguf",
-                   env=env)
-    assert res.returncode == 15 and "nope.gguf does not exist" in res.stderr
-    assert {r["failure_class"] for r in db_rows(env, "SELECT failure_class FROM runs")} == {"model_load"}
+def test_missing_models_stop_the_run_once_before_anything_is_stored(orch_exe, env, tiny_dir):
+    first = orch_run(orch_exe, ROOT / "recipes" / "recipe_b.j2", "--vars", ROOT / "recipes" / "tiny_single.toml",
+                     "--repeat", "1", env=env)
+    assert first.returncode == 0, first.stderr
+    count = "SELECT (SELECT count(*) FROM sweeps) AS sweeps, (SELECT count(*) FROM runs) AS runs, " \
+            "(SELECT count(*) FROM builds) AS builds, (SELECT count(*) FROM models) AS models"
+    before = db_rows(env, count)
+    for extra in ((), ("--dry-run",)):
+        res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--set", "target=nope.gguf",
+                       "--set", "draft=/nowhere/draft.gguf", *extra, env=env)
+        assert res.returncode == MissingModels.exit_code, res.stderr
+        assert res.stderr.startswith(f"orch: error: 2 model files are missing, so nothing was run or stored: "
+                                     f"{tiny_dir}/nope.gguf (target), /nowhere/draft.gguf (draft). ")
+        assert res.stderr.count("\n") == 1 and "--models DIR" in res.stderr and "hf:OWNER/REPO" in res.stderr
+        assert res.stdout == ""
+    assert db_rows(env, count) == before  # no sweep, no runs, nothing half-made
+
+
+def test_a_recipe_run_without_vars_names_its_default_files_and_creates_no_database(orch_exe, env, tmp_path):
+    env = {**env, "ORCH_MODELS": str(tmp_path / "models")}
+    res = orch_run(orch_exe, RECIPE_A, env=env)
+    assert res.returncode == MissingModels.exit_code
+    assert f"{tmp_path}/models/qwen3.5-4b-q4_k_m.gguf (target), {tmp_path}/models/qwen3-0.6b-q4_k_m.gguf " \
+           f"(draft)" in res.stderr and f"now {tmp_path}/models, which does not exist" in res.stderr
+    assert not Path(env["ORCH_DB"]).exists()
 
 
 def test_flag_the_build_lacks_is_skipped_with_the_closest_flags(orch_exe, env, tmp_path):

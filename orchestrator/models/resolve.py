@@ -1,0 +1,99 @@
+"""Every model file a plan's arms name, found or fetched before anything launches.
+
+A recipe names its models with values (`-m {{ models }}/{{ target }}`), and a value is a local path (absolute,
+`~`, or a name in the models directory) or a Hugging Face reference (recipe/modelref.py). All of them are
+checked at once: when files are missing, `orch run` stops with one error naming every one of them and how to point
+the recipe at your files, before a sweep row exists; hub references are fetched only once every local file is
+there, so a typo never costs a download.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.errors import HubError, MissingModels
+from orchestrator.models import hub
+from orchestrator.models.preflight import ModelsUsed
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe.modelref import HUB_PREFIX, SPELLINGS, HubRef, parse_hub
+from orchestrator.recipe.plan import Arm
+
+ROLES = {flags.TARGET_MODEL: "target", flags.DRAFT_MODEL: "draft"}
+
+
+@dataclass
+class Located:
+    """Each model value as rendered -> the local file to run; hub references with what was fetched."""
+
+    paths: dict[str, str] = field(default_factory=dict)
+    fetched: dict[str, tuple[HubRef, hub.Fetched]] = field(default_factory=dict)
+
+    def localised(self, argv: list[str]) -> list[str]:
+        for role in ROLES:
+            argv = flags.with_values(argv, role, lambda value: self.paths.get(value, value))
+        return argv
+
+    def notes(self, argv: list[str]) -> list[str]:
+        values = [flags.flag_value(argv, role) for role in ROLES]
+        return [self.fetched[v][1].note(self.fetched[v][0]) for v in values if v in self.fetched]
+
+    def verify(self, argv: list[str], used: ModelsUsed) -> None:
+        """A fetched file whose sha256 is not the hub's (a cut-off or altered download) is never measured."""
+        for role, info in zip(ROLES, (used.target, used.draft)):
+            value = flags.flag_value(argv, role)
+            if info and value in self.fetched:
+                ref, got = self.fetched[value]
+                if got.hub_sha256 and got.hub_sha256 != info.sha256:
+                    raise HubError(f"{ref.text}: the cached file {got.path} has sha256 {info.sha256}, the hub's is "
+                                   f"{got.hub_sha256}; delete it from the cache and run again")
+
+
+def locate(arms: list[Arm], fetch=hub.fetch) -> Located:
+    """Find every arm's target and draft file; MissingModels naming all missing ones, HubError for a reference
+    that cannot be fetched."""
+    uses: dict[str, list[str]] = {}  # value -> the variables it came from (else its role)
+    for arm in arms:
+        for role, name in ROLES.items():
+            value = flags.flag_value(arm.argv, role)
+            if value:
+                named = uses.setdefault(value, [])
+                named += [v for v in _variables(value, arm.params) or [f"{name} model"] if v not in named]
+    located, refs, missing = Located(), {}, []
+    for value, named in uses.items():
+        path = os.path.expanduser(value)
+        if not value.startswith(HUB_PREFIX) and Path(path).is_file():
+            located.paths[value] = path
+        elif ref := parse_hub(value):
+            refs[value] = ref
+        else:
+            missing.append((path, named))
+    if missing:
+        raise MissingModels(_missing_message(missing, arms))
+    for value, ref in refs.items():
+        got = fetch(ref)
+        located.fetched[value] = (ref, got)
+        located.paths[value] = got.path
+    return located
+
+
+def _variables(value: str, params: dict) -> list[str]:
+    """The recipe variables a rendered value came from: those whose text is the value or its last part."""
+    return sorted(k for k, v in params.items() if k != "models" and isinstance(v, str) and v
+                  and (value == v or value.endswith("/" + v)))
+
+
+def _missing_message(missing: list[tuple[str, list[str]]], arms: list[Arm]) -> str:
+    files = ", ".join(f"{path} ({', '.join(named)}{', a directory' if Path(path).is_dir() else ''})"
+                      for path, named in missing)
+    variable = next((n for _, named in missing for n in named if " " not in n), "target")
+    models = next((a.params["models"] for a in arms if "models" in a.params), None)
+    where = ""
+    if models:
+        where = f"; now {models}" + ("" if Path(models).is_dir() else ", which does not exist")
+    count = f"{len(missing)} model files are" if len(missing) > 1 else "a model file is"
+    return (f"{count} missing, so nothing was run or stored: {files}. Point the recipe at your GGUF files with "
+            f"--set {variable}=FILE or a --vars TOML file of such keys (recipes/tiny.toml is one); FILE is an "
+            f"absolute or ~ path, a name in the models directory (--models DIR, else $ORCH_MODELS, else ./models"
+            f"{where}), or {SPELLINGS} to fetch it from Hugging Face (README: \"Your own models\")")
