@@ -73,6 +73,7 @@ def download(version: str, dest: Path) -> Path:
     cached = _find_sdist(dest, version)
     if cached:
         return cached
+
     def size(elapsed: float, final: bool) -> tuple[str, bool]:
         # pip shows no progress when its output is captured: the size and rate once the file is there
         got = _find_sdist(dest, version) if final else None
