@@ -17,6 +17,7 @@ from pathlib import Path
 from orchestrator import config, proc, store
 from orchestrator.build import options, paths
 from orchestrator.build.options import BuildRequest
+from orchestrator.build.progress import CompileProgress
 from orchestrator.errors import (
     BackendUnavailable,
     BuildBroken,
@@ -30,7 +31,9 @@ from orchestrator.machine import gpu
 from orchestrator.parse.version import parse_version_text
 from orchestrator.source.mirror import Mirror, resolve_commit
 from orchestrator.source.sdist import importer_for
+from orchestrator.status import Phase, StatusLine
 from orchestrator.store import queries
+from orchestrator.tables import clock
 
 STAMP = "orch-stamp.json"
 BUILD_JSON = "build.json"
@@ -106,16 +109,22 @@ def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path,
         _configure_compile_probe(request, mirror, bdir, log, info)
     except KeyboardInterrupt:
         _finish(info, "interrupted", "interrupted by the user", db)
+        _say_total(bdir, "interrupted", info)
         raise Interrupted(f"build of {bdir.name} interrupted; the compiler was stopped and the directory "
                           f"has no stamp (orch will not use it); log: {log}") from None
     except (BuildFailed, ProbeFailed) as exc:
         _finish(info, "failed", str(exc), db)
+        _say_total(bdir, "failed", info)
         raise
     _finish(info, "ok", None, db)
     _write_json(bdir / BUILD_JSON, paths.for_file(info))  # relative: the directory may be moved or copied
     _write_json(bdir / STAMP, options.stamp_for(request, info["cmake_options"], info["targets"]))
-    print(f"orch: built {bdir.name} in {info['duration_s']:.0f}s: {', '.join(info['targets'])}", file=sys.stderr)
+    print(f"orch: built {bdir.name} in {clock(info['duration_s'])}: {', '.join(info['targets'])}", file=sys.stderr)
     return load_build(bdir)  # as every later reader sees it
+
+
+def _say_total(bdir: Path, how: str, info: dict) -> None:
+    print(f"orch: build {bdir.name} {how} after {clock(info['duration_s'])}", file=sys.stderr)
 
 
 def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, log: Path, info: dict) -> None:
@@ -142,11 +151,14 @@ def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, 
 
 
 def _step(what: str, argv: list[str], log: Path, env: dict, bdir: Path) -> None:
+    """Run one build command into the log, showing its elapsed time and (from ninja's lines) its steps."""
     with open(log, "a") as f:
         f.write(f"$ {' '.join(argv)}\n")
-    res = proc.run(argv, log=log, env=env)
-    if not res.ok:
-        raise BuildFailed(f"{what} failed for {bdir.name} ({res.describe()}): {_first_error(log)}; full log: {log}")
+    with Phase(what, StatusLine(), poll=CompileProgress(log).poll):
+        res = proc.run(argv, log=log, env=env)
+        if not res.ok:
+            raise BuildFailed(f"{what} failed for {bdir.name} ({res.describe()}): {_first_error(log)}; "
+                              f"full log: {log}")
 
 
 def _first_error(log: Path) -> str:

@@ -1,7 +1,8 @@
-"""GGUF metadata through llama.cpp's own `gguf` package: what a model is, and whether two can pair.
+"""GGUF metadata: what a model is, read from its header (gguf_read).
 
-The reader memory-maps the file, so inspecting a 40 GB model costs only its header; the sha256 is the
-one full read, streamed. Nothing is cached: a model file can be replaced under the same path.
+The reader memory-maps the file, so inspecting a 40 GB model costs only its header (a vocabulary is walked and
+hashed, never decoded); the sha256 is the one full read, streamed. Nothing is cached: a model file can be
+replaced under the same path.
 
 `decode_bytes` is what one decode step (one token through the model) must read from memory, the
 denominator of the roofline bound:
@@ -18,13 +19,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import gguf
-
 from orchestrator.errors import ModelError
 from orchestrator.hashing import sha256_file
+from orchestrator.models import ggml_types
+from orchestrator.models.gguf_read import (
+    ArraySpan,
+    GGUFFormatError,
+    Header,
+    read_header,
+)
 
-# llama.cpp common/speculative.cpp: SPEC_VOCAB_MAX_SIZE_DIFFERENCE.
-SPEC_VOCAB_MAX_SIZE_DIFFERENCE = 128
+TOKENS = "tokenizer.ggml.tokens"
 
 
 @dataclass
@@ -54,6 +59,8 @@ class ModelInfo:
     weight_bytes: int | None = None  # all tensor data
     expert_bytes: int | None = None  # tensor data in `_exps` tensors
     decode_bytes: int | None = None  # see the module docstring
+    # sha256 of the token strings as stored (tokenizer.ggml.tokens): equal hashes, equal vocabularies (issue 13).
+    vocab_sha256: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,38 +73,43 @@ def inspect(path: str | Path) -> ModelInfo:
         raise ModelError(f"model file {path} does not exist (check the path)")
     if not path.is_file():
         raise ModelError(f"model path {path} is not a regular file; pass a .gguf file")
-    reader = _open(path)
-    arch = _scalar(reader, "general.architecture")
+    head = _open(path)
+    fields = head.fields
+    arch = fields.get("general.architecture")
     if not isinstance(arch, str):
         raise ModelError(f"{path} is a GGUF without general.architecture; it cannot be loaded as a model")
-    tokens = reader.get_field("tokenizer.ggml.tokens")
-    sizes = {t.name: (t.tensor_type.name, int(t.n_bytes)) for t in reader.tensors}
-    heads = _attention(reader, arch)
-    experts = (_scalar(reader, f"{arch}.expert_count"), _scalar(reader, f"{arch}.expert_used_count"))
+    tokens = head.arrays.get(TOKENS)
+    sizes = {t.name: _tensor_bytes(path, t) for t in head.tensors}
+    experts = (fields.get(f"{arch}.expert_count"), fields.get(f"{arch}.expert_used_count"))
     return ModelInfo(
         path=str(path),
         sha256=sha256_file(path),
         size_bytes=path.stat().st_size,
         architecture=arch,
-        name=_scalar(reader, "general.name"),
-        parameters=sum(int(t.n_elements) for t in reader.tensors),
-        file_type=file_type_name(_scalar(reader, "general.file_type")),
-        vocab_type=_scalar(reader, "tokenizer.ggml.model"),
-        # len(data) counts the array's elements without decoding 150k token strings.
-        vocab_size=len(tokens.data) if tokens is not None else None,
-        bos_id=_scalar(reader, "tokenizer.ggml.bos_token_id"),
-        eos_id=_scalar(reader, "tokenizer.ggml.eos_token_id"),
-        n_layers=_scalar(reader, f"{arch}.block_count"),
-        n_embd=_scalar(reader, f"{arch}.embedding_length"),
-        context_length=_scalar(reader, f"{arch}.context_length"),
+        name=fields.get("general.name"),
+        parameters=sum(t.n_elements for t in head.tensors),
+        file_type=file_type_name(fields.get("general.file_type")),
+        vocab_type=fields.get("tokenizer.ggml.model"),
+        vocab_size=tokens.count if tokens is not None else None,
+        bos_id=fields.get("tokenizer.ggml.bos_token_id"),
+        eos_id=fields.get("tokenizer.ggml.eos_token_id"),
+        n_layers=fields.get(f"{arch}.block_count"),
+        n_embd=fields.get(f"{arch}.embedding_length"),
+        context_length=fields.get(f"{arch}.context_length"),
         expert_count=experts[0],
         expert_used_count=experts[1],
-        **heads,
+        **_attention(fields, arch),
         quant_mix=quant_mix(sizes.values()),
         weight_bytes=sum(n for _, n in sizes.values()),
         expert_bytes=sum(n for name, (_, n) in sizes.items() if is_expert_tensor(name)),
         decode_bytes=decode_bytes({name: n for name, (_, n) in sizes.items()}, *experts),
+        vocab_sha256=tokens.sha256 if tokens is not None else None,
     )
+
+
+def token_span(path: str | Path) -> ArraySpan | None:
+    """Where a model's token strings lie in its file (for the token-by-token comparison), None without a vocabulary."""
+    return _open(Path(path), hash_arrays=False).arrays.get(TOKENS)
 
 
 def quant_mix(tensors) -> dict[str, int]:
@@ -127,53 +139,36 @@ def decode_bytes(tensor_bytes: dict[str, int], expert_count: int | None, expert_
     return round(total)
 
 
-def vocab_differences(target: ModelInfo, draft: ModelInfo) -> list[str]:
-    """Why llama.cpp would refuse this target/draft pair (common_speculative_are_compatible); [] if it would not.
-
-    llama.cpp also compares every token's text; that needs the token lists, which ModelInfo does not keep.
-    """
-    reasons = []
-    if target.vocab_type != draft.vocab_type:
-        reasons.append(f"vocab type {target.vocab_type} vs {draft.vocab_type}")
-    if target.vocab_size is not None and draft.vocab_size is not None:
-        diff = abs(target.vocab_size - draft.vocab_size)
-        if diff > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:
-            reasons.append(f"vocab size {target.vocab_size} vs {draft.vocab_size} "
-                           f"(differ by {diff}, llama.cpp allows {SPEC_VOCAB_MAX_SIZE_DIFFERENCE})")
-    if target.bos_id != draft.bos_id:
-        reasons.append(f"bos token id {target.bos_id} vs {draft.bos_id}")
-    if target.eos_id != draft.eos_id:
-        reasons.append(f"eos token id {target.eos_id} vs {draft.eos_id}")
-    return reasons
-
-
 def file_type_name(value: int | None) -> str | None:
     """general.file_type as llama.cpp names quantisations: 1 -> "F16", 15 -> "Q4_K_M"."""
-    if value is None:
-        return None
-    try:
-        member = gguf.LlamaFileType(value)
-    except ValueError:
-        return f"unknown ({value})"
-    return member.name.removeprefix("MOSTLY_").removeprefix("ALL_")
+    return ggml_types.file_type_name(value)
 
 
-def _open(path: Path) -> gguf.GGUFReader:
+def _open(path: Path, hash_arrays: bool = True) -> Header:
     try:
-        return gguf.GGUFReader(path, "r")
-    # The reader signals a bad magic, an empty or truncated file with assorted built-in errors.
-    except (ValueError, IndexError, KeyError, OSError, UnicodeDecodeError, OverflowError) as exc:
+        return read_header(path, hash_arrays=hash_arrays)
+    except (GGUFFormatError, OSError) as exc:
         raise ModelError(f"{path} is not a readable GGUF file ({_first_line(exc)}); "
                          f"pass a .gguf model, not a safetensors/bin file") from exc
 
 
-def _attention(reader: gguf.GGUFReader, arch: str) -> dict[str, int | None]:
-    n_head = _largest(_scalar(reader, f"{arch}.attention.head_count"))
-    n_head_kv = _largest(_scalar(reader, f"{arch}.attention.head_count_kv"))
-    n_embd = _scalar(reader, f"{arch}.embedding_length")
+def _tensor_bytes(path: Path, tensor) -> tuple[str, int]:
+    """(type name, bytes of data) of one tensor."""
+    known = ggml_types.tensor_type(tensor.type_id)
+    if known is None:
+        raise ModelError(f"{path}: tensor {tensor.name} has ggml type {tensor.type_id}, which neither orch nor the "
+                         f"installed gguf package knows; upgrade gguf (pip install -U gguf)")
+    name, block, block_bytes = known
+    return name, tensor.n_elements * block_bytes // block
+
+
+def _attention(fields: dict[str, Any], arch: str) -> dict[str, int | None]:
+    n_head = _largest(fields.get(f"{arch}.attention.head_count"))
+    n_head_kv = _largest(fields.get(f"{arch}.attention.head_count_kv"))
+    n_embd = fields.get(f"{arch}.embedding_length")
     default = n_embd // n_head if n_embd and n_head else None
-    key = _scalar(reader, f"{arch}.attention.key_length")
-    value = _scalar(reader, f"{arch}.attention.value_length")
+    key = fields.get(f"{arch}.attention.key_length")
+    value = fields.get(f"{arch}.attention.value_length")
     # llama.cpp: head_count_kv defaults to head_count (no grouped-query attention).
     return {"n_head": n_head, "n_head_kv": n_head_kv if n_head_kv is not None else n_head,
             "key_length": key if key is not None else default,
@@ -185,15 +180,6 @@ def _largest(value: Any) -> int | None:
     if isinstance(value, list):
         return max(value) if value else None
     return value
-
-
-def _scalar(reader: gguf.GGUFReader, key: str) -> Any:
-    """A field's value as a plain Python str/int/float/bool, or None when absent."""
-    field = reader.get_field(key)
-    if field is None:
-        return None
-    value = field.contents()
-    return value.item() if hasattr(value, "item") else value
 
 
 def _first_line(exc: BaseException) -> str:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import gguf
-
+from orchestrator.models.ggml_types import tensor_type_by_name
 from orchestrator.models.gguf_info import ModelInfo
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe.argv import flag_value
@@ -51,11 +50,11 @@ class MemFit:
 
 def cache_type_bytes(cache_type: str) -> float:
     """Bytes per element of a KV cache type: f16 -> 2, q8_0 -> 34/32, q4_0 -> 18/32."""
-    try:
-        block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[cache_type.upper()]]
-    except KeyError:
+    known = tensor_type_by_name(cache_type)
+    if known is None:
         raise ValueError(f"unknown KV cache type {cache_type!r}; llama.cpp takes f32, f16, bf16, q8_0, "
-                         f"q4_0, q4_1, iq4_nl, q5_0, q5_1") from None
+                         f"q4_0, q4_1, iq4_nl, q5_0, q5_1")
+    _, block, size = known
     return size / block
 
 

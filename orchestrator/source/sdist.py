@@ -14,6 +14,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import time
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -21,6 +22,8 @@ from pathlib import Path
 from orchestrator import proc
 from orchestrator.errors import SourceImportError
 from orchestrator.source.mirror import Mirror
+from orchestrator.status import Phase, StatusLine
+from orchestrator.tables import clock
 
 PACKAGE = "llama-cpp-python"
 SUBMODULE_GITDIR = ".git/modules/vendor/llama.cpp"
@@ -70,15 +73,24 @@ def download(version: str, dest: Path) -> Path:
     cached = _find_sdist(dest, version)
     if cached:
         return cached
-    print(f"orch: downloading {PACKAGE}=={version} sdist through pip", file=sys.stderr)
-    res = proc.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                    "--disable-pip-version-check", "-d", str(dest), f"{PACKAGE}=={version}"],
-                   capture=True, timeout=1800)
-    found = _find_sdist(dest, version)
-    if not res.ok or not found:
-        detail = _pip_reason(res.stdout + res.stderr)
-        raise SourceImportError(f"{PACKAGE}=={version} could not be downloaded ({detail}); "
-                                f"check the version (`pip index versions {PACKAGE}`) and your package index")
+
+    def size(elapsed: float, final: bool) -> tuple[str, bool]:
+        # pip shows no progress when its output is captured: the size and rate once the file is there
+        got = _find_sdist(dest, version) if final else None
+        if got is None:
+            return "", False
+        mb = got.stat().st_size / 1e6
+        return f": {got.name}, {mb:.1f} MB" + (f" ({mb / elapsed:.1f} MB/s)" if elapsed >= 1 else ""), False
+
+    with Phase(f"pip download {PACKAGE}=={version}", StatusLine(), poll=size):
+        res = proc.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                        "--disable-pip-version-check", "-d", str(dest), f"{PACKAGE}=={version}"],
+                       capture=True, timeout=1800)
+        found = _find_sdist(dest, version)
+        if not res.ok or not found:
+            detail = _pip_reason(res.stdout + res.stderr)
+            raise SourceImportError(f"{PACKAGE}=={version} could not be downloaded ({detail}); "
+                                    f"check the version (`pip index versions {PACKAGE}`) and your package index")
     return found
 
 
@@ -99,11 +111,13 @@ def _pip_reason(output: str) -> str:
 def import_sdist(tarball: Path, version: str, mirror: Mirror) -> str:
     """Bring the llama.cpp commit vendored in tarball into the mirror; return the mirror sha."""
     with tempfile.TemporaryDirectory(prefix="orch-sdist-") as tmp:
-        top, changelog, gitdir = _extract(tarball, Path(tmp), want_tree=False)
+        with Phase(f"unpack {tarball.name}", StatusLine()):
+            top, changelog, gitdir = _extract(tarball, Path(tmp), want_tree=False)
         expected = vendored_commits(changelog).get(version) or known_vendored().get(version)
         tag = f"llama-cpp-python-{version}"
         if gitdir is not None:
-            sha = mirror.fetch_head(gitdir, tag)
+            with Phase("fetch into the mirror", StatusLine()):
+                sha = mirror.fetch_head(gitdir, tag)
             if expected and not sha.startswith(expected[: len(sha)]) and not expected.startswith(sha[:7]):
                 print(f"orch: warning: {tarball.name} vendors {sha[:9]}, its CHANGELOG says {expected}",
                       file=sys.stderr)
@@ -113,8 +127,10 @@ def import_sdist(tarball: Path, version: str, mirror: Mirror) -> str:
         if not expected:
             raise SourceImportError(f"{tarball.name} has neither {SUBMODULE_GITDIR} nor a CHANGELOG entry naming "
                                     f"its llama.cpp commit; import that commit from a git remote with --source")
-        _extract(tarball, Path(tmp), want_tree=True)
-        sha = _commit_tree(Path(tmp) / top / VENDOR_TREE, mirror, tag, version, expected)
+        with Phase(f"unpack the vendored tree of {tarball.name}", StatusLine()):
+            _extract(tarball, Path(tmp), want_tree=True)
+        with Phase("commit the tree into the mirror", StatusLine()):
+            sha = _commit_tree(Path(tmp) / top / VENDOR_TREE, mirror, tag, version, expected)
         mirror.record_origin(sha, {"source": f"pypi:{PACKAGE}=={version}", "method": "vendored tree (no git dir)",
                                    "upstream_commit": expected})
         return sha
@@ -163,8 +179,11 @@ def import_versions(versions: list[str], mirror: Mirror, builds_root: Path) -> l
     """orch mirror sdist: download and import each version; (version, sha) pairs."""
     done = []
     for version in versions:
+        start = time.monotonic()
         tarball = download(version, sdist_cache(builds_root))
         done.append((version, import_sdist(tarball, version, mirror)))
+        print(f"orch: imported {PACKAGE} {version} as mirror commit {done[-1][1][:9]} in "
+              f"{clock(time.monotonic() - start)}", file=sys.stderr)
     return done
 
 

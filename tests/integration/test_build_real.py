@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -116,27 +117,39 @@ def test_compile_failure_keeps_the_log_and_no_stamp(orch_exe, cache_env, real_bu
     res, log = failed_build(orch_exe, cache_env, "-DCMAKE_C_FLAGS=-Dggml_tensor=@")
     assert res.returncode == 6
     assert "compile failed" in res.stderr and log.exists()
+    # Off a terminal: plain lines, each phase's time, and the whole build's time even when it fails.
+    assert re.search(r"^orch: CMake configure done in \d:\d\d:\d\d$", res.stderr, re.M)
+    assert re.search(r"^orch: compile stopped after \d:\d\d:\d\d( at step \d+/\d+)?$", res.stderr, re.M)
+    assert re.search(rf"^orch: build {log.parent.name} failed after \d:\d\d:\d\d$", res.stderr, re.M)
+    assert "\r" not in res.stderr
     assert_not_a_build(orch_exe, cache_env, log.parent)
 
 
 def test_ctrl_c_stops_the_compiler_and_leaves_no_stamp(orch_exe, cache_env, real_build):
+    started = time.time_ns()
     proc = subprocess.Popen([orch_exe, "build", COMMIT, "--backend", "cpu", "--cmake-arg=-DGGML_NATIVE=OFF",
                              "--force"], env=cache_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     bdir = None
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and proc.poll() is None:
+        # --force starts a new log: the previous run's (with its steps) is older than this test
         logs = [p for p in (CACHE / "builds").glob(f"{COMMIT}-cpu-*/build.log")
-                if "GGML_NATIVE=OFF" in p.read_text(errors="replace")]
-        if logs and "cmake --build" in logs[0].read_text(errors="replace"):
+                if p.stat().st_mtime_ns > started and "GGML_NATIVE=OFF" in p.read_text(errors="replace")]
+        # a step finished: orch has shown it (the first step gets a line of its own)
+        if logs and re.search(r"^\[\d+/\d+\] ", logs[0].read_text(errors="replace"), re.M):
             bdir = logs[0].parent
             break
         time.sleep(0.5)
     assert bdir is not None, "the build never reached the compile step"
-    time.sleep(3)
+    time.sleep(1.5)
     os.kill(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends to orch
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "build.log" in err
+    assert re.search(r"^orch: compile \d:\d\d:\d\d \[\d+/\d+\] \d+%(, about \d:\d\d:\d\d left)? \| last: Building ", err,
+                     re.M), err
+    assert re.search(r"^orch: compile stopped after \d:\d\d:\d\d at step \d+/\d+$", err, re.M), err
+    assert re.search(rf"^orch: build {bdir.name} interrupted after \d:\d\d:\d\d$", err, re.M), err
     assert (bdir / "build.log").exists()
     assert_not_a_build(orch_exe, cache_env, bdir)
     leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(bdir) in " ".join(p.info["cmdline"] or [])]

@@ -2,14 +2,18 @@
 part of the time (not never, not always), and the gpt2-vocabulary draft is refused."""
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from gguf_compare import assert_agrees_with_gguf
 
 from orchestrator.errors import ModelError
-from orchestrator.models.gguf_info import inspect, sha256_file, vocab_differences
+from orchestrator.models.gguf_info import inspect, sha256_file, token_span
+from orchestrator.models.gguf_read import raw_strings
 from orchestrator.models.tiny import find_vocab_dir, make_tiny_models
+from orchestrator.models.vocab import differences as vocab_differences
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog", "Once upon a time, in a small village by the sea,",
            "The capital of France is"]
@@ -27,7 +31,6 @@ def tiny(vocab_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def infos(tiny):
-    # inspect() parses the whole vocabulary (a couple of seconds for gpt2's tokens and merges): once per module.
     return {role: inspect(path) for role, path in tiny.items()}
 
 
@@ -63,6 +66,30 @@ def test_gpt2_draft_differs(infos):
     assert "vocab type llama vs gpt2" in reasons
 
 
+@pytest.mark.parametrize("role", ["target", "draft_gpt2"])  # SPM with scores; BPE with merges
+def test_header_reader_agrees_with_gguf_on_real_vocabularies(tiny, infos, role):
+    head = assert_agrees_with_gguf(tiny[role])
+    assert infos[role].vocab_sha256 == head.arrays["tokenizer.ggml.tokens"].sha256
+
+
+# Pairs of llama.cpp's own vocabulary files (its models/ folder), judged by its rules.
+VOCAB_PAIRS = [
+    ("gpt-neox", "mpt", []),  # the same tokens under two architectures: the hashes settle it
+    ("qwen2", "qwen35", []),  # 151936 tokens, pre-tokenizers differ (llama.cpp does not compare those)
+    ("llama-spm", "phi-3", ["eos token id 2 vs 32000"]),
+    ("refact", "starcoder", ["token 5 is '<filename>' in the target but '<repo_name>' in the draft"]),
+    ("gpt-2", "llama-bpe", ["vocab size 50257 vs 128256", "bos token id 50256 vs 128000",
+                            "eos token id 50256 vs 128001"]),
+]
+
+
+@pytest.mark.parametrize("target, draft, expected", VOCAB_PAIRS, ids=[f"{t}+{d}" for t, d, _ in VOCAB_PAIRS])
+def test_real_vocabulary_pairs(vocab_dir, target, draft, expected):
+    infos = [inspect(vocab_dir / f"ggml-vocab-{name}.gguf") for name in (target, draft)]
+    reasons = vocab_differences(*infos)
+    assert len(reasons) == len(expected) and all(r.startswith(e) for r, e in zip(reasons, expected)), reasons
+
+
 @pytest.mark.parametrize("p_min", [0.9, None], ids=["p_min=0.9", "p_min=default"])
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_real_acceptance_is_partial(real_build, tiny, prompt, p_min):
@@ -79,6 +106,34 @@ def test_real_binary_aborts_on_the_gpt2_draft(real_build, tiny):
     res = speculate(real_build, tiny["target"], tiny["draft_gpt2"], PROMPTS[0], 0.9)
     assert res.returncode in (134, -6), res.returncode
     assert "draft model vocab type must match target model" in res.stderr
+
+
+def with_token_text(src: Path, dst: Path, token_id: int, text: bytes) -> Path:
+    """A copy of src whose token token_id reads text instead (same length, so patched in place)."""
+    with raw_strings(src, token_span(src)) as items:
+        old, start = items.item(token_id), items.offsets[token_id] + 8
+    assert len(old) == len(text)
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as f:
+        f.seek(start)
+        f.write(text)
+    return dst
+
+
+@pytest.mark.parametrize("token_id, text, refused", [(700, b"qX", True), (4, b"<0X01>", False)],
+                         ids=["token-700", "token-4"])
+def test_token_text_rule_matches_the_real_binary(real_build, tiny, tmp_path, token_id, text, refused):
+    # llama.cpp compares token texts from id 5 on: a renamed token 700 aborts it, a renamed token 4 does not.
+    draft = with_token_text(tiny["draft"], tmp_path / "draft.gguf", token_id, text)
+    reasons = vocab_differences(inspect(tiny["target"]), inspect(draft))
+    res = speculate(real_build, tiny["target"], draft, PROMPTS[0], 0.9)
+    if refused:
+        assert reasons == ["token 700 is 'du' in the target but 'qX' in the draft "
+                           "(llama.cpp compares every token text from id 5 on)"]
+        assert res.returncode in (134, -6) and "the target and draft vocabs are not compatible" in res.stderr
+    else:
+        assert reasons == []
+        assert res.returncode == 0, res.stderr[-2000:]
 
 
 def test_deterministic_and_idempotent(tiny, vocab_dir, tmp_path):

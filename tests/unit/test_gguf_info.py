@@ -1,4 +1,4 @@
-"""GGUF metadata read through the gguf package, and the vocabulary rules llama.cpp applies to a target/draft pair."""
+"""GGUF metadata as orch reads it, and the vocabulary rules llama.cpp applies to a target/draft pair."""
 
 import dataclasses
 import hashlib
@@ -14,8 +14,8 @@ from orchestrator.models.gguf_info import (
     decode_bytes,
     file_type_name,
     inspect,
-    vocab_differences,
 )
+from orchestrator.models.vocab import differences as vocab_differences
 
 
 def write_gguf(path, *, vocab_model="llama", n_vocab=8, bos=1, eos=2, experts=None, with_vocab=True, name="tiny"):

@@ -88,6 +88,19 @@ def test_import_fetches_the_true_commit_from_the_submodule_git_dir(tmp_path):
     assert [r["commit"] for r in rows] == [sha] and rows[0]["refs"] == ["llama-cpp-python-0.3.36"]
 
 
+def test_import_shows_each_phase_and_the_total_time(tmp_path, capsys):
+    builds = tmp_path / "builds"
+    (builds / "sdists").mkdir(parents=True)
+    tarball, sha = make_sdist(tmp_path, "0.3.36", with_gitdir=True)
+    tarball.rename(builds / "sdists" / tarball.name)  # cached: no pip
+    assert sdist.import_versions(["0.3.36"], Mirror(tmp_path / "src.git"), builds) == [("0.3.36", sha)]
+    shown = [line for line in capsys.readouterr().err.splitlines() if "CHANGELOG says" not in line]  # a made-up sha
+    assert shown == [
+        "orch: unpack llama_cpp_python-0.3.36.tar.gz done in 0:00:00",
+        "orch: fetch into the mirror done in 0:00:00",
+        f"orch: imported llama-cpp-python 0.3.36 as mirror commit {sha[:9]} in 0:00:00"]
+
+
 def test_sdist_without_git_dir_falls_back_to_committing_the_tree(tmp_path, capsys):
     tarball, _ = make_sdist(tmp_path, "0.3.36", with_gitdir=False)
     mirror = Mirror(tmp_path / "src.git")
