@@ -91,7 +91,10 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
         run_env = {**env, "ORCH_DB": str(db), "ORCH_CACHE": str(cache)}
         argv = [orch, "run", str(recipe), "--build", build, *extra]
         with open(Path(tmp) / "stderr", "w+") as err:
-            child = subprocess.Popen(argv, env=run_env, stdout=subprocess.DEVNULL, stderr=err)
+            # As a terminal starts it, whatever started this script (nohup hands SIGHUP ignored, and orch keeps
+            # an ignored signal ignored).
+            child = subprocess.Popen(argv, env=run_env, stdout=subprocess.DEVNULL, stderr=err,
+                                     preexec_fn=_default_signals)
             deadline = time.monotonic() + 300
             while ended_runs(db) < after and child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -120,7 +123,7 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
         if result.exit_code not in expected:
             result.problems.append(f"exit {result.exit_code}, expected {expected}")
         if "Traceback" in stderr:
-            result.problems.append("a traceback: " + stderr[stderr.index("Traceback"):][:300])
+            result.problems.append("a traceback: " + stderr[stderr.index("Traceback"):][-3000:])
         left = _alive(descendants, wait_s=10)
         if left:
             result.problems.append(f"processes outlived orch: {left}")
@@ -140,9 +143,11 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
                            "(SELECT count(*) FROM sweeps WHERE status = 'running')")[0][0]
         if running:
             result.problems.append(f"{running} rows still running after the next open")
-        failed = rows(db, "SELECT count(*) FROM runs WHERE status = 'failed'")[0][0]
+        failed = rows(db, "SELECT count(*) FROM runs WHERE status = 'failed' "
+                          "AND failure_class IS DISTINCT FROM 'truncated_log'")[0][0]  # the binary's (below)
         if failed:
-            result.problems.append(f"{failed} runs stored failed by the kill")
+            classes = rows(db, "SELECT id, failure_class, failure_detail FROM runs WHERE status = 'failed'")
+            result.problems.append(f"{failed} runs stored failed by the kill: {classes}")
         status = rows(db, "SELECT status FROM sweeps")
         if status == [("done",)] and result.exit_code == 130:  # it landed after the last run: nothing to resume
             result.note = "landed after the last run"
@@ -165,6 +170,11 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
             result.problems.append(f"after --resume {cells[0][0]} measured ok runs in {cells[0][1]} cells, "
                                    f"expected {total}")
     return result
+
+
+def _default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

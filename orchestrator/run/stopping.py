@@ -1,5 +1,6 @@
 """Stopping a sweep on any signal a user or a system sends: Ctrl-C, SIGTERM (kill, systemd, a CI timeout) and
-SIGHUP (a closed terminal or SSH session) all stop it the same way.
+SIGHUP (a closed terminal or SSH session) all stop it the same way, unless orch was started with that signal
+ignored (`nohup`), which it then keeps ignoring.
 
 The first signal raises KeyboardInterrupt in the main thread, where the sweep stores the run in flight as
 interrupted and ends the sweep. Every later signal is only acknowledged: a second Ctrl-C while that is being
@@ -39,7 +40,9 @@ def stop_on_signals() -> Iterator[_Stopper]:
     """Within: SIGINT, SIGTERM and SIGHUP raise one KeyboardInterrupt; later ones are acknowledged, not raised.
     After a stop they stay ignored: orch is on its way out."""
     stopper = _Stopper()
-    previous = {sig: signal.signal(sig, stopper) for sig in SIGNALS}
+    # A signal ignored when orch started stays ignored: `nohup orch run ...` must outlive its terminal, and a job
+    # started with `&` by a script ignores Ctrl-C meant for the foreground (the convention Python keeps for SIGINT).
+    previous = {sig: signal.signal(sig, stopper) for sig in SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}
     previous_hook = sys.unraisablehook
 
     def unraisable(info) -> None:

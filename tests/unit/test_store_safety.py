@@ -127,7 +127,13 @@ def test_a_sweep_whose_orch_died_is_recovered_on_the_next_read(tmp_path):
     assert not work.exists()
 
 
+def _default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # as a terminal starts orch (and leaves pytest)
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+
 def test_the_first_stop_signal_interrupts_and_later_ones_are_acknowledged(capsys):
+    _default_signals()  # pytest itself may run under nohup
     for first in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         with stop_on_signals() as stopper:
             with pytest.raises(KeyboardInterrupt):
@@ -137,12 +143,26 @@ def test_the_first_stop_signal_interrupts_and_later_ones_are_acknowledged(capsys
         assert stopper.first == first.name
         assert capsys.readouterr().err.count("already stopping") == 1
         assert signal.getsignal(first) == signal.SIG_IGN  # ignored from now on: orch is on its way out
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # leave the test process as it was
-            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+        _default_signals()
     with stop_on_signals():
         pass
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # no signal came: the previous handlers are back
 
+
+def test_under_nohup_a_hangup_does_not_stop_the_sweep():
+    """`nohup orch run ... &` then closing the terminal: the sweep goes on (found by the kill trials, which ran
+    under nohup and saw SIGHUP stop sweeps that should have outlived their terminal)."""
+    _default_signals()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # what nohup hands its command
+    try:
+        with stop_on_signals() as stopper:
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            signal.raise_signal(signal.SIGHUP)  # ignored: no KeyboardInterrupt
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGTERM)  # the other signals still stop it
+        assert stopper.first == "SIGTERM" and signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        _default_signals()
 
 
 def test_summary_of_an_unknown_sweep_is_an_error(tmp_path):
