@@ -14,6 +14,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from orchestrator import interrupts
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -26,6 +28,9 @@ class _Stopper:
     def __call__(self, signum, frame) -> None:
         if self.first is None:
             self.first = signal.Signals(signum).name
+            if interrupts.holding():  # in a write to the results file: raised as the write ends
+                interrupts.defer(self.first)
+                return
             raise KeyboardInterrupt(self.first)
         if not self.told:
             self.told = True

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from orchestrator import interrupts
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
 from orchestrator.store import migrations, recovery, schema
 from orchestrator.store.migrations import (
@@ -77,11 +78,12 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True, check: 
 
 
 def _prepare(con, path: Path, check: bool) -> None:
-    migrations.apply(con)
-    if check:
-        _check(con, path)
-        recovery.recover_dead(con)
-        _ready.add(path.resolve())
+    with interrupts.held():  # migrations and recoveries are writes: a stop waits for their end
+        migrations.apply(con)
+        if check:
+            _check(con, path)
+            recovery.recover_dead(con)
+            _ready.add(path.resolve())
 
 
 def _check(con, path: Path) -> None:
@@ -119,12 +121,15 @@ def _holder(exc: Exception) -> str:
 @contextmanager
 def opened(path: Path, *, read_only: bool = False, create: bool = True, check: bool = True,
            wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """`with opened(db) as con:` the connection is closed whatever happens inside."""
+    """`with opened(db) as con:` the connection is closed whatever happens inside. A stop signal that lands
+    inside is held until the block ends (orchestrator/interrupts.py): the waiting for a lock stays interruptible,
+    the writing does not."""
     con = connect(path, read_only=read_only, create=create, check=check, wait_s=wait_s)
-    try:
-        yield con
-    finally:
-        con.close()
+    with interrupts.held():
+        try:
+            yield con
+        finally:
+            con.close()
 
 
 @dataclass(frozen=True)

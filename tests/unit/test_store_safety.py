@@ -149,6 +149,26 @@ def test_the_first_stop_signal_interrupts_and_later_ones_are_acknowledged(capsys
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # no signal came: the previous handlers are back
 
 
+def test_a_stop_inside_a_write_waits_for_the_write_to_end(tmp_path):
+    """A signal landing while DuckDB executes used to become DuckDB's RuntimeError('Query interrupted'): the run was
+    stored failed, the sweep failed, and orch exited 1 with a traceback (a SIGTERM kill trial). Held, the write
+    completes and the stop is raised right after it."""
+    import threading
+
+    _default_signals()
+    db = store.Database(tmp_path / "r.duckdb")
+    with stop_on_signals() as stopper:
+        with pytest.raises(KeyboardInterrupt):
+            with db.write() as con:
+                threading.Timer(0.05, signal.raise_signal, [signal.SIGTERM]).start()
+                total = con.execute("SELECT count(*) FROM range(400000000) t(x) WHERE x % 7 = 3").fetchone()[0]
+                con.execute("CREATE TABLE after_the_signal AS SELECT ? AS total", [total])
+        assert stopper.first == "SIGTERM"
+    _default_signals()
+    with db.read() as con:  # the query ran to its end and the write after the signal was made
+        assert con.execute("SELECT total FROM after_the_signal").fetchone()[0] == len(range(3, 400000000, 7))
+
+
 def test_under_nohup_a_hangup_does_not_stop_the_sweep():
     """`nohup orch run ... &` then closing the terminal: the sweep goes on (found by the kill trials, which ran
     under nohup and saw SIGHUP stop sweeps that should have outlived their terminal)."""
