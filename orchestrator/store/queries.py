@@ -190,8 +190,8 @@ def _log_interval(n: str, mean: str, sd: str, side: str) -> str:
 _OK = "status = 'ok'"
 ARM_SUMMARY_SQL = f"""
 WITH picked AS (
-    SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control,
-           r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
+    SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control, r.reference_arm,
+           r.mode, r.repeat_index, r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
@@ -219,7 +219,14 @@ run_values AS (  -- the runs' speeds, only for arms where a rule reads them (bim
     SELECT p.sweep_id, p.arm, list(p.decode_tps ORDER BY p.id) AS ok_decode_tps
     FROM picked p SEMI JOIN arms a ON a.sweep_id = p.sweep_id AND a.arm = p.arm AND a.n >= 4
     WHERE p.{_OK} GROUP BY p.sweep_id, p.arm),
-samples AS (SELECT * FROM decode_samples WHERE sweep_id IN (SELECT unnest($ids::INTEGER[]))),
+samples AS (  -- view decode_samples over the picked runs (read through the view, measured_runs is ranked twice)
+    SELECT sweep_id, arm, is_baseline, reference_arm, mode, repeat_index, '' AS prompt_id, decode_tps AS tps
+    FROM picked WHERE {_OK} AND decode_tps > 0 AND mode IS DISTINCT FROM 'server'
+    UNION ALL
+    SELECT o.sweep_id, o.arm, o.is_baseline, o.reference_arm, o.mode, o.repeat_index, q.prompt_id,
+           q.predicted_n / q.predicted_ms * 1000
+    FROM picked o JOIN requests q ON q.run_id = o.id
+    WHERE o.{_OK} AND o.decode_tps > 0 AND o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0),
 paired AS (
     SELECT a.sweep_id, a.arm,
            count(*) FILTER ({PAIRED_WITH["reference"]}) AS n_ref,
