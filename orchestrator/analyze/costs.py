@@ -76,14 +76,15 @@ class Energy:
     high: float | None
     runs: int  # runs with a figure
     power_w: float | None  # mean GPU power over the generation windows
-    min_samples: int | None  # fewest power samples in one run's window: 1 or 2 make a rough figure
+    min_samples: int | None  # fewest power samples in one measured run's window: 1 or 2 make a rough figure
+    gpu_idle_runs: int = 0  # runs whose GPUs idled through generation (a CPU build): no figure, rightly
 
     def fields(self) -> dict:
         """The summary row's fields (JSON keys): joules_per_token, joules_per_token_low/_high, energy_runs, power_w,
-        energy_samples_min."""
+        energy_samples_min, energy_gpu_idle_runs."""
         return {"joules_per_token": self.joules_per_token, "joules_per_token_low": self.low,
                 "joules_per_token_high": self.high, "energy_runs": self.runs, "power_w": self.power_w,
-                "energy_samples_min": self.min_samples}
+                "energy_samples_min": self.min_samples, "energy_gpu_idle_runs": self.gpu_idle_runs}
 
 
 def arm_energy(rows: list[dict]) -> dict[tuple[int, str], Energy]:
@@ -92,6 +93,7 @@ def arm_energy(rows: list[dict]) -> dict[tuple[int, str], Energy]:
     for r in rows:
         low, high = stats.log_interval(r["n"], r["mean_log"], r["sd_log"])
         out[(r["sweep_id"], r["arm"])] = Energy(joules_per_token=r["mean"] if r["n"] else None, low=low, high=high,
-                                                runs=r["n"], power_w=r["power_w"], min_samples=r["min_samples"])
+                                                runs=r["n"], power_w=r["power_w"], min_samples=r["min_samples"],
+                                                gpu_idle_runs=r["gpu_idle_runs"])
     return out
 

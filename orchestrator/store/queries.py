@@ -342,11 +342,14 @@ def arm_draft_costs(con: Con, sweep_ids: list[int]) -> list[dict]:
 
 def arm_energy(con: Con, sweep_ids: list[int]) -> list[dict]:
     """Per sweep and arm with GPU power samples: joules per generated token over the runs that have one (count,
-    mean, sample stdev, and the same on logs for an interval that stays above zero), mean power, fewest samples."""
+    mean, sample stdev, and the same on logs for an interval that stays above zero), mean power, fewest samples
+    in a measured window, and runs whose GPUs idled through generation (no figure: not this run's energy)."""
     return rows_as_dicts(con.execute("""
         SELECT sweep_id, arm, count(*) AS runs, count(joules_per_token) AS n, avg(joules_per_token) AS mean,
                stddev_samp(joules_per_token) AS sd, avg(ln(joules_per_token)) AS mean_log,
-               stddev_samp(ln(joules_per_token)) AS sd_log, avg(power_w) AS power_w, min(samples) AS min_samples
+               stddev_samp(ln(joules_per_token)) AS sd_log, avg(power_w) AS power_w,
+               min(samples) FILTER (WHERE joules_per_token IS NOT NULL) AS min_samples,
+               count(*) FILTER (WHERE samples > 0 AND gpus = 0) AS gpu_idle_runs
         FROM run_energy WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) AND (joules_per_token > 0 OR joules IS NULL)
         GROUP BY sweep_id, arm""", [sweep_ids]))
 

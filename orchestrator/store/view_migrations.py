@@ -126,7 +126,8 @@ def m009_costs(con: duckdb.DuckDBPyConnection) -> None:
     the window; their draw summed per tick) over its generation window, times the window's length, per generated
     token. The window of a CLI run is its last tokens / decode_tps seconds before it exited (load and prompt
     processing come first and are left out); of a server run, the requests (wall_s) up to its last sample, prompt
-    processing of the requests included, as serving costs it. joules are NULL when no sample fell in the window.
+    processing of the requests included, as serving costs it. joules are NULL when no sample fell in the window
+    (samples 0) or no GPU was busy in it (gpus 0: a CPU build on a machine with a GPU).
     """
     con.execute(f"""
         CREATE VIEW run_draft_cost AS
@@ -166,16 +167,20 @@ def m009_costs(con: duckdb.DuckDBPyConnection) -> None:
             SELECT i.run_id, i.t, sum(i.power_w) AS watts, count(*) AS gpus
             FROM inside i JOIN busy b ON b.run_id = i.run_id AND b.gpu = i.gpu
             WHERE i.power_w IS NOT NULL GROUP BY i.run_id, i.t
+        ), sampled AS (
+            SELECT run_id, count(DISTINCT t) AS samples FROM inside GROUP BY run_id
         )
+        -- samples: ticks inside the window; gpus: the busy GPUs (0 with samples: the GPUs idled, a CPU build)
         SELECT win.run_id, win.sweep_id, win.arm, win.mode, win.tokens, win.seconds,
-               win.window_end - win.seconds AS window_start, win.window_end, count(ticks.t) AS samples,
-               max(ticks.gpus) AS gpus, avg(ticks.watts) AS power_w, avg(ticks.watts) * win.seconds AS joules,
+               win.window_end - win.seconds AS window_start, win.window_end,
+               coalesce(any_value(sampled.samples), 0) AS samples, coalesce(max(ticks.gpus), 0) AS gpus,
+               avg(ticks.watts) AS power_w, avg(ticks.watts) * win.seconds AS joules,
                avg(ticks.watts) * win.seconds / win.tokens AS joules_per_token
-        FROM win LEFT JOIN ticks ON ticks.run_id = win.run_id
+        FROM win LEFT JOIN ticks ON ticks.run_id = win.run_id LEFT JOIN sampled ON sampled.run_id = win.run_id
         GROUP BY win.run_id, win.sweep_id, win.arm, win.mode, win.tokens, win.seconds, win.window_end""")
     con.execute("""
         CREATE VIEW arm_energy AS
         SELECT sweep_id, arm, count(*) AS runs, count(joules_per_token) AS measured,
                avg(joules_per_token) AS joules_per_token, stddev_samp(joules_per_token) AS joules_per_token_stddev,
-               avg(power_w) AS power_w, min(samples) AS min_samples
+               avg(power_w) AS power_w, min(samples) FILTER (WHERE joules_per_token IS NOT NULL) AS min_samples
         FROM run_energy GROUP BY sweep_id, arm""")

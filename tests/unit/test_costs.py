@@ -69,18 +69,22 @@ def test_a_server_run_counts_its_requests_up_to_its_last_sample(tmp_path):
     assert row["joules_per_token"] == pytest.approx(300.0 * 5.0 / 1000)
 
 
-def test_no_figure_without_a_sample_in_the_window_and_no_row_without_gpu_power(tmp_path):
+def test_no_figure_without_a_busy_gpu_sample_in_the_window_and_no_row_without_gpu_power(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     sweep = a_sweep(con)
     short = a_run(con, sweep, tokens=10, tps=100.0, wall_s=10.2)  # 0.1 s of generation between two ticks
     store.insert_telemetry(con, short, samples())
     cpu_only = a_run(con, sweep, repeat=1)
     store.insert_telemetry(con, cpu_only, [s for s in samples() if s["gpu"] is None])
+    cpu_build = a_run(con, sweep, repeat=2)  # a CPU build on a GPU machine: the GPUs idle while it generates
+    store.insert_telemetry(con, cpu_build, [{**s, "util_pct": 0.0} if s["gpu"] is not None else s for s in samples()])
     row = queries.run_energy_row(con, short)
     assert row["samples"] == 0 and row["joules"] is None and row["joules_per_token"] is None
     assert queries.run_energy_row(con, cpu_only) is None  # no GPU power: no energy row, not a zero
+    idle = queries.run_energy_row(con, cpu_build)
+    assert idle["samples"] == 9 and idle["gpus"] == 0 and idle["joules_per_token"] is None  # not its energy
     (arm,) = queries.arm_energy(con, [sweep])
-    assert arm["runs"] == 1 and arm["n"] == 0
+    assert arm["runs"] == 2 and arm["n"] == 0 and arm["gpu_idle_runs"] == 1
     energy = costs.arm_energy([arm])[(sweep, "draft")]
     assert energy.joules_per_token is None and energy.fields()["energy_runs"] == 0
 
@@ -98,7 +102,7 @@ def test_arm_energy_is_the_mean_with_an_interval_on_logs(tmp_path):
     assert (energy.low, energy.high) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
     assert energy.runs == 3 and energy.min_samples == 9 and energy.power_w == pytest.approx(910 / 3)
     assert set(energy.fields()) == {"joules_per_token", "joules_per_token_low", "joules_per_token_high",
-                                    "energy_runs", "power_w", "energy_samples_min"}
+                                    "energy_runs", "power_w", "energy_samples_min", "energy_gpu_idle_runs"}
     view = con.execute("SELECT measured, joules_per_token FROM arm_energy").fetchone()
     assert view == (3, pytest.approx(energy.joules_per_token))
 
