@@ -7,7 +7,7 @@ from pathlib import Path
 
 from orchestrator.analyze import costs, summary, verdict
 from orchestrator.analyze.comparison import compare_builds
-from orchestrator.errors import NoSuchSweep, OrchError
+from orchestrator.errors import NoSuchBuild, NoSuchSweep, OrchError
 from orchestrator.machine import envinfo
 from orchestrator.models import gguf_info
 from orchestrator.recipe import argv as flags
@@ -74,8 +74,11 @@ def _pairs(con, runs: list[dict], sweeps: list[dict]) -> list[BuildPair]:
     recipes = {s["recipe_hash"]: str(s["recipe_path"]).rsplit("/", 1)[-1] for s in sweeps}
     pairs = []
     for head in builds[1:]:
-        result = compare_builds(con, builds[0], head, recipe=None, threshold=0.05,
-                                sweep_ids=[s["sweep_id"] for s in sweeps])
+        try:
+            result = compare_builds(con, builds[0], head, recipe=None, threshold=0.05,
+                                    sweep_ids=[s["sweep_id"] for s in sweeps])
+        except NoSuchBuild:  # a build whose only sweep has no run ended yet: nothing to compare
+            continue
         rows = [{**r, "recipe": recipes.get(r.get("recipe_hash"))} for r in result["rows"]]
         pairs.append(BuildPair(base=builds[0], head=head, rows=rows, columns=result["columns"]))
     return pairs

@@ -238,3 +238,14 @@ def test_a_report_without_gpu_says_there_is_no_energy(tmp_path):
     text = build_report(con, [sweep], last=1, out=tmp_path / "o", run_id=None).read_text()
     assert "No energy per token: orch reads power from NVIDIA GPUs (NVML), and this host had none in use" in text
     assert "No arm has both an acceptance and a speedup" in text
+
+
+def test_a_build_whose_sweep_has_no_ended_run_yet_is_no_pair(tmp_path, monkeypatch):
+    """`orch report` beside a sweep that just started on another build: its runs are all running, so there is
+    nothing to compare yet; the report is written without that pair instead of failing."""
+    con, ids = stored(tmp_path, sweeps=2)
+    con.execute("UPDATE runs SET status = 'running' WHERE sweep_id = ?", [ids[1]])
+    data = []
+    monkeypatch.setattr(sweeps, "write_report", lambda out_dir, report_data: data.append(report_data) or out_dir)
+    build_report(con, ids, last=1, out=tmp_path / "out", run_id=None)
+    assert data[0].pairs == [] and [s.id for s in data[0].sweeps] == ids
