@@ -165,15 +165,17 @@ def _readable(rows: list[dict]) -> list[dict]:
 @main.command("report")
 @click.argument("sweeps", nargs=-1, type=int)
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for report.md and its PNG plots.")
+              help="Folder for report.md, report.html (the same page, self-contained) and the PNG plots.")
 @click.option("-n", "--last", type=int, default=1, show_default=True, help="Report the newest N sweeps.")
 @click.option("--run", "run_id", type=int, default=None, help="Run whose telemetry to plot (default: the longest).")
 @db_option
 def report_command(sweeps, out, last, run_id, db):
-    """Write a markdown report with plots for sweeps.
+    """Write a report of sweeps to hand on: markdown, HTML and plots.
 
-    Environment, per-arm summary with intervals and rooflines, decode tok/s per arm, acceptance against
-    speedup with the break-even line, head vs base when several builds are present, telemetry of one run.
+    Per sweep: its verdict, what ran (recipe, build, host and GPU settings, model files), the arms' parameters,
+    one table of figures (speed, acceptance, speedup, energy per token), decode tok/s per arm, acceptance against
+    speedup with each arm's break-even from its measured step cost, and the failed, skipped and idle arms with
+    why. Head vs base per pair of builds, one run's telemetry, the environment.
 
     Example: orch report --last 2 --out report/
     """

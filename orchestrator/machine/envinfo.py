@@ -19,7 +19,7 @@ from orchestrator.errors import OrchError
 from orchestrator.machine import gpu, nvml
 
 BUILD_KEYS = ("name", "upstream_commit", "backend", "compiler", "compiler_version", "cmake_options")
-_CLOCK_MEM = 2  # pynvml.NVML_CLOCK_MEM
+_CLOCK_GRAPHICS, _CLOCK_SM, _CLOCK_MEM = 0, 1, 2  # pynvml.NVML_CLOCK_*
 
 
 def snapshot(build: dict | None = None) -> dict[str, Any]:
@@ -71,22 +71,50 @@ def gpus() -> list[dict[str, Any]]:
     out = []
     for index, h in nvml.handles():
         mem = nvml.call("nvmlDeviceGetMemoryInfo", h)
-        limit_mw = nvml.call("nvmlDeviceGetPowerManagementLimit", h)
         cc = nvml.call("nvmlDeviceGetCudaComputeCapability", h)
         out.append({
             "index": index,
             "name": nvml.call("nvmlDeviceGetName", h),
             "memory_total_bytes": getattr(mem, "total", None),
             "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
-            "power_limit_w": limit_mw / 1000.0 if limit_mw is not None else None,
             "pcie_gen": nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", h),
             "pcie_width": nvml.call("nvmlDeviceGetCurrPcieLinkWidth", h),
             "pcie_max_gen": nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", h),
             "pcie_max_width": nvml.call("nvmlDeviceGetMaxPcieLinkWidth", h),
             "memory_bus_width_bits": nvml.call("nvmlDeviceGetMemoryBusWidth", h),
-            "memory_clock_max_mhz": nvml.call("nvmlDeviceGetMaxClockInfo", h, _CLOCK_MEM),
+            **power_and_clocks(h),
         })
     return out
+
+
+def power_and_clocks(h: Any) -> dict[str, Any]:
+    """What sets a GPU's speed and draw, as `nvidia-smi -pl` / `-lgc` / `-ac` leave it: the power limit (the one set,
+    the one enforced, which may be lower, and the default) and clocks (now, the maximum, the application clocks)."""
+    limits = {"power_limit_w": "nvmlDeviceGetPowerManagementLimit",
+              "power_limit_enforced_w": "nvmlDeviceGetEnforcedPowerLimit",
+              "power_limit_default_w": "nvmlDeviceGetPowerManagementDefaultLimit"}
+    out: dict[str, Any] = {key: _watts(nvml.call(name, h)) for key, name in limits.items()}
+    for clock, kind in (("graphics", _CLOCK_GRAPHICS), ("sm", _CLOCK_SM), ("memory", _CLOCK_MEM)):
+        out[f"{clock}_clock_mhz"] = nvml.call("nvmlDeviceGetClockInfo", h, kind)
+        out[f"{clock}_clock_max_mhz"] = nvml.call("nvmlDeviceGetMaxClockInfo", h, kind)
+    for clock, kind in (("graphics", _CLOCK_GRAPHICS), ("memory", _CLOCK_MEM)):
+        out[f"{clock}_clock_app_mhz"] = nvml.call("nvmlDeviceGetApplicationsClock", h, kind)
+        out[f"{clock}_clock_app_default_mhz"] = nvml.call("nvmlDeviceGetDefaultApplicationsClock", h, kind)
+    return out
+
+
+def power_and_clocks_text(g: dict[str, Any]) -> str:
+    """One GPU's power limit and clocks in a line: `350 W limit (default 700 W); clocks now 1980 / 2619 MHz,
+    max 1980 / 2619, application 1755 / 2619 (graphics / memory)`."""
+    limit = g.get("power_limit_enforced_w") or g.get("power_limit_w")
+    parts = [f"{limit:.0f} W limit" + (f" (default {g['power_limit_default_w']:.0f} W)"
+                                       if g.get("power_limit_default_w") else "") if limit else "power limit unknown"]
+    clocks = [(label, g.get(f"graphics_clock{suffix}_mhz"), g.get(f"memory_clock{suffix}_mhz"))
+              for label, suffix in (("now", ""), ("max", "_max"), ("application", "_app"))]
+    shown = [f"{label} {_mhz(gr)} / {_mhz(mem)}" for label, gr, mem in clocks if gr or mem]
+    if shown:
+        parts.append("clocks " + ", ".join(shown) + " MHz (graphics / memory)")
+    return "; ".join(parts)
 
 
 def cuda_driver_version() -> str | None:
@@ -121,6 +149,10 @@ def to_markdown(snap: dict[str, Any]) -> str:
                      ("CPU", snap.get("cpu_model")), ("Cores", cores), ("RAM", _gib(snap.get("ram_bytes")))])
     lines += ["", "## GPUs", ""]
     lines += _gpu_table(snap.get("gpus") or []) or ["no GPU"]
+    if snap.get("gpus"):
+        lines += ["", "Power limits and clocks as the sweep found them (`nvidia-smi -pl`, `-lgc`, `-ac` change them):",
+                  ""]
+        lines += [f"- GPU {g.get('index')}: {power_and_clocks_text(g)}" for g in snap["gpus"]]
     lines += ["", "## Software", ""]
     commit = snap.get("orch_commit") or "not a git checkout"
     commit += " with local changes" if snap.get("orch_dirty") else ""
@@ -147,7 +179,8 @@ def _gpu_table(gpus: list[dict]) -> list[str]:
             "|---|---|---|---|---|---|---|"]
     for g in gpus:
         pcie = f"gen{g.get('pcie_gen')} x{g.get('pcie_width')} / gen{g.get('pcie_max_gen')} x{g.get('pcie_max_width')}"
-        power = f"{g['power_limit_w']:.0f} W" if g.get("power_limit_w") is not None else "-"
+        limit = g.get("power_limit_enforced_w") or g.get("power_limit_w")
+        power = f"{limit:.0f} W" if limit is not None else "-"
         bus = f"{g['memory_bus_width_bits']} bit" if g.get("memory_bus_width_bits") else "-"
         rows.append(f"| {g.get('index')} | {g.get('name')} | {_gib(g.get('memory_total_bytes'))} | "
                     f"{g.get('compute_capability') or '-'} | {power} | {pcie} | {bus} |")
@@ -156,6 +189,14 @@ def _gpu_table(gpus: list[dict]) -> list[str]:
 
 def _table(pairs: list[tuple[str, Any]]) -> list[str]:
     return ["| | |", "|---|---|"] + [f"| {k} | {v if v not in (None, '') else '-'} |" for k, v in pairs]
+
+
+def _watts(milliwatts: int | None) -> float | None:
+    return milliwatts / 1000.0 if milliwatts is not None else None
+
+
+def _mhz(value: int | None) -> str:
+    return str(value) if value else "-"
 
 
 def _gib(n: int | None) -> str:

@@ -145,6 +145,8 @@ def _extra(spec: SpecInfo, perf: dict[str, PerfBlock]) -> dict[str, Any]:
                      prompt_eval_tps=target.prompt_eval_tps, eval_tps=target.eval_tps,
                      total_tokens=target.total_tokens, unaccounted_ms=target.unaccounted_ms,
                      graphs_reused=target.graphs_reused, perf_source=target.source)
+    if draft := perf.get("draft"):  # the draft context's own decoding: what drafting cost, where no statistics say
+        extra.update(draft_eval_ms=draft.eval_ms, draft_eval_runs=draft.eval_runs)
     if spec.stats:
         extra["draft_stats"] = [asdict(s) for s in spec.stats]
     if spec.server:

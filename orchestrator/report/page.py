@@ -1,15 +1,9 @@
-"""`orch report`: a markdown page with the environment, the summary tables and PNG plots beside it.
+"""`orch report`: report.md, the same page as one self-contained report.html, and the PNGs beside them.
 
-Inputs are plain rows, so the caller chooses the SQL:
-- summary_rows: one per (sweep, build, arm), as analyze/summary.arm_rows gives them (sweep, build, arm,
-  decode_tps with ci_low/ci_high, acceptance, speedup, ...); every column is shown, so roofline columns appear
-  when present. The decode plot's bars and intervals are these rows' (one definition of an arm's interval).
-- runs: one per run, as the run_summary view gives them (sweep_id, arm, status, decode_tps): each ok run is
-  drawn as a dot beside its arm's bar, so the spread is shown, not only its summary.
-- telemetry: the samples of one chosen run (telemetry.Sample fields as dicts; with several run_id
-  values only the first run's are drawn).
-- compare_rows: head-vs-base rows from compare.compare, shown as a table (its COMPARE_COLUMNS when
-  present) when given.
+The page names everything needed to hand the result on: the verdict of each sweep; per sweep what ran (recipe,
+build, host and GPU settings, model files), the arms' parameters, one table of figures, the figures of that sweep
+only, the speculation cost behind each break-even, and the arms that failed, were skipped or drafted nothing,
+with why; head against base per pair of builds; one run's telemetry; the environment.
 """
 
 from __future__ import annotations
@@ -17,126 +11,112 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrator import tables
-from orchestrator.analyze.summary import for_display
+from orchestrator import __version__, tables
 from orchestrator.machine import envinfo
 from orchestrator.machine.telemetry import Sample, summarize
-from orchestrator.report import plots
-from orchestrator.report.plots import ArmInterval
+from orchestrator.report import acceptance_plot, html, plots, provenance, results
+from orchestrator.report.data import BuildPair, ReportData, SweepData
 
-REPORT = "report.md"
-HIDDEN = ("ci_low", "ci_high", "params")  # ci95 shows the bounds; parameters that differ have their own columns
-COMPARE_COLUMNS = ("arm", "base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_low", "ratio_high",
-                   "p_value", "verdict")  # compare.compare's readable columns; its key hashes stay out
+REPORT, REPORT_HTML = "report.md", "report.html"
+# What may tell two tests of one arm name apart, besides the recipe: their parameters (compare.table's columns); the
+# model and recipe hashes and the raw parameter text are too long for a label.
+PAIR_NAMED_BY_EXCLUDED = ("recipe_hash", "arm_params", "target_sha256", "draft_sha256")
+PAIR_COLUMNS = ("base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_ci95", "p_value", "verdict")
+COST_METHOD = (
+    "Each point is an arm's speedup over its reference with its 95% interval. A pass drafts g tokens and verifies "
+    "them in one target batch; its measured cost k, in the reference's time per token, predicts speedup(a) = "
+    "(1 + g a) / k at acceptance a (dotted line), which reaches 1 at the break-even a* = (k - 1) / g (triangle). "
+    "c is the drafting part of k per drafted token, where the log prints draft time; v = k - g c is the rest "
+    "(verifying g + 1 tokens, sampling). With v = 1, as on a GPU whose target is memory-bound, a* = c. A "
+    "break-even above 100% means no acceptance pays at this draft length and cost.")
 
 
-def write_report(out_dir: Path, *, env: dict, summary_rows: list[dict], runs: list[dict],
-                 telemetry: list[dict] | None = None, compare_rows: list[dict] | None = None,
-                 title: str = "orch report", verdicts: list[str] | None = None) -> Path:
-    """Write out_dir/report.md and its PNGs; return the markdown's path."""
+def write_report(out_dir: Path, data: ReportData) -> Path:
+    """Write out_dir/report.md, report.html and the PNGs; return the markdown's path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    arms = arm_intervals(summary_rows, runs)
-    chosen = _one_run(telemetry or [])
-    run_label = f"run {chosen[0]['run_id']}" if chosen and chosen[0].get("run_id") is not None else "one run"
-    images = {
-        "decode": plots.decode_tps(arms, out_dir / "decode_tps.png"),
-        "acceptance": plots.acceptance_speedup(summary_rows, out_dir / "acceptance_speedup.png"),
-        "builds": plots.builds(labelled_by_params(summary_rows), out_dir / "builds.png"),
-        "telemetry": plots.telemetry(chosen, out_dir / "telemetry.png", f"Telemetry, {run_label}"),
-    }
-    sections = [f"# {title}", "", f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')}.", ""]
-    if verdicts:
-        sections += ["## Verdict", "", *[f"- {v}" for v in verdicts], ""]
-    sections += _summary_section(summary_rows, arms, images)
-    if images["acceptance"]:
-        sections += ["## Acceptance and speedup", "", "Points above the dashed line beat the baseline.", "",
-                     _image(images["acceptance"], "acceptance against speedup"), ""]
-    if images["builds"] or compare_rows:
-        sections += ["## Head vs base", ""]
-        sections += [_image(images["builds"], "decode tok/s per build"), ""] if images["builds"] else []
-        columns = [c for c in COMPARE_COLUMNS if any(c in r for r in compare_rows or [])] or None
-        sections += [markdown_table(compare_rows, columns), ""] if compare_rows else []
-    if chosen:
-        summary = summarize([Sample(**_sample_fields(r)) for r in chosen])
-        sections += [f"## Telemetry ({run_label})", "", _figures_table(summary), ""]
-        sections += [_image(images["telemetry"], "telemetry over time"), ""] if images["telemetry"] else []
-    sections += ["## Environment", "", _demote(envinfo.to_markdown(env))]
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    lines = [f"# {data.title}", "", f"Generated {now} by orch {__version__}.", "", "## Verdict", ""]
+    lines += [f"- {sd.verdict}" for sd in data.sweeps] + [""]
+    for sd in data.sweeps:
+        lines += _sweep_section(sd, out_dir)
+    for pair in data.pairs:
+        lines += _pair_section(pair, out_dir)
+    lines += _telemetry_section(data, out_dir)
+    newest = data.sweeps[-1].id if data.sweeps else None
+    lines += ["## Environment", ""]
+    if len(data.sweeps) > 1:
+        lines += [f"As sweep {newest} found it; each sweep's host and GPU settings are in its \"What ran\" table.", ""]
+    lines += [_demote(envinfo.to_markdown(data.env))]
+    text = "\n".join(lines).rstrip() + "\n"
     path = out_dir / REPORT
-    path.write_text("\n".join(sections).rstrip() + "\n")
+    path.write_text(text)
+    (out_dir / REPORT_HTML).write_text(html.render(text, out_dir, data.title))
     return path
 
 
-def labelled_by_params(rows: list[dict]) -> list[dict]:
-    """Rows whose `arm` also names the parameters that differ between rows of that arm name, so a plot that groups
-    by arm never pools runs of different parameters (two sweeps' `draft` at draft_max 8 and 16 stay apart)."""
-    by_name: dict[str, list[dict]] = {}
-    for r in rows:
-        by_name.setdefault(str(r.get("arm")), []).append(r)
-    out = []
-    for r in rows:
-        same = by_name[str(r.get("arm"))]
-        params = r.get("params") or {}
-        differing = [k for k in params if len({str((o.get("params") or {}).get(k)) for o in same}) > 1]
-        suffix = " ".join(f"{k}={params[k]}" for k in differing)
-        out.append({**r, "arm": f"{r.get('arm')} {suffix}" if suffix else r.get("arm")})
+def _sweep_section(sd: SweepData, out_dir: Path) -> list[str]:
+    label = sd.label.removeprefix("sweep ")
+    out = [f"## Sweep {label}", "", "### What ran", "", *provenance.what_ran(sd), "Model files:", "",
+           *provenance.models_table(sd.models), "### Arms", "", *provenance.parameters(sd), "### Results", ""]
+    out += results.results_table(sd) + results.energy_note(sd)
+    decode = plots.decode_per_arm(results.decode_bars(sd), out_dir / f"decode-sweep{sd.id}.png",
+                                  f"Sweep {label}: decode tok/s per arm")
+    out += [_image(decode, f"decode tok/s per arm, sweep {sd.id}"), ""] if decode else []
+    out += ["### Acceptance, speedup and break-even", ""]
+    figure = acceptance_plot.acceptance_speedup(results.acceptance_points(sd), out_dir / f"acceptance-sweep{sd.id}.png",
+                                                f"Sweep {label}: acceptance against speedup")
+    if figure:
+        out += [COST_METHOD, "", _image(figure, f"acceptance against speedup, sweep {sd.id}"), ""]
+        out += results.cost_table(sd) or ["No arm's step cost could be read (no generated-token counts), so no "
+                                          "break-even.", ""]
+    else:
+        out += ["No arm has both an acceptance and a speedup, so there is no acceptance figure; the table below "
+                "says why for each arm.", ""]
+    out += ["### Failed, skipped and idle arms", "", *provenance.not_measured(sd), ""]
     return out
 
 
-def arm_intervals(summary_rows: list[dict], runs: list[dict]) -> list[ArmInterval]:
-    """Per summary row (sweep, arm): its mean and 95% interval as analyze/summary computed them, and the ok
-    runs' decode tok/s of that sweep and arm as dots. One run has no spread: a zero-width bar says so."""
-    dots: dict[tuple, list[float]] = {}
-    for r in runs:
-        if r.get("status", "ok") == "ok" and r.get("decode_tps") is not None:
-            dots.setdefault((r.get("sweep_id"), str(r.get("arm"))), []).append(float(r["decode_tps"]))
-    arms = []
-    for row in summary_rows:
-        mean = row.get("decode_tps")
-        arms.append(ArmInterval(build=plots.build_of(row), arm=str(row.get("arm")),
-                                is_baseline=bool(row.get("is_baseline")) or row.get("arm") == "baseline",
-                                values=dots.get((row.get("sweep"), str(row.get("arm"))), []), mean=mean,
-                                ci_low=row.get("ci_low") if row.get("ci_low") is not None else mean,
-                                ci_high=row.get("ci_high") if row.get("ci_high") is not None else mean))
-    return arms
+def _pair_section(pair: BuildPair, out_dir: Path) -> list[str]:
+    rows = [dict(r) for r in pair.rows]
+    keys = ["recipe", *(c for c in pair.columns if c not in ("arm", *PAIR_COLUMNS, *PAIR_NAMED_BY_EXCLUDED))]
+    several_recipes = len({r.get("recipe") for r in rows}) > 1
+    for r in rows:
+        low, high = r.get("ratio_low"), r.get("ratio_high")
+        r["ratio_ci95"] = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else None
+        r["label"] = f"{r['arm']} ({r.get('recipe')})" if several_recipes else r["arm"]
+    for r in rows:  # one label, several tests: add the parameters that tell them apart
+        same = [o for o in rows if o["label"] == r["label"]]
+        differ = [k for k in keys if k != "recipe" and len({str(o.get(k)) for o in same}) > 1]
+        r["shown"] = r["label"] + (" " + ", ".join(f"{k}={r.get(k)}" for k in differ) if differ else "")
+    bars = [plots.RatioBar(r["shown"], r.get("ratio"), r.get("ratio_low"), r.get("ratio_high"), r["verdict"])
+            for r in rows]
+    title = f"head {pair.head} vs base {pair.base}"
+    figure = plots.build_pair(bars, out_dir / f"builds-{pair.base}-vs-{pair.head}.png",
+                              f"{title}: decode tok/s per test")
+    out = [f"## Builds: {title}", "", "Runs join on recipe text, arm parameters, model files, prompt set and mode; a "
+           "change is named only beyond 5% and statistically different.", ""]
+    out += [tables.render([{**r, "arm": r["shown"]} for r in rows], "md", ["arm", *PAIR_COLUMNS]), ""]
+    return out + ([_image(figure, f"head against base, {title}"), ""] if figure else [])
 
 
-def markdown_table(rows: list[dict], columns: list[str] | None = None) -> str:
-    """tables.render's markdown over the union of the rows' keys (rows may differ in their columns)."""
-    return tables.render(rows, "md", columns or list(dict.fromkeys(c for r in rows for c in r)))
-
-
-def _figures_table(summary: dict) -> str:
-    """A telemetry summary as a two-column table, bytes in MiB."""
-    rows = [{"figure": k.replace("_bytes", "_mib"), "value": v / 2**20 if k.endswith("_bytes") and v else v}
-            for k, v in summary.items()]
-    return markdown_table(rows)
-
-
-def _summary_section(rows: list[dict], arms: list[ArmInterval], images: dict) -> list[str]:
-    out = ["## Summary", ""]
-    shown = [{k: v for k, v in r.items() if k not in HIDDEN} for r in for_display(rows)]
-    out += [markdown_table(shown), ""] if rows else ["No summary rows.", ""]
-    if arms:
-        out += ["Decode tok/s per arm over ok runs (mean; 95% interval from the t-interval of the log speeds, never below "
-                "zero):", "",
-                markdown_table([{"build": a.build, "arm": a.arm, "baseline": a.is_baseline, "runs": len(a.values),
-                                 "mean": a.mean, "ci_low": a.ci_low, "ci_high": a.ci_high} for a in arms]), ""]
-    if images["decode"]:
-        out += [_image(images["decode"], "decode tok/s per arm"), ""]
-    return out
-
-
-def _one_run(rows: list[dict]) -> list[dict]:
-    if not rows:
+def _telemetry_section(data: ReportData, out_dir: Path) -> list[str]:
+    if not data.telemetry:
         return []
-    first = rows[0].get("run_id")
-    return [r for r in rows if r.get("run_id") == first]
-
-
-def _sample_fields(row: dict) -> dict:
+    label = f"run {data.telemetry_run}" if data.telemetry_run is not None else "one run"
+    window = data.energy_window
+    span = (window["window_start"], window["window_end"]) if window and window.get("samples") else None
+    figure = plots.telemetry(data.telemetry, out_dir / "telemetry.png", f"Telemetry, {label}", span)
     names = Sample.__dataclass_fields__
-    return {k: v for k, v in row.items() if k in names}
+    summary = summarize([Sample(**{k: v for k, v in r.items() if k in names}) for r in data.telemetry])
+    rows = [{"figure": k.replace("_bytes", "_mib"), "value": v / 2**20 if k.endswith("_bytes") and v else v}
+            for k, v in summary.items() if v is not None]  # a host without a GPU has no GPU figures to list
+    if window and window.get("joules_per_token") is not None:
+        rows += [{"figure": "generation_window_s", "value": window["seconds"]},
+                 {"figure": "generation_power_mean_w", "value": window["power_w"]},
+                 {"figure": "joules_per_token", "value": window["joules_per_token"]}]
+    out = [f"## Telemetry ({label})", "", tables.render(rows, "md"), ""]
+    return out + ([_image(figure, "telemetry over time"), ""] if figure else [])
 
 
 def _image(path: Path, alt: str) -> str:
@@ -148,5 +128,6 @@ def _demote(markdown: str) -> str:
     lines = markdown.splitlines()
     if lines and lines[0].startswith("# "):
         lines = lines[1:]
+    while lines and not lines[0].strip():
+        lines = lines[1:]
     return "\n".join("#" + line if line.startswith("#") else line for line in lines)
-

@@ -1,7 +1,9 @@
-"""The report's PNG plots, drawn with matplotlib's Agg backend (no display needed).
+"""The report's PNG plots, drawn with matplotlib's Agg backend (no display needed): one figure per sweep or per
+pair of builds, never pooled across sweeps.
 
-Each function takes plain rows, writes one PNG and returns its path, or None when the rows hold
-nothing to draw (a plot with no data would only mislead).
+Each function takes plain rows, writes one PNG and returns its path, or None when there is nothing to draw. An
+arm without a figure is never dropped: it keeps its row, marked with an x and the reason (failed, skipped, ...).
+Arms are rows of a horizontal chart, so their names read across and never overlap however many there are.
 """
 
 from __future__ import annotations
@@ -14,97 +16,107 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: a headless benchmark machine has no display
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 DPI = 110
+MISSING = "dimgray"
 
 
 @dataclass
-class ArmInterval:
-    build: str
+class ArmBar:
+    number: int
     arm: str
-    is_baseline: bool
+    is_baseline: bool = False
+    is_control: bool = False
     values: list[float] = field(default_factory=list)  # one decode tok/s per ok run
     mean: float | None = None
-    ci_low: float | None = None  # the summary's 95% interval (on log speeds); equal to the mean for one run
+    ci_low: float | None = None  # the summary's 95% interval; None for one run
     ci_high: float | None = None
+    note: str | None = None  # why there is no bar: "failed: vocab_mismatch (2 of 2 runs)"
 
 
-def decode_tps(arms: list[ArmInterval], path: Path) -> Path | None:
-    """(a) Mean decode tok/s per arm with 95% interval bars, every run as a dot, the baseline as a line."""
-    arms = [a for a in arms if a.mean is not None]
+def decode_per_arm(arms: list[ArmBar], path: Path, title: str) -> Path | None:
+    """Mean decode tok/s per arm with its 95% interval, every ok run as a dot, the baseline as a line."""
     if not arms:
         return None
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(arms) + 2), 4.5))
-    builds = list(dict.fromkeys(a.build for a in arms))
-    colors = {b: f"C{i}" for i, b in enumerate(builds)}
-    labelled: set[str] = set()
-    for x, a in enumerate(arms):
-        err = [[a.mean - a.ci_low], [a.ci_high - a.mean]]
-        label = a.build if len(builds) > 1 and a.build not in labelled else None
-        labelled.add(a.build)
-        ax.bar(x, a.mean, color=colors[a.build], alpha=0.75, yerr=err, capsize=4, label=label)
-        ax.scatter([x] * len(a.values), a.values, color="black", s=10, zorder=3)
-    for build in builds:
-        xs = [x for x, a in enumerate(arms) if a.build == build]
-        base = next((a for a in arms if a.build == build and a.is_baseline), None)
-        if base:
-            ax.hlines(base.mean, min(xs) - 0.45, max(xs) + 0.45, colors="red", linestyles="--",
-                      label=f"baseline {base.mean:.1f} tok/s" + (f" ({build})" if len(builds) > 1 else ""))
-    labels = [a.arm if len(builds) == 1 else f"{a.arm}\n{a.build}" for a in arms]
-    crowded = len(arms) > 6 or max(len(line) for label in labels for line in label.splitlines()) > 14
-    ax.set_xticks(range(len(arms)), labels, rotation=30 if crowded else 0, ha="right" if crowded else "center")
-    top = max([a.ci_high for a in arms] + [v for a in arms for v in a.values])
-    ax.set_ylim(0, top * 1.35)  # headroom so the legend sits above the bars, not on them
-    ax.set_ylabel("decode tok/s (mean, 95% interval)")
-    ax.set_title("Decode speed per arm")
-    ax.legend(loc="upper left", fontsize="small", ncol=2)
-    return _save(fig, path)
+    fig, ax = plt.subplots(figsize=(9, 0.38 * len(arms) + 1.6))
+    top = max([a.ci_high or a.mean or 0 for a in arms] + [v for a in arms for v in a.values] + [1.0])
+    ys = {a.number: len(arms) - i for i, a in enumerate(arms)}  # first arm on top
+    for a in arms:
+        y = ys[a.number]
+        if a.mean is None:
+            ax.plot(0, y, "x", color=MISSING, markersize=8, markeredgewidth=2, clip_on=False, zorder=4)
+            ax.text(top * 0.035, y, a.note or "no decode speed", va="center", fontsize=8, color=MISSING)
+            continue
+        err = [[a.mean - a.ci_low], [a.ci_high - a.mean]] if a.ci_low is not None and a.ci_high is not None else None
+        ax.barh(y, a.mean, height=0.6, color=_bar_color(a), alpha=0.75, xerr=err, capsize=3,
+                error_kw={"elinewidth": 1.2})
+        spread = [y + 0.18 * ((k % 3) - 1) for k in range(len(a.values))]  # a little apart, so repeats stay visible
+        ax.scatter(a.values, spread, color="black", s=9, zorder=3)
+        if a.note:
+            ax.text(max(a.ci_high or a.mean, *a.values) + top * 0.015, y, a.note, va="center", fontsize=8,
+                    color=MISSING)
+    base = next((a for a in arms if a.is_baseline and a.mean is not None), None)
+    if base:
+        ax.axvline(base.mean, color="red", linestyle="--", linewidth=1)
+    ax.set_yticks(list(ys.values()), [f"{a.number}  {a.arm}" for a in arms], fontsize=8)
+    ax.set_ylim(0.4, len(arms) + 0.6)
+    ax.set_xlim(0, top * (1.7 if any(a.note and a.mean is not None for a in arms) else 1.15))  # room for notes
+    ax.set_xlabel("decode tok/s (bar: mean; whisker: 95% interval; dots: runs)")
+    ax.grid(axis="x", alpha=0.3)
+    legend = [plt.Line2D([], [], color="red", linestyle="--", label=f"baseline {base.mean:.1f} tok/s")] if base else []
+    if any(a.is_control and a.mean is not None for a in arms):
+        legend.append(Patch(color=_bar_color(ArmBar(0, "", is_control=True)), alpha=0.75,
+                            label="control: the same program drafting nothing"))
+    if any(a.mean is None for a in arms):
+        legend.append(plt.Line2D([], [], color=MISSING, marker="x", linestyle="", label="no ok run (why beside it)"))
+    ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, frameon=False)
+    ax.set_title(title, fontsize=10, pad=22)  # above the legend
+    return save(fig, path)
 
 
-def acceptance_speedup(rows: list[dict], path: Path) -> Path | None:
-    """(b) Acceptance (x) against speedup over the baseline (y), with the break-even line at 1."""
-    points = [r for r in rows if r.get("acceptance") is not None and r.get("speedup") is not None]
-    if not points:
+def _bar_color(arm: ArmBar) -> str:
+    return "C1" if arm.is_baseline else "C2" if arm.is_control else "C0"
+
+
+@dataclass
+class RatioBar:
+    arm: str  # with the parameters that tell two rows of one name apart
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: str
+
+
+def build_pair(bars: list[RatioBar], path: Path, title: str) -> Path | None:
+    """Head / base decode tok/s per test with its 95% interval; tests without a ratio marked with their verdict."""
+    if not bars:
         return None
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    builds = list(dict.fromkeys(build_of(r) for r in points))
-    for i, build in enumerate(builds):
-        mine = [r for r in points if build_of(r) == build]
-        ax.scatter([100 * r["acceptance"] for r in mine], [r["speedup"] for r in mine], color=f"C{i}",
-                   label=build if len(builds) > 1 else None, zorder=3)
-        for r in mine:
-            ax.annotate(str(r.get("arm")), (100 * r["acceptance"], r["speedup"]), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
-    ax.axhline(1.0, color="red", linestyle="--", label="break-even (speedup 1)")
-    ax.set_xlabel("acceptance %")
-    ax.set_ylabel("speedup over its reference (control, else baseline)")
-    ax.set_title("Acceptance against speedup")
-    ax.legend(loc="best", fontsize="small")
-    return _save(fig, path)
+    fig, ax = plt.subplots(figsize=(9, 0.38 * len(bars) + 1.6))
+    right = max([b.high or b.ratio or 1.0 for b in bars] + [1.2])
+    for i, b in enumerate(bars):
+        y = len(bars) - i
+        if b.ratio is None:
+            ax.plot(1, y, "x", color=MISSING, markersize=8, markeredgewidth=2, zorder=4)
+            ax.text(1 + right * 0.02, y, b.verdict, va="center", fontsize=8, color=MISSING)
+            continue
+        color = {"improvement": "C2", "regression": "C3"}.get(b.verdict, "C0")
+        err = [[b.ratio - b.low], [b.high - b.ratio]] if b.low is not None and b.high is not None else None
+        ax.errorbar(b.ratio, y, xerr=err, fmt="o", color=color, capsize=3)
+        ax.text((b.high or b.ratio) + right * 0.02, y, f"{b.ratio:.2f}x, {b.verdict}", va="center", fontsize=8)
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(bars), 0, -1), [b.arm for b in bars], fontsize=8)
+    ax.set_ylim(0.4, len(bars) + 0.6)
+    ax.set_xlim(0, right * 1.45)
+    ax.set_xlabel("head / base decode tok/s (dot: ratio of means; whisker: 95% interval)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    return save(fig, path)
 
 
-def builds(rows: list[dict], path: Path) -> Path | None:
-    """(c) Decode tok/s per arm, one bar per build side by side; only when there are several builds."""
-    names = list(dict.fromkeys(build_of(r) for r in rows if r.get("decode_tps") is not None))
-    if len(names) < 2:
-        return None
-    arms = list(dict.fromkeys(r["arm"] for r in rows if r.get("decode_tps") is not None))
-    width = 0.8 / len(names)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(arms) + 2), 4.5))
-    for i, build in enumerate(names):
-        values = [_mean([r["decode_tps"] for r in rows if build_of(r) == build and r["arm"] == arm
-                         and r.get("decode_tps") is not None]) for arm in arms]
-        xs = [x - 0.4 + width * (i + 0.5) for x in range(len(arms))]
-        ax.bar(xs, [v or 0 for v in values], width, label=build, color=f"C{i}")
-    ax.set_xticks(range(len(arms)), arms)
-    ax.set_ylabel("decode tok/s")
-    ax.set_title("Builds compared (first listed is the base)")
-    ax.legend(loc="best", fontsize="small")
-    return _save(fig, path)
-
-
-def telemetry(rows: list[dict], path: Path, title: str) -> Path | None:
-    """(d) One run's samples over time: GPU utilisation, memory and power, or host RSS and CPU without a GPU."""
+def telemetry(rows: list[dict], path: Path, title: str, window: tuple[float, float] | None = None) -> Path | None:
+    """One run's samples over time: GPU utilisation, memory and power, or host RSS and CPU without a GPU. window:
+    the generation window energy per token is measured over, shaded."""
     gpu = [r for r in rows if r.get("gpu") is not None]
     host = [r for r in rows if r.get("gpu") is None]
     if gpu:
@@ -125,26 +137,19 @@ def telemetry(rows: list[dict], path: Path, title: str) -> Path | None:
                 top = max([top] + [v for _, v in pts])
                 ax.plot(*zip(*pts), color=f"C{i}", marker=".", markersize=3,
                         label=f"GPU {index}" if index is not None and len(gpu) else None)
+        if window:
+            ax.axvspan(*window, color="C2", alpha=0.15, label="generation window" if ax is axes[0] else None)
         ax.set_ylabel(label)
         ax.set_ylim(0, top * 1.1 or 1)  # from zero: a 2% wobble must not look like a collapse
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("seconds since the run started")
-    if gpu and len({r["gpu"] for r in gpu}) > 1:
-        axes[0].legend(fontsize="small")
+    if window or (gpu and len({r["gpu"] for r in gpu}) > 1):
+        axes[0].legend(fontsize="small", loc="lower right", bbox_to_anchor=(1, 1.0), ncol=3, frameon=False)
     fig.suptitle(title)
-    return _save(fig, path)
+    return save(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+def save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")  # tight: legends and notes outside the axes are kept
     plt.close(fig)  # pyplot keeps every open figure alive otherwise
     return path
-
-
-def build_of(row: dict) -> str:
-    return str(row.get("build") or row.get("build_name") or "build")
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None

@@ -10,7 +10,11 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from orchestrator.store.view_migrations import m006_views, m007_samples_and_controls
+from orchestrator.store.view_migrations import (
+    m006_views,
+    m007_samples_and_controls,
+    m009_costs,
+)
 
 
 def utcnow() -> datetime:
@@ -230,7 +234,7 @@ def m008_sweep_owner(con: duckdb.DuckDBPyConnection) -> None:
 
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
-              m007_samples_and_controls, m008_sweep_owner]
+              m007_samples_and_controls, m008_sweep_owner, m009_costs]
 
 
 def pending(con: duckdb.DuckDBPyConnection) -> int:

@@ -16,7 +16,7 @@ from orchestrator.store import migrations
 
 TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
 VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "speedup_vs_reference", "decode_samples",
-         "run_roofline")
+         "run_roofline", "run_draft_cost", "run_energy", "arm_energy")
 
 
 @dataclass(frozen=True)

@@ -91,10 +91,20 @@ def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
     assert res.returncode == 0, res.stderr
     page = (tmp_path / "report" / "report.md").read_text()
     pngs = sorted((tmp_path / "report").glob("*.png"))
-    assert {p.name for p in pngs} >= {"decode_tps.png", "acceptance_speedup.png", "telemetry.png"}
+    assert {p.name for p in pngs} == {"decode-sweep1.png", "acceptance-sweep1.png", "telemetry.png"}
     for png in pngs:
         assert f"]({png.name})" in page
         pixels = image.imread(png)
         assert pixels.shape[0] > 200 and pixels.shape[1] > 200 and pixels.std() > 0.05  # decodes, not blank
-    assert "## Environment" in page and "roofline_pct" in page
+    assert "## Environment" in page and "| roofline |" in page
     assert "## Verdict" in page and "- sweep 1 (recipe_a.j2, 0c1e57098-cpu): " in page
+    # What ran, from the store: build commit and backend, the model files with size and quantisation.
+    assert "| build | `0c1e57098-cpu`: llama.cpp `0c1e57098" in page and "backend cpu" in page
+    assert "| target | tiny-target.gguf | 18.2 MiB | F16 | llama |" in page
+    assert "| draft | tiny-draft.gguf | 16.9 MiB | F16 | llama |" in page
+    # The draft arm's break-even, from its measured step cost: on a CPU a pass costs many target steps.
+    costs = page.split("| # | arm | acceptance | drafted per pass g |")[1].splitlines()
+    assert any(line.startswith("| 2 | draft |") for line in costs)
+    assert "No energy per token: orch reads power from NVIDIA GPUs (NVML)" in page
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3 and "<h2>Verdict</h2>" in html

@@ -26,10 +26,23 @@ class FakeGpu:
     temp: int = 60
     reasons: int = 0
     power_limit_mw: int | None = 700_000  # None: the query is "not supported" on this GPU
+    enforced_limit_mw: int | None = 700_000
+    default_limit_mw: int | None = 700_000
+    graphics_clock: int = 1980
+    max_graphics_clock: int = 1980
+    app_clocks: tuple[int, int] | None = (1755, 2619)  # graphics, memory; None: not supported
+    default_app_clocks: tuple[int, int] | None = (1755, 2619)
 
 
 def _unsupported():
     raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+
+def _clock_pair(pair: tuple[int, int] | None, kind: int) -> int:
+    """Application clocks exist for graphics (0) and memory (2); a GPU without them says "not supported"."""
+    if pair is None or kind not in (0, 2):
+        _unsupported()
+    return pair[0] if kind == 0 else pair[1]
 
 
 def install(monkeypatch, gpus: list[FakeGpu]) -> None:
@@ -42,11 +55,16 @@ def install(monkeypatch, gpus: list[FakeGpu]) -> None:
         "nvmlDeviceGetMemoryInfo": lambda g: SimpleNamespace(total=g.total, used=g.used, free=g.total - g.used),
         "nvmlDeviceGetUtilizationRates": lambda g: SimpleNamespace(gpu=g.util, memory=g.util // 2),
         "nvmlDeviceGetPowerUsage": lambda g: g.power_mw,
-        "nvmlDeviceGetClockInfo": lambda g, kind: {1: g.sm_clock, 2: g.mem_clock}[kind],
-        "nvmlDeviceGetMaxClockInfo": lambda g, kind: {1: 1980, 2: g.max_mem_clock}[kind],
+        "nvmlDeviceGetClockInfo": lambda g, kind: {0: g.graphics_clock, 1: g.sm_clock, 2: g.mem_clock}[kind],
+        "nvmlDeviceGetMaxClockInfo": lambda g, kind: {0: g.max_graphics_clock, 1: 1980, 2: g.max_mem_clock}[kind],
+        "nvmlDeviceGetApplicationsClock": lambda g, kind: _clock_pair(g.app_clocks, kind),
+        "nvmlDeviceGetDefaultApplicationsClock": lambda g, kind: _clock_pair(g.default_app_clocks, kind),
         "nvmlDeviceGetTemperature": lambda g, sensor: g.temp,
         "nvmlDeviceGetCurrentClocksEventReasons": lambda g: g.reasons,
         "nvmlDeviceGetPowerManagementLimit": lambda g: g.power_limit_mw if g.power_limit_mw else _unsupported(),
+        "nvmlDeviceGetEnforcedPowerLimit": lambda g: g.enforced_limit_mw if g.enforced_limit_mw else _unsupported(),
+        "nvmlDeviceGetPowerManagementDefaultLimit": lambda g: g.default_limit_mw if g.default_limit_mw
+        else _unsupported(),
         "nvmlDeviceGetCudaComputeCapability": lambda g: (9, 0),
         "nvmlDeviceGetCurrPcieLinkGeneration": lambda g: 5,
         "nvmlDeviceGetCurrPcieLinkWidth": lambda g: 16,
@@ -64,7 +82,8 @@ def install(monkeypatch, gpus: list[FakeGpu]) -> None:
 @pytest.fixture
 def fake_nvml(monkeypatch):
     """Two fake GPUs; the test may edit them before the first NVML query."""
-    gpus = [FakeGpu(), FakeGpu(name="NVIDIA L4", total=24 * GIB, used=1 * GIB, util=5, power_limit_mw=None)]
+    gpus = [FakeGpu(), FakeGpu(name="NVIDIA L4", total=24 * GIB, used=1 * GIB, util=5, power_limit_mw=None,
+                               enforced_limit_mw=None, default_limit_mw=None, app_clocks=None, default_app_clocks=None)]
     install(monkeypatch, gpus)
     yield gpus
     nvml.reset()

@@ -1,142 +1,251 @@
-"""The markdown report and its PNG plots, from hand-made rows shaped like the store's."""
+"""The report one can hand on, from a real DuckDB file: what ran (recipe, build, host and GPU settings, model files),
+the arms' parameters, one table of figures with energy per token, one set of figures per sweep, every arm in every
+figure (those without a figure marked with why), break-evens from the measured step cost, report.html."""
 
+import base64
+import json
+import re
+from datetime import datetime
 
 import matplotlib.image
 import pytest
 from nvml_fake import no_nvml  # noqa: F401 (fixture)
 
-from orchestrator.machine import envinfo
+from orchestrator import store
+from orchestrator.analyze.costs import StepCost
 from orchestrator.machine.telemetry import Sample
-from orchestrator.report import page
+from orchestrator.report import acceptance_plot, html, results, sweeps
+from orchestrator.report.acceptance_plot import Point
+from orchestrator.report.sweeps import build_report
 
-ARMS = {"baseline": (20.0, None), "dm8": (31.0, 0.62), "dm16": (27.0, 0.48)}  # decode tok/s, acceptance
-
-
-def make_runs(builds=("head",)):
-    runs, run_id = [], 0
-    for b, build in enumerate(builds):
-        for arm, (tps, acc) in ARMS.items():
-            for rep, jitter in enumerate((-0.6, 0.1, 0.5)):
-                run_id += 1
-                runs.append({"run_id": run_id, "sweep_id": b + 1, "build_name": build, "arm": arm,
-                             "is_baseline": arm == "baseline",
-                             "repeat_index": rep, "status": "ok", "decode_tps": tps * (1 + 0.1 * b) + jitter,
-                             "acceptance": acc})
-        runs.append({"run_id": run_id + 1, "sweep_id": b + 1, "build_name": build, "arm": "dm8", "is_baseline": False,
-                     "status": "failed", "decode_tps": None})
-        run_id += 1
-    return runs
-
-
-def make_summary(builds=("head",)):
-    rows = []
-    for b, build in enumerate(builds):
-        for arm, (tps, acc) in ARMS.items():
-            rows.append({"sweep": b + 1, "build": build, "arm": arm, "is_baseline": arm == "baseline", "ok": "3/3",
-                         "decode_tps": tps * (1 + 0.1 * b), "ci_low": tps * (1 + 0.1 * b) - 1.5,
-                         "ci_high": tps * (1 + 0.1 * b) + 1.5,
-                         "acceptance": acc, "speedup": tps / 20.0, "bound_tps": 400.0,
-                         "roofline_pct": 100 * tps * (1 + 0.1 * b) / 400.0})
-    return rows
+TARGET, DRAFT, GONE = "/models/qwen3-4b-q4_k_m.gguf", "/models/qwen3-0.6b-q4_k_m.gguf", "/models/gone-q8_0.gguf"
+ENV = {"taken_at": "2026-11-23T10:00:00+00:00", "host": "bench", "os": "Debian GNU/Linux 12", "kernel": "6.1",
+       "arch": "x86_64", "cpu_model": "AMD EPYC 7B13", "cpu_physical_cores": 8, "cpu_logical_cores": 16,
+       "ram_bytes": 64 << 30, "gpu_driver": "550.54.15", "cuda_driver": "12.4", "cuda_toolkit": "12.4",
+       "python": "3.11.7", "orch_version": "0.1.0", "orch_commit": "ab" * 20, "orch_dirty": False,
+       "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3090", "memory_total_bytes": 24 << 30,
+                 "compute_capability": "8.6", "power_limit_w": 280.0, "power_limit_enforced_w": 280.0,
+                 "power_limit_default_w": 350.0, "graphics_clock_mhz": 1695, "graphics_clock_max_mhz": 2100,
+                 "memory_clock_mhz": 9751, "memory_clock_max_mhz": 9751}],
+       "build": {"name": "0c1e57098-cuda", "upstream_commit": "0c1e57098", "backend": "cuda",
+                 "cmake_options": {"GGML_CUDA": "ON"}}}
+# arm: (decode tok/s per repeat, acceptance, drafted, accepted, status, class, detail, params)
+ARMS = {
+    "baseline": ([100.0, 104.0, 98.0], None, None, None, "ok", None, None, {"spec": "none"}),
+    "draft:draft_max=8": ([150.0, 160.0, 155.0], 0.7, 300, 210, "ok", None, None, {"spec": "draft", "draft_max": 8}),
+    "draft:draft_max=16": ([151.0, 158.0, 152.0], 0.5, 400, 200, "ok", None, None,
+                           {"spec": "draft", "draft_max": 16}),
+    "ngram": ([99.0, 101.0, 97.0], None, 0, 0, "ok", None, None, {"spec": "ngram-mod"}),
+    "gone-draft": ([], None, None, None, "failed", "vocab_mismatch",
+                   "draft gone-q8_0.gguf cannot speculate for target qwen3-4b: vocab size 151936 vs 32000",
+                   {"spec": "draft", "draft": "gone-q8_0.gguf"}),
+    "ngram-cache": ([], None, None, None, "skipped", "unknown_flag", "flag --spec-type is not accepted",
+                    {"spec": "ngram-cache"}),
+}
 
 
-def host_telemetry(run_id=1):
-    return [{"run_id": run_id, **Sample(t=0.2 * i, gpu=None, rss_bytes=(100 + 20 * i) << 20,
-                                       cpu_pct=None if i == 0 else 90.0 + (i % 3)).to_dict()} for i in range(20)]
+def stored(tmp_path, *, sweeps=1) -> tuple:
+    """A GPU sweep (or several, one per build) with every kind of arm, its models, samples and environment."""
+    con = store.connect(tmp_path / "r.duckdb")
+    store.record_model(con, {"sha256": "t" * 64, "path": TARGET, "size_bytes": 2_497_281_024, "architecture": "qwen3",
+                             "parameters": 4_022_468_096, "file_type": "Q4_K_M"})
+    store.record_model(con, {"sha256": "d" * 64, "path": DRAFT, "size_bytes": 484_220_000, "architecture": "qwen3",
+                             "parameters": 596_049_920, "file_type": "Q4_K_M"})
+    ids = []
+    for b in range(sweeps):
+        build = f"{'0c1e57098' if b == 0 else 'f49e91787'}-cuda"
+        store.record_build(con, {"id": f"{build}@1", "name": build, "commit": ("0c1e57098" if b == 0 else "f49e91787")
+                                 + "f" * 31, "upstream_commit": "0c1e57098" + "f" * 31, "backend": "cuda",
+                                 "status": "ok", "dir": "d", "cuda_archs": ["86"]})
+        sweep = store.create_sweep(con, {
+            "recipe_path": "recipes/spec_matrix.j2", "recipe_hash": "c" * 64, "recipe_text": "t", "mode": "cli",
+            "repeat": 3, "build_id": f"{build}@1", "build_name": build, "status": "done", "run_order": "interleaved",
+            "argv": ["/venv/bin/orch", "run", "recipes/spec_matrix.j2", "--repeat", "3"], "env": ENV,
+            "variables": {}, "started_at": datetime(2026, 11, 23, 10), "ended_at": datetime(2026, 11, 23, 10, 5)})
+        ids.append(sweep)
+        for rep in range(3):
+            for arm, (speeds, acc, drafted, accepted, status, klass, detail, params) in ARMS.items():
+                argv = ["llama-speculative-simple", "-m", TARGET]
+                if params.get("spec") == "draft":
+                    argv += ["-md", GONE if arm == "gone-draft" else DRAFT]
+                run = store.insert_run(con, {
+                    "sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline", "repeat_index": rep,
+                    "mode": "cli", "status": status, "failure_class": klass, "failure_detail": detail,
+                    "params": {"ctx": 4096, "n_predict": 256, **params}, "rendered_argv": argv,
+                    "executed_argv": argv if status != "skipped" else None,
+                    "target_sha256": "t" * 64 if status == "ok" else None,
+                    "draft_sha256": "d" * 64 if status == "ok" and "-md" in argv else None,
+                    "reference_arm": None if arm == "baseline" else "baseline", "wall_s": 12.0})
+                if status != "ok":
+                    continue
+                tps = speeds[rep] * (1 + 0.2 * b)
+                extra = {"decode_tokens": 256} | ({"draft_stats": [{"dur_ms": [0, 300.0, 0], "gen_tokens": drafted}]}
+                                                  if drafted else {})
+                con.execute("INSERT INTO metrics (run_id, decode_tps, n_predict, n_drafted, n_accepted, acceptance, "
+                            "extra) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            [run, tps, 256, drafted, accepted, acc, json.dumps(extra)])
+                store.insert_telemetry(con, run, [
+                    Sample(t=0.25 * i, gpu=0, util_pct=95.0, power_w=250.0 + rep, mem_used_bytes=8 << 30).to_dict()
+                    for i in range(49)])
+    return con, ids
 
 
-def gpu_telemetry():
-    rows = []
-    for i in range(30):
-        rows.append({"run_id": 4, **Sample(t=0.2 * i, gpu=None, rss_bytes=500 << 20, cpu_pct=100.0).to_dict()})
-        rows.append({"run_id": 4, **Sample(t=0.2 * i, gpu=0, mem_used_bytes=(3 + min(i, 5)) << 30,
-                                           util_pct=min(95, 10 * i), power_w=80.0 + 8 * min(i, 25),
-                                           sm_clock_mhz=1980, mem_clock_mhz=2619, temp_c=40 + i // 3,
-                                           throttle_reasons=0).to_dict()})
-    return rows
+def report(tmp_path, **kw):
+    con, ids = stored(tmp_path, **kw)
+    path = build_report(con, ids, last=1, out=tmp_path / "out", run_id=None)
+    return path, path.read_text()
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory):
+    """One sweep's report.md (made once: the plots take seconds)."""
+    return report(tmp_path_factory.mktemp("one"))[1]
 
 
 def check_png(path):
     image = matplotlib.image.imread(path)
     assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 300
     assert image[..., :3].std() > 0.05  # not a blank canvas
-    assert path.stat().st_size > 10_000
 
 
-@pytest.fixture
-def env():
-    """A stored environment page, as envinfo.snapshot writes one (made by hand: unit tests start no git)."""
-    return {"taken_at": "2026-11-23T10:00:00+00:00", "host": "bench", "os": "Debian GNU/Linux 12", "kernel": "6.1",
-            "arch": "x86_64", "cpu_model": "AMD EPYC", "cpu_physical_cores": 2, "cpu_logical_cores": 2,
-            "ram_bytes": 24 << 30, "gpus": [], "gpu_driver": None, "cuda_driver": None, "cuda_toolkit": None,
-            "python": "3.11.7", "orch_version": "0.1.0", "orch_commit": None, "orch_dirty": None,
-            "build": {k: None for k in envinfo.BUILD_KEYS} | {"name": "head", "cmake_options": {"GGML_CUDA": "OFF"}}}
+def test_the_report_names_what_ran(text):
+    assert "- sweep 1 (spec_matrix.j2, 0c1e57098-cuda): " in text  # the verdict sentence
+    assert "| recipe | `recipes/spec_matrix.j2` (sha256 cccccccccccc) |" in text
+    assert f"| build | `0c1e57098-cuda`: llama.cpp `0c1e57098{'f' * 31}`, backend cuda, CUDA archs 86 |" in text
+    assert "| host | `bench`: AMD EPYC 7B13, 16 cores, 64 GiB RAM, Debian GNU/Linux 12 |" in text
+    assert ("| GPU 0 | NVIDIA GeForce RTX 3090 (24 GiB): 280 W limit (default 350 W); clocks now 1695 / 9751, "
+            "max 2100 / 9751 MHz (graphics / memory) |") in text
+    assert "| command | `orch run recipes/spec_matrix.j2 --repeat 3` |" in text
+    # Model files: name, size, quantisation; the failed arm's draft was never hashed and is gone: said so.
+    assert "| target | qwen3-4b-q4_k_m.gguf | 2.33 GiB | Q4_K_M | qwen3 | 4.02 B | 1, 2, 3, 4, 5, 6 |" in text
+    assert "| draft | qwen3-0.6b-q4_k_m.gguf | 461.8 MiB | Q4_K_M | qwen3 | 596.0 M | 2, 3 |" in text
+    assert "| draft | gone-q8_0.gguf | - | - | - | - | 5 | - | not recorded (file gone or not GGUF) |" in text
 
 
-def test_report_with_two_builds_has_every_plot(tmp_path, env):
-    compare = [{"recipe_hash": "ab" * 32, "arm": "dm8", "base_n": 3, "head_n": 3, "base_mean": 31.0, "head_mean": 34.1,
-                "ratio": 1.1, "ratio_low": 1.05, "ratio_high": 1.15, "p_value": 0.1, "verdict": "improvement"}]
-    path = page.write_report(tmp_path / "out", env=env, summary_rows=make_summary(("base", "head")),
-                               runs=make_runs(("base", "head")), telemetry=host_telemetry(), compare_rows=compare)
-    assert path == tmp_path / "out" / "report.md"
-    text = path.read_text()
-    for name in ("decode_tps.png", "acceptance_speedup.png", "builds.png", "telemetry.png"):
-        check_png(tmp_path / "out" / name)
+def test_parameters_that_differ_are_a_table_and_the_common_ones_are_named_once(text):
+    assert text.count("Every arm: `ctx=4096`, `n_predict=256`.") == 1
+    assert "| # | arm | spec | draft_max | draft | speedup against |" in text
+    assert "| 3 | draft:draft_max=16 | draft | 16 | - | #1 baseline |" in text
+
+
+def test_one_results_table_with_energy_and_every_arm(text):
+    header = next(line for line in text.splitlines() if line.startswith("| # | arm | ok | decode tok/s"))
+    assert text.count(header) == 1 and text.count("| decode tok/s") == 1  # no second table of the same speeds
+    assert "J/token" in header and "J/token 95%" in header and "GPU W" in header
+    row = next(line for line in text.splitlines() if line.startswith("| 2 | draft:draft_max=8 | 3/3 |"))
+    # 250-252 W over 256 tokens at ~155 tok/s: about 1.6 J per token.
+    joules = float(row.split("|")[header.split("|").index(" J/token ")])
+    assert joules == pytest.approx(251.0 * (256 / 155.0) / 256, rel=0.02)
+    assert "J/token: GPU energy per generated token" in text
+
+
+def test_failed_skipped_and_idle_arms_are_listed_with_why(text):
+    section = text.split("### Failed, skipped and idle arms")[1]
+    assert "| 4 | ngram | drafted nothing | 3 of 3 |" in section
+    assert ("| 5 | gone-draft | failed | 3 of 3 | vocab_mismatch | draft gone-q8_0.gguf cannot speculate for target "
+            "qwen3-4b: vocab size 151936 vs 32000 |") in section
+    assert "| 6 | ngram-cache | skipped | 3 of 3 | unknown_flag | flag --spec-type is not accepted |" in section
+
+
+def test_figures_are_per_sweep_and_the_html_is_self_contained(tmp_path):
+    path, text = report(tmp_path, sweeps=2)
+    out = path.parent
+    for name in ("decode-sweep1.png", "decode-sweep2.png", "acceptance-sweep1.png", "acceptance-sweep2.png",
+                 "builds-0c1e57098-cuda-vs-f49e91787-cuda.png", "telemetry.png"):
+        check_png(out / name)
         assert f"]({name})" in text
-    assert "## Head vs base" in text and "| dm8 | 3 | 3 | 31.0 | 34.1 | 1.100 | 1.050 | 1.150 | 0.100 | improvement |" in text
-    assert "abab" not in text
-    assert "roofline_pct" in text and "## Telemetry (run 1)" in text and "no GPU" in text
-    assert "## Environment" in text and "### Host" in text and "| `GGML_CUDA` | `OFF` |" in text
-    assert "| head | dm8 | False | 3 |" in text  # the failed run is left out of the interval
+    assert not (out / "decode_tps.png").exists()  # never one figure pooling the sweeps
+    page_html = (out / "report.html").read_text()
+    images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)"', page_html)
+    assert len(images) == 6 and all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
+    assert 'src="http' not in page_html and ".png\"" not in page_html  # nothing outside the file
+    assert "<td>vocab_mismatch</td>" in page_html and "<h2>Verdict</h2>" in page_html
 
 
-def test_single_build_report_has_no_build_plot(tmp_path, env):
-    path = page.write_report(tmp_path, env=env, summary_rows=make_summary(), runs=make_runs(), telemetry=None,
-                               compare_rows=None)
-    text = path.read_text()
-    assert not (tmp_path / "builds.png").exists() and "builds.png" not in text and "Head vs base" not in text
-    assert not (tmp_path / "telemetry.png").exists() and "## Telemetry" not in text
-    check_png(tmp_path / "decode_tps.png")
+def test_the_break_even_comes_from_the_measured_step_cost(text):
+    # draft_max=8: 256 tokens, 210 accepted -> 46 passes; 300 drafted / 3 runs... per run 300 drafted, g = 300/46.
+    row = next(line for line in text.splitlines() if line.startswith("| 2 | draft:draft_max=8 | 70.0% |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    g, k = float(cells[3]), float(cells[4])
+    assert g == pytest.approx(300 / 46, rel=1e-3)
+    reference_ms = 1000 / (sum(ARMS["baseline"][0]) / 3)
+    speeds = ARMS["draft:draft_max=8"][0]
+    k_expected = sum(1000 * 256 / s for s in speeds) / (3 * 46) / reference_ms
+    assert k == pytest.approx(k_expected, rel=1e-3)
+    assert cells[7] == f"{100 * (k_expected - 1) / g:.1f}%"
 
 
-def test_gpu_telemetry_is_plotted_for_the_first_run_only(tmp_path, env):
-    rows = gpu_telemetry() + host_telemetry(run_id=9)
-    path = page.write_report(tmp_path, env=env, summary_rows=[], runs=[], telemetry=rows, compare_rows=None)
-    text = path.read_text()
-    assert "## Telemetry (run 4)" in text and "| gpu | GPU 0 |" in text and "| gpu_mem_peak_mib | 8192.0 |" in text and "No summary rows." in text
-    check_png(tmp_path / "telemetry.png")
-    assert not (tmp_path / "decode_tps.png").exists() and not (tmp_path / "acceptance_speedup.png").exists()
+def test_every_arm_is_in_the_plots_data_and_those_without_a_figure_say_why(tmp_path, monkeypatch):
+    con, ids = stored(tmp_path)
+    data = []
+    monkeypatch.setattr(sweeps, "write_report", lambda out_dir, report_data: data.append(report_data) or out_dir)
+    build_report(con, ids, last=1, out=tmp_path / "out", run_id=None)
+    sd = data[0].sweeps[0]
+    bars = {b.arm: b for b in results.decode_bars(sd)}
+    assert list(bars) == list(ARMS)
+    assert bars["gone-draft"].mean is None and bars["gone-draft"].note == "3 failed of 3 (vocab_mismatch)"
+    assert bars["ngram-cache"].note == "3 skipped of 3 (unknown_flag)"
+    assert bars["ngram"].note == "drafted nothing in 3 of 3 ok runs"
+    points = {p.arm: p for p in results.acceptance_points(sd)}
+    assert list(points) == list(ARMS)
+    assert [a for a, p in points.items() if p.plotted] == ["draft:draft_max=8", "draft:draft_max=16"]
+    assert points["baseline"].note == "the baseline: speedup 1 by definition"
+    assert points["ngram"].note == "drafted nothing: no acceptance, no speedup"
+    assert points["gone-draft"].note == "3 failed of 3 (vocab_mismatch)"
+    key = "\n".join(line for _, line in acceptance_plot._key(list(points.values())))  # noqa: SLF001
+    assert all(arm in key for arm in ARMS)
 
 
-def test_arm_intervals_are_the_summary_rows_intervals_with_runs_as_dots():
-    rows = [{"sweep": 1, "arm": "a", "decode_tps": 12.0, "ci_low": 7.0, "ci_high": 17.0},
-            {"sweep": 1, "arm": "one", "decode_tps": 5.0, "ci_low": None, "ci_high": None},
-            {"sweep": 1, "arm": "none", "decode_tps": None, "ci_low": None, "ci_high": None}]
-    runs = [{"sweep_id": 1, "arm": "a", "decode_tps": v} for v in (10.0, 12.0, 14.0)] + [
-        {"sweep_id": 1, "arm": "one", "decode_tps": 5.0}, {"sweep_id": 2, "arm": "a", "decode_tps": 99.0},
-        {"sweep_id": 1, "arm": "none", "decode_tps": None}]
-    a, one, none = page.arm_intervals(rows, runs)
-    assert (a.mean, a.ci_low, a.ci_high, a.values) == (12.0, 7.0, 17.0, [10.0, 12.0, 14.0])  # sweep 2 is not pooled
-    assert (one.mean, one.ci_low, one.ci_high) == (5.0, 5.0, 5.0)  # one run: a zero-width interval
-    assert (none.values, none.mean, none.ci_low) == ([], None, None)
+def overlapping(boxes) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes)) if boxes[i].overlaps(boxes[j])]
 
 
-def test_arm_intervals_group_by_build_and_find_the_baseline():
-    arms = page.arm_intervals(make_summary(("base", "head")), make_runs(("base", "head")))
-    assert [(a.build, a.arm) for a in arms][:3] == [("base", "baseline"), ("base", "dm8"), ("base", "dm16")]
-    assert [a.is_baseline for a in arms] == [True, False, False] * 2
-    assert arms[1].values == [30.4, 31.1, 31.5] and arms[1].mean == pytest.approx(31.0)
+def test_numbers_of_points_that_coincide_do_not_overlap():
+    cost = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=0.2, break_even=0.3)
+    points = [Point(n, f"arm-{n}", 0.445, 0.40 + 0.004 * n, 0.3, 0.6, cost) for n in range(1, 7)]
+    fig = acceptance_plot.draw(points, "six arms at one acceptance")
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(labels) == 12  # each point's number, and each break-even marker's
+    assert overlapping(labels) == []
 
 
-def test_markdown_table_escapes_and_formats():
-    table = page.markdown_table([{"a": 1.23456, "b": None, "c": "x|y"}, {"a": 123.456}])
-    # Numeric columns (and all-missing ones) are right-aligned by the shared markdown renderer.
-    assert table.splitlines() == ["| a | b | c |", "|---:|---:|---|", "| 1.235 | - | x\\|y |", "| 123.5 | - | - |"]
+def test_no_acceptance_figure_without_a_speculative_point(tmp_path):
+    points = [Point(1, "baseline", None, 1.0, note="the baseline"), Point(2, "x", None, None, note="failed")]
+    assert acceptance_plot.acceptance_speedup(points, tmp_path / "a.png", "t") is None
+    assert not (tmp_path / "a.png").exists()
 
 
-def test_arms_of_one_name_with_other_parameters_are_never_pooled():
-    rows = [{"sweep": 1, "build": "b", "arm": "draft", "params": {"draft_max": 8, "ctx": 4096}, "decode_tps": 30.0},
-            {"sweep": 2, "build": "b", "arm": "draft", "params": {"draft_max": 16, "ctx": 4096}, "decode_tps": 20.0},
-            {"sweep": 2, "build": "b", "arm": "baseline", "params": {"ctx": 4096}, "decode_tps": 25.0}]
-    labels = [r["arm"] for r in page.labelled_by_params(rows)]
-    assert labels == ["draft draft_max=8", "draft draft_max=16", "baseline"]
+def test_the_html_page_renders_the_markdown_orch_writes(tmp_path):
+    md = ("# Title\n\nA `code` and **bold** <b> line\ncontinued.\n\n- one\n- two\n\n| a | b |\n|---|---:|\n"
+          "| x\\|y | 1.5 |\n\n![alt](missing.png)\n")
+    out = html.render(md, tmp_path, "T")
+    assert "<h1>Title</h1>" in out and "<code>code</code>" in out and "<strong>bold</strong>" in out
+    assert "&lt;b&gt; line continued.</p>" in out and "<ul><li>one</li><li>two</li></ul>" in out
+    assert "<tr><th>a</th><th>b</th></tr><tr><td>x|y</td><td class=\"num\">1.5</td></tr>" in out
+    assert "[missing image missing.png]" in out
+
+
+def test_a_report_without_gpu_says_there_is_no_energy(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
+                                     "repeat": 1, "build_name": "b", "status": "done",
+                                     "env": {**ENV, "gpus": []}})
+    run = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "repeat_index": 0,
+                                 "mode": "cli", "status": "ok", "params": {}})
+    con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 50.0)", [run])
+    text = build_report(con, [sweep], last=1, out=tmp_path / "o", run_id=None).read_text()
+    assert "No energy per token: orch reads power from NVIDIA GPUs (NVML), and this host had none in use" in text
+    assert "No arm has both an acceptance and a speedup" in text
+
+
+def test_a_build_whose_sweep_has_no_ended_run_yet_is_no_pair(tmp_path, monkeypatch):
+    """`orch report` beside a sweep that just started on another build: its runs are all running, so there is
+    nothing to compare yet; the report is written without that pair instead of failing."""
+    con, ids = stored(tmp_path, sweeps=2)
+    con.execute("UPDATE runs SET status = 'running' WHERE sweep_id = ?", [ids[1]])
+    data = []
+    monkeypatch.setattr(sweeps, "write_report", lambda out_dir, report_data: data.append(report_data) or out_dir)
+    build_report(con, ids, last=1, out=tmp_path / "out", run_id=None)
+    assert data[0].pairs == [] and [s.id for s in data[0].sweeps] == ids

@@ -1,0 +1,65 @@
+"""What a report shows, gathered from the store by report/sweeps and drawn by report/page: one SweepData per sweep
+(never pooled with another), one BuildPair per pair of builds compared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from orchestrator.analyze.costs import StepCost
+
+
+@dataclass
+class ModelFile:
+    role: str  # target or draft
+    file: str  # the file name the arm's command line gives
+    arms: list[int]  # arm numbers that use it
+    size_bytes: int | None = None
+    file_type: str | None = None  # the GGUF's quantisation (general.file_type): Q4_K_M, F16, ...
+    architecture: str | None = None
+    parameters: int | None = None
+    sha256: str | None = None
+    source: str = "stored"  # stored (read at run time), read now (the file, at report time), not recorded
+
+
+@dataclass
+class SweepData:
+    sweep: dict  # queries.report_sweeps row
+    rows: list[dict]  # analyze/summary rows of this sweep, in run order, with energy fields where measured
+    runs: list[dict]  # queries.report_runs rows of this sweep
+    verdict: str
+    models: list[ModelFile] = field(default_factory=list)
+    outcomes: list[dict] = field(default_factory=list)  # queries.arm_outcomes rows of this sweep
+    costs: dict[str, StepCost] = field(default_factory=dict)  # by arm
+
+    @property
+    def id(self) -> int:
+        return self.sweep["sweep_id"]
+
+    @property
+    def numbers(self) -> dict[str, int]:
+        """Arm name -> its number in this sweep's tables and figures (1, 2, ... in run order)."""
+        return {r["arm"]: i for i, r in enumerate(self.rows, start=1)}
+
+    @property
+    def label(self) -> str:
+        recipe = str(self.sweep.get("recipe_path") or "").rsplit("/", 1)[-1]
+        return f"sweep {self.id} ({recipe}, {self.sweep.get('build_name')})"
+
+
+@dataclass
+class BuildPair:
+    base: str
+    head: str
+    rows: list[dict]  # analyze/comparison.compare_builds rows
+    columns: list[str]
+
+
+@dataclass
+class ReportData:
+    title: str
+    sweeps: list[SweepData]
+    env: dict  # the newest sweep's environment snapshot
+    pairs: list[BuildPair] = field(default_factory=list)
+    telemetry: list[dict] = field(default_factory=list)  # one run's samples
+    telemetry_run: int | None = None
+    energy_window: dict | None = None  # the run_energy row of the telemetry run, where it has one

@@ -1,0 +1,183 @@
+"""What a token costs, on a real DuckDB file: GPU energy per generated token (views run_energy, arm_energy, with
+samples from the telemetry sampler reading a fake NVML), and the break-even acceptance from a speculative arm's
+measured step cost (view run_draft_cost over metrics parsed from recorded llama.cpp logs)."""
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+from nvml_fake import fake_nvml  # noqa: F401 (fixture)
+
+from orchestrator import store
+from orchestrator.analyze import costs, stats
+from orchestrator.machine.telemetry import Sample, Sampler
+from orchestrator.parse import parse_text
+from orchestrator.store import queries
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+def a_sweep(con, mode="cli") -> int:
+    return store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
+                                    "mode": mode, "repeat": 3, "build_name": "b", "status": "done"})
+
+
+def a_run(con, sweep, arm="draft", *, tokens=400, tps=100.0, wall_s=10.0, mode="cli", repeat=0, **metrics) -> int:
+    run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline", "mode": mode,
+                                 "repeat_index": repeat, "status": "ok", "wall_s": wall_s})
+    con.execute("INSERT INTO metrics (run_id, decode_tps, n_predict, n_drafted, n_accepted, extra) "
+                "VALUES (?, ?, ?, ?, ?, ?)", [run, tps, tokens, metrics.get("drafted"), metrics.get("accepted"),
+                                              json.dumps(metrics.get("extra", {"decode_tokens": tokens}))])
+    return run
+
+
+def samples(t_end=10.0, step=0.5, load_w=100.0, decode_w=300.0, decode_from=6.0, idle_gpu=True):
+    """A host row and GPU 0 per tick; GPU 0 draws load_w before decode_from and decode_w after, busy throughout;
+    GPU 1 sits idle (utilisation 0) at 50 W: another card in the box, not this run's."""
+    out = []
+    for i in range(int(t_end / step) + 1):
+        t = i * step
+        out.append(Sample(t=t, gpu=None, rss_bytes=1 << 30, cpu_pct=100.0).to_dict())
+        out.append(Sample(t=t, gpu=0, util_pct=90.0, power_w=decode_w if t >= decode_from else load_w).to_dict())
+        if idle_gpu:
+            out.append(Sample(t=t, gpu=1, util_pct=0.0, power_w=50.0).to_dict())
+    return out
+
+
+def test_energy_is_the_busy_gpus_power_over_the_generation_window(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = a_sweep(con)
+    run = a_run(con, sweep)  # 400 tokens at 100 tok/s: the last 4 s of a 10 s run generate
+    store.insert_telemetry(con, run, samples())
+    row = queries.run_energy_row(con, run)
+    # Load (100 W) and the idle card (50 W) are left out: 300 W x 4 s / 400 tokens.
+    assert (row["window_start"], row["window_end"], row["seconds"]) == pytest.approx((6.0, 10.0, 4.0))
+    assert (row["samples"], row["gpus"], row["power_w"]) == (9, 1, pytest.approx(300.0))
+    assert row["joules"] == pytest.approx(1200.0) and row["joules_per_token"] == pytest.approx(3.0)
+
+
+def test_a_server_run_counts_its_requests_up_to_its_last_sample(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = a_sweep(con, "server")
+    run = a_run(con, sweep, mode="server", tokens=1000, tps=50.0, wall_s=5.0, extra={})  # requests: the last 5 s
+    store.insert_telemetry(con, run, samples(t_end=12.0, decode_from=7.0))
+    row = queries.run_energy_row(con, run)
+    assert (row["window_start"], row["window_end"]) == pytest.approx((7.0, 12.0))
+    assert row["joules_per_token"] == pytest.approx(300.0 * 5.0 / 1000)
+
+
+def test_no_figure_without_a_busy_gpu_sample_in_the_window_and_no_row_without_gpu_power(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = a_sweep(con)
+    short = a_run(con, sweep, tokens=10, tps=100.0, wall_s=10.2)  # 0.1 s of generation between two ticks
+    store.insert_telemetry(con, short, samples())
+    cpu_only = a_run(con, sweep, repeat=1)
+    store.insert_telemetry(con, cpu_only, [s for s in samples() if s["gpu"] is None])
+    cpu_build = a_run(con, sweep, repeat=2)  # a CPU build on a GPU machine: the GPUs idle while it generates
+    store.insert_telemetry(con, cpu_build, [{**s, "util_pct": 0.0} if s["gpu"] is not None else s for s in samples()])
+    row = queries.run_energy_row(con, short)
+    assert row["samples"] == 0 and row["joules"] is None and row["joules_per_token"] is None
+    assert queries.run_energy_row(con, cpu_only) is None  # no GPU power: no energy row, not a zero
+    idle = queries.run_energy_row(con, cpu_build)
+    assert idle["samples"] == 9 and idle["gpus"] == 0 and idle["joules_per_token"] is None  # not its energy
+    (arm,) = queries.arm_energy(con, [sweep])
+    assert arm["runs"] == 2 and arm["n"] == 0 and arm["gpu_idle_runs"] == 1
+    energy = costs.arm_energy([arm])[(sweep, "draft")]
+    assert energy.joules_per_token is None and energy.fields()["energy_runs"] == 0
+
+
+def test_arm_energy_is_the_mean_with_an_interval_on_logs(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = a_sweep(con)
+    for rep, watts in enumerate((280.0, 300.0, 330.0)):
+        run = a_run(con, sweep, repeat=rep)
+        store.insert_telemetry(con, run, samples(decode_w=watts))
+    per_run = [w * 4.0 / 400 for w in (280.0, 300.0, 330.0)]
+    energy = costs.arm_energy(queries.arm_energy(con, [sweep]))[(sweep, "draft")]
+    logs = stats.describe([math.log(j) for j in per_run])
+    assert energy.joules_per_token == pytest.approx(sum(per_run) / 3)
+    assert (energy.low, energy.high) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
+    assert energy.runs == 3 and energy.min_samples == 9 and energy.power_w == pytest.approx(910 / 3)
+    assert set(energy.fields()) == {"joules_per_token", "joules_per_token_low", "joules_per_token_high",
+                                    "energy_runs", "power_w", "energy_samples_min", "energy_gpu_idle_runs"}
+    view = con.execute("SELECT measured, joules_per_token FROM arm_energy").fetchone()
+    assert view == (3, pytest.approx(energy.joules_per_token))
+
+
+def test_samples_from_the_sampler_on_a_fake_gpu(tmp_path, fake_nvml):
+    """The sampler's own rows (this process's tree, the fake NVML's GPUs) give the same figure: the H100 at 50%
+    utilisation and 300 W counts, the L4 left idle does not."""
+    fake_nvml[1].util = 0
+    sampler = Sampler(os.getpid(), interval=0.01)
+    sampler._t0 = time.monotonic()  # noqa: SLF001 (ticks by hand: no thread, no timing race)
+    for _ in range(4):
+        sampler.sample()
+        time.sleep(0.01)
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = a_sweep(con)
+    last = max(s.t for s in sampler.samples)
+    run = a_run(con, sweep, tokens=200, tps=200 / last, wall_s=last)  # the whole sampled span generates
+    store.insert_telemetry(con, run, [s.to_dict() for s in sampler.samples])
+    row = queries.run_energy_row(con, run)
+    assert row["samples"] == 4 and row["gpus"] == 1 and row["power_w"] == pytest.approx(300.0)
+    assert row["joules_per_token"] == pytest.approx(300.0 * last / 200)
+
+
+def parsed_run(con, sweep, era: str, name: str, arm="draft") -> int:
+    text = (LOGS / era / f"{name}.stderr").read_text(errors="replace")
+    run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": False, "mode": "cli",
+                                 "repeat_index": 0, "status": "ok", "reference_arm": "baseline"})
+    store.save_metrics(con, run, parse_text(text))
+    return run
+
+
+@pytest.mark.parametrize("era, draft_ms", [("0c1e57098", None), ("f49e91787", 6161.55)])
+def test_the_step_cost_of_a_recorded_speculative_run(tmp_path, era, draft_ms):
+    """passes = generated - accepted (each pass keeps its accepted tokens and one more): for 0c1e57098 that is the
+    statistics' generate-call count; the draft time is the statistics' generate duration (0c1e57098) or the draft
+    context's eval time (f49e91787, which prints no statistics)."""
+    con = store.connect(tmp_path / "r.duckdb")
+    run = parsed_run(con, a_sweep(con), era, "spec-simple-draft")
+    row = con.execute("SELECT * FROM run_draft_cost WHERE run_id = ?", [run]).fetchone()
+    cols = [d[0] for d in con.description]
+    cost = dict(zip(cols, row))
+    m = con.execute("SELECT n_predict, n_accepted, n_drafted, decode_tps, extra FROM metrics").fetchone()
+    extra = json.loads(m[4])
+    assert cost["passes"] == m[0] - m[1] and cost["drafted"] == m[2]
+    assert cost["decode_ms"] == pytest.approx(1000 * extra["decode_tokens"] / m[3])
+    if era == "0c1e57098":
+        stats_line = extra["draft_stats"][0]
+        assert cost["passes"] == stats_line["calls_gen"]
+        assert cost["draft_ms"] == pytest.approx(sum(s["dur_ms"][1] for s in extra["draft_stats"]))
+    else:
+        assert cost["draft_ms"] == pytest.approx(draft_ms)
+
+
+def test_break_even_from_the_step_cost():
+    """Reference 100 tok/s (10 ms a token); 10 passes drafting 40 tokens in 300 ms, 200 of them drafting: a pass
+    costs k = 3 tokens, the draft c = 0.5 a token, the rest v = 1, so it breaks even at acceptance (3 - 1) / 4."""
+    rows = [{"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
+            {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 90.0},
+            {"sweep": 1, "arm": "no-ref", "vs": "gone", "decode_tps": 50.0}]
+    cost_rows = [{"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "decode_ms": 300.0, "draft_ms": 200.0},
+                 {"sweep_id": 1, "arm": "no-ref", "passes": 10, "drafted": 40, "decode_ms": 300.0, "draft_ms": None}]
+    found = costs.step_costs(cost_rows, rows)
+    assert set(found) == {(1, "draft")}  # no reference speed, no break-even
+    c = found[(1, "draft")]
+    assert (c.draft_length, c.pass_cost, c.draft_cost, c.verify_cost) == pytest.approx((4.0, 3.0, 0.5, 1.0))
+    assert c.break_even == pytest.approx(0.5) and c.speedup_at(0.5) == pytest.approx(1.0) and c.reachable
+    assert c.speedup_at(1.0) == pytest.approx(5 / 3)
+
+
+@pytest.mark.parametrize("alpha, g, c", [(0.6, 4, 0.1), (0.8, 16, 0.05), (0.3, 8, 0.3)])
+def test_with_verification_at_one_step_the_model_is_the_textbook_formula(alpha, g, c):
+    """Fixed-length drafts accepted token by token with probability alpha: the share of drafted tokens accepted is
+    a = alpha (1 - alpha^g) / ((1 - alpha) g), and speedup(a) with v = 1 is (1 - alpha^(g+1)) / ((1 - alpha)(g c + 1))."""
+    cost = costs.StepCost(sweep=1, arm="a", reference="b", draft_length=g, pass_cost=g * c + 1, draft_cost=c,
+                          break_even=c)
+    a = alpha * (1 - alpha**g) / ((1 - alpha) * g)
+    assert cost.speedup_at(a) == pytest.approx((1 - alpha ** (g + 1)) / ((1 - alpha) * (g * c + 1)))
+    assert cost.speedup_at(cost.break_even) == pytest.approx(1.0)  # and it breaks even at a = c
