@@ -13,17 +13,24 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import stats
+from orchestrator.analyze import costs, stats
 from orchestrator.analyze.derived import roofline_pct
 from orchestrator.store import queries
 
+NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
                  "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps", "roofline_pct", "warnings"]
 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
-    """The summary rows of the sweeps, in sweep order, arms in the order they first ran."""
-    return summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
+    """The summary rows of the sweeps, in sweep order, arms in the order they first ran, with energy per token
+    where GPU power was sampled (analyze/costs.Energy.fields; None elsewhere, so every row has the keys)."""
+    rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
+    energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
+    for row in rows:
+        found = energy.get((row["sweep"], row["arm"]))
+        row.update(found.fields() if found else NO_ENERGY)
+    return rows
 
 
 def summarize(groups: list[dict]) -> list[dict]:

@@ -24,7 +24,7 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
     if not runs:
         raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list sweeps with "
                           f"`orch query 'SELECT id, recipe_path, build_name FROM sweeps'`")
-    rows = with_energy(con, summary.arm_rows(con, ids), ids)
+    rows = summary.arm_rows(con, ids)  # energy per token included
     step_costs = costs.step_costs(queries.arm_draft_costs(con, ids), rows)
     verdicts = dict(zip(dict.fromkeys(r["sweep"] for r in rows), verdict.sweep_verdicts(rows)))
     models = _models(con, ids)
@@ -44,17 +44,6 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
                       pairs=_pairs(con, runs, stored), telemetry=queries.telemetry_rows(con, chosen) if chosen else [],
                       telemetry_run=chosen, energy_window=queries.run_energy_row(con, chosen) if chosen else None)
     return write_report(out, data)
-
-
-def with_energy(con, rows: list[dict], sweep_ids: list[int]) -> list[dict]:
-    """Summary rows with the energy fields (analyze/costs.Energy.fields) of the arms that have GPU power samples;
-    fields the summary already carries are kept."""
-    energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
-    for row in rows:
-        if found := energy.get((row["sweep"], row["arm"])):
-            for key, value in found.fields().items():
-                row.setdefault(key, value)
-    return rows
 
 
 def _telemetry_run(con, runs: list[dict], run_id: int | None) -> int | None:
