@@ -20,18 +20,24 @@ def models_group():
               help="Output folder (default: $ORCH_MODELS or ./models).")
 @click.option("--build", "build_ref", default=None, help="Build whose source tree provides the vocabularies.")
 def models_tiny(out, build_ref):
-    """Write tiny target/draft GGUF models.
+    """Write tiny random-weight GGUF models, one role per line.
 
-    Also a draft with another vocabulary, for mismatch tests.
+    A llama target and a draft made of its first layers (and a draft with another vocabulary, for mismatch
+    tests); a qwen35 target with one MTP block (--spec-type draft-mtp); EAGLE3, DFlash and DSpark drafts for
+    the llama target. Each draft or head reuses its target's weights, so it agrees with the target part of
+    the time. Files already made by the same recipe are kept.
 
     Example: orch models tiny --out models
     """
     from orchestrator import config
     from orchestrator.build.builder import find_build
-    from orchestrator.models import tiny
+    from orchestrator.models import tiny, tiny_methods
 
     build = find_build(build_ref)
-    paths = tiny.make_tiny_models(out or config.models_dir(), tiny.find_vocab_dir(Path(build["src_dir"])))
+    out = out or config.models_dir()
+    vocabs = tiny.VocabCache(tiny.find_vocab_dir(Path(build["src_dir"])))
+    paths = {**tiny.make_tiny_models(out, vocabs.vocab_dir, vocabs=vocabs),
+             **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs)}
     for role, path in paths.items():
         click.echo(f"{role}\t{path}")
 

@@ -65,36 +65,69 @@ def find_vocab_dir(src_tree: Path) -> Path:
     return vocab_dir
 
 
-def make_tiny_models(out_dir: Path, vocab_dir: Path, seed: int = 0) -> dict[str, Path]:
+class VocabCache:
+    """The vocab-only GGUFs of a llama.cpp tree, each parsed once (parsing takes a second or two)."""
+
+    def __init__(self, vocab_dir: Path):
+        self.vocab_dir = Path(vocab_dir)
+        self._readers: dict[str, gguf.GGUFReader] = {}
+
+    def path(self, name: str) -> Path:
+        path = self.vocab_dir / name
+        if not path.is_file():
+            raise ModelError(f"vocabulary {path} not found; pass a llama.cpp tree's models/ folder")
+        return path
+
+    def reader(self, name: str) -> gguf.GGUFReader:
+        if name not in self._readers:
+            self._readers[name] = gguf.GGUFReader(self.path(name), "r")
+        return self._readers[name]
+
+    def n_vocab(self, name: str) -> int:
+        return len(self.reader(name).get_field("tokenizer.ggml.tokens").data)
+
+
+def make_tiny_models(out_dir: Path, vocab_dir: Path, seed: int = 0, vocabs: VocabCache | None = None
+                     ) -> dict[str, Path]:
     """Write the tiny target and drafts into out_dir, skipping files already made by the same recipe.
 
-    Returns {"target": ..., "draft": ..., "draft_gpt2": ...}.
+    Returns {"target": ..., "draft": ..., "draft_gpt2": ...}. `vocabs` shares parsed vocabularies between calls.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest_path = out_dir / MANIFEST
-    manifest = _read_manifest(manifest_path)
-    readers: dict[str, gguf.GGUFReader] = {}  # parsing a vocabulary takes seconds: once per call
+    vocabs = vocabs or VocabCache(vocab_dir)
     paths = {}
     for role, (file_name, vocab_name, spec) in FILES.items():
-        vocab_path = Path(vocab_dir) / vocab_name
-        if not vocab_path.is_file():
-            raise ModelError(f"vocabulary {vocab_path} not found; pass a llama.cpp tree's models/ folder")
-        path = out_dir / file_name
-        recipe = _recipe_id(vocab_path, spec, seed)
-        if not _is_current(path, manifest.get(file_name), recipe):
-            if vocab_name not in readers:
-                readers[vocab_name] = gguf.GGUFReader(vocab_path, "r")
-            _write_model(path, readers[vocab_name], spec, seed, recipe)
-            manifest[file_name] = {"recipe": recipe, "sha256": sha256_file(path)}
-            manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        paths[role] = path
+        recipe = recipe_id(vocabs.path(vocab_name), spec, seed)
+
+        def write(tmp, name=Path(file_name).stem, vocab=vocab_name, spec=spec, recipe=recipe):
+            _write_model(tmp, name, vocabs.reader(vocab), spec, seed, recipe)
+
+        paths[role] = make_file(Path(out_dir) / file_name, recipe, write)
     return paths
 
 
-def _recipe_id(vocab_path: Path, spec: TinySpec, seed: int) -> str:
+def make_file(path: Path, recipe: str, write) -> Path:
+    """Write path with write(tmp_path) unless the manifest beside it says this recipe made it and it is unchanged.
+
+    The file appears whole or not at all (written to a temporary name, then renamed).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    manifest_path = path.parent / MANIFEST
+    manifest = _read_manifest(manifest_path)
+    if _is_current(path, manifest.get(path.name), recipe):
+        return path
+    tmp = path.with_name(path.name + ".partial")
+    write(tmp)
+    os.replace(tmp, path)  # a crash mid-write never leaves a file that looks finished
+    manifest = _read_manifest(manifest_path)  # re-read: only this entry changes
+    manifest[path.name] = {"recipe": recipe, "sha256": sha256_file(path)}
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def recipe_id(vocab_path: Path, spec, seed: int, version: int = RECIPE_VERSION, **extra) -> str:
+    """A short hash of everything that decides a file's bytes (spec is a dataclass)."""
     # The vocabulary's bytes are part of the recipe: a different llama.cpp tree may ship a different one.
-    text = json.dumps({"v": RECIPE_VERSION, "seed": seed, "spec": asdict(spec), "vocab": sha256_file(vocab_path)},
+    text = json.dumps({"v": version, "seed": seed, "spec": asdict(spec), "vocab": sha256_file(vocab_path), **extra},
                       sort_keys=True)
     return sha256_text(text)[:16]
 
@@ -112,19 +145,22 @@ def _is_current(path: Path, entry: dict | None, recipe: str) -> bool:
             and sha256_file(path) == entry.get("sha256"))
 
 
-def _write_model(path: Path, vocab: gguf.GGUFReader, spec: TinySpec, seed: int, recipe: str) -> None:
+def _write_model(path: Path, name: str, vocab: gguf.GGUFReader, spec: TinySpec, seed: int, recipe: str) -> None:
     n_vocab = len(vocab.get_field("tokenizer.ggml.tokens").data)
-    tmp = path.with_name(path.name + ".partial")
-    writer = gguf.GGUFWriter(tmp, "llama")
-    _add_hparams(writer, spec, n_vocab, path.stem, recipe)
-    _copy_tokenizer(writer, vocab)
-    for name, array in _tensors(spec, n_vocab, seed):
+    writer = gguf.GGUFWriter(path, "llama")
+    _add_hparams(writer, spec, n_vocab, name, recipe)
+    copy_tokenizer(writer, vocab)
+    write_tensors(writer, llama_tensors(spec, n_vocab, seed))
+
+
+def write_tensors(writer: gguf.GGUFWriter, tensors) -> None:
+    """Add (name, array) pairs and write the whole file."""
+    for name, array in tensors:
         writer.add_tensor(name, array)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    os.replace(tmp, path)  # a crash mid-write never leaves a file that looks finished
 
 
 def _add_hparams(writer: gguf.GGUFWriter, spec: TinySpec, n_vocab: int, name: str, recipe: str) -> None:
@@ -142,7 +178,7 @@ def _add_hparams(writer: gguf.GGUFWriter, spec: TinySpec, n_vocab: int, name: st
     writer.add_string(RECIPE_KEY, recipe)
 
 
-def _copy_tokenizer(writer: gguf.GGUFWriter, vocab: gguf.GGUFReader) -> None:
+def copy_tokenizer(writer: gguf.GGUFWriter, vocab: gguf.GGUFReader) -> None:
     """Every tokenizer.* key of the vocab-only GGUF, with its original value types."""
     for key, field in vocab.fields.items():
         if not key.startswith("tokenizer."):
@@ -151,29 +187,29 @@ def _copy_tokenizer(writer: gguf.GGUFWriter, vocab: gguf.GGUFReader) -> None:
         writer.add_key_value(key, field.contents(), field.types[0], sub_type)
 
 
-def _tensors(spec: TinySpec, n_vocab: int, seed: int):
+def llama_tensors(spec: TinySpec, n_vocab: int, seed: int):
     """(name, array) pairs in llama.cpp's layout; numpy shapes are the reverse of ggml's ne[]."""
     # Embeddings and output depend on (seed, vocab size) only and layer i on (seed, i) only,
     # so a draft with fewer layers is exactly the target's first layers.
     rng = np.random.default_rng([seed, n_vocab])
-    yield "token_embd.weight", _f16(rng.standard_normal((n_vocab, spec.n_embd)))
+    yield "token_embd.weight", f16(rng.standard_normal((n_vocab, spec.n_embd)))
     # A separate output matrix: tied embeddings would make every model predict its input token.
-    yield "output.weight", _f16(rng.standard_normal((n_vocab, spec.n_embd)) * spec.output_scale)
+    yield "output.weight", f16(rng.standard_normal((n_vocab, spec.n_embd)) * spec.output_scale)
     yield "output_norm.weight", np.ones(spec.n_embd, dtype=np.float32)
     for i in range(spec.n_layers):
-        yield from _layer(spec, i, np.random.default_rng([seed, n_vocab, i]))
+        yield from llama_layer(spec, i, np.random.default_rng([seed, n_vocab, i]))
 
 
-def _layer(spec: TinySpec, i: int, rng: np.random.Generator):
+def llama_layer(spec: TinySpec, i: int, rng: np.random.Generator):
     d, ff, s = spec.n_embd, spec.n_ff, spec.layer_scale
     shapes = {"attn_q": (d, d), "attn_k": (d, d), "attn_v": (d, d), "attn_output": (d, d),
               "ffn_gate": (ff, d), "ffn_up": (ff, d), "ffn_down": (d, ff)}
     yield f"blk.{i}.attn_norm.weight", np.ones(d, dtype=np.float32)
     yield f"blk.{i}.ffn_norm.weight", np.ones(d, dtype=np.float32)
     for name, shape in shapes.items():
-        yield f"blk.{i}.{name}.weight", _f16(rng.standard_normal(shape) * s)
+        yield f"blk.{i}.{name}.weight", f16(rng.standard_normal(shape) * s)
 
 
-def _f16(array: np.ndarray) -> np.ndarray:
+def f16(array: np.ndarray) -> np.ndarray:
     # 2-D weights in F16 halve the file (the embedding and output matrices are most of it); norms stay F32.
     return array.astype(np.float16)

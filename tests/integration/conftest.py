@@ -91,7 +91,9 @@ def tiny_dir(real_build, orch_exe, cache_env):
     res = run_orch(orch_exe, "models", "tiny", "--out", str(out), "--build", COMMIT, env=cache_env)
     assert res.returncode == 0, res.stderr
     roles = dict(line.split("\t") for line in res.stdout.strip().splitlines())
-    assert set(roles) == {"target", "draft", "draft_gpt2"} and all(Path(p).exists() for p in roles.values())
+    from orchestrator.models.tiny_methods import MODELS
+
+    assert set(roles) == {"target", "draft", "draft_gpt2", *MODELS} and all(Path(p).exists() for p in roles.values())
     return out
 
 
