@@ -70,7 +70,7 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
         row["warning_messages"] = [w.message for w in found]
         row["warnings"] = ",".join(w.code for w in found) or None
         row["ci95"] = _speed_interval(row["ci_low"], row["ci_high"])
-        row["speedup_ci95"] = _interval(row["speedup_low"], row["speedup_high"], digits=3)
+        row["speedup_ci95"] = _interval(row["speedup_low"], row["speedup_high"], digits=2)  # as the verdict says it
         row["break_even"] = break_even.get(row["method"])
         # Decode speed as a share of the bandwidth bound (bandwidth / bytes read per decode step, the target's).
         row["roofline_pct"] = roofline_pct(row["decode_tps"] or None, row["bound_tps"])
@@ -233,8 +233,12 @@ def _interval(low, high, digits: int = 1) -> str | None:
 
 
 def _speed_interval(low, high) -> str | None:
-    """A speed interval in four significant figures or so: [426, 1434] from 100 tok/s up, [35.2, 41.7] below."""
-    return _interval(low, high, digits=0 if low is not None and low >= 100 else 1)
+    """A speed interval to three or four figures, each end by its size: [426, 1434], [58.6, 563], [2.91, 3.47]."""
+    return None if low is None or high is None else f"[{_figures(low)}, {_figures(high)}]"
+
+
+def _figures(x: float) -> str:
+    return f"{x:.0f}" if abs(x) >= 99.5 else f"{x:.1f}" if abs(x) >= 9.995 else f"{x:.2f}"
 
 
 PERCENT_COLUMNS = ("acceptance", "cv")  # shares of 1, shown as percentages
