@@ -23,10 +23,10 @@ test: install  ## import direction (lint-imports), then the whole suite, real ll
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra
 
-demo: build  ## the main job: build, tiny models, recipes A and B, a table read back from DuckDB
+demo: build  ## the main job: build, tiny models, recipes A and B, then their one table read back from DuckDB
 	$(ORCH) models tiny
-	$(ORCH) run recipes/recipe_a.j2 --build $(COMMIT) --vars recipes/tiny.toml
-	$(ORCH) run recipes/recipe_b.j2 --build $(COMMIT) --vars recipes/tiny_single.toml
+	$(ORCH) run recipes/recipe_a.j2 --build $(COMMIT) --vars recipes/tiny.toml --no-summary
+	$(ORCH) run recipes/recipe_b.j2 --build $(COMMIT) --vars recipes/tiny_single.toml --no-summary
 	@echo; echo "== recipes A and B on the tiny models, from results.duckdb =="
 	$(ORCH) summary --last 2
 

@@ -13,13 +13,20 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import costs, stats
+from orchestrator.analyze import costs, glossary, stats
 from orchestrator.analyze.derived import roofline_pct
+from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
                  "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps", "roofline_pct", "warnings"]
+# The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
+# the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
+DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
+GIVE_UP = ["ci95", "vs", "ok", "warnings", "acceptance"]
+WIDTH = 120
+PARAM_WIDTH = 24  # a parameter value longer than this is cut in the default table
 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
@@ -61,15 +68,16 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
         found = stats.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
                                    acceptance=row["acceptance"], speedup=row["speedup"],
                                    sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
-                                   accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"])
+                                   accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
+                                   gpu=row["used_gpu"])
         row["speedup_without_drafts"] = None
         if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
             row["speedup_without_drafts"] = row["speedup"]
             row["speedup"] = row["speedup_low"] = row["speedup_high"] = None
         row["warning_messages"] = [w.message for w in found]
         row["warnings"] = ",".join(w.code for w in found) or None
-        row["ci95"] = _interval(row["ci_low"], row["ci_high"])
-        row["speedup_ci95"] = _interval(row["speedup_low"], row["speedup_high"], digits=3)
+        row["ci95"] = _speed_interval(row["ci_low"], row["ci_high"])
+        row["speedup_ci95"] = _interval(row["speedup_low"], row["speedup_high"], digits=2)  # as the verdict says it
         row["break_even"] = break_even.get(row["method"])
         # Decode speed as a share of the bandwidth bound (bandwidth / bytes read per decode step, the target's).
         row["roofline_pct"] = roofline_pct(row["decode_tps"] or None, row["bound_tps"])
@@ -84,7 +92,30 @@ def _params(text: str | None) -> dict:
 
 def table_columns(rows: list[dict]) -> list[str]:
     """TABLE_COLUMNS with, after `arm`, one column per parameter whose value differs between the rows: what
-    tells the arms apart (and two sweeps' arms of one name, run with other parameters)."""
+    tells the arms apart (and two sweeps' arms of one name, run with other parameters). Every column: --wide."""
+    varying, _ = _parameters(rows)
+    _fill(rows, varying)
+    return _with_params(TABLE_COLUMNS, varying)
+
+
+def _with_params(columns: list[str], names: list[str]) -> list[str]:
+    """The columns with one per parameter after `arm`."""
+    i = columns.index("arm") + 1
+    return [*columns[:i], *(_param_column(k) for k in names), *columns[i:]]
+
+
+def _fill(rows: list[dict], names: list[str]) -> None:
+    """Put each parameter's value on the rows under its column name."""
+    pairs = [(k, _param_column(k)) for k in names]
+    for row in rows:
+        params = row["params"]
+        for k, column in pairs:
+            row[column] = params.get(k)
+
+
+def _parameters(rows: list[dict]) -> tuple[list[str], set[str]]:
+    """The parameters that tell arms apart (see _varies), and those of them that no sweep sets in more than one
+    arm (a control's control_of, the one draft arm's draft: its name says as much)."""
     # Rows share their parameter dicts (see _params): decide on the distinct sets of them a sweep has, not per row.
     distinct, by_sweep = {}, {}
     for row in rows:
@@ -93,18 +124,102 @@ def table_columns(rows: list[dict]) -> list[str]:
     shapes = {frozenset(ids) for ids in by_sweep.values()}
     names = list(dict.fromkeys(k for p in distinct.values() for k in p))
     varying = [k for k in names if _varies(distinct, shapes, k)]
-    for row in rows:
-        for k in varying:
-            row[_param_column(k)] = row["params"].get(k)
-    i = TABLE_COLUMNS.index("arm") + 1
-    return [*TABLE_COLUMNS[:i], *(_param_column(k) for k in varying), *TABLE_COLUMNS[i:]]
+    lone = {k for k in varying if all(sum(k in distinct[i] for i in shape) <= 1 for shape in shapes)}
+    return varying, lone
 
 
-def table_text(rows: list[dict], fmt: str = "table") -> str:
-    """The arm table as every command shows it (table or md): the parameter columns that tell arms apart, shares
-    as percentages."""
-    columns = table_columns(rows)  # adds the parameter columns to the rows: before for_display copies them
-    return tables.render(for_display(rows), fmt, columns)
+def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None, wide: bool = False,
+               width: int = WIDTH) -> str:
+    """The arm table as people read it (table or md). By default DEFAULT_COLUMNS and the parameters that tell
+    arms apart, fitted to `width` characters (parameters given up first, then GIVE_UP), each sweep's rows under
+    a line naming it where there are several, and a last line naming what was left out. `wide`: every column;
+    `columns`: those (picked_columns)."""
+    varying, lone = _parameters(rows)
+    if columns:
+        _fill(rows, [_param_name(c) for c in columns if c not in TABLE_COLUMNS])
+        chosen, droppable, hidden = list(columns), [], []
+    elif wide:
+        _fill(rows, varying)
+        chosen, droppable, hidden = _with_params(TABLE_COLUMNS, varying), [], []
+    else:
+        params = [k for k in varying if k not in lone]
+        _fill(rows, params)
+        chosen = _with_params(DEFAULT_COLUMNS, params)
+        droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
+        hidden = [_param_column(k) for k in varying if k in lone]
+    shown = _display(rows, chosen, compact=not (columns or wide))
+    if fmt == "md":
+        kept, left_out = tables.fit(shown, chosen, width, droppable) if droppable else (chosen, [])
+        if "sweep" not in kept and len({r["sweep"] for r in rows}) > 1:
+            kept = ["sweep", *kept]
+            for d, r in zip(shown, rows):
+                d["sweep"] = r["sweep"]
+        text = tables.render(shown, "md", kept)
+    else:
+        titles = {} if "sweep" in chosen else _titles(rows)  # several sweeps: each named above its rows
+        text, left_out = tables.text_table(shown, chosen, width=width, droppable=droppable, titles=titles)
+    hidden += [c for c in chosen if c in left_out]
+    if hidden and rows:
+        ids = list(dict.fromkeys(r["sweep"] for r in rows))
+        again = f"orch summary {' '.join(map(str, ids))} --wide" if len(ids) <= 4 else "--wide"
+        text += "\n" + tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)", width)
+    return text
+
+
+def picked_columns(rows: list[dict], text: str) -> list[str]:
+    """`--columns a,b`: the names, each a column of these rows (TABLE_COLUMNS or a parameter an arm has), with
+    the parameters' values put on the rows; else InvalidOption naming every column there is."""
+    names = dict.fromkeys(k for p in {id(r["params"]): r["params"] for r in rows}.values() for k in p)
+    valid = _with_params(TABLE_COLUMNS, list(names))
+    picked = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in picked if c not in valid and _param_column(c) not in valid]
+    if unknown or not picked:
+        raise InvalidOption(f"--columns {text!r}: {'no such column ' + ', '.join(unknown) if unknown else 'no column'}"
+                            f"; the columns are {', '.join(valid)} (orch summary --help says what each is)")
+    picked = [c if c in valid else _param_column(c) for c in picked]
+    _fill(rows, [_param_name(c) for c in picked if c not in TABLE_COLUMNS])
+    return picked
+
+
+def _param_name(column: str) -> str:
+    return column.removeprefix("param.")
+
+
+def _titles(rows: list[dict]) -> dict[int, str]:
+    """Where the rows are of several sweeps, a line above each sweep's first row: the sweep, its recipe and build
+    (the columns the default table leaves out). One sweep's rows need none: the verdict names it."""
+    titles = {i: f"sweep {r['sweep']}: {r['recipe']} on {r['build']}" for i, r in enumerate(rows)
+              if i == 0 or r["sweep"] != rows[i - 1]["sweep"]}
+    return titles if len(titles) > 1 else {}
+
+
+def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
+    """The rows' cells for people: shares as percentages; in the compact table a control reference as `control`
+    and parameter values cut to PARAM_WIDTH characters. Only the shown columns are copied."""
+    shown = [{c: r.get(c) for c in columns} for r in rows]
+    for c in columns:
+        if c in PERCENT_COLUMNS or c == "roofline_pct":
+            scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
+            for d in shown:
+                if isinstance(d[c], float):
+                    d[c] = f"{scale * d[c]:.1f}%"
+    if compact and "vs" in columns:
+        controls = {(r["sweep"], r["arm"]) for r in rows if r.get("is_control")}
+        for d, r in zip(shown, rows):
+            if (r["sweep"], d["vs"]) in controls:
+                d["vs"] = "control"
+    for c in columns if compact else ():
+        if c not in TABLE_COLUMNS:
+            for d in shown:
+                if isinstance(d[c], str) and len(d[c]) > PARAM_WIDTH:
+                    d[c] = _cut(d[c])
+    return shown
+
+
+def _cut(text: str) -> str:
+    """A value cut to PARAM_WIDTH characters: a path keeps its end (the file name), anything else its start."""
+    keep = PARAM_WIDTH - 2
+    return ".." + text[-keep:] if "/" in text else text[:keep] + ".."
 
 
 def _varies(distinct: dict[int, dict], shapes: set[frozenset[int]], name: str) -> bool:
@@ -122,6 +237,15 @@ def _param_column(name: str) -> str:
 def _interval(low, high, digits: int = 1) -> str | None:
     """An interval as every table and message prints one: [low, high]."""
     return None if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _speed_interval(low, high) -> str | None:
+    """A speed interval to three or four figures, each end by its size: [426, 1434], [58.6, 563], [2.91, 3.47]."""
+    return None if low is None or high is None else f"[{_figures(low)}, {_figures(high)}]"
+
+
+def _figures(x: float) -> str:
+    return f"{x:.0f}" if abs(x) >= 99.5 else f"{x:.1f}" if abs(x) >= 9.995 else f"{x:.2f}"
 
 
 PERCENT_COLUMNS = ("acceptance", "cv")  # shares of 1, shown as percentages
@@ -143,4 +267,5 @@ def for_display(rows: list[dict]) -> list[dict]:
 
 
 def warning_lines(rows: list[dict]) -> list[str]:
-    return [f"{r['arm']}: {msg}" for r in rows for msg in r.get("warning_messages", [])]
+    """One line per warning, naming its sweep and arm."""
+    return [f"sweep {r['sweep']}, arm {r['arm']}: {msg}" for r in rows for msg in r.get("warning_messages", [])]

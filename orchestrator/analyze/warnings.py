@@ -9,7 +9,8 @@ Re-exported by `stats`; import them from there. One call per arm:
                  sweep_break_even=break_even([(acc, speedup) for every non-baseline arm of the sweep]))
 
 The rules (each a constant below, with its code for JSON and its message template):
-- high_cv: sample CV of the per-run speeds above 5% (n >= 2).
+- high_cv: sample CV of the per-run speeds above 5% (n >= 2). The advice names GPU clocks only when the runs
+  used a GPU (`gpu=True`: a CUDA build on a machine with a GPU), CPU frequency otherwise.
 - bimodal: the sorted values split into a low and a high cluster, each of >= 2 values, where the gap between
   the clusters is >= 10% of the median AND >= 4 times the larger within-cluster standard deviation (so an
   ordinary noisy spread never qualifies, and a 59-67 tok/s group beside ~135 tok/s does). n >= 4.
@@ -63,8 +64,11 @@ class StatWarning:
     message: str
 
 
-HIGH_CV = WarningKind("high_cv", "decode speed varies {cv:.1%} between runs (above 5%): raise --repeat, pin GPU clocks "
-                      "(nvidia-smi -lgc) and threads (-t), and keep other work off the machine")
+HIGH_CV = WarningKind("high_cv", "decode speed varies {cv:.1%} between runs (above 5%): raise --repeat, {pin}, and keep "
+                      "other work off the machine")
+# What steadies the runs depends on where they ran: GPU clocks only matter where a GPU decoded.
+PIN_GPU = "pin GPU clocks (nvidia-smi -lgc) and threads (-t)"
+PIN_CPU = "pin threads (-t) and the CPU frequency (cpupower frequency-set -g performance)"
 BIMODAL = WarningKind("bimodal", "speeds split into two clusters, {low} beside {high} tok/s, so the mean describes "
                       "neither: look at each cluster's runs or prompts (orch runs; the requests table in server "
                       "mode), split the prompt set, or add --warmup if the slow ones are the first runs")
@@ -153,8 +157,8 @@ def break_even(points: Sequence[tuple[float, float]]) -> float | None:
 
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
                  speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
-                 accepted: int | None = None, cv: float | None = None, idle: int = 0,
-                 ok: int = 0) -> list[StatWarning]:
+                 accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
+                 gpu: bool = False) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
@@ -166,7 +170,7 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
         mean = statistics.fmean(xs)
         cv = sample_stdev(xs) / mean if mean else 0.0
     if cv is not None and cv > CV_LIMIT:
-        out.append(StatWarning(HIGH_CV.code, HIGH_CV.template.format(cv=cv)))
+        out.append(StatWarning(HIGH_CV.code, HIGH_CV.template.format(cv=cv, pin=PIN_GPU if gpu else PIN_CPU)))
     # Each value list is cleaned once; most arms have too few values for either rule (decided by length alone).
     spread_xs = xs if spread is None else clean(spread)
     split = _split(sorted(spread_xs)) if len(spread_xs) >= BIMODAL_MIN_N else None

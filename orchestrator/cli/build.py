@@ -6,7 +6,7 @@ import json
 
 import click
 
-from orchestrator import config
+from orchestrator import config, tables
 from orchestrator.cli.group import db_option, main
 
 
@@ -49,10 +49,11 @@ def builds_command(as_json):
         return
     if not builds:
         click.echo(f"no builds in {config.builds_root()}; run `orch build COMMIT`")
-    for b in builds:
-        state = f"broken ({'; '.join(b['broken'])})" if b["broken"] else f"{len(b['binaries'])} binaries"
-        click.echo(f"{b['name']:<24} {b['upstream_commit'][:12]}  {b['backend']:<5} {b['finished_at'][:19]}  "
-                   f"{state}  {b['dir']}")
+    else:
+        click.echo(tables.render([{"name": b["name"], "commit": b["upstream_commit"][:12], "backend": b["backend"],
+                                   "finished": b["finished_at"][:19].replace("T", " "),
+                                   "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else
+                                   f"{len(b['binaries'])} binaries", "dir": b["dir"]} for b in builds]))
     for b in builds:
         if b["broken"]:  # `orch run` refuses these: say how to mend each
             click.echo(f"orch: {b['name']} is broken; rebuild it with `{b['rebuild']}`", err=True)
@@ -95,5 +96,6 @@ def mirror_list(as_json):
         return
     if not rows:
         click.echo(f"mirror {mirror.path} is empty; run `orch mirror sdist VERSION` or `orch build COMMIT`")
-    for row in rows:
-        click.echo(f"{row['commit'][:12]}  {row['date'][:10]}  {', '.join(row['refs']) or '-':<28} {row['source']}")
+    else:
+        click.echo(tables.render([{"commit": r["commit"][:12], "date": r["date"][:10],
+                                   "refs": ", ".join(r["refs"]) or None, "source": r["source"]} for r in rows]))

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from orchestrator import config, tables
+from orchestrator.analyze import glossary
 from orchestrator.cli.group import db_option, main, opened_db
 
 RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
@@ -83,63 +84,99 @@ def query_command(sql, fmt, write, db):
     click.echo(tables.render(rows, fmt, columns))
 
 
-@main.command("summary")
+SUMMARY_HELP = f"""Per-arm speed with intervals, speedup, warnings.
+
+Per arm: decode tok/s with its 95% interval, acceptance, and the speedup against the arm's control (its own
+program drafting nothing) or else the baseline, paired by repeat (and prompt in server mode), with its
+interval; then a line per warning and one verdict per sweep. The table fits in 120 characters: the columns
+{', '.join(glossary.SUMMARY_DEFAULT)} and the parameters that tell arms apart, giving up parameters first,
+then ci95, vs, ... where it is wider; its last line names what it left out. --wide shows every column,
+--columns picks; JSON and CSV carry every value.
+
+{glossary.help_block(glossary.SUMMARY, "Columns:")}
+
+Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
+"""
+
+
+@main.command("summary", help=SUMMARY_HELP)
 @click.argument("sweeps", nargs=-1, type=int)
 @click.option("-n", "--last", type=int, default=1, show_default=True, help="Summarise the newest N sweeps.")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "csv", "json"]), default="table",
               show_default=True)
+@click.option("--wide", is_flag=True, help="Every column (see Columns), however wide the table gets.")
+@click.option("--columns", "column_list", default=None, metavar="NAME,...",
+              help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
 @db_option
-def summary_command(sweeps, last, fmt, db):
-    """Per-arm speed with intervals, speedup, warnings.
-
-    Decode tok/s (mean and 95% t-interval), acceptance, draft tokens per generated token, speedup vs the
-    baseline paired by repeat (and prompt in server mode) with its interval, prompt tok/s, warnings.
-
-    Example: orch summary --last 2 --format md
-    """
-    from orchestrator.analyze import summary, verdict
+def summary_command(sweeps, last, fmt, wide, column_list, db):
+    from orchestrator.analyze import summary
     from orchestrator.errors import NoSuchSweep
     from orchestrator.store import queries
 
+    if wide and column_list:
+        raise click.UsageError("--wide and --columns exclude each other: --wide shows every column")
     with opened_db(db) as con:
         if missing := sorted(set(sweeps) - queries.existing_sweeps(con, list(sweeps))):
             raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list sweeps with `orch summary --last 10`")
         rows = summary.arm_rows(con, list(sweeps) or queries.last_sweeps(con, last))
-    verdicts = [f"verdict: {sentence}" for sentence in verdict.sweep_verdicts(rows)] if rows else \
-        ["verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"]
+    columns = summary.picked_columns(rows, column_list) if column_list else None
     if fmt in ("json", "csv"):  # machine formats stay parseable: the sentences go to stderr
-        click.echo(tables.render(rows, fmt))
-        click.echo("\n".join(verdicts), err=True)
+        click.echo(tables.render(rows, fmt, columns))
+        click.echo("\n".join(verdict_lines(rows)), err=True)
         return
-    click.echo(summary.table_text(rows, fmt))
-    for line in summary.warning_lines(rows):
-        click.echo(f"warning: {line}")
-    click.echo("\n".join(verdicts))
+    click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
 
 
-@main.command("compare")
+def summary_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None,
+                 wide: bool = False) -> str:
+    """The table, a line per warning (naming its sweep and arm) and a verdict per sweep: what `orch summary`
+    prints, and `orch run` at its end."""
+    from orchestrator.analyze import summary
+
+    lines = [summary.table_text(rows, fmt, columns=columns, wide=wide)]
+    lines += [f"warning: {line}" for line in summary.warning_lines(rows)]
+    return "\n".join(lines + verdict_lines(rows))
+
+
+def verdict_lines(rows: list[dict]) -> list[str]:
+    from orchestrator.analyze import verdict
+
+    return [f"verdict: {sentence}" for sentence in verdict.sweep_verdicts(rows)] if rows else \
+        ["verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"]
+
+
+COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
+
+Runs join on recipe text, arm parameters, model hashes, prompt set and mode. A change is marked only when
+beyond the threshold and statistically different (Mann-Whitney U, or interval overlap for small n). The table
+fits in 120 characters: the recipe where there are several, the arm, the parameters that tell one recipe's arms
+apart, a key column only where two tests would look alike without it, and the figures; its last line names
+what it left out. --wide shows every parameter and key column that differs. Base and head naming the same
+build is a warning, and no ratio is shown.
+
+{glossary.help_block(glossary.COMPARE, "Columns:")}
+
+Example: orch compare --base f49e917 --head 0c1e570 --format json
+"""
+
+
+@main.command("compare", help=COMPARE_HELP)
 @click.option("--base", "base_ref", required=True, help="Base build: commit prefix, tag or build name.")
 @click.option("--head", "head_ref", required=True, help="Head build: commit prefix, tag or build name.")
 @click.option("--recipe", default=None, help="Only runs of this recipe (path or file name).")
 @click.option("--threshold", default="5%", show_default=True, help="Smallest change worth a verdict.")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table",
               show_default=True)
+@click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
 @db_option
-def compare_command(base_ref, head_ref, recipe, threshold, fmt, db):
-    """Compare two builds arm by arm (head/base).
-
-    Runs join on recipe text, arm parameters, model hashes, prompt set and mode. A change is marked only when
-    beyond the threshold and statistically different (Mann-Whitney U, or interval overlap for small n).
-
-    Example: orch compare --base f49e917 --head 0c1e570 --format json
-    """
-    from orchestrator.analyze.compare import parse_threshold
+def compare_command(base_ref, head_ref, recipe, threshold, fmt, wide, db):
+    from orchestrator.analyze import compare
     from orchestrator.analyze.comparison import compare_builds
     from orchestrator.build.stored import resolve_stored_build
     from orchestrator.errors import InvalidOption
 
     try:
-        limit = parse_threshold(threshold)
+        limit = compare.parse_threshold(threshold)
     except ValueError:
         raise InvalidOption(f"--threshold {threshold!r} is not a number or percentage, e.g. 5%") from None
     with opened_db(db) as con:
@@ -147,9 +184,31 @@ def compare_command(base_ref, head_ref, recipe, threshold, fmt, db):
         result = compare_builds(con, base, head, recipe=recipe, threshold=limit)
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, default=str))
+        if result["warning"]:
+            click.echo(f"warning: {result['warning']}", err=True)
         return
     click.echo(f"base {result['base']}  ->  head {result['head']}  (threshold {limit:.0%})")
-    click.echo(tables.render(_readable(result["rows"]), fmt, result["columns"]))
+    if result["warning"]:
+        click.echo(f"warning: {result['warning']}")
+    shown = compare.table(result["rows"], wide=wide)
+    rows = _readable(result["rows"])
+    if fmt == "md":
+        kept, left_out = tables.fit(rows, shown.columns, WIDTH, shown.droppable)
+        text = tables.render(rows, "md", kept)
+    else:
+        titles, columns = {}, shown.columns
+        if "recipe" in columns and not wide:  # a line above each recipe's rows instead of a column
+            rows, titles = compare.by_recipe(rows)
+            columns = [c for c in columns if c != "recipe"]
+        text, left_out = tables.text_table(rows, columns, width=None if wide else WIDTH,
+                                           droppable=shown.droppable, titles=titles)
+    click.echo(text)
+    if hidden := shown.hidden + [c for c in shown.columns if c in left_out]:
+        again = f"orch compare --base {base_ref} --head {head_ref}{' --recipe ' + recipe if recipe else ''} --wide"
+        click.echo(tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)", WIDTH))
+
+
+WIDTH = 120  # characters a table fits in unless --wide
 
 
 def _readable(rows: list[dict]) -> list[dict]:

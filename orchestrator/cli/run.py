@@ -34,9 +34,11 @@ from orchestrator.cli.group import db_option, main
                    "(peak RSS and CPU time still come from the kernel at exit).")
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
+@click.option("--no-summary", is_flag=True, help="End without the summary table, warnings and verdict (progress "
+              "still prints): for scripts that print them once for several sweeps with `orch summary`.")
 @db_option
 def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
-                telemetry_interval, dry_run, no_dialect, db):
+                telemetry_interval, dry_run, no_dialect, no_summary, db):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
@@ -51,8 +53,9 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     # half-written; during the sweep the run in flight is stored interrupted, once.
     with stop_on_signals():
         from orchestrator import config, store
-        from orchestrator.analyze import summary, verdict
+        from orchestrator.analyze import summary
         from orchestrator.build.builder import register, runnable_build
+        from orchestrator.cli.results import summary_text
         from orchestrator.recipe.plan import load
         from orchestrator.run import prepare, sweep
 
@@ -74,9 +77,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         try:
             result = sweep.execute(database, opened, timeout=timeout, telemetry_interval=telemetry_interval)
         finally:  # the sweep this command stored, complete or not
-            with database.read() as con:
-                rows = summary.arm_rows(con, [opened.id])
-            click.echo(summary.table_text(rows))
-            for sentence in verdict.sweep_verdicts(rows):
-                click.echo(f"verdict: {sentence}")
+            if not no_summary:
+                with database.read() as con:
+                    rows = summary.arm_rows(con, [opened.id])
+                click.echo(summary_text(rows))
     result.raise_for_status()

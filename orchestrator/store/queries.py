@@ -240,10 +240,15 @@ paired AS (
          AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
     WHERE NOT a.is_baseline
     GROUP BY a.sweep_id, a.arm),
+sweep_facts AS (  -- once per sweep, not per arm (its environment is JSON text)
+    SELECT s.id AS sweep_id, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_name AS build,
+           -- a GPU decoded: a CUDA build, on a machine whose stored environment lists a GPU (or has none stored)
+           coalesce(b.backend = 'cuda' AND coalesce(json_array_length(s.env->'gpus'), 1) > 0, false) AS used_gpu
+    FROM sweeps s LEFT JOIN builds b ON b.id = s.build_id WHERE s.id IN (SELECT unnest($ids::INTEGER[]))),
 rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
     SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
     GROUP BY sweep_id, arm HAVING count(*) >= 4)
-SELECT a.sweep_id AS sweep, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_name AS build, a.arm,
+SELECT a.sweep_id AS sweep, s.recipe, s.build, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
        f.reference_arm, f.params, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
        {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
@@ -255,8 +260,8 @@ SELECT a.sweep_id AS sweep, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s
        {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
        CASE WHEN p.n_base > 0 THEN exp(p.mean_base) END AS speedup_vs_baseline,
        a.prompt_tps, a.bound_tps, f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
-       v.ok_decode_tps, q.request_rates
-FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweeps s ON s.id = a.sweep_id
+       v.ok_decode_tps, q.request_rates, s.used_gpu
+FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
      LEFT JOIN rates q ON q.sweep_id = a.sweep_id AND q.arm = a.arm
@@ -277,7 +282,8 @@ def arm_summaries(con: Con, sweep_ids: list[int], t975: list[float]) -> list[dic
 def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: list[int] | None) -> list[dict]:
     """A build's measured runs grouped by the columns that make "the same test" (params as stored text).
 
-    Per group: the first run's arm, run counts by outcome, and the ok runs' decode tok/s as a list.
+    Per group: the first run's arm and recipe file name, run counts by outcome, and the ok runs' decode tok/s as a
+    list.
     """
     where, args = ["s.build_name = ?", "r.status <> 'running'"], [build_name]
     if recipe:
@@ -288,7 +294,8 @@ def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: 
         args.append(sweep_ids)
     return rows_as_dicts(con.execute(f"""
         SELECT s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, '') AS prompt_set,
-               r.mode, arg_min(r.arm, r.id) AS arm, min(r.id) AS first_run, count(*) AS runs,
+               r.mode, arg_min(r.arm, r.id) AS arm, arg_min(regexp_extract(s.recipe_path, '[^/]+$'), r.id) AS recipe,
+               min(r.id) AS first_run, count(*) AS runs,
                count(*) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
                count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
                coalesce(list(m.decode_tps ORDER BY r.id)

@@ -60,7 +60,7 @@ def test_summary_and_views_agree_on_real_runs(orch_exe, sweep_env):
 def test_summary_shows_the_roofline(orch_exe, sweep_env):
     rows = json.loads(run_orch(orch_exe, "summary", "--format", "json", env=sweep_env).stdout)
     assert all(r["bound_tps"] > 0 and r["roofline_pct"] > 0 for r in rows)
-    assert "roofline_pct" in run_orch(orch_exe, "summary", env=sweep_env).stdout
+    assert "roofline_pct" in run_orch(orch_exe, "summary", "--wide", env=sweep_env).stdout.splitlines()[0]
 
 
 def test_telemetry_can_be_turned_off(orch_exe, sweep_env):

@@ -61,3 +61,80 @@ def test_builds_lists_only_stamped_directories(orch_env):
 def test_mirror_list_on_an_empty_mirror(orch_env):
     result = CliRunner().invoke(main, ["mirror", "list"])
     assert result.exit_code == 0 and "is empty" in result.output
+
+
+def stored_sweep(db, build="0c1e57098-cpu"):
+    """A real results file with one noisy two-arm sweep on `build`."""
+    from orchestrator import store
+
+    con = store.connect(db)
+    con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) VALUES "
+                "(?, ?, '0c1e57098bba', '0c1e57098bba', 'cpu', 'ok', 'd') ON CONFLICT DO NOTHING", [build + "@1", build])
+    sweep = store.create_sweep(con, {"recipe_path": "recipes/recipe_a.j2", "recipe_hash": "h", "recipe_text": "t",
+                                     "mode": "cli", "repeat": 3, "build_name": build, "build_id": build + "@1",
+                                     "status": "done"})
+    for rep, tps in enumerate((100.0, 130.0, 90.0)):
+        for arm in ("baseline", "draft"):
+            run = store.insert_run(con, {"sweep_id": sweep, "build_id": build + "@1", "arm": arm,
+                                         "is_baseline": arm == "baseline",
+                                         "params": {"draft_max": 16, "draft": "d.gguf" if arm == "draft" else None},
+                                         "repeat_index": rep, "mode": "cli", "status": "ok"})
+            con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, tps])
+    con.close()
+    return sweep
+
+
+def test_summary_help_explains_every_column_and_the_default_set():
+    from orchestrator.analyze import glossary, summary
+
+    text = CliRunner().invoke(main, ["summary", "--help"], terminal_width=200).output
+    for column in [*summary.TABLE_COLUMNS, "PARAMETER"]:
+        assert f"\n    {column} " in text, f"{column} is not explained in orch summary --help"
+    assert set(glossary.SUMMARY) == {*summary.TABLE_COLUMNS, "PARAMETER"} and summary.DEFAULT_COLUMNS == \
+        glossary.SUMMARY_DEFAULT and ", ".join(summary.DEFAULT_COLUMNS) in " ".join(text.split())
+    compare_help = CliRunner().invoke(main, ["compare", "--help"], terminal_width=200).output
+    from orchestrator.analyze import compare
+
+    for column in ["recipe", "arm", "PARAMETER", *compare.KEY_COLUMNS[:1], *compare.SHOWN_KEYS, *compare.FIGURES]:
+        assert f"\n    {column} " in compare_help, f"{column} is not explained in orch compare --help"
+
+
+def test_summary_columns_and_their_errors(orch_env):
+    stored_sweep(orch_env / "results.duckdb")
+    picked = CliRunner().invoke(main, ["summary", "--columns", "arm,speedup"])
+    assert picked.exit_code == 0 and picked.output.splitlines()[0].split() == ["arm", "speedup"]
+    as_json = CliRunner().invoke(main, ["summary", "--columns", "arm,draft_max", "--format", "json"])
+    assert [set(r) for r in json.loads(as_json.stdout)] == [{"arm", "draft_max"}] * 2
+    bad = CliRunner().invoke(main, ["summary", "--columns", "arm,tps"])
+    assert bad.exit_code == 10 and "no such column tps" in bad.output and "decode_tps" in bad.output
+    both = CliRunner().invoke(main, ["summary", "--wide", "--columns", "arm"])
+    assert both.exit_code == 2 and "--wide" in both.output
+    wide = CliRunner().invoke(main, ["summary", "--wide"]).output
+    assert wide.splitlines()[0].split()[:3] == ["sweep", "recipe", "build"]
+    assert "warning: sweep 1, arm baseline: decode speed varies" in wide
+
+
+def test_comparing_a_build_with_itself_is_flagged(orch_env):
+    stored_sweep(orch_env / "results.duckdb")
+    res = CliRunner().invoke(main, ["compare", "--base", "0c1e570", "--head", "0c1e57098-cpu"])
+    assert res.exit_code == 0
+    assert "warning: base and head are the same build (0c1e57098-cpu)" in res.output
+    rows = [line for line in res.output.splitlines() if line.startswith(("baseline ", "draft "))]
+    assert len(rows) == 2 and all(line.rstrip().endswith("same build") for line in rows)
+    result = json.loads(CliRunner().invoke(main, ["compare", "--base", "0c1e570", "--head", "0c1e570", "--format",
+                                                  "json"]).stdout)
+    assert result["same_build"] and {r["verdict"] for r in result["rows"]} == {"same build"}
+    assert {r["ratio"] for r in result["rows"]} == {None}  # no ratio of a build's runs against themselves
+
+
+def test_builds_and_mirror_tables_have_headers(orch_env):
+    root = orch_env / "builds"
+    d = root / "aaaaaaaaa-cpu"
+    d.mkdir(parents=True)
+    (d / "build.json").write_text(json.dumps({"name": d.name, "commit": "a" * 40, "upstream_commit": "a" * 40,
+                                              "backend": "cpu", "dir": str(d), "finished_at": "2026-11-22T00:00:00",
+                                              "binaries": []}))
+    (d / "orch-stamp.json").write_text("{}")
+    lines = CliRunner().invoke(main, ["builds"]).output.splitlines()
+    assert lines[0].split() == ["name", "commit", "backend", "finished", "state", "dir"]
+    assert lines[2].startswith("aaaaaaaaa-cpu")

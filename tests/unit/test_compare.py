@@ -127,3 +127,26 @@ def test_differing_keys_and_params():
     same = compare.compare(runs([1, 2]), runs([1, 2]))
     assert compare.differing_keys(same) == [] and compare.differing_params(same) == []
     assert compare.differing_keys([]) == []
+
+
+def test_the_table_shows_what_tells_tests_apart_and_each_column_once():
+    spec = [{"spec": "none"}, {"spec": "draft", "draft_max": 8}, {"spec": "draft", "draft_max": 16},
+            {"spec": "none", "control_of": "llama-speculative-simple"}]
+    server = [{"spec": "draft", "prompt_set": "default"}, {"spec": "draft", "prompt_set": "mine.jsonl"}]
+    base = [r for i, p in enumerate(spec) for r in runs([100, 101], arm=f"a{i}", recipe_hash="r1",
+                                                         arm_params=json.dumps(p))]
+    base += [r for i, p in enumerate(server) for r in runs([100, 101], arm="s", recipe_hash="r2", mode="server",
+                                                            prompt_set=p["prompt_set"] + "@0123", arm_params=json.dumps(p))]
+    rows = compare.compare(base, base)
+    for row in rows:
+        row["recipe_name"] = {"r1": "spec_matrix.j2", "r2": "server_spec.j2"}[row["recipe_hash"]]
+    shown = compare.table(rows)
+    # recipe (several), arm, the parameters that differ within a recipe, prompt_set once (the key column: two
+    # tests of one arm name differ only there), no parameter set in a single arm, no hashes
+    assert shown.columns == ["recipe", "arm", "spec", "draft_max", "prompt_set", *compare.FIGURES]
+    assert shown.hidden == ["control_of"] and shown.droppable[:2] == ["draft_max", "spec"]
+    wide = compare.table(rows, wide=True)
+    assert {"control_of", "recipe_hash", "mode", "prompt_set"} <= set(wide.columns)
+    assert wide.columns.count("prompt_set") == 1
+    ordered, titles = compare.by_recipe(rows)
+    assert titles == {0: "recipe spec_matrix.j2", 4: "recipe server_spec.j2"} and len(ordered) == len(rows)

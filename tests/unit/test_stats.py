@@ -258,3 +258,10 @@ def test_an_arm_that_drafted_nothing_is_flagged_apart_from_spec_not_engaged():
     (w,) = stats.warnings_for([100.0, 101.0], idle=1, ok=2)
     assert "mixes runs" in w.message
     assert stats.warnings_for([100.0, 101.0], idle=0, ok=2) == []
+
+
+def test_high_cv_advice_fits_the_machine_that_ran():
+    cpu = stats.warnings_for([90, 100, 110])[0].message
+    gpu = stats.warnings_for([90, 100, 110], gpu=True)[0].message
+    assert "nvidia-smi" not in cpu and "cpupower frequency-set" in cpu and "-t" in cpu
+    assert "nvidia-smi -lgc" in gpu and "cpupower" not in gpu and "--repeat" in gpu

@@ -6,6 +6,7 @@ import pytest
 
 from orchestrator import store
 from orchestrator.analyze import stats, summary
+from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
 
 CLI = {"baseline": [100.0, 120.0, 90.0, 110.0], "draft": [150.0, 150.0, 100.0, 160.0]}
@@ -43,7 +44,12 @@ def test_cli_summary_matches_the_pure_statistics(tmp_path):
     assert (draft["decode_tps"], draft["cv"]) == pytest.approx((d.mean, d.cv))
     logs = stats.describe([math.log(x) for x in CLI["draft"]])
     assert (draft["ci_low"], draft["ci_high"]) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
-    assert draft["ci95"] == f"[{draft['ci_low']:.1f}, {draft['ci_high']:.1f}]"
+    assert draft["ci95"] == f"[{draft['ci_low']:.1f}, {draft['ci_high']:.0f}]" and draft["ci_low"] < 99.5
+    assert draft["speedup_ci95"] == f"[{draft['speedup_low']:.2f}, {draft['speedup_high']:.2f}]"
+    # Three or four figures, each end by its size.
+    assert [summary._speed_interval(*pair) for pair in ((426.34, 1433.6), (58.64, 562.9), (2.914, 3.466),
+                                                         (99.96, 141.0))] == \
+        ["[426, 1434]", "[58.6, 563]", "[2.91, 3.47]", "[100, 141]"]
     assert draft["ok"] == "4/5" and draft["failures"] == "crash_signal" and draft["acceptance"] == 0.5
     assert base["speedup"] == 1.0 and base["is_baseline"]
     view = con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0]
@@ -133,3 +139,120 @@ def test_a_speed_interval_never_reaches_below_zero():
     raw = stats.describe([100.0, 300.0, 900.0])
     assert raw.ci_low < 0 < low < 300.0 < high  # the raw t-interval would claim a negative speed
     assert stats.log_interval(1, 4.6, None) == (None, None)
+
+
+# --- the table people read ------------------------------------------------------------------------------------
+
+def matrix_sweep(con, build: dict | None = None, env: dict | None = None, recipe: str = "recipes/spec_matrix.j2"):
+    """A sweep shaped like spec_matrix's: long arm names, several differing parameters, a control, noisy runs."""
+    if build:
+        con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) "
+                    "VALUES (?, ?, 'c', 'c', ?, 'ok', 'd')", [build["id"], build["name"], build["backend"]])
+    sweep = store.create_sweep(con, {"recipe_path": recipe, "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
+                                     "repeat": 3, "build_name": (build or {}).get("name", "0c1e57098-cpu"),
+                                     "build_id": (build or {}).get("id"), "env": env, "status": "done"})
+    arms = {"baseline": {"spec": "none", "draft_max": 16}, "control:llama-speculative-simple":
+            {"spec": "none", "draft_max": 16, "control_of": "llama-speculative-simple"}}
+    arms |= {f"ngram-mod:ngram_n={n}": {"spec": "ngram-mod", "draft_max": 64, "draft_min": 48, "ngram_n": n}
+             for n in (8, 12, 16)}
+    arms |= {f"draft-min2:draft_max={m}": {"spec": "draft", "draft_max": m, "draft_min": 2,
+                                           "draft": "/data/gguf/Qwen3-0.6B-Q8_0-a-long-file-name.gguf"}
+             for m in (16, 32, 64)}
+    for rep, tps in enumerate((100.0, 130.0, 90.0)):
+        for i, (arm, params) in enumerate(arms.items()):
+            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
+                                         "is_control": arm.startswith("control:"), "params": params,
+                                         "reference_arm": "control:llama-speculative-simple"
+                                         if params["spec"] != "none" else None, "repeat_index": rep, "mode": "cli",
+                                         "status": "ok"})
+            con.execute("INSERT INTO metrics (run_id, decode_tps, acceptance, n_drafted, n_accepted) "
+                        "VALUES (?, ?, ?, ?, ?)", [run, tps + 7 * i, 0.4 if params["spec"] == "draft" else None,
+                                                   10 if params["spec"] == "draft" else None, 4])
+    return sweep
+
+
+def table_lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweeps = [matrix_sweep(con), matrix_sweep(con)]
+    rows = summary.arm_rows(con, sweeps)
+    text = summary.table_text(rows)
+    lines = table_lines(text)
+    assert max(map(len, lines)) <= 120
+    header = lines[0].split()
+    assert header[:1] == ["arm"] and {"decode_tps", "speedup", "speedup_ci95", "acceptance"} <= set(header)
+    assert "recipe" not in header and "build" not in header and "control_of" not in header
+    # Rows of several sweeps sit under a line naming each sweep, recipe and build.
+    assert f"sweep {sweeps[0]}: spec_matrix.j2 on 0c1e57098-cpu" in lines and \
+        f"sweep {sweeps[1]}: spec_matrix.j2 on 0c1e57098-cpu" in lines
+    note = " ".join(lines[lines.index(next(x for x in lines if x.startswith("not shown: "))):])
+    assert "control_of" in note and f"orch summary {sweeps[0]} {sweeps[1]} --wide" in note
+    assert all(c in note for c in summary.table_columns(rows) if c in ("spec", "draft_max") and c not in header)
+    # A speculative arm's reference is its control, shown short; the control's is the baseline.
+    draft = next(x for x in lines if x.startswith("draft-min2:draft_max=16"))
+    assert " control " in f" {draft} " and "baseline" in next(x for x in lines if x.startswith("control:"))
+    # --wide: every column, the full reference name, no note.
+    wide = summary.table_text(rows, wide=True)
+    assert table_lines(wide)[0].split() == summary.table_columns(rows) and "not shown" not in wide
+    assert "control:llama-speculative-simple" in next(x for x in table_lines(wide) if "draft-min2:draft_max=16" in x)
+
+
+def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = store.create_sweep(con, {"recipe_path": "x.j2", "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
+                                     "repeat": 1, "build_name": "b", "status": "done"})
+    for arm, params in (("base", {"draft": "/m/a.gguf", "draft_max": 8}),
+                        ("d1", {"draft": "/very/long/directory/name/of/models/draft-one.gguf", "draft_max": 8}),
+                        ("d2", {"draft": "/m/b.gguf", "draft_max": 16})):
+        run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "base", "params": params,
+                                     "repeat_index": 0, "mode": "cli", "status": "ok"})
+        con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
+    lines = table_lines(summary.table_text(summary.arm_rows(con, [sweep])))
+    assert lines[0].split()[:3] == ["arm", "draft", "draft_max"] and not any(x.startswith("not shown") for x in lines)
+    d1 = next(x for x in lines if x.startswith("d1 "))
+    assert " ../models/draft-one.gguf " in d1 and summary.PARAM_WIDTH == 24  # a path keeps its file name
+
+
+def test_columns_picks_and_an_unknown_one_is_refused_naming_every_column(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    rows = summary.arm_rows(con, [matrix_sweep(con)])
+    picked = summary.picked_columns(rows, "arm, ngram_n,speedup")
+    assert picked == ["arm", "ngram_n", "speedup"]
+    lines = table_lines(summary.table_text(rows, columns=picked))
+    assert lines[0].split() == picked
+    assert next(x for x in lines if x.startswith("ngram-mod:ngram_n=12")).split()[1] == "12"
+    with pytest.raises(InvalidOption) as refused:
+        summary.picked_columns(rows, "arm,speedpu")
+    message = str(refused.value)
+    assert refused.value.exit_code == 10 and "speedpu" in message and "speedup_ci95" in message and "ngram_n" in message
+    with pytest.raises(InvalidOption):
+        summary.picked_columns(rows, ",")
+
+
+def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    cpu = matrix_sweep(con, {"id": "cpu@1", "name": "0c1e57098-cpu", "backend": "cpu"}, {"gpus": []})
+    gpu = matrix_sweep(con, {"id": "cuda@1", "name": "0c1e57098-cuda", "backend": "cuda"},
+                       {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}]})
+    # A CUDA build on a machine without a GPU decoded on the CPU.
+    fallback = matrix_sweep(con, {"id": "cuda@2", "name": "0c1e57098-cuda-x", "backend": "cuda"}, {"gpus": []})
+    rows = summary.arm_rows(con, [cpu, gpu, fallback])
+    lines = summary.warning_lines(rows)
+    noisy = {s: [x for x in lines if x.startswith(f"sweep {s}, arm baseline: decode speed varies")] for s in
+             (cpu, gpu, fallback)}
+    assert all(len(found) == 1 for found in noisy.values()), lines
+    assert "nvidia-smi -lgc" in noisy[gpu][0] and "cpupower" not in noisy[gpu][0]
+    for sweep in (cpu, fallback):
+        assert "nvidia-smi" not in noisy[sweep][0] and "cpupower frequency-set" in noisy[sweep][0]
+    assert {r["used_gpu"] for r in rows if r["sweep"] == gpu} == {True}
+
+
+def test_the_markdown_table_has_the_same_columns_and_a_sweep_column_for_several_sweeps(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    rows = summary.arm_rows(con, [matrix_sweep(con), matrix_sweep(con)])
+    md = summary.table_text(rows, "md").splitlines()
+    text_header = summary.table_text(rows).splitlines()[0].split()
+    assert [c.strip() for c in md[0].strip("|").split("|")] == ["sweep", *text_header]

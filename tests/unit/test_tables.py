@@ -45,3 +45,25 @@ def test_every_key_of_any_row_is_a_column():
     rows = [{"a": 1}, {"a": 2, "only_here": "x"}]
     assert json.loads(tables.render(rows, "json"))[1]["only_here"] == "x"
     assert tables.render(rows, "csv").splitlines()[0] == "a,only_here"
+
+
+def test_a_text_table_gives_up_columns_in_the_order_given_until_it_fits():
+    rows = [{"arm": "a" * 30, "x": "1" * 40, "y": "2" * 40, "speed": 1.5}]
+    columns = ["arm", "x", "y", "speed"]
+    text, left_out = tables.text_table(rows, columns, width=80, droppable=["y", "x"])
+    assert left_out == ["y"] and text.splitlines()[0].split() == ["arm", "x", "speed"]
+    assert max(map(len, text.splitlines())) <= 80
+    assert tables.fit(rows, columns, 80, ["y", "x"]) == (["arm", "x", "speed"], ["y"])
+    assert tables.text_table(rows, columns, width=200, droppable=["y"])[1] == []  # fits: nothing given up
+    assert tables.text_table(rows, columns, droppable=["y"])[1] == []  # no width: nothing either
+    assert tables.text_table(rows, columns)[0] == tables.render(rows, "table", columns)
+
+
+def test_titles_stand_above_their_rows():
+    text, _ = tables.text_table([{"a": 1}, {"a": 2}, {"a": 3}], ["a"], titles={0: "first", 2: "second"})
+    assert text.splitlines() == ["a", "-", "first", "1", "2", "second", "3"]
+
+
+def test_a_note_is_wrapped_to_the_tables_width():
+    note = tables.fill("not shown: " + ", ".join(f"column_{i}" for i in range(30)), 60)
+    assert all(len(line) <= 60 for line in note.splitlines()) and note.splitlines()[1].startswith("  ")

@@ -1,0 +1,66 @@
+"""What each column of `orch summary` and `orch compare` means: one line each, for their --help and the README.
+
+Plain data (no imports), so the command-line help can show it without loading the analysis code.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+# `orch summary`'s default table: the columns that answer "is speculation faster here" (analyze/summary fits them
+# and the parameter columns in 120 characters).
+SUMMARY_DEFAULT = ["arm", "ok", "decode_tps", "ci95", "acceptance", "speedup", "speedup_ci95", "vs", "warnings"]
+
+SUMMARY = {
+    "sweep": "the sweep's id (orch summary SWEEP); where a table of several sweeps leaves it out, a line above "
+             "each sweep's rows names it with its recipe and build",
+    "recipe": "the recipe file the sweep ran",
+    "build": "the llama.cpp build: upstream commit and backend",
+    "arm": "one set of the recipe's parameters; control:PROGRAM runs that program like its arms, drafting nothing",
+    "PARAMETER": "a recipe parameter whose value differs between arms (draft_max, spec, ...; param.NAME where the "
+                 "name is taken); by default those set in one arm only are left out and values cut to 24 characters",
+    "ok": "ok runs / measured runs of the arm (warm-ups and runs a resume replaced are not measured)",
+    "decode_tps": "decode tokens per second, mean over the ok runs",
+    "ci95": "95% interval of decode_tps (a t-interval on the runs' log speeds: never below zero)",
+    "cv": "variation of decode_tps between runs (stdev / mean; above 5% is warning high_cv)",
+    "acceptance": "share of drafted tokens the target accepted (- where nothing drafts)",
+    "draft_per_gen": "drafted tokens per generated token",
+    "speedup": "decode speed over the `vs` arm's, paired by repeat (and prompt in server mode); above 1 is faster",
+    "speedup_ci95": "95% interval of speedup: only one wholly above 1 says speculation is faster here",
+    "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "
+          "table) where it has one, else the baseline",
+    "prompt_tps": "prompt processing tokens per second",
+    "bound_tps": "the decode speed memory bandwidth allows: bandwidth / bytes one decode step reads",
+    "roofline_pct": "decode_tps as a share of bound_tps (speculation can pass 100%)",
+    "warnings": "warning codes; a `warning:` line below the table says what each means and what helps",
+}
+
+COMPARE = {
+    "recipe": "the recipe file, where the tests are of several (a line above its rows in the table; the first 8 hex "
+              "digits of its text's hash follow where one name has several texts)",
+    "recipe_hash": "the recipe text's sha256 (12 hex digits), with --wide where tests of several texts are shown",
+    "arm": "the arm (the head build's name for it, where the two differ)",
+    "PARAMETER": "a recipe parameter whose value differs between the arms of one recipe; by default those set in "
+                 "one arm only are left out and values cut to 24 characters",
+    "target_sha256": "the target model file's content (12 hex digits), shown when it tells two tests apart",
+    "draft_sha256": "the draft model file's content (12 hex digits), shown when it tells two tests apart",
+    "prompt_set": "the server prompt set, shown when it tells two tests apart",
+    "mode": "cli or server, shown when it tells two tests apart",
+    "base_n": "ok runs on the base build",
+    "head_n": "ok runs on the head build",
+    "base_mean": "decode tokens per second on the base build, mean over its ok runs",
+    "head_mean": "decode tokens per second on the head build, mean over its ok runs",
+    "ratio": "head_mean / base_mean: above 1, head decodes faster",
+    "ratio_ci95": "95% interval of ratio",
+    "p_value": "Mann-Whitney p of the two sides' runs",
+    "verdict": "regression or improvement only beyond --threshold and statistically different, else no significant "
+               "change; newly failing, newly skipped, newly ok, only in base, only in head, same build",
+}
+
+
+def help_block(glossary: dict[str, str], heading: str, width: int = 100) -> str:
+    """The glossary as a click help paragraph that keeps its lines (\\b), each entry wrapped under its text."""
+    pad = max(map(len, glossary)) + 4
+    entries = [textwrap.fill(text, width, initial_indent=f"  {name}".ljust(pad), subsequent_indent=" " * pad)
+               for name, text in glossary.items()]
+    return "\b\n" + heading + "\n" + "\n".join(entries)

@@ -1,0 +1,103 @@
+"""The README's examples run: make demo's own commands make a results file, the table the README shows is the
+table they print, and every README command line that is a whole command (not a synopsis with [optional] parts)
+runs against that file. Synopses are parsed by tests/unit/test_docs.py."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+import readme_examples
+
+from integration.conftest import COMMIT
+
+ROOT = readme_examples.ROOT
+
+
+def run_orch(exe, *args, env, cwd, timeout=120):
+    return subprocess.run([exe, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def demo_commands() -> list[list[str]]:
+    """The orch commands of the Makefile's demo target, as make runs them (its build and tiny models are the
+    session's fixtures)."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    commands = [line.strip().split() for line in recipe if line.strip().startswith("$(ORCH)")]
+    return [[{"$(COMMIT)": COMMIT}.get(w, w) for w in c[1:]] for c in commands if c[1:3] != ["models", "tiny"]]
+
+
+@pytest.fixture(scope="module")
+def demo(orch_exe, cache_env, tiny_dir, tmp_path_factory):
+    """A results file made by make demo's commands; (work folder, env, what its last command printed)."""
+    work = tmp_path_factory.mktemp("readme")  # the README's relative paths: as in a checkout after make demo
+    (work / "recipes").symlink_to(ROOT / "recipes")
+    (work / "models").symlink_to(tiny_dir)
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(work / "results.duckdb"),
+           "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf")}
+    *runs, last = demo_commands()
+    assert [c[:2] for c in runs] == [["run", "recipes/recipe_a.j2"], ["run", "recipes/recipe_b.j2"]]
+    for command in runs:
+        res = run_orch(orch_exe, *command, env=env, cwd=work, timeout=600)
+        assert res.returncode == 0, res.stderr
+        assert "verdict" not in res.stdout  # --no-summary: the demo prints its table once, at the end
+    res = run_orch(orch_exe, *last, env=env, cwd=work)
+    assert res.returncode == 0, res.stderr
+    return work, env, res.stdout
+
+
+def shape(text: str) -> dict:
+    """What the demo's table must share with the README's copy, whatever the noise: columns, sweeps, arms, what
+    it leaves out, and a verdict per sweep."""
+    lines = text.splitlines()
+    note = " ".join(x.strip() for i, x in enumerate(lines) if x.startswith("not shown: ") or
+                    (x.startswith("  ") and lines[i - 1].startswith(("not shown: ", "  "))))
+    table = lines[2:next(i for i, x in enumerate(lines) if x.startswith(("not shown: ", "warning: ", "verdict: ")))]
+    return {"header": lines[0].split(), "titles": [x for x in table if x.startswith("sweep ")],
+            "arms": [x.split()[0] for x in table if not x.startswith("sweep ")], "note": note,
+            "verdicts": [x.split("): ")[0] for x in lines if x.startswith("verdict: ")]}
+
+
+def test_the_readme_shows_the_table_make_demo_prints(demo):
+    _, _, printed = demo
+    (block,) = [b for b in readme_examples.blocks() if b.kind == "output"]
+    assert shape(block.text) == shape(printed)
+    for text in (block.text, printed):
+        table = text.split("\nwarning: ", 1)[0].split("\nverdict: ", 1)[0]
+        assert max(map(len, table.splitlines())) <= 120, table
+        warnings = [x for x in text.splitlines() if x.startswith("warning: ")]
+        assert all(re.match(r"warning: sweep \d+, arm \S+: ", x) for x in warnings), warnings
+        assert "nvidia-smi" not in text  # a CPU build: no GPU advice
+
+
+def whole_commands() -> list[str]:
+    return [c for b in readme_examples.blocks() if b.kind == "sh" for c in readme_examples.commands(b)
+            if not readme_examples.is_synopsis(c) and not c.startswith("make ")]
+
+
+def test_every_whole_readme_command_runs(orch_exe, demo):
+    """`orch query` examples answer from the demo's file, the Python one-liner reads it, `orch models inspect`
+    reads a tiny model; `orch run` with your own models (which this machine lacks) gets as far as naming the
+    missing files (33) or the unreachable hub (34): every option and variable in them exists."""
+    work, env, _ = demo
+    ran = []
+    for command in whole_commands():
+        words = readme_examples.words(command)
+        assert words[0] in ("orch", ".venv/bin/orch", ".venv/bin/python"), command
+        res = run_orch(sys.executable if words[0] == ".venv/bin/python" else orch_exe, *words[1:], env=env, cwd=work)
+        expected = (33, 34) if words[1:2] == ["run"] else (0,)
+        assert res.returncode in expected, f"README: {command}\n{res.stdout}{res.stderr}"
+        if words[1:2] == ["query"]:
+            assert res.stdout.strip(), command
+        ran.append(words[1] if words[0] != ".venv/bin/python" else "python")
+    assert ran.count("query") >= 6 and ran.count("run") == 3 and "python" in ran
+
+
+def test_the_readme_vars_file_names_recipe_a_variables(orch_exe, demo):
+    work, env, _ = demo
+    (block,) = [b for b in readme_examples.blocks() if b.kind == "toml"]
+    command = re.search(r"# \w+\.toml: (orch run .*)", block.text).group(1).split()
+    (work / command[-1]).write_text(block.text)
+    res = run_orch(orch_exe, *command[1:], env=env, cwd=work)
+    assert res.returncode == 33, res.stderr  # its files are missing here; an unknown variable would be 12
+    assert "/data/gguf/Qwen3-4B-Q4_K_M.gguf" in res.stderr

@@ -1,0 +1,115 @@
+"""The README's examples, read for the docs tests: every fenced block has a kind, and every kind is checked.
+
+    sh      command lines: `make TARGET`, `orch ...` (a synopsis: [optional] parts, A|B choices, PLACEHOLDERS),
+            `.venv/bin/python -c ...`; a line that starts with spaces continues the one above
+    output  what `make demo` prints at its end
+    toml    a --vars file
+    tree    the source layout
+
+tests/unit/test_docs.py parses every command line with orch's own click parser; tests/integration/test_readme.py
+runs the ones that are complete commands against a real results file made by make demo's recipes.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+KINDS = ("sh", "output", "toml", "tree")
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str
+    text: str
+    line: int  # of the opening fence, for messages
+
+
+def blocks(text: str | None = None) -> list[Block]:
+    text = README.read_text() if text is None else text
+    out, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            out.append(Block(lines[i][3:].strip(), "\n".join(lines[i + 1:end]), i + 1))
+            i = end
+        i += 1
+    return out
+
+
+def commands(block: Block) -> list[str]:
+    """The command lines of an sh block: comments dropped, a quoted argument running over several lines kept
+    whole, a line that starts with spaces joined to the command above."""
+    out, pending = [], ""
+    for line in block.text.splitlines():
+        if pending:
+            pending += "\n" + line
+        elif line[:1].isspace() and line.strip() and out:
+            out[-1] += " " + line.strip()
+            continue
+        else:
+            pending = line
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:  # an open quote: the command goes on
+            continue
+        if words:
+            out.append(pending)
+        pending = ""
+    assert not pending, f"README line {block.line}: unclosed quote in {pending!r}"
+    return out
+
+
+def words(command: str) -> list[str]:
+    return shlex.split(command, comments=True)
+
+
+def is_synopsis(command: str) -> bool:
+    """A command line with optional parts, choices or placeholders: parsed, never run."""
+    return any(w.startswith("[") or w.endswith("]") or "|" in w or w.isupper() or w.rstrip(".").isupper() or
+               w == "..." for w in words(command))
+
+
+PLACEHOLDERS = {"RUN": "1", "SWEEP": "1", "N": "2", "DIR": "out", "COMMIT": "0c1e570", "RECIPE": "recipes/recipe_a.j2",
+                "URL": "https://example.invalid/llama.cpp.git", "PATH": "llama.cpp", "FILE": str(README)}
+
+
+def variants(command: str) -> list[list[str]]:
+    """Concrete argument lists a synopsis stands for: without its optional parts, with all of them, and with each
+    alternative of every choice (`[--wide | --columns x]`: each side; `--format table|md`: each value).
+    Placeholders become sample values."""
+    items: list = []  # a word, or a [bracketed] group as its alternatives (lists of words)
+    group = None
+    for word in words(command):
+        if group is None and word.startswith("["):
+            group, word = [[]], word[1:]
+        if group is None:
+            items.append(word)
+            continue
+        closing = word.endswith("]")
+        word = word[:-1] if closing else word
+        if word == "|":
+            group.append([])
+        elif word:
+            group[-1].append(word)
+        if closing:
+            items.append(group)
+            group = None
+    required = [w for w in items if isinstance(w, str)]
+    full = [x for w in items for x in ([w] if isinstance(w, str) else w[0])]
+    sides = [required + side for w in items if isinstance(w, list) and len(w) > 1 for side in w[1:]]
+    out = []
+    for tokens in [required, full, *sides]:
+        tokens = [t for t in tokens if t != "..."]
+        first = [t.split("|")[0] if _choice(t) else t for t in tokens]
+        out.append(first)
+        out += [first[:i] + [alt] + first[i + 1:] for i, t in enumerate(tokens) if _choice(t) for alt in t.split("|")[1:]]
+    return [[PLACEHOLDERS.get(t.rstrip("."), t) for t in tokens] for tokens in out]
+
+
+def _choice(word: str) -> bool:
+    """`a|b|c`: a value that may be any of them (never a quoted SQL or text argument)."""
+    return "|" in word and " " not in word
