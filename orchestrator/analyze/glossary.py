@@ -32,6 +32,8 @@ SUMMARY = {
     "prompt_tps": "prompt processing tokens per second",
     "bound_tps": "the decode speed memory bandwidth allows: bandwidth / bytes one decode step reads",
     "roofline_pct": "decode_tps as a share of bound_tps (speculation can pass 100%)",
+    "joules_per_token": "GPU energy per generated token (mean power of the busy GPUs over the generation window x "
+                        "its length / tokens; shown where NVML reported power: README, Energy per token)",
     "warnings": "warning codes; a `warning:` line below the table says what each means and what helps",
 }
 

@@ -1,8 +1,8 @@
 """Per-arm summaries of stored sweeps: intervals, speedup against each arm's reference (its control, else the
 baseline) paired by repeat (and prompt in server mode), the roofline share, and the fixed set of warnings.
 
-The numbers come grouped and computed from store/queries.arm_summaries (one SQL pass, so 100k stored runs take
-well under a second); this module names them, applies the per-sweep rules (break-even, reference arm, arms
+The numbers come grouped and computed from store/queries.arm_summaries (one SQL pass over every sweep asked
+for, never a scan per sweep); this module names them, applies the per-sweep rules (break-even, reference arm, arms
 that drafted nothing) and the warnings. `arm_rows(con, ids)` is the one call that reads them.
 """
 
@@ -20,7 +20,8 @@ from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps", "roofline_pct", "warnings"]
+                 "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token",
+                 "warnings"]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
@@ -145,6 +146,8 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
         params = [k for k in varying if k not in lone]
         _fill(rows, params)
         chosen = _with_params(DEFAULT_COLUMNS, params)
+        if any(r["joules_per_token"] is not None for r in rows):  # where GPU power was sampled: what owners weigh
+            chosen.insert(chosen.index("warnings"), "joules_per_token")
         droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
         hidden = [_param_column(k) for k in varying if k in lone]
     shown = _display(rows, chosen, compact=not (columns or wide))

@@ -122,6 +122,22 @@ def test_the_report_names_what_ran(text):
     assert "| draft | gone-q8_0.gguf | - | - | - | - | 5 | - | not recorded (file gone or not GGUF) |" in text
 
 
+def test_the_summary_shows_energy_per_token_where_power_was_sampled(tmp_path):
+    from orchestrator.analyze import summary
+
+    con, ids = stored(tmp_path)
+    rows = {r["arm"]: r for r in summary.arm_rows(con, ids)}
+    # power / speed per run (250 W + repeat over the generation window), averaged over the runs
+    expected = sum((250.0 + rep) / tps for rep, tps in enumerate(ARMS["baseline"][0])) / 3
+    assert rows["baseline"]["joules_per_token"] == pytest.approx(expected, rel=0.02)
+    assert rows["baseline"]["energy_runs"] == 3 and rows["gone-draft"]["joules_per_token"] is None
+    assert "joules_per_token" in summary.table_text(list(rows.values())).splitlines()[0]
+    con.execute("DELETE FROM telemetry")  # no power sampled (a CPU machine): no column, no figure
+    rows = summary.arm_rows(con, ids)
+    assert all(r["joules_per_token"] is None for r in rows)
+    assert "joules_per_token" not in summary.table_text(rows).splitlines()[0]
+
+
 def test_parameters_that_differ_are_a_table_and_the_common_ones_are_named_once(text):
     assert text.count("Every arm: `ctx=4096`, `n_predict=256`.") == 1
     assert "| # | arm | spec | draft_max | draft | speedup against |" in text
