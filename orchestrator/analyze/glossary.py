@@ -25,6 +25,11 @@ SUMMARY = {
     "cv": "variation of decode_tps between runs (stdev / mean; above 5% is warning high_cv)",
     "acceptance": "share of drafted tokens the target accepted (- where nothing drafts)",
     "draft_per_gen": "drafted tokens per generated token",
+    "mean_accept_len": "tokens gained per target step: 1 + accepted draft tokens / verification steps (mean over "
+                       "the ok runs; from the statistics line at -lv 4, in server mode from the /metrics counters)",
+    "seq_acceptance": "share of drafts accepted in full (every drafted token accepted); - where some drafts were "
+                      "cut short and the counters only bound it (the bounds are in `orch show`; -lv 5 prints one "
+                      "line per draft and makes it exact)",
     "speedup": "decode speed over the `vs` arm's, paired by repeat (and prompt in server mode); above 1 is faster",
     "speedup_ci95": "95% interval of speedup: only one wholly above 1 says speculation is faster here",
     "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "

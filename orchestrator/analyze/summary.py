@@ -20,8 +20,8 @@ from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token",
-                 "warnings"]
+                 "mean_accept_len", "seq_acceptance", "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps",
+                 "roofline_pct", "joules_per_token", "warnings"]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
@@ -251,7 +251,7 @@ def _figures(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 99.5 else f"{x:.1f}" if abs(x) >= 9.995 else f"{x:.2f}"
 
 
-PERCENT_COLUMNS = ("acceptance", "cv")  # shares of 1, shown as percentages
+PERCENT_COLUMNS = ("acceptance", "seq_acceptance", "cv")  # shares of 1, shown as percentages
 
 
 def for_display(rows: list[dict]) -> list[dict]:

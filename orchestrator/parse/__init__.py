@@ -14,6 +14,14 @@ from typing import Any
 
 from orchestrator.errors import ParseError
 
+from .acceptance import (
+    SeqAcceptance,
+    counts_from_rates,
+    draft_outcomes,
+    seq_from_counts,
+    seq_from_outcomes,
+    window_from_log,
+)
 from .failure import FAILURE_CLASSES, classify_failure
 from .lines import clean_lines
 from .perf import PerfBlock, cli_speeds, parse_perf_blocks
@@ -25,7 +33,7 @@ __all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "parse_r
 
 METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
                "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
-               "mean_accept_len", "accept_rate_per_pos")
+               "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "spec_type")
 # Printed accept% and our n_accept/n_drafted may differ by the printout's rounding (%.3f of a percentage).
 ACCEPT_TOLERANCE = 0.0005
 # Columns of the metrics table that are INTEGER (32-bit): a count beyond fits no row and is no real count.
@@ -68,10 +76,15 @@ def parse_text(text: str) -> ParsedLog:
     metrics["encode_tps"] = _first(end.encode_tps, target and target.prompt_eval_tps, chat and chat[0])
     metrics["decode_tps"] = _first(end.decode_tps, _wall_decode_tps(target), target and target.eval_tps,
                                    chat and chat[1])
-    if primary := primary_stats(spec.stats):
+    primary = primary_stats(spec.stats)
+    if primary:
         metrics["mean_accept_len"] = primary.mean_accept_len
         metrics["accept_rate_per_pos"] = primary.accept_rate_per_pos
+        metrics["spec_type"] = primary.impl.replace("_", "-")  # early 2026 printed `ngram_mod`
     extra = _extra(spec, perf)
+    if seq := _seq_acceptance(lines, primary, end.n_draft):
+        metrics["seq_acceptance"] = seq.value
+        extra.update(seq_acceptance_low=seq.low, seq_acceptance_high=seq.high, seq_acceptance_source=seq.source)
     if chat:
         extra.update(cli_prompt_tps=chat[0], cli_generation_tps=chat[1])
     parsed = ParsedLog(metrics=metrics, extra=extra, version=parse_version(lines), perf=perf,
@@ -104,8 +117,9 @@ def check_ranges(parsed: ParsedLog) -> None:
     for key in INT32_KEYS:
         if isinstance(m.get(key), int) and m[key] > INT32_MAX:
             bad.append(f"{key} = {m[key]} is beyond any real count")
-    if m.get("acceptance") is not None and not 0 <= m["acceptance"] <= 1:
-        bad.append(f"acceptance {m['acceptance']:.1%} is outside 0-100%")
+    for key in ("acceptance", "seq_acceptance"):
+        if m.get(key) is not None and not 0 <= m[key] <= 1:
+            bad.append(f"{key} {m[key]:.1%} is outside 0-100%")
     if bad:
         raise ParseError(f"the log's figures cannot be true: {'; '.join(bad)}")
 
@@ -134,6 +148,16 @@ def _perf_by_role(lines) -> dict[str, PerfBlock]:
     elif "draft" in sections and len(target_blocks) > 1:
         out["draft"] = target_blocks[1]
     return out
+
+
+def _seq_acceptance(lines, primary, requested_window: int | None) -> SeqAcceptance | None:
+    """Exact from per-draft lines where the log has them, else from the drafting implementation's counters."""
+    if seq := seq_from_outcomes(draft_outcomes(lines)):
+        return seq
+    if not primary or primary.accept_rate_per_pos is None or not primary.calls_accept:
+        return None  # nothing accepted yet, or an era whose statistics line has no per-position rates
+    counts = counts_from_rates(primary.accept_rate_per_pos, primary.calls_accept)
+    return seq_from_counts(primary.gen_drafts, primary.gen_tokens, counts, window_from_log(lines, requested_window))
 
 
 def _extra(spec: SpecInfo, perf: dict[str, PerfBlock]) -> dict[str, Any]:

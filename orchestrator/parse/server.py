@@ -1,12 +1,40 @@
 """Server-mode run metrics from request rows (the `requests` table's shape) and the run's server log.
 
 Pure, so a stored run can be derived again (`orch reparse`) without starting anything. Names are the same
-canonical ones as CLI runs: pooled decode throughput, acceptance = sum accepted / sum drafted.
+canonical ones as CLI runs: pooled decode throughput, acceptance = sum accepted / sum drafted; mean acceptance
+length, per-position rates and sequence acceptance from the growth of llama-server's /metrics counters over the
+run (parse.acceptance).
 """
 
 from __future__ import annotations
 
+import re
+
 from orchestrator.parse import METRIC_KEYS, ParsedLog, parse_text
+from orchestrator.parse.acceptance import from_counters
+
+# A /metrics sample line: `llamacpp:NAME{labels} VALUE` (labels only on the per-position series).
+PROMETHEUS_LINE = re.compile(r"^llamacpp:(\w+)(\{[^}]*\})?\s+([-+0-9.eE]+|nan|inf)\s*$")
+# The acceptance figures a server log cannot give for one run: its statistics line counts over the server's
+# whole life (warm-up and earlier runs on a reused server included); they come from the /metrics counters.
+FROM_COUNTERS = ("mean_accept_len", "accept_rate_per_pos", "seq_acceptance")
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """`llamacpp:NAME{labels} VALUE` lines of a /metrics body -> {"NAME{labels}": value}; other lines ignored."""
+    out = {}
+    for line in text.splitlines():
+        if m := PROMETHEUS_LINE.match(line.strip()):
+            try:
+                out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+            except ValueError:
+                continue
+    return out
+
+
+def counters_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The speculative counters' growth over a run (a series absent before started at 0)."""
+    return {k: after[k] - before.get(k, 0.0) for k in after if k.startswith("spec_decode_")}
 
 
 def measured_log(logs: dict[str, str | bytes], offsets: dict[str, int]) -> str:
@@ -29,8 +57,12 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
     m.update(n_predict=total["predicted_n"], n_drafted=total["draft_n"], n_accepted=total["draft_n_accepted"],
              prompt_eval_ms=total["prompt_ms"], prompt_eval_tokens=total["prompt_n"], eval_ms=total["predicted_ms"],
              eval_runs=len(ok), total_ms=wall_s * 1000 if wall_s else None,
-             mean_accept_len=from_log.metrics.get("mean_accept_len"),
-             accept_rate_per_pos=from_log.metrics.get("accept_rate_per_pos"))
+             spec_type=from_log.metrics.get("spec_type"))
+    counted = from_counters(metrics_delta or {})
+    m["mean_accept_len"] = counted.get("mean_accept_len")
+    m["accept_rate_per_pos"] = counted.get("accept_rate_per_pos")
+    seq = counted.get("seq")
+    m["seq_acceptance"] = seq.value if seq else None
     if total["draft_n"]:
         m["acceptance"] = total["draft_n_accepted"] / total["draft_n"]
     if total["predicted_ms"]:
@@ -45,4 +77,6 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
              "aggregate_tps": total["predicted_n"] / wall_s if wall_s else None,
              "ttft_ms_mean": sum(ttfts) / len(ttfts) if ttfts else None,
              "server_log_acceptance": log_acc, "metrics_delta": metrics_delta, "measured_log_offsets": offsets or {}}
+    if seq:
+        extra.update(seq_acceptance_low=seq.low, seq_acceptance_high=seq.high, seq_acceptance_source=seq.source)
     return ParsedLog(metrics=m, extra=extra, version=from_log.version)

@@ -16,6 +16,7 @@ import requests
 
 from orchestrator import parse, proc
 from orchestrator.errors import ServerFailed
+from orchestrator.parse.server import parse_prometheus
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 10.0
@@ -24,7 +25,6 @@ BIND_FAILURE = re.compile(r"couldn't bind|could not bind|address already in use|
 # The server's log files live in a temporary directory that goes with the server: messages point at the copy
 # stored with the run instead.
 LOG_STORED = "the server's whole log is stored with the run: `orch show RUN`"
-METRIC_LINE = re.compile(r"^llamacpp:(\w+)(\{[^}]*\})?\s+([-+0-9.eE]+|nan|inf)\s*$")
 
 
 def free_port() -> int:
@@ -131,14 +131,7 @@ class Server:
             res = requests.get(f"{self.url}/metrics", timeout=10)
         except requests.RequestException:
             return {}
-        if res.status_code != 200:
-            return {}
-        out = {}
-        for line in res.text.splitlines():
-            m = METRIC_LINE.match(line.strip())
-            if m:
-                out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-        return out
+        return parse_prometheus(res.text) if res.status_code == 200 else {}
 
     def alive(self) -> bool:
         return self.child is not None and self.child.poll() is None

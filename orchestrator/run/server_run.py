@@ -15,14 +15,12 @@ from pathlib import Path
 
 from orchestrator import store
 from orchestrator.errors import ServerFailed
+from orchestrator.parse.server import counters_delta
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe import dialect, prompts
 from orchestrator.recipe.plan import SERVER_DEFAULTS
 from orchestrator.run import client
 from orchestrator.run.server import Server
-
-SPEC_COUNTERS = ("spec_decode_num_draft_tokens_total", "spec_decode_num_accepted_tokens_total",
-                 "spec_decode_num_drafts_total")
 
 
 def request_params(params: dict) -> dict:
@@ -127,18 +125,13 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
         before = server.metrics()
         out["results"], out["wall_s"] = client.send_all(server.url, prompt_list, options, concurrency=concurrency,
                                                         timeout=timeout or 600)  # the whole run's limit
-        out["metrics_delta"] = _delta(before, server.metrics())
+        out["metrics_delta"] = counters_delta(before, server.metrics())
         out["measured_log"] = b"\n".join(measured.read().values()).decode(errors="replace")
         out["measured_offsets"] = {k: measured.start[k] - cursor.start[k] for k in cursor.start}
     finally:
         out["logs"] = cursor.read()
         out["samples"] = watch.stop() if watch else []
     return out
-
-
-def _delta(before: dict, after: dict) -> dict:
-    keys = [k for k in after if k.startswith(SPEC_COUNTERS) or k.startswith("spec_decode_num_accepted_tokens_per_pos")]
-    return {k: after[k] - before.get(k, 0.0) for k in keys}
 
 
 def request_rows(run_id: int, results: list[client.RequestResult]) -> list[dict]:

@@ -233,8 +233,16 @@ def m008_sweep_owner(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE sweeps ADD COLUMN {column}")
 
 
+def m010_seq_acceptance(con: duckdb.DuckDBPyConnection) -> None:
+    """Sequence acceptance (drafts accepted in full / drafts generated; NULL where the counters only bound it)
+    and the speculative implementation that drafted (`draft-mtp`, `draft-eagle3`, ...): parse/acceptance.py.
+    `orch reparse` fills both for stored runs."""
+    con.execute("ALTER TABLE metrics ADD COLUMN seq_acceptance DOUBLE")
+    con.execute("ALTER TABLE metrics ADD COLUMN spec_type VARCHAR")
+
+
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
-              m007_samples_and_controls, m008_sweep_owner, m009_costs]
+              m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance]
 
 
 def pending(con: duckdb.DuckDBPyConnection) -> int:

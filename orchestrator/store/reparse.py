@@ -12,6 +12,8 @@ from orchestrator.errors import OrchError
 from orchestrator.parse.server import measured_log, server_metrics
 from orchestrator.store import queries, writes
 
+JSON_COLUMNS = ("accept_rate_per_pos",)  # metrics columns stored as JSON text (store/writes.measured_values)
+
 
 @dataclass
 class Reparsed:
@@ -58,11 +60,11 @@ def _parse(con, run: dict, logs: dict[str, str]) -> parse.ParsedLog:
 
 
 def _changed(old: dict, new: dict) -> list[str]:
-    def same(a, b) -> bool:
-        if isinstance(a, str) or isinstance(b, str):  # JSON text: compare what it says, not its spacing
+    def same(key, a, b) -> bool:
+        if key in JSON_COLUMNS:  # JSON text: compare what it says, not its spacing
             return json.loads(a or "null") == json.loads(b or "null")
         if isinstance(a, float) and isinstance(b, float):
             return abs(a - b) <= 1e-12 * max(abs(a), abs(b), 1.0)
         return a == b
 
-    return [k for k, v in new.items() if not same(old.get(k), v)]
+    return [k for k, v in new.items() if not same(k, old.get(k), v)]

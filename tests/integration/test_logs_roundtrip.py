@@ -15,8 +15,11 @@ TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
 THREE_PROMPTS = str(ROOT / "tests" / "fixtures" / "logs" / "three.jsonl")
 METRICS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
            "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms", "mean_accept_len",
-           "accept_rate_per_pos")
-NOT_IN_A_SERVER_LOG = {"n_draft_max", "load_ms", "total_ms"}  # the run's wall clock, the CLI tools' settings
+           "accept_rate_per_pos", "seq_acceptance", "spec_type")
+# The run's wall clock, the CLI tools' settings, and what a server run reads from its /metrics counters (the log's
+# statistics line counts over the server's whole life).
+NOT_IN_A_SERVER_LOG = {"n_draft_max", "load_ms", "total_ms", "mean_accept_len", "accept_rate_per_pos",
+                       "seq_acceptance"}
 
 
 def read_back(orch_exe, env, run_id, out: Path) -> dict:
