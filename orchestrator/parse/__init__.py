@@ -154,9 +154,10 @@ def _seq_acceptance(lines, primary, requested_window: int | None) -> SeqAcceptan
     """Exact from per-draft lines where the log has them, else from the drafting implementation's counters."""
     if seq := seq_from_outcomes(draft_outcomes(lines)):
         return seq
-    if not primary or primary.accept_rate_per_pos is None or not primary.calls_accept:
-        return None  # nothing accepted yet, or an era whose statistics line has no per-position rates
-    counts = counts_from_rates(primary.accept_rate_per_pos, primary.calls_accept)
+    rates = primary.accept_rate_per_pos if primary else None
+    if rates is None or not primary.calls_accept or any(r is None for r in rates):
+        return None  # nothing verified yet, an era without per-position rates, or a rate that is no number
+    counts = counts_from_rates(rates, primary.calls_accept)
     return seq_from_counts(primary.gen_drafts, primary.gen_tokens, counts, window_from_log(lines, requested_window))
 
 

@@ -14,7 +14,14 @@ from pathlib import Path
 from orchestrator import __version__, tables
 from orchestrator.machine import envinfo
 from orchestrator.machine.telemetry import Sample, summarize
-from orchestrator.report import acceptance_plot, html, plots, provenance, results
+from orchestrator.report import (
+    acceptance_plot,
+    html,
+    plots,
+    position_plot,
+    provenance,
+    results,
+)
 from orchestrator.report.data import BuildPair, ReportData, SweepData
 
 REPORT, REPORT_HTML = "report.md", "report.html"
@@ -29,6 +36,12 @@ COST_METHOD = (
     "c is the drafting part of k per drafted token, where the log prints draft time; v = k - g c is the rest "
     "(verifying g + 1 tokens, sampling). With v = 1, as on a GPU whose target is memory-bound, a* = c. A "
     "break-even above 100% means no acceptance pays at this draft length and cost.")
+
+POSITION_METHOD = (
+    "The share of verification steps that accepted each draft position (the first drafted token is position 1), "
+    "mean over each arm's ok runs, each run a faint line. mean len is 1 + accepted / steps, the tokens one target "
+    "step yields; seq accept is the share of drafts accepted in full (- where some drafts were shorter than the "
+    "window and the counters only bound it).")
 
 
 def write_report(out_dir: Path, data: ReportData) -> Path:
@@ -73,8 +86,18 @@ def _sweep_section(sd: SweepData, out_dir: Path) -> list[str]:
     else:
         out += ["No arm has both an acceptance and a speedup, so there is no acceptance figure; the table below "
                 "says why for each arm.", ""]
+    out += _position_section(sd, out_dir, label)
     out += ["### Failed, skipped and idle arms", "", *provenance.not_measured(sd), ""]
     return out
+
+
+def _position_section(sd: SweepData, out_dir: Path, label: str) -> list[str]:
+    figure = position_plot.acceptance_by_position(results.position_rates(sd), out_dir / f"positions-sweep{sd.id}.png",
+                                                  f"Sweep {label}: acceptance by draft position")
+    if not figure:
+        return []  # no arm printed per-position rates (older builds, default verbosity): nothing to show
+    return ["### Acceptance by draft position", "", POSITION_METHOD, "",
+            _image(figure, f"acceptance by draft position, sweep {sd.id}"), ""]
 
 
 def _pair_section(pair: BuildPair, out_dir: Path) -> list[str]:

@@ -3,10 +3,13 @@ cost behind each break-even, and what the energy figures are; and the rows its p
 
 from __future__ import annotations
 
+import json
+
 from orchestrator import tables
 from orchestrator.report.acceptance_plot import Point, break_even_text
 from orchestrator.report.data import SweepData
 from orchestrator.report.plots import ArmBar
+from orchestrator.report.position_plot import ArmRates
 
 ENERGY_METHOD = ("J/token: GPU energy per generated token, the mean power of the GPUs a run kept busy over its "
                  "generation window (its last tokens / decode tok/s seconds; load and prompt processing are left "
@@ -85,6 +88,31 @@ def acceptance_points(sd: SweepData) -> list[Point]:
     return [Point(number=numbers[r["arm"]], arm=r["arm"], acceptance=r.get("acceptance"), speedup=r.get("speedup"),
                   low=r.get("speedup_low"), high=r.get("speedup_high"), cost=sd.costs.get(r["arm"]),
                   note=_no_point(r, numbers)) for r in sd.rows]
+
+
+def position_rates(sd: SweepData) -> list[ArmRates]:
+    """Every arm of the sweep, with the per-position rates of its ok runs where they were read."""
+    numbers, rates = sd.numbers, {}
+    for run in sd.runs:
+        found = run.get("accept_rate_per_pos")
+        found = json.loads(found) if isinstance(found, str) else found
+        if run.get("status") == "ok" and found and all(isinstance(v, (int, float)) for v in found):
+            rates.setdefault(run["arm"], []).append([float(v) for v in found])
+    return [ArmRates(number=numbers[r["arm"]], arm=r["arm"], runs=rates.get(r["arm"], []),
+                     mean_accept_len=r.get("mean_accept_len"), seq_acceptance=r.get("seq_acceptance"),
+                     note=_no_rates(r)) for r in sd.rows]
+
+
+def _no_rates(row: dict) -> str | None:
+    if row.get("is_baseline") or row.get("is_control"):
+        return "drafts nothing: no positions"
+    if not row.get("ok_runs"):
+        return _missing_runs(row) or "no ok run"
+    if row.get("idle"):
+        return "drafted nothing"
+    if row.get("acceptance") is None:
+        return "not speculative (no acceptance)"
+    return "no per-position rates in its logs (the statistics line needs -lv 4; older builds print none)"
 
 
 def _missing_runs(row: dict) -> str | None:

@@ -314,10 +314,13 @@ def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: 
 # --- reports ------------------------------------------------------------------------------------------------------
 
 def report_runs(con: Con, sweep_ids: list[int]) -> list[dict]:
-    """Measured runs of the sweeps (no warm-ups), one row each, for the per-run dots of the report."""
+    """Measured runs of the sweeps (no warm-ups), one row each, for the per-run dots and lines of the report
+    (accept_rate_per_pos as stored: JSON text)."""
     return rows_as_dicts(con.execute("""
-        SELECT run_id, sweep_id, build_name, arm, is_baseline, status, decode_tps, acceptance, wall_s
-        FROM run_summary WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) ORDER BY run_id""", [sweep_ids]))
+        SELECT s.run_id, s.sweep_id, s.build_name, s.arm, s.is_baseline, s.status, s.decode_tps, s.acceptance,
+               s.wall_s, m.accept_rate_per_pos
+        FROM run_summary s LEFT JOIN metrics m ON m.run_id = s.run_id
+        WHERE s.sweep_id IN (SELECT unnest(?::INTEGER[])) ORDER BY s.run_id""", [sweep_ids]))
 
 
 def runs_with_telemetry(con: Con, run_ids: list[int]) -> set[int]:

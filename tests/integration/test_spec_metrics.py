@@ -51,3 +51,32 @@ def test_mtp_runs_store_and_show_acceptance_by_position_and_sequence(orch_exe, e
         assert by_arm[arm]["seq_acceptance"] == run["seq_acceptance"]
     wide = run_orch(orch_exe, "summary", "--wide", env=env)
     assert "mean_accept_len" in wide.stdout and "seq_acceptance" in wide.stdout
+
+
+SERVER_RECIPE = """{% set meta = {"mode": "server", "repeat": 2, "arms": {"mtp": {}}} %}
+{{ bin }}/llama-server -m {{ models }}/tiny-qwen35-mtp.gguf --spec-type draft-mtp --spec-draft-n-max 3 -t 1 -c 4096
+"""
+
+
+def test_a_server_run_takes_its_acceptance_from_the_metrics_counters_over_the_run(orch_exe, env, tmp_path):
+    """Two runs on one server: each run's figures are its own (the counters' growth), not the server's lifetime
+    statistics line, which by the second run also counts the warm-up and the first run."""
+    recipe = tmp_path / "mtp_server.j2"
+    recipe.write_text(SERVER_RECIPE)
+    res = orch_run(orch_exe, recipe, "--set", "n_predict=32", env=env)
+    assert res.returncode == 0, res.stderr
+    runs = db_rows(env, "SELECT r.id, m.* FROM runs r JOIN metrics m ON m.run_id = r.id "
+                        "WHERE NOT coalesce(r.warmup, false) ORDER BY r.id")
+    assert len(runs) == 2
+    for run in runs:
+        delta = json.loads(run["extra"])["metrics_delta"]
+        steps = delta["spec_decode_num_drafts_total"]
+        assert steps > 0 and delta["spec_decode_num_draft_tokens_total"] == run["n_drafted"]
+        assert run["mean_accept_len"] == 1 + delta["spec_decode_num_accepted_tokens_total"] / steps
+        per_pos = [delta[f'spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}}'] / steps
+                   for i in range(3)]
+        assert json.loads(run["accept_rate_per_pos"]) == per_pos and run["spec_type"] == "draft-mtp"
+        extra = json.loads(run["extra"])
+        low, high = extra["seq_acceptance_low"], extra["seq_acceptance_high"]
+        assert 0 <= low <= high <= 1
+        assert run["seq_acceptance"] is None or run["seq_acceptance"] == low == high
