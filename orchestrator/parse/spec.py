@@ -33,11 +33,13 @@ MEAN_LEN_RE = re.compile(rf"#mean acc len =\s*{NUM}")
 RATES_RE = re.compile(r"#acc rate/pos = \(([^)]*)\)")
 DUR_RE = re.compile(r"dur\(b,g,a\) = ([\d.]+), ([\d.]+), ([\d.]+) ms")
 
-# llama-server per request: `draft acceptance rate = 0.64 (167 accepted / 259 generated)` (2025) or
-# `draft acceptance = ... , mean len = 2.92` (2026).
+# llama-server per request: `draft acceptance rate = 0.64 (167 accepted / 259 generated)` (2025), then with
+# `, mean len = 2.92` (0c1e57098, the per-position rates on a trace line of their own: `acc per pos = (...)`) or,
+# in PR #24536's wording, `, mean acceptance length = 2.92, acceptance rate per position = (0.805, 0.632)`.
 SERVER_ACC_RE = re.compile(
     rf"draft acceptance(?: rate)? = {NUM} \(\s*(\d+) accepted /\s*(\d+) generated\)"
-    r"(?:, mean (?:len|acceptance length) =\s*([\d.]+))?")
+    r"(?:, mean (?:len|acceptance length) =\s*([\d.]+))?(?:, acceptance rate per position = \(([^)]*)\))?")
+SERVER_PER_POS_RE = re.compile(r"^\s*acc per pos = \(([^)]*)\)")
 
 
 @dataclass
@@ -82,6 +84,7 @@ class ServerAcceptance:
     accepted: int
     generated: int
     mean_len: float | None = None
+    rates_per_pos: list[float] | None = None  # over this request's verification steps
 
 
 @dataclass
@@ -124,7 +127,7 @@ def parse_stats_line(text: str) -> DraftStats | None:
     if c := MEAN_LEN_RE.search(text):
         st.mean_accept_len = to_float(c.group(1))
     if c := RATES_RE.search(text):
-        st.accept_rate_per_pos = [to_float(x) for x in c.group(1).split(",") if x.strip()]
+        st.accept_rate_per_pos = _rates(c.group(1))
     if c := DUR_RE.search(text):
         st.dur_ms = [to_float(x) for x in c.groups()]
     return st
@@ -143,8 +146,14 @@ def parse_spec(lines: list[Line]) -> SpecInfo:
                 info.stats.append(st)
         elif m := SERVER_ACC_RE.search(line.text):
             info.server.append(ServerAcceptance(to_float(m.group(1)), to_int(m.group(2)), to_int(m.group(3)),
-                                                to_float(m.group(4))))
+                                                to_float(m.group(4)), _rates(m.group(5))))
+        elif (m := SERVER_PER_POS_RE.match(line.text)) and info.server and info.server[-1].rates_per_pos is None:
+            info.server[-1].rates_per_pos = _rates(m.group(1))  # the trace line right after its request's
     return info
+
+
+def _rates(text: str | None) -> list[float] | None:
+    return None if text is None else [to_float(x) for x in text.split(",") if x.strip()]
 
 
 def primary_stats(stats: list[DraftStats]) -> DraftStats | None:

@@ -176,3 +176,18 @@ def test_any_mix_of_log_lines_parses_to_figures_in_range(lines):
     p = parse.parse_text("\n".join(lines))
     seq = p.metrics["seq_acceptance"]
     assert seq is None or 0 <= seq <= 1
+
+
+def test_server_log_acceptance_per_request_in_both_wordings():
+    """0c1e57098 prints the per-position rates on a trace line after its request's acceptance line; PR #24536's
+    wording has them on the same line. Either way they belong to that request."""
+    requests = parse.parse_text((NEW / "server-draft.stderr").read_text()).extra["server_acceptance"]
+    assert [(r["accepted"], r["generated"], r["mean_len"]) for r in requests] == [
+        (12, 22, 7.0), (12, 22, 7.0), (11, 23, 3.75), (11, 23, 3.75)]
+    assert requests[3]["rates_per_pos"] == [1.0, 0.75, 0.5, 0.25, 0.25] + [0.0] * 11
+    line = ("slot print_timing: id  1 | task 0 | draft acceptance = 0.64479 (  167 accepted /   259 generated), "
+            "mean acceptance length = 2.92, acceptance rate per position = (0.805, 0.632, 0.483)")
+    (one,) = parse.parse_text(line).extra["server_acceptance"]
+    assert (one["accepted"], one["mean_len"], one["rates_per_pos"]) == (167, 2.92, [0.805, 0.632, 0.483])
+    old = parse.parse_text((OLD / "server-draft-concurrency2.stderr").read_text()).extra["server_acceptance"]
+    assert old and all(r["mean_len"] is None and r["rates_per_pos"] is None for r in old)  # 2025 wording
