@@ -123,3 +123,46 @@ def from_counters(delta: dict[str, float]) -> dict:
 
 def _int(value: float | None) -> int | None:
     return None if value is None else int(round(value))
+
+
+def from_request_lines(requests: list[dict]) -> dict:
+    """Canonical figures pooled from llama-server's per-request lines (`draft acceptance = R (A accepted / G
+    generated), mean len = M` and the per-position rates, PR #24536's wording or 0c1e57098's trace line), for a
+    log without the /metrics counters; {} unless every request's verification steps can be told.
+
+    A request prints shares, not its step count s: s is the one integer that gives its mean length (2 decimals),
+    its rates (3 decimals) and, summed over positions, its accepted count A. A request that accepted nothing
+    (mean 1.00) leaves s open, and so does a log without mean lengths (2025 wording): then no figure."""
+    if not requests or any(r.get("mean_len") is None or not r.get("rates_per_pos") for r in requests):
+        return {}
+    steps, counts, tokens = 0, [], 0
+    for r in requests:
+        s = _request_steps(r["accepted"], r["generated"], r["mean_len"], r["rates_per_pos"])
+        if s is None:
+            return {}
+        steps += s
+        tokens += r["generated"]
+        per_pos = [round(p * s) for p in r["rates_per_pos"]]
+        counts = [(counts[i] if i < len(counts) else 0) + (per_pos[i] if i < len(per_pos) else 0)
+                  for i in range(max(len(counts), len(per_pos)))]
+    out: dict = {"mean_accept_len": 1 + sum(r["accepted"] for r in requests) / steps,
+                 "accept_rate_per_pos": [c / steps for c in counts]}
+    if seq := seq_from_counts(steps, tokens, [float(c) for c in counts], len(counts)):
+        out["seq"] = seq
+    return out
+
+
+def _request_steps(accepted: int, generated: int, mean_len: float, rates: list[float]) -> int | None:
+    if not accepted or mean_len - 1 <= 0 or any(p is None for p in rates):
+        return None
+    low = accepted / (mean_len - 1 + MEAN_LEN_HALF_STEP)
+    high = accepted / (mean_len - 1 - MEAN_LEN_HALF_STEP) if mean_len - 1 > MEAN_LEN_HALF_STEP else generated
+    found = [s for s in range(max(1, int(low)), min(generated, int(high) + 1) + 1)
+             if abs(accepted / s - (mean_len - 1)) <= MEAN_LEN_HALF_STEP + 1e-9
+             and all(abs(p * s - round(p * s)) <= RATE_HALF_STEP * s + 1e-9 for p in rates)
+             and sum(round(p * s) for p in rates) == accepted]
+    return found[0] if len(found) == 1 else None
+
+
+MEAN_LEN_HALF_STEP = 0.005  # mean len is printed with 2 decimals
+RATE_HALF_STEP = 0.0005  # rates with 3

@@ -3,7 +3,8 @@
 Pure, so a stored run can be derived again (`orch reparse`) without starting anything. Names are the same
 canonical ones as CLI runs: pooled decode throughput, acceptance = sum accepted / sum drafted; mean acceptance
 length, per-position rates and sequence acceptance from the growth of llama-server's /metrics counters over the
-run (parse.acceptance).
+run, else pooled from the run's per-request log lines (parse.acceptance); never from the log's statistics line,
+which counts over the server's whole life.
 """
 
 from __future__ import annotations
@@ -11,14 +12,10 @@ from __future__ import annotations
 import re
 
 from orchestrator.parse import METRIC_KEYS, ParsedLog, parse_text
-from orchestrator.parse.acceptance import from_counters
+from orchestrator.parse.acceptance import from_counters, from_request_lines
 
 # A /metrics sample line: `llamacpp:NAME{labels} VALUE` (labels only on the per-position series).
 PROMETHEUS_LINE = re.compile(r"^llamacpp:(\w+)(\{[^}]*\})?\s+([-+0-9.eE]+|nan|inf)\s*$")
-# The acceptance figures a server log cannot give for one run: its statistics line counts over the server's
-# whole life (warm-up and earlier runs on a reused server included); they come from the /metrics counters.
-FROM_COUNTERS = ("mean_accept_len", "accept_rate_per_pos", "seq_acceptance")
-
 
 def parse_prometheus(text: str) -> dict[str, float]:
     """`llamacpp:NAME{labels} VALUE` lines of a /metrics body -> {"NAME{labels}": value}; other lines ignored."""
@@ -58,7 +55,9 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
              prompt_eval_ms=total["prompt_ms"], prompt_eval_tokens=total["prompt_n"], eval_ms=total["predicted_ms"],
              eval_runs=len(ok), total_ms=wall_s * 1000 if wall_s else None,
              spec_type=from_log.metrics.get("spec_type"))
-    counted = from_counters(metrics_delta or {})
+    from_log_requests = from_log.extra.get("server_acceptance") or []
+    # The counters where the build has them; else the per-request lines, where every request's steps can be told.
+    counted = from_counters(metrics_delta or {}) or from_request_lines(from_log_requests)
     m["mean_accept_len"] = counted.get("mean_accept_len")
     m["accept_rate_per_pos"] = counted.get("accept_rate_per_pos")
     seq = counted.get("seq")
@@ -71,7 +70,7 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
         m["encode_tps"] = total["prompt_n"] / total["prompt_ms"] * 1000
     rates = [r["predicted_per_second"] for r in ok if r["predicted_per_second"]]
     ttfts = [r["ttft_ms"] for r in ok if r["ttft_ms"] is not None]
-    log_acc = from_log.extra.get("server_acceptance") or []
+    log_acc = from_log_requests
     extra = {"n_requests": len(rows), "n_requests_ok": len(ok), "concurrency": concurrency,
              "request_mean_decode_tps": sum(rates) / len(rates) if rates else None,
              "aggregate_tps": total["predicted_n"] / wall_s if wall_s else None,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator import parse, store
-from orchestrator.parse.acceptance import from_counters, seq_from_counts
+from orchestrator.parse import acceptance
 from orchestrator.parse.server import counters_delta, parse_prometheus, server_metrics
 from orchestrator.store.reparse import reparse_all
 
@@ -90,7 +90,7 @@ def test_the_metrics_counters_diffed_over_a_run():
                      'spec_decode_num_accepted_tokens_per_pos_total{position="0"}': 22,
                      'spec_decode_num_accepted_tokens_per_pos_total{position="1"}': 15,
                      'spec_decode_num_accepted_tokens_per_pos_total{position="2"}': 14 - 3}
-    got = from_counters(delta)
+    got = acceptance.from_counters(delta)
     assert got["mean_accept_len"] == pytest.approx(1 + 48 / 42)
     assert got["accept_rate_per_pos"] == pytest.approx([22 / 42, 15 / 42, 11 / 42])
     # 42 drafts in a window of 3 would be 126 tokens; 122 were drafted, so up to 4 drafts were short.
@@ -142,7 +142,7 @@ def test_counter_bounds_always_hold_the_true_sequence_acceptance(case):
     window, outcomes = case
     at_least = [float(sum(a > i for _, a in outcomes)) for i in range(max(a for _, a in outcomes))]
     true = sum(a == n for n, a in outcomes) / len(outcomes)
-    seq = seq_from_counts(len(outcomes), sum(n for n, _ in outcomes), at_least, window)
+    seq = acceptance.seq_from_counts(len(outcomes), sum(n for n, _ in outcomes), at_least, window)
     assert seq.low - 1e-12 <= true <= seq.high + 1e-12
     if seq.value is not None:
         assert seq.value == pytest.approx(true)
@@ -191,3 +191,43 @@ def test_server_log_acceptance_per_request_in_both_wordings():
     assert (one["accepted"], one["mean_len"], one["rates_per_pos"]) == (167, 2.92, [0.805, 0.632, 0.483])
     old = parse.parse_text((OLD / "server-draft-concurrency2.stderr").read_text()).extra["server_acceptance"]
     assert old and all(r["mean_len"] is None and r["rates_per_pos"] is None for r in old)  # 2025 wording
+
+
+@st.composite
+def server_requests(draw):
+    """Requests as llama-server counts them (window n; per step a draft of up to n tokens, a accepted), then
+    printed as it prints them: mean len with 2 decimals, rates over the request's steps with 3."""
+    window = draw(st.integers(1, 8))
+    printed, truth = [], {"steps": 0, "accepted": 0, "counts": [0] * window}
+    for _ in range(draw(st.integers(1, 4))):
+        steps = draw(st.lists(st.tuples(st.integers(1, window), st.integers(0, window)), min_size=1, max_size=80))
+        steps = [(n, min(a, n)) for n, a in steps]
+        accepted = sum(a for _, a in steps)
+        counts = [sum(a > i for _, a in steps) for i in range(window)]
+        printed.append({"accepted": accepted, "generated": sum(n for n, _ in steps),
+                        "mean_len": round(1 + accepted / len(steps), 2),
+                        "rates_per_pos": [round(c / len(steps), 3) for c in counts]})
+        truth["steps"] += len(steps)
+        truth["accepted"] += accepted
+        truth["counts"] = [x + c for x, c in zip(truth["counts"], counts)]
+    return printed, truth
+
+
+@given(server_requests())
+@settings(max_examples=300, deadline=None)
+def test_request_lines_pool_to_the_true_figures_or_to_none(case):
+    """Never a wrong figure: either every request's steps are told and the pooled figures are the counters' own,
+    or there are none."""
+    printed, truth = case
+    got = acceptance.from_request_lines(printed)
+    if got:
+        assert got["mean_accept_len"] == pytest.approx(1 + truth["accepted"] / truth["steps"])
+        assert got["accept_rate_per_pos"] == pytest.approx([c / truth["steps"] for c in truth["counts"]])
+
+
+def test_request_lines_without_steps_to_tell_give_no_figures():
+    nothing = {"accepted": 0, "generated": 9, "mean_len": 1.0, "rates_per_pos": [0.0, 0.0, 0.0]}
+    some = {"accepted": 12, "generated": 22, "mean_len": 7.0, "rates_per_pos": [1.0] * 3 + [0.5] * 6}
+    assert acceptance.from_request_lines([some])["mean_accept_len"] == 7.0
+    assert acceptance.from_request_lines([some, nothing]) == {}  # steps of the idle request unknown: no pooled mean
+    assert acceptance.from_request_lines([{**some, "mean_len": None, "rates_per_pos": None}]) == {}  # 2025 wording
