@@ -134,3 +134,22 @@ def test_ngram_method_that_found_nothing_to_draft_still_ran():
     translated = "the target and draft vocabs are not compatible - tokens will be translated between the two\n"
     assert classify_failure(translated + no_stats, returncode=0, signal=None, timed_out=False,
                             expects_speculation=True) == "spec_not_engaged"
+
+
+def test_a_speculative_log_cut_before_its_figures_is_truncated_not_spec_not_engaged():
+    """llama.cpp under load can exit 0 with its last lines lost (its log thread): cut before the end block and the
+    statistics line, the log cannot tell whether speculation ran, so the stored class is truncated_log (seen as a
+    mislabelled spec_not_engaged run in an issue-14 sweep)."""
+    from orchestrator import parse
+
+    stdout = (LOGS / "0c1e57098" / "spec-simple-draft.stdout").read_text()
+    lines = (LOGS / "0c1e57098" / "spec-simple-draft.stderr").read_text().splitlines(keepends=True)
+    cut = "".join(lines[:250])  # before `decoded ... tokens`, n_drafted and the statistics line
+    assert classify_failure(cut, returncode=0, signal=None, timed_out=False, expects_speculation=True) == \
+        "spec_not_engaged"  # the log alone, without the end-block rule
+    failure, missing = parse.run_failure(parse.parse_run(stdout, cut), cut, tool="llama-speculative-simple",
+                                         returncode=0, signal=None, timed_out=False, expects_speculation=True)
+    assert (failure, missing) == ("truncated_log", "the speculative end block (decoded tokens and speed)")
+    whole = "".join(lines)
+    assert parse.run_failure(parse.parse_run(stdout, whole), whole, tool="llama-speculative-simple", returncode=0,
+                             signal=None, timed_out=False, expects_speculation=True) == (None, None)
