@@ -11,6 +11,7 @@ from integration.conftest import COMMIT, OLD_COMMIT, db_rows, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_METHODS = str(ROOT / "recipes" / "spec_methods.j2")
+SPEC_METHODS_SERVER = str(ROOT / "recipes" / "spec_methods_server.j2")
 TINY_METHODS = str(ROOT / "recipes" / "tiny_methods.toml")
 NEW_ARMS = {"mtp:draft_max=1": "draft-mtp", "mtp:draft_max=2": "draft-mtp", "mtp:draft_max=3": "draft-mtp",
             "mtp:draft_max=4": "draft-mtp", "eagle3": "draft-eagle3", "dflash": "draft-dflash"}
@@ -23,8 +24,8 @@ def env(cache_env, tiny_dir, tmp_path):
     return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "methods.duckdb")}
 
 
-def sweep(orch_exe, env, build, *extra):
-    res = run_orch(orch_exe, "run", SPEC_METHODS, "--vars", TINY_METHODS, "--build", build, "--repeat", "1",
+def sweep(orch_exe, env, build, *extra, recipe=SPEC_METHODS):
+    res = run_orch(orch_exe, "run", recipe, "--vars", TINY_METHODS, "--build", build, "--repeat", "1",
                    "--set", "n_predict=48", *extra, env=env, timeout=900)
     sweep_id = db_rows(env, "SELECT max(id) AS id FROM sweeps")[0]["id"]
     return res, {r["arm"]: r for r in db_rows(env, RUNS_SQL, [sweep_id])}
@@ -38,6 +39,18 @@ def test_every_method_drafts_on_the_new_build(orch_exe, env, real_build):
     for arm, spec in NEW_ARMS.items():
         argv = json.loads(runs[arm]["executed_argv"])
         assert argv[argv.index("--spec-type") + 1] == spec
+
+
+def test_every_method_drafts_through_llama_server(orch_exe, env, real_build):
+    res, runs = sweep(orch_exe, env, COMMIT, recipe=SPEC_METHODS_SERVER)
+    assert res.returncode == 0, res.stderr
+    drafted = {r["arm"]: r["drafted"] for r in db_rows(env, "SELECT r.arm, sum(q.draft_n) AS drafted FROM runs r "
+                                                             "JOIN requests q ON q.run_id = r.id GROUP BY r.arm")}
+    assert drafted["baseline"] == 0
+    for arm, spec in NEW_ARMS.items():
+        assert runs[arm]["status"] == "ok" and drafted[arm] > 0, (arm, runs[arm])
+        argv = json.loads(runs[arm]["executed_argv"])
+        assert argv[0].endswith("llama-server") and argv[argv.index("--spec-type") + 1] == spec
 
 
 def test_old_build_skips_each_new_method_with_the_reason_from_its_help(orch_exe, env, old_build):
