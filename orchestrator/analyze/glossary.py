@@ -27,9 +27,9 @@ SUMMARY = {
     "draft_per_gen": "drafted tokens per generated token",
     "mean_accept_len": "tokens gained per target step: 1 + accepted draft tokens / verification steps (mean over "
                        "the ok runs; from the statistics line at -lv 4, in server mode from the /metrics counters)",
-    "seq_acceptance": "share of drafts accepted in full (every drafted token accepted); - where some drafts were "
-                      "cut short and the counters only bound it (the bounds are in `orch show`; -lv 5 prints one "
-                      "line per draft and makes it exact)",
+    "seq_acceptance": "share of drafts accepted in full (every drafted token accepted); [low, high] % where some "
+                      "drafts were shorter than the window and the counters only bound it (JSON: seq_acceptance "
+                      "null, seq_acceptance_low/_high; -lv 5 prints one line per draft and makes it exact)",
     "speedup": "decode speed over the `vs` arm's, paired by repeat (and prompt in server mode); above 1 is faster",
     "speedup_ci95": "95% interval of speedup: only one wholly above 1 says speculation is faster here",
     "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "

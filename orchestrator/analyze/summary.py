@@ -209,6 +209,10 @@ def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
     """The rows' cells for people: shares as percentages; in the compact table a control reference as `control`
     and parameter values cut to PARAM_WIDTH characters. Only the shown columns are copied."""
     shown = [{c: r.get(c) for c in columns} for r in rows]
+    if "seq_acceptance" in columns:  # only bounded (drafts shorter than the window): the bounds
+        for d, r in zip(shown, rows):
+            if r.get("seq_acceptance") is None and r.get("seq_acceptance_low") is not None:
+                d["seq_acceptance"] = _interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
     for c in columns:
         if c in PERCENT_COLUMNS or c == "roofline_pct":
             scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
@@ -274,6 +278,8 @@ def for_display(rows: list[dict]) -> list[dict]:
                 shown[key] = f"{100 * row[key]:.1f}%"
         if isinstance(row.get("roofline_pct"), float):
             shown["roofline_pct"] = f"{row['roofline_pct']:.1f}%"
+        if row.get("seq_acceptance") is None and row.get("seq_acceptance_low") is not None:  # only bounded
+            shown["seq_acceptance"] = _interval(100 * row["seq_acceptance_low"], 100 * row["seq_acceptance_high"])
         out.append(shown)
     return out
 

@@ -33,7 +33,8 @@ __all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "parse_r
 
 METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
                "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
-               "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "spec_type")
+               "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "seq_acceptance_low",
+               "seq_acceptance_high", "spec_type")
 # Printed accept% and our n_accept/n_drafted may differ by the printout's rounding (%.3f of a percentage).
 ACCEPT_TOLERANCE = 0.0005
 # Columns of the metrics table that are INTEGER (32-bit): a count beyond fits no row and is no real count.
@@ -83,8 +84,8 @@ def parse_text(text: str) -> ParsedLog:
         metrics["spec_type"] = primary.impl.replace("_", "-")  # early 2026 printed `ngram_mod`
     extra = _extra(spec, perf)
     if seq := _seq_acceptance(lines, primary, end.n_draft):
-        metrics["seq_acceptance"] = seq.value
-        extra.update(seq_acceptance_low=seq.low, seq_acceptance_high=seq.high, seq_acceptance_source=seq.source)
+        metrics.update(seq_acceptance=seq.value, seq_acceptance_low=seq.low, seq_acceptance_high=seq.high)
+        extra["seq_acceptance_source"] = seq.source
     if chat:
         extra.update(cli_prompt_tps=chat[0], cli_generation_tps=chat[1])
     parsed = ParsedLog(metrics=metrics, extra=extra, version=parse_version(lines), perf=perf,
@@ -117,7 +118,7 @@ def check_ranges(parsed: ParsedLog) -> None:
     for key in INT32_KEYS:
         if isinstance(m.get(key), int) and m[key] > INT32_MAX:
             bad.append(f"{key} = {m[key]} is beyond any real count")
-    for key in ("acceptance", "seq_acceptance"):
+    for key in ("acceptance", "seq_acceptance", "seq_acceptance_low", "seq_acceptance_high"):
         if m.get(key) is not None and not 0 <= m[key] <= 1:
             bad.append(f"{key} {m[key]:.1%} is outside 0-100%")
     if bad:

@@ -61,7 +61,8 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
     m["mean_accept_len"] = counted.get("mean_accept_len")
     m["accept_rate_per_pos"] = counted.get("accept_rate_per_pos")
     seq = counted.get("seq")
-    m["seq_acceptance"] = seq.value if seq else None
+    if seq:
+        m.update(seq_acceptance=seq.value, seq_acceptance_low=seq.low, seq_acceptance_high=seq.high)
     if total["draft_n"]:
         m["acceptance"] = total["draft_n_accepted"] / total["draft_n"]
     if total["predicted_ms"]:
@@ -77,5 +78,5 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
              "ttft_ms_mean": sum(ttfts) / len(ttfts) if ttfts else None,
              "server_log_acceptance": log_acc, "metrics_delta": metrics_delta, "measured_log_offsets": offsets or {}}
     if seq:
-        extra.update(seq_acceptance_low=seq.low, seq_acceptance_high=seq.high, seq_acceptance_source=seq.source)
+        extra["seq_acceptance_source"] = seq.source
     return ParsedLog(metrics=m, extra=extra, version=from_log.version)

@@ -40,8 +40,8 @@ COST_METHOD = (
 POSITION_METHOD = (
     "The share of verification steps that accepted each draft position (the first drafted token is position 1), "
     "mean over each arm's ok runs, each run a faint line. mean len is 1 + accepted / steps, the tokens one target "
-    "step yields; seq accept is the share of drafts accepted in full (- where some drafts were shorter than the "
-    "window and the counters only bound it).")
+    "step yields; seq accept is the share of drafts accepted in full ([low, high] where some drafts were shorter "
+    "than the window and the counters only bound it).")
 
 
 def write_report(out_dir: Path, data: ReportData) -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 from orchestrator.report.plots import MISSING, plt, save
 
 KEY_PT = 7
+LABEL_PT = 8
 KEY_LINE_PT = KEY_PT * 1.45
 
 
@@ -26,6 +27,8 @@ class ArmRates:
     runs: list[list[float]] = field(default_factory=list)  # accept_rate_per_pos of each ok run that has one
     mean_accept_len: float | None = None
     seq_acceptance: float | None = None
+    seq_low: float | None = None  # bounds where the counters only bound it
+    seq_high: float | None = None
     note: str | None = None  # why there is no line
 
     @property
@@ -53,9 +56,14 @@ def acceptance_by_position(arms: list[ArmRates], path: Path, title: str) -> Path
             ax.plot(range(1, len(padded) + 1), [100 * v for v in padded], color=color, alpha=0.2, linewidth=0.8)
         mean = a.mean
         ax.plot(range(1, len(mean) + 1), [100 * v for v in mean], "o-", color=color, markersize=4, linewidth=1.5)
-        ax.annotate(str(a.number), (1, 100 * mean[0]), xytext=(-10, 0), textcoords="offset points", fontsize=8,
-                    fontweight="bold", color=color, ha="right", va="center", annotation_clip=False)
-    ax.set_xlim(0.5, width + 0.5)
+    # Each arm's number left of its first point, moved apart vertically where first points are close.
+    gap = 1.3 * LABEL_PT / (0.76 * height * 72) * 105  # one label's height in axis units
+    heights = _spread([100 * a.mean[0] for a in shown], gap, 0, 105)
+    for a, y in zip(shown, heights):
+        ax.annotate(str(a.number), (1, 100 * a.mean[0]), xytext=(0.55, y), textcoords="data", fontsize=LABEL_PT,
+                    fontweight="bold", color=colors[a.number], ha="right", va="center", annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": colors[a.number], "linewidth": 0.5, "alpha": 0.6})
+    ax.set_xlim(-0.1, width + 0.5)
     ax.set_ylim(0, 105)
     ax.set_xticks(range(1, width + 1) if width <= 20 else range(1, width + 1, max(1, width // 10)))
     ax.set_xlabel("draft position")
@@ -71,12 +79,29 @@ def acceptance_by_position(arms: list[ArmRates], path: Path, title: str) -> Path
 
 def _key(arms: list[ArmRates]) -> list[tuple[int | None, str]]:
     width = max(len(a.arm) for a in arms)
-    lines = [(None, f"{'#':>2}   {'arm':<{width}}  {'mean len':>8}  {'seq accept':>10}  runs"), (None, "")]
+    lines = [(None, f"{'#':>2}   {'arm':<{width}}  {'mean len':>8}  {'seq accept':>14}  runs"), (None, "")]
     for a in arms:
         if not (a.runs and a.mean):
             lines.append((a.number, f"{a.number:>2} x {a.arm:<{width}}  {a.note or 'no per-position rates'}"[:150]))
             continue
         mean_len = f"{a.mean_accept_len:.2f}" if a.mean_accept_len is not None else "-"
-        seq = f"{100 * a.seq_acceptance:.1f}%" if a.seq_acceptance is not None else "-"
-        lines.append((a.number, f"{a.number:>2}   {a.arm:<{width}}  {mean_len:>8}  {seq:>10}  {len(a.runs)}"))
+        seq = f"{100 * a.seq_acceptance:.1f}%" if a.seq_acceptance is not None else \
+            f"[{100 * a.seq_low:.0f}, {100 * a.seq_high:.0f}]%" if a.seq_low is not None else "-"
+        lines.append((a.number, f"{a.number:>2}   {a.arm:<{width}}  {mean_len:>8}  {seq:>14}  {len(a.runs)}"))
     return lines
+
+
+def _spread(values: list[float], gap: float, low: float, high: float) -> list[float]:
+    """Positions near values, in the same order, at least gap apart and within [low, high] where they fit."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    placed = [values[i] for i in order]
+    for k in range(1, len(placed)):  # push up
+        placed[k] = max(placed[k], placed[k - 1] + gap)
+    if placed and placed[-1] > high:  # then back down from the top
+        placed[-1] = high
+        for k in range(len(placed) - 2, -1, -1):
+            placed[k] = min(placed[k], placed[k + 1] - gap)
+    out = [0.0] * len(values)
+    for k, i in enumerate(order):
+        out[i] = max(placed[k], low) if len(placed) * gap <= high - low else placed[k]
+    return out

@@ -100,6 +100,7 @@ def position_rates(sd: SweepData) -> list[ArmRates]:
             rates.setdefault(run["arm"], []).append([float(v) for v in found])
     return [ArmRates(number=numbers[r["arm"]], arm=r["arm"], runs=rates.get(r["arm"], []),
                      mean_accept_len=r.get("mean_accept_len"), seq_acceptance=r.get("seq_acceptance"),
+                     seq_low=r.get("seq_acceptance_low"), seq_high=r.get("seq_acceptance_high"),
                      note=_no_rates(r)) for r in sd.rows]
 
 

@@ -193,7 +193,7 @@ WITH picked AS (
     SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control, r.reference_arm,
            r.mode, r.repeat_index, r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
-           m.mean_accept_len, m.seq_acceptance
+           m.mean_accept_len, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
 arms AS (
@@ -210,6 +210,11 @@ arms AS (
            -- only where every ok run with acceptance figures has it exact: a mean of some runs would mislead
            CASE WHEN count(seq_acceptance) FILTER ({_OK}) = count(mean_accept_len) FILTER ({_OK})
                 THEN avg(seq_acceptance) FILTER ({_OK}) END AS seq_acceptance,
+           -- the means of the runs' bounds bound the mean of their true values
+           CASE WHEN count(seq_acceptance_low) FILTER ({_OK}) = count(mean_accept_len) FILTER ({_OK})
+                THEN avg(seq_acceptance_low) FILTER ({_OK}) END AS seq_acceptance_low,
+           CASE WHEN count(seq_acceptance_high) FILTER ({_OK}) = count(mean_accept_len) FILTER ({_OK})
+                THEN avg(seq_acceptance_high) FILTER ({_OK}) END AS seq_acceptance_high,
            avg(encode_tps) FILTER ({_OK}) AS prompt_tps, avg(bound_tps) FILTER ({_OK}) AS bound_tps,
            string_agg(DISTINCT failure_class, ',' ORDER BY failure_class) AS failures,
            count(*) FILTER (status IN ('failed', 'timeout')) AS failed,
@@ -259,7 +264,8 @@ SELECT a.sweep_id AS sweep, s.recipe, s.build, a.arm,
        {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
        {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
        a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,
-       a.acceptance, a.draft_per_gen, a.mean_accept_len, a.seq_acceptance, a.drafted, a.accepted, a.idle,
+       a.acceptance, a.draft_per_gen, a.mean_accept_len, a.seq_acceptance,
+       a.seq_acceptance_low, a.seq_acceptance_high, a.drafted, a.accepted, a.idle,
        CASE WHEN p.n_ref > 0 THEN exp(p.mean_ref) END AS speedup,
        {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
        {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,

@@ -76,7 +76,6 @@ def test_a_server_run_takes_its_acceptance_from_the_metrics_counters_over_the_ru
         per_pos = [delta[f'spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}}'] / steps
                    for i in range(3)]
         assert json.loads(run["accept_rate_per_pos"]) == per_pos and run["spec_type"] == "draft-mtp"
-        extra = json.loads(run["extra"])
-        low, high = extra["seq_acceptance_low"], extra["seq_acceptance_high"]
+        low, high = run["seq_acceptance_low"], run["seq_acceptance_high"]
         assert 0 <= low <= high <= 1
         assert run["seq_acceptance"] is None or run["seq_acceptance"] == low == high

@@ -14,7 +14,8 @@ from orchestrator.store.reparse import reparse_all
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 NEW, OLD = LOGS / "0c1e57098", LOGS / "f49e91787"
-CANONICAL = ("mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "spec_type")
+CANONICAL = ("mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "seq_acceptance_low", "seq_acceptance_high",
+             "spec_type")
 
 
 def parsed(folder: Path, name: str) -> parse.ParsedLog:
@@ -42,7 +43,7 @@ def test_each_method_gives_its_acceptance_figures(name, spec_type, mean_len, rat
     m = p.metrics
     assert (m["spec_type"], m["mean_accept_len"], m["accept_rate_per_pos"]) == (spec_type, mean_len, rates)
     assert m["seq_acceptance"] == (pytest.approx(seq) if seq is not None else None)
-    assert (p.extra["seq_acceptance_low"], p.extra["seq_acceptance_high"]) == pytest.approx(bounds)
+    assert (m["seq_acceptance_low"], m["seq_acceptance_high"]) == pytest.approx(bounds)
     assert p.extra["seq_acceptance_source"] == ("counters" if seq is not None else "bounds")
     # `#acc drafts` counts drafts with at least one accepted token: never below drafts accepted in full.
     stats = p.extra["draft_stats"][0]
@@ -56,8 +57,8 @@ def test_one_line_per_draft_makes_sequence_acceptance_exact():
     assert exact.extra["draft_stats"][0]["gen_tokens"] == counted.extra["draft_stats"][0]["gen_tokens"] == 98
     assert exact.metrics["seq_acceptance"] == pytest.approx(5 / 33)
     assert exact.extra["seq_acceptance_source"] == "draft lines"
-    assert counted.extra["seq_acceptance_low"] <= exact.metrics["seq_acceptance"] <= \
-        counted.extra["seq_acceptance_high"]
+    assert counted.metrics["seq_acceptance_low"] <= exact.metrics["seq_acceptance"] <= \
+        counted.metrics["seq_acceptance_high"]
 
 
 @pytest.mark.parametrize("folder,name", [(NEW, "spec-simple-draft-lv3"), (NEW, "speculative-tree"),

@@ -54,3 +54,16 @@ def test_no_position_figure_where_no_arm_printed_rates(tmp_path):
     arms = [position_plot.ArmRates(1, "baseline", note="drafts nothing"), position_plot.ArmRates(2, "d")]
     assert position_plot.acceptance_by_position(arms, tmp_path / "p.png", "t") is None
     assert not (tmp_path / "p.png").exists()
+
+
+def test_a_bounded_sequence_acceptance_shows_its_bounds():
+    arm = position_plot.ArmRates(1, "mtp", runs=[[0.5, 0.3, 0.1]], mean_accept_len=1.9, seq_low=0.121, seq_high=0.152)
+    (_, _, (_, line)) = position_plot._key([arm])  # noqa: SLF001
+    assert "[12, 15]%" in line and "1.90" in line
+
+
+def test_arm_numbers_at_close_first_points_do_not_overlap():
+    arms = [position_plot.ArmRates(n, f"a{n}", runs=[[0.65 + 0.001 * n, 0.3]]) for n in range(1, 6)]
+    heights = position_plot._spread([100 * a.mean[0] for a in arms], 4.0, 0, 105)  # noqa: SLF001
+    assert all(abs(x - y) >= 4.0 - 1e-9 for i, x in enumerate(heights) for y in heights[i + 1:])
+    assert sorted(heights) == heights  # the order of the points is kept

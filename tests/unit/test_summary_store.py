@@ -275,3 +275,24 @@ def test_a_ratio_to_an_arm_of_another_target_model_is_no_speedup(tmp_path):
     con.execute("UPDATE runs SET target_sha256 = repeat('a', 64)")  # one target: a speedup again
     draft = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}["draft"]
     assert draft["speedup"] == pytest.approx(expected.ratio) and "other_target" not in (draft["warnings"] or "")
+
+
+def test_arm_acceptance_length_and_sequence_acceptance_only_where_every_run_has_it(tmp_path):
+    """Means over the ok runs; sequence acceptance exact only where every run has it exact, else the means of the
+    runs' bounds (which bound the mean), shown as an interval."""
+    con, sweep = stored(tmp_path, "cli")
+    runs = [r[0] for r in con.execute("SELECT id FROM runs WHERE arm = 'draft' AND status = 'ok' ORDER BY id")
+            .fetchall()]
+    figures = [(2.0, 0.30, 0.30, 0.30), (2.2, None, 0.20, 0.28), (2.4, 0.40, 0.40, 0.40), (2.6, 0.5, 0.5, 0.5)]
+    for run, (length, seq, low, high) in zip(runs, figures):
+        con.execute("UPDATE metrics SET mean_accept_len = ?, seq_acceptance = ?, seq_acceptance_low = ?, "
+                    "seq_acceptance_high = ? WHERE run_id = ?", [length, seq, low, high, run])
+    base, draft = summary.arm_rows(con, [sweep])
+    assert draft["mean_accept_len"] == pytest.approx(2.3) and draft["seq_acceptance"] is None
+    assert (draft["seq_acceptance_low"], draft["seq_acceptance_high"]) == pytest.approx((0.35, 0.37))
+    assert base["mean_accept_len"] is base["seq_acceptance"] is base["seq_acceptance_low"] is None
+    assert summary.for_display([draft])[0]["seq_acceptance"] == "[35.0, 37.0]"
+    assert "[35.0, 37.0]" in summary.table_text([base, draft], columns=["arm", "seq_acceptance"])
+    con.execute("UPDATE metrics SET seq_acceptance = 0.2 WHERE run_id = ?", [runs[1]])
+    assert summary.arm_rows(con, [sweep])[1]["seq_acceptance"] == pytest.approx(0.35)
+    assert summary.for_display(summary.arm_rows(con, [sweep]))[1]["seq_acceptance"] == "35.0%"
