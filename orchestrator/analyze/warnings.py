@@ -22,6 +22,9 @@ The rules (each a constant below, with its code for JSON and its message templat
   class, is the run where speculation never started).
 - full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
 - below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
+- output_differs: at temperature 0, outputs of the arm differ from the baseline's for the same repeat and prompt
+  (store/parity.py counts them per run): greedy speculation verifies every token against the target, so the
+  text should not change.
 """
 
 from __future__ import annotations
@@ -86,7 +89,11 @@ BELOW_BREAK_EVEN = WarningKind(
     "below_break_even", "acceptance {acceptance:.1%} is below this sweep's break-even {break_even:.1%} (where "
     "speedup crosses 1x): these drafts cost more than they save here; lower draft_max, raise p_min or draft_min, "
     "or use a draft that agrees more with the target")
-WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN)
+OUTPUT_DIFFERS = WarningKind(
+    "output_differs", "{counted} outputs differ from the baseline's at temperature 0{where}: greedy "
+    "speculation should not change the text; compare the two runs' outputs (orch show RUN prints a run's output), "
+    "and suspect the build or backend (a batched verification that computes differently from single-token decoding)")
+WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN, OUTPUT_DIFFERS)
 
 
 def clean(samples) -> list[float]:
@@ -158,7 +165,8 @@ def break_even(points: Sequence[tuple[float, float]]) -> float | None:
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
                  speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
-                 gpu: bool = False) -> list[StatWarning]:
+                 gpu: bool = False, outputs_differ: int | None = None, outputs_compared: int | None = None,
+                 first_diff_char: int | None = None) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
@@ -192,6 +200,11 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
     if acceptance is not None and sweep_break_even is not None and acceptance < sweep_break_even:
         out.append(StatWarning(BELOW_BREAK_EVEN.code, BELOW_BREAK_EVEN.template.format(
             acceptance=acceptance, break_even=sweep_break_even)))
+    if outputs_differ:
+        where = f" (the first at character {first_diff_char} of the generated text)" if first_diff_char is not None \
+            else ""
+        out.append(StatWarning(OUTPUT_DIFFERS.code, OUTPUT_DIFFERS.template.format(
+            counted=f"{outputs_differ} of {outputs_compared}" if outputs_compared else outputs_differ, where=where)))
     return out
 
 

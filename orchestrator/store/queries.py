@@ -152,16 +152,13 @@ def runs_to_reparse(con: Con) -> list[dict]:
         WHERE r.id IN (SELECT run_id FROM run_logs) ORDER BY r.id"""))
 
 
-def server_sweep_ids(con: Con) -> list[int]:
-    return [r[0] for r in con.execute("SELECT DISTINCT sweep_id FROM runs WHERE mode = 'server' ORDER BY 1")
-            .fetchall()]
-
-
 def output_differences(con: Con, sweep_id: int) -> list[dict]:
-    """Server arms at temperature 0: per run, outputs compared with the baseline's (same repeat and prompt)."""
+    """Server arms at temperature 0: per run, outputs compared with the baseline's (same repeat and prompt), how
+    many differ, and the differing pairs' texts [arm's, baseline's] where stored (NULL before m011)."""
     return rows_as_dicts(con.execute("""
         SELECT r.id AS run_id, r.arm, count(*) AS compared,
-               count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing
+               count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing,
+               list([q.output_text, b.output_text]) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing_texts
         FROM runs r
         JOIN runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
         JOIN requests q ON q.run_id = r.id AND q.status = 'ok'
@@ -170,6 +167,23 @@ def output_differences(con: Con, sweep_id: int) -> list[dict]:
           AND NOT coalesce(r.warmup, false) AND NOT coalesce(rb.warmup, false)
           AND CAST(r.params->>'temperature' AS DOUBLE) = 0 AND CAST(rb.params->>'temperature' AS DOUBLE) = 0
         GROUP BY r.id, r.arm ORDER BY r.id""", [sweep_id]))
+
+
+def cli_output_pairs(con: Con, sweep_id: int) -> list[dict]:
+    """CLI runs of a sweep's other arms with the baseline's run of the same repeat, both ok and measured, with
+    both argvs (the caller decides whether they sampled greedily and reads the text from their stdout)."""
+    return rows_as_dicts(con.execute("""
+        SELECT r.id AS run_id, r.arm, r.executed_argv AS argv, rb.id AS baseline_run, rb.executed_argv AS baseline_argv
+        FROM runs r
+        JOIN runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
+             AND rb.status = 'ok' AND NOT coalesce(rb.warmup, false) AND rb.mode IS DISTINCT FROM 'server'
+        WHERE r.sweep_id = ? AND r.status = 'ok' AND NOT r.is_baseline AND NOT coalesce(r.warmup, false)
+          AND r.mode IS DISTINCT FROM 'server' AND r.id IN (SELECT run_id FROM metrics)
+        ORDER BY r.id""", [sweep_id]))
+
+
+def sweep_ids_with_runs(con: Con) -> list[int]:
+    return [r[0] for r in con.execute("SELECT DISTINCT sweep_id FROM runs ORDER BY 1").fetchall()]
 
 
 # --- per-arm summaries --------------------------------------------------------------------------------------------
@@ -192,7 +206,8 @@ ARM_SUMMARY_SQL = f"""
 WITH picked AS (
     SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control, r.reference_arm,
            r.mode, r.repeat_index, r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
-           m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted
+           m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
+           m.outputs_differ, m.outputs_compared, m.first_diff_char
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
 arms AS (
@@ -213,7 +228,11 @@ arms AS (
            coalesce(sum(n_accepted) FILTER ({_OK}), 0) AS accepted,
            -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
            count(*) FILTER ({_OK} AND NOT coalesce(is_baseline, false) AND NOT coalesce(is_control, false)
-                            AND n_drafted = 0) AS idle
+                            AND n_drafted = 0) AS idle,
+           -- output parity at temperature 0 (store/parity.py): outputs compared and differing, first difference
+           sum(outputs_compared) FILTER ({_OK}) AS outputs_compared,
+           sum(outputs_differ) FILTER ({_OK}) AS outputs_differ,
+           min(first_diff_char) FILTER ({_OK}) AS first_diff_char
     FROM picked GROUP BY sweep_id, arm),
 run_values AS (  -- the runs' speeds, only for arms where a rule reads them (bimodality from 4, outliers from 5)
     SELECT p.sweep_id, p.arm, list(p.decode_tps ORDER BY p.id) AS ok_decode_tps
@@ -260,7 +279,7 @@ SELECT a.sweep_id AS sweep, s.recipe, s.build, a.arm,
        {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
        CASE WHEN p.n_base > 0 THEN exp(p.mean_base) END AS speedup_vs_baseline,
        a.prompt_tps, a.bound_tps, f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
-       v.ok_decode_tps, q.request_rates, s.used_gpu
+       v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char
 FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
