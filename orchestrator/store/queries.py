@@ -153,31 +153,30 @@ def runs_to_reparse(con: Con) -> list[dict]:
 
 
 def output_differences(con: Con, sweep_id: int) -> list[dict]:
-    """Server arms at temperature 0: per run, outputs compared with the baseline's (same repeat and prompt), how
-    many differ, and the differing pairs' texts [arm's, baseline's] where stored (NULL before m011)."""
+    """Measured server runs at temperature 0: outputs compared with the baseline's measured run (same repeat and
+    prompt), how many differ, and the differing pairs' texts [arm's, baseline's] where stored (NULL before m011)."""
     return rows_as_dicts(con.execute("""
         SELECT r.id AS run_id, r.arm, count(*) AS compared,
                count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing,
                list([q.output_text, b.output_text]) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing_texts
-        FROM runs r
-        JOIN runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
+        FROM measured_runs r
+        JOIN measured_runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
         JOIN requests q ON q.run_id = r.id AND q.status = 'ok'
         JOIN requests b ON b.run_id = rb.id AND b.prompt_id = q.prompt_id AND b.status = 'ok'
         WHERE r.sweep_id = ? AND r.mode = 'server' AND NOT r.is_baseline
-          AND NOT coalesce(r.warmup, false) AND NOT coalesce(rb.warmup, false)
           AND CAST(r.params->>'temperature' AS DOUBLE) = 0 AND CAST(rb.params->>'temperature' AS DOUBLE) = 0
         GROUP BY r.id, r.arm ORDER BY r.id""", [sweep_id]))
 
 
 def cli_output_pairs(con: Con, sweep_id: int) -> list[dict]:
-    """CLI runs of a sweep's other arms with the baseline's run of the same repeat, both ok and measured, with
-    both argvs (the caller decides whether they sampled greedily and reads the text from their stdout)."""
+    """Measured CLI runs of a sweep's other arms with the baseline's measured run of the same repeat (a resume's
+    newest), both ok, with both argvs (the caller decides whether they sampled greedily and reads the text from their stdout)."""
     return rows_as_dicts(con.execute("""
         SELECT r.id AS run_id, r.arm, r.executed_argv AS argv, rb.id AS baseline_run, rb.executed_argv AS baseline_argv
-        FROM runs r
-        JOIN runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
-             AND rb.status = 'ok' AND NOT coalesce(rb.warmup, false) AND rb.mode IS DISTINCT FROM 'server'
-        WHERE r.sweep_id = ? AND r.status = 'ok' AND NOT r.is_baseline AND NOT coalesce(r.warmup, false)
+        FROM measured_runs r
+        JOIN measured_runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
+             AND rb.status = 'ok' AND rb.mode IS DISTINCT FROM 'server'
+        WHERE r.sweep_id = ? AND r.status = 'ok' AND NOT r.is_baseline
           AND r.mode IS DISTINCT FROM 'server' AND r.id IN (SELECT run_id FROM metrics)
         ORDER BY r.id""", [sweep_id]))
 

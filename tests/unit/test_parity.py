@@ -121,3 +121,12 @@ def test_server_parity_locates_the_first_difference_from_the_stored_texts(tmp_pa
     assert sorted(store.mark_output_differences(con, sweep)) == [("draft", 1, 2), ("draft", 1, 2)]
     row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
     assert (row["outputs_differ"], row["outputs_compared"], row["first_diff_char"]) == (2, 4, 4)
+
+
+def test_a_resumed_slot_is_compared_once_with_the_baseline_run_that_counts(tmp_path):
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3")})
+    # A resume measured repeat 0 of the baseline again, now printing the eagle3 text: that run is the one counted.
+    again = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "params": {},
+                                   "repeat_index": 0, "mode": "cli", "status": "ok", "executed_argv": COMPLETION})
+    store.save_logs(con, again, {"stdout": log("spec-simple-eagle3").encode()})
+    assert sorted(store.mark_output_differences(con, sweep)) == [("eagle3", 0, 1), ("eagle3", 1, 1)]
