@@ -31,7 +31,8 @@ COST_METHOD = (
     "break-even above 100% means no acceptance pays at this draft length and cost. `predicted` is the speedup "
     "Leviathan et al.'s model gives from the arm's tokens per pass, g and c, verification taken as one target step "
     "(g c + 1 instead of k): where it is above the point, verifying costs more than one step; where it is below "
-    "1 too, acceptance is too low for the draft's cost.")
+    "1 too, acceptance is too low for the draft's cost. The table's `predicted (Leviathan)` is that figure; "
+    "`predicted at 100%` is the dotted line's end.")
 
 
 def write_report(out_dir: Path, data: ReportData) -> Path:
