@@ -381,12 +381,13 @@ def arm_outcomes(con: Con, sweep_ids: list[int]) -> list[dict]:
 
 def arm_draft_costs(con: Con, sweep_ids: list[int]) -> list[dict]:
     """Per sweep and arm that drafted: view run_draft_cost pooled over its ok runs (draft time only when every
-    run's log gave one)."""
+    run's log gave one). list_contains, not IN (SELECT unnest(...)): DuckDB pushes it into the view, so one sweep's
+    summary reads that sweep's logs' figures, not every stored run's (0.007 s against 0.07 s at 49k runs)."""
     return rows_as_dicts(con.execute("""
         SELECT sweep_id, arm, count(*) AS runs, sum(decode_ms) AS decode_ms, sum(passes) AS passes,
                sum(drafted) AS drafted, sum(accepted) AS accepted,
                CASE WHEN count(draft_ms) = count(*) THEN sum(draft_ms) END AS draft_ms
-        FROM run_draft_cost WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) GROUP BY sweep_id, arm""", [sweep_ids]))
+        FROM run_draft_cost WHERE list_contains(?::INTEGER[], sweep_id) GROUP BY sweep_id, arm""", [sweep_ids]))
 
 
 def arm_energy(con: Con, sweep_ids: list[int]) -> list[dict]:
