@@ -18,6 +18,7 @@ from orchestrator.analyze.warnings import (
     FULL_ACCEPTANCE_SLOWDOWN,
     HIGH_CV,
     NO_DRAFTS,
+    OTHER_TARGET,
     OUTLIERS,
     WARNING_KINDS,
     StatWarning,
@@ -226,5 +227,5 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
 
 __all__ = ["Stats", "Speedup", "describe", "from_moments", "paired_speedup", "speedup_from_log_ratios", "log_interval", "ratio_of_means", "mann_whitney_u", "midranks",
            "t975", "clean", "StatWarning", "WarningKind", "WARNING_KINDS", "HIGH_CV", "BIMODAL", "OUTLIERS",
-           "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "NO_DRAFTS", "warnings_for", "break_even", "bimodal_split",
+           "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "NO_DRAFTS", "OTHER_TARGET", "warnings_for", "break_even", "bimodal_split",
            "mad_outliers", "sample_stdev"]

@@ -57,26 +57,36 @@ def summarize(groups: list[dict]) -> list[dict]:
 def _sweep_rows(rows: list[dict]) -> list[dict]:
     points = {}
     base = next((r["arm"] for r in rows if r["is_baseline"]), None)
+    targets = {r["arm"]: r["target_sha256"] for r in rows}
     for row in rows:
         row["params"] = params = _params(row["params"])
         row["method"] = method = params.get("spec", "draft")
         row["ok"] = f"{row['ok_runs']}/{row['runs']}"
+        row["vs"] = row["reference_arm"] or (None if row["is_baseline"] else base)
+        # A ratio to an arm of another target model compares models, not speculation: kept apart, never a speedup.
+        mine, theirs = row["target_sha256"], targets.get(row["vs"])
+        row["other_target"] = (row["vs"], mine, theirs) if mine and theirs and mine != theirs else None
+        row["speedup_across_targets"] = None
+        if row["other_target"]:
+            row["speedup_across_targets"] = row["speedup"]
+            row["speedup"] = row["speedup_low"] = row["speedup_high"] = None
         if row["speedup"] is not None and row["acceptance"] is not None:
             points.setdefault(method, []).append((row["acceptance"], row["speedup"]))
         if row["is_baseline"] and row["ok_runs"]:
             row["speedup"] = 1.0
-        # Against a control, the figure against the baseline crosses programs: kept visible as such, apart.
-        if row["reference_arm"] in (None, base) or row["is_control"]:
+        # Against a control, the figure against the baseline crosses programs: kept visible as such, apart (and
+        # only where the baseline decodes the same target).
+        if row["reference_arm"] in (None, base) or row["is_control"] or targets.get(base) != row["target_sha256"]:
             row["speedup_vs_baseline"] = None
-        row["vs"] = row["reference_arm"] or (None if row["is_baseline"] else base)
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
     for row in rows:
         found = stats.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
                                    acceptance=row["acceptance"], speedup=row["speedup"],
                                    sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
                                    accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
-                                   gpu=row["used_gpu"], outputs_differ=row["outputs_differ"],
-                                   outputs_compared=row["outputs_compared"], first_diff_char=row["first_diff_char"])
+                                   gpu=row["used_gpu"], other_target=row.pop("other_target"),
+                                   outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
+                                   first_diff_char=row["first_diff_char"])
         row["speedup_without_drafts"] = None
         if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
             row["speedup_without_drafts"] = row["speedup"]

@@ -20,6 +20,8 @@ The rules (each a constant below, with its code for JSON and its message templat
 - no_drafts: a speculative arm (not the baseline) whose ok runs drafted nothing (n_drafted = 0): speculation
   started but never proposed a token, so its speed says nothing about speculation (spec_not_engaged, a failure
   class, is the run where speculation never started).
+- other_target: the arm's target model file (sha256) is not its reference's: its ratio to the reference compares
+  two models (an MTP target beside a plain one), so the summary shows no speedup for it.
 - full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
 - below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
 - output_differs: at temperature 0, outputs of the arm differ from the baseline's for the same repeat and prompt
@@ -89,11 +91,15 @@ BELOW_BREAK_EVEN = WarningKind(
     "below_break_even", "acceptance {acceptance:.1%} is below this sweep's break-even {break_even:.1%} (where "
     "speedup crosses 1x): these drafts cost more than they save here; lower draft_max, raise p_min or draft_min, "
     "or use a draft that agrees more with the target")
+OTHER_TARGET = WarningKind(
+    "other_target", "its target model is not {vs}'s ({mine} vs {theirs}): a ratio between them compares two "
+    "models, not speculation, so it is shown with no speedup; give each target its own baseline or control arm")
 OUTPUT_DIFFERS = WarningKind(
     "output_differs", "{counted} outputs differ from the baseline's at temperature 0{where}: greedy "
     "speculation should not change the text; compare the two runs' outputs (orch show RUN prints a run's output), "
     "and suspect the build or backend (a batched verification that computes differently from single-token decoding)")
-WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN, OUTPUT_DIFFERS)
+WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
+                 OUTPUT_DIFFERS)
 
 
 def clean(samples) -> list[float]:
@@ -165,12 +171,14 @@ def break_even(points: Sequence[tuple[float, float]]) -> float | None:
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
                  speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
-                 gpu: bool = False, outputs_differ: int | None = None, outputs_compared: int | None = None,
+                 gpu: bool = False, other_target: tuple[str, str, str] | None = None,
+                 outputs_differ: int | None = None, outputs_compared: int | None = None,
                  first_diff_char: int | None = None) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
-    when there are fewer than BIMODAL_MIN_N of them, since no other rule reads so few.
+    when there are fewer than BIMODAL_MIN_N of them, since no other rule reads so few. other_target: (reference arm,
+    this arm's target sha256, the reference's), where they differ.
     """
     out = []
     xs = clean(runs)
@@ -193,6 +201,10 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
         what = ("its speed is plain decoding, so it is shown with no speedup" if idle == ok else
                 "its speedup mixes runs that speculated with runs that did not")
         out.append(StatWarning(NO_DRAFTS.code, NO_DRAFTS.template.format(idle=idle, ok=ok, what=what)))
+    if other_target:
+        vs, mine, theirs = other_target
+        out.append(StatWarning(OTHER_TARGET.code, OTHER_TARGET.template.format(vs=vs, mine=mine[:12],
+                                                                               theirs=theirs[:12])))
     if acceptance is not None and acceptance >= 0.9995 and speedup is not None and speedup < 1:
         counters = f" (drafted {drafted}, accepted {accepted})" if drafted is not None else ""
         out.append(StatWarning(FULL_ACCEPTANCE_SLOWDOWN.code,

@@ -34,16 +34,44 @@ def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
     click.echo(info["bin_dir"])
 
 
+def _spec_methods(build: dict) -> dict[str, list[str]]:
+    """Per tool, the speculation methods its captured --help offers ({} where the help files are gone)."""
+    from pathlib import Path
+
+    from orchestrator.recipe.dialect import spec_methods
+
+    helps = {}
+    for b in build.get("binaries", []):
+        try:
+            helps[b["name"]] = Path(b["help_path"]).read_text(errors="replace")
+        except (OSError, KeyError, TypeError):
+            continue
+    return spec_methods(helps)
+
+
+def _methods_cell(methods: dict[str, list[str]]) -> str | None:
+    """Every method any tool offers, in the order the help lists them, each marked with the tools lacking it."""
+    names = list(dict.fromkeys(m for tool_methods in methods.values() for m in tool_methods))
+    cells = []
+    for name in names:
+        only = [tool.removeprefix("llama-") for tool, found in methods.items() if name in found]
+        cells.append(name if len(only) == len(methods) else f"{name} ({', '.join(only)})")
+    return ", ".join(cells) or None
+
+
 @main.command("builds")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
 def builds_command(as_json):
     """List complete builds, newest first, broken ones marked.
 
+    Each build's tools and the speculation methods they offer (`--spec-type` values in the captured --help; a
+    method only some tools offer names them) show which recipes' arms it can run.
+
     Example: orch builds --json
     """
     from orchestrator.build.builder import list_builds
 
-    builds = list_builds()
+    builds = [{**b, "spec_methods": _spec_methods(b)} for b in list_builds()]
     if as_json:
         click.echo(json.dumps(builds, indent=2))
         return
@@ -53,7 +81,10 @@ def builds_command(as_json):
         click.echo(tables.render([{"name": b["name"], "commit": b["upstream_commit"][:12], "backend": b["backend"],
                                    "finished": b["finished_at"][:19].replace("T", " "),
                                    "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else
-                                   f"{len(b['binaries'])} binaries", "dir": b["dir"]} for b in builds]))
+                                   f"{len(b['binaries'])} binaries",
+                                   "tools": ", ".join(x["name"].removeprefix("llama-") for x in b["binaries"]),
+                                   "spec methods": _methods_cell(b["spec_methods"]), "dir": b["dir"]}
+                                  for b in builds]))
     for b in builds:
         if b["broken"]:  # `orch run` refuses these: say how to mend each
             click.echo(f"orch: {b['name']} is broken; rebuild it with `{b['rebuild']}`", err=True)

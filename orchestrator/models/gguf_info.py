@@ -61,6 +61,11 @@ class ModelInfo:
     decode_bytes: int | None = None  # see the module docstring
     # sha256 of the token strings as stored (tokenizer.ggml.tokens): equal hashes, equal vocabularies (issue 13).
     vocab_sha256: str | None = None
+    # Speculation heads (issue 14): MTP blocks in a target; the target layers an EAGLE3/DFlash draft reads, and the
+    # target hidden size an EAGLE3 draft was trained on (pre-flight checks these against the spec type).
+    nextn_layers: int | None = None
+    target_layers: list[int] | None = None
+    target_hidden_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +109,9 @@ def inspect(path: str | Path) -> ModelInfo:
         expert_bytes=sum(n for name, (_, n) in sizes.items() if is_expert_tensor(name)),
         decode_bytes=decode_bytes({name: n for name, (_, n) in sizes.items()}, *experts),
         vocab_sha256=tokens.sha256 if tokens is not None else None,
+        nextn_layers=fields.get(f"{arch}.nextn_predict_layers"),
+        target_layers=fields.get(f"{arch}.target_layers"),
+        target_hidden_size=fields.get(f"{arch}.target_hidden_size"),
     )
 
 

@@ -14,14 +14,14 @@ from typing import Any
 
 from orchestrator.errors import ParseError
 
-from .failure import FAILURE_CLASSES, classify_failure
+from .failure import FAILURE_CLASSES, classify_failure, match_signature
 from .lines import clean_lines
 from .perf import PerfBlock, cli_speeds, parse_perf_blocks
 from .spec import SpecInfo, parse_spec, primary_stats, split_sections
 from .version import parse_version
 
 __all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "parse_run", "check_ranges",
-           "missing_block", "classify_failure"]
+           "missing_block", "classify_failure", "run_failure"]
 
 METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
                "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
@@ -116,6 +116,22 @@ def missing_block(parsed: ParsedLog, tool: str) -> str | None:
         return None if parsed.has_end_block and parsed.metrics["decode_tps"] is not None else \
             "the speculative end block (decoded tokens and speed)"
     return None if parsed.metrics["decode_tps"] is not None else "the perf block (eval and total time)"
+
+
+def run_failure(parsed: ParsedLog, stderr: str, *, tool: str, returncode: int | None, signal: int | None,
+                timed_out: bool, expects_speculation: bool) -> tuple[str | None, str | None]:
+    """(failure class or None, what the log lacks or None) of a finished CLI run, as orch stores it.
+
+    Exit 0 without the block every run of the tool prints is truncated_log: its last lines were lost (llama.cpp's
+    log thread, under load), and the statistics line may be among them, so "speculation never engaged" would be a
+    guess; an error line in the log still names its own class.
+    """
+    failure = classify_failure(stderr, returncode=returncode, signal=signal, timed_out=timed_out,
+                               expects_speculation=expects_speculation)
+    missing = missing_block(parsed, tool) if returncode == 0 and not timed_out else None
+    if missing and (failure is None or (failure == "spec_not_engaged" and not match_signature(stderr))):
+        return "truncated_log", missing
+    return failure, None
 
 
 def _perf_by_role(lines) -> dict[str, PerfBlock]:

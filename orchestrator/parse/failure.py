@@ -14,7 +14,8 @@ from .lines import clean_lines
 from .spec import parse_spec
 
 FAILURE_CLASSES = ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
-                   "crash_signal", "spec_not_engaged", "truncated_log", "parse_error", "other")
+                   "crash_signal", "spec_not_engaged", "truncated_log", "parse_error", "other",
+                   "spec_unsupported", "spec_mismatch")
 
 # Checked in this order. OOM comes before model_load: an allocation failure during loading is reported as
 # `error loading model: unable to allocate CUDA0 buffer`, and the allocation is the cause worth naming.
@@ -23,11 +24,21 @@ SIGNATURES: list[tuple[str, re.Pattern]] = [
         r"draft model vocab(?: type)? must (?:closely )?match target model"
         r"|draft model (?:bos|eos) tokens must match"
         r"|the target and draft vocabs are not compatible")),
+    # The models do not fit the speculation method, found only by the binary (orch's pre-flight stops the cases
+    # GGUF metadata shows, as spec_mismatch): before unknown_flag, as an unknown type is also an argument error.
+    ("spec_unsupported", re.compile(
+        r"unknown speculative type"
+        r"|requires 'target_layers'"
+        r"|layer input tensor is null"
+        r"|t_layer_inp"
+        r"|draft model is not eagle3"
+        r"|target layer id \d+ exceeds target n_layer"
+        r"|context type MTP requested but model doesn't contain MTP layers"
+        r"|embd row width \d+ does not match the decoder input")),
     ("unknown_flag", re.compile(
         r"error while handling argument"
         r"|error: invalid argument"
-        r"|error: unknown argument"
-        r"|unknown speculative type")),
+        r"|error: unknown argument")),
     ("out_of_memory", re.compile(
         r"out of memory"
         r"|cudaMalloc failed"

@@ -207,12 +207,12 @@ def _cli_failure(kind: str, parsed: ParsedLog, text: str) -> tuple[str, str] | N
         return found
     if m := CRASH_RE.search(text):
         return "crash_signal", f"aborted: {_line_of(text, m.start())}"
-    if kind == "speculative" and not speculation_ran(text):
-        return "spec_not_engaged", "the speculative tool ran but never drafted (no draft tokens, no statistics)"
     tool = {"speculative": "llama-speculative-simple", "completion": "llama-completion",
             "chat-cli": "llama-completion"}.get(kind)
-    if tool and (missing := missing_block(parsed, tool)):
+    if tool and (missing := missing_block(parsed, tool)):  # before the next: lost lines may hold the statistics
         return "truncated_log", f"the log lacks {missing}: its last lines were lost"
+    if kind == "speculative" and not speculation_ran(text):
+        return "spec_not_engaged", "the speculative tool ran but never drafted (no draft tokens, no statistics)"
     if kind == "failed-run":
         return "truncated_log", ("the log stops before any figure, with no error line: a stored run is "
                                  "truncated_log (exit 0), crash_signal (killed by a signal) or timeout; the log "

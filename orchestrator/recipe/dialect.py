@@ -82,10 +82,10 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
     if tool not in helps:
         raise DialectError(f"build {build_label} has no {tool}; it has {', '.join(sorted(helps))}")
     info = parse_help(helps[tool])
+    _check_spec_types(out, info, tool, build_label)  # before renaming: a missing method is the reason to give
     for i in range(1, len(out)):
         if literal[i] and out[i].startswith("-") and not NUMBER.match(out[i]):
             out[i] = _translate_flag(out[i], info, tool, build_label, notes)
-    _check_spec_types(out, info, tool, build_label)
     present = {a.split("=", 1)[0] for a, lit in zip(out, literal) if lit}
     if present & set(flags.DRAFT_MODEL) and "--spec-type" not in present and tool not in NO_SPEC_TYPE_TOOLS \
             and "draft-simple" in info.spec_types:
@@ -98,13 +98,34 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
 
 
 def _check_spec_types(argv: list[str], info: HelpInfo, tool: str, build_label: str) -> None:
-    """Every --spec-type value must be one the build lists (ngram-mod, draft-simple, ... came at different times)."""
+    """Every --spec-type value must be one the build lists (ngram-mod, draft-simple, draft-mtp, ... came at
+    different times); a tool without --spec-type has no method but a draft model's, and the reason says so."""
     for i, arg in enumerate(argv[:-1]):
-        if arg == "--spec-type" and info.spec_types:
-            lacking = [t for t in argv[i + 1].split(",") if t not in info.spec_types]
-            if lacking:
-                raise DialectError(f"spec type {', '.join(lacking)} is not offered by {tool} of build {build_label}; "
-                                   f"it offers {', '.join(info.spec_types)}")
+        if arg != "--spec-type":
+            continue
+        wanted = [t for t in argv[i + 1].split(",") if t != "none"]
+        if "--spec-type" not in info.accepted and wanted:
+            raise DialectError(f"spec type {', '.join(wanted)} is not offered by {tool} of build "
+                               f"{build_label}: its --help has no --spec-type (it speculates only with a draft "
+                               f"model, -md)")
+        lacking = [t for t in argv[i + 1].split(",") if info.spec_types and t not in info.spec_types]
+        if lacking:
+            raise DialectError(f"spec type {', '.join(lacking)} is not offered by {tool} of build "
+                               f"{build_label}: its --help lists --spec-type {', '.join(info.spec_types)}")
+
+
+def spec_methods(helps: dict[str, str]) -> dict[str, list[str]]:
+    """Per speculating tool, the methods its --help offers (`orch builds`): the --spec-type values but `none`, or
+    `draft-simple` alone for a tool that takes a draft model without --spec-type (the classic era)."""
+    found = {}
+    for tool, text in sorted(helps.items()):
+        info = parse_help(text)
+        methods = [t for t in info.spec_types if t != "none"]
+        if "draft-simple" not in methods and info.accepted & set(flags.DRAFT_MODEL):
+            methods.insert(0, "draft-simple")
+        if methods:
+            found[tool] = methods
+    return found
 
 
 def _translate_flag(arg: str, info: HelpInfo, tool: str, build_label: str, notes: list[str]) -> str:

@@ -173,12 +173,13 @@ def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
         store.save_metrics(con, run_id, parsed)
     except Exception as exc:  # noqa: BLE001  (any parser or store error: the run fails, the sweep goes on)
         return "parse_error", f"{type(exc).__name__}: {exc}"[:500], {}
-    failure = parse.classify_failure(stderr, returncode=res.returncode, signal=res.signal, timed_out=res.timed_out,
-                                     expects_speculation=expects_speculation(p.executed))
+    failure, missing = parse.run_failure(parsed, stderr, tool=Path(p.executed[0]).name, returncode=res.returncode,
+                                         signal=res.signal, timed_out=res.timed_out,
+                                         expects_speculation=expects_speculation(p.executed))
+    if missing:
+        return failure, f"exit status 0 but the log lacks {missing}: its last lines were lost", parsed.metrics
     if failure:
         return failure, res.describe(), parsed.metrics
-    if missing := parse.missing_block(parsed, Path(p.executed[0]).name):
-        return "truncated_log", f"exit status 0 but the log lacks {missing}: its last lines were lost", parsed.metrics
     return None, None, parsed.metrics
 
 

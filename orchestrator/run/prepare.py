@@ -70,7 +70,8 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
         except DialectError as exc:
             p.stop_status, p.stop_class, p.stop_reason = "skipped", "unknown_flag", str(exc)
         except PreflightError as exc:
-            cls = "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load"
+            cls = getattr(exc, "failure_class", None) or (
+                "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load")
             p.stop_status, p.stop_class, p.stop_reason = "failed", cls, str(exc)
         prepared.append(p)
     return _without_stopped_controls(prepared)

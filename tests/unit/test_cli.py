@@ -1,7 +1,9 @@
 """The orch command line: help texts, and bad input caught before any work starts."""
 
 import json
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli.group import main
@@ -136,5 +138,33 @@ def test_builds_and_mirror_tables_have_headers(orch_env):
                                               "binaries": []}))
     (d / "orch-stamp.json").write_text("{}")
     lines = CliRunner().invoke(main, ["builds"]).output.splitlines()
-    assert lines[0].split() == ["name", "commit", "backend", "finished", "state", "dir"]
+    assert lines[0].split() == ["name", "commit", "backend", "finished", "state", "tools", "spec", "methods", "dir"]
     assert lines[2].startswith("aaaaaaaaa-cpu")
+
+
+@pytest.mark.parametrize("commit,methods", [
+    # The MTP, EAGLE3 and DFlash era: every tool that speculates offers every method.
+    ("0c1e57098", "draft-simple, draft-eagle3, draft-mtp, draft-dflash, draft-dspark, ngram-simple"),
+    # Before --spec-type reached llama-speculative-simple: a draft model everywhere, n-gram methods in the server only.
+    ("f49e91787", "draft-simple, ngram-cache (server), ngram-simple (server)"),
+])
+def test_builds_show_each_builds_speculation_methods_from_its_captured_help(orch_env, commit, methods):
+    helps = Path(__file__).resolve().parents[1] / "fixtures" / "help" / commit
+    d = orch_env / "builds" / f"{commit}-cpu"
+    d.mkdir(parents=True)
+    (d / "bin").mkdir()
+    binaries = []
+    for p in sorted(helps.glob("*.help.txt")):  # the build's binaries: never run here, only their help is read
+        name = p.name.removesuffix(".help.txt")
+        (d / "bin" / name).write_text("")
+        (d / "bin" / name).chmod(0o755)
+        binaries.append({"name": name, "path": str(d / "bin" / name), "help_path": str(p)})
+    (d / "build.json").write_text(json.dumps({"name": d.name, "commit": commit, "upstream_commit": commit,
+                                              "backend": "cpu", "dir": str(d), "finished_at": "2026-11-22T00:00:00",
+                                              "binaries": binaries}))
+    (d / "orch-stamp.json").write_text("{}")
+    res = CliRunner().invoke(main, ["builds"])
+    assert res.exit_code == 0 and methods in res.output and "speculative-simple" in res.output
+    listed = json.loads(CliRunner().invoke(main, ["builds", "--json"]).output)[0]["spec_methods"]
+    has_mtp = "draft-mtp" in listed.get("llama-speculative-simple", [])
+    assert has_mtp == (commit == "0c1e57098") and "draft-simple" in listed["llama-server"]

@@ -94,3 +94,13 @@ def test_spec_type_values_are_checked_against_the_build():
         dialect.translate(argv, literal, helps(OLD), "f49e91787-cpu")
     ngram = argv[:4] + ["ngram-mod"]
     assert dialect.translate(ngram, literal, helps(OLD), "f49e91787-cpu").argv == ngram
+
+
+def test_spec_methods_per_tool_from_the_help():
+    new, old = dialect.spec_methods(helps(NEW)), dialect.spec_methods(helps(OLD))
+    assert {"draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-simple", "ngram-mod"} \
+        <= set(new["llama-speculative-simple"]) and "none" not in new["llama-server"]
+    # No --spec-type in the old llama-speculative-simple: a draft model is its one method.
+    assert old["llama-speculative-simple"] == ["draft-simple"]
+    assert old["llama-server"][0] == "draft-simple" and "draft-mtp" not in old["llama-server"]
+    assert "llama-completion" not in old and "llama-bench" not in new

@@ -60,9 +60,8 @@ def streams(era, name) -> list[LogFile]:
 def stored_class(era, name, tool, returncode, signal) -> str | None:
     """What run/one_run.py stores for a CLI run with these logs and this exit status."""
     stdout, stderr = ((LOGS / era / f"{name}.{s}").read_text() for s in ("stdout", "stderr"))
-    found = parse.classify_failure(stderr, returncode=returncode, signal=signal, timed_out=False,
-                                   expects_speculation=tool in SPEC_TOOLS)
-    return found or ("truncated_log" if parse.missing_block(parse.parse_run(stdout, stderr), tool) else None)
+    return parse.run_failure(parse.parse_run(stdout, stderr), stderr, tool=tool, returncode=returncode, signal=signal,
+                             timed_out=False, expects_speculation=tool in SPEC_TOOLS)[0]
 
 
 @pytest.mark.parametrize("era,name,tool,returncode,signal,kind", CLI_RUNS, ids=[f"{r[0]}/{r[1]}" for r in CLI_RUNS])

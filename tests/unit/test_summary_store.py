@@ -256,3 +256,22 @@ def test_the_markdown_table_has_the_same_columns_and_a_sweep_column_for_several_
     md = summary.table_text(rows, "md").splitlines()
     text_header = summary.table_text(rows).splitlines()[0].split()
     assert [c.strip() for c in md[0].strip("|").split("|")] == ["sweep", *text_header]
+
+
+def test_a_ratio_to_an_arm_of_another_target_model_is_no_speedup(tmp_path):
+    """An MTP arm runs its own target (with an MTP head) beside a plain baseline: their ratio compares two models.
+    The summary keeps it apart (speedup_across_targets), shows no speedup, warns, and leaves it out of the verdict."""
+    from orchestrator.analyze import verdict
+
+    con, sweep = stored(tmp_path, "cli")
+    con.execute("UPDATE runs SET target_sha256 = CASE WHEN arm = 'baseline' THEN 'a' ELSE 'b' END || repeat('0', 63)")
+    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    draft = rows["draft"]
+    expected = stats.paired_speedup(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
+    assert draft["speedup"] is None and draft["speedup_low"] is None
+    assert draft["speedup_across_targets"] == pytest.approx(expected.ratio)
+    assert "other_target" in draft["warnings"] and "b00000000000 vs a00000000000" in draft["warning_messages"][-1]
+    assert "no arm has a speedup" in verdict.verdict(list(rows.values()))
+    con.execute("UPDATE runs SET target_sha256 = repeat('a', 64)")  # one target: a speedup again
+    draft = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}["draft"]
+    assert draft["speedup"] == pytest.approx(expected.ratio) and "other_target" not in (draft["warnings"] or "")

@@ -1,0 +1,77 @@
+"""The speculation-method study on real binaries (issue 14): `orch run recipes/spec_methods.j2 --vars
+recipes/tiny_methods.toml` on 0c1e57098 stores a drafting run for every method, on f49e91787 skips each new method
+with the reason its --help gives; models that do not fit a method stop before launch (spec_mismatch)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from integration.conftest import COMMIT, OLD_COMMIT, db_rows, run_orch
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_METHODS = str(ROOT / "recipes" / "spec_methods.j2")
+SPEC_METHODS_SERVER = str(ROOT / "recipes" / "spec_methods_server.j2")
+TINY_METHODS = str(ROOT / "recipes" / "tiny_methods.toml")
+NEW_ARMS = {"mtp:draft_max=1": "draft-mtp", "mtp:draft_max=2": "draft-mtp", "mtp:draft_max=3": "draft-mtp",
+            "mtp:draft_max=4": "draft-mtp", "eagle3": "draft-eagle3", "dflash": "draft-dflash"}
+RUNS_SQL = ("SELECT r.arm, r.status, r.failure_class, r.failure_detail, r.executed_argv, m.n_drafted "
+            "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.sweep_id = ? ORDER BY r.id")
+
+
+@pytest.fixture
+def env(cache_env, tiny_dir, tmp_path):
+    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "methods.duckdb")}
+
+
+def sweep(orch_exe, env, build, *extra, recipe=SPEC_METHODS):
+    res = run_orch(orch_exe, "run", recipe, "--vars", TINY_METHODS, "--build", build, "--repeat", "1",
+                   "--set", "n_predict=48", *extra, env=env, timeout=900)
+    sweep_id = db_rows(env, "SELECT max(id) AS id FROM sweeps")[0]["id"]
+    return res, {r["arm"]: r for r in db_rows(env, RUNS_SQL, [sweep_id])}
+
+
+def test_every_method_drafts_on_the_new_build(orch_exe, env, real_build):
+    res, runs = sweep(orch_exe, env, COMMIT)
+    assert res.returncode == 0, res.stderr
+    for arm in ["draft-simple", *NEW_ARMS]:
+        assert runs[arm]["status"] == "ok" and runs[arm]["n_drafted"] > 0, runs[arm]
+    for arm, spec in NEW_ARMS.items():
+        argv = json.loads(runs[arm]["executed_argv"])
+        assert argv[argv.index("--spec-type") + 1] == spec
+
+
+def test_every_method_drafts_through_llama_server(orch_exe, env, real_build):
+    res, runs = sweep(orch_exe, env, COMMIT, recipe=SPEC_METHODS_SERVER)
+    assert res.returncode == 0, res.stderr
+    drafted = {r["arm"]: r["drafted"] for r in db_rows(env, "SELECT r.arm, sum(q.draft_n) AS drafted FROM runs r "
+                                                             "JOIN requests q ON q.run_id = r.id GROUP BY r.arm")}
+    assert drafted["baseline"] == 0
+    for arm, spec in NEW_ARMS.items():
+        assert runs[arm]["status"] == "ok" and drafted[arm] > 0, (arm, runs[arm])
+        argv = json.loads(runs[arm]["executed_argv"])
+        assert argv[0].endswith("llama-server") and argv[argv.index("--spec-type") + 1] == spec
+
+
+def test_old_build_skips_each_new_method_with_the_reason_from_its_help(orch_exe, env, old_build):
+    res, runs = sweep(orch_exe, env, OLD_COMMIT)
+    assert res.returncode == 0, res.stderr
+    assert runs["baseline"]["status"] == runs["draft-simple"]["status"] == "ok"
+    for arm, spec in NEW_ARMS.items():
+        assert (runs[arm]["status"], runs[arm]["failure_class"]) == ("skipped", "unknown_flag")
+        assert runs[arm]["failure_detail"].startswith(
+            f"spec type {spec} is not offered by llama-speculative-simple of build f49e91787-cpu: its --help has no "
+            f"--spec-type")
+
+
+def test_a_draft_of_another_method_stops_its_arm_before_launch(orch_exe, env, real_build):
+    # The tiny EAGLE3 file given to the dflash arm, the plain tiny draft to the eagle3 arm, the MTP type to a llama.
+    res, runs = sweep(orch_exe, env, COMMIT, "--set", "dflash_draft=tiny-eagle3.gguf", "--set",
+                      "eagle3_draft=tiny-draft.gguf", "--set", "mtp_target=tiny-target.gguf")
+    assert res.returncode != 0  # failed arms
+    expected = {"dflash": "needs a draft of architecture dflash; ", "eagle3": "needs a draft of architecture eagle3",
+                "mtp:draft_max=1": "needs a target with MTP layers"}
+    for arm, reason in expected.items():
+        assert (runs[arm]["status"], runs[arm]["failure_class"]) == ("failed", "spec_mismatch"), runs[arm]
+        assert reason in runs[arm]["failure_detail"] and runs[arm]["executed_argv"] in (None, "[]", "null")
+    assert runs["draft-simple"]["status"] == "ok"
