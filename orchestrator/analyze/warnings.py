@@ -25,7 +25,7 @@ The rules (each a constant below, with its code for JSON and its message templat
 - full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
 - below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
 - output_differs: at temperature 0, outputs of the arm differ from the baseline's for the same repeat and prompt
-  (store/parity.py counts them per run): greedy speculation verifies every token against the target, so the
+  (or its control's, where the arm's target is another file; store/parity.py counts them per run): greedy speculation verifies every token against the target, so the
   text should not change.
 """
 
@@ -95,9 +95,10 @@ OTHER_TARGET = WarningKind(
     "other_target", "its target model is not {vs}'s ({mine} vs {theirs}): a ratio between them compares two "
     "models, not speculation, so it is shown with no speedup; give each target its own baseline or control arm")
 OUTPUT_DIFFERS = WarningKind(
-    "output_differs", "{counted} outputs differ from the baseline's at temperature 0{where}: greedy "
-    "speculation should not change the text; compare the two runs' outputs (orch show RUN prints a run's output), "
-    "and suspect the build or backend (a batched verification that computes differently from single-token decoding)")
+    "output_differs", "{counted} outputs differ at temperature 0 from the same target's without drafting (the "
+    "baseline's, or its control's){where}: greedy speculation should not change the text; compare the runs' "
+    "outputs (orch show RUN prints a run's output), and suspect the build or backend (a batched verification that "
+    "computes differently from single-token decoding)")
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
                  OUTPUT_DIFFERS)
 

@@ -1,6 +1,7 @@
 """Output parity at temperature 0: each non-baseline run's generated text against the baseline's of the same
-repeat (and prompt, in server mode). Greedy speculation should not change the text; where it does, the runs'
-metrics say how many outputs differ and where the first difference is.
+repeat (and prompt, in server mode), or, for an arm of another target file, its control's (same target and
+program, drafting nothing; none: not compared, another model writes other text). Greedy speculation should not
+change the text; where it does, the runs' metrics say how many outputs differ and where the first one does.
 
 Server runs compare their requests' outputs (hash, and the stored texts for the position); CLI runs compare the
 generation read from their stdout (parse/output.py), when both runs sampled greedily and both texts can be read.
@@ -50,10 +51,10 @@ def _cli(con: Con, sweep_id: int) -> list[tuple]:
         return texts[run_id]
 
     for r in queries.cli_output_pairs(con, sweep_id):
-        argv, base_argv = json.loads(r["argv"] or "[]"), json.loads(r["baseline_argv"] or "[]")
+        argv, base_argv = json.loads(r["argv"] or "[]"), json.loads(r["ref_argv"] or "[]")
         if not (output.is_greedy(argv) and output.is_greedy(base_argv)):
             continue
-        mine, theirs = text(r["run_id"], argv), text(r["baseline_run"], base_argv)
+        mine, theirs = text(r["run_id"], argv), text(r["ref_run"], base_argv)
         if mine is None or theirs is None:
             continue
         position = output.first_difference(mine, theirs)

@@ -152,33 +152,44 @@ def runs_to_reparse(con: Con) -> list[dict]:
         WHERE r.id IN (SELECT run_id FROM run_logs) ORDER BY r.id"""))
 
 
+# Each measured ok run of a sweep's other arms, paired with the measured ok run of the same repeat that greedy
+# output must match: the baseline's where the two share the target file, else its reference arm's (its control:
+# same target and program, drafting nothing) where that does; an arm of another target has nothing to match.
+_PARITY_PAIRS = """
+    SELECT r.id AS run_id, r.arm, r.mode, r.params, r.executed_argv AS argv,
+           rb.id AS ref_run, rb.params AS ref_params, rb.executed_argv AS ref_argv
+    FROM measured_runs r
+    JOIN measured_runs rb ON rb.sweep_id = r.sweep_id AND rb.repeat_index = r.repeat_index AND rb.status = 'ok'
+         AND (rb.is_baseline OR rb.arm = r.reference_arm) AND rb.mode IS NOT DISTINCT FROM r.mode
+         AND rb.target_sha256 IS NOT DISTINCT FROM r.target_sha256
+    WHERE r.sweep_id = ? AND r.status = 'ok' AND NOT r.is_baseline
+    QUALIFY row_number() OVER (PARTITION BY r.id ORDER BY rb.is_baseline DESC) = 1"""
+
+
 def output_differences(con: Con, sweep_id: int) -> list[dict]:
-    """Measured server runs at temperature 0: outputs compared with the baseline's measured run (same repeat and
-    prompt), how many differ, and the differing pairs' texts [arm's, baseline's] where stored (NULL before m011)."""
-    return rows_as_dicts(con.execute("""
-        SELECT r.id AS run_id, r.arm, count(*) AS compared,
+    """Server runs at temperature 0 (paired as _PARITY_PAIRS): outputs compared with the paired run's for the same
+    prompt, how many differ, and the differing pairs' texts [arm's, reference's] where stored (NULL before m011)."""
+    return rows_as_dicts(con.execute(f"""
+        WITH pairs AS ({_PARITY_PAIRS})
+        SELECT p.run_id, p.arm, count(*) AS compared,
                count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing,
                list([q.output_text, b.output_text]) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing_texts
-        FROM measured_runs r
-        JOIN measured_runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
-        JOIN requests q ON q.run_id = r.id AND q.status = 'ok'
-        JOIN requests b ON b.run_id = rb.id AND b.prompt_id = q.prompt_id AND b.status = 'ok'
-        WHERE r.sweep_id = ? AND r.mode = 'server' AND NOT r.is_baseline
-          AND CAST(r.params->>'temperature' AS DOUBLE) = 0 AND CAST(rb.params->>'temperature' AS DOUBLE) = 0
-        GROUP BY r.id, r.arm ORDER BY r.id""", [sweep_id]))
+        FROM pairs p
+        JOIN requests q ON q.run_id = p.run_id AND q.status = 'ok'
+        JOIN requests b ON b.run_id = p.ref_run AND b.prompt_id = q.prompt_id AND b.status = 'ok'
+        WHERE p.mode = 'server'
+          AND CAST(p.params->>'temperature' AS DOUBLE) = 0 AND CAST(p.ref_params->>'temperature' AS DOUBLE) = 0
+        GROUP BY p.run_id, p.arm ORDER BY p.run_id""", [sweep_id]))
 
 
 def cli_output_pairs(con: Con, sweep_id: int) -> list[dict]:
-    """Measured CLI runs of a sweep's other arms with the baseline's measured run of the same repeat (a resume's
-    newest), both ok, with both argvs (the caller decides whether they sampled greedily and reads the text from their stdout)."""
-    return rows_as_dicts(con.execute("""
-        SELECT r.id AS run_id, r.arm, r.executed_argv AS argv, rb.id AS baseline_run, rb.executed_argv AS baseline_argv
-        FROM measured_runs r
-        JOIN measured_runs rb ON rb.sweep_id = r.sweep_id AND rb.is_baseline AND rb.repeat_index = r.repeat_index
-             AND rb.status = 'ok' AND rb.mode IS DISTINCT FROM 'server'
-        WHERE r.sweep_id = ? AND r.status = 'ok' AND NOT r.is_baseline
-          AND r.mode IS DISTINCT FROM 'server' AND r.id IN (SELECT run_id FROM metrics)
-        ORDER BY r.id""", [sweep_id]))
+    """CLI runs with metrics paired as _PARITY_PAIRS, with both argvs (the caller decides whether both sampled
+    greedily and reads the texts from their stdout)."""
+    return rows_as_dicts(con.execute(f"""
+        WITH pairs AS ({_PARITY_PAIRS})
+        SELECT run_id, arm, argv, ref_run, ref_argv FROM pairs
+        WHERE mode IS DISTINCT FROM 'server' AND run_id IN (SELECT run_id FROM metrics) ORDER BY run_id""",
+                                     [sweep_id]))
 
 
 def sweep_ids_with_runs(con: Con) -> list[int]:

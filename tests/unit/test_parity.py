@@ -94,10 +94,10 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
     assert (eagle3["outputs_differ"], eagle3["outputs_compared"], eagle3["first_diff_char"]) == (2, 2, 1)
     assert eagle3["warnings"] == "output_differs"
     assert eagle3["warning_messages"] == [
-        "2 of 2 outputs differ from the baseline's at temperature 0 (the first at character 1 of the generated "
-        "text): greedy speculation should not change the text; compare the two runs' outputs (orch show RUN "
-        "prints a run's output), and suspect the build or backend (a batched verification that computes "
-        "differently from single-token decoding)"]
+        "2 of 2 outputs differ at temperature 0 from the same target's without drafting (the baseline's, or its "
+        "control's) (the first at character 1 of the generated text): greedy speculation should not change the "
+        "text; compare the runs' outputs (orch show RUN prints a run's output), and suspect the build or backend (a "
+        "batched verification that computes differently from single-token decoding)"]
     text = summary.table_text(list(rows.values()), wide=True)
     assert "outputs_differ" in text and "2/2" in text and "0/2" in text
 
@@ -130,3 +130,16 @@ def test_a_resumed_slot_is_compared_once_with_the_baseline_run_that_counts(tmp_p
                                    "repeat_index": 0, "mode": "cli", "status": "ok", "executed_argv": COMPLETION})
     store.save_logs(con, again, {"stdout": log("spec-simple-eagle3").encode()})
     assert sorted(store.mark_output_differences(con, sweep)) == [("eagle3", 0, 1), ("eagle3", 1, 1)]
+
+
+def test_an_arm_of_another_target_is_compared_with_its_control_or_not_at_all(tmp_path):
+    """An MTP arm runs its own target: the baseline's text is another model's. Its control (same target and
+    program, drafting nothing) is what it must match; an arm of another target without one is not compared."""
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "mtp": log("spec-simple-eagle3"),
+                                         "control:llama-speculative-simple": log("spec-simple-dflash"),
+                                         "lone": log("spec-simple-eagle3")})
+    con.execute("UPDATE runs SET target_sha256 = CASE WHEN arm = 'baseline' THEN 'plain' ELSE 'mtp' END")
+    con.execute("UPDATE runs SET reference_arm = 'control:llama-speculative-simple' WHERE arm = 'mtp'")
+    con.execute("UPDATE runs SET target_sha256 = 'other' WHERE arm = 'lone'")
+    found = sorted(store.mark_output_differences(con, sweep))
+    assert found == [("mtp", 0, 1), ("mtp", 0, 1)]  # the control, of another target than the baseline: neither
