@@ -16,6 +16,18 @@ acceptance x of fixed-length drafts says the same, as 1 + g * a = (1 - x^(g+1)) 
 instead of assuming it: on a CPU a batch of 17 tokens costs several steps, and a* = c would promise a break-even
 that the arm cannot reach. g, c and v are held at their measured values: a prompt that drafts longer or shorter
 changes them.
+
+Predicted speedup (Leviathan et al. 2023, "Fast Inference from Transformers via Speculative Decoding"). With a
+per-token acceptance probability x and a draft window of gamma tokens, a pass yields on average
+E = (1 - x^(gamma+1)) / (1 - x) tokens and costs gamma c + 1 target steps, so the speedup is E / (gamma c + 1).
+orch feeds it what the arm measured: gamma = g (the mean drafted per pass: drafts stop early at p_min or at the
+end, so the configured window would overstate it), c as above, and x solved from the measured tokens per pass,
+E = 1 + g a (that is llama.cpp's "mean acc len"). x is not the acceptance share a: with tokens accepted one by
+one, a = (x + x^2 + ... + x^gamma) / gamma, below x, and putting a for x would undercount E. So the model
+reproduces the measured tokens per pass exactly, and predicted / measured = k / (g c + 1) = (g c + v) / (g c + 1):
+the two differ only by what verification and bookkeeping cost beyond one target step. A measured loss beside
+a predicted gain therefore comes from verifying (v > 1: a CPU, or a compute-bound batch); a predicted loss comes
+from acceptance too low for the draft's cost. No prediction where the logs give no draft time (server mode).
 """
 
 from __future__ import annotations
@@ -34,6 +46,28 @@ class StepCost:
     pass_cost: float  # k: one pass in target tokens (drafting, verifying and the rest)
     draft_cost: float | None  # c: one drafted token in target tokens; None where the logs print no draft time
     break_even: float  # a*: acceptance (accepted / drafted) at which speedup(a) = 1; above 1: none reachable
+    acceptance: float | None = None  # a: accepted / drafted, pooled over the ok runs
+
+    @property
+    def tokens_per_pass(self) -> float | None:
+        """E: tokens one pass yields, the accepted ones plus the target's own."""
+        return None if self.acceptance is None else 1 + self.draft_length * self.acceptance
+
+    @property
+    def token_acceptance(self) -> float | None:
+        """x: the per-token acceptance probability that yields E with windows of g tokens."""
+        e = self.tokens_per_pass
+        return None if e is None else per_token_acceptance(e, self.draft_length)
+
+    @property
+    def predicted_speedup(self) -> float | None:
+        """Leviathan et al.'s expected_tokens(x, g) / (g c + 1) at x = token_acceptance, which is E / (g c + 1)
+        by x's definition (so no solve here: the summary asks this of every drafting arm); None without a draft
+        time or acceptance."""
+        e = self.tokens_per_pass
+        if e is None or self.draft_cost is None:
+            return None
+        return e / (self.draft_length * self.draft_cost + 1)
 
     @property
     def verify_cost(self) -> float | None:
@@ -64,9 +98,37 @@ def step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[in
         g = c["drafted"] / c["passes"]
         k = c["decode_ms"] / c["passes"] / t
         draft = c["draft_ms"] / c["drafted"] / t if c.get("draft_ms") is not None else None
+        accepted = c.get("accepted")
         out[key] = StepCost(sweep=key[0], arm=key[1], reference=ref, draft_length=g, pass_cost=k, draft_cost=draft,
-                            break_even=(k - 1) / g)
+                            break_even=(k - 1) / g, acceptance=None if accepted is None else accepted / c["drafted"])
     return out
+
+
+def expected_tokens(x: float, gamma: float) -> float:
+    """Tokens a pass yields when each of gamma drafted tokens is accepted with probability x until the first
+    rejection, plus the target's own: (1 - x^(gamma+1)) / (1 - x), gamma + 1 at x = 1."""
+    if x >= 1:
+        return gamma + 1
+    return (1 - x ** (gamma + 1)) / (1 - x)
+
+
+def leviathan_speedup(x: float, gamma: float, c: float) -> float:
+    """Leviathan et al.'s expected speedup: expected_tokens(x, gamma) / (gamma c + 1)."""
+    return expected_tokens(x, gamma) / (gamma * c + 1)
+
+
+def per_token_acceptance(tokens_per_pass: float, gamma: float) -> float:
+    """The x in [0, 1] with expected_tokens(x, gamma) = tokens_per_pass (it rises with x): 0 at one token a pass
+    or fewer, 1 at gamma + 1 or more; bisection to 1e-12."""
+    if tokens_per_pass <= 1 or gamma <= 0:
+        return 0.0
+    if tokens_per_pass >= gamma + 1:
+        return 1.0
+    low, high = 0.0, 1.0
+    while high - low > 1e-12:
+        mid = (low + high) / 2
+        low, high = (mid, high) if expected_tokens(mid, gamma) < tokens_per_pass else (low, mid)
+    return (low + high) / 2
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,15 @@ SUMMARY = {
                       "null, seq_acceptance_low/_high; -lv 5 prints one line per draft and makes it exact)",
     "speedup": "decode speed over the `vs` arm's, paired by repeat (and prompt in server mode); above 1 is faster",
     "speedup_ci95": "95% interval of speedup: only one wholly above 1 says speculation is faster here",
+    "predicted_speedup": "the speedup Leviathan et al.'s model predicts from the arm's measured tokens per pass, "
+                         "mean draft length and draft cost (draft time per token over the reference's time per "
+                         "token), verification taken as one target step: above speedup, verifying costs more than "
+                         "that; below 1, acceptance is too low for the draft's cost (README, Predicted speedup)",
     "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "
           "table) where it has one, else the baseline",
+    "outputs_differ": "at temperature 0, outputs that differ from the baseline's (same repeat and prompt; its "
+                      "control's where the arm runs another target) / outputs compared; warning output_differs "
+                      "when any do",
     "prompt_tps": "prompt processing tokens per second",
     "bound_tps": "the decode speed memory bandwidth allows: bandwidth / bytes one decode step reads",
     "roofline_pct": "decode_tps as a share of bound_tps (speculation can pass 100%)",

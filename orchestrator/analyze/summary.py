@@ -20,8 +20,8 @@ from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "mean_accept_len", "seq_acceptance", "speedup", "speedup_ci95", "vs", "prompt_tps", "bound_tps",
-                 "roofline_pct", "joules_per_token", "warnings"]
+                 "mean_accept_len", "seq_acceptance", "speedup", "speedup_ci95", "predicted_speedup", "vs",
+                 "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token", "warnings"]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
@@ -32,12 +32,17 @@ PARAM_WIDTH = 24  # a parameter value longer than this is cut in the default tab
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
     """The summary rows of the sweeps, in sweep order, arms in the order they first ran, with energy per token
-    where GPU power was sampled (analyze/costs.Energy.fields; None elsewhere, so every row has the keys)."""
+    where GPU power was sampled (analyze/costs.Energy.fields; None elsewhere, so every row has the keys), and the
+    speedup Leviathan et al.'s model predicts from the arm's measured step cost (analyze/costs; None where it
+    drafted nothing or its logs give no draft time)."""
     rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
     energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
+    step = costs.step_costs(queries.arm_draft_costs(con, sweep_ids), rows)
     for row in rows:
         found = energy.get((row["sweep"], row["arm"]))
         row.update(found.fields() if found else NO_ENERGY)
+        cost = step.get((row["sweep"], row["arm"]))
+        row["predicted_speedup"] = cost.predicted_speedup if cost else None
     return rows
 
 
@@ -79,7 +84,9 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
                                    acceptance=row["acceptance"], speedup=row["speedup"],
                                    sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
                                    accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
-                                   gpu=row["used_gpu"], other_target=row.pop("other_target"))
+                                   gpu=row["used_gpu"], other_target=row.pop("other_target"),
+                                   outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
+                                   first_diff_char=row["first_diff_char"])
         row["speedup_without_drafts"] = None
         if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
             row["speedup_without_drafts"] = row["speedup"]
@@ -219,6 +226,10 @@ def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
             for d in shown:
                 if isinstance(d[c], float):
                     d[c] = f"{scale * d[c]:.1f}%"
+    if "outputs_differ" in columns:  # differing of compared; a count alone where compared was not stored
+        for d, r in zip(shown, rows):
+            if r.get("outputs_compared"):
+                d["outputs_differ"] = f"{r['outputs_differ'] or 0}/{r['outputs_compared']}"
     if compact and "vs" in columns:
         controls = {(r["sweep"], r["arm"]) for r in rows if r.get("is_control")}
         for d, r in zip(shown, rows):

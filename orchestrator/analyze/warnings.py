@@ -24,6 +24,9 @@ The rules (each a constant below, with its code for JSON and its message templat
   two models (an MTP target beside a plain one), so the summary shows no speedup for it.
 - full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
 - below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
+- output_differs: at temperature 0, outputs of the arm differ from the baseline's for the same repeat and prompt
+  (or its control's, where the arm's target is another file; store/parity.py counts them per run): greedy speculation verifies every token against the target, so the
+  text should not change.
 """
 
 from __future__ import annotations
@@ -91,7 +94,13 @@ BELOW_BREAK_EVEN = WarningKind(
 OTHER_TARGET = WarningKind(
     "other_target", "its target model is not {vs}'s ({mine} vs {theirs}): a ratio between them compares two "
     "models, not speculation, so it is shown with no speedup; give each target its own baseline or control arm")
-WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN)
+OUTPUT_DIFFERS = WarningKind(
+    "output_differs", "{counted} outputs differ at temperature 0 from the same target's without drafting (the "
+    "baseline's, or its control's){where}: greedy speculation should not change the text; compare the runs' "
+    "outputs (orch show RUN prints a run's output), and suspect the build or backend (a batched verification that "
+    "computes differently from single-token decoding)")
+WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
+                 OUTPUT_DIFFERS)
 
 
 def clean(samples) -> list[float]:
@@ -163,7 +172,9 @@ def break_even(points: Sequence[tuple[float, float]]) -> float | None:
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
                  speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
-                 gpu: bool = False, other_target: tuple[str, str, str] | None = None) -> list[StatWarning]:
+                 gpu: bool = False, other_target: tuple[str, str, str] | None = None,
+                 outputs_differ: int | None = None, outputs_compared: int | None = None,
+                 first_diff_char: int | None = None) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
@@ -202,6 +213,11 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
     if acceptance is not None and sweep_break_even is not None and acceptance < sweep_break_even:
         out.append(StatWarning(BELOW_BREAK_EVEN.code, BELOW_BREAK_EVEN.template.format(
             acceptance=acceptance, break_even=sweep_break_even)))
+    if outputs_differ:
+        where = f" (the first at character {first_diff_char} of the generated text)" if first_diff_char is not None \
+            else ""
+        out.append(StatWarning(OUTPUT_DIFFERS.code, OUTPUT_DIFFERS.template.format(
+            counted=f"{outputs_differ} of {outputs_compared}" if outputs_compared else outputs_differ, where=where)))
     return out
 
 

@@ -91,15 +91,25 @@ def draw(points: list[Point], title: str):
 def _key(points: list[Point]) -> list[tuple[int | None, str]]:
     """(arm number or None for the header, text) per line: every arm of the sweep, in its order."""
     width = max(len(p.arm) for p in points)
-    lines = [(None, f"{'#':>2}   {'arm':<{width}}  {'speedup [95%]':<20}  {'accept':>6}  break-even"), (None, "")]
+    lines = [(None, f"{'#':>2}   {'arm':<{width}}  {'speedup [95%]':<20}  {'accept':>6}  {'predicted':>9}  "
+                    f"break-even"), (None, "")]
     for p in points:
         if not p.plotted:
             lines.append((p.number, f"{p.number:>2} x {p.arm:<{width}}  {p.note or 'no acceptance'}"[:150]))
             continue
         interval = f" [{p.low:.2f}, {p.high:.2f}]" if p.low is not None and p.high is not None else " (1 pair)"
         lines.append((p.number, f"{p.number:>2}   {p.arm:<{width}}  {f'{p.speedup:.2f}x{interval}':<20}  "
-                                f"{100 * p.acceptance:5.1f}%  {break_even_text(p.cost)}"))
+                                f"{100 * p.acceptance:5.1f}%  {predicted_text(p.cost):>9}  "
+                                f"{break_even_text(p.cost)}"))
     return lines
+
+
+def predicted_text(cost: StepCost | None) -> str:
+    """Leviathan et al.'s predicted speedup (verification at one target step). The dotted line is drawn with the
+    measured pass cost instead, so it meets the arm's measured speedup at its acceptance; where the two figures
+    part, verification costs more (or less) than one target step (analyze/costs)."""
+    predicted = cost.predicted_speedup if cost else None
+    return "-" if predicted is None else f"{predicted:.2f}x"
 
 
 def break_even_text(cost: StepCost | None) -> str:

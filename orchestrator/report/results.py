@@ -66,7 +66,8 @@ def cost_table(sd: SweepData) -> list[str]:
         rows.append({"#": numbers[r["arm"]], "arm": r["arm"], "acceptance": _pct(r.get("acceptance")),
                      "drafted per pass g": c.draft_length, "pass cost k": c.pass_cost, "draft cost c": c.draft_cost,
                      "rest of pass v": c.verify_cost, "break-even": break_even_text(c),
-                     "predicted at 100%": _ratio(c.speedup_at(1.0)), "measured": _ratio(r.get("speedup"))})
+                     "predicted at 100%": _ratio(c.speedup_at(1.0)),
+                     "predicted (Leviathan)": _ratio(c.predicted_speedup), "measured": _ratio(r.get("speedup"))})
     if not rows:
         return []
     return [tables.render(rows, "md"), ""]

@@ -44,6 +44,7 @@ class RequestResult:
     wall_ms: float | None = None
     output_sha256: str | None = None
     output_chars: int = 0
+    output_text: str | None = None  # kept so a difference from the baseline's output can be located
     started: float = 0.0  # time.time() at send
 
 
@@ -101,6 +102,7 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
     output = "".join(text)
     result.output_sha256 = sha256_text(output)
     result.output_chars = len(output)
+    result.output_text = output
     result.status = "ok" if result.timings else "error"
     if not result.timings:
         result.error = "the stream ended without a final chunk carrying timings"

@@ -147,5 +147,6 @@ def request_rows(run_id: int, results: list[client.RequestResult]) -> list[dict]
                      "draft_n_accepted": t.get("draft_n_accepted", 0) if t else None,
                      "timings": json.dumps(t), "ttft_ms": r.ttft_ms, "wall_ms": r.wall_ms,
                      "output_sha256": r.output_sha256, "output_chars": r.output_chars,
+                     "output_text": r.output_text,
                      "started_at": store.utc_from_epoch(r.started)})
     return rows

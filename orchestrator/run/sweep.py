@@ -159,7 +159,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         raise
     _stop_pool(pool)
     with db.write() as con:
-        differences = store.mark_output_differences(con, sweep.id) if pool else []
+        differences = store.mark_output_differences(con, sweep.id)
         store.end_sweep(con, sweep.id, "done")
     shutil.rmtree(sweep.work_dir, ignore_errors=True)
     for arm, differing, compared in differences:

@@ -15,6 +15,7 @@ from orchestrator.store.db import (
                                        utc_from_epoch,
                                        utcnow,
 )
+from orchestrator.store.parity import mark_output_differences
 from orchestrator.store.writes import (
                                        METRIC_COLUMNS,
                                        claim_sweep,
@@ -25,7 +26,6 @@ from orchestrator.store.writes import (
                                        insert_run,
                                        insert_telemetry,
                                        interrupt_running_runs,
-                                       mark_output_differences,
                                        record_build,
                                        record_model,
                                        reopen_sweep,

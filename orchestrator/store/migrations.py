@@ -242,8 +242,19 @@ def m010_seq_acceptance(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE metrics ADD COLUMN spec_type VARCHAR")
 
 
+
+def m011_output_parity(con: duckdb.DuckDBPyConnection) -> None:
+    """Output parity at temperature 0, CLI runs as well as server runs: beside metrics.outputs_differ (m003), how
+    many outputs were compared with the baseline's and the first character position where one differs; the
+    server requests' generated text, so that position can be found (the hash alone says only whether)."""
+    con.execute("ALTER TABLE metrics ADD COLUMN outputs_compared INTEGER")
+    con.execute("ALTER TABLE metrics ADD COLUMN first_diff_char INTEGER")
+    con.execute("ALTER TABLE requests ADD COLUMN output_text VARCHAR")
+
+
+
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
-              m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance]
+              m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance, m011_output_parity]
 
 
 def pending(con: duckdb.DuckDBPyConnection) -> int:

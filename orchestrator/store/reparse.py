@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from orchestrator import parse
 from orchestrator.errors import OrchError
 from orchestrator.parse.server import measured_log, server_metrics
-from orchestrator.store import queries, writes
+from orchestrator.store import parity, queries, writes
 
 JSON_COLUMNS = ("accept_rate_per_pos",)  # metrics columns stored as JSON text (store/writes.measured_values)
 
@@ -44,8 +44,8 @@ def reparse_all(con) -> Reparsed:
         result.changed += bool(changed)
         result.fields.update(changed)
         writes.save_metrics(con, run["id"], parsed)
-    for sweep_id in queries.server_sweep_ids(con):
-        writes.mark_output_differences(con, sweep_id)
+    for sweep_id in queries.sweep_ids_with_runs(con):
+        parity.mark_output_differences(con, sweep_id)
     return result
 
 

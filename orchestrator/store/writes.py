@@ -9,7 +9,6 @@ import duckdb
 from orchestrator.parse import (
     METRIC_KEYS as METRIC_COLUMNS,  # the metrics table has one column per key
 )
-from orchestrator.store import queries
 from orchestrator.store.db import utc, utcnow
 from orchestrator.store.logs import (
     save_logs as save_logs,  # the run's raw logs, gzipped
@@ -133,12 +132,3 @@ def fail_running_runs(con: duckdb.DuckDBPyConnection, sweep_id: int, detail: str
     """Whatever stopped a sweep's loop, its stored rows must not claim to be running."""
     con.execute("UPDATE runs SET status = 'failed', failure_class = 'other', failure_detail = ?, ended_at = ? "
                 "WHERE sweep_id = ? AND status = 'running'", [detail, utcnow(), sweep_id])
-
-
-def mark_output_differences(con: duckdb.DuckDBPyConnection, sweep_id: int) -> list[tuple[str, int, int]]:
-    """metrics.outputs_differ for a sweep's server arms at temperature 0; (arm, differing, compared) per run."""
-    rows = queries.output_differences(con, sweep_id)
-    if rows:  # executemany refuses an empty list
-        con.executemany("UPDATE metrics SET outputs_differ = ? WHERE run_id = ?",
-                        [[r["differing"], r["run_id"]] for r in rows])
-    return [(r["arm"], r["differing"], r["compared"]) for r in rows]

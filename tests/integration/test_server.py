@@ -50,6 +50,10 @@ def test_server_spec_stores_requests_for_every_arm(orch_exe, env):
     assert delta["spec_decode_num_draft_tokens_total"] == by_arm["draft"]["drafted"]  # /metrics agrees
     assert sum(a["generated"] for a in extra["server_log_acceptance"]) == by_arm["draft"]["drafted"]
     assert draft["outputs_differ"] == 0  # greedy speculative decoding must not change the text
+    assert draft["outputs_compared"] == 10 and draft["first_diff_char"] is None
+    texts = db_rows(env, "SELECT count(*) AS n FROM requests WHERE length(output_text) = output_chars "
+                         "AND output_chars > 0")
+    assert texts[0]["n"] == 30  # each request's text is kept, so a difference could be located
 
     listed = json.loads(run_orch(orch_exe, "runs", "--json", env=env).stdout)
     assert {r["arm"] for r in listed if r["mode"] == "server" and r["acceptance"]} >= {"draft"}

@@ -1,6 +1,7 @@
 """Sweeps across two real builds: one recipe in two flag dialects, summary, compare, resume after SIGKILL."""
 
 import json
+import math
 import signal
 import subprocess
 import time
@@ -59,6 +60,22 @@ def test_summary_has_intervals_speedup_and_acceptance(orch_exe, two_builds_db):
     assert md.splitlines()[0].startswith("| sweep |")
 
 
+def test_greedy_draft_arms_keep_the_baseline_text_and_have_a_predicted_speedup(orch_exe, two_builds_db):
+    """Both builds, CLI mode: each draft run's generated text (llama-speculative-simple's stdout) agrees with the
+    baseline's (llama-completion's) of the same repeat; the prediction is finite, the baseline has none."""
+    rows = json.loads(run_orch(orch_exe, "summary", "1", "2", "--format", "json", env=two_builds_db).stdout)
+    for row in rows:
+        if row["arm"] == "draft":
+            assert (row["outputs_compared"], row["outputs_differ"], row["first_diff_char"]) == (4, 0, None), row
+            assert "output_differs" not in (row["warnings"] or "")
+            assert math.isfinite(row["predicted_speedup"]) and row["predicted_speedup"] > 0
+        if row["is_baseline"]:
+            assert row["outputs_compared"] is None and row["predicted_speedup"] is None
+    stored = db_rows(two_builds_db, "SELECT count(*) AS n FROM metrics m JOIN runs r ON r.id = m.run_id "
+                                    "WHERE r.arm = 'draft' AND m.outputs_compared = 1 AND m.outputs_differ = 0")
+    assert stored[0]["n"] == 8  # every measured draft run, per run
+
+
 def test_compare_two_builds_and_a_build_with_itself(orch_exe, two_builds_db):
     res = run_orch(orch_exe, "compare", "--base", OLD_COMMIT, "--head", "0c1e570", "--format", "json",
                    env=two_builds_db)
@@ -113,6 +130,10 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
         assert (row["idle"] == row["ok_runs"] > 0) == (row["speedup"] is None and not row["is_baseline"]
                                                         and row["ok_runs"] > 0), row["arm"]
         assert bool(row["idle"]) == ("no_drafts" in (row["warnings"] or ""))
+        # Leviathan's prediction only where the arm drafted (not the baseline, not an n-gram arm that found nothing).
+        assert (row["predicted_speedup"] is not None) == (row["drafted"] > 0), row["arm"]
+        if row["predicted_speedup"] is not None:
+            assert math.isfinite(row["predicted_speedup"]) and row["predicted_speedup"] > 0
 
 
 def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tiny_dir, tmp_path):

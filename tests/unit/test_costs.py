@@ -12,7 +12,7 @@ import pytest
 from nvml_fake import fake_nvml  # noqa: F401 (fixture)
 
 from orchestrator import store
-from orchestrator.analyze import costs, stats
+from orchestrator.analyze import costs, stats, summary
 from orchestrator.machine.telemetry import Sample, Sampler
 from orchestrator.parse import parse_text
 from orchestrator.store import queries
@@ -181,3 +181,64 @@ def test_with_verification_at_one_step_the_model_is_the_textbook_formula(alpha, 
     a = alpha * (1 - alpha**g) / ((1 - alpha) * g)
     assert cost.speedup_at(a) == pytest.approx((1 - alpha ** (g + 1)) / ((1 - alpha) * (g * c + 1)))
     assert cost.speedup_at(cost.break_even) == pytest.approx(1.0)  # and it breaks even at a = c
+
+
+@pytest.mark.parametrize("x, gamma, expected", [
+    (0.0, 4, 1.0),  # nothing accepted: the target's own token only
+    (1.0, 4, 5.0),  # everything accepted: the window plus one
+    (0.5, 2, 1.75),  # 1 + 0.5 + 0.25
+    (0.8, 3, 2.952)])  # 1 + 0.8 + 0.64 + 0.512
+def test_expected_tokens_per_pass_by_hand(x, gamma, expected):
+    assert costs.expected_tokens(x, gamma) == pytest.approx(expected)
+    assert costs.per_token_acceptance(expected, gamma) == pytest.approx(x, abs=1e-9)
+
+
+def test_leviathan_speedup_by_hand():
+    assert costs.leviathan_speedup(0.8, 3, 0.0) == pytest.approx(2.952)  # a free draft: every token a pass yields
+    assert costs.leviathan_speedup(0.8, 3, 0.1) == pytest.approx(2.952 / 1.3)
+    assert costs.leviathan_speedup(0.0, 3, 0.1) == pytest.approx(1 / 1.3)  # a draft never accepted only costs
+    assert costs.leviathan_speedup(1.0, 4, 0.25) == pytest.approx(5 / 2)
+    # Outside the range the solve clamps: fewer than one token a pass is x = 0, more than the window + 1 is x = 1.
+    assert costs.per_token_acceptance(0.5, 4) == 0.0 and costs.per_token_acceptance(9.0, 4) == 1.0
+
+
+def test_the_prediction_uses_the_per_token_acceptance_not_the_share():
+    """Reference 100 tok/s (t = 10 ms); 10 passes drafting 40 tokens (g = 4) of which 20 accepted (share 0.5), in
+    400 ms of which 100 drafting (c = 0.25): E = 1 + 4 * 0.5 = 3 tokens a pass, so Leviathan's model predicts
+    3 / (4 * 0.25 + 1) = 1.5x, while the measured pass cost k = 4 makes it 3 / 4 = 0.75x: verifying costs
+    v = k - g c = 3 target steps, not 1. The share put in for x would predict less (E(0.5, 4) = 1.9375)."""
+    rows = [{"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
+            {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 75.0},
+            {"sweep": 1, "arm": "server", "vs": "baseline", "decode_tps": 75.0}]
+    cost_rows = [{"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "accepted": 20, "decode_ms": 400.0,
+                  "draft_ms": 100.0},
+                 {"sweep_id": 1, "arm": "server", "passes": 10, "drafted": 40, "accepted": 20, "decode_ms": 400.0,
+                  "draft_ms": None}]
+    found = costs.step_costs(cost_rows, rows)
+    c = found[(1, "draft")]
+    assert c.tokens_per_pass == pytest.approx(3.0) and c.speedup_at(c.acceptance) == pytest.approx(0.75)
+    assert c.predicted_speedup == pytest.approx(1.5) and c.verify_cost == pytest.approx(3.0)
+    x = c.token_acceptance
+    assert costs.expected_tokens(x, 4) == pytest.approx(3.0) and x > 0.5  # above the share, as it must be
+    assert c.predicted_speedup == pytest.approx(costs.leviathan_speedup(x, 4, 0.25))  # the model at that x
+    assert costs.leviathan_speedup(0.5, 4, 0.25) < c.predicted_speedup
+    assert found[(1, "server")].predicted_speedup is None  # no draft time (server mode): no prediction
+
+
+def test_predicted_speedup_in_the_summary_of_recorded_runs(tmp_path):
+    """Stored rows from a real log: a draft arm that printed its draft time gets a finite prediction beside its
+    measured speedup; the baseline, which drafted nothing, gets none."""
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = a_sweep(con)
+    base = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "mode": "cli",
+                                  "repeat_index": 0, "status": "ok"})
+    con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [base, 400.0])
+    parsed_run(con, sweep, "f49e91787", "spec-simple-draft")
+    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    assert rows["baseline"]["predicted_speedup"] is None
+    draft = rows["draft"]
+    cost = costs.step_costs(queries.arm_draft_costs(con, [sweep]), list(rows.values()))[(sweep, "draft")]
+    assert draft["predicted_speedup"] == pytest.approx(cost.predicted_speedup) and 0 < draft["predicted_speedup"]
+    assert draft["predicted_speedup"] == pytest.approx(costs.leviathan_speedup(cost.token_acceptance,
+                                                                                cost.draft_length, cost.draft_cost))
+    assert "predicted_speedup" in summary.table_text(list(rows.values()), wide=True)

@@ -265,3 +265,14 @@ def test_a_build_whose_sweep_has_no_ended_run_yet_is_no_pair(tmp_path, monkeypat
     monkeypatch.setattr(sweeps, "write_report", lambda out_dir, report_data: data.append(report_data) or out_dir)
     build_report(con, ids, last=1, out=tmp_path / "out", run_id=None)
     assert data[0].pairs == [] and [s.id for s in data[0].sweeps] == ids
+
+
+def test_the_key_shows_the_predicted_speedup_beside_the_measured_one():
+    """g = 4, c = 0.2, acceptance 0.5: E = 3 tokens a pass, so Leviathan's model predicts 3 / 1.8 = 1.67x, while
+    the measured pass cost k = 2.2 puts the dotted line at 3 / 2.2 = 1.36x there."""
+    cost = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=0.2, break_even=0.3, acceptance=0.5)
+    lines = [line for _, line in acceptance_plot._key([Point(1, "a", 0.5, 1.36, cost=cost)])]  # noqa: SLF001
+    assert "predicted" in lines[0] and "1.67x" in lines[2] and cost.speedup_at(0.5) == pytest.approx(3 / 2.2)
+    no_time = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=None, break_even=0.3,
+                       acceptance=0.5)
+    assert acceptance_plot.predicted_text(no_time) == "-"  # server mode: no draft time, no prediction

@@ -151,7 +151,7 @@ def codes(ws):
 
 def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
     assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "no_drafts", "other_target",
-                                               "full_acceptance_slowdown", "below_break_even"]
+                                               "full_acceptance_slowdown", "below_break_even", "output_differs"]
     assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
         BELOW_BREAK_EVEN.template and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
 
@@ -265,3 +265,14 @@ def test_high_cv_advice_fits_the_machine_that_ran():
     gpu = stats.warnings_for([90, 100, 110], gpu=True)[0].message
     assert "nvidia-smi" not in cpu and "cpupower frequency-set" in cpu and "-t" in cpu
     assert "nvidia-smi -lgc" in gpu and "cpupower" not in gpu and "--repeat" in gpu
+
+
+def test_output_differs_names_the_count_and_where():
+    assert stats.warnings_for([100.0], outputs_differ=0, outputs_compared=3) == []
+    [found] = stats.warnings_for([100.0], outputs_differ=1, outputs_compared=3, first_diff_char=17)
+    assert found.code == "output_differs" and found.message.startswith("1 of 3 outputs differ") \
+        and "character 17" in found.message
+    # Rows stored before the count of compared outputs (server runs, outputs_differ only): the count alone.
+    [old] = stats.warnings_for([100.0], outputs_differ=2)
+    assert old.message.startswith("2 outputs differ at temperature 0 from the same target's without drafting (the "
+                                   "baseline's, or its control's): greedy")

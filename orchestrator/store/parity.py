@@ -1,0 +1,62 @@
+"""Output parity at temperature 0: each non-baseline run's generated text against the baseline's of the same
+repeat (and prompt, in server mode), or, for an arm of another target file, its control's (same target and
+program, drafting nothing; none: not compared, another model writes other text). Greedy speculation should not
+change the text; where it does, the runs' metrics say how many outputs differ and where the first one does.
+
+Server runs compare their requests' outputs (hash, and the stored texts for the position); CLI runs compare the
+generation read from their stdout (parse/output.py), when both runs sampled greedily and both texts can be read.
+Per run: metrics.outputs_compared, outputs_differ, first_diff_char (the smallest character position, in the
+generated text, where an output differs; NULL where none differs or, for rows stored before m011, unknown).
+"""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+
+from orchestrator.parse import output
+from orchestrator.store import queries
+
+Con = duckdb.DuckDBPyConnection
+
+
+def mark_output_differences(con: Con, sweep_id: int) -> list[tuple[str, int, int]]:
+    """Store parity on the sweep's runs; (arm, differing, compared) per run compared."""
+    found = _server(con, sweep_id) + _cli(con, sweep_id)
+    if found:  # executemany refuses an empty list
+        con.executemany("UPDATE metrics SET outputs_differ = ?, outputs_compared = ?, first_diff_char = ? "
+                        "WHERE run_id = ?", [[d, c, pos, run] for run, _, d, c, pos in found])
+    return [(arm, d, c) for _, arm, d, c, _ in found]
+
+
+def _server(con: Con, sweep_id: int) -> list[tuple]:
+    out = []
+    for r in queries.output_differences(con, sweep_id):
+        positions = [output.first_difference(a, b) for a, b in r["differing_texts"] or [] if a is not None
+                     and b is not None]
+        # Equal texts cannot hash differently; a difference the texts do not show (whitespace at the end) is at
+        # the end of the shorter one, which first_difference reads as a prefix: no position then.
+        known = [p for p in positions if p is not None]
+        out.append((r["run_id"], r["arm"], r["differing"], r["compared"], min(known) if known else None))
+    return out
+
+
+def _cli(con: Con, sweep_id: int) -> list[tuple]:
+    out, texts = [], {}
+
+    def text(run_id: int, argv: list[str]) -> str | None:
+        if run_id not in texts:
+            texts[run_id] = output.generated_text(queries.read_logs(con, run_id).get("stdout", ""), argv)
+        return texts[run_id]
+
+    for r in queries.cli_output_pairs(con, sweep_id):
+        argv, base_argv = json.loads(r["argv"] or "[]"), json.loads(r["ref_argv"] or "[]")
+        if not (output.is_greedy(argv) and output.is_greedy(base_argv)):
+            continue
+        mine, theirs = text(r["run_id"], argv), text(r["ref_run"], base_argv)
+        if mine is None or theirs is None:
+            continue
+        position = output.first_difference(mine, theirs)
+        out.append((r["run_id"], r["arm"], int(position is not None), 1, position))
+    return out

@@ -1,0 +1,145 @@
+"""Output parity at temperature 0: the generated text read from real CLI logs, and parity stored per run and
+shown in the summary (a difference, a warning; none, none)."""
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator import store
+from orchestrator.analyze import summary
+from orchestrator.parse import output
+
+LOGS = Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098"
+PROMPT = "The quick brown fox jumps over the lazy dog"
+GREEDY = ["--temp", "0", "--top-k", "1", "-n", "128", "-p", PROMPT]
+SPEC = ["/b/llama-speculative-simple", "-m", "t.gguf", "-md", "d.gguf", *GREEDY]
+COMPLETION = ["/b/llama-completion", "-m", "t.gguf", "-no-cnv", *GREEDY]
+
+
+def log(name: str) -> str:
+    return (LOGS / f"{name}.stdout").read_text(errors="replace")
+
+
+def test_the_generated_text_follows_the_prompt_in_both_tools_output_formats():
+    spec, completion = output.generated_text(log("spec-simple-draft"), SPEC), output.generated_text(
+        log("completion"), COMPLETION)
+    assert PROMPT not in spec and not spec.startswith("<s>") and spec.startswith(" erre")  # the prompt is no output
+    assert completion.startswith(" erre") and not completion.endswith("\n")
+    # llama-speculative-simple ran past -n (it stops after the pass that reaches it): the texts still agree.
+    assert len(spec) > len(completion) and output.first_difference(spec, completion) is None
+
+
+def test_texts_of_another_target_differ_at_the_first_character_that_differs():
+    draft = output.generated_text(log("spec-simple-draft"), SPEC)
+    eagle3 = output.generated_text(log("spec-simple-eagle3"), SPEC)
+    at = output.first_difference(eagle3, draft)
+    assert at == 1 and eagle3[:at] == draft[:at] == " " and eagle3[at] != draft[at]
+    assert output.first_difference(eagle3, output.generated_text(log("spec-simple-dflash"), SPEC)) is None
+
+
+def test_no_text_where_it_cannot_be_read_safely():
+    assert output.generated_text(log("cli-single-turn"), ["/b/llama-cli", *GREEDY]) is None  # chat template
+    assert output.generated_text(log("completion"), [*COMPLETION[:-1], "not in the output"]) is None
+    assert output.generated_text(log("completion"), ["/b/llama-completion", "-f", "prompt.txt"]) is None
+    assert output.generated_text(log("completion"), ["/b/llama-bench", *GREEDY]) is None
+    assert output.generated_text(f"{PROMPT} hi\n\n[ Prompt: 1 t/s | Generation: 2 t/s ]\n",
+                                 ["/b/llama-cli", "-no-cnv", *GREEDY]) == " hi"
+
+
+@pytest.mark.parametrize("argv, greedy", [
+    (["--temp", "0"], True), (["--temp=0.0"], True), (["--top-k", "1"], True), (["--temp", "0.8"], False),
+    ([], False),  # llama.cpp's tools sample at 0.8 unless told
+    (["--temp", "0", "--temp", "0.7"], False),  # the last one counts, as in llama.cpp's parser
+    (["--temp", "x"], False)])
+def test_greedy_from_the_argv(argv, greedy):
+    assert output.is_greedy(["/b/llama-completion", *argv]) is greedy
+
+
+def test_first_difference_edges():
+    assert output.first_difference("abc", "abd") == 2
+    assert output.first_difference("abc", "abcdef") is None  # a prefix: agrees
+    assert output.first_difference("", "abc") == 0 and output.first_difference("", "") is None
+
+
+def _sweep(tmp_path, arm_stdout: dict[str, str], *, greedy: bool = True, mode: str = "cli"):
+    con = store.connect(tmp_path / "r.duckdb")
+    sweep = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
+                                     "mode": mode, "repeat": 2, "build_name": "b", "status": "done"})
+    runs = {}
+    for rep in range(2):
+        for arm, stdout in arm_stdout.items():
+            argv = COMPLETION if arm == "baseline" else SPEC
+            argv = argv if greedy else [a for a in argv if a not in ("--temp", "0", "--top-k", "1")]
+            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
+                                         "params": {}, "repeat_index": rep, "mode": mode, "status": "ok",
+                                         "executed_argv": argv})
+            con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, 100.0])
+            store.save_logs(con, run, {"stdout": stdout.encode()})
+            runs[(arm, rep)] = run
+    return con, sweep, runs
+
+
+def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
+    same, other = log("spec-simple-draft"), log("spec-simple-eagle3")
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "draft": same, "eagle3": other})
+    found = store.mark_output_differences(con, sweep)
+    assert sorted(found) == [("draft", 0, 1), ("draft", 0, 1), ("eagle3", 1, 1), ("eagle3", 1, 1)]
+    stored = con.execute("SELECT outputs_compared, outputs_differ, first_diff_char FROM metrics WHERE run_id = ?",
+                         [runs[("eagle3", 1)]]).fetchone()
+    assert stored == (1, 1, 1)
+    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    assert (rows["draft"]["outputs_differ"], rows["draft"]["outputs_compared"]) == (0, 2)
+    assert rows["draft"]["warnings"] is None
+    eagle3 = rows["eagle3"]
+    assert (eagle3["outputs_differ"], eagle3["outputs_compared"], eagle3["first_diff_char"]) == (2, 2, 1)
+    assert eagle3["warnings"] == "output_differs"
+    assert eagle3["warning_messages"] == [
+        "2 of 2 outputs differ at temperature 0 from the same target's without drafting (the baseline's, or its "
+        "control's) (the first at character 1 of the generated text): greedy speculation should not change the "
+        "text; compare the runs' outputs (orch show RUN prints a run's output), and suspect the build or backend (a "
+        "batched verification that computes differently from single-token decoding)"]
+    text = summary.table_text(list(rows.values()), wide=True)
+    assert "outputs_differ" in text and "2/2" in text and "0/2" in text
+
+
+def test_no_comparison_unless_both_runs_sampled_greedily(tmp_path):
+    con, sweep, _ = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3")},
+                           greedy=False)
+    assert store.mark_output_differences(con, sweep) == []
+    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
+    assert row["outputs_compared"] is None and row["warnings"] is None
+
+
+def test_server_parity_locates_the_first_difference_from_the_stored_texts(tmp_path):
+    con, sweep, runs = _sweep(tmp_path, {"baseline": "", "draft": ""}, mode="server")
+    con.execute("UPDATE runs SET params = '{\"temperature\": 0}'")
+    texts = {"baseline": ["same text", "the end"], "draft": ["same text", "the END and more"]}
+    for (arm, _), run in runs.items():
+        store.insert_requests(con, [{"run_id": run, "seq": i, "prompt_id": f"p{i}", "status": "ok",
+                                     "output_sha256": str(hash(t)), "output_text": t}
+                                    for i, t in enumerate(texts[arm])])
+    assert sorted(store.mark_output_differences(con, sweep)) == [("draft", 1, 2), ("draft", 1, 2)]
+    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
+    assert (row["outputs_differ"], row["outputs_compared"], row["first_diff_char"]) == (2, 4, 4)
+
+
+def test_a_resumed_slot_is_compared_once_with_the_baseline_run_that_counts(tmp_path):
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3")})
+    # A resume measured repeat 0 of the baseline again, now printing the eagle3 text: that run is the one counted.
+    again = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "params": {},
+                                   "repeat_index": 0, "mode": "cli", "status": "ok", "executed_argv": COMPLETION})
+    store.save_logs(con, again, {"stdout": log("spec-simple-eagle3").encode()})
+    assert sorted(store.mark_output_differences(con, sweep)) == [("eagle3", 0, 1), ("eagle3", 1, 1)]
+
+
+def test_an_arm_of_another_target_is_compared_with_its_control_or_not_at_all(tmp_path):
+    """An MTP arm runs its own target: the baseline's text is another model's. Its control (same target and
+    program, drafting nothing) is what it must match; an arm of another target without one is not compared."""
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "mtp": log("spec-simple-eagle3"),
+                                         "control:llama-speculative-simple": log("spec-simple-dflash"),
+                                         "lone": log("spec-simple-eagle3")})
+    con.execute("UPDATE runs SET target_sha256 = CASE WHEN arm = 'baseline' THEN 'plain' ELSE 'mtp' END")
+    con.execute("UPDATE runs SET reference_arm = 'control:llama-speculative-simple' WHERE arm = 'mtp'")
+    con.execute("UPDATE runs SET target_sha256 = 'other' WHERE arm = 'lone'")
+    found = sorted(store.mark_output_differences(con, sweep))
+    assert found == [("mtp", 0, 1), ("mtp", 0, 1)]  # the control, of another target than the baseline: neither
