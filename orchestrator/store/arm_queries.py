@@ -1,0 +1,130 @@
+"""The per-arm summary read: every number `orch summary` shows for an arm, computed in one SQL pass over the
+sweeps asked for (store/queries re-exports it; analyze/summary names the rows and applies the rules)."""
+
+from __future__ import annotations
+
+import duckdb
+
+from orchestrator.store.db import rows_as_dicts
+from orchestrator.store.view_migrations import PAIRED_WITH
+
+Con = duckdb.DuckDBPyConnection
+
+
+def _log_interval(n: str, mean: str, sd: str, side: str) -> str:
+    """SQL for one end of a 95% interval of a positive quantity from its n logs: exp(mean -/+ t * sd / sqrt(n)),
+    NULL below two values. $t975 is the t quantile by degrees of freedom (stats.T975_BY_DF), 1-based."""
+    sign = "-" if side == "low" else "+"
+    return (f"CASE WHEN {n} >= 2 AND {sd} IS NOT NULL "
+            f"THEN exp({mean} {sign} $t975[least({n} - 1, len($t975))] * {sd} / sqrt({n})) END")
+
+
+# One row per (sweep, arm) over measured runs, every number computed here in one pass (100k stored runs
+# summarise in well under a second): counts, decode tok/s moments and the 95% interval on logs, means, the
+# speedup paired with the arm's reference and with the baseline (exp of the mean log ratio, interval likewise),
+# and the values a warning rule reads (runs from 4, server per-request rates from 4), NULL elsewhere. The first
+# run (lowest id) names the arm's constant columns, joined once per arm rather than carried through the grouping.
+_OK = "status = 'ok'"
+ARM_SUMMARY_SQL = f"""
+WITH picked AS (
+    SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control, r.reference_arm,
+           r.mode, r.repeat_index, r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
+           m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
+           m.mean_accept_len, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
+           m.outputs_differ, m.outputs_compared, m.first_diff_char
+    FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
+    WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
+arms AS (
+    SELECT sweep_id, arm, min(id) AS first_run, count(*) AS runs, count(*) FILTER ({_OK}) AS ok,
+           count(decode_tps) FILTER ({_OK} AND NOT isnan(decode_tps)) AS n,
+           avg(decode_tps) FILTER ({_OK} AND NOT isnan(decode_tps)) AS mean_tps,
+           stddev_samp(decode_tps) FILTER ({_OK} AND NOT isnan(decode_tps)) AS sd_tps,
+           -- on logs, for an interval that respects the scale (a speed is never below zero)
+           count(decode_tps) FILTER ({_OK} AND decode_tps > 0) AS n_log,
+           avg(ln(decode_tps)) FILTER ({_OK} AND decode_tps > 0) AS mean_log,
+           stddev_samp(ln(decode_tps)) FILTER ({_OK} AND decode_tps > 0) AS sd_log,
+           avg(acceptance) FILTER ({_OK}) AS acceptance, avg(draft_per_generated) FILTER ({_OK}) AS draft_per_gen,
+           avg(mean_accept_len) FILTER ({_OK}) AS mean_accept_len,
+           -- only where every ok run with acceptance figures has it exact: a mean of some runs would mislead
+           CASE WHEN count(seq_acceptance) FILTER ({_OK}) = count(mean_accept_len) FILTER ({_OK})
+                THEN avg(seq_acceptance) FILTER ({_OK}) END AS seq_acceptance,
+           -- the means of the runs' bounds bound the mean of their true values
+           CASE WHEN count(seq_acceptance_low) FILTER ({_OK}) = count(mean_accept_len) FILTER ({_OK})
+                THEN avg(seq_acceptance_low) FILTER ({_OK}) END AS seq_acceptance_low,
+           CASE WHEN count(seq_acceptance_high) FILTER ({_OK}) = count(mean_accept_len) FILTER ({_OK})
+                THEN avg(seq_acceptance_high) FILTER ({_OK}) END AS seq_acceptance_high,
+           avg(encode_tps) FILTER ({_OK}) AS prompt_tps, avg(bound_tps) FILTER ({_OK}) AS bound_tps,
+           string_agg(DISTINCT failure_class, ',' ORDER BY failure_class) AS failures,
+           count(*) FILTER (status IN ('failed', 'timeout')) AS failed,
+           count(*) FILTER (status = 'skipped') AS skipped,
+           coalesce(sum(n_drafted) FILTER ({_OK}), 0) AS drafted,
+           coalesce(sum(n_accepted) FILTER ({_OK}), 0) AS accepted,
+           -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
+           count(*) FILTER ({_OK} AND NOT coalesce(is_baseline, false) AND NOT coalesce(is_control, false)
+                            AND n_drafted = 0) AS idle,
+           -- output parity at temperature 0 (store/parity.py): outputs compared and differing, first difference
+           sum(outputs_compared) FILTER ({_OK}) AS outputs_compared,
+           sum(outputs_differ) FILTER ({_OK}) AS outputs_differ,
+           min(first_diff_char) FILTER ({_OK}) AS first_diff_char
+    FROM picked GROUP BY sweep_id, arm),
+run_values AS (  -- the runs' speeds, only for arms where a rule reads them (bimodality from 4, outliers from 5)
+    SELECT p.sweep_id, p.arm, list(p.decode_tps ORDER BY p.id) AS ok_decode_tps
+    FROM picked p SEMI JOIN arms a ON a.sweep_id = p.sweep_id AND a.arm = p.arm AND a.n >= 4
+    WHERE p.{_OK} GROUP BY p.sweep_id, p.arm),
+samples AS (  -- view decode_samples over the picked runs (read through the view, measured_runs is ranked twice)
+    SELECT sweep_id, arm, is_baseline, reference_arm, mode, repeat_index, '' AS prompt_id, decode_tps AS tps
+    FROM picked WHERE {_OK} AND decode_tps > 0 AND mode IS DISTINCT FROM 'server'
+    UNION ALL
+    SELECT o.sweep_id, o.arm, o.is_baseline, o.reference_arm, o.mode, o.repeat_index, q.prompt_id,
+           q.predicted_n / q.predicted_ms * 1000
+    FROM picked o JOIN requests q ON q.run_id = o.id
+    WHERE o.{_OK} AND o.decode_tps > 0 AND o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0),
+paired AS (
+    SELECT a.sweep_id, a.arm,
+           count(*) FILTER ({PAIRED_WITH["reference"]}) AS n_ref,
+           avg(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["reference"]}) AS mean_ref,
+           stddev_samp(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["reference"]}) AS sd_ref,
+           count(*) FILTER ({PAIRED_WITH["baseline"]}) AS n_base,
+           avg(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["baseline"]}) AS mean_base,
+           stddev_samp(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["baseline"]}) AS sd_base
+    FROM samples a JOIN samples b ON b.sweep_id = a.sweep_id
+         AND ({PAIRED_WITH["reference"]} OR {PAIRED_WITH["baseline"]})
+         AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
+    WHERE NOT a.is_baseline
+    GROUP BY a.sweep_id, a.arm),
+sweep_facts AS (  -- once per sweep, not per arm (its environment is JSON text)
+    SELECT s.id AS sweep_id, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_name AS build,
+           -- a GPU decoded: a CUDA build, on a machine whose stored environment lists a GPU (or has none stored)
+           coalesce(b.backend = 'cuda' AND coalesce(json_array_length(s.env->'gpus'), 1) > 0, false) AS used_gpu
+    FROM sweeps s LEFT JOIN builds b ON b.id = s.build_id WHERE s.id IN (SELECT unnest($ids::INTEGER[]))),
+rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
+    SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
+    GROUP BY sweep_id, arm HAVING count(*) >= 4)
+SELECT a.sweep_id AS sweep, s.recipe, s.build, a.arm,
+       coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
+       f.reference_arm, f.params, f.target_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
+       {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
+       {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
+       a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,
+       a.acceptance, a.draft_per_gen, a.mean_accept_len, a.seq_acceptance,
+       a.seq_acceptance_low, a.seq_acceptance_high, a.drafted, a.accepted, a.idle,
+       CASE WHEN p.n_ref > 0 THEN exp(p.mean_ref) END AS speedup,
+       {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
+       {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
+       CASE WHEN p.n_base > 0 THEN exp(p.mean_base) END AS speedup_vs_baseline,
+       a.prompt_tps, a.bound_tps, f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
+       v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char
+FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
+     LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
+     LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
+     LEFT JOIN rates q ON q.sweep_id = a.sweep_id AND q.arm = a.arm
+ORDER BY a.sweep_id, a.first_run
+"""
+
+
+def arm_summaries(con: Con, sweep_ids: list[int], t975: list[float]) -> list[dict]:
+    """Per (sweep, arm), in sweep order and arms in the order they first ran: constant columns, counts, decode
+    tok/s mean, stdev and 95% interval, means, paired speedups with intervals, and the values warnings read
+    (ok_decode_tps, request_rates). Named as analyze/summary's rows name them.
+    t975: the 97.5% t quantile for 1, 2, ... degrees of freedom, the last entry standing for every larger df."""
+    return rows_as_dicts(con.execute(ARM_SUMMARY_SQL, {"ids": sweep_ids, "t975": t975}))
