@@ -20,7 +20,7 @@ from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "mean_accept_len", "seq_acceptance", "speedup", "speedup_ci95", "predicted_speedup", "vs",
+                 "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "speedup", "speedup_ci95", "predicted_speedup", "vs",
                  "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token", "warnings"]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
@@ -204,6 +204,15 @@ def _param_name(column: str) -> str:
     return column.removeprefix("param.")
 
 
+POSITIONS_SHOWN = 4
+
+
+def _positions(rates: list[float]) -> str:
+    """Acceptance by draft position as a table cell: 89/74/59/48% (+17), the count of positions left out after."""
+    more = f" (+{len(rates) - POSITIONS_SHOWN})" if len(rates) > POSITIONS_SHOWN else ""
+    return "/".join(f"{100 * r:.0f}" for r in rates[:POSITIONS_SHOWN]) + "%" + more
+
+
 def _titles(rows: list[dict]) -> dict[int, str]:
     """Where the rows are of several sweeps, a line above each sweep's first row: the sweep, its recipe and build
     (the columns the default table leaves out). One sweep's rows need none: the verdict names it."""
@@ -226,6 +235,10 @@ def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
             for d in shown:
                 if isinstance(d[c], float):
                     d[c] = f"{scale * d[c]:.1f}%"
+    if "accept_rate_per_pos" in columns:  # percentages by draft position, the first POSITIONS_SHOWN of them
+        for d in shown:
+            if isinstance(d["accept_rate_per_pos"], list):
+                d["accept_rate_per_pos"] = _positions(d["accept_rate_per_pos"])
     if "outputs_differ" in columns:  # differing of compared; a count alone where compared was not stored
         for d, r in zip(shown, rows):
             if r.get("outputs_compared"):

@@ -30,7 +30,7 @@ WITH picked AS (
     SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control, r.reference_arm,
            r.mode, r.repeat_index, r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
-           m.mean_accept_len, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
+           m.mean_accept_len, m.accept_rate_per_pos, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
            m.outputs_differ, m.outputs_compared, m.first_diff_char
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
@@ -97,6 +97,14 @@ sweep_facts AS (  -- once per sweep, not per arm (its environment is JSON text)
            -- a GPU decoded: a CUDA build, on a machine whose stored environment lists a GPU (or has none stored)
            coalesce(b.backend = 'cuda' AND coalesce(json_array_length(s.env->'gpus'), 1) > 0, false) AS used_gpu
     FROM sweeps s LEFT JOIN builds b ON b.id = s.build_id WHERE s.id IN (SELECT unnest($ids::INTEGER[]))),
+position_rates AS (  -- each draft position's acceptance rate, per run (from the statistics line)
+    SELECT sweep_id, arm, generate_subscripts(r, 1) AS pos, unnest(r) AS rate
+    FROM (SELECT sweep_id, arm, CAST(accept_rate_per_pos AS DOUBLE[]) AS r FROM picked
+          WHERE {_OK} AND accept_rate_per_pos IS NOT NULL)),
+positions AS (  -- per arm: the mean over its ok runs of each position's rate, in position order
+    SELECT sweep_id, arm, list(rate ORDER BY pos) AS accept_rate_per_pos
+    FROM (SELECT sweep_id, arm, pos, avg(rate) AS rate FROM position_rates GROUP BY sweep_id, arm, pos)
+    GROUP BY sweep_id, arm),
 rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
     SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
     GROUP BY sweep_id, arm HAVING count(*) >= 4)
@@ -106,7 +114,7 @@ SELECT a.sweep_id AS sweep, s.recipe, s.build, a.arm,
        {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
        {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
        a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,
-       a.acceptance, a.draft_per_gen, a.mean_accept_len, a.seq_acceptance,
+       a.acceptance, a.draft_per_gen, a.mean_accept_len, ps.accept_rate_per_pos, a.seq_acceptance,
        a.seq_acceptance_low, a.seq_acceptance_high, a.drafted, a.accepted, a.idle,
        CASE WHEN p.n_ref > 0 THEN exp(p.mean_ref) END AS speedup,
        {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
@@ -118,6 +126,7 @@ FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id =
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
      LEFT JOIN rates q ON q.sweep_id = a.sweep_id AND q.arm = a.arm
+     LEFT JOIN positions ps ON ps.sweep_id = a.sweep_id AND ps.arm = a.arm
 ORDER BY a.sweep_id, a.first_run
 """
 

@@ -296,3 +296,14 @@ def test_arm_acceptance_length_and_sequence_acceptance_only_where_every_run_has_
     con.execute("UPDATE metrics SET seq_acceptance = 0.2 WHERE run_id = ?", [runs[1]])
     assert summary.arm_rows(con, [sweep])[1]["seq_acceptance"] == pytest.approx(0.35)
     assert summary.for_display(summary.arm_rows(con, [sweep]))[1]["seq_acceptance"] == "35.0%"
+
+
+def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
+    con, sweep = stored(tmp_path, "cli")
+    con.execute("UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
+                "ELSE '[0.7, 0.3, 0.0]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'")
+    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    assert rows["draft"]["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.1])  # 2 runs of each
+    assert rows["baseline"]["accept_rate_per_pos"] is None  # nothing drafts: no figure, not zeros
+    table = summary.table_text(list(rows.values()), columns=["arm", "accept_rate_per_pos"])
+    assert "80/40/10%" in table
