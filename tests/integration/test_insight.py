@@ -91,7 +91,8 @@ def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
     assert res.returncode == 0, res.stderr
     page = (tmp_path / "report" / "report.md").read_text()
     pngs = sorted((tmp_path / "report").glob("*.png"))
-    assert {p.name for p in pngs} == {"decode-sweep1.png", "acceptance-sweep1.png", "telemetry.png"}
+    assert {p.name for p in pngs} == {"decode-sweep1.png", "acceptance-sweep1.png", "positions-sweep1.png",
+                                      "telemetry.png"}
     for png in pngs:
         assert f"]({png.name})" in page
         pixels = image.imread(png)
@@ -107,4 +108,4 @@ def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
     assert any(line.startswith("| 2 | draft |") for line in costs)
     assert "No energy per token: orch reads power from NVIDIA GPUs (NVML)" in page
     html = (tmp_path / "report" / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 3 and "<h2>Verdict</h2>" in html
+    assert html.count("data:image/png;base64,") == len(pngs) and "<h2>Verdict</h2>" in html

@@ -77,20 +77,21 @@ def whole_commands() -> list[str]:
 
 def test_every_whole_readme_command_runs(orch_exe, demo):
     """`orch query` examples answer from the demo's file, the Python one-liner reads it, `orch models inspect`
-    reads a tiny model; `orch run` with your own models (which this machine lacks) gets as far as naming the
-    missing files (33) or the unreachable hub (34): every option and variable in them exists."""
+    reads a tiny model; `orch run` on the tiny models runs, and with your own models (which this machine lacks)
+    gets as far as naming the missing files (33) or the unreachable hub (34): every option and variable exists."""
     work, env, _ = demo
     ran = []
     for command in whole_commands():
         words = readme_examples.words(command)
         assert words[0] in ("orch", ".venv/bin/orch", ".venv/bin/python"), command
         res = run_orch(sys.executable if words[0] == ".venv/bin/python" else orch_exe, *words[1:], env=env, cwd=work)
-        expected = (33, 34) if words[1:2] == ["run"] else (0,)
+        # A run on the tiny models runs; one on your own models (absent here) stops naming them or the hub.
+        expected = (33, 34) if words[1:2] == ["run"] and "recipes/tiny" not in command else (0,)
         assert res.returncode in expected, f"README: {command}\n{res.stdout}{res.stderr}"
         if words[1:2] == ["query"]:
             assert res.stdout.strip(), command
         ran.append(words[1] if words[0] != ".venv/bin/python" else "python")
-    assert ran.count("query") >= 6 and ran.count("run") == 3 and "python" in ran
+    assert ran.count("query") >= 6 and ran.count("run") >= 3 and "python" in ran
 
 
 def test_the_readme_vars_file_names_recipe_a_variables(orch_exe, demo):
