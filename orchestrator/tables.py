@@ -48,6 +48,11 @@ def fill(text: str, width: int) -> str:
     return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
 
 
+def interval(low, high, digits: int = 1) -> str | None:
+    """An interval as every table and message prints one: [low, high]; None where an end is unknown."""
+    return None if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
 def clock(seconds: float) -> str:
     """A duration as H:MM:SS, for progress lines and `orch watch`."""
     seconds = max(int(seconds), 0)

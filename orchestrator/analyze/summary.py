@@ -20,7 +20,8 @@ from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "speedup", "speedup_ci95", "predicted_speedup", "vs",
+                 "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "speedup", "speedup_ci95",
+                 "predicted_speedup", "vs",
                  "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token", "warnings"]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
@@ -35,6 +36,11 @@ def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
     where GPU power was sampled (analyze/costs.Energy.fields; None elsewhere, so every row has the keys), and the
     speedup Leviathan et al.'s model predicts from the arm's measured step cost (analyze/costs; None where it
     drafted nothing or its logs give no draft time)."""
+    return arm_rows_and_costs(con, sweep_ids)[0]
+
+
+def arm_rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[int, str], costs.StepCost]]:
+    """arm_rows, and the step costs its predicted speedups come from, per (sweep, arm): the report draws both."""
     rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
     energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
     step = costs.step_costs(queries.arm_draft_costs(con, sweep_ids), rows)
@@ -43,7 +49,7 @@ def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get((row["sweep"], row["arm"]))
         row["predicted_speedup"] = cost.predicted_speedup if cost else None
-    return rows
+    return rows, step
 
 
 def summarize(groups: list[dict]) -> list[dict]:
@@ -94,7 +100,8 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
         row["warning_messages"] = [w.message for w in found]
         row["warnings"] = ",".join(w.code for w in found) or None
         row["ci95"] = _speed_interval(row["ci_low"], row["ci_high"])
-        row["speedup_ci95"] = _interval(row["speedup_low"], row["speedup_high"], digits=2)  # as the verdict says it
+        # Two decimals, as the verdict says it.
+        row["speedup_ci95"] = tables.interval(row["speedup_low"], row["speedup_high"], digits=2)
         row["break_even"] = break_even.get(row["method"])
         # Decode speed as a share of the bandwidth bound (bandwidth / bytes read per decode step, the target's).
         row["roofline_pct"] = roofline_pct(row["decode_tps"] or None, row["bound_tps"])
@@ -228,7 +235,7 @@ def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
     if "seq_acceptance" in columns:  # only bounded (drafts shorter than the window): the bounds
         for d, r in zip(shown, rows):
             if r.get("seq_acceptance") is None and r.get("seq_acceptance_low") is not None:
-                d["seq_acceptance"] = _interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
+                d["seq_acceptance"] = tables.interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
     for c in columns:
         if c in PERCENT_COLUMNS or c == "roofline_pct":
             scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
@@ -274,11 +281,6 @@ def _param_column(name: str) -> str:
     return f"param.{name}" if name in TABLE_COLUMNS or name in ("params", "method") else name
 
 
-def _interval(low, high, digits: int = 1) -> str | None:
-    """An interval as every table and message prints one: [low, high]."""
-    return None if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
-
-
 def _speed_interval(low, high) -> str | None:
     """A speed interval to three or four figures, each end by its size: [426, 1434], [58.6, 563], [2.91, 3.47]."""
     return None if low is None or high is None else f"[{_figures(low)}, {_figures(high)}]"
@@ -289,23 +291,6 @@ def _figures(x: float) -> str:
 
 
 PERCENT_COLUMNS = ("acceptance", "seq_acceptance", "cv")  # shares of 1, shown as percentages
-
-
-def for_display(rows: list[dict]) -> list[dict]:
-    """Rows for the table and markdown views: shares as percentages (47.1%), the roofline share likewise.
-    JSON and CSV keep the plain numbers."""
-    out = []
-    for row in rows:
-        shown = dict(row)
-        for key in PERCENT_COLUMNS:
-            if isinstance(row.get(key), float):
-                shown[key] = f"{100 * row[key]:.1f}%"
-        if isinstance(row.get("roofline_pct"), float):
-            shown["roofline_pct"] = f"{row['roofline_pct']:.1f}%"
-        if row.get("seq_acceptance") is None and row.get("seq_acceptance_low") is not None:  # only bounded
-            shown["seq_acceptance"] = _interval(100 * row["seq_acceptance_low"], 100 * row["seq_acceptance_high"])
-        out.append(shown)
-    return out
 
 
 def warning_lines(rows: list[dict]) -> list[str]:

@@ -22,14 +22,14 @@ def results_table(sd: SweepData) -> list[str]:
     rows = []
     for r in sd.rows:
         rows.append({"#": numbers[r["arm"]], "arm": r["arm"], "ok": r.get("ok"), "decode tok/s": r.get("decode_tps"),
-                     "95% interval": _interval(r.get("ci_low"), r.get("ci_high"), 1), "cv": _pct(r.get("cv")),
+                     "95% interval": tables.interval(r.get("ci_low"), r.get("ci_high"), 1), "cv": _pct(r.get("cv")),
                      "acceptance": _pct(r.get("acceptance")), "draft/gen": r.get("draft_per_gen"),
                      "speedup": _ratio(r.get("speedup")),
-                     "speedup 95%": _interval(r.get("speedup_low"), r.get("speedup_high"), 3),
+                     "speedup 95%": tables.interval(r.get("speedup_low"), r.get("speedup_high"), 3),
                      "vs": f"#{numbers[r['vs']]}" if r.get("vs") in numbers else r.get("vs"),
                      "prompt tok/s": r.get("prompt_tps"), "roofline": _pct(r.get("roofline_pct"), scale=1),
                      "J/token": r.get("joules_per_token"),
-                     "J/token 95%": _interval(r.get("joules_per_token_low"), r.get("joules_per_token_high"), 3),
+                     "J/token 95%": tables.interval(r.get("joules_per_token_low"), r.get("joules_per_token_high"), 3),
                      "GPU W": r.get("power_w"), "warnings": r.get("warnings")})
     columns = [c for c in rows[0] if c in ("#", "arm", "ok") or any(row[c] is not None for row in rows)]
     return [tables.render(rows, "md", columns), ""]
@@ -145,10 +145,6 @@ def _no_point(row: dict, numbers: dict[str, int]) -> str | None:
         return "no acceptance (drafted nothing, or not speculative)"
     vs = row.get("vs")
     return f"no speedup: its reference {'#' + str(numbers[vs]) if vs in numbers else vs} has no paired ok run"
-
-
-def _interval(low, high, digits: int) -> str | None:
-    return None if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def _pct(share, scale: float = 100) -> str | None:

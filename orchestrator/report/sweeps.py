@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.analyze import costs, summary, verdict
+from orchestrator.analyze import summary, verdict
 from orchestrator.analyze.comparison import compare_builds
 from orchestrator.errors import NoSuchBuild, NoSuchSweep, OrchError
 from orchestrator.machine import envinfo
@@ -24,8 +24,7 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
     if not runs:
         raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list sweeps with "
                           f"`orch query 'SELECT id, recipe_path, build_name FROM sweeps'`")
-    rows = summary.arm_rows(con, ids)  # energy per token included
-    step_costs = costs.step_costs(queries.arm_draft_costs(con, ids), rows)
+    rows, step_costs = summary.arm_rows_and_costs(con, ids)  # energy per token included
     verdicts = dict(zip(dict.fromkeys(r["sweep"] for r in rows), verdict.sweep_verdicts(rows)))
     models = _models(con, ids)
     outcomes = queries.arm_outcomes(con, ids)
