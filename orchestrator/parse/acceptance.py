@@ -133,7 +133,8 @@ def from_request_lines(requests: list[dict]) -> dict:
     A request prints shares, not its step count s: s is the one integer that gives its mean length (2 decimals),
     its rates (3 decimals) and, summed over positions, its accepted count A. A request that accepted nothing
     (mean 1.00) leaves s open, and so does a log without mean lengths (2025 wording): then no figure."""
-    if not requests or any(r.get("mean_len") is None or not r.get("rates_per_pos") for r in requests):
+    if not requests or any(r.get("mean_len") is None or not r.get("rates_per_pos") or r.get("accepted") is None
+                           or r.get("generated") is None for r in requests):  # a count too long to be one: None
         return {}
     steps, counts, tokens = 0, [], 0
     for r in requests:

@@ -254,6 +254,17 @@ def test_damaged_real_logs_never_raise_but_orch_errors(text):
     assert reading.failure_class is None or reading.failure_class in parse.FAILURE_CLASSES
 
 
+def test_a_server_log_with_a_count_too_long_to_read_gives_no_acceptance_and_no_crash():
+    """The damaged log hypothesis found (CI, this change): a `draft acceptance` line whose generated count has
+    thousands of digits reads as no count, so the request's steps cannot be told: no pooled figure, no TypeError."""
+    text = (LOGS / "0c1e57098" / "server-draft.stderr").read_text()
+    line = [x for x in text.splitlines() if "draft acceptance =" in x and "generated" in x][-1]  # a measured one
+    count = line.split("/")[-1].split("generated")[0]
+    damaged = text.replace(line, line.replace(count, " " + "9" * 5000 + " "), 1)  # past int()'s 4300 digits
+    reading = read_logs([LogFile("damaged.log", damaged.encode())])
+    assert reading.kind == "server" and reading.parsed.metrics.get("mean_accept_len") is None
+
+
 @pytest.mark.parametrize("name", ["server-draft", "server-draft-reused"])
 def test_a_server_log_pools_its_own_requests_acceptance(name):
     """Three requests: 12 accepted in 2 steps (mean len 7.00), then 11 in 4 (3.75) twice; the steps are what
