@@ -9,6 +9,7 @@ that drafted nothing) and the warnings. `arm_rows(con, ids)` is the one call tha
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from itertools import groupby
 
@@ -253,8 +254,8 @@ def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
     if compact and "vs" in columns:
         controls = {(r["sweep"], r["arm"]) for r in rows if r.get("is_control")}
         for d, r in zip(shown, rows):
-            if (r["sweep"], d["vs"]) in controls:
-                d["vs"] = "control"
+            if (r["sweep"], d["vs"]) in controls:  # `control`, plus what tells a second control apart (@its target)
+                d["vs"] = "control" + re.sub(r"^[^@#]*", "", d["vs"])
     for c in columns if compact else ():
         if c not in TABLE_COLUMNS:
             for d in shown:

@@ -39,9 +39,13 @@ def _against(base: dict, ranked: list[dict], label: str) -> str:
     if not ranked:
         return f"no arm has a speedup against {label}"
     best = ranked[0]
-    if best.get("vs") and best["vs"] != base["arm"]:  # like for like: against its control, the same program
-        label = f"{best['vs']} (its control: the same program drafting nothing)"
     figure = f"{best['arm']} at {_ratio(best)}"
+    if best.get("vs") and best["vs"] != base["arm"]:  # like for like: against its control, the same program
+        if len({r.get("vs") for r in ranked}) == 1:
+            label = f"{best['vs']} (its control: the same program drafting nothing)"
+        else:  # arms measured against different controls (an MTP arm's own target): each against its own
+            label = "its control (the same program drafting nothing)"
+            figure += f" against {best['vs']}"
     if best["speedup_low"] is not None and best["speedup_low"] > 1:
         return f"{figure} beats {label}"
     if best["speedup"] > 1:

@@ -21,6 +21,7 @@ SPECULATION_FLAGS = set(flags.DRAFT_MODEL + flags.DRAFT_MAX + flags.DRAFT_MIN + 
                         + flags.GPU_LAYERS_DRAFT + flags.CACHE_TYPE_K_DRAFT + flags.CACHE_TYPE_V_DRAFT
                         + flags.DEVICE_DRAFT + flags.CTX_DRAFT + flags.SPEC_TYPE)
 SPECULATION_PREFIXES = ("--spec-ngram-", "--spec-draft-")
+MODEL = ("-m", "--model")
 
 
 def speculates(argv: list[str]) -> bool:
@@ -61,9 +62,22 @@ def with_controls(arms: list[Arm]) -> list[Arm]:
             continue
         argv, literal = control_argv(arm.argv, arm.literal)
         if tuple(argv) not in controls:
-            name = f"control:{Path(arm.argv[0]).name}" + (f"#{len(controls) + 1}" if controls else "")
+            name = _control_name(Path(arm.argv[0]).name, argv, {c.name for c in controls.values()})
             controls[tuple(argv)] = Arm(name=name, params={**base.params, "control_of": Path(arm.argv[0]).name},
                                         argv=argv, literal=literal, is_baseline=False, is_control=True,
                                         reference=base.name)
         out.append(replace(arm, reference=controls[tuple(argv)].name))
     return [*out, *controls.values()]
+
+
+def _control_name(program: str, argv: list[str], taken: set[str]) -> str:
+    """`control:PROGRAM`; a second control of that program is `control@TARGET` (an MTP arm's own target file), so
+    a reader sees which control an arm is measured against, in a name short enough for the table; a number where
+    even that repeats."""
+    name = f"control:{program}"
+    if name not in taken:
+        return name
+    model = flags.flag_value(argv, MODEL)
+    if model and (named := f"control@{Path(model).stem}") not in taken:
+        return named
+    return f"{name}#{len(taken) + 1}"

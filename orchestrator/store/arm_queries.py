@@ -97,14 +97,19 @@ sweep_facts AS (  -- once per sweep, not per arm (its environment is JSON text)
            -- a GPU decoded: a CUDA build, on a machine whose stored environment lists a GPU (or has none stored)
            coalesce(b.backend = 'cuda' AND coalesce(json_array_length(s.env->'gpus'), 1) > 0, false) AS used_gpu
     FROM sweeps s LEFT JOIN builds b ON b.id = s.build_id WHERE s.id IN (SELECT unnest($ids::INTEGER[]))),
-position_rates AS (  -- each draft position's acceptance rate, per run (from the statistics line)
-    SELECT sweep_id, arm, generate_subscripts(r, 1) AS pos, unnest(r) AS rate
-    FROM (SELECT sweep_id, arm, CAST(accept_rate_per_pos AS DOUBLE[]) AS r FROM picked
-          WHERE {_OK} AND accept_rate_per_pos IS NOT NULL)),
-positions AS (  -- per arm: the mean over its ok runs of each position's rate, in position order
-    SELECT sweep_id, arm, list(rate ORDER BY pos) AS accept_rate_per_pos
-    FROM (SELECT sweep_id, arm, pos, avg(rate) AS rate FROM position_rates GROUP BY sweep_id, arm, pos)
-    GROUP BY sweep_id, arm),
+listed AS (  -- each ok run's acceptance rate by draft position (from the statistics line or /metrics)
+    SELECT sweep_id, arm, CAST(accept_rate_per_pos AS DOUBLE[]) AS r FROM picked
+    WHERE {_OK} AND accept_rate_per_pos IS NOT NULL),
+position_rates AS (
+    SELECT sweep_id, arm, generate_subscripts(r, 1) AS pos, unnest(r) AS rate FROM listed),
+positions AS (  -- per arm: the mean over its ok runs of each position's rate, in position order. A run's list
+    -- ends at the furthest position any of its drafts reached: past it the run accepted nothing, so it counts as
+    -- 0 there (a mean over only the runs that reached a position would overstate it)
+    SELECT p.sweep_id, p.arm, list(p.total / n.runs ORDER BY p.pos) AS accept_rate_per_pos
+    FROM (SELECT sweep_id, arm, pos, sum(rate) AS total FROM position_rates GROUP BY sweep_id, arm, pos) p
+    JOIN (SELECT sweep_id, arm, count(*) AS runs FROM listed GROUP BY sweep_id, arm) n
+      ON n.sweep_id = p.sweep_id AND n.arm = p.arm
+    GROUP BY p.sweep_id, p.arm),
 rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
     SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
     GROUP BY sweep_id, arm HAVING count(*) >= 4)

@@ -40,3 +40,17 @@ def test_no_control_where_programs_already_match():
                        [True] * 5, False)
     arms = control.with_controls([base, ngram])
     assert [a.name for a in arms] == ["baseline", "ngram"] and arms[1].reference == "baseline"
+
+
+def test_a_second_control_of_one_program_is_named_after_its_target():
+    """An MTP arm runs on its own target: its control is another file's, and its name says which."""
+    spec = "/b/llama-speculative-simple"
+    base = recipe.Arm("baseline", {}, ["/b/llama-completion", "-m", "t.gguf"], [True] * 3, True)
+    draft = recipe.Arm("draft", {}, [spec, "-m", "t.gguf", "-md", "d.gguf"], [True] * 5, False)
+    mtp = recipe.Arm("mtp", {}, [spec, "-m", "/m/qwen35-mtp.gguf", "--spec-type", "draft-mtp"], [True] * 5, False)
+    mtp2 = recipe.Arm("mtp2", {}, [spec, "-m", "/m/qwen35-mtp.gguf", "--spec-type", "draft-mtp", "-c", "8"],
+                      [True] * 7, False)
+    arms = {a.name: a for a in control.with_controls([base, draft, mtp, mtp2])}
+    assert arms["draft"].reference == "control:llama-speculative-simple"
+    assert arms["mtp"].reference == "control@qwen35-mtp"
+    assert arms["mtp2"].reference == "control:llama-speculative-simple#3"  # same target again: numbered

@@ -307,3 +307,9 @@ def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
     assert rows["baseline"]["accept_rate_per_pos"] is None  # nothing drafts: no figure, not zeros
     table = summary.table_text(list(rows.values()), columns=["arm", "accept_rate_per_pos"])
     assert "80/40/10%" in table
+    # llama.cpp lists a run's positions only up to the furthest one a draft reached: a run that stops early
+    # accepted nothing further on, so it counts as 0 there, not as absent (which would overstate the tail)
+    con.execute("UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
+                "ELSE '[0.7]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'")
+    draft = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
+    assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.25, 0.1])

@@ -40,3 +40,12 @@ def test_sweeps_without_a_baseline_or_its_runs_say_so():
     rows = [arm("baseline", baseline=True), arm("d", 0.9, 0.8, 1.0), arm("raw", sweep=2)]
     assert [v.split(":")[0] for v in sweep_verdicts(rows)] == ["sweep 1 (recipe_a.j2, b-cpu)",
                                                                "sweep 2 (recipe_a.j2, b-cpu)"]
+
+
+def test_arms_against_different_controls_are_each_named_with_theirs():
+    rows = [arm("baseline", baseline=True), {**arm("eagle3", 0.41, 0.11, 1.5), "vs": "control:p"},
+            {**arm("mtp", 0.52, 0.39, 0.69), "vs": "control:p@qwen35"}]
+    assert ("no arm beats its control (the same program drafting nothing); best mtp at 0.52x [0.39, 0.69] "
+            "against control:p@qwen35.") in verdict(rows)
+    rows[1]["vs"] = "control:p@qwen35"  # one control for all: named as the reference
+    assert "no arm beats control:p@qwen35 (its control: the same program drafting nothing); best mtp" in verdict(rows)
