@@ -21,7 +21,6 @@ SPECULATION_FLAGS = set(flags.DRAFT_MODEL + flags.DRAFT_MAX + flags.DRAFT_MIN + 
                         + flags.GPU_LAYERS_DRAFT + flags.CACHE_TYPE_K_DRAFT + flags.CACHE_TYPE_V_DRAFT
                         + flags.DEVICE_DRAFT + flags.CTX_DRAFT + flags.SPEC_TYPE)
 SPECULATION_PREFIXES = ("--spec-ngram-", "--spec-draft-")
-MODEL = ("-m", "--model")
 
 
 def speculates(argv: list[str]) -> bool:
@@ -62,7 +61,7 @@ def with_controls(arms: list[Arm]) -> list[Arm]:
             continue
         argv, literal = control_argv(arm.argv, arm.literal)
         if tuple(argv) not in controls:
-            name = _control_name(Path(arm.argv[0]).name, argv, {c.name for c in controls.values()})
+            name = _control_name(Path(arm.argv[0]).name, argv, {c.name: c.argv for c in controls.values()})
             controls[tuple(argv)] = Arm(name=name, params={**base.params, "control_of": Path(arm.argv[0]).name},
                                         argv=argv, literal=literal, is_baseline=False, is_control=True,
                                         reference=base.name)
@@ -70,14 +69,26 @@ def with_controls(arms: list[Arm]) -> list[Arm]:
     return [*out, *controls.values()]
 
 
-def _control_name(program: str, argv: list[str], taken: set[str]) -> str:
-    """`control:PROGRAM`; a second control of that program is `control@TARGET` (an MTP arm's own target file), so
-    a reader sees which control an arm is measured against, in a name short enough for the table; a number where
-    even that repeats."""
+def _control_name(program: str, argv: list[str], taken: dict[str, list[str]]) -> str:
+    """`control:PROGRAM`; a second control of that program is named after what its argv changes from the first's
+    (`control@tiny-qwen35-mtp` for an MTP arm's own target file, `control@c=32768` for another context), so a
+    reader sees which control an arm is measured against, in a name short enough for the table; a number where
+    that says nothing new."""
     name = f"control:{program}"
     if name not in taken:
         return name
-    model = flags.flag_value(argv, MODEL)
-    if model and (named := f"control@{Path(model).stem}") not in taken:
+    changed = _changes(taken[name], argv)
+    if changed and (named := f"control@{changed}") not in taken:
         return named
     return f"{name}#{len(taken) + 1}"
+
+
+def _changes(first: list[str], argv: list[str], most: int = 2) -> str | None:
+    """The flags whose values argv changes from first, as `file-stem` for the target model and `flag=value`
+    otherwise; None when none or more than `most` differ."""
+    parts = []
+    for flag in dict.fromkeys(a.split("=", 1)[0] for a in argv[1:] if a.startswith("-")):
+        mine, theirs = flags.flag_value(argv, (flag,)), flags.flag_value(first, (flag,))
+        if mine != theirs:
+            parts.append(Path(mine).stem if flag in flags.TARGET_MODEL and mine else f"{flag.lstrip('-')}={mine}")
+    return ",".join(parts) if 0 < len(parts) <= most else None

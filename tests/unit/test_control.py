@@ -42,7 +42,7 @@ def test_no_control_where_programs_already_match():
     assert [a.name for a in arms] == ["baseline", "ngram"] and arms[1].reference == "baseline"
 
 
-def test_a_second_control_of_one_program_is_named_after_its_target():
+def test_a_second_control_of_one_program_is_named_after_what_it_changes():
     """An MTP arm runs on its own target: its control is another file's, and its name says which."""
     spec = "/b/llama-speculative-simple"
     base = recipe.Arm("baseline", {}, ["/b/llama-completion", "-m", "t.gguf"], [True] * 3, True)
@@ -53,4 +53,4 @@ def test_a_second_control_of_one_program_is_named_after_its_target():
     arms = {a.name: a for a in control.with_controls([base, draft, mtp, mtp2])}
     assert arms["draft"].reference == "control:llama-speculative-simple"
     assert arms["mtp"].reference == "control@qwen35-mtp"
-    assert arms["mtp2"].reference == "control:llama-speculative-simple#3"  # same target again: numbered
+    assert arms["mtp2"].reference == "control@qwen35-mtp,c=8"  # what it changes from the first control
