@@ -328,3 +328,18 @@ def runnable_build(ref: str | None = None) -> dict:
         raise BuildBroken(f"build {found['name']} in {found['dir']} is broken ({'; '.join(found['broken'])}); "
                           f"rebuild it with `{found['rebuild']}`")
     return found
+
+
+def tool_path(ref: str | None, name: str) -> tuple[dict, str]:
+    """(build, path of its `name` binary); a build made before orch needed `name` gets it added in place."""
+    found = runnable_build(ref)
+    exes = {b["name"]: b["path"] for b in found["binaries"]}
+    if name not in exes:
+        missing = additions.missing_targets(Path(found["dir"]), found["targets"])
+        if name in missing:
+            found = _add_targets(Path(found["dir"]), found, missing, None)
+            exes = {b["name"]: b["path"] for b in found["binaries"]}
+    if name not in exes:
+        raise BuildBroken(f"build {found['name']} has no {name} and its source tree does not define it; "
+                          f"use a newer build (`orch build COMMIT`)")
+    return found, exes[name]
