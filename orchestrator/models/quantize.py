@@ -79,7 +79,7 @@ def _one(source: Path, src_sha: str, qtype: str, exe: str, build: str, out_dir: 
     entry = manifest.get(key)
     if entry and Path(entry["path"]).is_file() and sha256_file(Path(entry["path"])) == entry["sha256"]:
         return Quant(**{**entry, "cached": True})
-    path = out_dir / f"{source.stem}.{qtype}.{build}.gguf"
+    path = out_dir / file_name(source, qtype, build)
     tmp = path.with_name(path.name + ".partial")
     log = path.with_suffix(".log")
     res = proc.run([exe, str(source), str(tmp), qtype.upper(), str(threads)], log=log, timeout=3600)
@@ -92,6 +92,11 @@ def _one(source: Path, src_sha: str, qtype: str, exe: str, build: str, out_dir: 
     manifest[key] = {k: v for k, v in quant.to_dict().items() if k != "cached"}
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return quant
+
+
+def file_name(source: Path, qtype: str, build: str) -> str:
+    """tiny-quality.q4_k_m.0c1e57098-cpu.gguf: what recipes/quant_matrix.j2 renders for a quant."""
+    return f"{Path(source).stem}.{qtype}.{build}.gguf"
 
 
 def read_back(path: Path, qtype: str, src_sha: str, build: str, log_text: str) -> Quant:

@@ -18,7 +18,7 @@ from orchestrator.machine import roofline, telemetry
 from orchestrator.parse.server import server_metrics
 from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import client, server_run
+from orchestrator.run import client, quality, server_run
 from orchestrator.run.prepare import PreparedArm
 
 
@@ -154,9 +154,10 @@ def run_cli_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: 
     finally:
         if stored:
             shutil.rmtree(run_dir, ignore_errors=True)
+    measured = f", {quality.measure(db, build, p, run_id)}" if plan.mode == "quality" and not slot.warmup else ""
     if failure:
-        return status, f"{status} ({failure}, {detail}) run {run_id}"
-    return status, f"ok, {_speed_text(metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
+        return status, f"{status} ({failure}, {detail}){measured} run {run_id}"
+    return status, f"ok, {_speed_text(metrics, p, instruments)}{measured} ({res.wall_s:.1f}s) run {run_id}"
 
 
 def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,

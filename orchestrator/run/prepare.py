@@ -42,7 +42,7 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
     """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised, but for
     missing model files (MissingModels) and hub references that cannot be fetched (HubError)."""
     helps = build_helps(build)
-    arms = control.with_controls(plan.arms) if plan.mode == "cli" else plan.arms
+    arms = control.with_controls(plan.arms) if plan.mode in ("cli", "quality") else plan.arms
     located = resolve.locate(arms)
     inspected: dict = {}
 

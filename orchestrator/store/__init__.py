@@ -16,7 +16,7 @@ from orchestrator.store.db import (
                                        utcnow,
 )
 from orchestrator.store.parity import mark_output_differences
-from orchestrator.store.quality import find_quality, insert_quality, link_run, record_quant
+from orchestrator.store.quality import find_quality, insert_quality, link_run, quality_row, record_quant
 from orchestrator.store.writes import (
                                        METRIC_COLUMNS,
                                        claim_sweep,
@@ -39,4 +39,4 @@ __all__ = ["Database", "connect", "opened", "rows_as_dicts", "utc", "utc_from_ep
            "claim_sweep", "create_sweep", "end_sweep", "fail_running_runs", "insert_requests", "insert_run",
            "insert_telemetry", "interrupt_running_runs", "mark_output_differences", "record_build", "record_model",
            "reopen_sweep", "save_logs", "save_metrics", "update_run", "record_quant", "find_quality", "insert_quality",
-           "link_run"]
+           "link_run", "quality_row"]

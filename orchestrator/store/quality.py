@@ -48,3 +48,7 @@ def quality_rows(con: duckdb.DuckDBPyConnection, sweep_ids: list[int]) -> list[d
     marks = ", ".join("?" * len(sweep_ids))
     return rows_as_dicts(con.execute(f"SELECT * EXCLUDE (log, argv) FROM run_quality WHERE sweep_id IN ({marks}) "
                                      f"ORDER BY run_id", list(sweep_ids)))
+
+
+def quality_row(con: duckdb.DuckDBPyConnection, quality_id: int) -> dict:
+    return rows_as_dicts(con.execute("SELECT * EXCLUDE (log, argv, stats) FROM quality WHERE id = ?", [quality_id]))[0]

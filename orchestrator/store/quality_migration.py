@@ -46,6 +46,8 @@ def m012_quality(con: duckdb.DuckDBPyConnection) -> None:
             kld_median DOUBLE, kld_p10 DOUBLE, kld_p5 DOUBLE, kld_p1 DOUBLE, kld_min DOUBLE,
             dp_mean DOUBLE, dp_mean_err DOUBLE, dp_rms DOUBLE, dp_rms_err DOUBLE,
             same_top_p DOUBLE, same_top_p_err DOUBLE,        -- percent
+            ln_ppl_correlation DOUBLE,       -- percent
+            stats VARCHAR,                   -- JSON: every figure parsed (all percentiles, per-chunk PPL)
             argv VARCHAR,                    -- JSON: the llama-perplexity command
             log VARCHAR,                     -- its whole output
             wall_s DOUBLE,
