@@ -16,7 +16,13 @@ from orchestrator.store.db import (
                                        utcnow,
 )
 from orchestrator.store.parity import mark_output_differences
-from orchestrator.store.quality import find_quality, insert_quality, link_run, quality_row, record_quant
+from orchestrator.store.quality import (
+                                       find_quality,
+                                       insert_quality,
+                                       link_run,
+                                       quality_row,
+                                       record_quant,
+)
 from orchestrator.store.writes import (
                                        METRIC_COLUMNS,
                                        claim_sweep,
