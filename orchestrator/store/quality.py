@@ -46,7 +46,7 @@ def quality_rows(con: duckdb.DuckDBPyConnection, sweep_ids: list[int]) -> list[d
     if not sweep_ids:
         return []
     marks = ", ".join("?" * len(sweep_ids))
-    return rows_as_dicts(con.execute(f"SELECT * EXCLUDE (log, argv) FROM run_quality WHERE sweep_id IN ({marks}) "
+    return rows_as_dicts(con.execute(f"SELECT * EXCLUDE (log, argv, stats) FROM run_quality WHERE sweep_id IN ({marks}) "
                                      f"ORDER BY run_id", list(sweep_ids)))
 
 

@@ -56,6 +56,6 @@ def m012_quality(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE runs ADD COLUMN quality_id INTEGER")  # the quality row measured for this run's model
     con.execute("""
         CREATE VIEW run_quality AS
-        SELECT r.id AS run_id, r.sweep_id, r.arm, r.status, m.decode_tps, m.encode_tps, r.peak_rss_bytes,
+        SELECT r.id AS run_id, r.sweep_id, r.arm, r.status, m.decode_tps, m.encode_tps, r.peak_rss_bytes, r.memfit,
                q.*, (q.ppl_ratio - 1) * 100 AS dppl_pct
         FROM measured_runs r JOIN quality q ON q.id = r.quality_id LEFT JOIN metrics m ON m.run_id = r.id""")
