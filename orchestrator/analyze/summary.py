@@ -174,6 +174,8 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
         chosen = _with_params(DEFAULT_COLUMNS, params)
         if any(r["joules_per_token"] is not None for r in rows):  # where GPU power was sampled: what owners weigh
             chosen.insert(chosen.index("warnings"), "joules_per_token")
+        if any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows):  # bench mode's prefill tests
+            chosen.insert(chosen.index("decode_tps") + 1, "prompt_tps")
         if any(r.get("ppl") is not None for r in rows):  # quality mode: speed against quality, side by side
             chosen[chosen.index("warnings"):chosen.index("warnings")] = list(quality.COLUMNS)
         droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
