@@ -57,7 +57,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         from orchestrator.build.builder import register, runnable_build, tool_path
         from orchestrator.cli.results import summary_text
         from orchestrator.recipe.plan import load
-        from orchestrator.run import prepare, quality, sweep
+        from orchestrator.run import depth_fit, prepare, quality, sweep
 
         build = runnable_build(build_ref)
         described = ("commit", "upstream_commit", "backend", "name")
@@ -70,6 +70,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
                 build, _ = tool_path(build["name"], tool)
             quants = quality.make_quants(plan, build)
         prepared = prepare.prepare(plan, build, translate=not no_dialect)
+        if plan.mode in ("quality", "bench"):  # depth is their point: say before launch when one does not fit
+            depth_fit.check(prepared, build, plan.mode)
         if dry_run:
             click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
             click.echo("\n".join(prepare.dry_run_lines(prepared)))
