@@ -40,6 +40,7 @@ class Setup:
     """One arm's quality measurement: what it is measured on and against."""
 
     exe: str
+    build: str  # build name: logits differ (a little) from build to build, so each has its own
     text: Path
     text_sha256: str
     ctx: int
@@ -50,7 +51,8 @@ class Setup:
     def logits(self) -> Path | None:
         if not self.base_sha256:
             return None
-        return config.cache_dir() / "kld" / f"{self.base_sha256[:16]}-{self.text_sha256[:12]}-c{self.ctx}.kld"
+        return (config.cache_dir() / "kld" /
+                f"{self.base_sha256[:16]}-{self.text_sha256[:12]}-c{self.ctx}-{self.build}.kld")
 
 
 def setup(p: PreparedArm, build: dict) -> Setup:
@@ -71,7 +73,7 @@ def setup(p: PreparedArm, build: dict) -> Setup:
             raise QualityInputError(f"quality_base {base} does not exist; name the unquantized (f16) model the "
                                     f"quants are compared with, or leave it empty for perplexity alone")
     ctx = int(params.get("quality_ctx") or 256)
-    return Setup(exe=exe, text=text, text_sha256=sha256_file(text), ctx=ctx, base=base,
+    return Setup(exe=exe, build=build["name"], text=text, text_sha256=sha256_file(text), ctx=ctx, base=base,
                  base_sha256=sha256_file(base) if base else None)
 
 

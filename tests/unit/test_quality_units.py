@@ -83,3 +83,11 @@ def test_depth_prompt_is_about_n_tokens_of_the_evaluation_text():
     assert depth.prompt_file(4544) == str(path)  # written once
     with pytest.raises(RecipeError):
         depth.prompt_file(0)
+
+
+@pytest.mark.parametrize("commit", ["0c1e57098", "f49e91787"])
+def test_llama_bench_help_is_read_although_its_options_are_indented(commit):
+    from orchestrator.recipe.dialect import parse_help
+
+    info = parse_help((FIX.parent / "help" / commit / "llama-bench.help.txt").read_text())
+    assert {"-m", "--model", "-p", "-n", "-d", "-ctk", "-ctv", "-o", "-r"} <= info.accepted
