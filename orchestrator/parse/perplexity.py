@@ -7,6 +7,7 @@ log stream, the chunk values to stdout, and in some builds one line is split acr
     [1]128904.7663,[2]114589.7614,...
     Final estimate: PPL = 121469.3521 +/- 6081.69163
     kl_divergence: computing over 8 chunks, n_ctx=256, batch_size=2048, n_seq=4
+    chunk  PPL  ln(PPL(Q)/PPL(base))  KL Divergence  Δp RMS  Same top p      (one row per chunk, each ± err)
     ====== Perplexity statistics ======        Mean PPL(Q) : v ± e, Mean PPL(base), Cor(...), Mean ln(...), ...
     ====== KL divergence statistics ======     Mean KLD: v ± e, Maximum KLD, 99.9% KLD, ..., Minimum KLD
     ====== Token probability statistics ====== Mean Δp: v ± e %, percentiles, RMS Δp, Same top p: v ± e %
@@ -39,6 +40,8 @@ PERCENTILE_NAMES = {"Maximum": "max", "Minimum": "min", "Median": "median", "99.
                     "1.0%": "p1", "0.1%": "p01"}
 STAT_LINE = re.compile(rf"^\s*(Mean|Maximum|Minimum|Median|\d+\.\d%)\s+(KLD|Δp):\s*{NUM}(?:\s*±\s*{NUM})?\s*%?",
                        re.M)
+# The KL-divergence run's per-chunk table: chunk, PPL ± e, ln(PPL(Q)/PPL(base)) ± e, KLD ± e, Δp RMS ± e %, same top p ± e %
+CHUNK_ROW = re.compile(rf"^\s*(\d+)\s+{PM}\s+{PM}\s+{PM}\s+{PM}\s*%\s+{PM}\s*%\s*$", re.M)
 RMS_DP = re.compile(rf"RMS Δp\s*:\s*{PM}\s*%")
 SAME_TOP = re.compile(rf"Same top p:\s*{PM}\s*%")
 
@@ -54,6 +57,10 @@ def parse_perplexity(text: str) -> dict:
             out["tokens_in_text"] = to_int(t[1])
     if values := CHUNK_VALUES.findall(text):
         out["chunk_ppl"] = [to_float(v) for _, v in values]
+    if rows := CHUNK_ROW.findall(text):
+        out["chunks"] = [{"chunk": int(r[0]), "ppl": to_float(r[1]), "ln_ppl_ratio": to_float(r[3]),
+                          "kld": to_float(r[5]), "dp_rms": to_float(r[7]), "same_top_p": to_float(r[9])}
+                         for r in rows]
     if m := FINAL.search(text):
         out.update(ppl=to_float(m[1]), ppl_err=to_float(m[2]))
     for label, key in PPL_STATS.items():

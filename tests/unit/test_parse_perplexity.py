@@ -35,6 +35,9 @@ def test_kl_divergence_every_block():
     assert (p["dp_max"], p["dp_min"], p["dp_rms"]) == (0.015, -0.010, 0.001)
     assert (p["same_top_p"], p["same_top_p_err"]) == (87.205, 1.048)
     assert (p["n_chunks"], p["n_ctx"], p["n_seq"]) == (8, 256, 4)
+    assert len(p["chunks"]) == 8 and p["chunks"][0] == {"chunk": 1, "ppl": 129932.2811, "ln_ppl_ratio": 0.00793,
+                                                         "kld": 0.00722, "dp_rms": 0.000, "same_top_p": 92.126}
+    assert p["chunks"][-1]["ppl"] == pytest.approx(p["ppl"])  # the running estimate ends at the final one
     assert problem(p, kld=True) is None
 
 
