@@ -191,3 +191,24 @@ class HubError(OrchError):
     of the quant, or the hub unreachable with nothing cached."""
 
     exit_code = 34
+
+
+class QuantizeFailed(OrchError):
+    """`orch models quantize`: a type orch does not know, a source that is not there, or llama-quantize failing
+    (its log named)."""
+
+    exit_code = 35
+
+
+class QualityInputError(OrchError):
+    """A quality or bench arm that cannot measure what it claims: an evaluation text too short for the context,
+    a base model whose vocabulary differs, a depth beyond the model's context, or llama-perplexity/llama-bench
+    output that names no result."""
+
+    exit_code = 36
+
+
+class ContextDoesNotFit(OrchError):
+    """A context depth whose KV cache and weights do not fit the memory the machine has, said before launch."""
+
+    exit_code = 37

@@ -49,6 +49,13 @@ SUMMARY = {
     "roofline_pct": "decode_tps as a share of bound_tps (speculation can pass 100%)",
     "joules_per_token": "GPU energy per generated token (mean power of the busy GPUs over the generation window x "
                         "its length / tokens; shown where NVML reported power: README, Energy per token)",
+    "ppl": "quality mode: the arm's target's perplexity on the evaluation text (llama-perplexity at quality_ctx, "
+           "with the arm's KV-cache types; one measurement per model file, build, text, context and cache type)",
+    "dppl_pct": "quality mode: perplexity over the base model's (quality_base) on the same text and context, "
+                "minus 1, in percent: the quality a quant or cache type costs",
+    "kld": "quality mode: mean KL divergence of the arm's next-token distribution from the base model's (0: the "
+           "same model)",
+    "same_top_p": "quality mode: share of positions where the arm's most likely token is the base model's",
     "warnings": "warning codes; a `warning:` line below the table says what each means and what helps",
 }
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import costs, glossary, stats
+from orchestrator.analyze import costs, glossary, quality, stats
 from orchestrator.analyze.derived import roofline_pct
 from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
@@ -23,7 +23,8 @@ NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields()
 TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
                  "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "speedup", "speedup_ci95",
                  "predicted_speedup", "vs",
-                 "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token", "warnings"]
+                 "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token",
+                 *quality.COLUMNS, "warnings"]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
@@ -45,7 +46,9 @@ def arm_rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tupl
     rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
     energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
     step = costs.step_costs(queries.arm_draft_costs(con, sweep_ids), rows)
+    measured = quality.arm_quality(con, sweep_ids)
     for row in rows:
+        row.update(measured.get((row["sweep"], row["arm"])) or dict.fromkeys(quality.COLUMNS))
         found = energy.get((row["sweep"], row["arm"]))
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get((row["sweep"], row["arm"]))
@@ -172,6 +175,10 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
         chosen = _with_params(DEFAULT_COLUMNS, params)
         if any(r["joules_per_token"] is not None for r in rows):  # where GPU power was sampled: what owners weigh
             chosen.insert(chosen.index("warnings"), "joules_per_token")
+        if any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows):  # bench mode's prefill tests
+            chosen.insert(chosen.index("decode_tps") + 1, "prompt_tps")
+        if any(r.get("ppl") is not None for r in rows):  # quality mode: speed against quality, side by side
+            chosen[chosen.index("warnings"):chosen.index("warnings")] = list(quality.COLUMNS)
         droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
         hidden = [_param_column(k) for k in varying if k in lone]
     shown = _display(rows, chosen, compact=not (columns or wide))
@@ -243,6 +250,10 @@ def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
             for d in shown:
                 if isinstance(d[c], float):
                     d[c] = f"{scale * d[c]:.1f}%"
+    for c, fmt in QUALITY_FORMATS.items():
+        if c in columns:
+            for d in shown:
+                d[c] = None if d[c] is None else fmt.format(d[c])
     if "accept_rate_per_pos" in columns:  # percentages by draft position, the first POSITIONS_SHOWN of them
         for d in shown:
             if isinstance(d["accept_rate_per_pos"], list):
@@ -292,6 +303,7 @@ def _figures(x: float) -> str:
 
 
 PERCENT_COLUMNS = ("acceptance", "seq_acceptance", "cv")  # shares of 1, shown as percentages
+QUALITY_FORMATS = {"ppl": "{:.4g}", "dppl_pct": "{:+.2f}%", "kld": "{:.4g}", "same_top_p": "{:.1f}%"}
 
 
 def warning_lines(rows: list[dict]) -> list[str]:

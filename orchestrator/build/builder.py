@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator import config, proc, store
-from orchestrator.build import options, paths
+from orchestrator.build import additions, options, paths
 from orchestrator.build.options import BuildRequest
 from orchestrator.build.progress import CompileProgress
 from orchestrator.errors import (
@@ -79,6 +79,9 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
     if not force and options.stamp_matches(read_stamp(bdir), request):
         info = read_build(bdir)
         if info and not info["broken"]:
+            missing = additions.missing_targets(bdir, info["targets"])
+            if missing:
+                return _add_targets(bdir, info, missing, db)
             print(f"orch: build {bdir.name} is up to date ({bdir})", file=sys.stderr)
             _register(info, db, only_if_missing=True)
             return info
@@ -87,6 +90,24 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
         print(f"orch: build {bdir.name} is broken ({what}); rebuilding it from scratch", file=sys.stderr)
         force = True
     return _fresh_build(request, resolved.origin, mirror, bdir, force=force, db=db)
+
+
+def _add_targets(bdir: Path, info: dict, missing: list[str], db: Path | None) -> dict:
+    """Compile the targets this build lacks into it; same id and binaries, provenance says what was added."""
+    stamp = read_stamp(bdir)
+    rebuild = paths.rebuild_command(info, stamp.get("request"))
+    env = {**os.environ, "CCACHE_BASEDIR": os.environ.get("CCACHE_BASEDIR", str(config.builds_root()))}
+    added = additions.add_targets(bdir, missing, Path(info["log_path"]), rebuild, env, _step, _probe)
+    _probe_commits(bdir, added["binaries"], info["upstream_commit"], allow_none=True)
+    info = {k: v for k, v in info.items() if k not in ("broken", "rebuild")}
+    info["binaries"] = [*info["binaries"], *added["binaries"]]
+    info["targets"] = [*info["targets"], *missing]
+    info["additions"] = [*info.get("additions", []), {k: v for k, v in added.items() if k != "binaries"}]
+    _write_json(bdir / BUILD_JSON, paths.for_file(info))
+    _write_json(bdir / STAMP, {**stamp, "targets": info["targets"]})
+    _register(info, db)  # same build id: rows of runs made with it stay valid
+    print(f"orch: added {', '.join(missing)} to {bdir.name} in {clock(added['duration_s'])}", file=sys.stderr)
+    return load_build(bdir)
 
 
 def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path, *, force: bool,
@@ -178,12 +199,16 @@ def _first_error(log: Path) -> str:
 def _probe_all(bdir: Path, targets: list[str], upstream: str) -> list[dict]:
     """Probe every binary; the build counts only if one names the upstream commit and none names another."""
     binaries = [_probe(bdir, name) for name in targets]
+    _probe_commits(bdir, binaries, upstream)
+    return binaries
+
+
+def _probe_commits(bdir: Path, binaries: list[dict], upstream: str, allow_none: bool = False) -> None:
     reported = {b["reported_commit"] for b in binaries if b["reported_commit"]}
     wrong = sorted(c for c in reported if not upstream.startswith(c))
-    if wrong or not reported:
+    if wrong or not (reported or allow_none):
         raise ProbeFailed(f"the binaries in {bdir / 'bin'} report commit {', '.join(wrong) or 'none'}, not the "
                           f"upstream commit {upstream[:9]}; the build cannot be identified: report this to orch")
-    return binaries
 
 
 def _probe(bdir: Path, name: str) -> dict:
@@ -303,3 +328,18 @@ def runnable_build(ref: str | None = None) -> dict:
         raise BuildBroken(f"build {found['name']} in {found['dir']} is broken ({'; '.join(found['broken'])}); "
                           f"rebuild it with `{found['rebuild']}`")
     return found
+
+
+def tool_path(ref: str | None, name: str) -> tuple[dict, str]:
+    """(build, path of its `name` binary); a build made before orch needed `name` gets it added in place."""
+    found = runnable_build(ref)
+    exes = {b["name"]: b["path"] for b in found["binaries"]}
+    if name not in exes:
+        missing = additions.missing_targets(Path(found["dir"]), found["targets"])
+        if name in missing:
+            found = _add_targets(Path(found["dir"]), found, missing, None)
+            exes = {b["name"]: b["path"] for b in found["binaries"]}
+    if name not in exes:
+        raise BuildBroken(f"build {found['name']} has no {name} and its source tree does not define it; "
+                          f"use a newer build (`orch build COMMIT`)")
+    return found, exes[name]

@@ -54,17 +54,24 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     with stop_on_signals():
         from orchestrator import config, store
         from orchestrator.analyze import summary
-        from orchestrator.build.builder import register, runnable_build
+        from orchestrator.build.builder import register, runnable_build, tool_path
         from orchestrator.cli.results import summary_text
         from orchestrator.recipe.plan import load
-        from orchestrator.run import prepare, sweep
+        from orchestrator.run import depth_fit, prepare, quality, sweep
 
         build = runnable_build(build_ref)
         described = ("commit", "upstream_commit", "backend", "name")
         builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
         plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat,
                     models=models_dir)
+        quants = []
+        if plan.mode == "quality":  # a build made before quality mode gets its tools added (same binaries, same id)
+            for tool in ("llama-quantize", "llama-perplexity"):
+                build, _ = tool_path(build["name"], tool)
+            quants = quality.make_quants(plan, build)
         prepared = prepare.prepare(plan, build, translate=not no_dialect)
+        if plan.mode in ("quality", "bench"):  # depth is their point: say before launch when one does not fit
+            depth_fit.check(prepared, build, plan.mode)
         if dry_run:
             click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
             click.echo("\n".join(prepare.dry_run_lines(prepared)))
@@ -72,6 +79,10 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         database = store.Database(db or config.db_path())
         with database.write() as con:
             register(con, build, only_if_missing=True)  # every run's build is described in the same file
+            for q in quants:
+                store.record_quant(con, q.to_dict())
+        if plan.mode == "quality":  # base logits before the sweep exists: a text too short stops here
+            quality.prepare_bases(database, build, prepared)
         opened = sweep.open_sweep(database, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
                                   resume_ref=resume, repeat_given=repeat is not None)
         try:

@@ -48,10 +48,18 @@ class TinySpec:
 
 TARGET = TinySpec()
 DRAFT = TinySpec(n_layers=2)
+# For quantization and KV-cache matrices: hidden and feed-forward sizes multiples of 256 (the K-quants' block),
+# so q2_K...q6_K are really applied instead of silently replaced by Q4_0/Q5_0/Q8_0; context room for 8K depth.
+# A small output scale keeps their perplexity finite and printable (about 1e5 for a 32000-token vocabulary; at
+# the target's 8.0 it is 1e235 and every quant's ratio to it is noise).
+QUALITY = TinySpec(n_embd=256, n_ff=512, n_layers=4, output_scale=0.1, context_length=16384)
+QUALITY_DRAFT = TinySpec(n_embd=256, n_ff=512, n_layers=1, output_scale=0.1, context_length=16384)
 FILES = {  # role -> (file name, vocabulary file, spec)
     "target": ("tiny-target.gguf", SPM_VOCAB, TARGET),
     "draft": ("tiny-draft.gguf", SPM_VOCAB, DRAFT),
     "draft_gpt2": ("tiny-draft-gpt2.gguf", GPT2_VOCAB, DRAFT),  # llama.cpp refuses it with the target
+    "quality": ("tiny-quality.gguf", SPM_VOCAB, QUALITY),
+    "quality_draft": ("tiny-quality-draft.gguf", SPM_VOCAB, QUALITY_DRAFT),
 }
 
 

@@ -35,7 +35,7 @@ def parse_help(text: str) -> HelpInfo:
     info = HelpInfo()
     entries: list[tuple[list[str], str, str]] = []  # (names, metavar column, description)
     for line in text.splitlines():
-        if line.startswith("-"):
+        if line.startswith("-") or re.match(r" {1,2}-", line):  # llama-bench indents its options by two
             # Columns are separated by 2+ spaces; the flag column may itself be split ("-lv,   --verbosity").
             chunks = re.split(r"\s{2,}", line.strip())
             n_flag = next((i for i, c in enumerate(chunks) if i and not c.startswith("-")), len(chunks))

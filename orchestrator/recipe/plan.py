@@ -27,12 +27,15 @@ from orchestrator import config
 from orchestrator.errors import AddressInRecipe, RecipeError
 from orchestrator.hashing import sha256_text
 from orchestrator.recipe import argv as flags
-from orchestrator.recipe import matrix, modelref, prompts
+from orchestrator.recipe import depth, matrix, modelref, prompts
 
 PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
 FLAG_HEAD_RE = re.compile(r"--?[\w-]+=")  # `--model=` in `--model={{ models }}/{{ target }}`
-MODES = ("cli", "server")
+MODES = ("cli", "server", "quality", "bench")
+# Quality mode's measurement (run/quality.py): variables of every quality recipe. Empty base: perplexity only;
+# empty text: orch's default evaluation text; quality_ctx: llama-perplexity's context (not the speed run's -c).
+QUALITY_DEFAULTS = {"quality_base": "", "quality_text": "", "quality_ctx": 256}
 META_VARIABLES = ("concurrency",)  # metadata that is also a variable (server mode's client threads)
 # Server mode's request options: variables of every server recipe, whether its text names them or not.
 SERVER_DEFAULTS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": False, "prompt_set": prompts.DEFAULT,
@@ -134,7 +137,8 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     if mode not in MODES:
         raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(MODES)}")
     cells = matrix.expand(meta, where=str(path))
-    defaults = {**BUILTIN_DEFAULTS, "models": str(config.models_dir(models)),
+    defaults = {**BUILTIN_DEFAULTS, **(QUALITY_DEFAULTS if mode == "quality" else {}),
+                "models": str(config.models_dir(models)),
                 **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {})}
     known = _used_variables(env, source, cells, mode) | set(meta.get("defaults", {}))
     types = {**(SERVER_DEFAULTS if mode == "server" else {}), **defaults}  # what each value is checked against
@@ -157,10 +161,12 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
 def _used_variables(env: jinja2.Environment, source: str, cells: matrix.Cells, mode: str) -> set[str]:
     """The variables a recipe uses: named in its text, varied by its arms and matrix, and in server mode the
     request options (orch sends them, the text need not name them)."""
-    used = jinja2.meta.find_undeclared_variables(env.parse(source)) - {"bin", "build", "meta"}
+    used = jinja2.meta.find_undeclared_variables(env.parse(source)) - {"bin", "build", "meta", "depth_prompt"}
     used |= {k for overrides in cells.cells.values() for k in overrides}
     if mode == "server":
         used |= set(SERVER_DEFAULTS) | {"n_predict", "seed"}
+    if mode == "quality":
+        used |= set(QUALITY_DEFAULTS)
     return used
 
 
@@ -213,8 +219,10 @@ def _environment(values: list[str]) -> jinja2.Environment:
         values.append("" if value is None else str(value))
         return PLACEHOLDER.format(len(values) - 1)
 
-    return jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
-                                                        finalize=hold)
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                                       finalize=hold)
+    env.globals["depth_prompt"] = depth.prompt_file  # `-f {{ depth_prompt(8192) }}`: 8K of context filled
+    return env
 
 
 def render_argv(template: jinja2.Template, values: list[str], context: dict, path: str) -> tuple[list[str], list[bool]]:

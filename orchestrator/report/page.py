@@ -20,6 +20,7 @@ from orchestrator.report import (
     plots,
     position_plot,
     provenance,
+    quality,
     results,
 )
 from orchestrator.report.data import BuildPair, ReportData, SweepData
@@ -80,6 +81,7 @@ def _sweep_section(sd: SweepData, out_dir: Path) -> list[str]:
     decode = plots.decode_per_arm(results.decode_bars(sd), out_dir / f"decode-sweep{sd.id}.png",
                                   f"Sweep {label}: decode tok/s per arm")
     out += [_image(decode, f"decode tok/s per arm, sweep {sd.id}"), ""] if decode else []
+    out += quality.section(sd, out_dir)
     out += ["### Acceptance, speedup and break-even", ""]
     figure = acceptance_plot.acceptance_speedup(results.acceptance_points(sd), out_dir / f"acceptance-sweep{sd.id}.png",
                                                 f"Sweep {label}: acceptance against speedup")

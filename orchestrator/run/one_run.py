@@ -15,10 +15,12 @@ from orchestrator import parse, proc, store
 from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
+from orchestrator.parse.bench import bench_log, parse_bench
+from orchestrator.parse.bench import label as bench_label
 from orchestrator.parse.server import server_metrics
 from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import client, server_run
+from orchestrator.run import client, quality, server_run
 from orchestrator.run.prepare import PreparedArm
 
 
@@ -144,7 +146,8 @@ def run_cli_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: 
         with db.write() as con:  # one short write: the run's logs, samples, metrics and status together
             store.save_logs(con, run_id, logs)
             tele = _store_telemetry(con, run_id, samples)
-            failure, detail, metrics = _read_run(con, run_id, logs, res, p)
+            read = _read_bench if plan.mode == "bench" else _read_run
+            failure, detail, metrics = read(con, run_id, logs, res, p)
             status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
             store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal,
                              failure_class=failure, failure_detail=detail, wall_s=res.wall_s,
@@ -154,9 +157,10 @@ def run_cli_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: 
     finally:
         if stored:
             shutil.rmtree(run_dir, ignore_errors=True)
+    measured = f", {quality.measure(db, build, p, run_id)}" if plan.mode == "quality" and not slot.warmup else ""
     if failure:
-        return status, f"{status} ({failure}, {detail}) run {run_id}"
-    return status, f"ok, {_speed_text(metrics, p, instruments)} ({res.wall_s:.1f}s) run {run_id}"
+        return status, f"{status} ({failure}, {detail}){measured} run {run_id}"
+    return status, f"ok, {_speed_text(metrics, p, instruments)}{measured} ({res.wall_s:.1f}s) run {run_id}"
 
 
 def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
@@ -183,6 +187,28 @@ def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
     return None, None, parsed.metrics
 
 
+def _read_bench(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
+                p: PreparedArm) -> tuple[str | None, str | None, dict]:
+    """A llama-bench run: its one test (jsonl on stdout) as the run's metrics; more than one test per arm would
+    pool different measurements under one arm, so such a run fails, saying how to split it."""
+    stdout, stderr = (logs[k].decode(errors="replace") for k in ("stdout", "stderr"))
+    if not res.ok:
+        failure = parse.classify_failure(stderr, returncode=res.returncode, signal=res.signal,
+                                         timed_out=res.timed_out, expects_speculation=False)
+        return failure or "other", res.describe(), {}
+    try:
+        tests = parse_bench(stdout)
+    except Exception as exc:  # noqa: BLE001  (a damaged output: the run fails, the sweep goes on)
+        return "parse_error", f"{type(exc).__name__}: {exc}"[:500], {}
+    if len(tests) != 1:
+        return "parse_error", (f"llama-bench printed {len(tests)} tests ({', '.join(map(bench_label, tests))}); a "
+                               f"bench arm is one test: give one -p/-n/-d value per arm and vary them in the "
+                               f"recipe's matrix"), {}
+    parsed = bench_log(tests[0])
+    store.save_metrics(con, run_id, parsed)
+    return None, None, parsed.metrics
+
+
 def _stop(samplers: list) -> list:
     return [s for sampler in samplers if sampler for s in sampler.stop()]
 
@@ -198,7 +224,7 @@ def _store_telemetry(con, run_id: int, samples: list) -> str | None:
 def _speed_text(m: dict, p: PreparedArm, instruments: Instruments) -> str:
     """decode tok/s, acceptance and the roofline share of one run, for its progress line."""
     if not m.get("decode_tps"):
-        return "no decode speed found"
+        return f"prefill {m['encode_tps']:.1f} tok/s" if m.get("encode_tps") else "no decode speed found"
     text = f"decode {m['decode_tps']:.1f} tok/s"
     if m.get("acceptance") is not None:
         text += f", acceptance {m['acceptance']:.1%}"

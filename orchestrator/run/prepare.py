@@ -42,7 +42,7 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
     """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised, but for
     missing model files (MissingModels) and hub references that cannot be fetched (HubError)."""
     helps = build_helps(build)
-    arms = control.with_controls(plan.arms) if plan.mode == "cli" else plan.arms
+    arms = control.with_controls(plan.arms) if plan.mode in ("cli", "quality") else plan.arms
     located = resolve.locate(arms)
     inspected: dict = {}
 
@@ -63,6 +63,8 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
             t = dialect.translate(argv, arm.literal, helps, build["name"], enabled=translate,
                                   bin_dir=build["bin_dir"])
             p.executed, p.notes = t.argv, t.notes
+            if plan.mode == "bench":  # machine output, one JSON object per test, whatever the recipe asked
+                p.executed = bench_argv(p.executed)
             p.memfit = _memory_estimate(p, build)
             if plan.mode == "server":
                 name, items = prompts.load(request_params(arm.params)["prompt_set"])
@@ -75,6 +77,19 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
             p.stop_status, p.stop_class, p.stop_reason = "failed", cls, str(exc)
         prepared.append(p)
     return _without_stopped_controls(prepared)
+
+
+def bench_argv(argv: list[str]) -> list[str]:
+    """llama-bench's argv with its output format set to jsonl (any -o/--output of the recipe replaced)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("-o", "--output"):
+            skip = True
+        elif not arg.startswith("--output="):
+            out.append(arg)
+    return [*out, "-o", "jsonl"]
 
 
 def _without_stopped_controls(prepared: list[PreparedArm]) -> list[PreparedArm]:

@@ -16,6 +16,13 @@ from orchestrator.store.db import (
                                        utcnow,
 )
 from orchestrator.store.parity import mark_output_differences
+from orchestrator.store.quality import (
+                                       find_quality,
+                                       insert_quality,
+                                       link_run,
+                                       quality_row,
+                                       record_quant,
+)
 from orchestrator.store.writes import (
                                        METRIC_COLUMNS,
                                        claim_sweep,
@@ -37,4 +44,5 @@ from orchestrator.store.writes import (
 __all__ = ["Database", "connect", "opened", "rows_as_dicts", "utc", "utc_from_epoch", "utcnow", "METRIC_COLUMNS",
            "claim_sweep", "create_sweep", "end_sweep", "fail_running_runs", "insert_requests", "insert_run",
            "insert_telemetry", "interrupt_running_runs", "mark_output_differences", "record_build", "record_model",
-           "reopen_sweep", "save_logs", "save_metrics", "update_run"]
+           "reopen_sweep", "save_logs", "save_metrics", "update_run", "record_quant", "find_quality", "insert_quality",
+           "link_run", "quality_row"]

@@ -230,8 +230,10 @@ def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: 
                min(r.id) AS first_run, count(*) AS runs,
                count(*) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
                count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
-               coalesce(list(m.decode_tps ORDER BY r.id)
-                   FILTER (WHERE r.status = 'ok' AND m.decode_tps IS NOT NULL), []) AS samples
+               -- A bench-mode prefill test (pp) has no decode speed: its prefill tok/s is what it measures.
+               coalesce(list(coalesce(m.decode_tps, CASE WHEN r.mode = 'bench' THEN m.encode_tps END) ORDER BY r.id)
+                   FILTER (WHERE r.status = 'ok' AND coalesce(m.decode_tps, CASE WHEN r.mode = 'bench'
+                                                              THEN m.encode_tps END) IS NOT NULL), []) AS samples
         FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
         WHERE {" AND ".join(where)}
         GROUP BY s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, ''), r.mode

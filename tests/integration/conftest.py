@@ -93,7 +93,7 @@ def tiny_dir(real_build, orch_exe, cache_env):
     roles = dict(line.split("\t") for line in res.stdout.strip().splitlines())
     from orchestrator.models.tiny_methods import MODELS
 
-    assert set(roles) == {"target", "draft", "draft_gpt2", *MODELS} and all(Path(p).exists() for p in roles.values())
+    assert set(roles) == {"target", "draft", "draft_gpt2", "quality", "quality_draft", *MODELS} and all(Path(p).exists() for p in roles.values())
     return out
 
 

@@ -61,7 +61,8 @@ def test_build_provenance_is_in_duckdb(real_build, cache_env):
     assert row == ("ok", real_build["upstream_commit"], "cpu", "GNU", "Release")
     names = con.execute("SELECT name FROM binaries WHERE build_id = ? AND length(help_text) > 1000 "
                         "AND version_text LIKE '%commit%'", [real_build["id"]]).fetchall()
-    assert sorted(n for (n,) in names) == sorted(real_build["targets"])
+    # llama-quantize has no --version (it prints its usage and exits 1): every other binary names its commit.
+    assert sorted(n for (n,) in names) == sorted(t for t in real_build["targets"] if t != "llama-quantize")
 
 
 def test_mirror_list_shows_where_the_commit_came_from(orch_exe, cache_env, real_build):

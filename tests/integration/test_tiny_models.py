@@ -49,9 +49,19 @@ def speculate(real_build, target, draft, prompt, p_min):
 
 
 def test_files_are_small_and_named(tiny):
-    assert set(tiny) == {"target", "draft", "draft_gpt2"}
+    assert set(tiny) == {"target", "draft", "draft_gpt2", "quality", "quality_draft"}
     for path in tiny.values():
         assert path.is_file() and path.stat().st_size < 100 * 1024 * 1024
+
+
+def test_quality_model_rows_fit_the_k_quant_block(infos):
+    """The quality pair's hidden size is a multiple of 256 (its feed-forward too: test_quality quantizes it with no
+    fallback), so q2_K...q6_K are really applied."""
+    for role in ("quality", "quality_draft"):
+        info = infos[role]
+        assert info.n_embd % 256 == 0 and info.vocab_size == 32000
+    assert (infos["quality"].n_layers, infos["quality_draft"].n_layers) == (4, 1)
+    assert vocab_differences(infos["quality"], infos["quality_draft"]) == []
 
 
 def test_target_and_draft_share_a_vocabulary(infos):

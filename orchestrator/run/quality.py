@@ -1,0 +1,180 @@
+"""Quality mode: every arm's target model measured with llama-perplexity beside its speed runs.
+
+Perplexity on a text (orch's default evaluation text unless the recipe names one), and with `quality_base` the
+KL divergence, Δp and same-top-p against that base model. The base logits are computed once per base model,
+text, context and build, before the sweep opens (a text too short for the context stops the command there, exit
+36), kept under ~/.cache/orch/kld and reused by every quant. A quality row is keyed by what decides its figures
+(model sha256, build, text sha256, context, KV-cache types, base), so a draft arm or a second context over the
+same quant reuses the first measurement instead of repeating it; each run points at its row (runs.quality_id).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator import config, proc, store
+from orchestrator.errors import QualityInputError
+from orchestrator.hashing import sha256_file
+from orchestrator.models import quantize
+from orchestrator.parse.perplexity import parse_perplexity, problem
+from orchestrator.recipe.argv import flag_value
+from orchestrator.run.prepare import PreparedArm
+
+DEFAULT_TEXT = Path(__file__).resolve().parent.parent / "data" / "eval" / "declaration.txt"
+# The arm's flags llama-perplexity takes as well: where the weights go, threads, and the KV cache it measures.
+COPIED = (("-ngl", "--gpu-layers", "--n-gpu-layers"), ("-t", "--threads"), ("-fa", "--flash-attn"))
+CACHE_K, CACHE_V = ("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v")
+COLUMNS = ("n_chunks", "ppl", "ppl_err", "base_ppl", "base_ppl_err", "ppl_ratio", "ppl_ratio_err", "ln_ppl_ratio",
+           "ln_ppl_ratio_err", "ln_ppl_correlation", "kld_mean", "kld_mean_err", "kld_max", "kld_p999", "kld_p99",
+           "kld_median", "kld_p10", "kld_p5", "kld_p1", "kld_min", "dp_mean", "dp_mean_err", "dp_rms", "dp_rms_err",
+           "same_top_p", "same_top_p_err")
+TIMEOUT_S = 3600
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One arm's quality measurement: what it is measured on and against."""
+
+    exe: str
+    build: str  # build name: logits differ (a little) from build to build, so each has its own
+    text: Path
+    text_sha256: str
+    ctx: int
+    base: Path | None
+    base_sha256: str | None
+
+    @property
+    def logits(self) -> Path | None:
+        if not self.base_sha256:
+            return None
+        return (config.cache_dir() / "kld" /
+                f"{self.base_sha256[:16]}-{self.text_sha256[:12]}-c{self.ctx}-{self.build}.kld")
+
+
+def setup(p: PreparedArm, build: dict) -> Setup:
+    params = p.arm.params
+    exe = next((b["path"] for b in build["binaries"] if b["name"] == "llama-perplexity"), None)
+    if exe is None:
+        raise QualityInputError(f"build {build['name']} has no llama-perplexity; run `orch build "
+                                f"{build['upstream_commit'][:9]}` to add it (nothing else is rebuilt)")
+    text = Path(params.get("quality_text") or DEFAULT_TEXT).expanduser()
+    if not text.is_file():
+        raise QualityInputError(f"quality_text {text} does not exist; give a UTF-8 text file (or leave it empty "
+                                f"for orch's default evaluation text)")
+    base = params.get("quality_base") or None
+    if base:
+        base = Path(base).expanduser()
+        base = base if base.is_absolute() else Path(params["models"]) / base
+        if not base.is_file():
+            raise QualityInputError(f"quality_base {base} does not exist; name the unquantized (f16) model the "
+                                    f"quants are compared with, or leave it empty for perplexity alone")
+    ctx = int(params.get("quality_ctx") or 256)
+    return Setup(exe=exe, build=build["name"], text=text, text_sha256=sha256_file(text), ctx=ctx, base=base,
+                 base_sha256=sha256_file(base) if base else None)
+
+
+def make_quants(plan, build: dict) -> list:
+    """The quantized files a quality recipe's arms name (variables `quant` and `target`, quant not f16), made
+    with the build's llama-quantize into <models>/quants (or found there) before the models are checked."""
+    wanted = {}
+    for arm in plan.arms:
+        q, target = arm.params.get("quant"), arm.params.get("target")
+        if q and target and str(q).lower() not in ("f16", "bf16", "f32", "base"):
+            wanted.setdefault(Path(arm.params["models"]) / target, set()).add(str(q).lower())
+    made = []
+    exe = next((b["path"] for b in build["binaries"] if b["name"] == "llama-quantize"), None)
+    for source, types in wanted.items():
+        if exe is None:
+            raise QualityInputError(f"build {build['name']} has no llama-quantize; run `orch build "
+                                    f"{build['upstream_commit'][:9]}` to add it (nothing else is rebuilt)")
+        made += quantize.quantize(source, quantize.parse_types(",".join(sorted(types))), exe, build["name"],
+                                  source.parent / "quants")
+    return made
+
+
+def prepare_bases(db: store.Database, build: dict, prepared: list[PreparedArm]) -> None:
+    """Every arm's setup checked and its base logits made (or found) before the sweep exists."""
+    done = set()
+    for p in prepared:
+        if p.stop_reason:
+            continue
+        s = setup(p, build)
+        if s.logits and s.logits not in done:
+            _base_logits(db, build, s, _copied(p.executed))
+            done.add(s.logits)
+
+
+def _copied(argv: list[str]) -> list[str]:
+    out = []
+    for flags in COPIED:
+        value = flag_value(argv, flags)
+        if value is not None:
+            out += [flags[0], value]
+    return out
+
+
+def _base_logits(db: store.Database, build: dict, s: Setup, extra: list[str]) -> None:
+    """The base model's logits on the text (llama-perplexity --kl-divergence-base), and its perplexity row."""
+    if s.logits.is_file():
+        return
+    s.logits.parent.mkdir(parents=True, exist_ok=True)
+    tmp = s.logits.with_name(s.logits.name + ".partial")
+    argv = [s.exe, "-m", str(s.base), "-f", str(s.text), "-c", str(s.ctx), "--kl-divergence-base", str(tmp), *extra]
+    print(f"orch: computing base logits of {s.base.name} on {s.text.name} (context {s.ctx}) once: {s.logits}",
+          file=sys.stderr)
+    res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
+    parsed = parse_perplexity(res.stderr + "\n" + res.stdout)
+    why = problem(parsed, kld=False) if res.ok else res.describe()
+    if why or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        raise QualityInputError(f"base logits of {s.base} on {s.text} at context {s.ctx} failed: {why}; "
+                                f"{'use a longer quality_text or a smaller quality_ctx' if 'tokens' in str(why) else ''}"
+                                .rstrip("; "))
+    key = {"model_sha256": s.base_sha256, "build_id": build["id"], "text_sha256": s.text_sha256, "n_ctx": s.ctx,
+           "cache_type_k": "f16", "cache_type_v": "f16", "base_sha256": None}
+    with db.write() as con:
+        if store.find_quality(con, key) is None:
+            _insert(con, key, s, parsed, argv, res)
+    os.replace(tmp, s.logits)  # last: the logits count only once the base's own row is stored
+
+
+def measure(db: store.Database, build: dict, p: PreparedArm, run_id: int) -> str:
+    """The arm's quality row (measured now, or the one already stored for the same key) linked to run_id; a
+    short text for the progress line."""
+    s = setup(p, build)
+    target = p.models.target
+    key = {"model_sha256": target.sha256, "build_id": build["id"], "text_sha256": s.text_sha256, "n_ctx": s.ctx,
+           "cache_type_k": flag_value(p.executed, CACHE_K) or "f16",
+           "cache_type_v": flag_value(p.executed, CACHE_V) or "f16", "base_sha256": s.base_sha256}
+    with db.write() as con:
+        found = store.find_quality(con, key)
+    if found is None:
+        argv = [s.exe, "-m", target.path, "-c", str(s.ctx), *_copied(p.executed)]
+        argv += [f for flags, v in ((CACHE_K, key["cache_type_k"]), (CACHE_V, key["cache_type_v"]))
+                 for f in (flags[0], v)]
+        argv += ["--kl-divergence-base", str(s.logits), "--kl-divergence"] if s.logits else ["-f", str(s.text)]
+        res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
+        parsed = parse_perplexity(res.stderr + "\n" + res.stdout)
+        why = problem(parsed, kld=bool(s.logits)) if res.ok else res.describe()
+        if why:
+            return f"quality not measured: {why}"
+        with db.write() as con:
+            found = _insert(con, key, s, parsed, argv, res)
+    with db.write() as con:
+        store.link_run(con, run_id, found)
+        row = store.quality_row(con, found)
+    text = f"PPL {row['ppl']:.4g}"
+    if row.get("kld_mean") is not None:
+        text += f", KLD {row['kld_mean']:.4g}, same top p {row['same_top_p']:.1f}%"
+    return text
+
+
+def _insert(con, key: dict, s: Setup, parsed: dict, argv: list[str], res: proc.ProcResult) -> int:
+    row = {**key, "text_name": s.text.name, **{c: parsed.get(c) for c in COLUMNS},
+           "stats": json.dumps(parsed), "argv": json.dumps(argv), "log": res.stderr + "\n" + res.stdout,
+           "wall_s": res.wall_s}
+    return store.insert_quality(con, row)

@@ -1,0 +1,101 @@
+"""Speed against quality with real binaries and the tiny quality model: quantization read back from the files,
+perplexity and KL divergence against the f16 base (the base against itself: KLD 0, same top p 100%), the
+quant_matrix recipe end to end with its report, llama-bench at two depths on two commits, and the pre-flight
+refusals (a depth that does not fit: 37; a text too short for the context: 36)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from integration.conftest import COMMIT, OLD_COMMIT, db_rows, orch_run, run_orch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def qenv(env, tmp_path):
+    return {**env, "ORCH_CACHE": str(tmp_path / "cache")}
+
+
+def test_quantize_gives_real_k_quants_and_names_silent_replacements(orch_exe, qenv, tiny_dir, tmp_path):
+    res = run_orch(orch_exe, "models", "quantize", str(tiny_dir / "tiny-quality.gguf"), "--types",
+                   "q2_k,q4_k_m,q6_k,q8_0", "--build", COMMIT, "--out", str(tmp_path / "q"), "--json", env=qenv)
+    assert res.returncode == 0, res.stderr
+    quants = {q["requested"]: q for q in json.loads(res.stdout)}
+    for requested, tensor_type in {"q2_k": "Q2_K", "q4_k_m": "Q4_K", "q6_k": "Q6_K", "q8_0": "Q8_0"}.items():
+        q = quants[requested]
+        assert q["label"] == requested and not q["replaced"] and not q["fallbacks"]
+        assert tensor_type in q["tensor_types"], q["tensor_types"]
+    sizes = [quants[t]["size_bytes"] for t in ("q2_k", "q4_k_m", "q6_k", "q8_0")]
+    assert sizes == sorted(sizes)
+    stored = db_rows(qenv, "SELECT requested, label, replaced FROM quants ORDER BY requested")
+    assert [r["requested"] for r in stored] == ["q2_k", "q4_k_m", "q6_k", "q8_0"]
+    again = run_orch(orch_exe, "models", "quantize", str(tiny_dir / "tiny-quality.gguf"), "--types", "q8_0",
+                     "--build", COMMIT, "--out", str(tmp_path / "q"), "--json", env=qenv)
+    assert json.loads(again.stdout)[0]["cached"] is True
+    # The 128-wide tiny target: llama-quantize replaces every K-quant, and orch says so.
+    res = run_orch(orch_exe, "models", "quantize", str(tiny_dir / "tiny-target.gguf"), "--types", "q2_k",
+                   "--build", COMMIT, "--out", str(tmp_path / "q"), "--json", env=qenv)
+    (q,) = json.loads(res.stdout)
+    assert q["replaced"] and q["label"] == "Q4_0 (asked q2_k)" and "Q2_K" not in q["tensor_types"]
+
+
+def test_quant_matrix_end_to_end_with_quality_and_report(orch_exe, qenv, tmp_path):
+    res = orch_run(orch_exe, ROOT / "recipes" / "quant_matrix.j2", "--vars", str(ROOT / "recipes" / "tiny_quality.toml"),
+                   "--repeat", "1", "--no-summary", env=qenv, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = db_rows(qenv, "SELECT arm, quant, kld_mean, same_top_p, ppl, dppl_pct, decode_tps FROM run_quality "
+                         "JOIN (SELECT id, json_extract_string(params, '$.quant') AS quant FROM runs) p "
+                         "ON p.id = run_quality.run_id")
+    by_quant = {}
+    for r in rows:
+        by_quant.setdefault(r["quant"], r)
+    assert set(by_quant) == {"f16", "q8_0", "q6_k", "q5_k_s", "q4_k_m", "q3_k_s", "q2_k"}
+    assert len(rows) == 28 and all(r["decode_tps"] for r in rows)
+    base = by_quant["f16"]
+    assert abs(base["kld_mean"]) < 1e-4 and base["same_top_p"] >= 99.9 and abs(base["dppl_pct"]) < 0.01
+    assert by_quant["q8_0"]["kld_mean"] < by_quant["q4_k_m"]["kld_mean"] < by_quant["q2_k"]["kld_mean"]
+    assert by_quant["q2_k"]["same_top_p"] < by_quant["q8_0"]["same_top_p"]
+    # One measurement per model file: 28 runs, 7 quality rows (the base's own logits row aside).
+    assert db_rows(qenv, "SELECT count(DISTINCT quality_id) AS n FROM runs")[0]["n"] == 7
+    summary = run_orch(orch_exe, "summary", env=qenv)
+    assert "kld" in summary.stdout and "same_top_p" in summary.stdout
+    report = run_orch(orch_exe, "report", "--out", str(tmp_path / "rep"), env=qenv)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "### Speed against quality" in text and (tmp_path / "rep" / "quality-sweep1.png").exists()
+
+
+def test_bench_mode_two_depths_on_two_commits_compares(orch_exe, qenv, old_build):
+    for commit in (OLD_COMMIT, COMMIT):
+        res = run_orch(orch_exe, "run", str(ROOT / "recipes" / "bench.j2"), "--vars",
+                       str(ROOT / "recipes" / "tiny_bench.toml"), "--build", commit, "--repeat", "2", env=qenv,
+                       timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+    rows = db_rows(qenv, "SELECT r.arm, m.decode_tps, m.encode_tps, m.extra FROM runs r JOIN metrics m "
+                         "ON m.run_id = r.id WHERE r.status = 'ok'")
+    assert len(rows) == 16
+    depths = {json.loads(r["extra"])["bench_n_depth"] for r in rows}
+    assert depths == {0, 512}
+    assert all((r["decode_tps"] is None) == r["arm"].startswith("test=pp") for r in rows)
+    compared = run_orch(orch_exe, "compare", "--base", OLD_COMMIT, "--head", COMMIT, "--format", "json", env=qenv)
+    assert compared.returncode == 0, compared.stderr
+    tests = [t for t in json.loads(compared.stdout)["rows"] if t["arm"].startswith("test=")]
+    assert len(tests) == 4 and all(t["base_n"] == 2 and t["head_n"] == 2 and t["ratio"] for t in tests)
+
+
+def test_a_depth_that_does_not_fit_is_refused_before_launch(orch_exe, qenv):
+    res = orch_run(orch_exe, ROOT / "recipes" / "bench.j2", "--vars", str(ROOT / "recipes" / "tiny_bench.toml"),
+                   "--set", "depth_long=100000000", env=qenv)
+    assert res.returncode == 37, res.stderr
+    assert "test=tg,at=deep needs" in res.stderr and "test=tg,at=start" not in res.stderr
+    assert not Path(qenv["ORCH_DB"]).exists()  # nothing written at all
+
+
+def test_a_text_too_short_for_the_context_stops_before_the_sweep(orch_exe, qenv):
+    res = orch_run(orch_exe, ROOT / "recipes" / "kv_cache.j2", "--vars", str(ROOT / "recipes" / "tiny_kv_cache.toml"),
+                   "--set", "quality_ctx=2048", env=qenv)
+    assert res.returncode == 36, res.stderr
+    assert "llama-perplexity needs at least 4096" in res.stderr
+    assert db_rows(qenv, "SELECT count(*) AS n FROM sweeps")[0]["n"] == 0
