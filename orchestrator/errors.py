@@ -191,3 +191,22 @@ class HubError(OrchError):
     of the quant, or the hub unreachable with nothing cached."""
 
     exit_code = 34
+
+
+class BisectRangeError(OrchError):
+    """`orch bisect` given a range it cannot search: an end missing from the candidates or from the known releases,
+    fewer than two commits, or an end that does not build or measure."""
+
+    exit_code = 38
+
+
+class BisectResumeError(OrchError):
+    """`orch bisect --resume` with no unfinished bisect, or one of another recipe, arm or metric."""
+
+    exit_code = 39
+
+
+class NoHistory(OrchError):
+    """`orch history`: no stored runs of the recipe and arm with the metric on any build asked for."""
+
+    exit_code = 40
