@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 from integration.conftest import db_rows, run_orch
-
 from orchestrator.errors import BisectResumeError, NoHistory
 
 ROOT = Path(__file__).resolve().parents[2]
