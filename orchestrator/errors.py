@@ -201,7 +201,7 @@ class BisectRangeError(OrchError):
 
 
 class BisectResumeError(OrchError):
-    """`orch bisect --resume` with no unfinished bisect, or one of another recipe, arm or metric."""
+    """`orch bisect --resume` with no unfinished bisect, one already done, or one whose recipe file has changed."""
 
     exit_code = 39
 

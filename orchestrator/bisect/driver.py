@@ -19,6 +19,7 @@ from orchestrator.bisect.search import Measurement
 from orchestrator.build.builder import build as build_commit
 from orchestrator.build.builder import register
 from orchestrator.errors import (
+    BisectRangeError,
     BuildFailed,
     Interrupted,
     ProbeFailed,
@@ -57,7 +58,6 @@ def recipe_tools(setup: Setup) -> tuple[str, ...]:
     names = {Path(a.argv[0]).name for a in plan.arms if a.argv}
     arms = [a.name for a in plan.arms]
     if setup.arm not in arms:
-        from orchestrator.errors import BisectRangeError
         raise BisectRangeError(f"--arm {setup.arm} is not an arm of {setup.recipe} (its arms: {', '.join(arms)})")
     return tuple(sorted(names | {alt for n in names for alt in SAME_TOOL.get(n, ())}))
 

@@ -20,7 +20,7 @@ def create(database: store.Database, setup: Setup, cands: Candidates, *, thresho
            max_repeat: int, argv: list[str], given: dict) -> int:
     with database.write() as con:
         return bisects.create_bisect(con, {
-            "recipe_path": str(setup.recipe), "recipe_hash": sha256_text(setup.recipe.read_text()),
+            "recipe_path": str(setup.recipe.absolute()), "recipe_hash": sha256_text(setup.recipe.read_text()),
             "variables": given, "arm": setup.arm, "metric": setup.metric, "threshold": threshold, "repeat": repeat,
             "max_repeat": max_repeat, "good": cands.commits[0], "bad": cands.commits[-1],
             "candidates": {"commits": cands.commits, "labels": cands.labels}, "candidate_source": cands.source,

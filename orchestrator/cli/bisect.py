@@ -158,11 +158,17 @@ def _stored_bisect(database, ref: str) -> dict:
                 raise BisectResumeError(f"--resume {ref}: give a bisect number (the progress lines name it)")
             row = bisect_queries.bisect_row(con, int(ref))
     if row is None:
-        raise BisectResumeError(f"no {'unfinished ' if ref == 'latest' else ''}bisect {'' if ref == 'latest' else ref} "
-                                f"in {database.path}; start one with `orch bisect RECIPE --good A --bad B`")
+        what = "unfinished bisect" if ref == "latest" else f"bisect {ref}"
+        raise BisectResumeError(f"no {what} in {database.path}; start one with `orch bisect RECIPE --good A --bad B`")
     if row["state"] == "done":
         raise BisectResumeError(f"bisect {row['id']} is done ({(row['result'] or {}).get('sentence', '')}); "
                                 f"nothing to resume")
+    recipe = Path(row["recipe_path"])
+    from orchestrator.hashing import sha256_text
+
+    if not recipe.exists() or sha256_text(recipe.read_text()) != row["recipe_hash"]:
+        raise BisectResumeError(f"bisect {row['id']}'s recipe {recipe} is gone or has changed since it started, so "
+                                f"its probes would not compare; start a new bisect")
     return row
 
 
@@ -188,9 +194,9 @@ def _dry_run(cands, setup, search) -> None:
               help="Where to draw the PNG [default: history-<arm>-<metric>.png].")
 @db_option
 def history_command(recipe, arm, metric, threshold, builds, png_path, db):
-    """A recipe arm's metric per commit, in commit order, as a table and a PNG with interval bars.
+    """Draw a recipe arm's metric across builds, in commit order.
 
-    Steps where the metric changes from one commit to the next beyond --threshold and significantly (the rule of
+    A table and a PNG (means with 95% interval bars, every run a dot). Steps where the metric changes from one commit to the next beyond --threshold and significantly (the rule of
     `orch compare`) are marked in both.
 
     Example: orch history spec_defaults.j2 --arm draft --metric acceptance
