@@ -131,9 +131,11 @@ def stamp_matches(stamp: dict | None, request: BuildRequest) -> bool:
         return False
     if not stamp.get("partial"):
         return True
-    return bool(request.only_targets) and set(request.only_targets) <= set(stamp.get("targets") or [])
+    # A tool asked for before that the tree does not define (llama-cli beside llama-completion) counts as had
+    had = set(stamp.get("targets") or []) | set(stamp.get("asked") or [])
+    return bool(request.only_targets) and set(request.only_targets) <= had
 
 
 def stamp_for(request: BuildRequest, defs: dict[str, str], targets: list[str]) -> dict:
     return {"key": request.key(), "request": asdict(request), "cmake_definitions": defs, "targets": targets,
-            "partial": bool(request.only_targets)}
+            "partial": bool(request.only_targets), "asked": list(request.only_targets)}

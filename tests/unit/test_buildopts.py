@@ -125,5 +125,7 @@ def test_a_build_of_some_tools_serves_only_requests_for_those_and_a_full_build_s
     assert not buildopts.stamp_matches(partial, request(only_targets=("llama-server",)))
     full = buildopts.stamp_for(request(), {}, ["llama-speculative-simple", "llama-server"])
     assert buildopts.stamp_matches(full, some) and buildopts.stamp_matches(full, request())
+    both = request(only_targets=("llama-cli", "llama-completion"))  # a tree defines one of the two spellings
+    assert buildopts.stamp_matches(buildopts.stamp_for(both, {}, ["llama-completion"]), both)
     older = {k: v for k, v in full.items() if k != "partial"}  # stamps written before partial builds existed
     assert buildopts.stamp_matches(older, some)
