@@ -88,7 +88,7 @@ def draw(points: list[dict], recipe: str, arm: str, metric: str, path: Path) -> 
     """Mean per build with its 95% interval as a bar, each run as a dot; a step is a red marker and label."""
     fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.9 * len(points)), 4.0), dpi=DPI)
     xs = range(len(points))
-    for x, p in zip(xs, points):
+    for x, (p, before) in enumerate(zip(points, [None, *points])):
         ax.scatter([x] * len(p["samples"]), p["samples"], s=10, color="lightgray", zorder=1)
         if p["ci_low"] is not None:
             ax.errorbar([x], [p["mean"]], yerr=[[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]], fmt="o",
@@ -97,11 +97,11 @@ def draw(points: list[dict], recipe: str, arm: str, metric: str, path: Path) -> 
             ax.plot([x], [p["mean"]], "o", color="tab:blue", zorder=2)
         if p.get("step"):
             ax.axvline(x - 0.5, color="tab:red", linestyle="--", linewidth=1)
-            ax.annotate(f"{p['verdict']}\n{p['ratio']:.2f}x", (x - 0.5, p["mean"]), color="tab:red", fontsize=8,
-                        ha="center", va="bottom")
+            ax.annotate(f"{p['verdict']}\n{p['ratio']:.2f}x", (x - 0.5, (p["mean"] + before["mean"]) / 2),
+                        color="tab:red", fontsize=8, ha="center", va="center", backgroundcolor="white")
     ax.set_xticks(list(xs), [f"{p['commit'][:9]}\n{(p['date'] or '')[:10]}" for p in points], fontsize=8)
     ax.set_ylabel(metric)
-    ax.set_title(f"{Path(recipe).name}, arm {arm}: {metric} by commit (95% intervals)", fontsize=10)
+    ax.set_title(f"{Path(recipe).name}, arm {arm}:\n{metric} by commit (95% intervals)", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
