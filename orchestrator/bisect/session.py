@@ -72,8 +72,8 @@ def evidence_row(probe: search.Probe, cands: Candidates, metric: str) -> dict:
             "n": probe.n, "mean": None if probe.mean is None else round(probe.mean, digits),
             "ci95": interval(probe.ci_low, probe.ci_high, digits),
             "vs_good": None if probe.ratio is None else f"{probe.ratio:.3f}x", "ratio": probe.ratio,
-            "verdict_vs_good": probe.vs_good, "build_s": round(probe.build_s, 1),
-            "measure_s": round(probe.measure_s, 1), "detail": probe.detail}
+            "verdict_vs_good": probe.vs_good, "build_s": f"{probe.build_s:.1f}",
+            "measure_s": f"{probe.measure_s:.1f}", "detail": probe.detail}
 
 
 def evidence(result: search.Result, cands: Candidates, metric: str) -> list[dict]:
