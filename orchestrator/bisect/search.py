@@ -122,9 +122,11 @@ def search(candidates: list[str], measure: Callable[[str, int], Measurement], *,
                                    f"{': ' + m.detail if m.detail else ''}); choose another {end} end")
     direction = _direction(good_end.samples, bad_end.samples, threshold, higher_is_better)
     while direction is None and min(good_end.runs, bad_end.runs) < max_repeat:
-        more = min(max_repeat, max(good_end.runs, bad_end.runs) + repeat)
+        more, had = min(max_repeat, max(good_end.runs, bad_end.runs) + repeat), good_end.runs + bad_end.runs
         good_end, bad_end = get(0, "good end", 0, more), get(len(candidates) - 1, "bad end", 0, more)
         direction = _direction(good_end.samples, bad_end.samples, threshold, higher_is_better)
+        if good_end.runs + bad_end.runs == had:
+            break  # no more runs to be had (they stopped before launch): what there is decides
     order += [_end_probe(good_end, 0, GOOD, bad_end, threshold, higher_is_better),
               _end_probe(bad_end, len(candidates) - 1, BAD, good_end, threshold, higher_is_better)]
     for probe in order:
@@ -142,8 +144,10 @@ def search(candidates: list[str], measure: Callable[[str, int], Measurement], *,
         m = get(i, "probe", max_probes(len(inner)), repeat)
         probe = _classify(m, i, good_end, bad_end, direction, threshold, higher_is_better)
         while probe.state == UNCLEAR and m.runs < max_repeat:
-            want = min(max_repeat, m.runs + repeat)
+            want, had = min(max_repeat, m.runs + repeat), m.runs
             m = get(i, "more repeats", max_probes(len(inner)), want)
+            if m.runs == had:
+                break
             # The ends are every probe's references: one measured less than the probe is topped up as well
             good_end = get(0, "good end, more repeats", 0, want)
             bad_end = get(len(candidates) - 1, "bad end, more repeats", 0, want)

@@ -35,7 +35,7 @@ def execute(database: store.Database, bisect_id: int, setup: Setup, cands: Candi
         setup.say(f"orch: bisect {bisect_id}: resuming with {len(known)} commit(s) already measured")
 
     def announce(commit: str, role: str, remaining: int) -> None:
-        left = f"; at most {remaining} more probe(s) after this" if role in ("probe", "more repeats") else ""
+        left = f"; at most {remaining} probe(s) left, this one included" if role in ("probe", "more repeats") else ""
         label = cands.labels.get(commit)
         setup.say(f"orch: bisect {bisect_id}: {role} {commit[:9]}{f' ({label})' if label else ''}: build, then "
                   f"measure{left}")

@@ -159,3 +159,18 @@ def test_dry_run_lists_the_ends_and_the_probes_either_way():
     assert [c for c, _ in probes] == [COMMITS[0], COMMITS[11], COMMITS[5], COMMITS[2], COMMITS[8]]
     assert probes[3][1] == f"next if {COMMITS[5][:9]} is bad"
     assert search.max_probes(0) == 0 and search.max_probes(1) == 1 and search.max_probes(15) == 4
+
+
+def test_a_commit_whose_runs_stop_adding_samples_ends_its_repeats_instead_of_looping():
+    class Stuck(FakeBench):
+        def __call__(self, commit, repeats):
+            if commit == COMMITS[5] and any(c == commit for c, _ in self.calls):
+                self.calls.append((commit, repeats))
+                return Measurement(commit, problem=search.RUNS_FAILED)  # e.g. stopped before launch
+            return super().__call__(commit, repeats)
+
+    values = {c: 100.0 if i < 5 else 90.0 if i == 5 else 80.0 for i, c in enumerate(COMMITS)}
+    bench = Stuck(values.__getitem__, noise=0.005)
+    result = run(bench)
+    assert [n for c, n in bench.calls if c == COMMITS[5]] == [3, 3]
+    assert result.skipped == [COMMITS[5]]
