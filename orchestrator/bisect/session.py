@@ -8,7 +8,7 @@ from orchestrator import store
 from orchestrator.bisect import driver, search
 from orchestrator.bisect.candidates import Candidates
 from orchestrator.bisect.driver import Setup
-from orchestrator.errors import BisectRangeError, Interrupted
+from orchestrator.errors import Interrupted, OrchError
 from orchestrator.hashing import sha256_text
 from orchestrator.store import bisects
 from orchestrator.tables import interval
@@ -51,7 +51,7 @@ def execute(database: store.Database, bisect_id: int, setup: Setup, cands: Candi
     except (KeyboardInterrupt, Interrupted):
         _state(database, bisect_id, "interrupted")
         raise driver.interrupted_message(bisect_id) from None
-    except BisectRangeError as exc:
+    except OrchError as exc:  # an end that does not measure, models missing, ...: stored, resumable once mended
         _state(database, bisect_id, "failed", {"error": str(exc)})
         raise
     _state(database, bisect_id, "done", {"kind": result.kind, "good": result.good, "bad": result.bad,
