@@ -292,8 +292,11 @@ def list_builds(root: Path | None = None) -> list[dict]:
 
 
 def find_build(ref: str | None = None, root: Path | None = None) -> dict:
-    """The newest complete build whose commit, upstream commit or directory name starts with ref."""
+    """The newest complete build whose commit, upstream commit or directory name starts with ref (without ref: the
+    newest with every tool, when there is one)."""
     builds = list_builds(root)
+    if not ref:  # the default build runs any recipe: not a bisect probe's build of only some tools
+        builds = [b for b in builds if not (read_stamp(Path(b["dir"])) or {}).get("partial")] or builds
     if ref:
         ref = ref.lower()
         builds = [b for b in builds if b["commit"].startswith(ref) or b["upstream_commit"].startswith(ref)
