@@ -31,7 +31,7 @@ def _threshold(text: str) -> float:
 
 
 @main.command("bisect")
-@click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path), required=False)
+@click.argument("recipe_path", metavar="[RECIPE]", type=click.Path(path_type=Path), required=False)
 @click.option("--good", default=None, help="Commit (or release sha) where the metric is as it should be.")
 @click.option("--bad", default=None, help="Commit where it has changed.")
 @click.option("--commits", default=None, metavar="A,B,...",
