@@ -212,3 +212,20 @@ class ContextDoesNotFit(OrchError):
     """A context depth whose KV cache and weights do not fit the memory the machine has, said before launch."""
 
     exit_code = 37
+class BisectRangeError(OrchError):
+    """`orch bisect` given a range it cannot search: an end missing from the candidates or from the known releases,
+    fewer than two commits, or an end that does not build or measure."""
+
+    exit_code = 38
+
+
+class BisectResumeError(OrchError):
+    """`orch bisect --resume` with no unfinished bisect, one already done, or one whose recipe file has changed."""
+
+    exit_code = 39
+
+
+class NoHistory(OrchError):
+    """`orch history`: no stored runs of the recipe and arm with the metric on any build asked for."""
+
+    exit_code = 40

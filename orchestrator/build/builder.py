@@ -65,8 +65,12 @@ def cuda_archs(explicit: str | None) -> tuple[str, ...]:
 
 
 def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmake_args: tuple[str, ...] = (),
-          force: bool = False, source: str | None = None, db: Path | None = None) -> dict:
-    """Build llama.cpp at ref (or return the cached build); the build.json dict of the result."""
+          force: bool = False, source: str | None = None, db: Path | None = None,
+          only_targets: tuple[str, ...] = ()) -> dict:
+    """Build llama.cpp at ref (or return the cached build); the build.json dict of the result.
+
+    only_targets: build just these tools (a cached build with them, or with every tool, serves).
+    """
     root = config.builds_root()
     mirror = Mirror(config.mirror_dir())
     chosen = choose_backend(backend)
@@ -74,7 +78,8 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
     resolved = resolve_commit(ref, mirror, source or config.upstream_remote(),
                               import_sdist=importer_for(mirror, root))
     request = BuildRequest(commit=resolved.commit, upstream_commit=resolved.upstream_commit, backend=chosen,
-                           cuda_archs=archs, cuda_arch_explicit=bool(cuda_arch), cmake_args=tuple(cmake_args))
+                           cuda_archs=archs, cuda_arch_explicit=bool(cuda_arch), cmake_args=tuple(cmake_args),
+                           only_targets=tuple(only_targets))
     bdir = root / request.dir_name()
     if not force and options.stamp_matches(read_stamp(bdir), request):
         info = read_build(bdir)
@@ -89,6 +94,9 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
         what = "; ".join(info["broken"]) if info else f"{BUILD_JSON} unreadable"
         print(f"orch: build {bdir.name} is broken ({what}); rebuilding it from scratch", file=sys.stderr)
         force = True
+    elif not force and (read_stamp(bdir) or {}).get("key") == request.key():
+        # Same build, a tool more: ninja adds it to the tree in place, the rest is up to date.
+        print(f"orch: build {bdir.name} lacks tools asked for; adding them", file=sys.stderr)
     return _fresh_build(request, resolved.origin, mirror, bdir, force=force, db=db)
 
 
@@ -161,9 +169,10 @@ def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, 
     configure = options.configure_argv(src, bdir, defs, request.cmake_args, launcher)
     _step("CMake configure", configure, log, env, bdir)
     listing = proc.run(["ninja", "-C", str(bdir), "-t", "targets", "all"], capture=True, timeout=120)
-    targets = options.available_targets(listing.stdout)
+    targets = options.available_targets(listing.stdout, request.only_targets)
     if not targets:
-        raise BuildFailed(f"the configured tree in {bdir} defines none of {', '.join(options.WANTED_TARGETS)}; "
+        raise BuildFailed(f"the configured tree in {bdir} defines none of "
+                          f"{', '.join(request.only_targets or options.WANTED_TARGETS)}; "
                           f"see {log}")
     info["targets"] = targets
     _step("compile", options.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
@@ -308,8 +317,11 @@ def list_builds(root: Path | None = None) -> list[dict]:
 
 
 def find_build(ref: str | None = None, root: Path | None = None) -> dict:
-    """The newest complete build whose commit, upstream commit or directory name starts with ref."""
+    """The newest complete build whose commit, upstream commit or directory name starts with ref (without ref: the
+    newest with every tool, when there is one)."""
     builds = list_builds(root)
+    if not ref:  # the default build runs any recipe: not a bisect probe's build of only some tools
+        builds = [b for b in builds if not (read_stamp(Path(b["dir"])) or {}).get("partial")] or builds
     if ref:
         ref = ref.lower()
         builds = [b for b in builds if b["commit"].startswith(ref) or b["upstream_commit"].startswith(ref)

@@ -32,6 +32,9 @@ class BuildRequest:
     cuda_archs: tuple[str, ...] = ()
     cuda_arch_explicit: bool = False
     cmake_args: tuple[str, ...] = field(default_factory=tuple)
+    # Only these of WANTED_TARGETS (a bisect probe builds what its recipe runs); empty: every one the tree has.
+    # Not part of key(): a build with more tools serves a request for fewer, and adding tools is incremental.
+    only_targets: tuple[str, ...] = ()
 
     def key(self) -> dict:
         """What a stamp must match for a cached build to count as this build."""
@@ -116,15 +119,23 @@ def build_argv(build_dir: Path, targets: list[str], jobs: int) -> list[str]:
     return ["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", *targets]
 
 
-def available_targets(ninja_targets: str) -> list[str]:
-    """Which WANTED_TARGETS a configured tree defines, from `ninja -t targets all`."""
+def available_targets(ninja_targets: str, only: tuple[str, ...] = ()) -> list[str]:
+    """Which WANTED_TARGETS (or of them, `only` those) a configured tree defines, from `ninja -t targets all`."""
     defined = {line.split(":", 1)[0].strip() for line in ninja_targets.splitlines() if ":" in line}
-    return [t for t in WANTED_TARGETS if t in defined]
+    return [t for t in WANTED_TARGETS if t in defined and (not only or t in only)]
 
 
 def stamp_matches(stamp: dict | None, request: BuildRequest) -> bool:
-    return bool(stamp) and stamp.get("key") == request.key()
+    """The stamp is of this request's build, and has every tool it asks for (a partial build has only some)."""
+    if not stamp or stamp.get("key") != request.key():
+        return False
+    if not stamp.get("partial"):
+        return True
+    # A tool asked for before that the tree does not define (llama-cli beside llama-completion) counts as had
+    had = set(stamp.get("targets") or []) | set(stamp.get("asked") or [])
+    return bool(request.only_targets) and set(request.only_targets) <= had
 
 
 def stamp_for(request: BuildRequest, defs: dict[str, str], targets: list[str]) -> dict:
-    return {"key": request.key(), "request": asdict(request), "cmake_definitions": defs, "targets": targets}
+    return {"key": request.key(), "request": asdict(request), "cmake_definitions": defs, "targets": targets,
+            "partial": bool(request.only_targets), "asked": list(request.only_targets)}

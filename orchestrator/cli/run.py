@@ -12,7 +12,7 @@ from orchestrator.cli.group import db_option, main
 
 @main.command("run")
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
-@click.option("--build", "build_ref", default=None, help="Build to use: commit prefix or build name (default: newest).")
+@click.option("--build", "build_ref", default=None, help="Build to use: commit prefix or build name (default: the newest with every tool).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
 @click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",

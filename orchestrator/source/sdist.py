@@ -54,10 +54,10 @@ def versions_vendoring(ref: str, table: dict[str, str] | None = None) -> list[st
         return []
     table = known_vendored() if table is None else table
     hits = [v for v, sha in table.items() if sha.startswith(ref) or ref.startswith(sha)]
-    return sorted(hits, key=_version_key, reverse=True)
+    return sorted(hits, key=version_key, reverse=True)
 
 
-def _version_key(version: str) -> tuple:
+def version_key(version: str) -> tuple:
     return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.]", version))
 
 
@@ -194,7 +194,7 @@ def importer_for(mirror: Mirror, builds_root: Path):
         versions = versions_vendoring(ref)
         if not versions:
             table = known_vendored()
-            return None, f"known {PACKAGE} releases {min(table, key=_version_key)}..{max(table, key=_version_key)}"
+            return None, f"known {PACKAGE} releases {min(table, key=version_key)}..{max(table, key=version_key)}"
         version = versions[0]
         print(f"orch: {ref} is vendored by {PACKAGE} {version}; importing its sdist", file=sys.stderr)
         sha = import_versions([version], mirror, builds_root)[0][1]

@@ -129,3 +129,17 @@ def test_builds_marks_a_broken_build_and_run_refuses_it_in_one_line(orch_env):
     assert result.output == (f"orch: error: build 0c1e57098-cpu in {bdir} is broken (missing: bin/llama-server); "
                              f"rebuild it with `orch build 0c1e57098 --backend cpu --force`\n")
     assert not (orch_env / "results.duckdb").exists()  # refused before anything was stored
+
+
+def test_the_default_build_is_the_newest_with_every_tool_not_a_bisect_probe_of_some(tmp_path):
+    from orchestrator.build.builder import find_build
+
+    make_build(tmp_path, name="0c1e57098-cpu")
+    probe = make_build(tmp_path, name="af6528e6d-cpu")
+    info = json.loads((probe / "build.json").read_text())
+    (probe / "build.json").write_text(json.dumps(dict(info, finished_at="2026-11-24T00:00:00")))  # newer
+    (probe / "orch-stamp.json").write_text(json.dumps({"request": {}, "partial": True}))
+    assert find_build(None, tmp_path)["name"] == "0c1e57098-cpu"
+    assert find_build("af6528e", tmp_path)["name"] == "af6528e6d-cpu"  # named, it is used
+    (tmp_path / "0c1e57098-cpu" / "orch-stamp.json").unlink()  # only probe builds: the newest of those
+    assert find_build(None, tmp_path)["name"] == "af6528e6d-cpu"

@@ -109,3 +109,23 @@ def test_stamp_matches_only_the_same_request():
     assert not buildopts.stamp_matches(None, req)
     stale = dict(stamp, key=dict(stamp["key"], scheme=0))
     assert not buildopts.stamp_matches(stale, req)
+
+
+def test_a_probe_builds_only_the_tools_asked_for_in_the_same_directory():
+    listing = "llama-server: phony\nllama-cli: phony\nllama-speculative-simple: phony\n"
+    assert buildopts.available_targets(listing, ("llama-speculative-simple",)) == ["llama-speculative-simple"]
+    assert request(only_targets=("llama-speculative-simple",)).dir_name() == request().dir_name()
+
+
+def test_a_build_of_some_tools_serves_only_requests_for_those_and_a_full_build_serves_all():
+    some = request(only_targets=("llama-speculative-simple",))
+    partial = buildopts.stamp_for(some, {}, ["llama-speculative-simple"])
+    assert buildopts.stamp_matches(partial, some)
+    assert not buildopts.stamp_matches(partial, request())  # a plain `orch build` adds the other tools
+    assert not buildopts.stamp_matches(partial, request(only_targets=("llama-server",)))
+    full = buildopts.stamp_for(request(), {}, ["llama-speculative-simple", "llama-server"])
+    assert buildopts.stamp_matches(full, some) and buildopts.stamp_matches(full, request())
+    both = request(only_targets=("llama-cli", "llama-completion"))  # a tree defines one of the two spellings
+    assert buildopts.stamp_matches(buildopts.stamp_for(both, {}, ["llama-completion"]), both)
+    older = {k: v for k, v in full.items() if k != "partial"}  # stamps written before partial builds existed
+    assert buildopts.stamp_matches(older, some)

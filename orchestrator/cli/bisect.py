@@ -1,0 +1,217 @@
+"""`orch bisect` (find the commit where a metric steps) and `orch history` (a metric across builds)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from orchestrator.cli.group import db_option, main, opened_db
+
+METRIC_CHOICES = ("decode_tps", "acceptance", "speedup", "mean_accept_len", "draft_per_generated", "encode_tps",
+                  "n_drafted", "n_accepted")
+metric_option = click.option("--metric", type=click.Choice(METRIC_CHOICES), default="decode_tps", show_default=True,
+                             help="What to follow: a per-run metric of the arm, or speedup (its decode tok/s over "
+                                  "the baseline arm's in the same repeat).")
+threshold_option = click.option("--threshold", default="5%", show_default=True,
+                                help="Smallest change that counts (as `orch compare`): 5% or 0.05.")
+
+
+def _threshold(text: str) -> float:
+    from orchestrator.analyze.compare import parse_threshold
+
+    try:
+        value = parse_threshold(text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a threshold; give e.g. 5% or 0.05", param_hint="--threshold")
+    if not 0 <= value < 1:
+        raise click.BadParameter(f"{text} must lie between 0% and 100%", param_hint="--threshold")
+    return value
+
+
+@main.command("bisect")
+@click.argument("recipe_path", metavar="[RECIPE]", type=click.Path(path_type=Path), required=False)
+@click.option("--good", default=None, help="Commit (or release sha) where the metric is as it should be.")
+@click.option("--bad", default=None, help="Commit where it has changed.")
+@click.option("--commits", default=None, metavar="A,B,...",
+              help="The commits to search, in order, good end first (instead of the mirror's history or the "
+                   "release order).")
+@click.option("--arm", default=None, help="The recipe arm whose metric is followed (default: its only arm that is "
+              "not the baseline).")
+@metric_option
+@threshold_option
+@click.option("-r", "--repeat", type=click.IntRange(min=2), default=3, show_default=True,
+              help="Repeats per probe.")
+@click.option("--max-repeat", type=click.IntRange(min=2), default=None,
+              help="Repeats an unclear probe may get before it is called unclear [default: 3 x --repeat].")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
+@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
+@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models).")
+@click.option("-t", "--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
+              help="Seconds before a run is killed.")
+@click.option("--backend", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Backend the probes are built for.")
+@click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[BISECT]",
+              help="Continue an interrupted bisect (default: the newest unfinished) with its own recipe and options.")
+@click.option("--dry-run", is_flag=True, help="List the candidates and the first probes; build and run nothing.")
+@db_option
+def bisect_command(recipe_path, good, bad, commits, arm, metric, threshold, repeat, max_repeat, overrides, vars_file,
+                   models_dir, timeout, backend, resume, dry_run, db):
+    """Find the first commit where a recipe's metric changes.
+
+    Candidates between --good and --bad come from the mirror's first-parent history, else from the order of
+    llama-cpp-python releases (their sdists imported as probes need them), or from --commits. Each probe builds
+    the commit (only the recipe's tools, cached) and runs the recipe as a stored sweep; it is bad when its metric
+    differs from the good end's beyond --threshold and significantly (the rule of `orch compare`), good when it
+    does not and differs from the bad end; an unclear probe gets more repeats. Commits that do not build are
+    skipped. Ctrl-C stops it; --resume goes on.
+
+    Example: orch bisect recipes/spec_defaults.j2 --vars recipes/tiny.toml --good f49e91787 --bad 0c1e57098
+    --metric acceptance
+    """
+    from orchestrator.run.stopping import stop_on_signals
+
+    with stop_on_signals():
+        from orchestrator import config, store
+        from orchestrator.bisect import candidates, driver, search, session
+        from orchestrator.build.builder import choose_backend
+        from orchestrator.source.mirror import Mirror
+
+        database = store.Database(db or config.db_path())
+        say = lambda line: click.echo(line, err=True)  # noqa: E731
+        if resume:
+            row = _stored_bisect(database, resume)
+            given = row["variables"] or {}
+            setup = driver.Setup(recipe=Path(row["recipe_path"]), arm=row["arm"], metric=row["metric"],
+                                 vars_file=Path(given["vars"]) if given.get("vars") else None,
+                                 overrides=tuple(given.get("set") or ()),
+                                 models=Path(given["models"]) if given.get("models") else None,
+                                 timeout=given.get("timeout", timeout), backend=given.get("backend", "cpu"), say=say)
+            setup.tools = driver.recipe_tools(setup)
+            cands = candidates.Candidates(row["candidates"]["commits"], row["candidate_source"],
+                                          row["candidates"]["labels"])
+            threshold_value, repeat, max_repeat, bisect_id = row["threshold"], row["repeat"], row["max_repeat"], row["id"]
+        else:
+            if recipe_path is None:
+                raise click.UsageError("give a RECIPE (or --resume to continue a stored bisect)")
+            if commits:
+                cands = candidates.given([c.strip() for c in commits.split(",") if c.strip()], good, bad)
+            elif good and bad:
+                cands = candidates.between(Mirror(config.mirror_dir()), good, bad)
+            else:
+                raise click.UsageError("give --good and --bad, or --commits A,B,...")
+            threshold_value = _threshold(threshold)
+            max_repeat = max_repeat or 3 * repeat
+            if max_repeat < repeat:
+                raise click.BadParameter(f"{max_repeat} is below --repeat {repeat}", param_hint="--max-repeat")
+            setup = driver.Setup(recipe=recipe_path, arm=arm or "", metric=metric, vars_file=vars_file,
+                                 overrides=tuple(overrides), models=models_dir, timeout=timeout, say=say)
+            setup.arm = arm or _only_arm(setup)
+            setup.tools = driver.recipe_tools(setup)
+            if dry_run:
+                _dry_run(cands, setup, search)
+                return
+            setup.backend = choose_backend(backend)
+            given_vars = {"vars": str(vars_file.absolute()) if vars_file else None, "set": list(overrides),
+                          "models": str(models_dir.absolute()) if models_dir else None, "timeout": timeout,
+                          "backend": setup.backend}
+            bisect_id = session.create(database, setup, cands, threshold=threshold_value, repeat=repeat,
+                                       max_repeat=max_repeat, argv=sys.argv, given=given_vars)
+        say(f"orch: bisect {bisect_id}: {len(cands.commits)} candidates ({cands.source}), {setup.metric} of arm "
+            f"{setup.arm}, threshold {threshold_value:.1%}, {repeat} repeats (up to {max_repeat}); tools: "
+            f"{', '.join(setup.tools)}; at most {search.max_probes(len(cands.commits) - 2)} probes between the ends")
+        result = session.execute(database, bisect_id, setup, cands, threshold=threshold_value, repeat=repeat,
+                                 max_repeat=max_repeat)
+    from orchestrator import tables
+
+    click.echo(tables.render(session.evidence(result, cands, setup.metric), "table", session.EVIDENCE))
+    click.echo(f"bisect {bisect_id}: {result.sentence(setup.metric)}")
+
+
+def _only_arm(setup) -> str:
+    from orchestrator.errors import BisectRangeError
+    from orchestrator.recipe.plan import load
+
+    plan = load(setup.recipe, builtins={"bin": "/BIN", "build": {}}, vars_file=setup.vars_file,
+                overrides=setup.overrides, models=setup.models)
+    arms = [a.name for a in plan.arms if not a.is_baseline and not a.is_control]
+    if len(arms) != 1:
+        raise BisectRangeError(f"{setup.recipe} has arms {', '.join(a.name for a in plan.arms)}: name the one to "
+                               f"follow with --arm")
+    return arms[0]
+
+
+def _stored_bisect(database, ref: str) -> dict:
+    from orchestrator.errors import BisectResumeError
+    from orchestrator.store import bisect_queries
+
+    if not database.path.exists():
+        raise BisectResumeError(f"no results file {database.path}, so no bisect to resume; start one with "
+                                f"`orch bisect RECIPE --good A --bad B`")
+    with database.read() as con:
+        if ref == "latest":
+            row = bisect_queries.latest_unfinished(con)
+        else:
+            if not ref.isdigit():
+                raise BisectResumeError(f"--resume {ref}: give a bisect number (the progress lines name it)")
+            row = bisect_queries.bisect_row(con, int(ref))
+    if row is None:
+        what = "unfinished bisect" if ref == "latest" else f"bisect {ref}"
+        raise BisectResumeError(f"no {what} in {database.path}; start one with `orch bisect RECIPE --good A --bad B`")
+    if row["state"] == "done":
+        raise BisectResumeError(f"bisect {row['id']} is done ({(row['result'] or {}).get('sentence', '')}); "
+                                f"nothing to resume")
+    recipe = Path(row["recipe_path"])
+    from orchestrator.hashing import sha256_text
+
+    if not recipe.exists() or sha256_text(recipe.read_text()) != row["recipe_hash"]:
+        raise BisectResumeError(f"bisect {row['id']}'s recipe {recipe} is gone or has changed since it started, so "
+                                f"its probes would not compare; start a new bisect")
+    return row
+
+
+def _dry_run(cands, setup, search) -> None:
+    click.echo(f"{len(cands.commits)} candidates ({cands.source}); arm {setup.arm}, {setup.metric}; tools to build: "
+               f"{', '.join(setup.tools)}")
+    for i, commit in enumerate(cands.commits):
+        label = cands.labels.get(commit)
+        click.echo(f"  {i:>3}  {commit}{f'  ({label})' if label else ''}")
+    click.echo(f"first probes (at most {search.max_probes(len(cands.commits) - 2)} between the ends):")
+    for commit, why in search.first_probes(cands.commits):
+        click.echo(f"  {commit[:9]}  {why}")
+
+
+@main.command("history")
+@click.argument("recipe", metavar="RECIPE")
+@click.option("--arm", required=True, help="The arm whose metric is drawn.")
+@metric_option
+@threshold_option
+@click.option("--builds", default=None, metavar="A,B,...",
+              help="Only these builds (names or commit prefixes); default: every build that ran the recipe.")
+@click.option("--png", "png_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to draw the PNG [default: history-<arm>-<metric>.png].")
+@db_option
+def history_command(recipe, arm, metric, threshold, builds, png_path, db):
+    """Draw a recipe arm's metric across builds, in commit order.
+
+    A table and a PNG (means with 95% interval bars, every run a dot). Steps where the metric changes from one commit to the next beyond --threshold and significantly (the rule of
+    `orch compare`) are marked in both.
+
+    Example: orch history spec_defaults.j2 --arm draft --metric acceptance
+    """
+    from orchestrator import config, tables
+    from orchestrator.report import history
+    from orchestrator.source.mirror import Mirror
+
+    wanted = [b.strip() for b in builds.split(",") if b.strip()] if builds else None
+    with opened_db(db) as con:
+        points = history.points(con, recipe, arm, metric, wanted, Mirror(config.mirror_dir()))
+    steps = history.mark_steps(points, _threshold(threshold))
+    click.echo(tables.render(history.rows(points), "table", history.COLUMNS))
+    path = png_path or Path(f"history-{arm}-{metric}.png")
+    history.draw(points, recipe, arm, metric, path)
+    for line in steps:
+        click.echo(line)
+    click.echo(f"plot: {path}")
