@@ -14,6 +14,7 @@ host and env JSON a sweep already stored (GPU names there, no UUIDs: old sweeps 
 from __future__ import annotations
 
 import json
+import re
 
 import duckdb
 
@@ -37,9 +38,23 @@ def m014_global_ids(con: duckdb.DuckDBPyConnection) -> None:
                         "ORDER BY view_oid").fetchall()
     for name, _ in reversed(views):
         con.execute(f"DROP VIEW {name}")
-    for _, sql in views:
-        con.execute(sql)
+    _make_views(con, views)
     backfill(con)
+
+
+def _make_views(con: duckdb.DuckDBPyConnection, views: list[tuple[str, str]]) -> None:
+    """Each view after the views it reads (a file read back from disk numbers its views in another order)."""
+    made: set[str] = set()
+    names = {name for name, _ in views}
+    while len(made) < len(views):
+        before = len(made)
+        for name, sql in views:
+            reads = {n for n in names - {name} if re.search(rf"\b{n}\b", sql.split(" AS ", 1)[1])}
+            if name not in made and reads <= made:
+                con.execute(sql)
+                made.add(name)
+        if len(made) == before:  # views reading each other: cannot be, unless the SQL names one by chance
+            raise RuntimeError(f"views {sorted(names - made)} read each other")
 
 
 def backfill(con: duckdb.DuckDBPyConnection) -> None:
