@@ -22,7 +22,7 @@ from pathlib import Path
 
 from orchestrator import store
 from orchestrator.cluster import worker as ray_worker
-from orchestrator.errors import ClusterUnavailable, RayMissing
+from orchestrator.errors import ClusterUnavailable, Interrupted, RayMissing
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import sweep
@@ -118,7 +118,9 @@ def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, 
     interrupted = False
     try:
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)  # a Ctrl-C lands between waits
+            if not ready:
+                continue
             task, node = pending.pop(ready[0])
             try:
                 shard = ray.get(ready[0])
@@ -142,6 +144,9 @@ def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, 
         interrupted = True
         for ref in pending:
             ray.cancel(ref)  # KeyboardInterrupt in the worker: proc.run stops its llama.cpp process group
+        if not uids:
+            raise Interrupted("interrupted before any Ray task came back: nothing was stored; the tasks were "
+                              "cancelled") from None
     return _finish(db, uids, "interrupted" if interrupted else "done")
 
 
