@@ -3,12 +3,14 @@
 import json
 import sys
 
+import pytest
 from click.testing import CliRunner
 from test_exchange import add_sweep
 
 from orchestrator import store
 from orchestrator.cli import main
 from orchestrator.cluster import executor
+from orchestrator.errors import ClusterUnavailable
 from orchestrator.recipe import schedule
 
 
@@ -76,3 +78,27 @@ def test_summary_of_sweeps_on_two_hosts_shows_the_host(tmp_path):
     assert [(r["sweep"], r["host"]) for r in rows] == [(1, "box1"), (1, "box1"), (2, "box2"), (2, "box2")]
     one = CliRunner().invoke(main, ["summary", "1", "--db", str(db)]).output
     assert "host" not in one.splitlines()[0]  # one machine: no column for it
+
+
+class Nodes:
+    """What ray.nodes() answers for a head with no CPUs, two 1-CPU boxes and one GPU box."""
+
+    @staticmethod
+    def nodes():
+        def node(name, ip, cpu, gpu=0, alive=True):
+            return {"NodeID": name, "Alive": alive, "NodeManagerHostname": name, "NodeManagerAddress": ip,
+                    "NodeName": ip, "Resources": {"CPU": cpu, **({"GPU": gpu} if gpu else {})}}
+        return [node("head", "10.0.0.1", 0), node("box1", "10.0.0.2", 1), node("box2", "10.0.0.3", 1),
+                node("gpubox", "10.0.0.4", 8, gpu=2), node("gone", "10.0.0.5", 4, alive=False)]
+
+
+def test_nodes_are_those_alive_that_can_run_and_that_hosts_names():
+    def names(found):
+        return [n["NodeID"] for n in found]
+
+    assert names(executor.select_nodes(Nodes, (), cuda=False)) == ["box1", "box2", "gpubox"]  # the head only leads
+    assert names(executor.select_nodes(Nodes, (), cuda=True)) == ["gpubox"]
+    assert names(executor.select_nodes(Nodes, ("box2", "10.0.0.4"), cuda=False)) == ["box2", "gpubox"]
+    with pytest.raises(ClusterUnavailable, match="no alive Ray node matches --hosts gone"):
+        executor.select_nodes(Nodes, ("gone",), cuda=False)
+    assert ClusterUnavailable.exit_code == 44
