@@ -136,8 +136,11 @@ def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, 
                 progress.note(f"orch: {len(task.slots)} runs lost with their node after {MAX_RETRIES} retries; "
                               f"stored as failed (node_lost)")
                 continue
-            _import_shard(db, shard)
+            conflicts = _import_shard(db, shard)
             _count(uids, shard.sweep_uid, shard.done, shard.failed)
+            if conflicts:  # a shard differing from what is stored: kept as stored, said aloud
+                progress.note(f"orch: shard from {shard.host}: {len(conflicts)} rows differ from the stored ones and "
+                              f"were not written: {'; '.join(c.describe() for c in conflicts[:3])}")
             for line in shard.lines:
                 progress.advance(line)
     except KeyboardInterrupt:
@@ -156,12 +159,12 @@ def _count(uids: dict, uid: str, done: int, failed: int) -> None:
     counts[1] += failed
 
 
-def _import_shard(db: store.Database, shard: ray_worker.Shard) -> None:
+def _import_shard(db: store.Database, shard: ray_worker.Shard) -> list[exchange.Conflict]:
     with tempfile.TemporaryDirectory(prefix="orch-shard-") as tmp:
         for name, data in shard.files.items():
             (Path(tmp) / name).write_bytes(data)
         with db.write() as con:
-            exchange.import_source(con, Path(tmp))
+            return exchange.import_source(con, Path(tmp)).conflicts
 
 
 def _store_lost(db, plan, build, prepared, task: ray_worker.RoundTask, failure: str, detail: str, orch_argv) -> str:
