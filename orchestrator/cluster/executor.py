@@ -15,6 +15,7 @@ worker, whose proc.run kills its llama.cpp process group.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class RayOptions:
     gpus_per_run: float = 1
     hosts: tuple[str, ...] = ()  # hostnames or IPs of the nodes to use (default: every alive node)
     each_host: bool = False  # the whole sweep once on every selected node
+    retries: int = MAX_RETRIES  # runs of a task again elsewhere after its node or worker died
 
 
 def require_ray():
@@ -91,7 +93,7 @@ def dispatch(db: store.Database, plan: Plan, build: dict, prepared: list[Prepare
         "num_cpus": min(n["Resources"].get("CPU", 1) for n in nodes)}
     slots = schedule.order_runs([p.arm.name for p in prepared], plan.repeat, order, warmup)
     dispatch_id = str(uuid.uuid4())
-    remote = ray.remote(max_retries=MAX_RETRIES)(ray_worker.run_round)
+    remote = ray.remote(max_retries=options.retries)(ray_worker.run_round)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     pinned = bool(options.hosts)  # --hosts: rounds go round-robin to the chosen nodes, else Ray places them
@@ -110,10 +112,11 @@ def dispatch(db: store.Database, plan: Plan, build: dict, prepared: list[Prepare
     progress.total = total
     progress.note(f"orch: {total} runs in {len(pending)} Ray tasks over {len(nodes)} node(s) "
                   f"({'each runs the whole sweep' if options.each_host else 'one round each'})")
-    return _collect(ray, db, plan, build, prepared, pending, progress, orch_argv)
+    return _collect(ray, db, plan, build, prepared, pending, progress, orch_argv, options.retries)
 
 
-def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, orch_argv) -> list[sweep.SweepResult]:
+def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, orch_argv,
+             retries: int) -> list[sweep.SweepResult]:
     uids: dict[str, list[int]] = {}  # sweep uid -> [runs ended, of which failed]
     interrupted = False
     try:
@@ -127,13 +130,15 @@ def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, 
             except ray.exceptions.RayTaskError as exc:  # the task's own error: its slots fail, the sweep goes on
                 uid = _store_lost(db, plan, build, prepared, task, "other", _first_line(exc), orch_argv)
                 _count(uids, uid, len(task.slots), len(task.slots))
+                _advance_failed(progress, task, "other")
                 progress.note(f"orch: a Ray task failed ({_first_line(exc)}); its {len(task.slots)} runs are stored "
                               f"as failed")
                 continue
             except ray.exceptions.RayError as exc:  # node or worker lost after every retry
                 uid = _store_lost(db, plan, build, prepared, task, "node_lost", _first_line(exc), orch_argv)
                 _count(uids, uid, len(task.slots), len(task.slots))
-                progress.note(f"orch: {len(task.slots)} runs lost with their node after {MAX_RETRIES} retries; "
+                _advance_failed(progress, task, "node_lost")
+                progress.note(f"orch: {len(task.slots)} runs lost with their node after {retries} retries; "
                               f"stored as failed (node_lost)")
                 continue
             conflicts = _import_shard(db, shard)
@@ -151,6 +156,11 @@ def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, 
             raise Interrupted("interrupted before any Ray task came back: nothing was stored; the tasks were "
                               "cancelled") from None
     return _finish(db, uids, "interrupted" if interrupted else "done")
+
+
+def _advance_failed(progress: Progress, task: ray_worker.RoundTask, failure: str) -> None:
+    for slot in task.slots:
+        progress.advance(f"{slot.arm} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: failed ({failure})")
 
 
 def _count(uids: dict, uid: str, done: int, failed: int) -> None:
@@ -172,8 +182,12 @@ def _store_lost(db, plan, build, prepared, task: ray_worker.RoundTask, failure: 
     uid = str(uuid.uuid5(ray_worker.NAMESPACE, f"{task.dispatch}/lost/{task.node or ''}"))
     with db.read() as con:
         known = queries.sweep_ids_by_uid(con, [uid]).get(uid)
-    sweep_id = known or sweep.open_sweep(db, plan, build, prepared, orch_argv=orch_argv, order=task.order,
-                                         warmup=task.warmup, uid=uid, only=[]).id
+    if not known:
+        opened = sweep.open_sweep(db, plan, build, prepared, orch_argv=orch_argv, order=task.order,
+                                  warmup=task.warmup, uid=uid, only=[])
+        shutil.rmtree(opened.work_dir, ignore_errors=True)  # no run of it executes here
+        known = opened.id
+    sweep_id = known
     by_name = {p.arm.name: p for p in prepared}
     with db.write() as con:
         for slot in task.slots:

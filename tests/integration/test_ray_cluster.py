@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 
 import duckdb
 import psutil
@@ -23,21 +24,33 @@ RECIPE, TINY = "recipes/recipe_a.j2", "recipes/tiny.toml"
 ARMS = {"baseline", "draft", "control:llama-speculative-simple"}
 
 
-@pytest.fixture(scope="module")
-def cluster(cache_env, tiny_dir, tmp_path_factory):
-    """Nodes start with this environment (their workers find the build and models as a host's orch would)."""
-    cache = tmp_path_factory.mktemp("ray-orch-cache")
+@contextmanager
+def node_env(env: dict):
+    """Nodes start with this environment: their workers find the build and models as a host's orch would."""
     saved = dict(os.environ)
-    os.environ.update(ORCH_BUILDS_DIR=cache_env["ORCH_BUILDS_DIR"], ORCH_MODELS=str(tiny_dir), ORCH_CACHE=str(cache),
-                      RAY_USAGE_STATS_ENABLED="0")
+    os.environ.update(env)
     try:
-        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 * 2**20})
-        for _ in range(2):
-            c.add_node(num_cpus=1, object_store_memory=100 * 2**20)
-        c.wait_for_nodes()
+        yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def add_node(cluster) -> None:
+    with node_env(cluster.orch_env):
+        cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
+
+
+@pytest.fixture(scope="module")
+def cluster(cache_env, tiny_dir, tmp_path_factory):
+    env = {"ORCH_BUILDS_DIR": cache_env["ORCH_BUILDS_DIR"], "ORCH_MODELS": str(tiny_dir),
+           "ORCH_CACHE": str(tmp_path_factory.mktemp("ray-orch-cache")), "RAY_USAGE_STATS_ENABLED": "0"}
+    with node_env(env):
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 * 2**20})
+    c.orch_env = env
+    for _ in range(2):
+        add_node(c)
+    c.wait_for_nodes()
     yield c
     c.shutdown()
 
@@ -146,7 +159,7 @@ def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env,
     try:
         out, err = proc.communicate(timeout=600)
     finally:
-        cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
+        add_node(cluster)
     assert proc.returncode in (0, 15), err  # 15: stored, with runs lost with their node
     slots = rows(db, "SELECT arm, repeat_index, status, failure_class FROM measured_runs ORDER BY 1, 2")
     # Every slot is stored once as measured: run again elsewhere (ok), or failed as node_lost; none dropped.
@@ -155,3 +168,55 @@ def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env,
     assert proc.returncode == 0 or any(c == "node_lost" for *_, c in slots), err
     print(f"node killed mid-run: {sum(s == 'ok' for *_, s, _ in slots)} ok, "
           f"{sum(c == 'node_lost' for *_, c in slots)} node_lost; rows stored {len(rows(db, 'SELECT id FROM runs'))}")
+
+
+def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cache_env, tiny_dir, cluster, tmp_path,
+                                                                          monkeypatch):
+    """No retries left (retries=0): the round on the killed node is stored failed, class node_lost, not dropped."""
+    from orchestrator import store
+    from orchestrator.build.builder import runnable_build
+    from orchestrator.cluster import executor
+    from orchestrator.recipe.plan import load
+    from orchestrator.run import prepare
+
+    for name in ("ORCH_BUILDS_DIR", "ORCH_LLAMA_REPO"):
+        monkeypatch.setenv(name, cache_env[name])
+    monkeypatch.setenv("ORCH_MODELS", str(tiny_dir))
+    monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
+    build = runnable_build(COMMIT)
+    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
+                                                                         "name")}}
+    plan = load(RECIPE, builtins=builtins, vars_file=TINY, overrides=("n_predict=512",), repeat=2)
+    prepared = prepare.prepare(plan, build)
+    db = store.Database(tmp_path / "r.duckdb")
+    with db.write() as con:
+        from orchestrator.build.builder import register
+
+        register(con, build, only_if_missing=True)
+    ray.init(address=cluster.address, log_to_driver=False)
+    victims = []
+
+    def kill_one():
+        deadline = time.monotonic() + 180
+        while not victims and time.monotonic() < deadline:
+            victims.extend(n for n in cluster.worker_nodes if llama_on(n))
+            time.sleep(0.05)
+        cluster.remove_node(victims[0])
+
+    import threading
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    try:
+        results = executor.dispatch(db, plan, build, prepared, executor.RayOptions(cluster.address, retries=0),
+                                    orch_argv=["test"])
+    finally:
+        killer.join()
+        ray.shutdown()
+        add_node(cluster)
+    with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
+        slots = con.execute("SELECT arm, repeat_index, status, failure_class FROM runs ORDER BY 1, 2").fetchall()
+    assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(2))
+    lost = [s for s in slots if s[3] == "node_lost"]
+    assert len(lost) == 3 and all(s[2] == "failed" for s in lost)  # the killed node's whole round
+    assert sum(r.failed for r in results) == 3, slots
