@@ -12,9 +12,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test]'
+	@# Ray (`orch run --executor ray` and its tests) where a wheel exists; orch and the rest of the tests without it.
+	$(VENV)/bin/pip install --quiet -e '.[ray]' || echo "make: Ray not installed: --executor ray and its tests are skipped"
 	touch $@
 
-install: $(VENV)/.installed  ## create .venv with orch and its test extra
+install: $(VENV)/.installed  ## create .venv with orch, its test extra and (where it installs) the ray extra
 
 build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] [CUDA_ARCH=86]
 	$(ORCH) build $(COMMIT) --backend $(BACKEND) $(if $(CUDA_ARCH),--cuda-arch '$(CUDA_ARCH)')

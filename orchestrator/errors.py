@@ -229,3 +229,28 @@ class NoHistory(OrchError):
     """`orch history`: no stored runs of the recipe and arm with the metric on any build asked for."""
 
     exit_code = 40
+class RayMissing(OrchError):
+    """`orch run --executor ray` where Ray is not installed: the message says how to install the extra."""
+
+    exit_code = 41
+
+
+class BadExport(OrchError):
+    """`orch import` given a path that is not an orch export (no manifest.json, no results file) or one made by a
+    newer orch than this one; `orch export` naming a sweep that is not stored."""
+
+    exit_code = 42
+
+
+class ImportConflicts(OrchError):
+    """`orch import`: rows whose global id is stored already with different content; everything else was merged,
+    the stored rows were kept, and the message names the conflicting rows."""
+
+    exit_code = 43
+
+
+class ClusterUnavailable(OrchError):
+    """`orch run --executor ray`: the Ray cluster cannot be reached at --address, or no alive node matches --hosts
+    (or none has a GPU for a CUDA build)."""
+
+    exit_code = 44

@@ -8,24 +8,29 @@ from orchestrator.store import queries
 
 
 def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: float,
-                   sweep_ids: list[int] | None = None) -> dict:
+                   sweep_ids: list[int] | None = None, base_host: str | None = None,
+                   head_host: str | None = None) -> dict:
     """Head vs base build (stored build names) per test: {"base", "head", "threshold", "same_build", "warning",
     "rows", "columns"}, the rows carrying every parameter that differs (columns: compare.table's, wide)."""
-    base_groups = queries.compare_groups(con, base, recipe=recipe, sweep_ids=sweep_ids)
-    head_groups = queries.compare_groups(con, head, recipe=recipe, sweep_ids=sweep_ids)
+    base_groups = queries.compare_groups(con, base, recipe=recipe, sweep_ids=sweep_ids, host=base_host)
+    head_groups = queries.compare_groups(con, head, recipe=recipe, sweep_ids=sweep_ids, host=head_host)
     if not base_groups or not head_groups:
         missing = base if not base_groups else head
+        host = base_host if not base_groups else head_host
+        if host:
+            missing = f"{missing} on host {host}"
         raise NoSuchBuild(f"build {missing} has no stored runs{' of ' + recipe if recipe else ''}; run the recipe "
                           f"on it first (orch run RECIPE --build {missing})")
     rows = compare.compare_sides(compare.sides_from_groups(base_groups), compare.sides_from_groups(head_groups),
                                  threshold=threshold)
     warning = None
-    if base == head:  # both sides are the same runs: any ratio is 1 by construction and would read as a result
+    same = base == head and base_host == head_host
+    if same:  # both sides are the same runs: any ratio is 1 by construction and would read as a result
         warning = (f"base and head are the same build ({base}): both sides are the same runs, so nothing is "
                    f"compared and no ratio is shown; name two builds (orch builds lists them)")
         for row in rows:
             row.update(ratio=None, ratio_low=None, ratio_high=None, p_value=None, test=None,
                        verdict=compare.SAME_BUILD)
     every = compare.table(rows, wide=True)  # puts every differing parameter on the rows, for JSON
-    return {"base": base, "head": head, "threshold": threshold, "same_build": base == head, "warning": warning,
+    return {"base": base, "head": head, "threshold": threshold, "same_build": same, "warning": warning,
             "rows": rows, "columns": every.columns}

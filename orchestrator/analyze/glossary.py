@@ -16,6 +16,8 @@ SUMMARY = {
              "each sweep's rows names it with its recipe and build",
     "recipe": "the recipe file the sweep ran",
     "build": "the llama.cpp build: upstream commit and backend",
+    "host": "the machine the sweep ran on (its hostname); shown by default where the sweeps ran on several",
+    "gpu": "the host's GPUs as NVML names them (- without NVML)",
     "arm": "one set of the recipe's parameters; control:PROGRAM runs that program like its arms, drafting nothing",
     "PARAMETER": "a recipe parameter whose value differs between arms (draft_max, spec, ...; param.NAME where the "
                  "name is taken); by default those set in one arm only are left out and values cut to 24 characters",

@@ -20,7 +20,7 @@ from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
-TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
+TABLE_COLUMNS = ["sweep", "recipe", "build", "host", "gpu", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
                  "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "speedup", "speedup_ci95",
                  "predicted_speedup", "vs",
                  "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token",
@@ -181,6 +181,8 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
             chosen[chosen.index("warnings"):chosen.index("warnings")] = list(quality.COLUMNS)
         droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
         hidden = [_param_column(k) for k in varying if k in lone]
+        if len({r.get("host_id") or r.get("host") for r in rows}) > 1:  # several machines: the host is a key
+            chosen.insert(chosen.index("arm"), "host")
     shown = _display(rows, chosen, compact=not (columns or wide))
     if fmt == "md":
         kept, left_out = tables.fit(shown, chosen, width, droppable) if droppable else (chosen, [])
@@ -231,8 +233,10 @@ def _positions(rates: list[float]) -> str:
 def _titles(rows: list[dict]) -> dict[int, str]:
     """Where the rows are of several sweeps, a line above each sweep's first row: the sweep, its recipe and build
     (the columns the default table leaves out). One sweep's rows need none: the verdict names it."""
-    titles = {i: f"sweep {r['sweep']}: {r['recipe']} on {r['build']}" for i, r in enumerate(rows)
-              if i == 0 or r["sweep"] != rows[i - 1]["sweep"]}
+    hosts = len({r.get("host_id") or r.get("host") for r in rows}) > 1
+    titles = {i: f"sweep {r['sweep']}: {r['recipe']} on {r['build']}" + (
+              f", host {r['host']}" + (f" ({r['gpu']})" if r.get("gpu") else "") if hosts else "")
+              for i, r in enumerate(rows) if i == 0 or r["sweep"] != rows[i - 1]["sweep"]}
     return titles if len(titles) > 1 else {}
 
 

@@ -3,7 +3,17 @@
 group.py holds `main`; importing a family's module registers its commands on it.
 """
 
-from orchestrator.cli import bisect, build, database, models, results, run, tools, watch  # noqa: F401  (register their commands)
+from orchestrator.cli import (  # noqa: F401  (register their commands)
+    bisect,
+    build,
+    database,
+    exchange,
+    models,
+    results,
+    run,
+    tools,
+    watch,
+)
 from orchestrator.cli.group import main
 
 __all__ = ["main"]

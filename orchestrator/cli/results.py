@@ -161,16 +161,20 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
 
 
 @main.command("compare", help=COMPARE_HELP)
-@click.option("--base", "base_ref", required=True, help="Base build: commit prefix, tag or build name.")
-@click.option("--head", "head_ref", required=True, help="Head build: commit prefix, tag or build name.")
+@click.option("--base", "base_ref", default=None, help="Base build: commit prefix, tag or build name.")
+@click.option("--head", "head_ref", default=None, help="Head build: commit prefix, tag or build name.")
+@click.option("--base-host", default=None, metavar="HOST",
+              help="Only the base side's runs on this machine (hostname or host id); with --head-host, --base and "
+                   "--head default to the newest build both ran, and what differs between the machines is listed.")
+@click.option("--head-host", default=None, metavar="HOST", help="Only the head side's runs on this machine.")
 @click.option("--recipe", default=None, help="Only runs of this recipe (path or file name).")
 @click.option("--threshold", default="5%", show_default=True, help="Smallest change worth a verdict.")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table",
               show_default=True)
 @click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
 @db_option
-def compare_command(base_ref, head_ref, recipe, threshold, fmt, wide, db):
-    from orchestrator.analyze import compare
+def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, db):
+    from orchestrator.analyze import compare, hosts
     from orchestrator.analyze.comparison import compare_builds
     from orchestrator.build.stored import resolve_stored_build
     from orchestrator.errors import InvalidOption
@@ -179,15 +183,31 @@ def compare_command(base_ref, head_ref, recipe, threshold, fmt, wide, db):
         limit = compare.parse_threshold(threshold)
     except ValueError:
         raise InvalidOption(f"--threshold {threshold!r} is not a number or percentage, e.g. 5%") from None
+    if not (base_host or head_host) and not (base_ref and head_ref):
+        raise click.UsageError("name two builds (--base and --head) or two hosts (--base-host and --head-host)")
+    env_lines = []
     with opened_db(db) as con:
+        if base_host or head_host:
+            base_host = hosts.resolve_host(con, base_host or head_host)
+            head_host = hosts.resolve_host(con, head_host or base_host)
+            base_ref, head_ref = hosts.build_for_hosts(con, base_host, head_host, base_ref, head_ref)
         base, head = resolve_stored_build(con, base_ref), resolve_stored_build(con, head_ref)
-        result = compare_builds(con, base, head, recipe=recipe, threshold=limit)
+        result = compare_builds(con, base, head, recipe=recipe, threshold=limit, base_host=base_host,
+                                head_host=head_host)
+        if base_host != head_host:
+            env_lines = hosts.differences(con, base_host, base, head_host, head)
+    result.update(base_host=base_host, head_host=head_host, host_differences=env_lines)
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, default=str))
         if result["warning"]:
             click.echo(f"warning: {result['warning']}", err=True)
         return
-    click.echo(f"base {result['base']}  ->  head {result['head']}  (threshold {limit:.0%})")
+    on = (lambda h: f" on {h}" if h else "")
+    click.echo(f"base {result['base']}{on(base_host)}  ->  head {result['head']}{on(head_host)}  (threshold "
+               f"{limit:.0%})")
+    if env_lines:
+        click.echo(f"the machines differ in: {'; '.join(env_lines)}" if len(env_lines) <= 3 else
+                   "the machines differ in:\n" + "\n".join(f"  {line}" for line in env_lines))
     if result["warning"]:
         click.echo(f"warning: {result['warning']}")
     shown = compare.table(result["rows"], wide=wide)
@@ -204,7 +224,8 @@ def compare_command(base_ref, head_ref, recipe, threshold, fmt, wide, db):
                                            droppable=shown.droppable, titles=titles)
     click.echo(text)
     if hidden := shown.hidden + [c for c in shown.columns if c in left_out]:
-        again = f"orch compare --base {base_ref} --head {head_ref}{' --recipe ' + recipe if recipe else ''} --wide"
+        hosted = f" --base-host {base_host} --head-host {head_host}" if base_host else ""
+        again = f"orch compare --base {base_ref} --head {head_ref}{hosted}{' --recipe ' + recipe if recipe else ''} --wide"
         click.echo(tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)", WIDTH))
 
 

@@ -36,9 +36,21 @@ from orchestrator.cli.group import db_option, main
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
 @click.option("--no-summary", is_flag=True, help="End without the summary table, warnings and verdict (progress "
               "still prints): for scripts that print them once for several sweeps with `orch summary`.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where runs execute: this machine, or the nodes of a Ray cluster (pip install 'orch[ray]'), each "
+                   "round a Ray task on a whole GPU (all CPU cores for CPU builds), results merged here.")
+@click.option("--address", default="auto", show_default=True, metavar="auto|ray://HOST:PORT",
+              help="Ray cluster to use (--executor ray): auto is the one `ray start` joined on this machine.")
+@click.option("--gpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True,
+              help="GPUs each run reserves on its node (--executor ray, CUDA builds).")
+@click.option("--hosts", default=None, metavar="H1,H2",
+              help="Only these Ray nodes (hostname or IP) (--executor ray; default: every alive node).")
+@click.option("--each-host", is_flag=True, help="Run the whole sweep once on every selected node, one sweep per "
+              "node (--executor ray): the same recipe on each machine, for `orch compare --base-host --head-host`.")
 @db_option
 def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
-                telemetry_interval, dry_run, no_dialect, no_summary, db):
+                telemetry_interval, dry_run, no_dialect, no_summary, executor, address, gpus_per_run, hosts,
+                each_host, db):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
@@ -56,9 +68,19 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         from orchestrator.analyze import summary
         from orchestrator.build.builder import register, runnable_build, tool_path
         from orchestrator.cli.results import summary_text
+        from orchestrator.errors import InvalidOption
         from orchestrator.recipe.plan import load
         from orchestrator.run import depth_fit, prepare, quality, sweep
 
+        if executor == "local" and (each_host or hosts or address != "auto" or gpus_per_run != 1):
+            raise InvalidOption("--address, --gpus-per-run, --hosts and --each-host need --executor ray")
+        if executor == "ray":
+            from orchestrator.cluster.executor import require_ray
+
+            require_ray()  # before any work: the error says how to install it
+            if resume:
+                raise InvalidOption("--resume works with the local executor only; run the rest with --executor local "
+                                    "or start a new sweep")
         build = runnable_build(build_ref)
         described = ("commit", "upstream_commit", "backend", "name")
         builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
@@ -83,6 +105,20 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
                 store.record_quant(con, q.to_dict())
         if plan.mode == "quality":  # base logits before the sweep exists: a text too short stops here
             quality.prepare_bases(database, build, prepared)
+        if executor == "ray":
+            from orchestrator.cluster import executor as ray_executor
+
+            options = ray_executor.RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h),
+                                              each_host)
+            results = ray_executor.dispatch(database, plan, build, prepared, options, orch_argv=sys.argv, order=order,
+                                            warmup=warmup, timeout=timeout, telemetry_interval=telemetry_interval,
+                                            translate=not no_dialect)
+            if not no_summary:
+                with database.read() as con:
+                    click.echo(summary_text(summary.arm_rows(con, [r.sweep_id for r in results])))
+            for result in results:
+                result.raise_for_status()
+            return
         opened = sweep.open_sweep(database, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
                                   resume_ref=resume, repeat_given=repeat is not None)
         try:

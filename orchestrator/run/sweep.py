@@ -20,7 +20,7 @@ from pathlib import Path
 
 from orchestrator import config, proc, store
 from orchestrator.errors import Interrupted, RunsFailed
-from orchestrator.machine import envinfo, nvml, roofline
+from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import one_run, resume, server_run, stopping
@@ -73,8 +73,12 @@ def device_bandwidth(build: dict) -> roofline.Bandwidth:
 
 def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[PreparedArm], *, orch_argv: list[str],
                order: str = "interleaved", warmup: int = 0, resume_ref: str | None = None,
-               repeat_given: bool = False) -> Sweep:
-    """Create the sweep row, or with `resume_ref` reopen a matching one and keep only the slots it lacks."""
+               repeat_given: bool = False, uid: str | None = None,
+               only: list[schedule.Slot] | None = None) -> Sweep:
+    """Create the sweep row, or with `resume_ref` reopen a matching one and keep only the slots it lacks.
+
+    A Ray worker (cluster/worker.py) passes the sweep's global `uid` and `only` the slots it was given: its shard
+    then holds the same sweep, under the same uid, as every other shard of this host."""
     arms = [p.arm.name for p in prepared]
     owner = proc.this_process()
     work_root = config.cache_dir() / "work"
@@ -91,8 +95,10 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
                 slots = resume.reopen(con, sweep_id, repeat, schedule.order_runs(arms, repeat, order, warmup))
                 store.claim_sweep(con, sweep_id, **claim, planned_runs=len(slots))
             else:
-                slots = schedule.order_runs(arms, plan.repeat, order, warmup)
-                sweep_id = store.create_sweep(con, {
+                slots = only if only is not None else schedule.order_runs(arms, plan.repeat, order, warmup)
+                host = identity.this_host()
+                sweep_id = store.create_sweep(con, {**({"uid": uid} if uid else {}),
+                    "host_name": host.name, "host_id": host.id, "host_gpus": host.gpu_names,
                     "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
                     "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
                     "build_name": build["name"], "commit": build["commit"],
@@ -188,5 +194,7 @@ def _record_models_and_notes(db: store.Database, prepared: list[PreparedArm], pr
 
 
 def host_info() -> dict:
+    host = identity.this_host()
     return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
-            "python": sys.version.split()[0], "cpu_count": os.cpu_count()}
+            "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "host_id": host.id,
+            "cpu_model": host.cpu_model, "gpus": host.gpus}

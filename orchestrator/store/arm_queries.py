@@ -94,6 +94,7 @@ paired AS (
     GROUP BY a.sweep_id, a.arm),
 sweep_facts AS (  -- once per sweep, not per arm (its environment is JSON text)
     SELECT s.id AS sweep_id, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_name AS build,
+           s.host_name AS host, s.host_id, s.host_gpus AS gpu,
            -- a GPU decoded: a CUDA build, on a machine whose stored environment lists a GPU (or has none stored)
            coalesce(b.backend = 'cuda' AND coalesce(json_array_length(s.env->'gpus'), 1) > 0, false) AS used_gpu
     FROM sweeps s LEFT JOIN builds b ON b.id = s.build_id WHERE s.id IN (SELECT unnest($ids::INTEGER[]))),
@@ -113,7 +114,7 @@ positions AS (  -- per arm: the mean over its ok runs of each position's rate, i
 rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
     SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
     GROUP BY sweep_id, arm HAVING count(*) >= 4)
-SELECT a.sweep_id AS sweep, s.recipe, s.build, a.arm,
+SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
        f.reference_arm, f.params, f.target_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
        {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,

@@ -12,6 +12,7 @@ import duckdb
 
 from orchestrator.store.quality_migration import m012_quality
 from orchestrator.store.bisect_migration import m013_bisects
+from orchestrator.store.global_ids import m014_global_ids
 from orchestrator.store.view_migrations import (
     m006_views,
     m007_samples_and_controls,
@@ -257,7 +258,13 @@ def m011_output_parity(con: duckdb.DuckDBPyConnection) -> None:
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
               m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance, m011_output_parity,
-              m012_quality, m013_bisects]
+              m012_quality, m013_bisects, m014_global_ids]
+
+
+def number(migration) -> int:
+    """A migration's number is in its name (m014_global_ids: 14), not its place in the list, so migrations added
+    on branches in parallel merge without renumbering, and a file records which ones it has by number."""
+    return int(migration.__name__[1:4])
 
 
 def pending(con: duckdb.DuckDBPyConnection) -> int:
@@ -266,22 +273,28 @@ def pending(con: duckdb.DuckDBPyConnection) -> int:
                        ).fetchone():
         return len(MIGRATIONS)
     done = {row[0] for row in con.execute("SELECT id FROM _migrations").fetchall()}
-    return sum(number not in done for number in range(1, len(MIGRATIONS) + 1))
+    return sum(number(m) not in done for m in MIGRATIONS)
 
 
-def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply pending migrations; return the names applied."""
+def done_numbers(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The numbers of the migrations the file has (what an export records as its schema)."""
+    return sorted(row[0] for row in con.execute("SELECT id FROM _migrations").fetchall())
+
+
+def apply(con: duckdb.DuckDBPyConnection, only: set[int] | None = None) -> list[str]:
+    """Apply pending migrations (with `only`, just those numbers: an older export's schema); the names applied."""
     con.execute("CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name VARCHAR, "
                 "applied_at TIMESTAMP)")
     done = {row[0] for row in con.execute("SELECT id FROM _migrations").fetchall()}
     applied = []
-    for number, migration in enumerate(MIGRATIONS, start=1):
-        if number in done:
+    for migration in MIGRATIONS:
+        n = number(migration)
+        if n in done or (only is not None and n not in only):
             continue
         con.execute("BEGIN TRANSACTION")
         try:
             migration(con)
-            con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [number, migration.__name__, utcnow()])
+            con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [n, migration.__name__, utcnow()])
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")

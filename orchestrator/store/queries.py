@@ -211,8 +211,10 @@ def sweep_ids_with_runs(con: Con) -> list[int]:
 
 # --- two builds side by side --------------------------------------------------------------------------------------
 
-def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: list[int] | None) -> list[dict]:
-    """A build's measured runs grouped by the columns that make "the same test" (params as stored text).
+def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: list[int] | None,
+                   host: str | None = None) -> list[dict]:
+    """A build's measured runs (on `host`: its hostname or host id prefix) grouped by the columns that make "the
+    same test" (params as stored text).
 
     Per group: the first run's arm and recipe file name, run counts by outcome, and the ok runs' decode tok/s as a
     list.
@@ -224,6 +226,9 @@ def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: 
     if sweep_ids:
         where.append("r.sweep_id IN (SELECT unnest(?::INTEGER[]))")
         args.append(sweep_ids)
+    if host:
+        where.append(HOST_MATCH)
+        args += [host, host]
     return rows_as_dicts(con.execute(f"""
         SELECT s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, '') AS prompt_set,
                r.mode, arg_min(r.arm, r.id) AS arm, arg_min(regexp_extract(s.recipe_path, '[^/]+$'), r.id) AS recipe,
@@ -255,3 +260,33 @@ def stored_logs(con: Con, run_id: int) -> dict[str, bytes]:
     """A run's raw logs by stream name (stdout, stderr, server_tail), exactly as captured, in stream order."""
     rows = con.execute("SELECT stream, gz FROM run_logs WHERE run_id = ? ORDER BY stream", [run_id]).fetchall()
     return {stream: gzip.decompress(gz) for stream, gz in rows}
+
+
+def sweep_ids_by_uid(con: Con, uids: list[str]) -> dict[str, int]:
+    """The local ids of sweeps named by global id (those stored)."""
+    return dict(con.execute("SELECT uid, id FROM sweeps WHERE uid IN (SELECT unnest(?::VARCHAR[]))", [uids]).fetchall())
+
+
+HOST_MATCH = "(s.host_name = ? OR starts_with(s.host_id, ?))"  # a host by name or a prefix of its id
+
+
+def host_names(con: Con, host: str) -> list[tuple[str, str]]:
+    """(hostname, host id) of the stored hosts that `host` names."""
+    return con.execute(f"SELECT DISTINCT s.host_name, s.host_id FROM sweeps s WHERE {HOST_MATCH} ORDER BY 1",
+                       [host, host]).fetchall()
+
+
+def common_build(con: Con, base_host: str, head_host: str) -> str | None:
+    """The newest build with measured runs on both hosts."""
+    found = con.execute(f"""
+        SELECT s.build_name FROM sweeps s WHERE {HOST_MATCH} AND s.build_name IN (
+            SELECT s.build_name FROM sweeps s WHERE {HOST_MATCH})
+        ORDER BY s.started_at DESC LIMIT 1""", [base_host, base_host, head_host, head_host]).fetchone()
+    return found[0] if found else None
+
+
+def host_env(con: Con, host: str, build_name: str) -> dict | None:
+    """The environment page of the newest sweep of the build on the host."""
+    found = con.execute(f"SELECT s.env FROM sweeps s WHERE {HOST_MATCH} AND s.build_name = ? AND s.env IS NOT NULL "
+                        "ORDER BY s.started_at DESC LIMIT 1", [host, host, build_name]).fetchone()
+    return json.loads(found[0]) if found else None

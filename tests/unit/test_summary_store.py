@@ -128,7 +128,7 @@ def test_the_summary_shows_the_parameters_that_tell_arms_apart(tmp_path):
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
     rows = summary.arm_rows(con, [first, second])
     columns = summary.table_columns(rows)
-    assert columns[:5] == ["sweep", "recipe", "build", "arm", "draft_max"]  # only the parameter that differs
+    assert columns[:7] == ["sweep", "recipe", "build", "host", "gpu", "arm", "draft_max"]  # only the parameter that differs
     assert [(r["sweep"], r["arm"], r["draft_max"]) for r in rows] == [
         (first, "baseline", None), (first, "draft", 8), (second, "baseline", None), (second, "draft", 16)]
 

@@ -1,0 +1,200 @@
+"""Moving results between databases: export sweeps as Parquet, import exports or results files by global id.
+
+    counts = export(con, out_dir, sweep_ids)          # one <table>.parquet per table + manifest.json
+    report = import_source(con, path)                  # an export directory or a .duckdb results file
+
+An import first rebuilds the source as a database of its own (a staging file): an export's Parquet files go into
+a database at the export's schema, then the migrations it lacks run there (an old export gains its uids as the
+migration gives them). The staging rows then merge into the target table by table (exchange_tables.TABLES):
+a row whose key is stored already is compared, not written (equal: nothing to do; different: a conflict, kept as
+stored and reported); a new row takes the target's next local id, and its links follow the global ids.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from orchestrator import __version__
+from orchestrator.errors import BadExport
+from orchestrator.store import migrations
+from orchestrator.store.exchange_tables import BY_NAME, TABLES, Table
+
+FORMAT = "orch-export"
+MAX_CONFLICTS_SHOWN = 5
+
+
+@dataclass
+class Conflict:
+    table: str
+    key: dict
+    columns: list[str]  # the columns that differ
+
+    def describe(self) -> str:
+        key = ", ".join(f"{k}={v}" for k, v in self.key.items())
+        return f"{self.table} {key}: {', '.join(self.columns)} differ"
+
+
+@dataclass
+class ImportReport:
+    source: str
+    added: dict[str, int] = field(default_factory=dict)  # table -> rows inserted
+    present: dict[str, int] = field(default_factory=dict)  # table -> rows stored already, equal
+    conflicts: list[Conflict] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)  # table -> rows whose linked row the source lacks
+
+
+def export(con: duckdb.DuckDBPyConnection, out_dir: Path, sweep_ids: list[int] | None = None) -> dict[str, int]:
+    """Write the sweeps (all when None), with everything they reference, to out_dir; rows per table."""
+    stored = {r[0] for r in con.execute("SELECT id FROM sweeps").fetchall()}
+    chosen = sorted(stored) if sweep_ids is None else sweep_ids
+    if lacking := [s for s in chosen if s not in stored]:
+        raise BadExport(f"no sweep {', '.join(map(str, lacking))} in this database; list them with `orch summary`")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    con.execute("CREATE OR REPLACE TEMP TABLE _export_sweeps (id INTEGER)")
+    con.executemany("INSERT INTO _export_sweeps VALUES (?)", [[s] for s in chosen])
+    counts = {}
+    try:
+        for table in TABLES:
+            path = out_dir / f"{table.name}.parquet"
+            con.execute(f"COPY (SELECT * FROM {table.name} WHERE {table.scope}) TO '{_sql_path(path)}' "
+                        f"(FORMAT PARQUET)")
+            counts[table.name] = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_path(path)}')").fetchone()[0]
+        uids = [r[0] for r in con.execute("SELECT uid FROM sweeps WHERE id IN (SELECT id FROM _export_sweeps) "
+                                          "ORDER BY id").fetchall()]
+    finally:
+        con.execute("DROP TABLE _export_sweeps")
+    manifest = {"format": FORMAT, "orch_version": __version__, "migrations": migrations.done_numbers(con),
+                "tables": counts, "sweeps": uids}
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return counts
+
+
+def import_source(con: duckdb.DuckDBPyConnection, source: Path) -> ImportReport:
+    """Merge an export directory (or its manifest.json) or a results .duckdb file into con's database."""
+    source = Path(source)
+    work = Path(tempfile.mkdtemp(prefix="orch-import-"))
+    try:
+        staging = work / "staging.duckdb"
+        if source.is_dir() or source.name == "manifest.json":
+            _stage_export(source if source.is_dir() else source.parent, staging)
+        elif source.is_file():
+            _stage_database(source, staging)
+        else:
+            raise BadExport(f"{source} does not exist; give an `orch export` directory or a results .duckdb file")
+        return _merge(con, staging, str(source))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _stage_export(directory: Path, staging: Path) -> None:
+    manifest_path = directory / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        raise BadExport(f"{directory} is not an orch export (no readable manifest.json); make one with "
+                        f"`orch export --out DIR`") from None
+    if manifest.get("format") != FORMAT:
+        raise BadExport(f"{manifest_path} is not an orch export manifest (format {manifest.get('format')!r})")
+    _refuse_newer(set(manifest.get("migrations") or []), str(directory), manifest.get("orch_version"))
+    con = duckdb.connect(str(staging))
+    try:
+        migrations.apply(con, only=set(manifest["migrations"]))  # the export's own schema
+        present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        for name in manifest.get("tables", {}):
+            path = directory / f"{name}.parquet"
+            if name in present and path.exists():
+                con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM read_parquet('{_sql_path(path)}')")
+        migrations.apply(con)  # then what this orch adds since: global ids, hosts, ...
+    finally:
+        con.close()
+
+
+def _stage_database(source: Path, staging: Path) -> None:
+    shutil.copyfile(source, staging)  # a copy: the source is read, never migrated in place
+    try:
+        con = duckdb.connect(str(staging))
+    except duckdb.Error as exc:
+        raise BadExport(f"{source} is not a DuckDB results file ({str(exc).splitlines()[0]})") from None
+    try:
+        if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = '_migrations'").fetchone():
+            raise BadExport(f"{source} is a DuckDB file but not an orch results database (no _migrations table)")
+        _refuse_newer(set(migrations.done_numbers(con)), str(source), None)
+        migrations.apply(con)
+    finally:
+        con.close()
+
+
+def _refuse_newer(numbers: set[int], where: str, version: str | None) -> None:
+    known = {migrations.number(m) for m in migrations.MIGRATIONS}
+    if unknown := sorted(numbers - known):
+        raise BadExport(f"{where} was made by a newer orch{f' ({version})' if version else ''} (schema migrations "
+                        f"{', '.join(map(str, unknown))} unknown here): upgrade orch (this is {__version__}) to import it")
+
+
+def _merge(con: duckdb.DuckDBPyConnection, staging: Path, source: str) -> ImportReport:
+    report = ImportReport(source)
+    con.execute(f"ATTACH '{_sql_path(staging)}' AS src (READ_ONLY)")
+    try:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'src'"
+                                                ).fetchall()}
+            for table in TABLES:
+                if table.name in tables:
+                    _merge_table(con, table, report)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    finally:
+        con.execute("DETACH src")
+    return report
+
+
+def _merge_table(con: duckdb.DuckDBPyConnection, table: Table, report: ImportReport) -> None:
+    columns = [r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE database_name = 'src' "
+                                         "AND table_name = ? ORDER BY column_index", [table.name]).fetchall()]
+    # Links: the source's local ids become this file's, through the linked table's key.
+    joins, replaced = [], []
+    for i, (column, parent_name) in enumerate(table.links.items()):
+        parent = BY_NAME[parent_name]
+        on = " AND ".join(f"l.{k} = s.{k}" for k in parent.key)
+        joins.append(f"JOIN (SELECT s.{parent.local_id} AS src_id, l.{parent.local_id} AS here FROM "
+                     f"src.{parent.name} s JOIN {parent.name} l ON {on}) m{i} ON m{i}.src_id = t.{column}")
+        replaced.append(f"m{i}.here AS {column}")
+    select = f"t.* REPLACE ({', '.join(replaced)})" if replaced else "t.*"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _in AS SELECT {select} FROM src.{table.name} t {' '.join(joins)}")
+    total = con.execute(f"SELECT count(*) FROM src.{table.name}").fetchone()[0]
+    incoming = con.execute("SELECT count(*) FROM _in").fetchone()[0]
+    if total - incoming:
+        report.dropped[table.name] = total - incoming
+    on = " AND ".join(f"l.{k} = i.{k}" for k in table.key)
+    compared = [c for c in columns if c not in table.key and c != table.local_id and c not in table.volatile]
+    same = " AND ".join(f"i.{c} IS NOT DISTINCT FROM l.{c}" for c in compared) or "true"
+    overlap = con.execute(f"SELECT count(*) FROM _in i JOIN {table.name} l ON {on}").fetchone()[0]
+    differing = con.execute(
+        f"SELECT {', '.join(f'i.{k}' for k in table.key)}, "
+        f"[{', '.join(f'CASE WHEN i.{c} IS DISTINCT FROM l.{c} THEN {_quote(c)} END' for c in compared)}] "
+        f"FROM _in i JOIN {table.name} l ON {on} WHERE NOT ({same})").fetchall()
+    for *key, flags in differing:
+        report.conflicts.append(Conflict(table.name, dict(zip(table.key, key)), [c for c in flags if c]))
+    report.present[table.name] = overlap - len(differing)
+    kept = [c for c in columns if c != table.local_id]
+    report.added[table.name] = con.execute(
+        f"INSERT INTO {table.name} ({', '.join(kept)}) SELECT {', '.join(f'i.{c}' for c in kept)} FROM _in i "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {table.name} l WHERE {on})").fetchone()[0]
+    con.execute("DROP TABLE _in")
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")

@@ -1,0 +1,46 @@
+"""What `orch export` writes and `orch import` merges: one entry per table, its keys and its links.
+
+A table added by a migration that should travel between databases gets one entry here, in an order where every
+table comes after the tables it links to. Its rows are chosen by `scope`, SQL over the temporary table
+`_export_sweeps(id)` that holds the exported sweeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    key: tuple[str, ...]  # what names a row in every database (its links translated first)
+    scope: str  # SQL condition: this table's rows that belong to the exported sweeps
+    local_id: str | None = None  # an integer id this file numbers itself: a new row takes the file's next one
+    links: dict[str, str] = field(default_factory=dict)  # column -> table whose local_id it holds
+    volatile: tuple[str, ...] = ()  # columns that may differ between copies of one row without a conflict
+
+
+SWEEPS = "SELECT id FROM _export_sweeps"
+RUNS = f"SELECT id FROM runs WHERE sweep_id IN ({SWEEPS})"
+BUILDS = f"SELECT build_id FROM sweeps WHERE id IN ({SWEEPS}) UNION SELECT build_id FROM runs WHERE id IN ({RUNS})"
+MODELS = (f"SELECT target_sha256 FROM runs WHERE id IN ({RUNS}) "
+          f"UNION SELECT draft_sha256 FROM runs WHERE id IN ({RUNS})")
+
+TABLES = (
+    # Where a build or model lies differs between machines and says nothing about what it is.
+    Table("builds", ("id",), f"id IN ({BUILDS})", volatile=("dir", "log_path")),
+    Table("binaries", ("build_id", "name"), f"build_id IN ({BUILDS})", volatile=("path",)),
+    Table("models", ("sha256",), f"sha256 IN ({MODELS})", volatile=("path", "inspected_at")),
+    # A sweep's bookkeeping (who runs it, its status, when) changes while it runs and differs between the shards
+    # of one Ray sweep; what it is (recipe, variables, build, host) must not.
+    Table("sweeps", ("uid",), f"id IN ({SWEEPS})", local_id="id",
+          volatile=("status", "started_at", "ended_at", "argv", "env", "owner_host", "owner_pid", "owner_started",
+                    "owner_since", "work_dir", "planned_runs")),
+    Table("runs", ("uid",), f"id IN ({RUNS})", local_id="id", links={"sweep_id": "sweeps"}),
+    Table("metrics", ("run_id",), f"run_id IN ({RUNS})", links={"run_id": "runs"}, volatile=("parsed_at",)),
+    Table("run_logs", ("run_id", "stream"), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
+    Table("requests", ("uid",), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
+    Table("telemetry", ("uid",), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
+)
+
+BY_NAME = {t.name: t for t in TABLES}

@@ -1,0 +1,222 @@
+"""`orch run --executor ray` on a real multi-node Ray cluster on this machine (ray.cluster_utils.Cluster): the real
+0c1e57098 build on the tiny models, a node killed mid-sweep, the shards merged into one database.
+
+The head takes no runs (0 CPUs); two worker nodes of 1 CPU each take one round at a time, as two boxes would.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+
+import duckdb
+import psutil
+import pytest
+
+from integration.conftest import COMMIT
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+RECIPE, TINY = "recipes/recipe_a.j2", "recipes/tiny.toml"
+ARMS = {"baseline", "draft", "control:llama-speculative-simple"}
+
+
+@contextmanager
+def node_env(env: dict):
+    """Nodes start with this environment: their workers find the build and models as a host's orch would."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def add_node(cluster) -> None:
+    with node_env(cluster.orch_env):
+        cluster.add_node(num_cpus=1, object_store_memory=100 * 2**20)
+
+
+@pytest.fixture(scope="module")
+def cluster(cache_env, tiny_dir, tmp_path_factory):
+    env = {"ORCH_BUILDS_DIR": cache_env["ORCH_BUILDS_DIR"], "ORCH_MODELS": str(tiny_dir),
+           "ORCH_CACHE": str(tmp_path_factory.mktemp("ray-orch-cache")), "RAY_USAGE_STATS_ENABLED": "0"}
+    with node_env(env):
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 * 2**20})
+    c.orch_env = env
+    for _ in range(2):
+        add_node(c)
+    c.wait_for_nodes()
+    yield c
+    c.shutdown()
+
+
+def orch_args(cluster, *extra):
+    return ["run", RECIPE, "--build", COMMIT, "--vars", TINY, "--executor", "ray", "--address", cluster.address,
+            "--no-summary", *extra]
+
+
+def env_for(cache_env, tiny_dir, db):
+    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(db), "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def rows(db, sql):
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
+    env = env_for(cache_env, tiny_dir, tmp_path / "r.duckdb")
+    start = time.monotonic()
+    res = subprocess.run([orch_exe, *orch_args(cluster, "--repeat", "2")], env=env, capture_output=True, text=True,
+                         timeout=600)
+    took = time.monotonic() - start
+    assert res.returncode == 0, res.stderr
+    assert "6 runs in 2 Ray tasks over 2 node(s)" in res.stderr and "[6/6]" in res.stderr
+    local = tmp_path / "local.duckdb"
+    res = subprocess.run([orch_exe, "run", RECIPE, "--build", COMMIT, "--vars", TINY, "--repeat", "2", "--no-summary"],
+                         env={**env, "ORCH_DB": str(local)}, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    shape = ("SELECT r.arm, r.repeat_index, r.warmup, r.status, m.decode_tps IS NOT NULL, "
+             "(SELECT count(*) FROM run_logs l WHERE l.run_id = r.id), "
+             "(SELECT count(*) > 0 FROM telemetry t WHERE t.run_id = r.id), s.host_name IS NOT NULL, "
+             "s.status, s.build_name FROM runs r JOIN sweeps s ON s.id = r.sweep_id "
+             "LEFT JOIN metrics m ON m.run_id = r.id ORDER BY 1, 2")
+    assert rows(tmp_path / "r.duckdb", shape) == rows(local, shape)
+    # Both nodes are this machine: one host, so one sweep, its runs numbered 1.. in the driver's file.
+    assert rows(tmp_path / "r.duckdb", "SELECT id, host_name, host_id, status FROM sweeps") == [
+        (1, *rows(local, "SELECT host_name, host_id FROM sweeps")[0], "done")]
+    assert {r[0] for r in rows(tmp_path / "r.duckdb", "SELECT arm FROM runs")} == ARMS
+    summary = subprocess.run([orch_exe, "summary", "--format", "json"], env=env, capture_output=True, text=True)
+    speedups = {r["arm"]: r["speedup"] for r in json.loads(summary.stdout)}
+    assert speedups["baseline"] == 1.0 and speedups["draft"] is not None  # rounds keep pairs on one node
+    print(f"ray sweep of 6 runs on 2 nodes: {took:.1f}s")
+
+
+def test_each_host_runs_the_whole_sweep_on_every_node(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
+    db = tmp_path / "r.duckdb"
+    res = subprocess.run([orch_exe, *orch_args(cluster, "--repeat", "1", "--each-host")],
+                         env=env_for(cache_env, tiny_dir, db), capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    per_sweep = rows(db, "SELECT sweep_id, count(*), count(*) FILTER (WHERE status = 'ok') FROM runs GROUP BY 1 "
+                         "ORDER BY 1")
+    assert per_sweep == [(1, 3, 3), (2, 3, 3)]
+    assert len(rows(db, "SELECT DISTINCT uid FROM sweeps")) == 2
+
+
+def llama_on(node) -> bool:
+    """Whether a llama.cpp process runs under this node's raylet (its worker's child)."""
+    raylet = node.all_processes["raylet"][0].process.pid
+    for p in psutil.process_iter(["name"]):
+        if (p.info["name"] or "").startswith("llama-"):
+            try:
+                if raylet in {a.pid for a in p.parents()}:
+                    return True
+            except psutil.NoSuchProcess:
+                continue
+    return False
+
+
+def llamas(cluster) -> bool:
+    """Whether a llama.cpp process runs on a worker node of this cluster (others' tests may run their own)."""
+    return any(llama_on(n) for n in cluster.worker_nodes)
+
+
+def test_ctrl_c_cancels_the_tasks_and_stops_the_remote_llama_processes(orch_exe, cache_env, tiny_dir, cluster,
+                                                                       tmp_path):
+    proc = subprocess.Popen([orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=2048")],
+                            env=env_for(cache_env, tiny_dir, tmp_path / "r.duckdb"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not llamas(cluster) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert llamas(cluster), "no run started"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    deadline = time.monotonic() + 30
+    while llamas(cluster) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not llamas(cluster)  # stopped on the nodes, not left running
+
+
+def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
+    db = tmp_path / "r.duckdb"
+    proc = subprocess.Popen([orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=512")],
+                            env=env_for(cache_env, tiny_dir, db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    victim = None
+    deadline = time.monotonic() + 180
+    while victim is None and time.monotonic() < deadline and proc.poll() is None:
+        victim = next((n for n in cluster.worker_nodes if llama_on(n)), None)
+        time.sleep(0.05)
+    assert victim is not None, "no run started on a worker node"
+    cluster.remove_node(victim)  # the node dies with its worker and the llama.cpp run in flight
+    try:
+        out, err = proc.communicate(timeout=600)
+    finally:
+        add_node(cluster)
+    assert proc.returncode in (0, 15), err  # 15: stored, with runs lost with their node
+    slots = rows(db, "SELECT arm, repeat_index, status, failure_class FROM measured_runs ORDER BY 1, 2")
+    # Every slot is stored once as measured: run again elsewhere (ok), or failed as node_lost; none dropped.
+    assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(4))
+    assert all(s == "ok" or c == "node_lost" for *_, s, c in slots), slots
+    assert proc.returncode == 0 or any(c == "node_lost" for *_, c in slots), err
+    print(f"node killed mid-run: {sum(s == 'ok' for *_, s, _ in slots)} ok, "
+          f"{sum(c == 'node_lost' for *_, c in slots)} node_lost; rows stored {len(rows(db, 'SELECT id FROM runs'))}")
+
+
+def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cache_env, tiny_dir, cluster, tmp_path,
+                                                                          monkeypatch):
+    """No retries left (retries=0): the round on the killed node is stored failed, class node_lost, not dropped."""
+    from orchestrator import store
+    from orchestrator.build.builder import runnable_build
+    from orchestrator.cluster import executor
+    from orchestrator.recipe.plan import load
+    from orchestrator.run import prepare
+
+    for name in ("ORCH_BUILDS_DIR", "ORCH_LLAMA_REPO"):
+        monkeypatch.setenv(name, cache_env[name])
+    monkeypatch.setenv("ORCH_MODELS", str(tiny_dir))
+    monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
+    build = runnable_build(COMMIT)
+    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
+                                                                         "name")}}
+    plan = load(RECIPE, builtins=builtins, vars_file=TINY, overrides=("n_predict=512",), repeat=2)
+    prepared = prepare.prepare(plan, build)
+    db = store.Database(tmp_path / "r.duckdb")
+    with db.write() as con:
+        from orchestrator.build.builder import register
+
+        register(con, build, only_if_missing=True)
+    ray.init(address=cluster.address, log_to_driver=False)
+    victims = []
+
+    def kill_one():
+        deadline = time.monotonic() + 180
+        while not victims and time.monotonic() < deadline:
+            victims.extend(n for n in cluster.worker_nodes if llama_on(n))
+            time.sleep(0.05)
+        cluster.remove_node(victims[0])
+
+    import threading
+
+    killer = threading.Thread(target=kill_one)
+    killer.start()
+    try:
+        results = executor.dispatch(db, plan, build, prepared, executor.RayOptions(cluster.address, retries=0),
+                                    orch_argv=["test"])
+    finally:
+        killer.join()
+        ray.shutdown()
+        add_node(cluster)
+    with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
+        slots = con.execute("SELECT arm, repeat_index, status, failure_class FROM runs ORDER BY 1, 2").fetchall()
+    assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(2))
+    lost = [s for s in slots if s[3] == "node_lost"]
+    assert len(lost) == 3 and all(s[2] == "failed" for s in lost)  # the killed node's whole round
+    assert sum(r.failed for r in results) == 3, slots
