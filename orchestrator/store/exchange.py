@@ -165,7 +165,8 @@ def _merge_table(con: duckdb.DuckDBPyConnection, table: Table, report: ImportRep
     for i, (column, parent_name) in enumerate(table.links.items()):
         parent = BY_NAME[parent_name]
         on = " AND ".join(f"l.{k} = s.{k}" for k in parent.key)
-        joins.append(f"JOIN (SELECT s.{parent.local_id} AS src_id, l.{parent.local_id} AS here FROM "
+        kind = "LEFT JOIN" if column in table.optional else "JOIN"
+        joins.append(f"{kind} (SELECT s.{parent.local_id} AS src_id, l.{parent.local_id} AS here FROM "
                      f"src.{parent.name} s JOIN {parent.name} l ON {on}) m{i} ON m{i}.src_id = t.{column}")
         replaced.append(f"m{i}.here AS {column}")
     select = f"t.* REPLACE ({', '.join(replaced)})" if replaced else "t.*"
@@ -186,8 +187,11 @@ def _merge_table(con: duckdb.DuckDBPyConnection, table: Table, report: ImportRep
         report.conflicts.append(Conflict(table.name, dict(zip(table.key, key)), [c for c in flags if c]))
     report.present[table.name] = overlap - len(differing)
     kept = [c for c in columns if c != table.local_id]
+    values = [f"i.{c}" for c in kept]
+    if table.id_sequence:  # no column default: a new row's id from the table's own sequence
+        kept, values = [table.local_id, *kept], [f"nextval('{table.id_sequence}')", *values]
     report.added[table.name] = con.execute(
-        f"INSERT INTO {table.name} ({', '.join(kept)}) SELECT {', '.join(f'i.{c}' for c in kept)} FROM _in i "
+        f"INSERT INTO {table.name} ({', '.join(kept)}) SELECT {', '.join(values)} FROM _in i "
         f"WHERE NOT EXISTS (SELECT 1 FROM {table.name} l WHERE {on})").fetchone()[0]
     con.execute("DROP TABLE _in")
 

@@ -18,6 +18,8 @@ class Table:
     local_id: str | None = None  # an integer id this file numbers itself: a new row takes the file's next one
     links: dict[str, str] = field(default_factory=dict)  # column -> table whose local_id it holds
     volatile: tuple[str, ...] = ()  # columns that may differ between copies of one row without a conflict
+    optional: tuple[str, ...] = ()  # links that may be NULL (a run measured no quality row): kept NULL
+    id_sequence: str | None = None  # where local_id has no column default: the sequence a new row's id comes from
 
 
 SWEEPS = "SELECT id FROM _export_sweeps"
@@ -36,7 +38,13 @@ TABLES = (
     Table("sweeps", ("uid",), f"id IN ({SWEEPS})", local_id="id",
           volatile=("status", "started_at", "ended_at", "argv", "env", "owner_host", "owner_pid", "owner_started",
                     "owner_since", "work_dir", "planned_runs")),
-    Table("runs", ("uid",), f"id IN ({RUNS})", local_id="id", links={"sweep_id": "sweeps"}),
+    # Quality mode (m012): the quantized files of the exported models, and the quality rows the runs point at.
+    Table("quants", ("source_sha256", "requested", "build"), f"sha256 IN ({MODELS})",
+          volatile=("path", "created_at")),
+    Table("quality", ("uid",), f"id IN (SELECT quality_id FROM runs WHERE id IN ({RUNS}))", local_id="id",
+          id_sequence="quality_id_seq"),
+    Table("runs", ("uid",), f"id IN ({RUNS})", local_id="id", links={"sweep_id": "sweeps", "quality_id": "quality"},
+          optional=("quality_id",)),
     Table("metrics", ("run_id",), f"run_id IN ({RUNS})", links={"run_id": "runs"}, volatile=("parsed_at",)),
     Table("run_logs", ("run_id", "stream"), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
     Table("requests", ("uid",), f"run_id IN ({RUNS})", links={"run_id": "runs"}),

@@ -29,6 +29,7 @@ def m012_quality(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
         CREATE TABLE quality (
             id INTEGER PRIMARY KEY,
+            uid VARCHAR DEFAULT (gen_random_uuid()::VARCHAR),  -- names the row in every file (orch export/import)
             model_sha256 VARCHAR NOT NULL,
             build_id VARCHAR NOT NULL,
             text_sha256 VARCHAR NOT NULL,
