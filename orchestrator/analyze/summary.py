@@ -8,7 +8,9 @@ that drafted nothing) and the warnings. `arm_rows(con, ids)` is the one call tha
 
 from __future__ import annotations
 
+import gc
 import json
+from contextlib import contextmanager
 from functools import lru_cache
 from itertools import groupby
 
@@ -41,6 +43,24 @@ def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
 
 def arm_rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[int, str], costs.StepCost]]:
     """arm_rows, and the step costs its predicted speedups come from, per (sweep, arm): the report draws both."""
+    with collector_paused():
+        return _rows_and_costs(con, sweep_ids)
+
+
+@contextmanager
+def collector_paused():
+    """Python's cycle collector paused for the block. A summary of 47k arms makes millions of objects (none in a
+    cycle), and each full collection walks every one of them: 0.7-1 s of CPU of a 3 s summary, for nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[int, str], costs.StepCost]]:
     rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
     energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
     step = costs.step_costs(queries.arm_draft_costs(con, sweep_ids), rows)
@@ -175,6 +195,7 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
         hidden = [_param_column(k) for k in varying if k in lone]
     shown = _display(rows, chosen, compact=not (columns or wide))
     if fmt == "md":
+        shown = [dict(zip(chosen, cells)) for cells in zip(*(shown[c] for c in chosen))]
         kept, left_out = tables.fit(shown, chosen, width, droppable) if droppable else (chosen, [])
         if "sweep" not in kept and len({r["sweep"] for r in rows}) > 1:
             kept = ["sweep", *kept]
@@ -183,7 +204,7 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
         text = tables.render(shown, "md", kept)
     else:
         titles = {} if "sweep" in chosen else _titles(rows)  # several sweeps: each named above its rows
-        text, left_out = tables.text_table(shown, chosen, width=width, droppable=droppable, titles=titles)
+        text, left_out = tables.column_table(shown, chosen, width=width, droppable=droppable, titles=titles)
     hidden += [c for c in chosen if c in left_out]
     if hidden and rows:
         ids = list(dict.fromkeys(r["sweep"] for r in rows))
@@ -228,38 +249,31 @@ def _titles(rows: list[dict]) -> dict[int, str]:
     return titles if len(titles) > 1 else {}
 
 
-def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
-    """The rows' cells for people: shares as percentages; in the compact table a control reference as `control`
-    and parameter values cut to PARAM_WIDTH characters. Only the shown columns are copied."""
-    shown = [{c: r.get(c) for c in columns} for r in rows]
+def _display(rows: list[dict], columns: list[str], compact: bool) -> dict[str, list]:
+    """The rows' cells for people, by column (tables.column_table): shares as percentages; in the compact table a
+    control reference as `control` and parameter values cut to PARAM_WIDTH characters. Only the shown columns."""
+    shown = {c: [r.get(c) for r in rows] for c in columns}
     if "seq_acceptance" in columns:  # only bounded (drafts shorter than the window): the bounds
-        for d, r in zip(shown, rows):
-            if r.get("seq_acceptance") is None and r.get("seq_acceptance_low") is not None:
-                d["seq_acceptance"] = tables.interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
+        shown["seq_acceptance"] = [
+            tables.interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
+            if v is None and r.get("seq_acceptance_low") is not None else v
+            for v, r in zip(shown["seq_acceptance"], rows)]
     for c in columns:
         if c in PERCENT_COLUMNS or c == "roofline_pct":
             scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
-            for d in shown:
-                if isinstance(d[c], float):
-                    d[c] = f"{scale * d[c]:.1f}%"
+            shown[c] = [f"{scale * v:.1f}%" if isinstance(v, float) else v for v in shown[c]]
     if "accept_rate_per_pos" in columns:  # percentages by draft position, the first POSITIONS_SHOWN of them
-        for d in shown:
-            if isinstance(d["accept_rate_per_pos"], list):
-                d["accept_rate_per_pos"] = _positions(d["accept_rate_per_pos"])
+        shown["accept_rate_per_pos"] = [_positions(v) if isinstance(v, list) else v
+                                        for v in shown["accept_rate_per_pos"]]
     if "outputs_differ" in columns:  # differing of compared; a count alone where compared was not stored
-        for d, r in zip(shown, rows):
-            if r.get("outputs_compared"):
-                d["outputs_differ"] = f"{r['outputs_differ'] or 0}/{r['outputs_compared']}"
+        shown["outputs_differ"] = [f"{r['outputs_differ'] or 0}/{r['outputs_compared']}"
+                                   if r.get("outputs_compared") else v for v, r in zip(shown["outputs_differ"], rows)]
     if compact and "vs" in columns:
         controls = {(r["sweep"], r["arm"]) for r in rows if r.get("is_control")}
-        for d, r in zip(shown, rows):
-            if (r["sweep"], d["vs"]) in controls:
-                d["vs"] = "control"
+        shown["vs"] = ["control" if (r["sweep"], v) in controls else v for v, r in zip(shown["vs"], rows)]
     for c in columns if compact else ():
         if c not in TABLE_COLUMNS:
-            for d in shown:
-                if isinstance(d[c], str) and len(d[c]) > PARAM_WIDTH:
-                    d[c] = _cut(d[c])
+            shown[c] = [_cut(v) if isinstance(v, str) and len(v) > PARAM_WIDTH else v for v in shown[c]]
     return shown
 
 

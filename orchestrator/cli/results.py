@@ -119,12 +119,13 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
         if missing := sorted(set(sweeps) - queries.existing_sweeps(con, list(sweeps))):
             raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list sweeps with `orch summary --last 10`")
         rows = summary.arm_rows(con, list(sweeps) or queries.last_sweeps(con, last))
-    columns = summary.picked_columns(rows, column_list) if column_list else None
-    if fmt in ("json", "csv"):  # machine formats stay parseable: the sentences go to stderr
-        click.echo(tables.render(rows, fmt, columns))
-        click.echo("\n".join(verdict_lines(rows)), err=True)
-        return
-    click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
+    with summary.collector_paused():  # the rendering makes as many objects again
+        columns = summary.picked_columns(rows, column_list) if column_list else None
+        if fmt in ("json", "csv"):  # machine formats stay parseable: the sentences go to stderr
+            click.echo(tables.json_bytes(rows, columns) if fmt == "json" else tables.render(rows, fmt, columns))
+            click.echo("\n".join(verdict_lines(rows)), err=True)
+            return
+        click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
 
 
 def summary_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None,
