@@ -46,9 +46,14 @@ def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
 def json_bytes(rows: list[dict], columns: list[str] | None = None) -> bytes:
     """render(rows, "json", columns) as UTF-8 bytes, for a caller that writes them out: a big table (the summary of
     every sweep is 100 MB) is never decoded into a str and encoded back."""
+    if not rows:
+        return b"[]"
     columns = columns or _all_keys(rows)
     names = set(columns)
-    return b"[\n" + b",\n".join([_json_row(r, columns, names) for r in rows]) + b"\n]" if rows else b"[]"
+    parts = [b",\n"] * (2 * len(rows) + 1)  # separators between the rows, which go in between: joined once
+    parts[0], parts[-1] = b"[\n", b"\n]"
+    parts[1::2] = [_json_row(r, columns, names) for r in rows]
+    return b"".join(parts)
 
 
 def _all_keys(rows: list[dict]) -> list[str]:

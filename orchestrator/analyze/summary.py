@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
 from itertools import groupby
@@ -61,15 +62,27 @@ def collector_paused():
 
 
 def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[int, str], costs.StepCost]]:
-    rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
-    energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
-    step = costs.step_costs(queries.arm_draft_costs(con, sweep_ids), rows)
+    # Energy and draft costs are read on a second connection meanwhile: their query (it parses each run's stored
+    # JSON) runs in DuckDB while this thread turns the arms into Python objects, which holds one core alone.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        side = pool.submit(_energy_and_draft_costs, con.cursor(), sweep_ids)
+        rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
+        energy_rows, cost_rows = side.result()
+    energy = costs.arm_energy(energy_rows)
+    step = costs.step_costs(cost_rows, rows)
     for row in rows:
         found = energy.get((row["sweep"], row["arm"]))
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get((row["sweep"], row["arm"]))
         row["predicted_speedup"] = cost.predicted_speedup if cost else None
     return rows, step
+
+
+def _energy_and_draft_costs(cursor, sweep_ids: list[int]) -> tuple[list[dict], list[dict]]:
+    try:
+        return queries.arm_energy(cursor, sweep_ids), queries.arm_draft_costs(cursor, sweep_ids)
+    finally:
+        cursor.close()
 
 
 def summarize(groups: list[dict]) -> list[dict]:
