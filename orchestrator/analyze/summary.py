@@ -16,7 +16,8 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import costs, glossary, stats
+from orchestrator.analyze import cells, costs, glossary, stats
+from orchestrator.analyze.cells import PARAM_WIDTH  # noqa: F401  (the width the default table cuts values to)
 from orchestrator.analyze.derived import roofline_pct
 from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
@@ -31,7 +32,6 @@ TABLE_COLUMNS = ["sweep", "recipe", "build", "arm", "ok", "decode_tps", "ci95", 
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
 GIVE_UP = ["ci95", "vs", "ok", "warnings", "acceptance"]
 WIDTH = 120
-PARAM_WIDTH = 24  # a parameter value longer than this is cut in the default table
 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
@@ -43,7 +43,8 @@ def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
 
 
 def arm_rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[int, str], costs.StepCost]]:
-    """arm_rows, and the step costs its predicted speedups come from, per (sweep, arm): the report draws both."""
+    """arm_rows, and the step costs its predicted speedups come from, per (sweep, arm): the report draws both.
+    con: with nothing uncommitted (energy and draft costs are read on a second connection to its database)."""
     with collector_paused():
         return _rows_and_costs(con, sweep_ids)
 
@@ -206,7 +207,7 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
             chosen.insert(chosen.index("warnings"), "joules_per_token")
         droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
         hidden = [_param_column(k) for k in varying if k in lone]
-    shown = _display(rows, chosen, compact=not (columns or wide))
+    shown = cells.display(rows, chosen, not (columns or wide), [c for c in chosen if c not in TABLE_COLUMNS])
     if fmt == "md":
         shown = [dict(zip(chosen, cells)) for cells in zip(*(shown[c] for c in chosen))]
         kept, left_out = tables.fit(shown, chosen, width, droppable) if droppable else (chosen, [])
@@ -245,55 +246,12 @@ def _param_name(column: str) -> str:
     return column.removeprefix("param.")
 
 
-POSITIONS_SHOWN = 4
-
-
-def _positions(rates: list[float]) -> str:
-    """Acceptance by draft position as a table cell: 89/74/59/48% (+17), the count of positions left out after."""
-    more = f" (+{len(rates) - POSITIONS_SHOWN})" if len(rates) > POSITIONS_SHOWN else ""
-    return "/".join(f"{100 * r:.0f}" for r in rates[:POSITIONS_SHOWN]) + "%" + more
-
-
 def _titles(rows: list[dict]) -> dict[int, str]:
     """Where the rows are of several sweeps, a line above each sweep's first row: the sweep, its recipe and build
     (the columns the default table leaves out). One sweep's rows need none: the verdict names it."""
     titles = {i: f"sweep {r['sweep']}: {r['recipe']} on {r['build']}" for i, r in enumerate(rows)
               if i == 0 or r["sweep"] != rows[i - 1]["sweep"]}
     return titles if len(titles) > 1 else {}
-
-
-def _display(rows: list[dict], columns: list[str], compact: bool) -> dict[str, list]:
-    """The rows' cells for people, by column (tables.column_table): shares as percentages; in the compact table a
-    control reference as `control` and parameter values cut to PARAM_WIDTH characters. Only the shown columns."""
-    shown = {c: [r.get(c) for r in rows] for c in columns}
-    if "seq_acceptance" in columns:  # only bounded (drafts shorter than the window): the bounds
-        shown["seq_acceptance"] = [
-            tables.interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
-            if v is None and r.get("seq_acceptance_low") is not None else v
-            for v, r in zip(shown["seq_acceptance"], rows)]
-    for c in columns:
-        if c in PERCENT_COLUMNS or c == "roofline_pct":
-            scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
-            shown[c] = [f"{scale * v:.1f}%" if isinstance(v, float) else v for v in shown[c]]
-    if "accept_rate_per_pos" in columns:  # percentages by draft position, the first POSITIONS_SHOWN of them
-        shown["accept_rate_per_pos"] = [_positions(v) if isinstance(v, list) else v
-                                        for v in shown["accept_rate_per_pos"]]
-    if "outputs_differ" in columns:  # differing of compared; a count alone where compared was not stored
-        shown["outputs_differ"] = [f"{r['outputs_differ'] or 0}/{r['outputs_compared']}"
-                                   if r.get("outputs_compared") else v for v, r in zip(shown["outputs_differ"], rows)]
-    if compact and "vs" in columns:
-        controls = {(r["sweep"], r["arm"]) for r in rows if r.get("is_control")}
-        shown["vs"] = ["control" if (r["sweep"], v) in controls else v for v, r in zip(shown["vs"], rows)]
-    for c in columns if compact else ():
-        if c not in TABLE_COLUMNS:
-            shown[c] = [_cut(v) if isinstance(v, str) and len(v) > PARAM_WIDTH else v for v in shown[c]]
-    return shown
-
-
-def _cut(text: str) -> str:
-    """A value cut to PARAM_WIDTH characters: a path keeps its end (the file name), anything else its start."""
-    keep = PARAM_WIDTH - 2
-    return ".." + text[-keep:] if "/" in text else text[:keep] + ".."
 
 
 def _varies(distinct: dict[int, dict], shapes: set[frozenset[int]], name: str) -> bool:
@@ -315,9 +273,6 @@ def _speed_interval(low, high) -> str | None:
 
 def _figures(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 99.5 else f"{x:.1f}" if abs(x) >= 9.995 else f"{x:.2f}"
-
-
-PERCENT_COLUMNS = ("acceptance", "seq_acceptance", "cv")  # shares of 1, shown as percentages
 
 
 def warning_lines(rows: list[dict]) -> list[str]:
