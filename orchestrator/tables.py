@@ -43,17 +43,21 @@ def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
     return orjson.dumps(row, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
 
 
-def json_bytes(rows: list[dict], columns: list[str] | None = None) -> bytes:
-    """render(rows, "json", columns) as UTF-8 bytes, for a caller that writes them out: a big table (the summary of
-    every sweep is 100 MB) is never decoded into a str and encoded back."""
+def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> None:
+    """render(rows, "json", columns) written to a binary stream as UTF-8, JSON_CHUNK rows at a time: a big table
+    (the summary of every sweep is 100 MB) is never held whole, as text or as bytes."""
     if not rows:
-        return b"[]"
+        stream.write(b"[]")
+        return
     columns = columns or _all_keys(rows)
     names = set(columns)
-    parts = [b",\n"] * (2 * len(rows) + 1)  # separators between the rows, which go in between: joined once
-    parts[0], parts[-1] = b"[\n", b"\n]"
-    parts[1::2] = [_json_row(r, columns, names) for r in rows]
-    return b"".join(parts)
+    stream.write(b"[\n")
+    for start in range(0, len(rows), JSON_CHUNK):
+        stream.write(b",\n".join([_json_row(r, columns, names) for r in rows[start:start + JSON_CHUNK]]))
+        stream.write(b",\n" if start + JSON_CHUNK < len(rows) else b"\n]")
+
+
+JSON_CHUNK = 1000
 
 
 def _all_keys(rows: list[dict]) -> list[str]:
@@ -81,7 +85,9 @@ def clock(seconds: float) -> str:
 def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = None) -> str:
     columns = columns or _all_keys(rows)  # without columns: every key any row has
     if fmt == "json":  # an array with one row per line: valid JSON, and still readable, greppable and diffable
-        return json_bytes(rows, columns).decode()
+        buf = io.BytesIO()
+        write_json(rows, buf, columns)
+        return buf.getvalue().decode()
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

@@ -121,11 +121,17 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
         rows = summary.arm_rows(con, list(sweeps) or queries.last_sweeps(con, last))
     with summary.collector_paused():  # the rendering makes as many objects again
         columns = summary.picked_columns(rows, column_list) if column_list else None
-        if fmt in ("json", "csv"):  # machine formats stay parseable: the sentences go to stderr
-            click.echo(tables.json_bytes(rows, columns) if fmt == "json" else tables.render(rows, fmt, columns))
-            click.echo("\n".join(verdict_lines(rows)), err=True)
+        if fmt not in ("json", "csv"):
+            click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
             return
-        click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
+        if fmt == "json":  # written as it is made: the summary of every sweep is 100 MB
+            out = click.get_binary_stream("stdout")
+            tables.write_json(rows, out, columns)
+            out.write(b"\n")
+            out.flush()
+        else:
+            click.echo(tables.render(rows, fmt, columns))
+        click.echo("\n".join(verdict_lines(rows)), err=True)  # machine formats stay parseable: sentences to stderr
 
 
 def summary_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None,
