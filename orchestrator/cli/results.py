@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -125,7 +126,8 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
             click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
             return
         if fmt == "json":  # written as it is made: the summary of every sweep is 100 MB
-            out = click.get_binary_stream("stdout")
+            sys.stdout.flush()
+            out = sys.stdout.buffer
             tables.write_json(rows, out, columns)
             out.write(b"\n")
             out.flush()
