@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -126,14 +127,22 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
             click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
             return
         if fmt == "json":  # written as it is made: the summary of every sweep is 100 MB
-            sys.stdout.flush()
-            out = sys.stdout.buffer
-            tables.write_json(rows, out, columns)
-            out.write(b"\n")
-            out.flush()
+            _write_json(rows, columns)
         else:
             click.echo(tables.render(rows, fmt, columns))
         click.echo("\n".join(verdict_lines(rows)), err=True)  # machine formats stay parseable: sentences to stderr
+
+
+def _write_json(rows: list[dict], columns: list[str] | None) -> None:
+    """The rows as JSON on stdout. A reader that stops early (`| head`) ends the JSON, not the command: the
+    verdicts still go to stderr and the exit status stays 0, as when the JSON was one write."""
+    sys.stdout.flush()
+    try:
+        tables.write_json(rows, sys.stdout.buffer, columns)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left unflushed goes nowhere
 
 
 def summary_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None,
