@@ -307,3 +307,19 @@ def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
     assert rows["baseline"]["accept_rate_per_pos"] is None  # nothing drafts: no figure, not zeros
     table = summary.table_text(list(rows.values()), columns=["arm", "accept_rate_per_pos"])
     assert "80/40/10%" in table
+
+
+def test_acceptance_by_position_is_each_positions_mean_over_the_runs_that_reached_it(tmp_path):
+    """Per draft position, the mean over the arm's ok runs that have that position (a run with shorter drafts
+    does not pull the later positions towards zero); an arm whose runs print no statistics has none."""
+    con, sweep = stored(tmp_path, "cli")
+    runs = [r[0] for r in con.execute("SELECT id FROM runs WHERE arm = 'draft' AND status = 'ok' ORDER BY id")
+            .fetchall()]
+    for run, rates in zip(runs, ([0.9, 0.5, 0.2], [0.7, 0.3], None, [0.8, 0.4, 0.6, 0.1])):
+        con.execute("UPDATE metrics SET accept_rate_per_pos = ? WHERE run_id = ?",
+                    [None if rates is None else str(rates), run])
+    base, draft = summary.arm_rows(con, [sweep])
+    assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.4, 0.1])
+    assert base["accept_rate_per_pos"] is None
+    shown = summary.table_text([base, draft], columns=["arm", "accept_rate_per_pos"]).splitlines()
+    assert shown[-1].split() == ["draft", "80/40/40/10%"]
