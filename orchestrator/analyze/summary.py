@@ -72,9 +72,10 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
     energy = costs.arm_energy(energy_rows)
     step = costs.step_costs(cost_rows, rows)
     for row in rows:
-        found = energy.get((row["sweep"], row["arm"]))
+        key = (row["sweep"], row["arm"])
+        found = energy.get(key)
         row.update(found.fields() if found else NO_ENERGY)
-        cost = step.get((row["sweep"], row["arm"]))
+        cost = step.get(key)
         row["predicted_speedup"] = cost.predicted_speedup if cost else None
     return rows, step
 
