@@ -3,7 +3,7 @@
 Copies every sweep (runs, metrics, requests) with fresh ids until the runs table holds --runs rows; every
 second copy is relabelled as another build ("<name>+head") so compare has two builds with the same tests.
 Then it runs the real commands, `orch summary` over every sweep and `orch compare` of the two builds, and
-prints each one's wall time and peak RSS (os.wait4 of that process). A benchmark: it prints figures.
+prints each one's wall time, CPU time (user + sys) and peak RSS (os.wait4 of that process). A benchmark: it prints figures.
 --orch times another orch executable on the same grown file (an older checkout's, for before/after).
 
     make demo   # any results.duckdb with real sweeps will do
@@ -56,8 +56,9 @@ def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
     return runs, sweeps, build
 
 
-def measure(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of one command, which must succeed."""
+def measure(argv: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MiB, CPU seconds: user + sys, DuckDB's threads included) of one command, which must
+    succeed. On a shared machine the wall time waits for other work; the CPU time much less."""
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: 8,192 verdict lines would fill a pipe and stall it
         start = time.perf_counter()
         child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
@@ -66,7 +67,7 @@ def measure(argv: list[str]) -> tuple[float, float]:
         if os.waitstatus_to_exitcode(status):
             err.seek(0)
             sys.exit(f"{' '.join(argv)} failed: {err.read().decode()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -98,9 +99,9 @@ def main() -> None:
                     "startup": [args.orch, "--version"]}  # interpreter and imports alone, for scale
         for what, argv in commands.items():
             results = [measure(argv) for _ in range(args.repeat)]
-            secs = sorted(r[0] for r in results)
+            secs, cpu = sorted(r[0] for r in results), sorted(r[2] for r in results)
             print(f"{what:>13}: {secs[0]:.2f}s best, {secs[len(secs) // 2]:.2f}s median of {len(secs)}, "
-                  f"peak RSS {max(r[1] for r in results):.0f} MiB")
+                  f"CPU {cpu[0]:.2f}s best, {cpu[len(cpu) // 2]:.2f}s median, peak RSS {max(r[1] for r in results):.0f} MiB")
 
 
 if __name__ == "__main__":

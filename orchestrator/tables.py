@@ -34,13 +34,36 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _json_row(row: dict, columns: list[str], names: set[str]) -> str:
+def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
     """One row as compact JSON (orjson: a 47k-row summary in a twentieth of the standard encoder's time; NaN and
     infinities become null, which JSON has, not NaN, which it has not). A row holding exactly the columns is
     written as it is; others are completed with nulls in column order."""
     if len(row) != len(columns) or row.keys() != names:
         row = {c: row.get(c) for c in columns}
-    return orjson.dumps(row, default=_json_default, option=orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(row, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+
+
+def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> None:
+    """render(rows, "json", columns) written to a binary stream as UTF-8, JSON_CHUNK rows at a time: a big table
+    (the summary of every sweep is 100 MB) is never held whole, as text or as bytes."""
+    if not rows:
+        stream.write(b"[]")
+        return
+    columns = columns or _all_keys(rows)
+    names = set(columns)
+    stream.write(b"[\n")
+    for start in range(0, len(rows), JSON_CHUNK):
+        stream.write(b",\n".join([_json_row(r, columns, names) for r in rows[start:start + JSON_CHUNK]]))
+        stream.write(b",\n" if start + JSON_CHUNK < len(rows) else b"\n]")
+
+
+JSON_CHUNK = 1000
+
+
+def _all_keys(rows: list[dict]) -> list[str]:
+    """Every key any row has, in first-seen order (a key only some rows carry is not dropped), read from the
+    distinct key sequences (a big table has few: one pass in C over the rows, not one per key)."""
+    return list(dict.fromkeys(k for keys in dict.fromkeys(tuple(r) for r in rows) for k in keys))
 
 
 def fill(text: str, width: int) -> str:
@@ -60,12 +83,11 @@ def clock(seconds: float) -> str:
 
 
 def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = None) -> str:
-    # Without columns: every key any row has, in first-seen order (a key only some rows carry is not dropped),
-    # read from the distinct key sequences (a big table has few: one pass in C over the rows, not one per key).
-    columns = columns or list(dict.fromkeys(k for keys in dict.fromkeys(tuple(r) for r in rows) for k in keys))
+    columns = columns or _all_keys(rows)  # without columns: every key any row has
     if fmt == "json":  # an array with one row per line: valid JSON, and still readable, greppable and diffable
-        names = set(columns)
-        return "[\n" + ",\n".join(_json_row(r, columns, names) for r in rows) + "\n]" if rows else "[]"
+        buf = io.BytesIO()
+        write_json(rows, buf, columns)
+        return buf.getvalue().decode()
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
@@ -84,7 +106,15 @@ def text_table(rows: list[dict], columns: list[str], *, width: int | None = None
     above the row of that index (a group's heading), not part of the columns.
 
     Built column by column (each cell formatted once), so a table of 47k rows is a few list comprehensions."""
-    cells = {c: [_cell(r.get(c)) for r in rows] for c in columns}
+    return column_table({c: [r.get(c) for r in rows] for c in columns}, columns, width=width, droppable=droppable,
+                        titles=titles)
+
+
+def column_table(values: dict[str, list], columns: list[str], *, width: int | None = None, droppable: list[str] = (),
+                 titles: dict[int, str] | None = None) -> tuple[str, list[str]]:
+    """text_table of a table held by column: values[c] is column c's value in each row, in row order."""
+    # A cell that is text already (most of a big table) is taken as it is, without a call per cell.
+    cells = {c: [v if type(v) is str else _cell(v) for v in values[c]] for c in columns}
     widths = {c: max(len(c), max(map(len, cells[c]), default=0)) for c in columns}
     kept, left_out = _fit(widths, columns, width, droppable)
     padded = [[v.rjust(widths[c]) if _numeric(v) else v.ljust(widths[c]) for v in cells[c]] for c in kept]

@@ -85,13 +85,12 @@ class StepCost:
 def step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
     """Per (sweep, arm): cost_rows from queries.arm_draft_costs; summary_rows (analyze/summary) give each arm's
     reference (`vs`) and that reference's mean decode tok/s. Arms without a reference speed are left out."""
-    speed = {(r["sweep"], r["arm"]): r.get("decode_tps") for r in summary_rows}
-    reference = {(r["sweep"], r["arm"]): r.get("vs") for r in summary_rows}
+    by_arm = {(r["sweep"], r["arm"]): r for r in summary_rows}
     out = {}
     for c in cost_rows:
         key = (c["sweep_id"], c["arm"])
-        ref = reference.get(key)
-        ref_tps = speed.get((key[0], ref)) if ref else None
+        ref = by_arm[key].get("vs") if key in by_arm else None
+        ref_tps = by_arm[(key[0], ref)].get("decode_tps") if ref and (key[0], ref) in by_arm else None
         if not ref_tps or not c["passes"] or not c["drafted"]:
             continue
         t = 1000.0 / ref_tps

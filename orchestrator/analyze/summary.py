@@ -8,13 +8,16 @@ that drafted nothing) and the warnings. `arm_rows(con, ids)` is the one call tha
 
 from __future__ import annotations
 
+import gc
 import json
-import re
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import costs, glossary, quality, stats
+from orchestrator.analyze import cells, costs, glossary, quality, stats
+from orchestrator.analyze.cells import PARAM_WIDTH  # noqa: F401  (the width the default table cuts values to)
 from orchestrator.analyze.derived import roofline_pct
 from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
@@ -30,7 +33,6 @@ TABLE_COLUMNS = ["sweep", "recipe", "build", "host", "gpu", "arm", "ok", "decode
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
 GIVE_UP = ["ci95", "vs", "ok", "warnings", "acceptance"]
 WIDTH = 120
-PARAM_WIDTH = 24  # a parameter value longer than this is cut in the default table
 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
@@ -42,18 +44,50 @@ def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
 
 
 def arm_rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[int, str], costs.StepCost]]:
-    """arm_rows, and the step costs its predicted speedups come from, per (sweep, arm): the report draws both."""
-    rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
-    energy = costs.arm_energy(queries.arm_energy(con, sweep_ids))
-    step = costs.step_costs(queries.arm_draft_costs(con, sweep_ids), rows)
+    """arm_rows, and the step costs its predicted speedups come from, per (sweep, arm): the report draws both.
+    con: with nothing uncommitted (energy and draft costs are read on a second connection to its database)."""
+    with collector_paused():
+        return _rows_and_costs(con, sweep_ids)
+
+
+@contextmanager
+def collector_paused():
+    """Python's cycle collector paused for the block. A summary of 47k arms makes millions of objects (none in a
+    cycle), and each full collection walks every one of them: 0.7-1 s of CPU of a 3 s summary, for nothing."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[int, str], costs.StepCost]]:
+    # Energy and draft costs are read on a second connection meanwhile: their query (it parses each run's stored
+    # JSON) runs in DuckDB while this thread turns the arms into Python objects, which holds one core alone.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        side = pool.submit(_energy_and_draft_costs, con.cursor(), sweep_ids)
+        rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
+        energy_rows, cost_rows = side.result()
+    energy = costs.arm_energy(energy_rows)
+    step = costs.step_costs(cost_rows, rows)
     measured = quality.arm_quality(con, sweep_ids)
     for row in rows:
-        row.update(measured.get((row["sweep"], row["arm"])) or dict.fromkeys(quality.COLUMNS))
-        found = energy.get((row["sweep"], row["arm"]))
+        key = (row["sweep"], row["arm"])
+        row.update(measured.get(key) or dict.fromkeys(quality.COLUMNS))
+        found = energy.get(key)
         row.update(found.fields() if found else NO_ENERGY)
-        cost = step.get((row["sweep"], row["arm"]))
+        cost = step.get(key)
         row["predicted_speedup"] = cost.predicted_speedup if cost else None
     return rows, step
+
+
+def _energy_and_draft_costs(cursor, sweep_ids: list[int]) -> tuple[list[dict], list[dict]]:
+    try:
+        return queries.arm_energy(cursor, sweep_ids), queries.arm_draft_costs(cursor, sweep_ids)
+    finally:
+        cursor.close()
 
 
 def summarize(groups: list[dict]) -> list[dict]:
@@ -183,8 +217,9 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
         hidden = [_param_column(k) for k in varying if k in lone]
         if len({r.get("host_id") or r.get("host") for r in rows}) > 1:  # several machines: the host is a key
             chosen.insert(chosen.index("arm"), "host")
-    shown = _display(rows, chosen, compact=not (columns or wide))
+    shown = cells.display(rows, chosen, not (columns or wide), [c for c in chosen if c not in TABLE_COLUMNS])
     if fmt == "md":
+        shown = [dict(zip(chosen, cells)) for cells in zip(*(shown[c] for c in chosen))]
         kept, left_out = tables.fit(shown, chosen, width, droppable) if droppable else (chosen, [])
         if "sweep" not in kept and len({r["sweep"] for r in rows}) > 1:
             kept = ["sweep", *kept]
@@ -193,7 +228,7 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
         text = tables.render(shown, "md", kept)
     else:
         titles = {} if "sweep" in chosen else _titles(rows)  # several sweeps: each named above its rows
-        text, left_out = tables.text_table(shown, chosen, width=width, droppable=droppable, titles=titles)
+        text, left_out = tables.column_table(shown, chosen, width=width, droppable=droppable, titles=titles)
     hidden += [c for c in chosen if c in left_out]
     if hidden and rows:
         ids = list(dict.fromkeys(r["sweep"] for r in rows))
@@ -221,15 +256,6 @@ def _param_name(column: str) -> str:
     return column.removeprefix("param.")
 
 
-POSITIONS_SHOWN = 4
-
-
-def _positions(rates: list[float]) -> str:
-    """Acceptance by draft position as a table cell: 89/74/59/48% (+17), the count of positions left out after."""
-    more = f" (+{len(rates) - POSITIONS_SHOWN})" if len(rates) > POSITIONS_SHOWN else ""
-    return "/".join(f"{100 * r:.0f}" for r in rates[:POSITIONS_SHOWN]) + "%" + more
-
-
 def _titles(rows: list[dict]) -> dict[int, str]:
     """Where the rows are of several sweeps, a line above each sweep's first row: the sweep, its recipe and build
     (the columns the default table leaves out). One sweep's rows need none: the verdict names it."""
@@ -238,51 +264,6 @@ def _titles(rows: list[dict]) -> dict[int, str]:
               f", host {r['host']}" + (f" ({r['gpu']})" if r.get("gpu") else "") if hosts else "")
               for i, r in enumerate(rows) if i == 0 or r["sweep"] != rows[i - 1]["sweep"]}
     return titles if len(titles) > 1 else {}
-
-
-def _display(rows: list[dict], columns: list[str], compact: bool) -> list[dict]:
-    """The rows' cells for people: shares as percentages; in the compact table a control reference as `control`
-    and parameter values cut to PARAM_WIDTH characters. Only the shown columns are copied."""
-    shown = [{c: r.get(c) for c in columns} for r in rows]
-    if "seq_acceptance" in columns:  # only bounded (drafts shorter than the window): the bounds
-        for d, r in zip(shown, rows):
-            if r.get("seq_acceptance") is None and r.get("seq_acceptance_low") is not None:
-                d["seq_acceptance"] = tables.interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
-    for c in columns:
-        if c in PERCENT_COLUMNS or c == "roofline_pct":
-            scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
-            for d in shown:
-                if isinstance(d[c], float):
-                    d[c] = f"{scale * d[c]:.1f}%"
-    for c, fmt in QUALITY_FORMATS.items():
-        if c in columns:
-            for d in shown:
-                d[c] = None if d[c] is None else fmt.format(d[c])
-    if "accept_rate_per_pos" in columns:  # percentages by draft position, the first POSITIONS_SHOWN of them
-        for d in shown:
-            if isinstance(d["accept_rate_per_pos"], list):
-                d["accept_rate_per_pos"] = _positions(d["accept_rate_per_pos"])
-    if "outputs_differ" in columns:  # differing of compared; a count alone where compared was not stored
-        for d, r in zip(shown, rows):
-            if r.get("outputs_compared"):
-                d["outputs_differ"] = f"{r['outputs_differ'] or 0}/{r['outputs_compared']}"
-    if compact and "vs" in columns:
-        controls = {(r["sweep"], r["arm"]) for r in rows if r.get("is_control")}
-        for d, r in zip(shown, rows):
-            if (r["sweep"], d["vs"]) in controls:  # `control`, plus what tells a second control apart (@its target)
-                d["vs"] = "control" + re.sub(r"^[^@#]*", "", d["vs"])
-    for c in columns if compact else ():
-        if c not in TABLE_COLUMNS:
-            for d in shown:
-                if isinstance(d[c], str) and len(d[c]) > PARAM_WIDTH:
-                    d[c] = _cut(d[c])
-    return shown
-
-
-def _cut(text: str) -> str:
-    """A value cut to PARAM_WIDTH characters: a path keeps its end (the file name), anything else its start."""
-    keep = PARAM_WIDTH - 2
-    return ".." + text[-keep:] if "/" in text else text[:keep] + ".."
 
 
 def _varies(distinct: dict[int, dict], shapes: set[frozenset[int]], name: str) -> bool:
@@ -304,10 +285,6 @@ def _speed_interval(low, high) -> str | None:
 
 def _figures(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 99.5 else f"{x:.1f}" if abs(x) >= 9.995 else f"{x:.2f}"
-
-
-PERCENT_COLUMNS = ("acceptance", "seq_acceptance", "cv")  # shares of 1, shown as percentages
-QUALITY_FORMATS = {"ppl": "{:.4g}", "dppl_pct": "{:+.2f}%", "kld": "{:.4g}", "same_top_p": "{:.1f}%"}
 
 
 def warning_lines(rows: list[dict]) -> list[str]:

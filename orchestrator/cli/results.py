@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -119,12 +121,28 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
         if missing := sorted(set(sweeps) - queries.existing_sweeps(con, list(sweeps))):
             raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list sweeps with `orch summary --last 10`")
         rows = summary.arm_rows(con, list(sweeps) or queries.last_sweeps(con, last))
-    columns = summary.picked_columns(rows, column_list) if column_list else None
-    if fmt in ("json", "csv"):  # machine formats stay parseable: the sentences go to stderr
-        click.echo(tables.render(rows, fmt, columns))
-        click.echo("\n".join(verdict_lines(rows)), err=True)
-        return
-    click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
+    with summary.collector_paused():  # the rendering makes as many objects again
+        columns = summary.picked_columns(rows, column_list) if column_list else None
+        if fmt not in ("json", "csv"):
+            click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
+            return
+        if fmt == "json":  # written as it is made: the summary of every sweep is 100 MB
+            _write_json(rows, columns)
+        else:
+            click.echo(tables.render(rows, fmt, columns))
+        click.echo("\n".join(verdict_lines(rows)), err=True)  # machine formats stay parseable: sentences to stderr
+
+
+def _write_json(rows: list[dict], columns: list[str] | None) -> None:
+    """The rows as JSON on stdout. A reader that stops early (`| head`) ends the JSON, not the command: the
+    verdicts still go to stderr and the exit status stays 0, as when the JSON was one write."""
+    sys.stdout.flush()
+    try:
+        tables.write_json(rows, sys.stdout.buffer, columns)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left unflushed goes nowhere
 
 
 def summary_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None,

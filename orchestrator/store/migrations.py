@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from orchestrator.store.quality_migration import m012_quality
 from orchestrator.store.bisect_migration import m013_bisects
 from orchestrator.store.global_ids import m014_global_ids
+from orchestrator.store.quality_migration import m012_quality
 from orchestrator.store.view_migrations import (
     m006_views,
     m007_samples_and_controls,

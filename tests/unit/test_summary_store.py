@@ -313,3 +313,20 @@ def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
                 "ELSE '[0.7]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'")
     draft = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
     assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.25, 0.1])
+
+
+def test_acceptance_by_position_counts_a_run_whose_list_ends_early_as_zero_beyond_it(tmp_path):
+    """Per draft position, the mean over the arm's ok runs with statistics: llama.cpp lists a run's rates up to
+    the furthest position a draft was accepted at (common/speculative.cpp grows the list only then), so a shorter
+    list means 0 further on; an arm whose runs print no statistics has none."""
+    con, sweep = stored(tmp_path, "cli")
+    runs = [r[0] for r in con.execute("SELECT id FROM runs WHERE arm = 'draft' AND status = 'ok' ORDER BY id")
+            .fetchall()]
+    for run, rates in zip(runs, ([0.9, 0.5, 0.2], [0.7, 0.3], None, [0.8, 0.4, 0.6, 0.1])):
+        con.execute("UPDATE metrics SET accept_rate_per_pos = ? WHERE run_id = ?",
+                    [None if rates is None else str(rates), run])
+    base, draft = summary.arm_rows(con, [sweep])
+    assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.8 / 3, 0.1 / 3])
+    assert base["accept_rate_per_pos"] is None
+    shown = summary.table_text([base, draft], columns=["arm", "accept_rate_per_pos"]).splitlines()
+    assert shown[-1].split() == ["draft", "80/40/27/3%"]

@@ -1,5 +1,6 @@
 """The one formatter: the Markdown format, and the older formats unchanged."""
 
+import io
 import json
 from datetime import datetime
 from decimal import Decimal
@@ -32,6 +33,20 @@ def test_existing_formats_unchanged():
     assert tables.render(rows, "csv").splitlines() == ["a,n", "x,1.5", "longer,"]
     assert tables.render(rows, "json") == '[\n{"a":"x","n":1.5},\n{"a":"longer","n":null}\n]'  # a row per line
     assert tables.render([], "json") == "[]"
+
+
+def test_json_written_in_chunks_is_one_array_with_a_row_per_line():
+    """The summary of every sweep (100 MB) is written JSON_CHUNK rows at a time: where the chunks meet, the
+    array goes on as if it were one write, and the rows keep their one line each."""
+    rows = [{"i": i, "name": f"arm {i}"} for i in range(2 * tables.JSON_CHUNK + 3)]
+    stream = io.BytesIO()
+    tables.write_json(rows, stream, ["i", "name", "extra"])
+    text = stream.getvalue().decode()
+    assert text == tables.render(rows, "json", ["i", "name", "extra"])
+    assert json.loads(text) == [{**r, "extra": None} for r in rows]
+    lines = text.splitlines()
+    assert lines[0] == "[" and lines[-1] == "]" and len(lines) == len(rows) + 2
+    assert all(line.endswith("},") for line in lines[1:-2]) and lines[-2].endswith("}")
 
 
 def test_json_has_no_nan_and_keeps_dates_and_odd_values():
