@@ -86,6 +86,9 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
         plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat,
                     models=models_dir)
+        if executor == "ray" and plan.mode == "quality":  # its base logits and quants are made on this machine
+            raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
+                                "are made and cached on this machine; drop --executor ray")
         quants = []
         if plan.mode == "quality":  # a build made before quality mode gets its tools added (same binaries, same id)
             for tool in ("llama-quantize", "llama-perplexity"):
