@@ -16,6 +16,16 @@ from pathlib import Path
 
 from orchestrator import config, proc, store
 from orchestrator.build import additions, options, paths
+from orchestrator.build.cached import (  # noqa: F401  (re-exported: callers read builds through the builder)
+    BUILD_JSON,
+    STAMP,
+    find_build,
+    list_builds,
+    load_build,
+    read_build,
+    read_stamp,
+    runnable_build,
+)
 from orchestrator.build.options import BuildRequest
 from orchestrator.build.progress import CompileProgress
 from orchestrator.errors import (
@@ -23,7 +33,6 @@ from orchestrator.errors import (
     BuildBroken,
     BuildFailed,
     Interrupted,
-    NoSuchBuild,
     ProbeFailed,
 )
 from orchestrator.hashing import sha256_file
@@ -35,8 +44,6 @@ from orchestrator.status import Phase, StatusLine
 from orchestrator.store import queries
 from orchestrator.tables import clock
 
-STAMP = "orch-stamp.json"
-BUILD_JSON = "build.json"
 LOG = "build.log"
 PROBE_TIMEOUT_S = 60
 
@@ -282,64 +289,6 @@ def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     tmp.replace(path)  # atomic: a stamp is either whole or absent
-
-
-def read_stamp(bdir: Path) -> dict | None:
-    try:
-        return json.loads((bdir / STAMP).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def load_build(bdir: Path) -> dict:
-    """bdir's build.json with its paths resolved where bdir lies now; `broken` says what keeps it from running
-    and `rebuild` the command that mends it."""
-    info = paths.resolved(json.loads((bdir / BUILD_JSON).read_text()), bdir)
-    info["broken"] = paths.problems(info)
-    info["rebuild"] = paths.rebuild_command(info, (read_stamp(bdir) or {}).get("request")) if info["broken"] else None
-    return info
-
-
-def read_build(bdir: Path) -> dict | None:
-    """load_build, or None when build.json is missing or damaged."""
-    try:
-        return load_build(bdir)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def list_builds(root: Path | None = None) -> list[dict]:
-    """Every complete (stamped) build under the builds root, newest first; broken ones say so."""
-    root = root or config.builds_root()
-    stamped = [d for d in root.iterdir() if read_stamp(d) is not None] if root.is_dir() else []
-    found = [b for b in map(read_build, stamped) if b]
-    return sorted(found, key=lambda b: b["finished_at"], reverse=True)
-
-
-def find_build(ref: str | None = None, root: Path | None = None) -> dict:
-    """The newest complete build whose commit, upstream commit or directory name starts with ref (without ref: the
-    newest with every tool, when there is one)."""
-    builds = list_builds(root)
-    if not ref:  # the default build runs any recipe: not a bisect probe's build of only some tools
-        builds = [b for b in builds if not (read_stamp(Path(b["dir"])) or {}).get("partial")] or builds
-    if ref:
-        ref = ref.lower()
-        builds = [b for b in builds if b["commit"].startswith(ref) or b["upstream_commit"].startswith(ref)
-                  or b["name"].startswith(ref)]
-    if not builds:
-        where = root or config.builds_root()
-        raise NoSuchBuild(f"no complete build {'of ' + ref + ' ' if ref else ''}in {where}; "
-                          f"run `orch build {ref or 'COMMIT'}` first")
-    return builds[0]
-
-
-def runnable_build(ref: str | None = None) -> dict:
-    """find_build, refusing a build whose binaries are gone or cannot run."""
-    found = find_build(ref)
-    if found["broken"]:
-        raise BuildBroken(f"build {found['name']} in {found['dir']} is broken ({'; '.join(found['broken'])}); "
-                          f"rebuild it with `{found['rebuild']}`")
-    return found
 
 
 def tool_path(ref: str | None, name: str) -> tuple[dict, str]:

@@ -1,0 +1,72 @@
+"""The builds on disk, read back: a build's stamp and build.json, every complete build, and which one a ref
+(a commit prefix or build name) means. builder.py writes them; this only reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestrator import config
+from orchestrator.build import paths
+from orchestrator.errors import BuildBroken, NoSuchBuild
+
+STAMP = "orch-stamp.json"
+BUILD_JSON = "build.json"
+
+
+def read_stamp(bdir: Path) -> dict | None:
+    try:
+        return json.loads((bdir / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def load_build(bdir: Path) -> dict:
+    """bdir's build.json with its paths resolved where bdir lies now; `broken` says what keeps it from running
+    and `rebuild` the command that mends it."""
+    info = paths.resolved(json.loads((bdir / BUILD_JSON).read_text()), bdir)
+    info["broken"] = paths.problems(info)
+    info["rebuild"] = paths.rebuild_command(info, (read_stamp(bdir) or {}).get("request")) if info["broken"] else None
+    return info
+
+
+def read_build(bdir: Path) -> dict | None:
+    """load_build, or None when build.json is missing or damaged."""
+    try:
+        return load_build(bdir)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def list_builds(root: Path | None = None) -> list[dict]:
+    """Every complete (stamped) build under the builds root, newest first; broken ones say so."""
+    root = root or config.builds_root()
+    stamped = [d for d in root.iterdir() if read_stamp(d) is not None] if root.is_dir() else []
+    found = [b for b in map(read_build, stamped) if b]
+    return sorted(found, key=lambda b: b["finished_at"], reverse=True)
+
+
+def find_build(ref: str | None = None, root: Path | None = None) -> dict:
+    """The newest complete build whose commit, upstream commit or directory name starts with ref (without ref: the
+    newest with every tool, when there is one)."""
+    builds = list_builds(root)
+    if not ref:  # the default build runs any recipe: not a bisect probe's build of only some tools
+        builds = [b for b in builds if not (read_stamp(Path(b["dir"])) or {}).get("partial")] or builds
+    if ref:
+        ref = ref.lower()
+        builds = [b for b in builds if b["commit"].startswith(ref) or b["upstream_commit"].startswith(ref)
+                  or b["name"].startswith(ref)]
+    if not builds:
+        where = root or config.builds_root()
+        raise NoSuchBuild(f"no complete build {'of ' + ref + ' ' if ref else ''}in {where}; "
+                          f"run `orch build {ref or 'COMMIT'}` first")
+    return builds[0]
+
+
+def runnable_build(ref: str | None = None) -> dict:
+    """find_build, refusing a build whose binaries are gone or cannot run."""
+    found = find_build(ref)
+    if found["broken"]:
+        raise BuildBroken(f"build {found['name']} in {found['dir']} is broken ({'; '.join(found['broken'])}); "
+                          f"rebuild it with `{found['rebuild']}`")
+    return found
