@@ -140,7 +140,9 @@ def test_token_text_rule_matches_the_real_binary(real_build, tiny, tmp_path, tok
     if refused:
         assert reasons == ["token 700 is 'du' in the target but 'qX' in the draft "
                            "(llama.cpp compares every token text from id 5 on)"]
-        assert res.returncode in (134, -6) and "the target and draft vocabs are not compatible" in res.stderr
+        # The abort's exception text always shows; the log line before it ("the target and draft vocabs are not
+        # compatible") goes through llama.cpp's log thread and is lost now and then when the process aborts.
+        assert res.returncode in (134, -6) and "draft model vocab type must match target model" in res.stderr
     else:
         assert reasons == []
         assert res.returncode == 0, res.stderr[-2000:]
