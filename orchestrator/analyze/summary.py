@@ -31,6 +31,7 @@ TABLE_COLUMNS = ["sweep", "recipe", "build", "host", "gpu", "arm", "ok", "decode
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
+RATIO_COLUMNS = ("speedup", "speedup_ci95", "vs")  # blank where no arm has a reference: left out of the default table
 GIVE_UP = ["ci95", "vs", "ok", "warnings", "acceptance"]
 WIDTH = 120
 
@@ -213,6 +214,9 @@ def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | Non
             chosen.insert(chosen.index("decode_tps") + 1, "prompt_tps")
         if any(r.get("ppl") is not None for r in rows):  # quality mode: speed against quality, side by side
             chosen[chosen.index("warnings"):chosen.index("warnings")] = list(quality.COLUMNS)
+        # No arm has a reference (no baseline: a quant matrix): the speedup columns would be blank, and would push
+        # out columns that say something (ok, warnings)
+        chosen = [c for c in chosen if c not in RATIO_COLUMNS or any(r[c] is not None for r in rows)]
         droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
         hidden = [_param_column(k) for k in varying if k in lone]
         if len({r.get("host_id") or r.get("host") for r in rows}) > 1:  # several machines: the host is a key

@@ -330,3 +330,16 @@ def test_acceptance_by_position_counts_a_run_whose_list_ends_early_as_zero_beyon
     assert base["accept_rate_per_pos"] is None
     shown = summary.table_text([base, draft], columns=["arm", "accept_rate_per_pos"]).splitlines()
     assert shown[-1].split() == ["draft", "80/40/27/3%"]
+
+
+def test_a_sweep_without_a_baseline_leaves_its_blank_ratio_columns_out_of_the_default_table(tmp_path):
+    """A quant matrix has no baseline: speedup, its interval and vs are blank for every arm, so the default table
+    shows what says something (ok, acceptance, warnings) instead; a sweep with a baseline keeps them."""
+    con, sweep = stored(tmp_path, "cli")
+    header = summary.table_text(summary.arm_rows(con, [sweep])).splitlines()[0].split()
+    assert {"speedup", "speedup_ci95", "vs"} <= set(header)
+    con.execute("UPDATE runs SET is_baseline = false")
+    rows = summary.arm_rows(con, [sweep])
+    header = summary.table_text(rows).splitlines()[0].split()
+    assert not {"speedup", "speedup_ci95", "vs"} & set(header) and {"ok", "acceptance", "warnings"} <= set(header)
+    assert "speedup" in summary.table_text(rows, wide=True).splitlines()[0].split()  # --wide: every column
