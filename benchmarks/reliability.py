@@ -145,6 +145,11 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
         after_cmd = subprocess.run([orch, "runs", "--last", "3"], env=run_env, capture_output=True, text=True)
         if after_cmd.returncode:
             result.problems.append(f"`orch runs` after the kill failed: {after_cmd.stderr.strip()}")
+        if not rows(db, "SELECT count(*) FROM sweeps")[0][0]:  # killed after making the file, before the sweep row
+            if work.exists() and any(work.iterdir()):  # its work directory, which no row names, is gone too
+                result.problems.append(f"work directories left: {[p.name for p in work.iterdir()]}")
+            result.note = "stopped before the sweep was stored"
+            return result
         running = rows(db, "SELECT (SELECT count(*) FROM runs WHERE status = 'running') + "
                            "(SELECT count(*) FROM sweeps WHERE status = 'running')")[0][0]
         if running:

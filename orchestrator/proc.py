@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -231,3 +232,18 @@ class Owner:
 
 def this_process() -> Owner:
     return Owner(socket.gethostname(), os.getpid(), psutil.Process().create_time())
+
+
+WORK_DIR = re.compile(r"sweep-(?P<host>[^/]*)--(?P<pid>\d+)-(?P<started>\d+\.\d+)-")
+
+
+def work_dir_prefix(owner: Owner) -> str:
+    """The name a sweep's work directory starts with: its owner, so that a directory left by an orch killed before
+    any row named it can be told dead from alive (work_dir_owner) and removed by the next orch."""
+    return f"sweep-{owner.host.replace('/', '_')}--{owner.pid}-{owner.started:.6f}-"
+
+
+def work_dir_owner(name: str) -> Owner | None:
+    """The owner a work directory's name carries (work_dir_prefix); None for names without one."""
+    found = WORK_DIR.match(name)
+    return Owner(found["host"], int(found["pid"]), float(found["started"])) if found else None

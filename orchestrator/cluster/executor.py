@@ -127,19 +127,16 @@ def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, 
             task, node = pending.pop(ready[0])
             try:
                 shard = ray.get(ready[0])
-            except ray.exceptions.RayTaskError as exc:  # the task's own error: its slots fail, the sweep goes on
-                uid = _store_lost(db, plan, build, prepared, task, "other", _first_line(exc), orch_argv)
+            except ray.exceptions.RayError as exc:  # its slots fail, the sweep goes on
+                # The task's own error, or its node or worker lost after every retry
+                lost = not isinstance(exc, ray.exceptions.RayTaskError)
+                failure = "node_lost" if lost else "other"
+                uid = _store_lost(db, plan, build, prepared, task, failure, _first_line(exc), orch_argv)
                 _count(uids, uid, len(task.slots), len(task.slots))
-                _advance_failed(progress, task, "other")
-                progress.note(f"orch: a Ray task failed ({_first_line(exc)}); its {len(task.slots)} runs are stored "
-                              f"as failed")
-                continue
-            except ray.exceptions.RayError as exc:  # node or worker lost after every retry
-                uid = _store_lost(db, plan, build, prepared, task, "node_lost", _first_line(exc), orch_argv)
-                _count(uids, uid, len(task.slots), len(task.slots))
-                _advance_failed(progress, task, "node_lost")
-                progress.note(f"orch: {len(task.slots)} runs lost with their node after {retries} retries; "
-                              f"stored as failed (node_lost)")
+                _advance_failed(progress, task, failure)
+                progress.note(f"orch: {len(task.slots)} runs lost with their node after {retries} retries; stored as "
+                              f"failed (node_lost)" if lost else f"orch: a Ray task failed ({_first_line(exc)}); its "
+                              f"{len(task.slots)} runs are stored as failed")
                 continue
             conflicts = _import_shard(db, shard)
             _count(uids, shard.sweep_uid, shard.done, shard.failed)

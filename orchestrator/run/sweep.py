@@ -83,7 +83,7 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
     owner = proc.this_process()
     work_root = config.cache_dir() / "work"
     work_root.mkdir(parents=True, exist_ok=True)
-    work_dir = Path(tempfile.mkdtemp(prefix="sweep-", dir=work_root))
+    work_dir = Path(tempfile.mkdtemp(prefix=proc.work_dir_prefix(owner), dir=work_root))
     claim = {"owner_host": owner.host, "owner_pid": owner.pid, "owner_started": owner.started,
              "work_dir": str(work_dir)}
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 
+from orchestrator import config, proc
 from orchestrator.proc import Owner
 from orchestrator.store.logs import save_logs
 from orchestrator.store.migrations import utcnow
@@ -54,7 +55,21 @@ def recover_dead(con: duckdb.DuckDBPyConnection) -> list[int]:
                     [utcnow(), sweep.id])
         if sweep.work_dir:
             shutil.rmtree(sweep.work_dir, ignore_errors=True)
+    remove_orphan_work_dirs(config.cache_dir() / "work")
     return [s.id for s in dead]
+
+
+def remove_orphan_work_dirs(work_root: Path) -> list[Path]:
+    """Work directories whose orch died before any sweep row named them (killed between making the directory and
+    storing the sweep): no database leads to them, but their names carry their owner. Those of dead owners on
+    this host go; the removed paths."""
+    gone = []
+    for path in sorted(work_root.glob("sweep-*")) if work_root.is_dir() else ():
+        owner = proc.work_dir_owner(path.name)
+        if owner is not None and owner.alive() is False:
+            shutil.rmtree(path, ignore_errors=True)
+            gone.append(path)
+    return gone
 
 
 def partial_logs(work_dir: Path | None, run_id: int) -> dict[str, bytes]:

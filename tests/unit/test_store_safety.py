@@ -127,6 +127,24 @@ def test_a_sweep_whose_orch_died_is_recovered_on_the_next_read(tmp_path):
     assert not work.exists()
 
 
+def test_a_work_directory_no_row_names_is_removed_once_its_owner_is_dead(tmp_path, monkeypatch):
+    """orch killed between making its work directory and storing the sweep row: no database leads to the
+    directory, so its name carries its owner; the next orch to open a database removes it if that owner is dead,
+    and leaves a live owner's and any other directory alone."""
+    monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
+    me = proc.this_process()
+    work = tmp_path / "cache" / "work"
+    dead = work / (proc.work_dir_prefix(proc.Owner(me.host, me.pid, me.started - 1000)) + "ab12")  # pid reused
+    live = work / (proc.work_dir_prefix(me) + "cd34")
+    elsewhere = work / (proc.work_dir_prefix(proc.Owner("another-host", 1, 1.0)) + "ef56")
+    for d in (dead, live, elsewhere, work / "sweep-unnamed"):
+        (d / "run-1").mkdir(parents=True)
+    assert proc.work_dir_owner(live.name) == me
+    with store.opened(make_db(tmp_path / "r.duckdb"), read_only=True):
+        pass
+    assert sorted(p.name for p in work.iterdir()) == sorted([live.name, elsewhere.name, "sweep-unnamed"])
+
+
 def _default_signals() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # as a terminal starts orch (and leaves pytest)
         signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
