@@ -17,7 +17,6 @@ from itertools import groupby
 
 from orchestrator import tables
 from orchestrator.analyze import cells, costs, glossary, quality, stats
-from orchestrator.analyze.cells import PARAM_WIDTH  # noqa: F401  (the width the default table cuts values to)
 from orchestrator.analyze.derived import roofline_pct
 from orchestrator.errors import InvalidOption
 from orchestrator.store import queries

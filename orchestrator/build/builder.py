@@ -16,11 +16,9 @@ from pathlib import Path
 
 from orchestrator import config, proc, store
 from orchestrator.build import additions, options, paths
-from orchestrator.build.cached import (  # noqa: F401  (re-exported: callers read builds through the builder)
+from orchestrator.build.cached import (
     BUILD_JSON,
     STAMP,
-    find_build,
-    list_builds,
     load_build,
     read_build,
     read_stamp,

@@ -66,7 +66,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     with stop_on_signals():
         from orchestrator import config, store
         from orchestrator.analyze import summary
-        from orchestrator.build.builder import register, runnable_build, tool_path
+        from orchestrator.build.builder import register, tool_path
+        from orchestrator.build.cached import runnable_build
         from orchestrator.cli.results import summary_text
         from orchestrator.errors import InvalidOption
         from orchestrator.recipe.plan import load

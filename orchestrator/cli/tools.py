@@ -23,7 +23,7 @@ def env_command(fmt, build_ref):
 
     Example: orch env --format json
     """
-    from orchestrator.build.builder import find_build
+    from orchestrator.build.cached import find_build
     from orchestrator.errors import NoSuchBuild
     from orchestrator.machine import envinfo
 

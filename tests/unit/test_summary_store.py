@@ -5,7 +5,7 @@ import math
 import pytest
 
 from orchestrator import store
-from orchestrator.analyze import stats, summary
+from orchestrator.analyze import cells, stats, summary
 from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
 
@@ -213,7 +213,7 @@ def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_
     lines = table_lines(summary.table_text(summary.arm_rows(con, [sweep])))
     assert lines[0].split()[:3] == ["arm", "draft", "draft_max"] and not any(x.startswith("not shown") for x in lines)
     d1 = next(x for x in lines if x.startswith("d1 "))
-    assert " ../models/draft-one.gguf " in d1 and summary.PARAM_WIDTH == 24  # a path keeps its file name
+    assert " ../models/draft-one.gguf " in d1 and cells.PARAM_WIDTH == 24  # a path keeps its file name
 
 
 def test_columns_picks_and_an_unknown_one_is_refused_naming_every_column(tmp_path):
