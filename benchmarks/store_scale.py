@@ -1,9 +1,12 @@
 """How `orch summary` and `orch compare` scale: a real results database grown to N stored runs by copying its sweeps.
 
-Copies every sweep (runs, metrics, requests) with fresh ids until the runs table holds --runs rows; every
-second copy is relabelled as another build ("<name>+head") so compare has two builds with the same tests.
-Then it runs the real commands, `orch summary` over every sweep and `orch compare` of the two builds, and
-prints each one's wall time, CPU time (user + sys) and peak RSS (os.wait4 of that process). A benchmark: it prints figures.
+Copies the seed's sweeps (runs, metrics, requests, telemetry) with fresh ids until the runs table holds --runs
+rows (the last copy only some sweeps); every second copy is relabelled as another build ("<name>+head") so
+compare has two builds with the same tests. Then it runs the real commands and prints each one's wall time, CPU
+time (user + sys) and peak RSS (os.wait4 of that process): `orch summary` over every sweep with nothing kept
+(every summary computed from its runs, as after an upgrade), `orch repair` (which keeps them, as each sweep's
+end does), then `orch summary` over every sweep in each format, of the newest sweep, and `orch compare` of the
+two builds. A benchmark: it prints figures.
 --orch times another orch executable on the same grown file (an older checkout's, for before/after).
 
     make demo   # any results.duckdb with real sweeps will do
@@ -26,26 +29,40 @@ import duckdb
 
 
 def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
+    """Copies of the seed's sweeps (the last copy only some of them) until the file holds target_runs runs."""
     con = duckdb.connect(str(db))
     build = con.execute("SELECT build_name FROM sweeps ORDER BY id LIMIT 1").fetchone()[0]
+    seed = con.execute("SELECT s.id, count(r.id) FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id "
+                       "GROUP BY s.id ORDER BY s.id").fetchall()
     copy = 0
     while (runs := con.execute("SELECT count(*) FROM runs").fetchone()[0]) < target_runs:
         copy += 1
+        picked, more = [], runs
+        for sweep_id, n in seed:  # the whole seed, or its first sweeps up to the target
+            if more >= target_runs:
+                break
+            picked.append(sweep_id)
+            more += n
         sweep_off = con.execute("SELECT max(id) FROM sweeps").fetchone()[0]
         run_off = con.execute("SELECT max(id) FROM runs").fetchone()[0]
         label = f"{build}+head" if copy % 2 else build
         con.execute("BEGIN")
-        con.execute("CREATE TEMP TABLE s AS SELECT * FROM sweeps")
-        con.execute("UPDATE s SET id = id + ?, build_name = CASE WHEN build_name = ? THEN ? ELSE build_name END",
-                    [sweep_off, build, label])
+        con.execute("CREATE TEMP TABLE s AS SELECT * FROM sweeps WHERE list_contains(?, id)", [picked])
+        con.execute("UPDATE s SET id = id + ?, uid = md5(uid || ?), "
+                    "build_name = CASE WHEN build_name = ? THEN ? ELSE build_name END",
+                    [sweep_off, f"/copy{copy}", build, label])
         con.execute("INSERT INTO sweeps SELECT * FROM s")
-        for table, key in (("runs", "id"), ("metrics", "run_id"), ("requests", "run_id")):
-            con.execute(f"CREATE TEMP TABLE t AS SELECT * FROM {table}")
+        con.execute("CREATE TEMP TABLE picked_runs AS SELECT id FROM runs WHERE list_contains(?, sweep_id)", [picked])
+        for table, key in (("runs", "id"), ("metrics", "run_id"), ("requests", "run_id"), ("telemetry", "run_id")):
+            con.execute(f"CREATE TEMP TABLE t AS SELECT * FROM {table} WHERE {key} IN (SELECT id FROM picked_runs)")
             extra = ", sweep_id = sweep_id + ?" if table == "runs" else ""
             con.execute(f"UPDATE t SET {key} = {key} + ?{extra}", [run_off, sweep_off] if extra else [run_off])
+            if table != "metrics":  # a copy is another row everywhere (orch export/import match rows by uid)
+                con.execute("UPDATE t SET uid = md5(uid || ?)", [f"/copy{copy}"])
             con.execute(f"INSERT INTO {table} SELECT * FROM t")
             con.execute("DROP TABLE t")
         con.execute("DROP TABLE s")
+        con.execute("DROP TABLE picked_runs")
         con.execute("COMMIT")
     sweeps = con.execute("SELECT count(*) FROM sweeps").fetchone()[0]
     # The relabelled build must exist for `orch compare --head` to resolve it.
@@ -91,17 +108,30 @@ def main() -> None:
             runs, sweeps, build = pool.submit(grow, db, args.runs).result()
         print(f"grew {args.seed} to {runs} runs in {sweeps} sweeps ({time.perf_counter() - start:.0f}s, "
               f"{db.stat().st_size >> 20} MiB)")
-        commands = {"summary": [args.orch, "summary", "--last", str(sweeps), "--format", "json", "--db", str(db)],
-                    "summary-table": [args.orch, "summary", "--last", str(sweeps), "--db", str(db)],
+        every = ["--last", str(sweeps), "--db", str(db)]
+        # Nothing kept yet (a file from an older orch, or runs changed since): every sweep computed from its runs
+        _report("summary, computed", [measure([args.orch, "summary", *every, "--format", "json"])])
+        start = time.perf_counter()
+        measure([args.orch, "repair", "--db", str(db)])  # keeps each sweep's summary, as each sweep's end does
+        print(f"orch repair kept every sweep's summary in {time.perf_counter() - start:.1f}s "
+              f"({db.stat().st_size >> 20} MiB)")
+        commands = {"summary": [args.orch, "summary", *every, "--format", "json"],
+                    "summary-table": [args.orch, "summary", *every],
+                    "summary-md": [args.orch, "summary", *every, "--format", "md"],
+                    "summary-wide": [args.orch, "summary", *every, "--wide"],
+                    "summary-csv": [args.orch, "summary", *every, "--format", "csv"],  # computed: every raw value
                     "summary-1": [args.orch, "summary", "--db", str(db)],  # the newest sweep: the everyday call
                     "compare": [args.orch, "compare", "--base", build, "--head", f"{build}+head", "--format", "json",
                                 "--db", str(db)],
                     "startup": [args.orch, "--version"]}  # interpreter and imports alone, for scale
         for what, argv in commands.items():
-            results = [measure(argv) for _ in range(args.repeat)]
-            secs, cpu = sorted(r[0] for r in results), sorted(r[2] for r in results)
-            print(f"{what:>13}: {secs[0]:.2f}s best, {secs[len(secs) // 2]:.2f}s median of {len(secs)}, "
-                  f"CPU {cpu[0]:.2f}s best, {cpu[len(cpu) // 2]:.2f}s median, peak RSS {max(r[1] for r in results):.0f} MiB")
+            _report(what, [measure(argv) for _ in range(args.repeat)])
+
+
+def _report(what: str, results: list[tuple[float, float, float]]) -> None:
+    secs, cpu = sorted(r[0] for r in results), sorted(r[2] for r in results)
+    print(f"{what:>17}: {secs[0]:.2f}s best, {secs[len(secs) // 2]:.2f}s median of {len(secs)}, "
+          f"CPU {cpu[0]:.2f}s best, {cpu[len(cpu) // 2]:.2f}s median, peak RSS {max(r[1] for r in results):.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ def _json_default(value):
     return str(value)
 
 
-def _cell(value) -> str:
+def cell(value) -> str:
+    """A value as a table cell shows it."""
     if type(value) is str:  # most cells of a big table: decided first
         return value
     if value is None:
@@ -50,11 +51,17 @@ def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> No
         stream.write(b"[]")
         return
     columns = columns or _all_keys(rows)
-    names = set(columns)
     stream.write(b"[\n")
     for start in range(0, len(rows), JSON_CHUNK):
-        stream.write(b",\n".join([_json_row(r, columns, names) for r in rows[start:start + JSON_CHUNK]]))
+        stream.write(json_rows(rows[start:start + JSON_CHUNK], columns))
         stream.write(b",\n" if start + JSON_CHUNK < len(rows) else b"\n]")
+
+
+def json_rows(rows: list[dict], columns: list[str] | None = None) -> bytes:
+    """The rows as JSON objects, ",\\n" between them: the body of write_json's array."""
+    columns = columns or _all_keys(rows)
+    names = set(columns)
+    return b",\n".join([_json_row(r, columns, names) for r in rows])
 
 
 JSON_CHUNK = 1000
@@ -89,14 +96,26 @@ def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = Non
         write_json(rows, buf, columns)
         return buf.getvalue().decode()
     if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([[_json_default(r.get(c)) if r.get(c) is not None else "" for c in columns] for r in rows])
-        return buf.getvalue().rstrip("\n")
+        return csv_header(columns) + ("\n" + csv_lines(rows, columns) if rows else "")
     if fmt == "md":
         return _markdown(rows, columns)
     return text_table(rows, columns)[0]
+
+
+def csv_header(columns: list[str]) -> str:
+    return _csv([columns])
+
+
+def csv_lines(rows: list[dict], columns: list[str] | None = None) -> str:
+    """The rows as CSV lines, "\\n" between them: render's CSV under its header line."""
+    columns = columns or _all_keys(rows)
+    return _csv([[_json_default(r.get(c)) if r.get(c) is not None else "" for c in columns] for r in rows])
+
+
+def _csv(lines: list[list]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(lines)
+    return buf.getvalue().rstrip("\n")
 
 
 def text_table(rows: list[dict], columns: list[str], *, width: int | None = None, droppable: list[str] = (),
@@ -111,22 +130,37 @@ def text_table(rows: list[dict], columns: list[str], *, width: int | None = None
 
 
 def column_table(values: dict[str, list], columns: list[str], *, width: int | None = None, droppable: list[str] = (),
-                 titles: dict[int, str] | None = None) -> tuple[str, list[str]]:
-    """text_table of a table held by column: values[c] is column c's value in each row, in row order."""
+                 titles: dict[int, str] | None = None, as_text: bool = False) -> tuple[str, list[str]]:
+    """text_table of a table held by column: values[c] is column c's value in each row, in row order.
+    as_text: every value is a cell already (`cell`), taken as it is."""
     # A cell that is text already (most of a big table) is taken as it is, without a call per cell.
-    cells = {c: [v if type(v) is str else _cell(v) for v in values[c]] for c in columns}
+    cells = values if as_text else {c: [v if type(v) is str else cell(v) for v in values[c]] for c in columns}
     widths = {c: max(len(c), max(map(len, cells[c]), default=0)) for c in columns}
     kept, left_out = _fit(widths, columns, width, droppable)
-    padded = [[v.rjust(widths[c]) if _numeric(v) else v.ljust(widths[c]) for v in cells[c]] for c in kept]
+    padded = [_padded(cells[c], widths[c]) for c in kept]
     lines = ["  ".join(c.ljust(widths[c]) for c in kept).rstrip(), "  ".join("-" * widths[c] for c in kept)]
     body = ["  ".join(parts).rstrip() for parts in zip(*padded)] if kept else []
     return "\n".join(lines + _with_titles(body, titles or {})), left_out
 
 
+def _padded(column: list[str], width: int) -> list[str]:
+    """A column's cells padded to its width: numbers to the right, text to the left. Each distinct cell is
+    padded once (a big table repeats its cells: run counts, dashes, verdict codes)."""
+    pad = {v: v.rjust(width) if _numeric(v) else v.ljust(width) for v in set(column)}
+    return [pad[v] for v in column]
+
+
 def fit(rows: list[dict], columns: list[str], width: int, droppable: list[str]) -> tuple[list[str], list[str]]:
     """The columns a text table of the rows keeps within `width` characters, and those it leaves out (see
     text_table): for another format that should show what the text table shows."""
-    widths = {c: max(len(c), max((len(_cell(r.get(c))) for r in rows), default=0)) for c in columns}
+    return fit_columns({c: [r.get(c) for r in rows] for c in columns}, columns, width, droppable)
+
+
+def fit_columns(values: dict[str, list], columns: list[str], width: int,
+                droppable: list[str]) -> tuple[list[str], list[str]]:
+    """fit for a table held by column (as column_table takes it)."""
+    widths = {c: max(len(c), max((len(v if type(v) is str else cell(v)) for v in values[c]), default=0))
+              for c in columns}
     return _fit(widths, columns, width, droppable)
 
 
@@ -152,13 +186,25 @@ def _with_titles(body: list[str], titles: dict[int, str]) -> list[str]:
 
 
 def _markdown(rows: list[dict], columns: list[str]) -> str:
-    """A GitHub-flavoured pipe table; a column of numbers (and dashes for missing) is right-aligned."""
-    cells = [[_md_escape(_cell(r.get(c))) for c in columns] for r in rows]
-    right = [bool(rows) and all(_numeric(row[i]) or row[i] == "-" for row in cells) for i in range(len(columns))]
+    return markdown_columns({c: [r.get(c) for r in rows] for c in columns}, columns)
+
+
+def markdown_columns(values: dict[str, list], columns: list[str]) -> str:
+    """A GitHub-flavoured pipe table of a table held by column; a column of numbers (and dashes for missing) is
+    right-aligned."""
+    by_column = [_escaped([v if type(v) is str else cell(v) for v in values[c]]) for c in columns]
+    cells = list(zip(*by_column)) if columns else []
+    right = [bool(cells) and all(_numeric(v) or v == "-" for v in set(column)) for column in by_column]
     lines = ["| " + " | ".join(_md_escape(c) for c in columns) + " |",
              "|" + "|".join("---:" if r else "---" for r in right) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines)
+
+
+def _escaped(column: list[str]) -> list[str]:
+    """_md_escape of every cell, each distinct cell once."""
+    escaped = {v: _md_escape(v) for v in set(column)}
+    return [escaped[v] for v in column]
 
 
 def _md_escape(text: str) -> str:

@@ -1,5 +1,5 @@
 """The summary table's cells as people read them: shares as percentages, acceptance by position in a few
-characters, long parameter values cut (analyze/summary.table_text draws them with tables.column_table)."""
+characters, long parameter values cut (analyze/summary_table draws them with tables.column_table)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,9 @@ def _positions(rates: list[float]) -> str:
     return "/".join(f"{100 * r:.0f}" for r in rates[:POSITIONS_SHOWN]) + "%" + more
 
 
-def display(rows: list[dict], columns: list[str], compact: bool, params: list[str]) -> dict[str, list]:
-    """The rows' cells for people, by column (tables.column_table): shares as percentages; in the compact table a
-    control reference as `control` and the values of `params` (the parameter columns) cut to PARAM_WIDTH
-    characters. Only the shown columns."""
+def display(rows: list[dict], columns: list[str], compact: bool) -> dict[str, list]:
+    """The rows' values for people, by column (tables.column_table): shares as percentages; in the compact table
+    a control reference as `control`. Only these columns (summary columns; parameters: param_value)."""
     shown = {c: [r.get(c) for r in rows] for c in columns}
     if "seq_acceptance" in columns:  # only bounded (drafts shorter than the window): the bounds
         shown["seq_acceptance"] = [
@@ -47,9 +46,12 @@ def display(rows: list[dict], columns: list[str], compact: bool, params: list[st
         # `control`, plus what tells a second control apart (control@tiny-qwen35-mtp)
         shown["vs"] = ["control" + re.sub(r"^[^@#]*", "", v) if (r["sweep"], v) in controls else v
                        for v, r in zip(shown["vs"], rows)]
-    for c in params if compact else ():
-        shown[c] = [_cut(v) if isinstance(v, str) and len(v) > PARAM_WIDTH else v for v in shown[c]]
     return shown
+
+
+def param_value(value, compact: bool):
+    """A parameter's value as its column shows it: in the compact table a long text is cut to PARAM_WIDTH."""
+    return _cut(value) if compact and isinstance(value, str) and len(value) > PARAM_WIDTH else value
 
 
 def _cut(text: str) -> str:

@@ -11,7 +11,10 @@ import json
 
 from orchestrator.store import quality as quality_store
 
-COLUMNS = ("ppl", "dppl_pct", "kld", "same_top_p")
+COLUMNS = ("ppl", "dppl_pct", "kld", "same_top_p")  # the summary table's
+# Every quality key a summary row has (None without a quality row): every row has the same keys, in one order
+FIELDS = ("ppl", "ppl_err", "dppl_pct", "kld", "kld_p99", "same_top_p", "quality_ctx", "cache_type_k", "cache_type_v",
+          "peak_rss_bytes", "estimated_bytes")
 
 
 def arm_quality(con, sweep_ids: list[int]) -> dict[tuple[int, str], dict]:

@@ -16,9 +16,8 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import cells, costs, glossary, quality, stats
+from orchestrator.analyze import costs, glossary, quality, stats
 from orchestrator.analyze.derived import roofline_pct
-from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
@@ -75,7 +74,7 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
     measured = quality.arm_quality(con, sweep_ids)
     for row in rows:
         key = (row["sweep"], row["arm"])
-        row.update(measured.get(key) or dict.fromkeys(quality.COLUMNS))
+        row.update(measured.get(key) or dict.fromkeys(quality.FIELDS))
         found = energy.get(key)
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get(key)
@@ -152,135 +151,6 @@ def _params(text: str | None) -> dict:
     return json.loads(text or "{}")
 
 
-def table_columns(rows: list[dict]) -> list[str]:
-    """TABLE_COLUMNS with, after `arm`, one column per parameter whose value differs between the rows: what
-    tells the arms apart (and two sweeps' arms of one name, run with other parameters). Every column: --wide."""
-    varying, _ = _parameters(rows)
-    _fill(rows, varying)
-    return _with_params(TABLE_COLUMNS, varying)
-
-
-def _with_params(columns: list[str], names: list[str]) -> list[str]:
-    """The columns with one per parameter after `arm`."""
-    i = columns.index("arm") + 1
-    return [*columns[:i], *(_param_column(k) for k in names), *columns[i:]]
-
-
-def _fill(rows: list[dict], names: list[str]) -> None:
-    """Put each parameter's value on the rows under its column name."""
-    pairs = [(k, _param_column(k)) for k in names]
-    for row in rows:
-        params = row["params"]
-        for k, column in pairs:
-            row[column] = params.get(k)
-
-
-def _parameters(rows: list[dict]) -> tuple[list[str], set[str]]:
-    """The parameters that tell arms apart (see _varies), and those of them that no sweep sets in more than one
-    arm (a control's control_of, the one draft arm's draft: its name says as much)."""
-    # Rows share their parameter dicts (see _params): decide on the distinct sets of them a sweep has, not per row.
-    distinct, by_sweep = {}, {}
-    for row in rows:
-        distinct[id(row["params"])] = row["params"]
-        by_sweep.setdefault(row["sweep"], set()).add(id(row["params"]))
-    shapes = {frozenset(ids) for ids in by_sweep.values()}
-    names = list(dict.fromkeys(k for p in distinct.values() for k in p))
-    varying = [k for k in names if _varies(distinct, shapes, k)]
-    lone = {k for k in varying if all(sum(k in distinct[i] for i in shape) <= 1 for shape in shapes)}
-    return varying, lone
-
-
-def table_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None, wide: bool = False,
-               width: int = WIDTH) -> str:
-    """The arm table as people read it (table or md). By default DEFAULT_COLUMNS and the parameters that tell
-    arms apart, fitted to `width` characters (parameters given up first, then GIVE_UP), each sweep's rows under
-    a line naming it where there are several, and a last line naming what was left out. `wide`: every column;
-    `columns`: those (picked_columns)."""
-    varying, lone = _parameters(rows)
-    if columns:
-        _fill(rows, [_param_name(c) for c in columns if c not in TABLE_COLUMNS])
-        chosen, droppable, hidden = list(columns), [], []
-    elif wide:
-        _fill(rows, varying)
-        chosen, droppable, hidden = _with_params(TABLE_COLUMNS, varying), [], []
-    else:
-        params = [k for k in varying if k not in lone]
-        _fill(rows, params)
-        chosen = _with_params(DEFAULT_COLUMNS, params)
-        if any(r["joules_per_token"] is not None for r in rows):  # where GPU power was sampled: what owners weigh
-            chosen.insert(chosen.index("warnings"), "joules_per_token")
-        if any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows):  # bench mode's prefill tests
-            chosen.insert(chosen.index("decode_tps") + 1, "prompt_tps")
-        if any(r.get("ppl") is not None for r in rows):  # quality mode: speed against quality, side by side
-            chosen[chosen.index("warnings"):chosen.index("warnings")] = list(quality.COLUMNS)
-        # No arm has a reference (no baseline: a quant matrix): the speedup columns would be blank, and would push
-        # out columns that say something (ok, warnings)
-        chosen = [c for c in chosen if c not in RATIO_COLUMNS or any(r[c] is not None for r in rows)]
-        droppable = [*(_param_column(k) for k in reversed(params)), *GIVE_UP]
-        hidden = [_param_column(k) for k in varying if k in lone]
-        if len({r.get("host_id") or r.get("host") for r in rows}) > 1:  # several machines: the host is a key
-            chosen.insert(chosen.index("arm"), "host")
-    shown = cells.display(rows, chosen, not (columns or wide), [c for c in chosen if c not in TABLE_COLUMNS])
-    if fmt == "md":
-        shown = [dict(zip(chosen, cells)) for cells in zip(*(shown[c] for c in chosen))]
-        kept, left_out = tables.fit(shown, chosen, width, droppable) if droppable else (chosen, [])
-        if "sweep" not in kept and len({r["sweep"] for r in rows}) > 1:
-            kept = ["sweep", *kept]
-            for d, r in zip(shown, rows):
-                d["sweep"] = r["sweep"]
-        text = tables.render(shown, "md", kept)
-    else:
-        titles = {} if "sweep" in chosen else _titles(rows)  # several sweeps: each named above its rows
-        text, left_out = tables.column_table(shown, chosen, width=width, droppable=droppable, titles=titles)
-    hidden += [c for c in chosen if c in left_out]
-    if hidden and rows:
-        ids = list(dict.fromkeys(r["sweep"] for r in rows))
-        again = f"orch summary {' '.join(map(str, ids))} --wide" if len(ids) <= 4 else "--wide"
-        text += "\n" + tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)", width)
-    return text
-
-
-def picked_columns(rows: list[dict], text: str) -> list[str]:
-    """`--columns a,b`: the names, each a column of these rows (TABLE_COLUMNS or a parameter an arm has), with
-    the parameters' values put on the rows; else InvalidOption naming every column there is."""
-    names = dict.fromkeys(k for p in {id(r["params"]): r["params"] for r in rows}.values() for k in p)
-    valid = _with_params(TABLE_COLUMNS, list(names))
-    picked = [c.strip() for c in text.split(",") if c.strip()]
-    unknown = [c for c in picked if c not in valid and _param_column(c) not in valid]
-    if unknown or not picked:
-        raise InvalidOption(f"--columns {text!r}: {'no such column ' + ', '.join(unknown) if unknown else 'no column'}"
-                            f"; the columns are {', '.join(valid)} (orch summary --help says what each is)")
-    picked = [c if c in valid else _param_column(c) for c in picked]
-    _fill(rows, [_param_name(c) for c in picked if c not in TABLE_COLUMNS])
-    return picked
-
-
-def _param_name(column: str) -> str:
-    return column.removeprefix("param.")
-
-
-def _titles(rows: list[dict]) -> dict[int, str]:
-    """Where the rows are of several sweeps, a line above each sweep's first row: the sweep, its recipe and build
-    (the columns the default table leaves out). One sweep's rows need none: the verdict names it."""
-    hosts = len({r.get("host_id") or r.get("host") for r in rows}) > 1
-    titles = {i: f"sweep {r['sweep']}: {r['recipe']} on {r['build']}" + (
-              f", host {r['host']}" + (f" ({r['gpu']})" if r.get("gpu") else "") if hosts else "")
-              for i, r in enumerate(rows) if i == 0 or r["sweep"] != rows[i - 1]["sweep"]}
-    return titles if len(titles) > 1 else {}
-
-
-def _varies(distinct: dict[int, dict], shapes: set[frozenset[int]], name: str) -> bool:
-    """Whether parameter `name` tells arms apart: two values where it is set, or set and unset within one sweep
-    (a parameter that only another recipe has is no difference between arms). distinct: the parameter dicts by
-    id; shapes: the sets of them that occur together in a sweep."""
-    text = {i: json.dumps(p[name], sort_keys=True, default=str) if name in p else None for i, p in distinct.items()}
-    return len(set(text.values()) - {None}) > 1 or any(len({text[i] for i in shape}) > 1 for shape in shapes)
-
-
-def _param_column(name: str) -> str:
-    return f"param.{name}" if name in TABLE_COLUMNS or name in ("params", "method") else name
-
-
 def _speed_interval(low, high) -> str | None:
     """A speed interval to three or four figures, each end by its size: [426, 1434], [58.6, 563], [2.91, 3.47]."""
     return None if low is None or high is None else f"[{_figures(low)}, {_figures(high)}]"
@@ -288,8 +158,3 @@ def _speed_interval(low, high) -> str | None:
 
 def _figures(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 99.5 else f"{x:.1f}" if abs(x) >= 9.995 else f"{x:.2f}"
-
-
-def warning_lines(rows: list[dict]) -> list[str]:
-    """One line per warning, naming its sweep and arm."""
-    return [f"sweep {r['sweep']}, arm {r['arm']}: {msg}" for r in rows for msg in r.get("warning_messages", [])]

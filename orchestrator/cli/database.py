@@ -10,17 +10,22 @@ from orchestrator.cli.group import db_option, main
 @main.command("repair")
 @db_option
 def repair_command(db):
-    """Restore dropped tables, views and columns.
+    """Restore dropped tables and views; keep sweep summaries.
 
-    For a file damaged by hand (a DROP TABLE, a dropped view): they are made again from the migrations. Rows
-    that were deleted stay gone; everything still stored is kept.
+    For a file damaged by hand (a DROP TABLE, a dropped view or column): they are made again from the
+    migrations. Rows that were deleted stay gone; everything still stored is kept. Then each finished sweep
+    whose summary is not kept, or was kept from other rows or by another orch version, has it computed and
+    kept, so `orch summary` reads it instead of computing it (a sweep's end, reparse and import keep theirs).
 
     Example: orch repair --db results.duckdb
     """
     from orchestrator import config, store
+    from orchestrator.analyze import kept
     from orchestrator.store import schema
 
     path = db or config.db_path()
     with store.opened(path, create=False, check=False) as con:
         restored = schema.repair(con)
+        summaries = kept.keep_stale(con)
     click.echo(f"restored {', '.join(restored)} in {path}" if restored else f"nothing to repair in {path}")
+    click.echo(f"kept the summaries of {summaries} sweeps" if summaries else "every finished sweep's summary is kept")

@@ -43,6 +43,7 @@ def import_command(sources, db):
 
     Example: orch import results-3090/ results-4060ti/ other-box.duckdb
     """
+    from orchestrator.analyze import kept
     from orchestrator.errors import ImportConflicts
     from orchestrator.store import exchange
 
@@ -58,6 +59,7 @@ def import_command(sources, db):
             for table, n in report.dropped.items():
                 click.echo(f"orch: {source}: {n} {table} rows left out: the row they belong to is not in it", err=True)
             conflicts += report.conflicts
+        kept.keep_stale(con)  # the sweeps it added or merged runs into
     if conflicts:
         shown = "; ".join(c.describe() for c in conflicts[:5])
         more = f" (and {len(conflicts) - 5} more)" if len(conflicts) > 5 else ""

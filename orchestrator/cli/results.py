@@ -111,56 +111,62 @@ Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
               help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, db):
-    from orchestrator.analyze import summary
+    from orchestrator.analyze import kept, summary, summary_table
+    from orchestrator.analyze.sweep_summary import Summaries, from_rows
     from orchestrator.errors import NoSuchSweep
     from orchestrator.store import queries
 
     if wide and column_list:
         raise click.UsageError("--wide and --columns exclude each other: --wide shows every column")
-    with opened_db(db) as con:
+    with opened_db(db) as con, summary.collector_paused():  # millions of objects for a big summary, none in a cycle
         if missing := sorted(set(sweeps) - queries.existing_sweeps(con, list(sweeps))):
             raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list sweeps with `orch summary --last 10`")
-        rows = summary.arm_rows(con, list(sweeps) or queries.last_sweeps(con, last))
-    with summary.collector_paused():  # the rendering makes as many objects again
-        columns = summary.picked_columns(rows, column_list) if column_list else None
-        if fmt not in ("json", "csv"):
-            click.echo(summary_text(rows, fmt, columns=columns, wide=wide))
+        ids = list(sweeps) or queries.last_sweeps(con, last)
+        if column_list and fmt in ("csv", "json"):  # some columns, every value as it is: the rows, computed now
+            rows = summary.arm_rows(con, ids)
+            columns = summary_table.picked_row_columns(rows, column_list) if column_list else None
+            if fmt == "json":
+                _write_json(tables.json_rows(rows, columns).decode())
+            else:
+                click.echo(tables.render(rows, fmt, columns))
+            click.echo("\n".join(Summaries(from_rows(rows)).verdict_lines()), err=True)
             return
-        if fmt == "json":  # written as it is made: the summary of every sweep is 100 MB
-            _write_json(rows, columns)
-        else:
-            click.echo(tables.render(rows, fmt, columns))
-        click.echo("\n".join(verdict_lines(rows)), err=True)  # machine formats stay parseable: sentences to stderr
+        read = kept.read(con, ids)
+        if read.computed and read.computed_s > SLOW_S:
+            click.echo(f"orch: {read.computed} of {len(set(ids))} sweeps summarized from their runs "
+                       f"({read.computed_s:.1f}s): no current summary is kept for them (stored by another orch "
+                       f"version, or changed since); `orch repair` keeps them", err=True)
+        table = read.summaries
+        if fmt in ("json", "csv"):  # the JSON is written as it is read: the summary of every sweep is 100 MB
+            if fmt == "json":
+                _write_json(*table.json_chunks())
+            else:
+                click.echo(table.csv_text())
+            click.echo("\n".join(table.verdict_lines()), err=True)  # sentences to stderr: the format stays parseable
+            return
+        columns = summary_table.picked_columns(table, column_list) if column_list else None
+        click.echo(summary_table.summary_text(table, fmt, columns=columns, wide=wide))
 
 
-def _write_json(rows: list[dict], columns: list[str] | None) -> None:
-    """The rows as JSON on stdout. A reader that stops early (`| head`) ends the JSON, not the command: the
-    verdicts still go to stderr and the exit status stays 0, as when the JSON was one write."""
+SLOW_S = 1.0  # computing summaries longer than this: say how to keep them
+
+
+def _write_json(*chunks: str) -> None:
+    """JSON rows (tables.json_rows, in chunks) as a JSON array on stdout. A reader that stops early (`| head`)
+    ends the JSON, not the command: the verdicts still go to stderr and the exit status stays 0."""
     sys.stdout.flush()
+    out = sys.stdout.buffer
+    chunks = [c for c in chunks if c]
     try:
-        tables.write_json(rows, sys.stdout.buffer, columns)
-        sys.stdout.buffer.write(b"\n")
-        sys.stdout.buffer.flush()
+        out.write(b"[\n" if chunks else b"[]")
+        for i, chunk in enumerate(chunks):
+            if i:
+                out.write(b",\n")
+            out.write(chunk.encode())
+        out.write(b"\n]\n" if chunks else b"\n")
+        out.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left unflushed goes nowhere
-
-
-def summary_text(rows: list[dict], fmt: str = "table", *, columns: list[str] | None = None,
-                 wide: bool = False) -> str:
-    """The table, a line per warning (naming its sweep and arm) and a verdict per sweep: what `orch summary`
-    prints, and `orch run` at its end."""
-    from orchestrator.analyze import summary
-
-    lines = [summary.table_text(rows, fmt, columns=columns, wide=wide)]
-    lines += [f"warning: {line}" for line in summary.warning_lines(rows)]
-    return "\n".join(lines + verdict_lines(rows))
-
-
-def verdict_lines(rows: list[dict]) -> list[str]:
-    from orchestrator.analyze import verdict
-
-    return [f"verdict: {sentence}" for sentence in verdict.sweep_verdicts(rows)] if rows else \
-        ["verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"]
 
 
 COMPARE_HELP = f"""Compare two builds arm by arm (head/base).

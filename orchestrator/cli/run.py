@@ -65,10 +65,10 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     # half-written; during the sweep the run in flight is stored interrupted, once.
     with stop_on_signals():
         from orchestrator import config, store
-        from orchestrator.analyze import summary
+        from orchestrator.analyze import kept
+        from orchestrator.analyze.summary_table import summary_text
         from orchestrator.build.builder import register, tool_path
         from orchestrator.build.cached import runnable_build
-        from orchestrator.cli.results import summary_text
         from orchestrator.errors import InvalidOption
         from orchestrator.recipe.plan import load
         from orchestrator.run import depth_fit, prepare, quality, sweep
@@ -119,7 +119,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
                                             translate=not no_dialect)
             if not no_summary:
                 with database.read() as con:
-                    click.echo(summary_text(summary.arm_rows(con, [r.sweep_id for r in results])))
+                    click.echo(summary_text(kept.read(con, [r.sweep_id for r in results]).summaries))
             for result in results:
                 result.raise_for_status()
             return
@@ -130,6 +130,5 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         finally:  # the sweep this command stored, complete or not
             if not no_summary:
                 with database.read() as con:
-                    rows = summary.arm_rows(con, [opened.id])
-                click.echo(summary_text(rows))
+                    click.echo(summary_text(kept.read(con, [opened.id]).summaries))
     result.raise_for_status()

@@ -46,10 +46,12 @@ def reparse_command(db):
 
     Example: orch reparse
     """
+    from orchestrator.analyze import kept
     from orchestrator.store.reparse import reparse_all
 
     with opened_db(db, write=True) as con:
         result = reparse_all(con)
+        kept.keep_stale(con)  # the sweeps whose metrics changed
     click.echo("\n".join(result.lines()))
 
 

@@ -77,7 +77,7 @@ def run_round(task: RoundTask) -> Shard:
                                   warmup=task.warmup, uid=uid, only=task.slots)
         printed = io.StringIO()
         result = sweep.execute(db, opened, timeout=task.timeout, telemetry_interval=task.telemetry_interval,
-                               progress=Progress(len(task.slots), stream=printed, tty=False))
+                               progress=Progress(len(task.slots), stream=printed, tty=False), keep_summary=False)
         with db.read() as con:
             exchange.export(con, work / "export")
         files = {p.name: p.read_bytes() for p in (work / "export").iterdir()}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from orchestrator import tables
-from orchestrator.analyze import summary, verdict
+from orchestrator.analyze import summary, summary_table, verdict
 from orchestrator.store import queries
 
 FAILURES_SHOWN = 3
@@ -43,7 +43,7 @@ def frame(con, sweep_id: int, now: datetime) -> Frame:
     if p["status"] == "running" and p["running_arm"]:
         lines.append(f"running: {p['running_arm']}")
     if rows:
-        lines += ["", summary.table_text(rows)]
+        lines += ["", summary_table.table_text(rows)]
         lines += [f"verdict{' so far' if p['status'] == 'running' else ''}: {s}" for s in verdict.sweep_verdicts(rows)]
     failures = queries.recent_failures(con, sweep_id, FAILURES_SHOWN)
     if failures:

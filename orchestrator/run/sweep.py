@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import config, proc, store
+from orchestrator.analyze import kept
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.recipe import schedule
@@ -120,8 +121,10 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
 
 
 def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetry_interval: float,
-            progress: Progress | None = None) -> SweepResult:
-    """Run every slot (interleaved by default, so drift hits all arms alike) and store each run as it ends."""
+            progress: Progress | None = None, keep_summary: bool = True) -> SweepResult:
+    """Run every slot (interleaved by default, so drift hits all arms alike) and store each run as it ends; at
+    the end, the sweep's summary (analyze/kept: `orch summary` reads it; keep_summary=False for a file that is
+    only exported, a cluster shard's)."""
     instruments = Instruments(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
     progress = progress or Progress(len(sweep.slots))
     progress.total = len(sweep.slots)
@@ -167,6 +170,8 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     with db.write() as con:
         differences = store.mark_output_differences(con, sweep.id)
         store.end_sweep(con, sweep.id, "done")
+        if keep_summary:
+            kept.keep(con, [sweep.id])
     shutil.rmtree(sweep.work_dir, ignore_errors=True)
     for arm, differing, compared in differences:
         if differing:

@@ -2,7 +2,8 @@
 
 A table added by a migration that should travel between databases gets one entry here, in an order where every
 table comes after the tables it links to. Its rows are chosen by `scope`, SQL over the temporary table
-`_export_sweeps(id)` that holds the exported sweeps.
+`_export_sweeps(id)` that holds the exported sweeps. Kept sweep summaries (sweep_summaries, sweep_summary_cells)
+do not travel: they are made from the rows that do, and `orch import` keeps them anew for what it merged.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import duckdb
 from orchestrator.store.bisect_migration import m013_bisects
 from orchestrator.store.global_ids import m014_global_ids
 from orchestrator.store.quality_migration import m012_quality
+from orchestrator.store.summary_migration import m015_sweep_summaries
 from orchestrator.store.view_migrations import (
     m006_views,
     m007_samples_and_controls,
@@ -258,7 +259,7 @@ def m011_output_parity(con: duckdb.DuckDBPyConnection) -> None:
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
               m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance, m011_output_parity,
-              m012_quality, m013_bisects, m014_global_ids]
+              m012_quality, m013_bisects, m014_global_ids, m015_sweep_summaries]
 
 
 def number(migration) -> int:

@@ -105,6 +105,7 @@ def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache
     assert rows(tmp_path / "r.duckdb", "SELECT id, host_name, host_id, status FROM sweeps") == [
         (1, *rows(local, "SELECT host_name, host_id FROM sweeps")[0], "done")]
     assert {r[0] for r in rows(tmp_path / "r.duckdb", "SELECT arm FROM runs")} == ARMS
+    assert rows(tmp_path / "r.duckdb", "SELECT sweep_id, arms FROM sweep_summaries") == [(1, len(ARMS))]  # kept
     summary = subprocess.run([orch_exe, "summary", "--format", "json"], env=env, capture_output=True, text=True)
     speedups = {r["arm"]: r["speedup"] for r in json.loads(summary.stdout)}
     assert speedups["baseline"] == 1.0 and speedups["draft"] is not None  # rounds keep pairs on one node

@@ -55,6 +55,10 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
             assert run["acceptance"] is None and run["n_drafted"] is None
     assert "speedup" in res.stdout and "draft" in res.stdout  # the per-arm table read back from DuckDB
     assert res.stdout.rstrip().splitlines()[-1].startswith("verdict: sweep 1 (recipe_a.j2, 0c1e57098-cpu): ")
+    # The sweep's end kept its summary, current: `orch summary` reads it and prints what the run printed last
+    assert db_rows(env, "SELECT sweep_id, arms FROM sweep_summaries") == [{"sweep_id": 1, "arms": 3}]
+    assert _current(env) == {1}
+    assert res.stdout.endswith(run_orch(orch_exe, "summary", env=env).stdout)
 
     listed = json.loads(run_orch(orch_exe, "runs", "--json", env=env).stdout)
     draft = [r for r in listed if r["arm"] == "draft"]
@@ -71,6 +75,17 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
     before = db_rows(env, "SELECT run_id, n_accepted, decode_tps FROM metrics ORDER BY run_id")
     assert run_orch(orch_exe, "reparse", env=env).returncode == 0
     assert db_rows(env, "SELECT run_id, n_accepted, decode_tps FROM metrics ORDER BY run_id") == before
+    assert _current(env) == {1}
+
+
+def _current(env) -> set[int]:
+    """The sweeps whose kept summary is current."""
+    from orchestrator import store
+    from orchestrator.analyze import kept
+    from orchestrator.store import sweep_summaries
+
+    with store.opened(Path(env["ORCH_DB"]), read_only=True) as con:
+        return {h["sweep_id"] for h in sweep_summaries.current(con, [1, 2, 3], kept.code_key())}
 
 
 def test_dry_run_prints_rendered_and_executed_argv(orch_exe, env):

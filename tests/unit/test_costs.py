@@ -12,7 +12,7 @@ import pytest
 from nvml_fake import fake_nvml  # noqa: F401 (fixture)
 
 from orchestrator import store
-from orchestrator.analyze import costs, stats, summary
+from orchestrator.analyze import costs, stats, summary, summary_table
 from orchestrator.machine.telemetry import Sample, Sampler
 from orchestrator.parse import parse_text
 from orchestrator.store import queries
@@ -241,4 +241,4 @@ def test_predicted_speedup_in_the_summary_of_recorded_runs(tmp_path):
     assert draft["predicted_speedup"] == pytest.approx(cost.predicted_speedup) and 0 < draft["predicted_speedup"]
     assert draft["predicted_speedup"] == pytest.approx(costs.leviathan_speedup(cost.token_acceptance,
                                                                                 cost.draft_length, cost.draft_cost))
-    assert "predicted_speedup" in summary.table_text(list(rows.values()), wide=True)
+    assert "predicted_speedup" in summary_table.table_text(list(rows.values()), wide=True)

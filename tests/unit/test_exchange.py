@@ -206,7 +206,8 @@ def test_export_of_a_sweep_that_is_not_stored_names_it(tmp_path):
     result = CliRunner().invoke(main, ["export", "--out", str(tmp_path / "out"), "--db", str(db)])
     assert result.exit_code == 0 and "exported 1 sweeps, 2 runs" in result.output
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["tables"]["builds"] == 1 and manifest["tables"]["binaries"] == 1 and manifest["migrations"][-1] == 14
+    assert manifest["tables"]["builds"] == 1 and manifest["tables"]["binaries"] == 1
+    assert manifest["migrations"][-1] == migrations.number(migrations.MIGRATIONS[-1])  # the file's schema
 
 
 def test_quality_rows_travel_with_their_runs_and_links_follow_them(tmp_path):

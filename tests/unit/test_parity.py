@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import store
-from orchestrator.analyze import summary
+from orchestrator.analyze import summary, summary_table
 from orchestrator.parse import output
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098"
@@ -98,7 +98,7 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
         "control's) (the first at character 1 of the generated text): greedy speculation should not change the "
         "text; compare the runs' outputs (orch show RUN prints a run's output), and suspect the build or backend (a "
         "batched verification that computes differently from single-token decoding)"]
-    text = summary.table_text(list(rows.values()), wide=True)
+    text = summary_table.table_text(list(rows.values()), wide=True)
     assert "outputs_differ" in text and "2/2" in text and "0/2" in text
 
 

@@ -123,7 +123,7 @@ def test_the_report_names_what_ran(text):
 
 
 def test_the_summary_shows_energy_per_token_where_power_was_sampled(tmp_path):
-    from orchestrator.analyze import summary
+    from orchestrator.analyze import summary, summary_table
 
     con, ids = stored(tmp_path)
     rows = {r["arm"]: r for r in summary.arm_rows(con, ids)}
@@ -131,11 +131,11 @@ def test_the_summary_shows_energy_per_token_where_power_was_sampled(tmp_path):
     expected = sum((250.0 + rep) / tps for rep, tps in enumerate(ARMS["baseline"][0])) / 3
     assert rows["baseline"]["joules_per_token"] == pytest.approx(expected, rel=0.02)
     assert rows["baseline"]["energy_runs"] == 3 and rows["gone-draft"]["joules_per_token"] is None
-    assert "joules_per_token" in summary.table_text(list(rows.values())).splitlines()[0]
+    assert "joules_per_token" in summary_table.table_text(list(rows.values())).splitlines()[0]
     con.execute("DELETE FROM telemetry")  # no power sampled (a CPU machine): no column, no figure
     rows = summary.arm_rows(con, ids)
     assert all(r["joules_per_token"] is None for r in rows)
-    assert "joules_per_token" not in summary.table_text(rows).splitlines()[0]
+    assert "joules_per_token" not in summary_table.table_text(rows).splitlines()[0]
 
 
 def test_parameters_that_differ_are_a_table_and_the_common_ones_are_named_once(text):

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from orchestrator import store
-from orchestrator.analyze import cells, stats, summary
+from orchestrator.analyze import cells, stats, summary, summary_table
+from orchestrator.analyze.sweep_summary import Summaries, from_rows
 from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
 
@@ -127,9 +128,9 @@ def test_the_summary_shows_the_parameters_that_tell_arms_apart(tmp_path):
                                      "params": params, "repeat_index": 0, "mode": "cli", "status": "ok"})
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
     rows = summary.arm_rows(con, [first, second])
-    columns = summary.table_columns(rows)
+    columns = summary_table.table_columns(rows)
     assert columns[:7] == ["sweep", "recipe", "build", "host", "gpu", "arm", "draft_max"]  # only the parameter that differs
-    assert [(r["sweep"], r["arm"], r["draft_max"]) for r in rows] == [
+    assert [(r["sweep"], r["arm"], r["params"].get("draft_max")) for r in rows] == [
         (first, "baseline", None), (first, "draft", 8), (second, "baseline", None), (second, "draft", 16)]
 
 
@@ -179,7 +180,7 @@ def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path)
     con = store.connect(tmp_path / "r.duckdb")
     sweeps = [matrix_sweep(con), matrix_sweep(con)]
     rows = summary.arm_rows(con, sweeps)
-    text = summary.table_text(rows)
+    text = summary_table.table_text(rows)
     lines = table_lines(text)
     assert max(map(len, lines)) <= 120
     header = lines[0].split()
@@ -190,13 +191,13 @@ def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path)
         f"sweep {sweeps[1]}: spec_matrix.j2 on 0c1e57098-cpu" in lines
     note = " ".join(lines[lines.index(next(x for x in lines if x.startswith("not shown: "))):])
     assert "control_of" in note and f"orch summary {sweeps[0]} {sweeps[1]} --wide" in note
-    assert all(c in note for c in summary.table_columns(rows) if c in ("spec", "draft_max") and c not in header)
+    assert all(c in note for c in summary_table.table_columns(rows) if c in ("spec", "draft_max") and c not in header)
     # A speculative arm's reference is its control, shown short; the control's is the baseline.
     draft = next(x for x in lines if x.startswith("draft-min2:draft_max=16"))
     assert " control " in f" {draft} " and "baseline" in next(x for x in lines if x.startswith("control:"))
     # --wide: every column, the full reference name, no note.
-    wide = summary.table_text(rows, wide=True)
-    assert table_lines(wide)[0].split() == summary.table_columns(rows) and "not shown" not in wide
+    wide = summary_table.table_text(rows, wide=True)
+    assert table_lines(wide)[0].split() == summary_table.table_columns(rows) and "not shown" not in wide
     assert "control:llama-speculative-simple" in next(x for x in table_lines(wide) if "draft-min2:draft_max=16" in x)
 
 
@@ -210,7 +211,7 @@ def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_
         run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "base", "params": params,
                                      "repeat_index": 0, "mode": "cli", "status": "ok"})
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
-    lines = table_lines(summary.table_text(summary.arm_rows(con, [sweep])))
+    lines = table_lines(summary_table.table_text(summary.arm_rows(con, [sweep])))
     assert lines[0].split()[:3] == ["arm", "draft", "draft_max"] and not any(x.startswith("not shown") for x in lines)
     d1 = next(x for x in lines if x.startswith("d1 "))
     assert " ../models/draft-one.gguf " in d1 and cells.PARAM_WIDTH == 24  # a path keeps its file name
@@ -219,17 +220,17 @@ def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_
 def test_columns_picks_and_an_unknown_one_is_refused_naming_every_column(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     rows = summary.arm_rows(con, [matrix_sweep(con)])
-    picked = summary.picked_columns(rows, "arm, ngram_n,speedup")
+    picked = summary_table.picked_columns(rows, "arm, ngram_n,speedup")
     assert picked == ["arm", "ngram_n", "speedup"]
-    lines = table_lines(summary.table_text(rows, columns=picked))
+    lines = table_lines(summary_table.table_text(rows, columns=picked))
     assert lines[0].split() == picked
     assert next(x for x in lines if x.startswith("ngram-mod:ngram_n=12")).split()[1] == "12"
     with pytest.raises(InvalidOption) as refused:
-        summary.picked_columns(rows, "arm,speedpu")
+        summary_table.picked_columns(rows, "arm,speedpu")
     message = str(refused.value)
     assert refused.value.exit_code == 10 and "speedpu" in message and "speedup_ci95" in message and "ngram_n" in message
     with pytest.raises(InvalidOption):
-        summary.picked_columns(rows, ",")
+        summary_table.picked_columns(rows, ",")
 
 
 def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_path):
@@ -240,7 +241,7 @@ def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_
     # A CUDA build on a machine without a GPU decoded on the CPU.
     fallback = matrix_sweep(con, {"id": "cuda@2", "name": "0c1e57098-cuda-x", "backend": "cuda"}, {"gpus": []})
     rows = summary.arm_rows(con, [cpu, gpu, fallback])
-    lines = summary.warning_lines(rows)
+    lines = Summaries(from_rows(rows)).warning_lines()
     noisy = {s: [x for x in lines if x.startswith(f"sweep {s}, arm baseline: decode speed varies")] for s in
              (cpu, gpu, fallback)}
     assert all(len(found) == 1 for found in noisy.values()), lines
@@ -253,8 +254,8 @@ def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_
 def test_the_markdown_table_has_the_same_columns_and_a_sweep_column_for_several_sweeps(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     rows = summary.arm_rows(con, [matrix_sweep(con), matrix_sweep(con)])
-    md = summary.table_text(rows, "md").splitlines()
-    text_header = summary.table_text(rows).splitlines()[0].split()
+    md = summary_table.table_text(rows, "md").splitlines()
+    text_header = summary_table.table_text(rows).splitlines()[0].split()
     assert [c.strip() for c in md[0].strip("|").split("|")] == ["sweep", *text_header]
 
 
@@ -291,10 +292,10 @@ def test_arm_acceptance_length_and_sequence_acceptance_only_where_every_run_has_
     assert draft["mean_accept_len"] == pytest.approx(2.3) and draft["seq_acceptance"] is None
     assert (draft["seq_acceptance_low"], draft["seq_acceptance_high"]) == pytest.approx((0.35, 0.37))
     assert base["mean_accept_len"] is base["seq_acceptance"] is base["seq_acceptance_low"] is None
-    assert "[35.0, 37.0]" in summary.table_text([base, draft], columns=["arm", "seq_acceptance"])
+    assert "[35.0, 37.0]" in summary_table.table_text([base, draft], columns=["arm", "seq_acceptance"])
     con.execute("UPDATE metrics SET seq_acceptance = 0.2 WHERE run_id = ?", [runs[1]])
     assert summary.arm_rows(con, [sweep])[1]["seq_acceptance"] == pytest.approx(0.35)
-    shown = summary.table_text(summary.arm_rows(con, [sweep]), columns=["arm", "seq_acceptance"]).splitlines()
+    shown = summary_table.table_text(summary.arm_rows(con, [sweep]), columns=["arm", "seq_acceptance"]).splitlines()
     assert shown[-1].split() == ["draft", "35.0%"]
 
 
@@ -305,7 +306,7 @@ def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     assert rows["draft"]["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.1])  # 2 runs of each
     assert rows["baseline"]["accept_rate_per_pos"] is None  # nothing drafts: no figure, not zeros
-    table = summary.table_text(list(rows.values()), columns=["arm", "accept_rate_per_pos"])
+    table = summary_table.table_text(list(rows.values()), columns=["arm", "accept_rate_per_pos"])
     assert "80/40/10%" in table
     # llama.cpp lists a run's positions only up to the furthest one a draft reached: a run that stops early
     # accepted nothing further on, so it counts as 0 there, not as absent (which would overstate the tail)
@@ -328,7 +329,7 @@ def test_acceptance_by_position_counts_a_run_whose_list_ends_early_as_zero_beyon
     base, draft = summary.arm_rows(con, [sweep])
     assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.8 / 3, 0.1 / 3])
     assert base["accept_rate_per_pos"] is None
-    shown = summary.table_text([base, draft], columns=["arm", "accept_rate_per_pos"]).splitlines()
+    shown = summary_table.table_text([base, draft], columns=["arm", "accept_rate_per_pos"]).splitlines()
     assert shown[-1].split() == ["draft", "80/40/27/3%"]
 
 
@@ -336,10 +337,10 @@ def test_a_sweep_without_a_baseline_leaves_its_blank_ratio_columns_out_of_the_de
     """A quant matrix has no baseline: speedup, its interval and vs are blank for every arm, so the default table
     shows what says something (ok, acceptance, warnings) instead; a sweep with a baseline keeps them."""
     con, sweep = stored(tmp_path, "cli")
-    header = summary.table_text(summary.arm_rows(con, [sweep])).splitlines()[0].split()
+    header = summary_table.table_text(summary.arm_rows(con, [sweep])).splitlines()[0].split()
     assert {"speedup", "speedup_ci95", "vs"} <= set(header)
     con.execute("UPDATE runs SET is_baseline = false")
     rows = summary.arm_rows(con, [sweep])
-    header = summary.table_text(rows).splitlines()[0].split()
+    header = summary_table.table_text(rows).splitlines()[0].split()
     assert not {"speedup", "speedup_ci95", "vs"} & set(header) and {"ok", "acceptance", "warnings"} <= set(header)
-    assert "speedup" in summary.table_text(rows, wide=True).splitlines()[0].split()  # --wide: every column
+    assert "speedup" in summary_table.table_text(rows, wide=True).splitlines()[0].split()  # --wide: every column

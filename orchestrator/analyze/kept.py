@@ -1,0 +1,88 @@
+"""Sweep summaries kept in the results file: `read` gives the summaries of the sweeps asked for, the kept ones
+where they are current and the rest computed from their runs; `keep` computes and stores them (for the
+commands that write: a sweep's end, reparse, import, repair). `read` never writes.
+
+Current means made from exactly the rows stored now (store/sweep_summaries: a fingerprint of every row the
+summary reads) by exactly this code (code_key): a kept summary can be missing or old, never stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import orjson
+
+import orchestrator
+from orchestrator.analyze import summary
+from orchestrator.analyze.sweep_summary import (
+    Summaries,
+    SweepSummary,
+    from_rows,
+    no_arms,
+)
+from orchestrator.store import sweep_summaries
+
+
+@lru_cache(maxsize=1)
+def code_key() -> str:
+    """What a kept summary was made by: every module of orch (a rule or a format changed anywhere changes it),
+    and the DuckDB and orjson versions that computed and wrote its numbers. 5 ms."""
+    root = Path(orchestrator.__file__).parent
+    digest = hashlib.sha256(f"duckdb {sweep_summaries.ENGINE}, orjson {orjson.__version__}".encode())
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Read:
+    summaries: Summaries
+    computed: int  # sweeps whose summary was computed from their runs (none kept, or not current)
+    computed_s: float  # the time that took
+
+
+def read(con, sweep_ids: list[int]) -> Read:
+    """The summaries of these sweeps (in sweep order): kept ones where current, the rest computed. Kept JSON and
+    cells are read through `con` when drawn: draw them before closing it."""
+    ids = sorted(set(sweep_ids))
+    heads = {h["sweep_id"]: h for h in sweep_summaries.current(con, ids, code_key())}
+    start = time.perf_counter()
+    missing = [i for i in ids if i not in heads]
+    computed = {s.sweep: s for s in from_rows(summary.arm_rows(con, missing))} if missing else {}
+    seconds = time.perf_counter() - start
+    parts = [_kept(heads[i]) if i in heads else computed.get(i) or no_arms(i) for i in ids]
+    return Read(Summaries(parts, read_rows=lambda kept, kind: sweep_summaries.row_texts(con, kept, kind),
+                          read_cells=lambda kept, names: sweep_summaries.cells(con, kept, names)),
+                len(missing), seconds)
+
+
+def _kept(head: dict) -> SweepSummary:
+    return SweepSummary(head["sweep_id"], head["arms"], orjson.loads(head["facts"]),
+                        head["warnings"].split("\n") if head["warnings"] else [], head["verdict"], head["csv_header"])
+
+
+def keep(con, sweep_ids: list[int]) -> None:
+    """Compute these sweeps' summaries and store them. con: a write connection with nothing uncommitted, on a
+    file no other process writes meanwhile (orch's writes are exclusive)."""
+    ids = sorted(set(sweep_ids))
+    if not ids:
+        return
+    code = code_key()
+    fingerprint = sweep_summaries.fingerprints(con, ids)  # before the rows are read: what they were read from
+    computed = {s.sweep: s for s in from_rows(summary.arm_rows(con, ids))}
+    parts = [computed.get(i) or no_arms(i) for i in ids if i in fingerprint]
+    sweep_summaries.keep(con, code, fingerprint, [p.stored() for p in parts])
+
+
+def keep_stale(con) -> int:
+    """Keep the summaries of every finished sweep whose kept one is missing or not current; how many."""
+    ids = sweep_summaries.finished_sweeps(con)
+    current = {h["sweep_id"] for h in sweep_summaries.current(con, ids, code_key())}
+    stale = [i for i in ids if i not in current]
+    for start in range(0, len(stale), 2048):  # a bounded batch: its rows are held in memory while stored
+        keep(con, stale[start:start + 2048])
+    return len(stale)

@@ -1,0 +1,179 @@
+"""The summary as people read it: the arm table (text or Markdown) drawn from sweep summaries (analyze/
+sweep_summary.Summaries, computed now or kept), its warning lines and one verdict per sweep.
+
+By default the table shows summary.DEFAULT_COLUMNS and the parameters that tell arms apart, fitted to WIDTH
+characters (parameters given up first, then GIVE_UP), each sweep's rows under a line naming it where there are
+several, and a last line naming what was left out; --wide shows every column, --columns picks.
+"""
+
+from __future__ import annotations
+
+import json
+
+from orchestrator import tables
+from orchestrator.analyze import cells, quality
+from orchestrator.analyze.summary import (
+    DEFAULT_COLUMNS,
+    GIVE_UP,
+    RATIO_COLUMNS,
+    TABLE_COLUMNS,
+    WIDTH,
+)
+from orchestrator.analyze.sweep_summary import (
+    COMPACT_VS,
+    PARAMS,
+    Summaries,
+    from_rows,
+    param_dict,
+)
+from orchestrator.errors import InvalidOption
+
+
+def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: list[str] | None = None,
+                 wide: bool = False) -> str:
+    """The table, a line per warning (naming its sweep and arm) and a verdict per sweep: what `orch summary`
+    prints, and `orch run` at its end."""
+    table = _summaries(table)
+    lines = [table_text(table, fmt, columns=columns, wide=wide)]
+    lines += [f"warning: {line}" for line in table.warning_lines()]
+    return "\n".join(lines + table.verdict_lines())
+
+
+def _summaries(table: Summaries | list[dict]) -> Summaries:
+    return table if isinstance(table, Summaries) else Summaries(from_rows(table))
+
+
+class Parameters:
+    """The arms' parameters: which of them tell arms apart (`varying`: two values where set, or set and unset
+    within one sweep; a parameter only another recipe has is no difference between arms), and which of those no
+    sweep sets in more than one arm (`lone`: a control's control_of, the one draft arm's draft)."""
+
+    def __init__(self, table: Summaries):
+        self.texts = table.column(PARAMS)
+        # Decided on the distinct parameter sets and the sets of them that occur together in a sweep, not per arm
+        self.distinct = {t: param_dict(t) for t in dict.fromkeys(self.texts)}
+        shapes, start = set(), 0
+        for part in table.with_arms:
+            shapes.add(frozenset(self.texts[start:start + part.arms]))
+            start += part.arms
+        self.names = list(dict.fromkeys(k for p in self.distinct.values() for k in p))
+        self.varying = [k for k in self.names if self._varies(shapes, k)]
+        self.lone = {k for k in self.varying
+                     if all(sum(k in self.distinct[t] for t in shape) <= 1 for shape in shapes)}
+
+    def _varies(self, shapes: set[frozenset[str]], name: str) -> bool:
+        text = {t: json.dumps(p[name], sort_keys=True, default=str) if name in p else None
+                for t, p in self.distinct.items()}
+        return len(set(text.values()) - {None}) > 1 or any(len({text[t] for t in shape}) > 1 for shape in shapes)
+
+    def cells(self, name: str, compact: bool) -> list[str]:
+        """Parameter `name`'s cell for every arm (cut to cells.PARAM_WIDTH in the compact table)."""
+        by_text = {t: tables.cell(cells.param_value(p.get(name), compact)) for t, p in self.distinct.items()}
+        return [by_text[t] for t in self.texts]
+
+
+def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: list[str] | None = None,
+               wide: bool = False, width: int = WIDTH) -> str:
+    """The arm table (table or md). `wide`: every column; `columns`: those (picked_columns)."""
+    table = _summaries(table)
+    compact = not (columns or wide)
+    table.load([PARAMS, *_stored(_candidates(table, columns, wide), compact), *(["sweep"] if fmt == "md" else [])])
+    params = Parameters(table)
+    if columns:
+        chosen, droppable, hidden = list(columns), [], []
+    elif wide:
+        chosen, droppable, hidden = _with_params(TABLE_COLUMNS, params.varying), [], []
+    else:
+        shown_params = [k for k in params.varying if k not in params.lone]
+        chosen = _with_params(DEFAULT_COLUMNS, shown_params)
+        if table.present("joules_per_token"):  # where GPU power was sampled: what owners weigh
+            chosen.insert(chosen.index("warnings"), "joules_per_token")
+        if table.prefill():  # bench mode's prefill tests
+            chosen.insert(chosen.index("decode_tps") + 1, "prompt_tps")
+        if table.present("ppl"):  # quality mode: speed against quality, side by side
+            chosen[chosen.index("warnings"):chosen.index("warnings")] = list(quality.COLUMNS)
+        # No arm has a reference (no baseline: a quant matrix): the speedup columns would be blank, and would push
+        # out columns that say something (ok, warnings)
+        chosen = [c for c in chosen if c not in RATIO_COLUMNS or table.present(c)]
+        droppable = [*(param_column(k) for k in reversed(shown_params)), *GIVE_UP]
+        hidden = [param_column(k) for k in params.varying if k in params.lone]
+        if len(table.hosts()) > 1:  # several machines: the host is a key
+            chosen.insert(chosen.index("arm"), "host")
+    shown = {c: table.column(COMPACT_VS if c == "vs" and compact else c) if c in TABLE_COLUMNS
+             else params.cells(_param_name(c), compact) for c in chosen}
+    if fmt == "md":
+        kept, left_out = tables.fit_columns(shown, chosen, width, droppable) if droppable else (chosen, [])
+        if "sweep" not in kept and len(table.with_arms) > 1:
+            kept = ["sweep", *kept]
+            shown["sweep"] = table.column("sweep")
+        text = tables.markdown_columns(shown, kept)
+    else:
+        titles = {} if "sweep" in chosen else table.titles()  # several sweeps: each named above its rows
+        text, left_out = tables.column_table(shown, chosen, width=width, droppable=droppable, titles=titles,
+                                             as_text=True)
+    hidden += [c for c in chosen if c in left_out]
+    if hidden and table.arms:
+        ids = [p.sweep for p in table.with_arms]
+        again = f"orch summary {' '.join(map(str, ids))} --wide" if len(ids) <= 4 else "--wide"
+        text += "\n" + tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)", width)
+    return text
+
+
+def _candidates(table: Summaries, columns: list[str] | None, wide: bool) -> list[str]:
+    """The summary columns the table may draw, read in one query before it chooses (kept cells are read by
+    column: one query for all of them costs little more than one for a few)."""
+    if columns or wide:
+        return [c for c in columns or TABLE_COLUMNS if c in TABLE_COLUMNS]
+    optional = ["host", "joules_per_token", "prompt_tps", *quality.COLUMNS]
+    return [*DEFAULT_COLUMNS, *(c for c in optional if table.present(c))]
+
+
+def _stored(columns: list[str], compact: bool) -> list[str]:
+    return [COMPACT_VS if c == "vs" and compact else c for c in columns]
+
+
+def table_columns(table: Summaries | list[dict]) -> list[str]:
+    """TABLE_COLUMNS with, after `arm`, one column per parameter whose value differs between the arms: what
+    tells the arms apart (and two sweeps' arms of one name, run with other parameters). Every column: --wide."""
+    return _with_params(TABLE_COLUMNS, Parameters(_summaries(table)).varying)
+
+
+def picked_columns(table: Summaries | list[dict], text: str) -> list[str]:
+    """`--columns a,b`: the names, each a column of the summary (TABLE_COLUMNS or a parameter an arm has); else
+    InvalidOption naming every column there is."""
+    return _picked(Parameters(_summaries(table)).names, text)
+
+
+def picked_row_columns(rows: list[dict], text: str) -> list[str]:
+    """picked_columns for rows written as they are (CSV, JSON), with the parameters' values put on the rows."""
+    picked = _picked(list(dict.fromkeys(k for p in {id(r["params"]): r["params"] for r in rows}.values() for k in p)),
+                     text)
+    pairs = [(_param_name(c), c) for c in picked if c not in TABLE_COLUMNS]
+    for row in rows:
+        for name, column in pairs:
+            row[column] = row["params"].get(name)
+    return picked
+
+
+def _picked(names: list[str], text: str) -> list[str]:
+    valid = _with_params(TABLE_COLUMNS, names)
+    picked = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in picked if c not in valid and param_column(c) not in valid]
+    if unknown or not picked:
+        raise InvalidOption(f"--columns {text!r}: {'no such column ' + ', '.join(unknown) if unknown else 'no column'}"
+                            f"; the columns are {', '.join(valid)} (orch summary --help says what each is)")
+    return [c if c in valid else param_column(c) for c in picked]
+
+
+def _with_params(columns: list[str], names: list[str]) -> list[str]:
+    """The columns with one per parameter after `arm`."""
+    i = columns.index("arm") + 1
+    return [*columns[:i], *(param_column(k) for k in names), *columns[i:]]
+
+
+def param_column(name: str) -> str:
+    return f"param.{name}" if name in TABLE_COLUMNS or name in ("params", "method") else name
+
+
+def _param_name(column: str) -> str:
+    return column.removeprefix("param.")

@@ -1,0 +1,189 @@
+"""One sweep's summary in the form every output of `orch summary` is drawn from, and the summaries of several
+sweeps held together (`Summaries`): computed from the rows of analyze/summary, or read back where they are kept
+(analyze/kept.py), and drawn the same way either way.
+
+A sweep's summary holds its arms as the JSON and CSV rows those outputs write, its table cells by column (each cell
+as the table shows it), the facts the default table's choice of columns reads, its warning lines and its
+verdict. Every one of them depends on that sweep's rows alone, so the summaries of many sweeps are joined, never
+recomputed together: the JSON of every sweep is their JSON rows one after the other, and the table's columns
+are their cells one after the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from itertools import chain
+
+import orjson
+
+from orchestrator import tables
+from orchestrator.analyze import cells, verdict
+from orchestrator.analyze.summary import TABLE_COLUMNS
+
+COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a control named `control`)
+PARAMS = "params"  # the cells column holding each arm's parameters, as canonical JSON text
+NO_ARMS_VERDICT = "verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"
+
+
+@dataclass
+class SweepSummary:
+    sweep: int
+    arms: int
+    facts: dict  # present: columns some arm has a value in; prefill; hosts; title; host_title
+    warnings: list[str]  # "sweep 3, arm x: message"
+    verdict: str | None  # None: no arm
+    csv_header: str = ""  # the CSV's header line (the same for every sweep: every row has the same keys)
+    rows: list[dict] | None = None  # computed now: its rows (None: kept in the file, read from there)
+    _made: dict = field(default_factory=dict, repr=False, compare=False)  # row texts and cells made from rows
+
+    @property
+    def computed(self) -> bool:
+        return self.rows is not None
+
+    def row_text(self, kind: str) -> str:
+        """Its rows as `rows_json` (tables.json_rows) or `rows_csv` (tables.csv_lines), made when first asked."""
+        if kind not in self._made:
+            self._made[kind] = (tables.json_rows(self.rows).decode() if kind == "rows_json" else
+                                tables.csv_lines(self.rows)) if self.rows else ""
+        return self._made[kind]
+
+    def cells(self, name: str) -> list[str]:
+        """Its arms' cells in column `name` (a TABLE_COLUMNS name, COMPACT_VS or PARAMS), made when first asked."""
+        if name not in self._made:
+            rows = self.rows or []
+            if name == PARAMS:
+                self._made[name] = [_text(r["params"]) for r in rows]
+            else:
+                column, compact = ("vs", True) if name == COMPACT_VS else (name, False)
+                self._made[name] = [tables.cell(v) for v in cells.display(rows, [column], compact)[column]]
+        return self._made[name]
+
+    def stored(self) -> dict:
+        """The summary as store/sweep_summaries.keep takes it (text columns): everything made."""
+        return {"sweep_id": self.sweep, "arms": self.arms, "rows_json": self.row_text("rows_json"),
+                "rows_csv": self.row_text("rows_csv"), "csv_header": self.csv_header,
+                "facts": orjson.dumps(self.facts).decode(), "warnings": "\n".join(self.warnings),
+                "verdict": self.verdict, "cells": {name: orjson.dumps(self.cells(name)).decode() for name in
+                                                   ([*TABLE_COLUMNS, COMPACT_VS, PARAMS] if self.arms else [])}}
+
+
+def from_rows(rows: list[dict]) -> list[SweepSummary]:
+    """The summaries of analyze/summary rows (in sweep order), one per sweep that has an arm."""
+    out, start = [], 0
+    for end in range(1, len(rows) + 1):
+        if end == len(rows) or rows[end]["sweep"] != rows[start]["sweep"]:
+            out.append(_summary(rows[start:end]))
+            start = end
+    return out
+
+
+def no_arms(sweep_id: int) -> SweepSummary:
+    """The summary of a sweep without an arm (no run stored)."""
+    return SweepSummary(sweep_id, 0, {"present": [], "prefill": False, "hosts": []}, [], None, "", [])
+
+
+def _summary(rows: list[dict]) -> SweepSummary:
+    first = rows[0]
+    title = f"sweep {first['sweep']}: {first['recipe']} on {first['build']}"
+    facts = {"present": [c for c in TABLE_COLUMNS if any(r.get(c) is not None for r in rows)],
+             "prefill": any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows),  # bench mode's tests
+             "hosts": list(dict.fromkeys(r.get("host_id") or r.get("host") for r in rows)),
+             "title": title,
+             "host_title": f"{title}, host {first['host']}" + (f" ({first['gpu']})" if first.get("gpu") else "")}
+    return SweepSummary(
+        first["sweep"], len(rows), facts,
+        [f"sweep {r['sweep']}, arm {r['arm']}: {msg}" for r in rows for msg in r.get("warning_messages", [])],
+        verdict.verdict(rows), tables.csv_header(list(first)), rows)
+
+
+def _text(params: dict) -> str:
+    return orjson.dumps(params, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+@lru_cache(maxsize=4096)
+def param_dict(text: str) -> dict:
+    """An arm's parameters from their canonical text: one dict per distinct text, shared (read, never changed)."""
+    return orjson.loads(text)
+
+
+@dataclass
+class Summaries:
+    """The summaries of several sweeps, in sweep order, as one table: `column(name)` is that column's cells for
+    every arm. Kept summaries' rows and cells are read from the file when first asked for (read_rows,
+    read_cells: store/sweep_summaries over the open connection)."""
+    parts: list[SweepSummary]
+    read_rows: Callable[[list[int], str], list[str]] = lambda ids, kind: []
+    read_cells: Callable[[list[int], list[str]], dict] = lambda ids, names: {}
+    _columns: dict[str, list[str]] = field(default_factory=dict, repr=False)  # read or made, by name
+
+    @cached_property
+    def arms(self) -> int:
+        return sum(p.arms for p in self.parts)
+
+    @cached_property
+    def with_arms(self) -> list[SweepSummary]:
+        """The sweeps that have an arm, in order: the table's rows are theirs, one after the other."""
+        return [p for p in self.parts if p.arms]
+
+    def json_chunks(self) -> list[str]:
+        """The JSON rows of each sweep that has an arm, in sweep order (tables.json_rows: ",\\n" within one)."""
+        return self._row_texts("rows_json")
+
+    def csv_text(self) -> str:
+        """The CSV (tables.render's): a header line and every arm's line, in sweep order."""
+        parts = self.with_arms
+        return parts[0].csv_header + "\n" + "\n".join(self._row_texts("rows_csv")) if parts else ""
+
+    def _row_texts(self, kind: str) -> list[str]:
+        ids = [p.sweep for p in self.with_arms if not p.computed]
+        kept = iter(self.read_rows(ids, kind) if ids else [])
+        return [p.row_text(kind) if p.computed else next(kept) for p in self.with_arms]
+
+    def column(self, name: str) -> list[str]:
+        """Column `name` (a TABLE_COLUMNS name, COMPACT_VS or PARAMS) for every arm, in row order."""
+        if name not in self._columns:
+            self.load([name])
+        return self._columns[name]
+
+    def load(self, names: list[str]) -> None:
+        """Read these columns for every arm at once (one query for the kept sweeps)."""
+        names = [n for n in dict.fromkeys(names) if n not in self._columns]
+        kept = [p.sweep for p in self.with_arms if not p.computed]
+        read = self.read_cells(kept, names) if kept and names else {}
+        for name in names:
+            stored = dict(orjson.loads(read.get(name, "[]")))
+            parts = (p.cells(name) if p.computed else stored[p.sweep] for p in self.with_arms)
+            self._columns[name] = list(chain.from_iterable(parts))
+
+    def present(self, column: str) -> bool:
+        """Whether some arm has a value in this column."""
+        return column in self._present
+
+    @cached_property
+    def _present(self) -> set[str]:
+        return {c for p in self.parts for c in p.facts["present"]}
+
+    def prefill(self) -> bool:
+        return any(p.facts["prefill"] for p in self.parts)
+
+    def hosts(self) -> set:
+        return {h for p in self.parts for h in p.facts["hosts"]}
+
+    def titles(self) -> dict[int, str]:
+        """Where the arms are of several sweeps, a line above each sweep's first arm: the sweep, its recipe and
+        build (and host where there are several). One sweep's rows need none: the verdict names it."""
+        key = "host_title" if len(self.hosts()) > 1 else "title"
+        titles, start = {}, 0
+        for part in self.with_arms:
+            titles[start] = part.facts[key]
+            start += part.arms
+        return titles if len(titles) > 1 else {}
+
+    def warning_lines(self) -> list[str]:
+        return [line for p in self.parts for line in p.warnings]
+
+    def verdict_lines(self) -> list[str]:
+        lines = [f"verdict: {p.verdict}" for p in self.parts if p.verdict]
+        return lines or [NO_ARMS_VERDICT]
