@@ -47,14 +47,20 @@ def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
 def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> None:
     """render(rows, "json", columns) written to a binary stream as UTF-8, JSON_CHUNK rows at a time: a big table
     (the summary of every sweep is 100 MB) is never held whole, as text or as bytes."""
-    if not rows:
-        stream.write(b"[]")
-        return
     columns = columns or _all_keys(rows)
-    stream.write(b"[\n")
-    for start in range(0, len(rows), JSON_CHUNK):
-        stream.write(json_rows(rows[start:start + JSON_CHUNK], columns))
-        stream.write(b",\n" if start + JSON_CHUNK < len(rows) else b"\n]")
+    write_json_array((json_rows(rows[i:i + JSON_CHUNK], columns) for i in range(0, len(rows), JSON_CHUNK)), stream)
+
+
+def write_json_array(chunks, stream) -> None:
+    """A JSON array to a binary stream from chunks of json_rows (bytes or text; empty ones skipped), one row
+    per line."""
+    first = True
+    for chunk in chunks:
+        if chunk:
+            stream.write(b"[\n" if first else b",\n")
+            stream.write(chunk.encode() if isinstance(chunk, str) else chunk)
+            first = False
+    stream.write(b"[]" if first else b"\n]")
 
 
 def json_rows(rows: list[dict], columns: list[str] | None = None) -> bytes:

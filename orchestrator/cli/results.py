@@ -95,6 +95,9 @@ interval; then a line per warning and one verdict per sweep. The table fits in 1
 then ci95, vs, ... where it is wider; its last line names what it left out. --wide shows every column,
 --columns picks; JSON and CSV carry every value.
 
+A finished sweep's summary is kept in the results file and read back while it is current (made from exactly
+the rows stored now, by this orch); otherwise it is computed from the runs. `orch repair` keeps the missing ones.
+
 {glossary.help_block(glossary.SUMMARY, "Columns:")}
 
 Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
@@ -155,16 +158,10 @@ def _write_json(*chunks: str) -> None:
     """JSON rows (tables.json_rows, in chunks) as a JSON array on stdout. A reader that stops early (`| head`)
     ends the JSON, not the command: the verdicts still go to stderr and the exit status stays 0."""
     sys.stdout.flush()
-    out = sys.stdout.buffer
-    chunks = [c for c in chunks if c]
     try:
-        out.write(b"[\n" if chunks else b"[]")
-        for i, chunk in enumerate(chunks):
-            if i:
-                out.write(b",\n")
-            out.write(chunk.encode())
-        out.write(b"\n]\n" if chunks else b"\n")
-        out.flush()
+        tables.write_json_array(chunks, sys.stdout.buffer)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.buffer.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left unflushed goes nowhere
 
