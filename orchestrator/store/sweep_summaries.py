@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import duckdb
 
-from orchestrator.store.db import utcnow
+from orchestrator.store.db import rows_as_dicts, utcnow
 
 Con = duckdb.DuckDBPyConnection
 ENGINE = duckdb.__version__  # a kept summary's numbers come from this DuckDB's arithmetic
@@ -42,13 +42,11 @@ def fingerprints(con: Con, sweep_ids: list[int]) -> dict[int, int]:
 def current(con: Con, sweep_ids: list[int], code: str) -> list[dict]:
     """The kept summaries of these sweeps that are current (fingerprint and code), without their JSON and cells
     (row_texts, cells): sweep_id, arms, facts, warnings, verdict, csv_header; in sweep order."""
-    cursor = con.execute(f"""
+    return rows_as_dicts(con.execute(f"""
         WITH now AS ({_FINGERPRINTS})
         SELECT k.sweep_id, k.arms, k.facts, k.warnings, k.verdict, k.csv_header
         FROM sweep_summaries k JOIN now ON now.sweep_id = k.sweep_id AND now.fingerprint = k.fingerprint
-        WHERE k.code = $code ORDER BY k.sweep_id""", {"ids": sweep_ids, "code": code})
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+        WHERE k.code = $code ORDER BY k.sweep_id""", {"ids": sweep_ids, "code": code}))
 
 
 ROW_TEXTS = ("rows_json", "rows_csv")
