@@ -99,7 +99,7 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
         hidden = [param_column(k) for k in params.varying if k in params.lone]
         if len(table.hosts()) > 1:  # several machines: the host is a key
             chosen.insert(chosen.index("arm"), "host")
-    shown = {c: table.column(COMPACT_VS if c == "vs" and compact else c) if c in TABLE_COLUMNS
+    shown = {c: table.column(_stored_name(c, compact)) if c in TABLE_COLUMNS
              else params.cells(_param_name(c), compact) for c in chosen}
     if fmt == "md":
         kept, left_out = tables.fit_columns(shown, chosen, width, droppable) if droppable else (chosen, [])
@@ -129,7 +129,12 @@ def _candidates(table: Summaries, columns: list[str] | None, wide: bool) -> list
 
 
 def _stored(columns: list[str], compact: bool) -> list[str]:
-    return [COMPACT_VS if c == "vs" and compact else c for c in columns]
+    return [_stored_name(c, compact) for c in columns]
+
+
+def _stored_name(column: str, compact: bool) -> str:
+    """The cells a summary column is drawn from: `vs` has its own in the compact table."""
+    return COMPACT_VS if column == "vs" and compact else column
 
 
 def table_columns(table: Summaries | list[dict]) -> list[str]:

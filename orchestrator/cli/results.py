@@ -129,7 +129,7 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
             rows = summary.arm_rows(con, ids)
             columns = summary_table.picked_row_columns(rows, column_list) if column_list else None
             if fmt == "json":
-                _write_json(tables.json_rows(rows, columns).decode())
+                _write_json(tables.json_rows(rows, columns))
             else:
                 click.echo(tables.render(rows, fmt, columns))
             click.echo("\n".join(Summaries(from_rows(rows)).verdict_lines()), err=True)
@@ -154,7 +154,7 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
 SLOW_S = 1.0  # computing summaries longer than this: say how to keep them
 
 
-def _write_json(*chunks: str) -> None:
+def _write_json(*chunks: str | bytes) -> None:
     """JSON rows (tables.json_rows, in chunks) as a JSON array on stdout. A reader that stops early (`| head`)
     ends the JSON, not the command: the verdicts still go to stderr and the exit status stays 0."""
     sys.stdout.flush()

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from orchestrator import tables
-from orchestrator.analyze import summary, summary_table, verdict
+from orchestrator.analyze import summary, summary_table
+from orchestrator.analyze.sweep_summary import Summaries, from_rows
 from orchestrator.store import queries
 
 FAILURES_SHOWN = 3
@@ -43,8 +44,9 @@ def frame(con, sweep_id: int, now: datetime) -> Frame:
     if p["status"] == "running" and p["running_arm"]:
         lines.append(f"running: {p['running_arm']}")
     if rows:
-        lines += ["", summary_table.table_text(rows)]
-        lines += [f"verdict{' so far' if p['status'] == 'running' else ''}: {s}" for s in verdict.sweep_verdicts(rows)]
+        table = Summaries(from_rows(rows))  # the table and the verdict from one summary of the rows
+        lines += ["", summary_table.table_text(table)]
+        lines += [f"verdict{' so far' if p['status'] == 'running' else ''}: {s.verdict}" for s in table.with_arms]
     failures = queries.recent_failures(con, sweep_id, FAILURES_SHOWN)
     if failures:
         lines += ["", f"last {len(failures)} failure(s):"]
