@@ -242,6 +242,13 @@ class BadExport(OrchError):
     exit_code = 42
 
 
+class ExportDamaged(BadExport):
+    """`orch import` of an export with a table missing, truncated, altered (sha256 or row count not the manifest's)
+    or of other columns than orch writes; nothing of it is written, no results file is created."""
+
+    exit_code = 45
+
+
 class ImportConflicts(OrchError):
     """`orch import`: rows whose global id is stored already with different content; everything else was merged,
     the stored rows were kept, and the message names the conflicting rows."""

@@ -234,16 +234,28 @@ def this_process() -> Owner:
     return Owner(socket.gethostname(), os.getpid(), psutil.Process().create_time())
 
 
-WORK_DIR = re.compile(r"sweep-(?P<host>[^/]*)--(?P<pid>\d+)-(?P<started>\d+\.\d+)-")
+WORK_DIR_KINDS = ("sweep", "shard", "import")  # a sweep's run logs, a Ray round's shard, an import's staging
+WORK_DIR = re.compile(r"(?P<kind>sweep|shard|import)-(?P<host>[^/]*)--(?P<pid>\d+)-(?P<started>\d+\.\d+)-")
 
 
-def work_dir_prefix(owner: Owner) -> str:
-    """The name a sweep's work directory starts with: its owner, so that a directory left by an orch killed before
+def work_dir_prefix(owner: Owner, kind: str = "sweep") -> str:
+    """The name a work directory starts with: its kind and owner, so that a directory left by an orch killed before
     any row named it can be told dead from alive (work_dir_owner) and removed by the next orch."""
-    return f"sweep-{owner.host.replace('/', '_')}--{owner.pid}-{owner.started:.6f}-"
+    assert kind in WORK_DIR_KINDS, kind
+    return f"{kind}-{_host_in_name(owner.host)}--{owner.pid}-{owner.started:.6f}-"
 
 
 def work_dir_owner(name: str) -> Owner | None:
     """The owner a work directory's name carries (work_dir_prefix); None for names without one."""
     found = WORK_DIR.match(name)
     return Owner(found["host"], int(found["pid"]), float(found["started"])) if found else None
+
+
+def same_owner(named: Owner, owner: Owner) -> bool:
+    """Whether a directory's named owner (work_dir_owner) is this owner (its start time as the name rounds it)."""
+    return (named.host == _host_in_name(owner.host) and named.pid == owner.pid
+            and abs(named.started - owner.started) < 1e-5)
+
+
+def _host_in_name(host: str) -> str:
+    return host.replace("/", "_")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 import textwrap
 from datetime import date, datetime
 from decimal import Decimal
@@ -20,6 +22,30 @@ def _json_default(value):
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return str(value)
+
+
+INT_RANGE = (-(2**63), 2**64 - 1)  # the integers orjson and DuckDB's JSON read as numbers
+
+
+def jsonable(value):
+    """value with what JSON readers cannot hold made harmless: an integer beyond 64 bits as its text, NaN and
+    infinities as null (JSON has none), in nested dicts and lists too. Values that fit come back as they are."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value if INT_RANGE[0] <= value <= INT_RANGE[1] else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def to_json(value, **options) -> str:
+    """JSON text for a stored JSON column: total (jsonable first), so no value can make a later read fail."""
+    return json.dumps(jsonable(value), default=_json_default, allow_nan=False, **options)
 
 
 def cell(value) -> str:
@@ -41,7 +67,10 @@ def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
     written as it is; others are completed with nulls in column order."""
     if len(row) != len(columns) or row.keys() != names:
         row = {c: row.get(c) for c in columns}
-    return orjson.dumps(row, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+    try:
+        return orjson.dumps(row, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits (stored by an older orch): as text, not a failure
+        return orjson.dumps(jsonable(row), default=_json_default, option=orjson.OPT_NON_STR_KEYS)
 
 
 def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> None:

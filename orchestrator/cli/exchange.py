@@ -43,23 +43,29 @@ def import_command(sources, db):
 
     Example: orch import results-3090/ results-4060ti/ other-box.duckdb
     """
+    from contextlib import ExitStack
+
     from orchestrator.analyze import kept
     from orchestrator.errors import ImportConflicts
     from orchestrator.store import exchange
 
     conflicts = []
-    with opened_db(db, write=True) as con:
-        for source in sources:
-            start = time.monotonic()
-            report = exchange.import_source(con, source)
-            added = sum(report.added.values())
-            click.echo(f"orch: {source}: {report.added.get('sweeps', 0)} sweeps, {report.added.get('runs', 0)} runs "
-                       f"new ({added} rows), {sum(report.present.values())} rows stored already, "
-                       f"{len(report.conflicts)} conflicts ({time.monotonic() - start:.1f}s)")
-            for table, n in report.dropped.items():
-                click.echo(f"orch: {source}: {n} {table} rows left out: the row they belong to is not in it", err=True)
-            conflicts += report.conflicts
-        kept.keep_stale(con)  # the sweeps it added or merged runs into
+    with ExitStack() as staging:
+        # Every source checked and staged before the results file is opened: a bad one writes nothing anywhere.
+        staged = [(source, staging.enter_context(exchange.staged(source))) for source in sources]
+        with opened_db(db, write=True) as con:
+            for source, path in staged:
+                start = time.monotonic()
+                report = exchange.merge(con, path, str(source))
+                added = sum(report.added.values())
+                click.echo(f"orch: {source}: {report.added.get('sweeps', 0)} sweeps, {report.added.get('runs', 0)} "
+                           f"runs new ({added} rows), {sum(report.present.values())} rows stored already, "
+                           f"{len(report.conflicts)} conflicts ({time.monotonic() - start:.1f}s)")
+                for table, n in report.dropped.items():
+                    click.echo(f"orch: {source}: {n} {table} rows left out: the row they belong to is not in it",
+                               err=True)
+                conflicts += report.conflicts
+            kept.keep_stale(con)  # the sweeps it added or merged runs into
     if conflicts:
         shown = "; ".join(c.describe() for c in conflicts[:5])
         more = f" (and {len(conflicts) - 5} more)" if len(conflicts) > 5 else ""

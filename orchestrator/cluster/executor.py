@@ -16,7 +16,6 @@ worker, whose proc.run kills its llama.cpp process group.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from orchestrator.recipe.plan import Plan
 from orchestrator.run import sweep
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
-from orchestrator.store import exchange, queries
+from orchestrator.store import exchange, queries, workdirs
 
 MAX_RETRIES = 2  # a task whose node or worker died runs again elsewhere, up to this many times
 
@@ -168,11 +167,11 @@ def _count(uids: dict, uid: str, done: int, failed: int) -> None:
 
 
 def _import_shard(db: store.Database, shard: ray_worker.Shard) -> list[exchange.Conflict]:
-    with tempfile.TemporaryDirectory(prefix="orch-shard-") as tmp:
+    with workdirs.temporary("shard") as tmp:
         for name, data in shard.files.items():
-            (Path(tmp) / name).write_bytes(data)
-        with db.write() as con:
-            return exchange.import_source(con, Path(tmp)).conflicts
+            (tmp / Path(name).name).write_bytes(data)
+        with exchange.staged(tmp) as staging, db.write() as con:
+            return exchange.merge(con, staging, str(tmp)).conflicts
 
 
 def _store_lost(db, plan, build, prepared, task: ray_worker.RoundTask, failure: str, detail: str, orch_argv) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from orchestrator.recipe.plan import Plan
 from orchestrator.recipe.schedule import Slot
 from orchestrator.run import prepare, sweep
 from orchestrator.run.progress import Progress
-from orchestrator.store import exchange
+from orchestrator.store import exchange, workdirs
 
 NAMESPACE = uuid.UUID("5d0c7a52-6f55-4c8e-9a0e-0b8f3f7a7c11")  # orch sweeps dispatched to Ray
 
@@ -68,7 +67,7 @@ def run_round(task: RoundTask) -> Shard:
     plan = _rebased(task.plan, task.driver_bin, build["bin_dir"])
     prepared = prepare.prepare(plan, build, translate=task.translate)
     uid = sweep_uid(task.dispatch, host.id, task.node)
-    work = Path(tempfile.mkdtemp(prefix="orch-shard-"))
+    work = workdirs.make("shard")  # a dead worker's is removed by the next orch on this node
     try:
         db = store.Database(work / "shard.duckdb")
         with db.write() as con:

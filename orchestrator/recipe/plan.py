@@ -27,7 +27,7 @@ from orchestrator import config
 from orchestrator.errors import AddressInRecipe, RecipeError
 from orchestrator.hashing import sha256_text
 from orchestrator.recipe import argv as flags
-from orchestrator.recipe import depth, matrix, modelref, prompts
+from orchestrator.recipe import depth, limits, matrix, modelref, prompts
 
 PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
@@ -107,6 +107,8 @@ def parse_set(items: tuple[str, ...]) -> dict:
             out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
         except tomllib.TOMLDecodeError:
             out[key.strip()] = value
+        except ValueError:  # an integer of over 4300 digits (Python's limit on reading one)
+            raise RecipeError(f"--set {key.strip()}: the number is too long to read; give a smaller one") from None
     return out
 
 
@@ -117,8 +119,17 @@ def read_vars(path: Path | None) -> dict:
         return tomllib.loads(Path(path).read_text())
     except FileNotFoundError:
         raise RecipeError(f"vars file {path} does not exist") from None
+    except IsADirectoryError:
+        raise RecipeError(f"vars file {path} is a directory; give a TOML file of variables") from None
+    except UnicodeDecodeError:
+        raise RecipeError(f"vars file {path} is not text (not UTF-8); give a TOML file of variables") from None
+    except OSError as exc:
+        raise RecipeError(f"vars file {path} cannot be read ({exc.strerror or exc}); give a TOML file of "
+                          f"variables") from None
     except tomllib.TOMLDecodeError as exc:
         raise RecipeError(f"vars file {path} is not valid TOML: {exc}") from None
+    except ValueError:  # an integer of over 4300 digits
+        raise RecipeError(f"vars file {path} holds a number too long to read; give a smaller one") from None
 
 
 def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides: tuple[str, ...] = (),
@@ -126,12 +137,9 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     """Render every arm of the recipe at path. builtins: bin, build (and anything else fixed by orch); models: the
     directory `{{ models }}` defaults to (`orch run --models`, else $ORCH_MODELS, else ./models)."""
     path = Path(path)
-    try:
-        source = path.read_text()
-    except FileNotFoundError:
-        raise RecipeError(f"recipe {path} does not exist") from None
-    values: list[str] = []
-    env = _environment(values)
+    source = read_recipe(path)
+    held: list[str] = []  # the values of one render, in the order its placeholders name them
+    env = _environment(held)
     meta = read_meta(env, source, str(path))
     mode = meta.get("mode", "cli")
     if mode not in MODES:
@@ -145,17 +153,37 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     given = {**_checked(read_vars(vars_file), f"vars file {vars_file}", known, types, path),
              **_checked(parse_set(overrides), "--set", known, types, path)}
     variables = {**defaults, **given}
+    for key, value in variables.items():
+        limits.check_variable(key, value, f"{path}: variable")
     plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=sha256_text(source),
                 mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables)
     template = _compile(env, source, path)
     for name, overrides in cells.cells.items():
         params = {**variables, **overrides}
-        argv, literal = render_argv(template, values, {**params, **builtins}, str(path))
+        for key, value in overrides.items():
+            limits.check_variable(key, value, f"{path}: arm {name}")
+        argv, literal = render_argv(template, held, {**params, **builtins}, str(path))
+        limits.check_argv(argv, literal, params, f"{path}: arm {name}")
         if mode == "server":
             _check_server_arm(name, argv, params, path)
         plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
                              is_baseline=cells.is_baseline(name)))
     return plan
+
+
+def read_recipe(path: Path) -> str:
+    """The recipe's text; RecipeError when it is not there or not a text file."""
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise RecipeError(f"recipe {path} does not exist") from None
+    except IsADirectoryError:
+        raise RecipeError(f"recipe {path} is a directory; give a .j2 recipe file (recipes/ holds the shipped "
+                          f"ones)") from None
+    except UnicodeDecodeError:
+        raise RecipeError(f"recipe {path} is not text (not UTF-8); give a .j2 recipe file") from None
+    except OSError as exc:
+        raise RecipeError(f"recipe {path} cannot be read ({exc.strerror or exc})") from None
 
 
 def _used_variables(env: jinja2.Environment, source: str, cells: matrix.Cells, mode: str) -> set[str]:
@@ -214,8 +242,11 @@ def _compile(env: jinja2.Environment, source: str, path: Path) -> jinja2.Templat
 
 
 def _environment(values: list[str]) -> jinja2.Environment:
-    def hold(value):
-        # Every {{ expression }} becomes a placeholder; values never meet the whitespace split.
+    @jinja2.pass_eval_context
+    def hold(eval_ctx, value):
+        # Every {{ expression }} becomes a placeholder; values never meet the whitespace split. Taking the
+        # evaluation context keeps Jinja from calling this at compile time for a constant (`{{ 4096 }}`): a
+        # placeholder made then would name an index of the compile-time list, another value at render time.
         values.append("" if value is None else str(value))
         return PLACEHOLDER.format(len(values) - 1)
 

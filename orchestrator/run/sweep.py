@@ -14,7 +14,6 @@ import platform
 import shutil
 import socket
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from orchestrator.run import one_run, resume, server_run, stopping
 from orchestrator.run.one_run import Instruments
 from orchestrator.run.prepare import PreparedArm, build_helps
 from orchestrator.run.progress import Progress
-from orchestrator.store import queries
+from orchestrator.store import queries, workdirs
 
 
 @dataclass
@@ -82,9 +81,7 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
     then holds the same sweep, under the same uid, as every other shard of this host."""
     arms = [p.arm.name for p in prepared]
     owner = proc.this_process()
-    work_root = config.cache_dir() / "work"
-    work_root.mkdir(parents=True, exist_ok=True)
-    work_dir = Path(tempfile.mkdtemp(prefix=proc.work_dir_prefix(owner), dir=work_root))
+    work_dir = workdirs.make("sweep")
     claim = {"owner_host": owner.host, "owner_pid": owner.pid, "owner_started": owner.started,
              "work_dir": str(work_dir)}
     try:

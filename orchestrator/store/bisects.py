@@ -7,18 +7,18 @@ union of its sweeps' runs. Writes here; the tables in bisect_migration.py; reads
 
 from __future__ import annotations
 
-import json
 
 import duckdb
 
 from orchestrator.store.migrations import utcnow
+from orchestrator.tables import to_json
 
 PROBE_COLUMNS = ("bisect_id", "commit", "upstream_commit", "build_name", "sweep_id", "state", "detail",
                  "build_s", "measure_s")
 
 
 def create_bisect(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    row = {k: json.dumps(v) if k in ("variables", "candidates", "argv") else v for k, v in row.items()}
+    row = {k: to_json(v) if k in ("variables", "candidates", "argv") else v for k, v in row.items()}
     row = {**row, "state": "running", "started_at": utcnow()}
     cols = list(row)
     return con.execute(f"INSERT INTO bisects ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
@@ -28,7 +28,7 @@ def create_bisect(con: duckdb.DuckDBPyConnection, row: dict) -> int:
 def set_bisect_state(con: duckdb.DuckDBPyConnection, bisect_id: int, state: str, result: dict | None = None) -> None:
     ended = utcnow() if state != "running" else None
     con.execute("UPDATE bisects SET state = ?, result = coalesce(?, result), ended_at = ? WHERE id = ?",
-                [state, json.dumps(result) if result is not None else None, ended, bisect_id])
+                [state, to_json(result) if result is not None else None, ended, bisect_id])
 
 
 def insert_probe(con: duckdb.DuckDBPyConnection, row: dict) -> int:

@@ -1,28 +1,37 @@
 """Moving results between databases: export sweeps as Parquet, import exports or results files by global id.
 
     counts = export(con, out_dir, sweep_ids)          # one <table>.parquet per table + manifest.json
-    report = import_source(con, path)                  # an export directory or a .duckdb results file
+    with staged(path) as staging:                      # an export directory or a .duckdb file, checked, as a
+        report = merge(con, staging, str(path))        # database of its own; then merged into con's file
+    report = import_source(con, path)                  # both in one
 
-An import first rebuilds the source as a database of its own (a staging file): an export's Parquet files go into
-a database at the export's schema, then the migrations it lacks run there (an old export gains its uids as the
-migration gives them). The staging rows then merge into the target table by table (exchange_tables.TABLES):
-a row whose key is stored already is compared, not written (equal: nothing to do; different: a conflict, kept as
-stored and reported); a new row takes the target's next local id, and its links follow the global ids.
+An import first rebuilds the source as a database of its own (a staging file in orch's work directory): an export's
+Parquet files go into a database at the export's schema, then the migrations it lacks run there (an old export
+gains its uids as the migration gives them). Staging checks the export whole first: every table its schema has is
+there, each file has the sha256 and the row count the manifest names, and each reads as its table. Nothing of a
+source that fails is written anywhere. The staging rows then merge into the target table by table
+(exchange_tables.TABLES): a row whose key is stored already is compared, not written (equal: nothing to do;
+different: a conflict, kept as stored and reported); a new row takes the target's next local id, and its links
+follow the global ids. Imported rows are data, never instructions: a sweep keeps no owner or work directory (the
+recovery on open would otherwise act on them), and a sweep or run still `running` where it came from is
+`interrupted` here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
-import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
 from orchestrator import __version__
-from orchestrator.errors import BadExport
-from orchestrator.store import migrations
+from orchestrator.errors import BadExport, ExportDamaged
+from orchestrator.store import migrations, workdirs
 from orchestrator.store.exchange_tables import BY_NAME, TABLES, Table
 
 FORMAT = "orch-export"
@@ -50,36 +59,49 @@ class ImportReport:
 
 
 def export(con: duckdb.DuckDBPyConnection, out_dir: Path, sweep_ids: list[int] | None = None) -> dict[str, int]:
-    """Write the sweeps (all when None), with everything they reference, to out_dir; rows per table."""
+    """Write the sweeps (all when None), with everything they reference, to out_dir; rows per table. The manifest,
+    written last, names each file's rows and sha256: an export cut short has none and imports nowhere."""
     stored = {r[0] for r in con.execute("SELECT id FROM sweeps").fetchall()}
     chosen = sorted(stored) if sweep_ids is None else sweep_ids
     if lacking := [s for s in chosen if s not in stored]:
         raise BadExport(f"no sweep {', '.join(map(str, lacking))} in this database; list them with `orch summary`")
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "manifest.json").unlink(missing_ok=True)  # an older export's manifest must not vouch for these files
     con.execute("CREATE OR REPLACE TEMP TABLE _export_sweeps (id INTEGER)")
     con.executemany("INSERT INTO _export_sweeps VALUES (?)", [[s] for s in chosen])
-    counts = {}
+    counts, digests = {}, {}
     try:
         for table in TABLES:
             path = out_dir / f"{table.name}.parquet"
             con.execute(f"COPY (SELECT * FROM {table.name} WHERE {table.scope}) TO '{_sql_path(path)}' "
                         f"(FORMAT PARQUET)")
             counts[table.name] = con.execute(f"SELECT count(*) FROM read_parquet('{_sql_path(path)}')").fetchone()[0]
+            digests[table.name] = _sha256(path)
         uids = [r[0] for r in con.execute("SELECT uid FROM sweeps WHERE id IN (SELECT id FROM _export_sweeps) "
                                           "ORDER BY id").fetchall()]
     finally:
         con.execute("DROP TABLE _export_sweeps")
     manifest = {"format": FORMAT, "orch_version": __version__, "migrations": migrations.done_numbers(con),
-                "tables": counts, "sweeps": uids}
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+                "tables": counts, "sha256": digests, "sweeps": uids}
+    partial = out_dir / "manifest.json.partial"
+    partial.write_text(json.dumps(manifest, indent=1) + "\n")
+    partial.replace(out_dir / "manifest.json")
     return counts
 
 
 def import_source(con: duckdb.DuckDBPyConnection, source: Path) -> ImportReport:
     """Merge an export directory (or its manifest.json) or a results .duckdb file into con's database."""
+    with staged(source) as staging:
+        return merge(con, staging, str(source))
+
+
+@contextmanager
+def staged(source: Path) -> Iterator[Path]:
+    """`with staged(source) as staging:` the source checked and rebuilt as a database file of its own in orch's
+    work directory (removed after; a killed orch's is removed by the next one). BadExport for what is not an
+    export or results file, ExportDamaged for an export with a table missing, truncated or altered."""
     source = Path(source)
-    work = Path(tempfile.mkdtemp(prefix="orch-import-"))
-    try:
+    with workdirs.temporary("import") as work:
         staging = work / "staging.duckdb"
         if source.is_dir() or source.name == "manifest.json":
             _stage_export(source if source.is_dir() else source.parent, staging)
@@ -87,32 +109,83 @@ def import_source(con: duckdb.DuckDBPyConnection, source: Path) -> ImportReport:
             _stage_database(source, staging)
         else:
             raise BadExport(f"{source} does not exist; give an `orch export` directory or a results .duckdb file")
-        return _merge(con, staging, str(source))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        yield staging
 
 
 def _stage_export(directory: Path, staging: Path) -> None:
-    manifest_path = directory / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError):
-        raise BadExport(f"{directory} is not an orch export (no readable manifest.json); make one with "
-                        f"`orch export --out DIR`") from None
-    if manifest.get("format") != FORMAT:
-        raise BadExport(f"{manifest_path} is not an orch export manifest (format {manifest.get('format')!r})")
-    _refuse_newer(set(manifest.get("migrations") or []), str(directory), manifest.get("orch_version"))
+    manifest = _manifest(directory)
+    _refuse_newer(set(manifest["migrations"]), str(directory), manifest.get("orch_version"))
+    counts, digests = manifest["tables"], manifest.get("sha256") or {}
+    for name in counts:
+        _check_file(directory / f"{name}.parquet", name, counts[name], digests.get(name))
     con = duckdb.connect(str(staging))
     try:
         migrations.apply(con, only=set(manifest["migrations"]))  # the export's own schema
         present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        for name in manifest.get("tables", {}):
-            path = directory / f"{name}.parquet"
-            if name in present and path.exists():
-                con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM read_parquet('{_sql_path(path)}')")
+        if lacking := [t.name for t in TABLES if t.name in present and t.name not in counts]:
+            raise ExportDamaged(f"{directory} lacks the table{'s' if len(lacking) > 1 else ''} {', '.join(lacking)} "
+                                f"(its manifest.json does not list them): an incomplete export; export it again")
+        for name in counts:
+            _stage_table(con, directory / f"{name}.parquet", name, counts[name])
         migrations.apply(con)  # then what this orch adds since: global ids, hosts, ...
     finally:
         con.close()
+
+
+def _manifest(directory: Path) -> dict:
+    """manifest.json, checked for the shape every later step relies on."""
+    path = directory / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise BadExport(f"{directory} is not an orch export (no readable manifest.json); make one with "
+                        f"`orch export --out DIR`") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BadExport(f"{path} is not an orch export manifest (format "
+                        f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
+    tables, digests, numbers = manifest.get("tables"), manifest.get("sha256", {}), manifest.get("migrations")
+    if (not isinstance(tables, dict) or not isinstance(digests, dict) or not isinstance(numbers, list)
+            or not all(type(n) is int for n in [*tables.values(), *numbers])
+            or not all(isinstance(d, str) for d in digests.values())):
+        raise ExportDamaged(f"{path} is damaged: its tables, sha256 and migrations are not the counts, hashes and "
+                            f"numbers orch writes; export it again")
+    if unknown := sorted(set(tables) - set(BY_NAME)):
+        raise ExportDamaged(f"{path} names tables orch does not export ({', '.join(unknown)[:200]}): not an orch "
+                            f"export as made; export it again")
+    return manifest
+
+
+def _check_file(path: Path, name: str, rows: int, digest: str | None) -> None:
+    if not path.is_file():
+        raise ExportDamaged(f"{path} is missing (the manifest lists {rows} {name} rows): an incomplete export; copy "
+                            f"the whole directory or export it again")
+    if digest is not None and _sha256(path) != digest:
+        raise ExportDamaged(f"{path} is not the file that was exported (its sha256 differs from manifest.json): "
+                            f"altered or damaged on the way; export it again")
+
+
+def _stage_table(con: duckdb.DuckDBPyConnection, path: Path, name: str, rows: int) -> None:
+    """The file's rows into the staging table, column by column by name and of the table's types exactly."""
+    try:
+        wanted = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?",
+                                  [name]).fetchall())
+        found = con.execute(f"DESCRIBE SELECT * FROM read_parquet('{_sql_path(path)}')").fetchall()
+        if wrong := [f"{c} is {t}, not {wanted.get(c, 'a column of it')}" for c, t, *_ in found
+                     if _type(t) != _type(wanted.get(c))]:
+            raise ExportDamaged(f"{path} does not hold the {name} table orch exports: {'; '.join(wrong[:3])}; "
+                                f"export it again")
+        read = con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM read_parquet('{_sql_path(path)}')").fetchone()[0]
+    except duckdb.Error as exc:
+        raise ExportDamaged(f"{path} cannot be read as the {name} table ({_first_line(exc)}): truncated or damaged; "
+                            f"export it again") from None
+    if read != rows:
+        raise ExportDamaged(f"{path} holds {read} {name} rows where manifest.json lists {rows}: altered or "
+                            f"damaged; export it again")
+
+
+def _type(name: str | None) -> str | None:
+    """A column type as Parquet carries it: JSON travels as text."""
+    return "VARCHAR" if name == "JSON" else name
 
 
 def _stage_database(source: Path, staging: Path) -> None:
@@ -120,12 +193,15 @@ def _stage_database(source: Path, staging: Path) -> None:
     try:
         con = duckdb.connect(str(staging))
     except duckdb.Error as exc:
-        raise BadExport(f"{source} is not a DuckDB results file ({str(exc).splitlines()[0]})") from None
+        raise BadExport(f"{source} is not a DuckDB results file ({_first_line(exc)})") from None
     try:
         if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = '_migrations'").fetchone():
             raise BadExport(f"{source} is a DuckDB file but not an orch results database (no _migrations table)")
         _refuse_newer(set(migrations.done_numbers(con)), str(source), None)
         migrations.apply(con)
+    except duckdb.Error as exc:
+        raise BadExport(f"{source} cannot be read as an orch results file ({_first_line(exc)}); give an `orch "
+                        f"export` directory or an undamaged results file") from None
     finally:
         con.close()
 
@@ -137,7 +213,20 @@ def _refuse_newer(numbers: set[int], where: str, version: str | None) -> None:
                         f"{', '.join(map(str, unknown))} unknown here): upgrade orch (this is {__version__}) to import it")
 
 
-def _merge(con: duckdb.DuckDBPyConnection, staging: Path, source: str) -> ImportReport:
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+
+
+def merge(con: duckdb.DuckDBPyConnection, staging: Path, source: str) -> ImportReport:
+    """Merge a staged source (staged) into con's database in one transaction."""
     report = ImportReport(source)
     con.execute(f"ATTACH '{_sql_path(staging)}' AS src (READ_ONLY)")
     try:
@@ -169,6 +258,7 @@ def _merge_table(con: duckdb.DuckDBPyConnection, table: Table, report: ImportRep
         joins.append(f"{kind} (SELECT s.{parent.local_id} AS src_id, l.{parent.local_id} AS here FROM "
                      f"src.{parent.name} s JOIN {parent.name} l ON {on}) m{i} ON m{i}.src_id = t.{column}")
         replaced.append(f"m{i}.here AS {column}")
+    replaced += [f"{expr} AS {column}" for column, expr in table.inert.items() if column in columns]
     select = f"t.* REPLACE ({', '.join(replaced)})" if replaced else "t.*"
     con.execute(f"CREATE OR REPLACE TEMP TABLE _in AS SELECT {select} FROM src.{table.name} t {' '.join(joins)}")
     total = con.execute(f"SELECT count(*) FROM src.{table.name}").fetchone()[0]

@@ -21,6 +21,14 @@ class Table:
     volatile: tuple[str, ...] = ()  # columns that may differ between copies of one row without a conflict
     optional: tuple[str, ...] = ()  # links that may be NULL (a run measured no quality row): kept NULL
     id_sequence: str | None = None  # where local_id has no column default: the sequence a new row's id comes from
+    inert: dict[str, str] = field(default_factory=dict)  # column -> SQL over the incoming row: what it is stored as
+
+
+# Imports are data, never instructions: who ran a sweep and where its logs grew mean something only on the machine
+# that ran it (recovery acts on them), and what was still running there is not running here.
+NOT_RUNNING = "CASE WHEN t.status = 'running' THEN 'interrupted' ELSE t.status END"
+SWEEP_INERT = {"owner_host": "NULL", "owner_pid": "NULL", "owner_started": "NULL", "owner_since": "NULL",
+               "work_dir": "NULL", "status": NOT_RUNNING}
 
 
 SWEEPS = "SELECT id FROM _export_sweeps"
@@ -38,14 +46,14 @@ TABLES = (
     # of one Ray sweep; what it is (recipe, variables, build, host) must not.
     Table("sweeps", ("uid",), f"id IN ({SWEEPS})", local_id="id",
           volatile=("status", "started_at", "ended_at", "argv", "env", "owner_host", "owner_pid", "owner_started",
-                    "owner_since", "work_dir", "planned_runs")),
+                    "owner_since", "work_dir", "planned_runs"), inert=SWEEP_INERT),
     # Quality mode (m012): the quantized files of the exported models, and the quality rows the runs point at.
     Table("quants", ("source_sha256", "requested", "build"), f"sha256 IN ({MODELS})",
           volatile=("path", "created_at")),
     Table("quality", ("uid",), f"id IN (SELECT quality_id FROM runs WHERE id IN ({RUNS}))", local_id="id",
           id_sequence="quality_id_seq"),
     Table("runs", ("uid",), f"id IN ({RUNS})", local_id="id", links={"sweep_id": "sweeps", "quality_id": "quality"},
-          optional=("quality_id",)),
+          optional=("quality_id",), inert={"status": NOT_RUNNING}),
     Table("metrics", ("run_id",), f"run_id IN ({RUNS})", links={"run_id": "runs"}, volatile=("parsed_at",)),
     Table("run_logs", ("run_id", "stream"), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
     Table("requests", ("uid",), f"run_id IN ({RUNS})", links={"run_id": "runs"}),

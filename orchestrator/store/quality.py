@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 
 import duckdb
 
 from orchestrator.store.db import rows_as_dicts, utcnow
+from orchestrator.tables import to_json
 
 QUALITY_KEY = ("model_sha256", "build_id", "text_sha256", "n_ctx", "cache_type_k", "cache_type_v", "base_sha256")
 
@@ -17,8 +17,8 @@ def record_quant(con: duckdb.DuckDBPyConnection, q: dict) -> None:
                 [q["source_sha256"], q["requested"], q["build"]])
     con.execute("INSERT INTO quants VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [q["source_sha256"], q["requested"], q["build"], q["label"], q["replaced"], q["sha256"], q["path"],
-                 q["size_bytes"], json.dumps(q["tensor_types"]), json.dumps(q["type_bytes"]),
-                 json.dumps(q["fallbacks"]), utcnow()])
+                 q["size_bytes"], to_json(q["tensor_types"]), to_json(q["type_bytes"]),
+                 to_json(q["fallbacks"]), utcnow()])
 
 
 def find_quality(con: duckdb.DuckDBPyConnection, key: dict) -> int | None:

@@ -2,7 +2,9 @@
 
 A sweep row names its owner (host, pid, the pid's start time) and its work directory, where each run's logs
 grow until the run is stored: `run-<id>/stdout|stderr` for a CLI tool, `server-*/server.stdout|stderr` for
-llama-server. A dead owner's `running` runs get whatever those files hold as their logs, then the directory goes.
+llama-server. A dead owner's `running` runs get whatever those files hold as their logs, then the directory goes, but only a
+directory inside orch's work root whose name carries that same owner (store/workdirs.py): a sweep row is data (it
+may come from someone else's export) and never makes orch read or remove another path.
 A sweep owned on another host is left alone: from here nobody can tell whether its orch still runs.
 """
 
@@ -14,8 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from orchestrator import config, proc
 from orchestrator.proc import Owner
+from orchestrator.store import workdirs
 from orchestrator.store.logs import save_logs
 from orchestrator.store.migrations import utcnow
 
@@ -25,6 +27,11 @@ class DeadSweep:
     id: int
     owner: Owner | None  # None: stored before owners were (or by an orch that stopped before recording it)
     work_dir: Path | None
+
+    @property
+    def own_work_dir(self) -> Path | None:
+        """The sweep's work directory where it is one orch made for this owner; None for any other path."""
+        return self.work_dir if workdirs.owned_by(self.work_dir, self.owner) else None
 
 
 def dead_sweeps(con: duckdb.DuckDBPyConnection) -> list[DeadSweep]:
@@ -45,7 +52,7 @@ def recover_dead(con: duckdb.DuckDBPyConnection) -> list[int]:
         who = f"orch pid {sweep.owner.pid}" if sweep.owner else "the orch that ran it"
         for (run_id,) in con.execute("SELECT id FROM runs WHERE sweep_id = ? AND status = 'running'",
                                      [sweep.id]).fetchall():
-            logs = partial_logs(sweep.work_dir, run_id)
+            logs = partial_logs(sweep.own_work_dir, run_id)
             if logs:
                 save_logs(con, run_id, logs)
             con.execute("UPDATE runs SET status = 'interrupted', failure_detail = ?, ended_at = ? WHERE id = ?",
@@ -53,27 +60,15 @@ def recover_dead(con: duckdb.DuckDBPyConnection) -> list[int]:
                          f"{'its partial logs were kept' if logs else 'it left no logs'}", utcnow(), run_id])
         con.execute("UPDATE sweeps SET status = 'interrupted', ended_at = coalesce(ended_at, ?) WHERE id = ?",
                     [utcnow(), sweep.id])
-        if sweep.work_dir:
-            shutil.rmtree(sweep.work_dir, ignore_errors=True)
-    remove_orphan_work_dirs(config.cache_dir() / "work")
+        if sweep.own_work_dir:
+            shutil.rmtree(sweep.own_work_dir, ignore_errors=True)
+    workdirs.remove_orphans()
     return [s.id for s in dead]
 
 
-def remove_orphan_work_dirs(work_root: Path) -> list[Path]:
-    """Work directories whose orch died before any sweep row named them (killed between making the directory and
-    storing the sweep): no database leads to them, but their names carry their owner. Those of dead owners on
-    this host go; the removed paths."""
-    gone = []
-    for path in sorted(work_root.glob("sweep-*")) if work_root.is_dir() else ():
-        owner = proc.work_dir_owner(path.name)
-        if owner is not None and owner.alive() is False:
-            shutil.rmtree(path, ignore_errors=True)
-            gone.append(path)
-    return gone
-
-
 def partial_logs(work_dir: Path | None, run_id: int) -> dict[str, bytes]:
-    """What a run in flight had written: its own files, or else the newest server's (server runs share one)."""
+    """What a run in flight had written: its own files, or else the newest server's (server runs share one).
+    work_dir: a directory recovery may read (DeadSweep.own_work_dir), or None."""
     if not work_dir or not work_dir.is_dir():
         return {}
     run_dir = work_dir / f"run-{run_id}"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import duckdb
+
+from orchestrator.tables import to_json
 
 from orchestrator.parse import (
     METRIC_KEYS as METRIC_COLUMNS,  # the metrics table has one column per key
@@ -23,7 +23,7 @@ def record_build(con: duckdb.DuckDBPyConnection, info: dict) -> None:
     """Insert or update one build attempt and its binaries (from a build.json-shaped dict)."""
     row = {c: info.get(c) for c in BUILD_COLUMNS}
     for c in ("cmake_options", "targets"):
-        row[c] = json.dumps(row[c])
+        row[c] = to_json(row[c])
     row["cuda_archs"] = ";".join(info.get("cuda_archs") or []) or None
     row["started_at"], row["finished_at"] = utc(row["started_at"]), utc(row["finished_at"])
     con.execute("BEGIN TRANSACTION")
@@ -58,14 +58,14 @@ def record_model(con: duckdb.DuckDBPyConnection, info: dict) -> None:
                         "vocab_type", "vocab_size", "bos_id", "eos_id", "n_layers", "n_embd", "context_length",
                         "expert_count", "expert_used_count", "n_head", "n_head_kv", "key_length", "value_length",
                         "quant_mix", "weight_bytes", "expert_bytes", "decode_bytes") if c in info]
-    info = {**info, "quant_mix": json.dumps(info.get("quant_mix"))}
+    info = {**info, "quant_mix": to_json(info.get("quant_mix"))}
     con.execute("DELETE FROM models WHERE sha256 = ?", [info["sha256"]])
     con.execute(f"INSERT INTO models ({', '.join(cols)}, inspected_at) VALUES ({', '.join('?' * (len(cols) + 1))})",
                 [*(info[c] for c in cols), utcnow()])
 
 
 def create_sweep(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    row = {k: json.dumps(v, default=str) if k in ("variables", "host", "argv", "env") else v for k, v in row.items()}
+    row = {k: to_json(v) if k in ("variables", "host", "argv", "env") else v for k, v in row.items()}
     cols = list(row)
     return con.execute(f"INSERT INTO sweeps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
                        [row[c] for c in cols]).fetchone()[0]
@@ -77,7 +77,7 @@ def end_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, status: str) -> Non
 
 def insert_run(con: duckdb.DuckDBPyConnection, row: dict) -> int:
     json_cols = ("params", "rendered_argv", "executed_argv", "translations", "memfit")
-    row = {k: json.dumps(v) if k in json_cols else v for k, v in row.items()}
+    row = {k: to_json(v) if k in json_cols else v for k, v in row.items()}
     cols = list(row)
     return con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
                        [row[c] for c in cols]).fetchone()[0]
@@ -87,7 +87,7 @@ def measured_values(parsed) -> dict:
     """The measurement columns of a metrics row for a parse.ParsedLog, as stored (per-position rates as JSON)."""
     m = parsed.metrics
     values = {c: m.get(c) for c in METRIC_COLUMNS}
-    values["accept_rate_per_pos"] = json.dumps(values["accept_rate_per_pos"])
+    values["accept_rate_per_pos"] = to_json(values["accept_rate_per_pos"])
     n_predict, n_drafted = m.get("n_predict"), m.get("n_drafted")
     values["draft_per_generated"] = n_drafted / n_predict if n_predict and n_drafted is not None else None
     return values
@@ -96,8 +96,8 @@ def measured_values(parsed) -> dict:
 def save_metrics(con: duckdb.DuckDBPyConnection, run_id: int, parsed) -> None:
     """Replace the metrics row of run_id with what the parsers found (parse.ParsedLog)."""
     values = measured_values(parsed)
-    values["extra"] = json.dumps(parsed.extra, default=str)
-    values["version"] = json.dumps(parsed.version, default=str)
+    values["extra"] = to_json(parsed.extra)
+    values["version"] = to_json(parsed.version)
     values["parsed_at"] = utcnow()
     cols = ["run_id", *values]
     con.execute("DELETE FROM metrics WHERE run_id = ?", [run_id])

@@ -98,10 +98,12 @@ def test_a_file_that_is_not_a_database_is_one_line(tmp_path):
         result.output.count("\n") == 1
 
 
-def test_a_sweep_whose_orch_died_is_recovered_on_the_next_read(tmp_path):
+def test_a_sweep_whose_orch_died_is_recovered_on_the_next_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
     db = make_db(tmp_path / "r.duckdb")
-    work = tmp_path / "work" / "sweep-x"
     me = proc.this_process()
+    # Its work directory as orch makes one: in the work root, named after its owner (the dead one below).
+    work = tmp_path / "cache" / "work" / (proc.work_dir_prefix(proc.Owner(me.host, me.pid, me.started - 1000)) + "x")
     with store.opened(db) as con:
         dead = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
                                         "variables": {}, "mode": "cli", "repeat": 1, "build_id": "b",
