@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 import textwrap
 from datetime import date, datetime
 from decimal import Decimal
@@ -48,17 +49,44 @@ def to_json(value, **options) -> str:
     return json.dumps(jsonable(value), default=_json_default, allow_nan=False, **options)
 
 
+# What a terminal acts on instead of showing: escape sequences (CSI colours and cursor moves, OSC titles and
+# hyperlinks, DCS/PM/APC strings, two-character escapes), other C0 and C1 controls, and the bidirectional overrides
+# that make text read differently from what it is. Text from a model, a prompt or a file never carries them out.
+_ACTIVE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+                     r"|\x1b[\s\S]?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAKS = re.compile(r"[\t\n\r]")
+
+
+def printable(text: str) -> str:
+    """text without anything a terminal would act on (tabs, newlines and carriage returns stay)."""
+    return _ACTIVE.sub("", text) if _ACTIVE.search(text) else text
+
+
 def cell(value) -> str:
-    """A value as a table cell shows it."""
+    """A value as a table cell shows it: one line, nothing a terminal acts on."""
     if type(value) is str:  # most cells of a big table: decided first
-        return value
+        return _one_line(value)
     if value is None:
         return "-"
     if isinstance(value, float):
         return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
     if isinstance(value, (datetime, date)):
         return value.isoformat(sep=" ", timespec="seconds") if isinstance(value, datetime) else value.isoformat()
-    return str(value)
+    return _one_line(str(value))
+
+
+@lru_cache(maxsize=65536)  # a big table repeats its cell texts: each is cleaned once
+def _one_line(text: str) -> str:
+    return _LINE_BREAKS.sub(" ", printable(text))
+
+
+_DIRTY = re.compile(f"{_ACTIVE.pattern}|{_LINE_BREAKS.pattern}")
+
+
+def _cleaned(column: list[str]) -> list[str]:
+    """A column of cell texts, each one line with nothing a terminal acts on; one scan of the whole column decides
+    (a big table's cells are nearly always clean, and are then taken as they are)."""
+    return [_one_line(v) for v in column] if _DIRTY.search("".join(column)) else column
 
 
 def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
@@ -169,11 +197,13 @@ def column_table(values: dict[str, list], columns: list[str], *, width: int | No
     """text_table of a table held by column: values[c] is column c's value in each row, in row order.
     as_text: every value is a cell already (`cell`), taken as it is."""
     # A cell that is text already (most of a big table) is taken as it is, without a call per cell.
-    cells = values if as_text else {c: [v if type(v) is str else cell(v) for v in values[c]] for c in columns}
+    cells = {c: _cleaned(values[c] if as_text else [v if type(v) is str else cell(v) for v in values[c]])
+             for c in columns}
     widths = {c: max(len(c), max(map(len, cells[c]), default=0)) for c in columns}
     kept, left_out = _fit(widths, columns, width, droppable)
     padded = [_padded(cells[c], widths[c]) for c in kept]
-    lines = ["  ".join(c.ljust(widths[c]) for c in kept).rstrip(), "  ".join("-" * widths[c] for c in kept)]
+    lines = ["  ".join(_one_line(c).ljust(widths[c]) for c in kept).rstrip(),
+             "  ".join("-" * widths[c] for c in kept)]
     body = ["  ".join(parts).rstrip() for parts in zip(*padded)] if kept else []
     return "\n".join(lines + _with_titles(body, titles or {})), left_out
 
@@ -194,8 +224,8 @@ def fit(rows: list[dict], columns: list[str], width: int, droppable: list[str]) 
 def fit_columns(values: dict[str, list], columns: list[str], width: int,
                 droppable: list[str]) -> tuple[list[str], list[str]]:
     """fit for a table held by column (as column_table takes it)."""
-    widths = {c: max(len(c), max((len(v if type(v) is str else cell(v)) for v in values[c]), default=0))
-              for c in columns}
+    widths = {c: max(len(c), max(map(len, _cleaned([v if type(v) is str else cell(v) for v in values[c]])),
+                                 default=0)) for c in columns}
     return _fit(widths, columns, width, droppable)
 
 
@@ -227,7 +257,7 @@ def _markdown(rows: list[dict], columns: list[str]) -> str:
 def markdown_columns(values: dict[str, list], columns: list[str]) -> str:
     """A GitHub-flavoured pipe table of a table held by column; a column of numbers (and dashes for missing) is
     right-aligned."""
-    by_column = [_escaped([v if type(v) is str else cell(v) for v in values[c]]) for c in columns]
+    by_column = [_escaped(_cleaned([v if type(v) is str else cell(v) for v in values[c]])) for c in columns]
     cells = list(zip(*by_column)) if columns else []
     right = [bool(cells) and all(_numeric(v) or v == "-" for v in set(column)) for column in by_column]
     lines = ["| " + " | ".join(_md_escape(c) for c in columns) + " |",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import Finite, db_option, main, opened_db
 
 METRIC_CHOICES = ("decode_tps", "acceptance", "speedup", "mean_accept_len", "draft_per_generated", "encode_tps",
                   "n_drafted", "n_accepted")
@@ -41,15 +41,15 @@ def _threshold(text: str) -> float:
               "not the baseline).")
 @metric_option
 @threshold_option
-@click.option("-r", "--repeat", type=click.IntRange(min=2), default=3, show_default=True,
+@click.option("-r", "--repeat", type=click.IntRange(2, 10000), default=3, show_default=True,
               help="Repeats per probe.")
-@click.option("--max-repeat", type=click.IntRange(min=2), default=None,
+@click.option("--max-repeat", type=click.IntRange(2, 10000), default=None,
               help="Repeats an unclear probe may get before it is called unclear [default: 3 x --repeat].")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
 @click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models).")
-@click.option("-t", "--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
+@click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
 @click.option("--backend", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
               help="Backend the probes are built for.")
@@ -71,59 +71,56 @@ def bisect_command(recipe_path, good, bad, commits, arm, metric, threshold, repe
     Example: orch bisect recipes/spec_defaults.j2 --vars recipes/tiny.toml --good f49e91787 --bad 0c1e57098
     --metric acceptance
     """
-    from orchestrator.run.stopping import stop_on_signals
+    from orchestrator import config, store
+    from orchestrator.bisect import candidates, driver, search, session
+    from orchestrator.build.builder import choose_backend
+    from orchestrator.source.mirror import Mirror
 
-    with stop_on_signals():
-        from orchestrator import config, store
-        from orchestrator.bisect import candidates, driver, search, session
-        from orchestrator.build.builder import choose_backend
-        from orchestrator.source.mirror import Mirror
-
-        database = store.Database(db or config.db_path())
-        say = lambda line: click.echo(line, err=True)  # noqa: E731
-        if resume:
-            row = _stored_bisect(database, resume)
-            given = row["variables"] or {}
-            setup = driver.Setup(recipe=Path(row["recipe_path"]), arm=row["arm"], metric=row["metric"],
-                                 vars_file=Path(given["vars"]) if given.get("vars") else None,
-                                 overrides=tuple(given.get("set") or ()),
-                                 models=Path(given["models"]) if given.get("models") else None,
-                                 timeout=given.get("timeout", timeout), backend=given.get("backend", "cpu"), say=say)
-            setup.tools = driver.recipe_tools(setup)
-            cands = candidates.Candidates(row["candidates"]["commits"], row["candidate_source"],
-                                          row["candidates"]["labels"])
-            threshold_value, repeat, max_repeat, bisect_id = row["threshold"], row["repeat"], row["max_repeat"], row["id"]
+    database = store.Database(db or config.db_path())
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    if resume:
+        row = _stored_bisect(database, resume)
+        given = row["variables"] or {}
+        setup = driver.Setup(recipe=Path(row["recipe_path"]), arm=row["arm"], metric=row["metric"],
+                             vars_file=Path(given["vars"]) if given.get("vars") else None,
+                             overrides=tuple(given.get("set") or ()),
+                             models=Path(given["models"]) if given.get("models") else None,
+                             timeout=given.get("timeout", timeout), backend=given.get("backend", "cpu"), say=say)
+        setup.tools = driver.recipe_tools(setup)
+        cands = candidates.Candidates(row["candidates"]["commits"], row["candidate_source"],
+                                      row["candidates"]["labels"])
+        threshold_value, repeat, max_repeat, bisect_id = row["threshold"], row["repeat"], row["max_repeat"], row["id"]
+    else:
+        if recipe_path is None:
+            raise click.UsageError("give a RECIPE (or --resume to continue a stored bisect)")
+        if commits:
+            cands = candidates.given([c.strip() for c in commits.split(",") if c.strip()], good, bad)
+        elif good and bad:
+            cands = candidates.between(Mirror(config.mirror_dir()), good, bad)
         else:
-            if recipe_path is None:
-                raise click.UsageError("give a RECIPE (or --resume to continue a stored bisect)")
-            if commits:
-                cands = candidates.given([c.strip() for c in commits.split(",") if c.strip()], good, bad)
-            elif good and bad:
-                cands = candidates.between(Mirror(config.mirror_dir()), good, bad)
-            else:
-                raise click.UsageError("give --good and --bad, or --commits A,B,...")
-            threshold_value = _threshold(threshold)
-            max_repeat = max_repeat or 3 * repeat
-            if max_repeat < repeat:
-                raise click.BadParameter(f"{max_repeat} is below --repeat {repeat}", param_hint="--max-repeat")
-            setup = driver.Setup(recipe=recipe_path, arm=arm or "", metric=metric, vars_file=vars_file,
-                                 overrides=tuple(overrides), models=models_dir, timeout=timeout, say=say)
-            setup.arm = arm or _only_arm(setup)
-            setup.tools = driver.recipe_tools(setup)
-            if dry_run:
-                _dry_run(cands, setup, search)
-                return
-            setup.backend = choose_backend(backend)
-            given_vars = {"vars": str(vars_file.absolute()) if vars_file else None, "set": list(overrides),
-                          "models": str(models_dir.absolute()) if models_dir else None, "timeout": timeout,
-                          "backend": setup.backend}
-            bisect_id = session.create(database, setup, cands, threshold=threshold_value, repeat=repeat,
-                                       max_repeat=max_repeat, argv=sys.argv, given=given_vars)
-        say(f"orch: bisect {bisect_id}: {len(cands.commits)} candidates ({cands.source}), {setup.metric} of arm "
-            f"{setup.arm}, threshold {threshold_value:.1%}, {repeat} repeats (up to {max_repeat}); tools: "
-            f"{', '.join(setup.tools)}; at most {search.max_probes(len(cands.commits) - 2)} probes between the ends")
-        result = session.execute(database, bisect_id, setup, cands, threshold=threshold_value, repeat=repeat,
-                                 max_repeat=max_repeat)
+            raise click.UsageError("give --good and --bad, or --commits A,B,...")
+        threshold_value = _threshold(threshold)
+        max_repeat = max_repeat or 3 * repeat
+        if max_repeat < repeat:
+            raise click.BadParameter(f"{max_repeat} is below --repeat {repeat}", param_hint="--max-repeat")
+        setup = driver.Setup(recipe=recipe_path, arm=arm or "", metric=metric, vars_file=vars_file,
+                             overrides=tuple(overrides), models=models_dir, timeout=timeout, say=say)
+        setup.arm = arm or _only_arm(setup)
+        setup.tools = driver.recipe_tools(setup)
+        if dry_run:
+            _dry_run(cands, setup, search)
+            return
+        setup.backend = choose_backend(backend)
+        given_vars = {"vars": str(vars_file.absolute()) if vars_file else None, "set": list(overrides),
+                      "models": str(models_dir.absolute()) if models_dir else None, "timeout": timeout,
+                      "backend": setup.backend}
+        bisect_id = session.create(database, setup, cands, threshold=threshold_value, repeat=repeat,
+                                   max_repeat=max_repeat, argv=sys.argv, given=given_vars)
+    say(f"orch: bisect {bisect_id}: {len(cands.commits)} candidates ({cands.source}), {setup.metric} of arm "
+        f"{setup.arm}, threshold {threshold_value:.1%}, {repeat} repeats (up to {max_repeat}); tools: "
+        f"{', '.join(setup.tools)}; at most {search.max_probes(len(cands.commits) - 2)} probes between the ends")
+    result = session.execute(database, bisect_id, setup, cands, threshold=threshold_value, repeat=repeat,
+                             max_repeat=max_repeat)
     from orchestrator import tables
 
     click.echo(tables.render(session.evidence(result, cands, setup.metric), "table", session.EVIDENCE))

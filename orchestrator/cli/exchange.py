@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import ID, db_option, main, opened_db
 
 
 @main.command("export")
-@click.argument("sweeps", nargs=-1, type=int)
+@click.argument("sweeps", nargs=-1, type=ID)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory to write: one Parquet file per table and manifest.json.")
 @db_option

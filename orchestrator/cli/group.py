@@ -2,29 +2,80 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import sys
 from pathlib import Path
 
 import click
 
-from orchestrator import __version__, config
-from orchestrator.errors import OrchError
+from orchestrator import __version__, config, stops, tables
+from orchestrator.errors import Interrupted, OrchError
 
 
 class OrchGroup(click.Group):
-    """Prints an OrchError as one line and exits with its code; tracebacks only with --debug."""
+    """Runs every command under stops.on_signals; prints an OrchError as one line and exits with its code, and a
+    stop (Ctrl-C, SIGTERM, SIGHUP), or any error that follows one, as `orch: interrupted` with the signal's code
+    (130, 143, 129). Tracebacks only with --debug."""
 
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except OrchError as exc:
-            if ctx.obj and ctx.obj.get("debug"):
+        with stops.on_signals(), inert_output():
+            try:
+                return super().invoke(ctx)
+            except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
                 raise
-            click.echo(f"orch: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("orch: interrupted", err=True)
-            sys.exit(130)
+            except OrchError as exc:
+                if ctx.obj and ctx.obj.get("debug"):
+                    raise
+                if isinstance(exc, Interrupted) or stops.signal_name():
+                    click.echo(f"orch: interrupted ({stops.signal_name() or 'SIGINT'}): {exc}", err=True)
+                    sys.exit(stops.exit_code())
+                click.echo(f"orch: error: {exc}", err=True)
+                sys.exit(exc.exit_code)
+            except KeyboardInterrupt:
+                interrupted()
+            except Exception:
+                if not stops.signal_name() or (ctx.obj and ctx.obj.get("debug")):
+                    raise
+                interrupted()  # DuckDB's "Query interrupted" and the like: the stop's consequence, not a failure
+
+
+class InertStream:
+    """A text stream that writes what it is given without anything a terminal would act on (tables.printable):
+    every line orch prints may hold text from a model, a prompt or a file. `underlying` is the stream itself, for
+    the one sequence orch sends on purpose (`orch watch` clearing the screen)."""
+
+    def __init__(self, stream):
+        self.underlying = stream
+
+    def write(self, text: str) -> int:
+        self.underlying.write(tables.printable(text))
+        return len(text)
+
+    def isatty(self) -> bool:
+        return self.underlying.isatty()
+
+    def flush(self) -> None:
+        self.underlying.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.underlying, name)
+
+
+@contextlib.contextmanager
+def inert_output():
+    """sys.stdout and sys.stderr as InertStreams while a command runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def interrupted() -> None:
+    click.echo(f"orch: interrupted ({stops.signal_name() or 'SIGINT'})", err=True)
+    sys.exit(stops.exit_code())
 
 
 @click.group(cls=OrchGroup)
@@ -39,16 +90,33 @@ def main(ctx, debug):
     ctx.obj = {"debug": debug}
 
 
+class Finite(click.FloatRange):
+    """A FloatRange that also refuses nan and infinities (click's own range lets nan through: no comparison holds)."""
+
+    name = "finite number"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+ID = click.IntRange(1, 2**63 - 1)  # a stored sweep or run number
+COUNT = click.IntRange(1, 2**31 - 1)  # --last N and the like
+
+
 db_option = click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
                          help="Results database (default: $ORCH_DB or ./results.duckdb).")
 
 
-def opened_db(db: Path | None, *, write: bool = False):
+def opened_db(db: Path | None, *, write: bool = False, create: bool = True):
     """`with opened_db(db) as con:` the results database of --db (else $ORCH_DB or ./results.duckdb), closed after.
 
-    Read-only unless `write`: a shared open that never creates the file and never blocks another reader.
+    Read-only unless `write`: a shared open that never creates the file and never blocks another reader. A write
+    with create=False changes a file that exists and makes none (NoDatabase).
     """
     # Imported here: duckdb costs a tenth of a second that --help and --version do not need.
     from orchestrator import store
 
-    return store.opened(db or config.db_path(), read_only=not write)
+    return store.opened(db or config.db_path(), read_only=not write, create=create)

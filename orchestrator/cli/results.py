@@ -11,14 +11,14 @@ import click
 
 from orchestrator import config, tables
 from orchestrator.analyze import glossary
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import COUNT, ID, db_option, main, opened_db
 
 RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
                "decode_tps", "acceptance", "n_drafted", "n_accepted", "wall_s"]
 
 
 @main.command("runs")
-@click.option("-n", "--last", type=int, default=20, show_default=True, help="How many of the newest runs.")
+@click.option("-n", "--last", type=COUNT, default=20, show_default=True, help="How many of the newest runs.")
 @click.option("--json", "as_json", is_flag=True, help="JSON objects with every canonical metric.")
 @db_option
 def runs_command(last, as_json, db):
@@ -34,7 +34,7 @@ def runs_command(last, as_json, db):
 
 
 @main.command("show")
-@click.argument("run_id", type=int)
+@click.argument("run_id", type=ID)
 @click.option("--logs/--no-logs", default=True, show_default=True, help="Print the raw stdout and stderr too.")
 @db_option
 def show_command(run_id, logs, db):
@@ -64,7 +64,8 @@ def show_command(run_id, logs, db):
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
               show_default=True)
 @click.option("--write", is_flag=True, help="Open the database for writing, so that the SQL may change or drop "
-              "data (without it the database is read-only and such statements fail).")
+              "data and read or write other files (without it the database is read-only, and COPY, read_csv, ATTACH "
+              "and the like fail: nothing outside the results file is touched).")
 @db_option
 def query_command(sql, fmt, write, db):
     """Run SQL against the results database (read-only unless --write).
@@ -77,10 +78,14 @@ def query_command(sql, fmt, write, db):
     from orchestrator.store import queries
 
     with opened_db(db, write=write) as con:
+        if not write:  # no file outside the results file is read or written, whatever the SQL asks
+            con.execute("SET enable_external_access = false")
         try:
             columns, rows = queries.run_sql(con, sql)
         except duckdb.Error as exc:
-            hint = " (the database is read-only: pass --write to change it)" if "read-only" in str(exc) else ""
+            hint = (" (the database is read-only: pass --write to change it)" if "read-only" in str(exc) else
+                    " (without --write, orch query reads the results file only: no other file is read or written)"
+                    if "disabled by configuration" in str(exc) else "")
             raise QueryFailed(f"query failed: {str(exc).splitlines()[0]}{hint}; tables: {', '.join(queries.TABLES)}; "
                               f"views: {', '.join(queries.VIEWS)}") from None
     click.echo(tables.render(rows, fmt, columns))
@@ -105,8 +110,8 @@ Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
 
 
 @main.command("summary", help=SUMMARY_HELP)
-@click.argument("sweeps", nargs=-1, type=int)
-@click.option("-n", "--last", type=int, default=1, show_default=True, help="Summarise the newest N sweeps.")
+@click.argument("sweeps", nargs=-1, type=ID)
+@click.option("-n", "--last", type=COUNT, default=1, show_default=True, help="Summarise the newest N sweeps.")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "csv", "json"]), default="table",
               show_default=True)
 @click.option("--wide", is_flag=True, help="Every column (see Columns), however wide the table gets.")
@@ -264,11 +269,11 @@ def _readable(rows: list[dict]) -> list[dict]:
 
 
 @main.command("report")
-@click.argument("sweeps", nargs=-1, type=int)
+@click.argument("sweeps", nargs=-1, type=ID)
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for report.md, report.html (the same page, self-contained) and the PNG plots.")
-@click.option("-n", "--last", type=int, default=1, show_default=True, help="Report the newest N sweeps.")
-@click.option("--run", "run_id", type=int, default=None, help="Run whose telemetry to plot (default: the longest).")
+@click.option("-n", "--last", type=COUNT, default=1, show_default=True, help="Report the newest N sweeps.")
+@click.option("--run", "run_id", type=ID, default=None, help="Run whose telemetry to plot (default: the longest).")
 @db_option
 def report_command(sweeps, out, last, run_id, db):
     """Write a report of sweeps to hand on: markdown, HTML and plots.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import db_option, main
+from orchestrator.cli.group import Finite, db_option, main
 
 
 @main.command("run")
@@ -19,17 +19,17 @@ from orchestrator.cli.group import db_option, main
               help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models); a `models` "
                    "key in --vars or --set overrides it. A model value may also be an absolute or ~ path, or "
                    "hf:OWNER/REPO/FILE.gguf or OWNER/REPO:QUANT, fetched into the Hugging Face cache.")
-@click.option("-r", "--repeat", type=click.IntRange(min=1), default=None, help="Repeats per arm (default: recipe's).")
-@click.option("-t", "--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
+@click.option("-r", "--repeat", type=click.IntRange(1, 10000), default=None, help="Repeats per arm (default: recipe's).")
+@click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
-@click.option("-w", "--warmup", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("-w", "--warmup", type=click.IntRange(0, 1000), default=0, show_default=True,
               help="Warm-up runs per arm before measuring (stored, never counted).")
 @click.option("--order", type=click.Choice(["interleaved", "sequential", "latin"]), default="interleaved",
               show_default=True, help="Run order: round-robin arms per repeat, arm by arm, or a Latin square.")
 @click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[SWEEP]",
               help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
                    "what it lacks; when none matches, an error lists the candidates.")
-@click.option("--telemetry-interval", type=click.FloatRange(min=0), default=0.2, show_default=True,
+@click.option("--telemetry-interval", type=Finite(min=0, max=3600), default=0.2, show_default=True,
               help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 turns the sampler off "
                    "(peak RSS and CPU time still come from the kernel at exit).")
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
@@ -41,7 +41,7 @@ from orchestrator.cli.group import db_option, main
                    "round a Ray task on a whole GPU (all CPU cores for CPU builds), results merged here.")
 @click.option("--address", default="auto", show_default=True, metavar="auto|ray://HOST:PORT",
               help="Ray cluster to use (--executor ray): auto is the one `ray start` joined on this machine.")
-@click.option("--gpus-per-run", type=click.FloatRange(min=0, min_open=True), default=1, show_default=True,
+@click.option("--gpus-per-run", type=Finite(min=0, min_open=True, max=1024), default=1, show_default=True,
               help="GPUs each run reserves on its node (--executor ray, CUDA builds).")
 @click.option("--hosts", default=None, metavar="H1,H2",
               help="Only these Ray nodes (hostname or IP) (--executor ray; default: every alive node).")
@@ -59,76 +59,74 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
 
     Example: orch run recipes/recipe_a.j2 --vars recipes/tiny.toml --repeat 3
     """
-    from orchestrator.run.stopping import stop_on_signals
+    # Every command runs under stops.on_signals (cli/group.py): Ctrl-C, SIGTERM or SIGHUP before the sweep exists
+    # ends the command (130, 143, 129) with nothing half-written; during the sweep the run in flight is stored
+    # interrupted, once.
+    from orchestrator import config, store
+    from orchestrator.analyze import kept
+    from orchestrator.analyze.summary_table import summary_text
+    from orchestrator.build.builder import register, tool_path
+    from orchestrator.build.cached import runnable_build
+    from orchestrator.errors import InvalidOption
+    from orchestrator.recipe.plan import load
+    from orchestrator.run import depth_fit, prepare, quality, sweep
 
-    # From the start: Ctrl-C, SIGTERM or SIGHUP before the sweep exists ends the command (130) with nothing
-    # half-written; during the sweep the run in flight is stored interrupted, once.
-    with stop_on_signals():
-        from orchestrator import config, store
-        from orchestrator.analyze import kept
-        from orchestrator.analyze.summary_table import summary_text
-        from orchestrator.build.builder import register, tool_path
-        from orchestrator.build.cached import runnable_build
-        from orchestrator.errors import InvalidOption
-        from orchestrator.recipe.plan import load
-        from orchestrator.run import depth_fit, prepare, quality, sweep
+    if executor == "local" and (each_host or hosts or address != "auto" or gpus_per_run != 1):
+        raise InvalidOption("--address, --gpus-per-run, --hosts and --each-host need --executor ray")
+    if executor == "ray":
+        from orchestrator.cluster.executor import require_ray
 
-        if executor == "local" and (each_host or hosts or address != "auto" or gpus_per_run != 1):
-            raise InvalidOption("--address, --gpus-per-run, --hosts and --each-host need --executor ray")
-        if executor == "ray":
-            from orchestrator.cluster.executor import require_ray
+        require_ray()  # before any work: the error says how to install it
+        if resume:
+            raise InvalidOption("--resume works with the local executor only; run the rest with --executor local "
+                                "or start a new sweep")
+    build = runnable_build(build_ref)
+    described = ("commit", "upstream_commit", "backend", "name")
+    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
+    plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat,
+                models=models_dir)
+    if executor == "ray" and plan.mode == "quality":  # its base logits and quants are made on this machine
+        raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
+                            "are made and cached on this machine; drop --executor ray")
+    quants = []
+    if plan.mode == "quality":  # a build made before quality mode gets its tools added (same binaries, same id)
+        for tool in ("llama-quantize", "llama-perplexity"):
+            build, _ = tool_path(build["name"], tool)
+        quants = quality.make_quants(plan, build)
+    prepared = prepare.prepare(plan, build, translate=not no_dialect)
+    if plan.mode in ("quality", "bench"):  # depth is their point: say before launch when one does not fit
+        depth_fit.check(prepared, build, plan.mode)
+    if dry_run:
+        click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
+        click.echo("\n".join(prepare.dry_run_lines(prepared)))
+        return
+    database = store.Database(db or config.db_path())
+    with database.write() as con:
+        register(con, build, only_if_missing=True)  # every run's build is described in the same file
+        for q in quants:
+            store.record_quant(con, q.to_dict())
+    if plan.mode == "quality":  # base logits before the sweep exists: a text too short stops here
+        quality.prepare_bases(database, build, prepared)
+    if executor == "ray":
+        from orchestrator.cluster import executor as ray_executor
 
-            require_ray()  # before any work: the error says how to install it
-            if resume:
-                raise InvalidOption("--resume works with the local executor only; run the rest with --executor local "
-                                    "or start a new sweep")
-        build = runnable_build(build_ref)
-        described = ("commit", "upstream_commit", "backend", "name")
-        builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
-        plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat,
-                    models=models_dir)
-        if executor == "ray" and plan.mode == "quality":  # its base logits and quants are made on this machine
-            raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
-                                "are made and cached on this machine; drop --executor ray")
-        quants = []
-        if plan.mode == "quality":  # a build made before quality mode gets its tools added (same binaries, same id)
-            for tool in ("llama-quantize", "llama-perplexity"):
-                build, _ = tool_path(build["name"], tool)
-            quants = quality.make_quants(plan, build)
-        prepared = prepare.prepare(plan, build, translate=not no_dialect)
-        if plan.mode in ("quality", "bench"):  # depth is their point: say before launch when one does not fit
-            depth_fit.check(prepared, build, plan.mode)
-        if dry_run:
-            click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
-            click.echo("\n".join(prepare.dry_run_lines(prepared)))
-            return
-        database = store.Database(db or config.db_path())
-        with database.write() as con:
-            register(con, build, only_if_missing=True)  # every run's build is described in the same file
-            for q in quants:
-                store.record_quant(con, q.to_dict())
-        if plan.mode == "quality":  # base logits before the sweep exists: a text too short stops here
-            quality.prepare_bases(database, build, prepared)
-        if executor == "ray":
-            from orchestrator.cluster import executor as ray_executor
-
-            options = ray_executor.RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h),
-                                              each_host)
-            results = ray_executor.dispatch(database, plan, build, prepared, options, orch_argv=sys.argv, order=order,
-                                            warmup=warmup, timeout=timeout, telemetry_interval=telemetry_interval,
-                                            translate=not no_dialect)
-            if not no_summary:
-                with database.read() as con:
-                    click.echo(summary_text(kept.read(con, [r.sweep_id for r in results]).summaries))
-            for result in results:
-                result.raise_for_status()
-            return
-        opened = sweep.open_sweep(database, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
-                                  resume_ref=resume, repeat_given=repeat is not None)
-        try:
-            result = sweep.execute(database, opened, timeout=timeout, telemetry_interval=telemetry_interval)
-        finally:  # the sweep this command stored, complete or not
-            if not no_summary:
-                with database.read() as con:
-                    click.echo(summary_text(kept.read(con, [opened.id]).summaries))
+        options = ray_executor.RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h),
+                                          each_host)
+        results = ray_executor.dispatch(database, plan, build, prepared, options, orch_argv=sys.argv, order=order,
+                                        warmup=warmup, timeout=timeout, telemetry_interval=telemetry_interval,
+                                        translate=not no_dialect)
+        if not no_summary:
+            with database.read() as con:
+                click.echo(summary_text(kept.read(con, [r.sweep_id for r in results]).summaries))
+        for result in results:
+            result.raise_for_status()
+        return
+    opened = sweep.open_sweep(database, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
+                              resume_ref=resume, repeat_given=repeat is not None)
+    try:
+        result = sweep.execute(database, opened, timeout=timeout, telemetry_interval=telemetry_interval)
+    finally:  # the sweep this command stored, complete or not
+        if not no_summary:
+            with database.read() as con:
+                click.echo(summary_text(kept.read(con, [opened.id]).summaries))
     result.raise_for_status()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import ID, db_option, main, opened_db
 
 
 @main.command("env")
@@ -49,7 +49,7 @@ def reparse_command(db):
     from orchestrator.analyze import kept
     from orchestrator.store.reparse import reparse_all
 
-    with opened_db(db, write=True) as con:
+    with opened_db(db, write=True, create=False) as con:
         result = reparse_all(con)
         kept.keep_stale(con)  # the sweeps whose metrics changed
     click.echo("\n".join(result.lines()))
@@ -78,7 +78,7 @@ def parse_command(logfiles, as_json):
 
 
 @main.command("logs")
-@click.argument("run_id", type=int)
+@click.argument("run_id", type=ID)
 @click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("."),
               help="Folder to write into (default: the current one; created when missing).")
 @db_option

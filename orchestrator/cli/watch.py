@@ -7,14 +7,14 @@ import time
 
 import click
 
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import ID, Finite, db_option, main, opened_db
 
 CLEAR = "\x1b[H\x1b[2J"
 
 
 @main.command("watch")
-@click.argument("sweep", type=int, required=False)
-@click.option("-i", "--interval", type=click.FloatRange(min=0.2), default=2.0, show_default=True,
+@click.argument("sweep", type=ID, required=False)
+@click.option("-i", "--interval", type=Finite(min=0.2, max=3600), default=2.0, show_default=True,
               help="Seconds between refreshes.")
 @click.option("--once", is_flag=True, help="Print one frame and exit.")
 @db_option
@@ -41,7 +41,8 @@ def watch_command(sweep, interval, once, db):
             sweep = sweep_id  # follow this one to its end, even when a newer one starts
             shown = frame(con, sweep_id, utcnow())
         if tty:
-            click.echo(CLEAR + shown.text)
+            getattr(sys.stdout, "underlying", sys.stdout).write(CLEAR)  # the one escape orch sends on purpose
+            click.echo(shown.text)
         elif shown.ended != last_ended or not shown.running:
             click.echo(shown.text + "\n")
         last_ended = shown.ended

@@ -63,7 +63,7 @@ def locate(arms: list[Arm], fetch=hub.fetch) -> Located:
     located, refs, missing = Located(), {}, []
     for value, named in uses.items():
         path = os.path.expanduser(value)
-        if not value.startswith(HUB_PREFIX) and Path(path).is_file():
+        if not value.startswith(HUB_PREFIX) and _is_file(path):
             located.paths[value] = path
         elif ref := parse_hub(value):
             refs[value] = ref
@@ -78,6 +78,26 @@ def locate(arms: list[Arm], fetch=hub.fetch) -> Located:
     return located
 
 
+def _is_file(path: str) -> bool:
+    """Path.is_file that says False for a name the system cannot look up (too long, a NUL byte)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _shown(path: str) -> str:
+    """A path as a message names it: a 100,000-character name cut to its ends."""
+    return path if len(path) <= 200 else f"{path[:120]}...{path[-40:]} ({len(path)} characters)"
+
+
 def _variables(value: str, params: dict) -> list[str]:
     """The recipe variables a rendered value came from: those whose text is the value or its last part."""
     return sorted(k for k, v in params.items() if k != "models" and isinstance(v, str) and v
@@ -85,13 +105,13 @@ def _variables(value: str, params: dict) -> list[str]:
 
 
 def _missing_message(missing: list[tuple[str, list[str]]], arms: list[Arm]) -> str:
-    files = ", ".join(f"{path} ({', '.join(named)}{', a directory' if Path(path).is_dir() else ''})"
+    files = ", ".join(f"{_shown(path)} ({', '.join(named)}{', a directory' if _is_dir(path) else ''})"
                       for path, named in missing)
     variable = next((n for _, named in missing for n in named if " " not in n), "target")
     models = next((a.params["models"] for a in arms if "models" in a.params), None)
     where = ""
     if models:
-        where = f"; now {models}" + ("" if Path(models).is_dir() else ", which does not exist")
+        where = f"; now {_shown(models)}" + ("" if _is_dir(models) else ", which does not exist")
     count = f"{len(missing)} model files are" if len(missing) > 1 else "a model file is"
     return (f"{count} missing, so nothing was run or stored: {files}. Point the recipe at your GGUF files with "
             f"--set {variable}=FILE or a --vars TOML file of such keys (recipes/tiny.toml is one); FILE is an "

@@ -127,9 +127,10 @@ def check_ranges(parsed: ParsedLog) -> None:
 
 def missing_block(parsed: ParsedLog, tool: str) -> str | None:
     """What a run of `tool` that exited 0 should have printed and did not (its metrics are then unknown)."""
-    if tool in END_BLOCK_TOOLS:
-        return None if parsed.has_end_block and parsed.metrics["decode_tps"] is not None else \
-            "the speculative end block (decoded tokens and speed)"
+    if tool in END_BLOCK_TOOLS:  # every era prints speed and counters together: a log without both was cut
+        m = parsed.metrics
+        whole = parsed.has_end_block and m["decode_tps"] is not None and m.get("n_drafted") is not None
+        return None if whole else "the speculative end block (decoded tokens and speed, drafted and accepted counts)"
     return None if parsed.metrics["decode_tps"] is not None else "the perf block (eval and total time)"
 
 

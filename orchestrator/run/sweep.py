@@ -17,13 +17,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import config, proc, store
+from orchestrator import config, proc, stops, store
 from orchestrator.analyze import kept
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import one_run, resume, server_run, stopping
+from orchestrator.run import one_run, resume, server_run
 from orchestrator.run.one_run import Instruments
 from orchestrator.run.prepare import PreparedArm, build_helps
 from orchestrator.run.progress import Progress
@@ -135,7 +135,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     try:
         _record_models_and_notes(db, sweep.prepared, progress)
         for slot in sweep.slots:
-            stopping.check()
+            stops.check()
             p = by_name[slot.arm]
             if pool:
                 status, line = one_run.run_server_slot(db, sweep.id, sweep.build, sweep.plan, p, slot, timeout, pool,
@@ -148,7 +148,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             progress.advance(what)
             if status in ("failed", "timeout"):
                 progress.note(f"orch: {what}")
-        stopping.check()
+        stops.check()
     except KeyboardInterrupt:
         _stop_pool(pool)
         with db.write() as con:

@@ -7,7 +7,6 @@ union of its sweeps' runs. Writes here; the tables in bisect_migration.py; reads
 
 from __future__ import annotations
 
-
 import duckdb
 
 from orchestrator.store.migrations import utcnow

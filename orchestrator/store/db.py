@@ -3,6 +3,7 @@ another process holds the lock), migrated, checked and recovered on open; time a
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from orchestrator import interrupts
+from orchestrator import stops
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
 from orchestrator.store import migrations, recovery, schema
 from orchestrator.store.migrations import (
@@ -78,7 +79,7 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True, check: 
 
 
 def _prepare(con, path: Path, check: bool) -> None:
-    with interrupts.held():  # migrations and recoveries are writes: a stop waits for their end
+    with stops.held():  # migrations and recoveries are writes: a stop waits for their end
         migrations.apply(con)
         if check:
             _check(con, path)
@@ -122,10 +123,10 @@ def _holder(exc: Exception) -> str:
 def opened(path: Path, *, read_only: bool = False, create: bool = True, check: bool = True,
            wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """`with opened(db) as con:` the connection is closed whatever happens inside. A stop signal that lands
-    inside is held until the block ends (orchestrator/interrupts.py): the waiting for a lock stays interruptible,
-    the writing does not."""
+    inside a write is held until the block ends (orchestrator/stops.py): the waiting for a lock stays
+    interruptible, the writing does not. A read has nothing to protect: a stop ends it at once."""
     con = connect(path, read_only=read_only, create=create, check=check, wait_s=wait_s)
-    with interrupts.held():
+    with contextlib.nullcontext() if read_only else stops.held():
         try:
             yield con
         finally:

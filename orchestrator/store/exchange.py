@@ -193,7 +193,8 @@ def _stage_database(source: Path, staging: Path) -> None:
     try:
         con = duckdb.connect(str(staging))
     except duckdb.Error as exc:
-        raise BadExport(f"{source} is not a DuckDB results file ({_first_line(exc)})") from None
+        reason = _first_line(exc).replace(f'"{staging}"', str(source)).replace(str(staging), str(source))
+        raise BadExport(f"{source} is not a DuckDB results file ({reason})") from None
     try:
         if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = '_migrations'").fetchone():
             raise BadExport(f"{source} is a DuckDB file but not an orch results database (no _migrations table)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import duckdb
 
 from orchestrator.store.db import rows_as_dicts, utcnow

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import duckdb
 
-from orchestrator.tables import to_json
-
 from orchestrator.parse import (
     METRIC_KEYS as METRIC_COLUMNS,  # the metrics table has one column per key
 )
@@ -13,6 +11,7 @@ from orchestrator.store.db import utc, utcnow
 from orchestrator.store.logs import (
     save_logs as save_logs,  # the run's raw logs, gzipped
 )
+from orchestrator.tables import to_json
 
 BUILD_COLUMNS = ("id", "name", "commit", "upstream_commit", "source", "backend", "cuda_archs", "cmake_options",
                  "targets", "compiler", "compiler_version", "cuda_toolkit", "ccache", "duration_s", "status",

@@ -154,7 +154,29 @@ def test_a_speculative_log_cut_before_its_figures_is_truncated_not_spec_not_enga
         "spec_not_engaged"  # the log alone, without the end-block rule
     failure, missing = parse.run_failure(parse.parse_run(stdout, cut), cut, tool="llama-speculative-simple",
                                          returncode=0, signal=None, timed_out=False, expects_speculation=True)
-    assert (failure, missing) == ("truncated_log", "the speculative end block (decoded tokens and speed)")
+    assert (failure, missing) == ("truncated_log", "the speculative end block (decoded tokens and speed, drafted "
+                                                   "and accepted counts)")
+    whole = "".join(lines)
+    assert parse.run_failure(parse.parse_run(stdout, whole), whole, tool="llama-speculative-simple", returncode=0,
+                             signal=None, timed_out=False, expects_speculation=True) == (None, None)
+
+
+def test_a_control_log_cut_after_its_speed_line_is_truncated_not_spec_not_engaged():
+    """A control arm drafts nothing by design: its log cut after `decoded ... tokens` (counters and statistics
+    lost) was stored spec_not_engaged (1 of ~330 runs in the issue-26 trials). Speed without counters is a cut
+    log: truncated_log, never a verdict on speculation."""
+    from orchestrator import parse
+
+    path = LOGS / "0c1e57098" / "spec-simple-ngram-nodraft"
+    stdout = path.with_suffix(".stdout").read_text()
+    lines = path.with_suffix(".stderr").read_text().splitlines(keepends=True)
+    cut = "".join(lines[:next(i for i, line in enumerate(lines) if "n_draft " in line)])  # after `decoded`
+    assert "decoded" in cut and "n_drafted" not in cut
+    parsed = parse.parse_run(stdout, cut)
+    assert parsed.metrics["decode_tps"] is not None  # the speed survived, the counters did not
+    failure, missing = parse.run_failure(parsed, cut, tool="llama-speculative-simple", returncode=0, signal=None,
+                                         timed_out=False, expects_speculation=True)
+    assert failure == "truncated_log" and "drafted and accepted counts" in missing
     whole = "".join(lines)
     assert parse.run_failure(parse.parse_run(stdout, whole), whole, tool="llama-speculative-simple", returncode=0,
                              signal=None, timed_out=False, expects_speculation=True) == (None, None)

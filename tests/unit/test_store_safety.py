@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from orchestrator import proc, store
 from orchestrator.cli import main
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
-from orchestrator.run.stopping import stop_on_signals
+from orchestrator.stops import on_signals as stop_on_signals
 from orchestrator.store import schema
 
 READ_COMMANDS = [["runs"], ["summary"], ["show", "1"], ["query", "SELECT 1"], ["report", "--out", "r"], ["watch"],
@@ -214,7 +214,7 @@ def test_summary_of_an_unknown_sweep_is_an_error(tmp_path):
 def test_a_stop_that_lands_in_a_weakref_callback_is_delivered_at_the_next_check(capsys):
     import weakref
 
-    from orchestrator.run import stopping
+    from orchestrator import stops
 
     class Thing:
         pass
@@ -225,6 +225,6 @@ def test_a_stop_that_lands_in_a_weakref_callback_is_delivered_at_the_next_check(
         del thing  # Python only prints what a callback raises: without the hook, the stop would be lost
         assert ref() is None and stopper.lost
         with pytest.raises(KeyboardInterrupt):
-            stopping.check()
-        stopping.check()  # delivered once
+            stops.check()
+        stops.check()  # delivered once
     assert "Traceback" not in capsys.readouterr().err

@@ -1,0 +1,20 @@
+"""The `orch` console script: stop signals are handled before anything else is imported, so that a Ctrl-C or
+SIGTERM that lands while Python loads the commands ends orch with the signal's code and one line, not a
+traceback."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from orchestrator import stops
+
+    with stops.on_signals():
+        try:
+            from orchestrator.cli import main as cli
+
+            cli()
+        except KeyboardInterrupt:  # before a command started (importing, parsing options)
+            sys.stderr.write(f"orch: interrupted ({stops.signal_name() or 'SIGINT'})\n")
+            sys.exit(stops.exit_code())
