@@ -44,6 +44,14 @@ def jsonable(value):
     return value
 
 
+def dumps(value, option: int = 0) -> bytes:
+    """orjson.dumps that never fails on a value: what it cannot hold goes through jsonable first."""
+    try:
+        return orjson.dumps(value, default=_json_default, option=option)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits (stored by an older orch, a script, an import)
+        return orjson.dumps(jsonable(value), default=_json_default, option=option)
+
+
 def to_json(value, **options) -> str:
     """JSON text for a stored JSON column: total (jsonable first), so no value can make a later read fail."""
     return json.dumps(jsonable(value), default=_json_default, allow_nan=False, **options)
@@ -95,10 +103,7 @@ def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
     written as it is; others are completed with nulls in column order."""
     if len(row) != len(columns) or row.keys() != names:
         row = {c: row.get(c) for c in columns}
-    try:
-        return orjson.dumps(row, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
-    except orjson.JSONEncodeError:  # an integer beyond 64 bits (stored by an older orch): as text, not a failure
-        return orjson.dumps(jsonable(row), default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+    return dumps(row, option=orjson.OPT_NON_STR_KEYS)
 
 
 def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> None:

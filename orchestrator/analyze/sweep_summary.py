@@ -64,8 +64,8 @@ class SweepSummary:
         """The summary as store/sweep_summaries.keep takes it (text columns): everything made."""
         return {"sweep_id": self.sweep, "arms": self.arms, "rows_json": self.row_text("rows_json"),
                 "rows_csv": self.row_text("rows_csv"), "csv_header": self.csv_header,
-                "facts": orjson.dumps(self.facts).decode(), "warnings": "\n".join(self.warnings),
-                "verdict": self.verdict, "cells": {name: orjson.dumps(self.cells(name)).decode() for name in
+                "facts": tables.dumps(self.facts).decode(), "warnings": "\n".join(self.warnings),
+                "verdict": self.verdict, "cells": {name: tables.dumps(self.cells(name)).decode() for name in
                                                    ([*TABLE_COLUMNS, COMPACT_VS, PARAMS] if self.arms else [])}}
 
 
@@ -99,7 +99,7 @@ def _summary(rows: list[dict]) -> SweepSummary:
 
 
 def _text(params: dict) -> str:
-    return orjson.dumps(params, option=orjson.OPT_NON_STR_KEYS).decode()
+    return tables.dumps(params, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 @lru_cache(maxsize=4096)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,8 +95,10 @@ def _check(con, path: Path) -> None:
 
 
 def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
-    """duckdb.connect, retried with backoff while another process holds the file's lock, up to wait_s."""
-    deadline, delay = time.monotonic() + wait_s, 0.005
+    """duckdb.connect, retried with backoff while another process holds the file's lock, up to wait_s; past
+    TELL_WAIT_S of waiting, one line on stderr says for whom."""
+    start = time.monotonic()
+    deadline, delay, told = start + wait_s, 0.005, False
     while True:
         try:
             return duckdb.connect(str(path), read_only=read_only)
@@ -106,8 +109,14 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
             if time.monotonic() >= deadline:
                 raise DatabaseUnavailable(f"results database {path} stayed locked for {wait_s:.0f}s "
                                           f"({_holder(exc)}); wait for it to finish or stop it") from None
+            if not told and time.monotonic() - start > TELL_WAIT_S:
+                sys.stderr.write(f"orch: waiting for {path}: {_holder(exc)} (up to {wait_s:.0f}s; Ctrl-C stops)\n")
+                told = True
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
+
+
+TELL_WAIT_S = 2.0  # a writer's gap is milliseconds: a wait this long is someone else's long write
 
 
 def _first_line(exc: Exception) -> str:

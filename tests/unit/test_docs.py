@@ -33,7 +33,7 @@ def test_the_readme_exit_code_table_lists_exactly_the_codes_orch_defines():
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.OrchError)
                and c is not errors.OrchError]
-    defined = {c.exit_code for c in classes} | {2}  # 2: click's own usage errors
+    defined = {c.exit_code for c in classes} | {2, 129, 143}  # click's usage errors; SIGHUP and SIGTERM (130: Ctrl-C)
     assert documented == defined
     assert len({c.exit_code for c in classes}) == len(classes), "two error classes share an exit code"
 

@@ -155,3 +155,21 @@ def test_an_export_carries_each_files_rows_and_sha256(export_dir):
     for name, digest in manifest["sha256"].items():
         assert hashlib.sha256((export_dir / f"{name}.parquet").read_bytes()).hexdigest() == digest
     assert manifest["tables"]["runs"] == 4 and set(manifest["sha256"]) == set(manifest["tables"])
+
+
+def test_a_killed_imports_or_shards_work_directory_is_removed_by_the_next_orch(tmp_path, monkeypatch):
+    """SIGKILL during `orch import` left orch-import-*/staging.duckdb in the system temp dir forever; a Ray worker
+    killed mid-round left orch-shard-*. Both now live in orch's work root under their owner's name, and the next
+    orch to open a results file removes those whose owner is dead (a live owner's stay)."""
+    monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
+    me = proc.this_process()
+    dead_owner = proc.Owner(me.host, me.pid, me.started - 1000)
+    root = tmp_path / "cache" / "work"
+    dead = [root / (proc.work_dir_prefix(dead_owner, kind) + "x") for kind in proc.WORK_DIR_KINDS]
+    live = [root / (proc.work_dir_prefix(me, kind) + "y") for kind in proc.WORK_DIR_KINDS]
+    for d in dead + live:
+        d.mkdir(parents=True)
+        (d / "staging.duckdb").write_bytes(b"x")
+    with store.opened(tmp_path / "r.duckdb"):
+        pass
+    assert sorted(p.name for p in root.iterdir()) == sorted(p.name for p in live)
