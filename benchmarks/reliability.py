@@ -4,7 +4,7 @@ Each trial starts `orch run` on the tiny models, waits until a random number of 
 fraction of a second more, so the signal lands anywhere: in a run, between runs, in a write), sends the
 signal(s), and then checks what a user relies on:
   - orch's children are gone (no llama.cpp process outlives it);
-  - a caught signal exits 130 with no traceback;
+  - a caught signal exits with its code (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP) and no traceback;
   - after the next command (a read: `orch runs`), no run or sweep is `running`, no run is `failed` by the
     kill, the sweep is `interrupted`, and its work directory is gone;
   - `--resume` finishes the sweep with exactly one measured ok run per arm and repeat.
@@ -117,7 +117,8 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
                 return result
             err.seek(0)
             stderr = err.read()
-        expected = {-signal.SIGKILL} if kind == "SIGKILL" else {130}
+        stop_code = 128 + getattr(signal, kind.removeprefix("double-"))  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
+        expected = {-signal.SIGKILL} if kind == "SIGKILL" else {stop_code}
         if not db.exists() and kind != "SIGKILL":  # it may have landed while Python was still starting orch
             expected.add(-getattr(signal, kind.removeprefix("double-")))
         # A Ctrl-C while the interpreter itself starts (site, imports of the standard library: before any line of
@@ -160,7 +161,7 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
             classes = rows(db, "SELECT id, failure_class, failure_detail FROM runs WHERE status = 'failed'")
             result.problems.append(f"{failed} runs stored failed by the kill: {classes}")
         status = rows(db, "SELECT status FROM sweeps")
-        if status == [("done",)] and result.exit_code == 130:  # it landed after the last run: nothing to resume
+        if status == [("done",)] and result.exit_code == stop_code:  # it landed after the last run: nothing to resume
             result.note = "landed after the last run"
             return result
         if status != [("interrupted",)]:
