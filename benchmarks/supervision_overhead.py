@@ -27,10 +27,9 @@ RECIPE = ["run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "re
 
 
 def executed_argv(orch: str, build: str) -> list[str]:
-    out = subprocess.run([orch, *RECIPE, "--build", build, "--dry-run"], check=True, capture_output=True,
+    out = subprocess.run([orch, *RECIPE, "--build", build, "--dry-run", "--json"], check=True, capture_output=True,
                          text=True).stdout
-    draft = out.split("arm draft:", 1)[1]
-    return json.loads(draft.split("executed: ", 1)[1].splitlines()[0])
+    return next(arm["executed"] for arm in json.loads(out)["arms"] if arm["arm"] == "draft")
 
 
 def bare(argv: list[str]) -> float:

@@ -110,7 +110,8 @@ def on_signals() -> Iterator[_Stopper]:
             # Once stopping, later signals are ignored rather than handled in Python: Python resets its own
             # handlers while it finalizes, and a second Ctrl-C then would end orch by the default action (exit -2
             # instead of 130) after everything is stored.
-            signal.signal(sig, signal.SIG_IGN if stopper.first else handler)
+            # Any stop, this block's or an inner one's (the entry point's block holds the command's).
+            signal.signal(sig, signal.SIG_IGN if stopper.first or _first else handler)
 
 
 def check() -> None:

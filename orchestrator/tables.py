@@ -277,9 +277,25 @@ def _escaped(column: list[str]) -> list[str]:
     return [escaped[v] for v in column]
 
 
+# Markdown that text from a prompt, a model or a file could use to act: raw HTML (`<script>`), links and images
+# (`[x](javascript:...)`), code spans that swallow what follows, emphasis, and the pipe that ends a table cell.
+_MD_ACTIVE = re.compile(r"([\\`*\[\]<>|])")
+
+
+def md_text(text) -> str:
+    """Text as inert Markdown: one line, nothing a terminal acts on, Markdown's active characters backslash-escaped
+    (CommonMark shows `\\<` as `<`); report.html's renderer reads the escapes back."""
+    return _MD_ACTIVE.sub(r"\\\1", _one_line(str(text)))
+
+
+def md_code(text) -> str:
+    """Text as an inline code span where one can hold it (no backtick, no pipe), else as md_text."""
+    line = _one_line(str(text))
+    return f"`{line}`" if "`" not in line and "|" not in line else md_text(line)
+
+
 def _md_escape(text: str) -> str:
-    # a pipe would end the cell and a newline the row
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return md_text(text)
 
 
 @lru_cache(maxsize=65536)  # a big table repeats its cell texts: each is tried once

@@ -34,9 +34,10 @@ def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: 
     """The table, a line per warning (naming its sweep and arm) and a verdict per sweep: what `orch summary`
     prints, and `orch run` at its end."""
     table = _summaries(table)
-    lines = [table_text(table, fmt, columns=columns, wide=wide)]
-    lines += [f"warning: {line}" for line in table.warning_lines()]
-    return "\n".join(lines + table.verdict_lines())
+    prose = [f"warning: {line}" for line in table.warning_lines()] + table.verdict_lines()
+    if fmt == "md":  # the lines under a Markdown table are Markdown too: names in them stay text
+        prose = [tables.md_text(line) for line in prose]
+    return "\n".join([table_text(table, fmt, columns=columns, wide=wide), *prose])
 
 
 def _summaries(table: Summaries | list[dict]) -> Summaries:

@@ -7,7 +7,6 @@ prior measurements and goes on from there (the probe in flight is measured again
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,6 @@ from orchestrator.analyze import metric_samples
 from orchestrator.bisect import search
 from orchestrator.bisect.search import Measurement
 from orchestrator.build.builder import build as build_commit
-from orchestrator.build.builder import register
 from orchestrator.errors import (
     BisectRangeError,
     BuildFailed,
@@ -27,8 +25,8 @@ from orchestrator.errors import (
     UnknownCommit,
 )
 from orchestrator.recipe.plan import load
-from orchestrator.run import prepare, sweep
-from orchestrator.run.progress import Progress
+from orchestrator.run import recipe_run
+from orchestrator.run.recipe_run import RecipeRequest, RunOptions
 from orchestrator.store import bisect_queries, bisects
 
 # Tools one spelling of the recipe may be translated to on another build (the December 2025 split).
@@ -93,16 +91,12 @@ def measurer(setup: Setup, database: store.Database, bisect_id: int):
 
 
 def _run_sweep(setup: Setup, database: store.Database, built: dict, repeats: int) -> tuple[int, str]:
-    described = ("commit", "upstream_commit", "backend", "name")
-    builtins = {"bin": built["bin_dir"], "build": {k: built[k] for k in described}}
-    plan = load(setup.recipe, builtins=builtins, vars_file=setup.vars_file, overrides=setup.overrides,
-                repeat=repeats, models=setup.models)
-    prepared = prepare.prepare(plan, built)
-    with database.write() as con:
-        register(con, built, only_if_missing=True)
-    opened = sweep.open_sweep(database, plan, built, prepared, orch_argv=sys.argv)
-    result = sweep.execute(database, opened, timeout=setup.timeout, telemetry_interval=0.2,
-                           progress=Progress(len(opened.slots)))
+    """The recipe on the probe's build, as `orch run` runs it (recipe_run: the same pre-steps and rules)."""
+    request = RecipeRequest(recipe=setup.recipe, vars_file=setup.vars_file, overrides=setup.overrides,
+                            models=setup.models, repeat=repeats, db=database.path)
+    prepared = recipe_run.prepare_recipe(request, build=built)
+    opened = recipe_run.open_sweep(prepared, RunOptions(timeout=setup.timeout))
+    result = recipe_run.execute(prepared, opened, RunOptions(timeout=setup.timeout))
     return opened.id, result.status
 
 

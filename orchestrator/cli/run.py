@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from orchestrator.cli.group import Finite, db_option, main
               help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 turns the sampler off "
                    "(peak RSS and CPU time still come from the kernel at exit).")
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: the arms as JSON (for scripts).")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
 @click.option("--no-summary", is_flag=True, help="End without the summary table, warnings and verdict (progress "
               "still prints): for scripts that print them once for several sweeps with `orch summary`.")
@@ -49,7 +51,7 @@ from orchestrator.cli.group import Finite, db_option, main
               "node (--executor ray): the same recipe on each machine, for `orch compare --base-host --head-host`.")
 @db_option
 def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
-                telemetry_interval, dry_run, no_dialect, no_summary, executor, address, gpus_per_run, hosts,
+                telemetry_interval, dry_run, as_json, no_dialect, no_summary, executor, address, gpus_per_run, hosts,
                 each_host, db):
     """Run a recipe's arms on a build and store them.
 
@@ -62,15 +64,13 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     # Every command runs under stops.on_signals (cli/group.py): Ctrl-C, SIGTERM or SIGHUP before the sweep exists
     # ends the command (130, 143, 129) with nothing half-written; during the sweep the run in flight is stored
     # interrupted, once.
-    from orchestrator import config, store
     from orchestrator.analyze import kept
     from orchestrator.analyze.summary_table import summary_text
-    from orchestrator.build.builder import register, tool_path
-    from orchestrator.build.cached import runnable_build
     from orchestrator.errors import InvalidOption
-    from orchestrator.recipe.plan import load
-    from orchestrator.run import depth_fit, prepare, quality, sweep
+    from orchestrator.run import prepare, recipe_run
 
+    if as_json and not dry_run:
+        raise InvalidOption("--json goes with --dry-run (a sweep's results: orch summary --format json)")
     if executor == "local" and (each_host or hosts or address != "auto" or gpus_per_run != 1):
         raise InvalidOption("--address, --gpus-per-run, --hosts and --each-host need --executor ray")
     if executor == "ray":
@@ -80,51 +80,40 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         if resume:
             raise InvalidOption("--resume works with the local executor only; run the rest with --executor local "
                                 "or start a new sweep")
-    build = runnable_build(build_ref)
-    described = ("commit", "upstream_commit", "backend", "name")
-    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in described}}
-    plan = load(recipe_path, builtins=builtins, vars_file=vars_file, overrides=overrides, repeat=repeat,
-                models=models_dir)
-    if executor == "ray" and plan.mode == "quality":  # its base logits and quants are made on this machine
-        raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
-                            "are made and cached on this machine; drop --executor ray")
-    quants = []
-    if plan.mode == "quality":  # a build made before quality mode gets its tools added (same binaries, same id)
-        for tool in ("llama-quantize", "llama-perplexity"):
-            build, _ = tool_path(build["name"], tool)
-        quants = quality.make_quants(plan, build)
-    prepared = prepare.prepare(plan, build, translate=not no_dialect)
-    if plan.mode in ("quality", "bench"):  # depth is their point: say before launch when one does not fit
-        depth_fit.check(prepared, build, plan.mode)
-    if dry_run:
-        click.echo(f"build {build['name']} ({build['dir']}), {plan.repeat} repeat(s)")
-        click.echo("\n".join(prepare.dry_run_lines(prepared)))
+    request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
+                                       overrides=tuple(overrides), models=models_dir, repeat=repeat,
+                                       translate=not no_dialect, db=db)
+    prepared = recipe_run.prepare_recipe(request, executor=executor)
+    build = prepared.build
+    if dry_run and as_json:
+        click.echo(json.dumps({"build": build["name"], "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
+                               "arms": prepare.dry_run_rows(prepared.arms)}, indent=1))
         return
-    database = store.Database(db or config.db_path())
-    with database.write() as con:
-        register(con, build, only_if_missing=True)  # every run's build is described in the same file
-        for q in quants:
-            store.record_quant(con, q.to_dict())
-    if plan.mode == "quality":  # base logits before the sweep exists: a text too short stops here
-        quality.prepare_bases(database, build, prepared)
+    if dry_run:
+        click.echo(f"build {build['name']} ({build['dir']}), {prepared.plan.repeat} repeat(s)")
+        click.echo("\n".join(prepare.dry_run_lines(prepared.arms)))
+        return
+    options = recipe_run.RunOptions(timeout=timeout, telemetry_interval=telemetry_interval, order=order,
+                                    warmup=warmup, resume=resume, repeat_given=repeat is not None)
+    database = prepared.database
     if executor == "ray":
         from orchestrator.cluster import executor as ray_executor
 
-        options = ray_executor.RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h),
-                                          each_host)
-        results = ray_executor.dispatch(database, plan, build, prepared, options, orch_argv=sys.argv, order=order,
-                                        warmup=warmup, timeout=timeout, telemetry_interval=telemetry_interval,
-                                        translate=not no_dialect)
+        recipe_run.record_setup(prepared)
+        ray = ray_executor.RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h),
+                                      each_host)
+        results = ray_executor.dispatch(database, prepared.plan, build, prepared.arms, ray, orch_argv=sys.argv,
+                                        order=order, warmup=warmup, timeout=timeout,
+                                        telemetry_interval=telemetry_interval, translate=not no_dialect)
         if not no_summary:
             with database.read() as con:
                 click.echo(summary_text(kept.read(con, [r.sweep_id for r in results]).summaries))
         for result in results:
             result.raise_for_status()
         return
-    opened = sweep.open_sweep(database, plan, build, prepared, orch_argv=sys.argv, order=order, warmup=warmup,
-                              resume_ref=resume, repeat_given=repeat is not None)
+    opened = recipe_run.open_sweep(prepared, options)
     try:
-        result = sweep.execute(database, opened, timeout=timeout, telemetry_interval=telemetry_interval)
+        result = recipe_run.execute(prepared, opened, options)
     finally:  # the sweep this command stored, complete or not
         if not no_summary:
             with database.read() as con:

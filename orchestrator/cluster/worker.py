@@ -20,8 +20,9 @@ from orchestrator import store
 from orchestrator.machine import identity
 from orchestrator.recipe.plan import Plan
 from orchestrator.recipe.schedule import Slot
-from orchestrator.run import prepare, sweep
+from orchestrator.run import recipe_run
 from orchestrator.run.progress import Progress
+from orchestrator.run.recipe_run import RunOptions
 from orchestrator.store import exchange, workdirs
 
 NAMESPACE = uuid.UUID("5d0c7a52-6f55-4c8e-9a0e-0b8f3f7a7c11")  # orch sweeps dispatched to Ray
@@ -59,24 +60,21 @@ def sweep_uid(dispatch: str, host_id: str, node: str | None) -> str:
 
 
 def run_round(task: RoundTask) -> Shard:
-    from orchestrator.build.builder import register
     from orchestrator.build.cached import runnable_build
 
     host = identity.this_host()
     build = runnable_build(task.build_name)
     plan = _rebased(task.plan, task.driver_bin, build["bin_dir"])
-    prepared = prepare.prepare(plan, build, translate=task.translate)
     uid = sweep_uid(task.dispatch, host.id, task.node)
     work = workdirs.make("shard")  # a dead worker's is removed by the next orch on this node
     try:
         db = store.Database(work / "shard.duckdb")
-        with db.write() as con:
-            register(con, build, only_if_missing=True)
-        opened = sweep.open_sweep(db, plan, build, prepared, orch_argv=task.orch_argv, order=task.order,
-                                  warmup=task.warmup, uid=uid, only=task.slots)
+        prepared = recipe_run.prepare_plan(plan, build, database=db, translate=task.translate)
         printed = io.StringIO()
-        result = sweep.execute(db, opened, timeout=task.timeout, telemetry_interval=task.telemetry_interval,
-                               progress=Progress(len(task.slots), stream=printed, tty=False), keep_summary=False)
+        result = recipe_run.run_prepared(prepared, RunOptions(
+            timeout=task.timeout, telemetry_interval=task.telemetry_interval, order=task.order, warmup=task.warmup,
+            orch_argv=task.orch_argv, uid=uid, only=task.slots, keep_summary=False,
+            progress=Progress(len(task.slots), stream=printed, tty=False)))
         with db.read() as con:
             exchange.export(con, work / "export")
         files = {p.name: p.read_bytes() for p in (work / "export").iterdir()}

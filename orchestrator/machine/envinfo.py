@@ -17,6 +17,7 @@ import psutil
 from orchestrator import __version__, proc
 from orchestrator.errors import OrchError
 from orchestrator.machine import gpu, nvml
+from orchestrator.tables import md_code, md_text
 
 BUILD_KEYS = ("name", "upstream_commit", "backend", "compiler", "compiler_version", "cmake_options")
 _CLOCK_GRAPHICS, _CLOCK_SM, _CLOCK_MEM = 0, 1, 2  # pynvml.NVML_CLOCK_*
@@ -142,7 +143,7 @@ def git_state(repo: Path) -> dict[str, Any]:
 
 def to_markdown(snap: dict[str, Any]) -> str:
     """A BENCHMARK_ENV.md-style page: host, GPUs, software, build."""
-    lines = ["# Benchmark environment", "", f"Taken {snap.get('taken_at')} on `{snap.get('host')}`.", "",
+    lines = ["# Benchmark environment", "", f"Taken {md_text(snap.get('taken_at'))} on {md_code(snap.get('host'))}.", "",
              "## Host", ""]
     cores = f"{snap.get('cpu_physical_cores')} physical / {snap.get('cpu_logical_cores')} logical"
     lines += _table([("OS", snap.get("os")), ("Kernel", snap.get("kernel")), ("Architecture", snap.get("arch")),
@@ -152,7 +153,7 @@ def to_markdown(snap: dict[str, Any]) -> str:
     if snap.get("gpus"):
         lines += ["", "Power limits and clocks as the sweep found them (`nvidia-smi -pl`, `-lgc`, `-ac` change them):",
                   ""]
-        lines += [f"- GPU {g.get('index')}: {power_and_clocks_text(g)}" for g in snap["gpus"]]
+        lines += [f"- GPU {md_text(g.get('index'))}: {md_text(power_and_clocks_text(g))}" for g in snap["gpus"]]
     lines += ["", "## Software", ""]
     commit = snap.get("orch_commit") or "not a git checkout"
     commit += " with local changes" if snap.get("orch_dirty") else ""
@@ -161,14 +162,14 @@ def to_markdown(snap: dict[str, Any]) -> str:
                      ("orch", f"{snap.get('orch_version')} ({commit})")])
     build = snap.get("build")
     if build:
-        lines += ["", f"## Build `{build.get('name')}`", ""]
+        lines += ["", f"## Build {md_code(build.get('name'))}", ""]
         compiler = " ".join(str(v) for v in (build.get("compiler"), build.get("compiler_version")) if v)
         lines += _table([("llama.cpp commit", build.get("upstream_commit")), ("Backend", build.get("backend")),
                          ("Compiler", compiler or None)])
         options = build.get("cmake_options") or {}
         if options:
             lines += ["", "| CMake option | value |", "|---|---|"]
-            lines += [f"| `{k}` | `{v}` |" for k, v in sorted(options.items())]
+            lines += [f"| {md_code(k)} | {md_code(v)} |" for k, v in sorted(options.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -182,13 +183,14 @@ def _gpu_table(gpus: list[dict]) -> list[str]:
         limit = g.get("power_limit_enforced_w") or g.get("power_limit_w")
         power = f"{limit:.0f} W" if limit is not None else "-"
         bus = f"{g['memory_bus_width_bits']} bit" if g.get("memory_bus_width_bits") else "-"
-        rows.append(f"| {g.get('index')} | {g.get('name')} | {_gib(g.get('memory_total_bytes'))} | "
-                    f"{g.get('compute_capability') or '-'} | {power} | {pcie} | {bus} |")
+        cells = (g.get("index"), g.get("name"), _gib(g.get("memory_total_bytes")), g.get("compute_capability") or "-",
+                 power, pcie, bus)
+        rows.append("| " + " | ".join(md_text(c) for c in cells) + " |")
     return rows
 
 
 def _table(pairs: list[tuple[str, Any]]) -> list[str]:
-    return ["| | |", "|---|---|"] + [f"| {k} | {v if v not in (None, '') else '-'} |" for k, v in pairs]
+    return ["| | |", "|---|---|"] + [f"| {k} | {md_text(v) if v not in (None, '') else '-'} |" for k, v in pairs]
 
 
 def _watts(milliwatts: int | None) -> float | None:

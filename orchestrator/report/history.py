@@ -10,17 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # before pyplot: a headless benchmark machine has no display
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-from orchestrator.analyze import compare, metric_samples, stats  # noqa: E402
-from orchestrator.errors import NoHistory  # noqa: E402
-from orchestrator.source.mirror import Mirror  # noqa: E402
-from orchestrator.store import bisect_queries  # noqa: E402
-from orchestrator.tables import interval  # noqa: E402
+from orchestrator.analyze import compare, metric_samples, stats
+from orchestrator.errors import NoHistory
+from orchestrator.report.plots import plt  # headless, text never read as TeX
+from orchestrator.source.mirror import Mirror
+from orchestrator.store import bisect_queries
+from orchestrator.tables import interval
 
 COLUMNS = ["build", "commit", "date", "sweeps", "n", "mean", "ci95", "vs_previous", "step"]
 DPI = 110

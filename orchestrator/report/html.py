@@ -75,18 +75,30 @@ def _table(block: list[str]) -> str:
 
 def _cells(line: str) -> list[str]:
     inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
-    return [c.strip().replace("\\|", "|").replace("\\\\", "\\") for c in CELL_SPLIT_RE.split(inner)]
+    return [c.strip() for c in CELL_SPLIT_RE.split(inner)]
+
+
+ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")  # a backslash escape: any ASCII punctuation (tables.md_text writes them)
+HELD = re.compile("\ue000(\\d+)\ue001")
 
 
 def _inline(text: str) -> str:
-    """`code` and **bold**; everything else escaped as text."""
-    parts = re.split(r"(`[^`]*`)", text)
+    """`code` and **bold**; backslash escapes as the characters they stand for; everything else escaped as text."""
+    held: list[str] = []
+
+    def hold(m: re.Match) -> str:
+        held.append(m.group(1))
+        return f"\ue000{len(held) - 1}\ue001"
+
+    def restore(part: str) -> str:
+        return HELD.sub(lambda m: html.escape(held[int(m.group(1))]) if int(m.group(1)) < len(held) else "", part)
+
     out = []
-    for part in parts:
+    for part in re.split(r"(`[^`]*`)", ESCAPED.sub(hold, text)):
         if part.startswith("`") and part.endswith("`") and len(part) > 1:
-            out.append(f"<code>{html.escape(part[1:-1])}</code>")
+            out.append(f"<code>{restore(html.escape(part[1:-1]))}</code>")
         else:
-            out.append(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(part)))
+            out.append(restore(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(part))))
     return "".join(out)
 
 

@@ -54,8 +54,8 @@ def write_report(out_dir: Path, data: ReportData) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    lines = [f"# {data.title}", "", f"Generated {now} by orch {__version__}.", "", "## Verdict", ""]
-    lines += [f"- {sd.verdict}" for sd in data.sweeps] + [""]
+    lines = [f"# {tables.md_text(data.title)}", "", f"Generated {now} by orch {__version__}.", "", "## Verdict", ""]
+    lines += [f"- {tables.md_text(sd.verdict)}" for sd in data.sweeps] + [""]
     for sd in data.sweeps:
         lines += _sweep_section(sd, out_dir)
     for pair in data.pairs:
@@ -75,7 +75,7 @@ def write_report(out_dir: Path, data: ReportData) -> Path:
 
 def _sweep_section(sd: SweepData, out_dir: Path) -> list[str]:
     label = sd.label.removeprefix("sweep ")
-    out = [f"## Sweep {label}", "", "### What ran", "", *provenance.what_ran(sd), "Model files:", "",
+    out = [f"## Sweep {tables.md_text(label)}", "", "### What ran", "", *provenance.what_ran(sd), "Model files:", "",
            *provenance.models_table(sd.models), "### Arms", "", *provenance.parameters(sd), "### Results", ""]
     out += results.results_table(sd) + results.energy_note(sd)
     decode = plots.decode_per_arm(results.decode_bars(sd), out_dir / f"decode-sweep{sd.id}.png",
@@ -123,7 +123,7 @@ def _pair_section(pair: BuildPair, out_dir: Path) -> list[str]:
     title = f"head {pair.head} vs base {pair.base}"
     figure = plots.build_pair(bars, out_dir / f"builds-{pair.base}-vs-{pair.head}.png",
                               f"{title}: decode tok/s per test")
-    out = [f"## Builds: {title}", "", "Runs join on recipe text, arm parameters, model files, prompt set and mode; a "
+    out = [f"## Builds: {tables.md_text(title)}", "", "Runs join on recipe text, arm parameters, model files, prompt set and mode; a "
            "change is named only beyond 5% and statistically different.", ""]
     out += [tables.render([{**r, "arm": r["shown"]} for r in rows], "md", ["arm", *PAIR_COLUMNS]), ""]
     return out + ([_image(figure, f"head against base, {title}"), ""] if figure else [])
@@ -149,7 +149,7 @@ def _telemetry_section(data: ReportData, out_dir: Path) -> list[str]:
 
 
 def _image(path: Path, alt: str) -> str:
-    return f"![{alt}]({path.name})"  # relative: the report and its images move together
+    return f"![{tables.md_text(alt)}]({path.name})"  # relative: the report and its images move together
 
 
 def _demote(markdown: str) -> str:

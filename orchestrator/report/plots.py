@@ -14,6 +14,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: a headless benchmark machine has no display
+# Text from data (arm names, prompts, model names) is drawn as it is: `$...$` in it is never read as TeX (which
+# could also fail to parse and stop the report).
+matplotlib.rcParams["text.parse_math"] = False
 
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402

@@ -8,40 +8,44 @@ import json
 from orchestrator import tables
 from orchestrator.machine import envinfo
 from orchestrator.report.data import ModelFile, SweepData
+from orchestrator.tables import md_code, md_text
 
 NOT_OK = {"failed": "failed", "timeout": "timed out", "skipped": "skipped", "interrupted": "interrupted"}
 
 
 def what_ran(sd: SweepData) -> list[str]:
     s, env = sd.sweep, _json(sd.sweep.get("env")) or {}
-    build = f"`{s.get('build_name')}`: llama.cpp `{s.get('upstream_commit') or s.get('commit')}`, backend " \
-            f"{s.get('backend') or '?'}" + (f", CUDA archs {s['cuda_archs']}" if s.get("cuda_archs") else "")
+    build = f"{md_code(s.get('build_name'))}: llama.cpp {md_code(s.get('upstream_commit') or s.get('commit'))}, " \
+            f"backend {md_text(s.get('backend') or '?')}" + (f", CUDA archs {md_text(s['cuda_archs'])}"
+                                                            if s.get("cuda_archs") else "")
     started, ended = s.get("started_at"), s.get("ended_at")
     span = f"{_when(started)} to {_when(ended)}" if ended else f"{_when(started)}, not ended"
     if started and ended:
         span += f" ({tables.clock((ended - started).total_seconds())})"
     argv = _json(s.get("argv"))
-    facts = [("recipe", f"`{s.get('recipe_path')}` (sha256 {str(s.get('recipe_hash'))[:12]})"), ("build", build),
+    facts = [("recipe", f"{md_code(s.get('recipe_path'))} (sha256 {md_text(str(s.get('recipe_hash'))[:12])})"),
+             ("build", build),
              ("host", host_text(env)), *[(f"GPU {g.get('index')}", gpu_text(g)) for g in env.get("gpus") or []],
-             ("runs", f"{s.get('runs')} measured, repeat {s.get('repeat')}, {s.get('run_order') or 'interleaved'} "
-                      f"order; sweep {s.get('status')}"), ("when", span),
-             ("command", f"`{' '.join(['orch', *argv[1:]])}`" if argv else "-"),
-             ("orch", f"{env.get('orch_version', '?')} ({env.get('orch_commit') or 'not a git checkout'}"
-                      f"{' with local changes' if env.get('orch_dirty') else ''})")]
-    return ["| | |", "|---|---|", *[f"| {k} | {_cell(v)} |" for k, v in facts], ""]
+             ("runs", md_text(f"{s.get('runs')} measured, repeat {s.get('repeat')}, "
+                              f"{s.get('run_order') or 'interleaved'} order; sweep {s.get('status')}")),
+             ("when", md_text(span)), ("command", md_code(" ".join(["orch", *argv[1:]])) if argv else "-"),
+             ("orch", md_text(f"{env.get('orch_version', '?')} ({env.get('orch_commit') or 'not a git checkout'}"
+                              f"{' with local changes' if env.get('orch_dirty') else ''})"))]
+    return ["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in facts], ""]
 
 
 def host_text(env: dict) -> str:
     if not env:
         return "not recorded"
     ram = f", {env['ram_bytes'] / 2**30:.0f} GiB RAM" if env.get("ram_bytes") else ""
-    return (f"`{env.get('host')}`: {env.get('cpu_model')}, {env.get('cpu_logical_cores')} cores{ram}, "
-            f"{env.get('os')}" + ("" if env.get("gpus") else "; no GPU"))
+    return (f"{md_code(env.get('host'))}: " + md_text(f"{env.get('cpu_model')}, {env.get('cpu_logical_cores')} "
+                                                     f"cores{ram}, {env.get('os')}")
+            + ("" if env.get("gpus") else "; no GPU"))
 
 
 def gpu_text(g: dict) -> str:
     memory = f" ({g['memory_total_bytes'] / 2**30:.0f} GiB)" if g.get("memory_total_bytes") else ""
-    return f"{g.get('name')}{memory}: {envinfo.power_and_clocks_text(g)}"
+    return md_text(f"{g.get('name')}{memory}: {envinfo.power_and_clocks_text(g)}")
 
 
 def models_table(models: list[ModelFile]) -> list[str]:
@@ -60,7 +64,7 @@ def parameters(sd: SweepData) -> list[str]:
     names = list(dict.fromkeys(k for p in params for k in p))
     common = [k for k in names if len({_text(p, k) for p in params}) == 1]
     varying = [k for k in names if k not in common]
-    out = ["Every arm: " + (", ".join(f"`{k}={_value(params[0][k])}`" for k in common) or "no shared parameter")
+    out = ["Every arm: " + (", ".join(md_code(f"{k}={_value(params[0][k])}") for k in common) or "no shared parameter")
            + ".", ""]
     numbers = sd.numbers
     rows = [{"#": numbers[r["arm"]], "arm": r["arm"], **{k: _value(r["params"][k], quoted=False)
@@ -121,10 +125,6 @@ def _count(n: int | None) -> str | None:
 
 def _when(moment) -> str:
     return moment.isoformat(sep=" ", timespec="seconds") + " UTC" if moment else "-"
-
-
-def _cell(value) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def _json(text):

@@ -1,17 +1,20 @@
-"""One run of one arm: insert its row, launch it (a CLI tool under proc, or requests to a llama-server),
-sample the process tree and GPUs, parse, classify, and store everything, whatever happens.
+"""One run of one arm: launch it (a CLI tool under proc, or requests to a llama-server), sample the process tree
+and GPUs, parse, classify, and hand back everything as a RunRecord, whatever happens. The record is stored by the
+sweep (run/pending.py), a few runs to one write of the results file.
 
-run/sweep.py decides what runs and in which order; this module does each run.
+Before launch a run's row is written to `run.json` in its own folder of the sweep's work directory, where its logs
+grow: if orch dies before the record is stored, the next open finds the folder and stores the run as interrupted
+with those logs (store/recovery.py). run/sweep.py decides what runs and in which order; this module does each run.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator import parse, proc, store
+from orchestrator import parse, proc, store, tables
 from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
@@ -20,8 +23,9 @@ from orchestrator.parse.bench import label as bench_label
 from orchestrator.parse.server import server_metrics
 from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import client, quality, server_run
+from orchestrator.run import client, server_run
 from orchestrator.run.prepare import PreparedArm
+from orchestrator.store.recovery import RUN_JSON
 
 
 @dataclass
@@ -40,132 +44,160 @@ class Instruments:
         return sampler
 
 
+@dataclass
+class RunRecord:
+    """One run as it is stored: its row (every runs column it sets, its final status), raw logs, telemetry
+    samples, parsed metrics and, in server mode, one row per request."""
+
+    run_id: int
+    row: dict
+    logs: dict[str, bytes] = field(default_factory=dict)
+    samples: list[dict] = field(default_factory=list)
+    parsed: parse.ParsedLog | None = None
+    requests: list[dict] = field(default_factory=list)
+    folder: Path | None = None  # where its logs grew (removed once the record is stored)
+
+    @property
+    def status(self) -> str:
+        return self.row["status"]
+
+
 def expects_speculation(argv: list[str]) -> bool:
     if Path(argv[0]).name in dialect.NO_SPEC_TYPE_TOOLS:  # the tree variant drafts without --spec-type
         return True
     return control.speculates(argv)
 
 
-def start_run(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
-              params: dict, instruments: Instruments) -> tuple[int | None, tuple[str, str] | None]:
-    """Insert the run row; an arm stopped before launch is stored finished, with its reason."""
-    row = {"sweep_id": sweep_id, "build_id": build["id"], "arm": p.arm.name, "is_baseline": p.arm.is_baseline,
-           "is_control": p.arm.is_control, "reference_arm": p.arm.reference,
-           "params": params, "repeat_index": slot.repeat_index, "warmup": slot.warmup, "mode": plan.mode,
-           "rendered_argv": p.arm.argv,
-           "executed_argv": p.executed or None, "translations": [*p.model_notes, *p.notes],
-           "started_at": store.utcnow(),
-           "target_sha256": p.models.target.sha256 if p.models and p.models.target else None,
-           "draft_sha256": p.models.draft.sha256 if p.models and p.models.draft else None,
-           "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"), "prompt_set": p.prompt_set,
-           "decode_bytes": p.models.target.decode_bytes if p.models and p.models.target else None,
-           "bandwidth_bytes_per_s": instruments.bandwidth.bytes_per_s if instruments.bandwidth else None,
-           "bandwidth_label": instruments.bandwidth.label if instruments.bandwidth else None}
-    with db.write() as con:
-        if p.stop_reason:
-            store.insert_run(con, {**row, "status": p.stop_status, "failure_class": p.stop_class,
-                                   "failure_detail": p.stop_reason, "ended_at": store.utcnow()})
-            return None, (p.stop_status, f"{p.stop_status} ({p.stop_class})")
-        return store.insert_run(con, {**row, "status": "running"}), None
+@dataclass
+class Slot:
+    """Everything one run needs besides its launcher: the sweep, the build and plan, the arm and its place."""
+
+    sweep_id: int
+    run_id: int  # reserved when the sweep opened (store.reserve_run_ids)
+    build: dict
+    plan: Plan
+    p: PreparedArm
+    slot: schedule.Slot
+    work_dir: Path
+    instruments: Instruments
+
+    def row(self, params: dict) -> dict:
+        """The run's row as it starts; written to run.json before launch."""
+        p, ins = self.p, self.instruments
+        target = p.models.target if p.models else None
+        draft = p.models.draft if p.models else None
+        return {"id": self.run_id, "sweep_id": self.sweep_id, "build_id": self.build["id"], "arm": p.arm.name,
+                "is_baseline": p.arm.is_baseline, "is_control": p.arm.is_control, "reference_arm": p.arm.reference,
+                "params": params, "repeat_index": self.slot.repeat_index, "warmup": self.slot.warmup,
+                "mode": self.plan.mode, "rendered_argv": p.arm.argv, "executed_argv": p.executed or None,
+                "translations": [*p.model_notes, *p.notes], "started_at": store.utcnow(),
+                "target_sha256": target.sha256 if target else None, "draft_sha256": draft.sha256 if draft else None,
+                "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"), "prompt_set": p.prompt_set,
+                "decode_bytes": target.decode_bytes if target else None,
+                "bandwidth_bytes_per_s": ins.bandwidth.bytes_per_s if ins.bandwidth else None,
+                "bandwidth_label": ins.bandwidth.label if ins.bandwidth else None}
+
+    def folder(self) -> Path:
+        return self.work_dir / f"run-{self.run_id}"
+
+    def begin(self, params: dict) -> tuple[dict, Path]:
+        """The row, written to run.json in the run's folder (what a recovery stores if orch dies mid-run)."""
+        row = self.row(params)
+        folder = self.folder()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / RUN_JSON).write_text(tables.to_json(row))
+        return row, folder
 
 
-def run_server_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
-                    timeout: float | None, pool: server_run.ServerPool,
-                    instruments: Instruments) -> tuple[str, str]:
+def stopped_record(s: Slot, params: dict) -> RunRecord | None:
+    """An arm stopped before launch is stored finished, with its reason."""
+    p = s.p
+    if not p.stop_reason:
+        return None
+    row = {**s.row(params), "status": p.stop_status, "failure_class": p.stop_class, "failure_detail": p.stop_reason,
+           "ended_at": store.utcnow()}
+    return RunRecord(s.run_id, row)
+
+
+def run_server_slot(s: Slot, timeout: float | None, pool: server_run.ServerPool) -> tuple[RunRecord, str]:
+    """One server run: its record and its progress line. Ctrl-C: an interrupted record on the exception."""
+    p = s.p
     params = server_run.request_params(p.arm.params)
-    run_id, stopped = start_run(db, sweep_id, build, plan, p, slot, params, instruments)
-    if stopped:
-        return stopped
+    if stopped := stopped_record(s, params):
+        return stopped, f"{stopped.status} ({p.stop_class})"
+    row, folder = s.begin(params)
     try:
         out = server_run.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
-                                 timeout=timeout, sampler=instruments.sampler)
+                                 timeout=timeout, sampler=s.instruments.sampler)
     except ServerFailed as exc:
         logs = pool.logs() or {"server_tail": exc.log_tail.encode()}  # whole logs, kept
         pool.stop()
         status = "timeout" if exc.failure_class == "timeout" else "failed"
-        with db.write() as con:
-            store.save_logs(con, run_id, logs)
-            store.update_run(con, run_id, status=status, failure_class=exc.failure_class, failure_detail=str(exc),
-                             ended_at=store.utcnow())
-        return status, f"{status} ({exc.failure_class}): {exc}"
-    except KeyboardInterrupt:
-        logs = pool.logs()
-        with db.write() as con:
-            store.save_logs(con, run_id, logs)
-            store.update_run(con, run_id, status="interrupted", ended_at=store.utcnow())
+        record = RunRecord(s.run_id, {**row, "status": status, "failure_class": exc.failure_class,
+                                      "failure_detail": str(exc), "ended_at": store.utcnow()}, logs, folder=folder)
+        return record, f"{status} ({exc.failure_class}): {exc}"
+    except KeyboardInterrupt as stop:
+        stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(),
+                                folder=folder)
         raise
-    rows = server_run.request_rows(run_id, out["results"])
+    rows = server_run.request_rows(s.run_id, out["results"])
     errors = [r for r in rows if r["status"] != "ok"]
     timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
     if timed_out:
         pool.stop()  # a server still streaming past the limit is not reused
     status = "timeout" if timed_out else "failed" if errors else "ok"
-    with db.write() as con:  # one short write: the run's logs, samples, requests, metrics and status together
-        store.save_logs(con, run_id, out["logs"])
-        tele = _store_telemetry(con, run_id, out["samples"])
-        store.insert_requests(con, rows)
-        parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
-                                metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
-        store.save_metrics(con, run_id, parsed)
-        store.update_run(con, run_id, status=status,
-                         failure_class="timeout" if timed_out else "other" if errors else None,
-                         failure_detail=f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}"
-                         if errors else None, wall_s=out["wall_s"], executed_argv=json.dumps(out["command"]),
-                         telemetry=tele, ended_at=store.utcnow())
+    parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
+                            metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
+    samples = [x.to_dict() for x in out["samples"]]
+    record = RunRecord(s.run_id, {
+        **row, "status": status, "failure_class": "timeout" if timed_out else "other" if errors else None,
+        "failure_detail": f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}" if errors else None,
+        "wall_s": out["wall_s"], "executed_argv": out["command"], "telemetry": _telemetry_summary(out["samples"]),
+        "ended_at": store.utcnow()}, out["logs"], samples, parsed, rows, folder)
     if errors:
-        return status, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {run_id}"
-    return status, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, instruments)} pooled "
-                    f"({out['wall_s']:.1f}s) run {run_id}")
+        return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
+    return record, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, s.instruments)} pooled "
+                    f"({out['wall_s']:.1f}s) run {s.run_id}")
 
 
-def run_cli_slot(db: store.Database, sweep_id: int, build: dict, plan: Plan, p: PreparedArm, slot: schedule.Slot,
-                 timeout: float | None, instruments: Instruments, work_dir: Path) -> tuple[str, str]:
-    """One CLI run. Its logs grow in work_dir/run-<id> (where a recovery finds them if orch dies) until stored."""
-    run_id, stopped = start_run(db, sweep_id, build, plan, p, slot, p.arm.params, instruments)
-    if stopped:
-        return stopped
+def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:
+    """One CLI run: its record and its progress line. Its logs grow in its folder until the record is stored;
+    Ctrl-C: an interrupted record (with the logs so far) on the exception."""
+    p = s.p
+    if stopped := stopped_record(s, p.arm.params):
+        return stopped, f"{stopped.status} ({p.stop_class})"
+    row, folder = s.begin(p.arm.params)
+    out, err = folder / "stdout", folder / "stderr"
     samplers = []
-    run_dir = work_dir / f"run-{run_id}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    out, err = run_dir / "stdout", run_dir / "stderr"
-    stored = False  # until its logs are in the database, the run's directory stays for a recovery to find
     try:
-        try:
-            res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout,
-                           on_start=lambda pid: samplers.append(instruments.sampler(pid)))
-        except KeyboardInterrupt:
-            samples = _stop(samplers)
-            with db.write() as con:
-                store.save_logs(con, run_id, {"stdout": _read(out), "stderr": _read(err)})
-                _store_telemetry(con, run_id, samples)
-                store.update_run(con, run_id, status="interrupted", failure_class=None, ended_at=store.utcnow())
-            stored = True
-            raise
-        logs = {"stdout": _read(out), "stderr": _read(err)}
+        res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout,
+                       on_start=lambda pid: samplers.append(s.instruments.sampler(pid)))
+    except KeyboardInterrupt as stop:
         samples = _stop(samplers)
-        with db.write() as con:  # one short write: the run's logs, samples, metrics and status together
-            store.save_logs(con, run_id, logs)
-            tele = _store_telemetry(con, run_id, samples)
-            read = _read_bench if plan.mode == "bench" else _read_run
-            failure, detail, metrics = read(con, run_id, logs, res, p)
-            status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
-            store.update_run(con, run_id, status=status, exit_code=res.returncode, signal=res.signal,
-                             failure_class=failure, failure_detail=detail, wall_s=res.wall_s,
-                             peak_rss_bytes=res.peak_rss_bytes, cpu_s=res.cpu_s, telemetry=tele,
-                             ended_at=store.utcnow())
-        stored = True
-    finally:
-        if stored:
-            shutil.rmtree(run_dir, ignore_errors=True)
-    measured = f", {quality.measure(db, build, p, run_id)}" if plan.mode == "quality" and not slot.warmup else ""
+        stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "failure_class": None,
+                                           "ended_at": store.utcnow()},
+                                {"stdout": _read(out), "stderr": _read(err)}, [x.to_dict() for x in samples],
+                                folder=folder)
+        raise
+    logs = {"stdout": _read(out), "stderr": _read(err)}
+    samples = _stop(samplers)
+    read = _read_bench if s.plan.mode == "bench" else _read_run
+    failure, detail, parsed = read(logs, res, p)
+    status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
+    record = RunRecord(s.run_id, {**row, "status": status, "exit_code": res.returncode, "signal": res.signal,
+                                  "failure_class": failure, "failure_detail": detail, "wall_s": res.wall_s,
+                                  "peak_rss_bytes": res.peak_rss_bytes, "cpu_s": res.cpu_s,
+                                  "telemetry": _telemetry_summary(samples), "ended_at": store.utcnow()},
+                       logs, [x.to_dict() for x in samples], parsed, folder=folder)
+    metrics = parsed.metrics if parsed else {}
     if failure:
-        return status, f"{status} ({failure}, {detail}){measured} run {run_id}"
-    return status, f"ok, {_speed_text(metrics, p, instruments)}{measured} ({res.wall_s:.1f}s) run {run_id}"
+        return record, f"{status} ({failure}, {detail})"
+    return record, f"ok, {_speed_text(metrics, p, s.instruments)} ({res.wall_s:.1f}s) run {s.run_id}"
 
 
-def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
-              p: PreparedArm) -> tuple[str | None, str | None, dict]:
-    """Parse, check and store a finished run's metrics; (failure class, detail, metrics).
+def _read_run(logs: dict[str, bytes], res: proc.ProcResult,
+              p: PreparedArm) -> tuple[str | None, str | None, parse.ParsedLog | None]:
+    """Parse and check a finished run's logs; (failure class, detail, what to store as its metrics).
 
     A log orch cannot read or whose figures cannot be true is one failed run (parse_error), never a stopped
     sweep; a run that exited 0 without the block its tool must print is truncated_log, never ok.
@@ -174,51 +206,50 @@ def _read_run(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
     try:
         parsed = parse.parse_run(stdout, stderr)
         parse.check_ranges(parsed)
-        store.save_metrics(con, run_id, parsed)
-    except Exception as exc:  # noqa: BLE001  (any parser or store error: the run fails, the sweep goes on)
-        return "parse_error", f"{type(exc).__name__}: {exc}"[:500], {}
+    except Exception as exc:  # noqa: BLE001  (any parser error: the run fails, the sweep goes on)
+        return "parse_error", f"{type(exc).__name__}: {exc}"[:500], None
     failure, missing = parse.run_failure(parsed, stderr, tool=Path(p.executed[0]).name, returncode=res.returncode,
                                          signal=res.signal, timed_out=res.timed_out,
                                          expects_speculation=expects_speculation(p.executed))
     if missing:
-        return failure, f"exit status 0 but the log lacks {missing}: its last lines were lost", parsed.metrics
+        return failure, f"exit status 0 but the log lacks {missing}: its last lines were lost", parsed
     if failure:
-        return failure, res.describe(), parsed.metrics
-    return None, None, parsed.metrics
+        return failure, res.describe(), parsed
+    return None, None, parsed
 
 
-def _read_bench(con, run_id: int, logs: dict[str, bytes], res: proc.ProcResult,
-                p: PreparedArm) -> tuple[str | None, str | None, dict]:
+def _read_bench(logs: dict[str, bytes], res: proc.ProcResult,
+                p: PreparedArm) -> tuple[str | None, str | None, parse.ParsedLog | None]:
     """A llama-bench run: its one test (jsonl on stdout) as the run's metrics; more than one test per arm would
     pool different measurements under one arm, so such a run fails, saying how to split it."""
     stdout, stderr = (logs[k].decode(errors="replace") for k in ("stdout", "stderr"))
     if not res.ok:
         failure = parse.classify_failure(stderr, returncode=res.returncode, signal=res.signal,
                                          timed_out=res.timed_out, expects_speculation=False)
-        return failure or "other", res.describe(), {}
+        return failure or "other", res.describe(), None
     try:
         tests = parse_bench(stdout)
     except Exception as exc:  # noqa: BLE001  (a damaged output: the run fails, the sweep goes on)
-        return "parse_error", f"{type(exc).__name__}: {exc}"[:500], {}
+        return "parse_error", f"{type(exc).__name__}: {exc}"[:500], None
     if len(tests) != 1:
         return "parse_error", (f"llama-bench printed {len(tests)} tests ({', '.join(map(bench_label, tests))}); a "
                                f"bench arm is one test: give one -p/-n/-d value per arm and vary them in the "
-                               f"recipe's matrix"), {}
-    parsed = bench_log(tests[0])
-    store.save_metrics(con, run_id, parsed)
-    return None, None, parsed.metrics
+                               f"recipe's matrix"), None
+    return None, None, bench_log(tests[0])
+
+
+def _telemetry_summary(samples: list) -> str | None:
+    """The run's telemetry summary as JSON text (None when telemetry is off)."""
+    return json.dumps(telemetry.summarize(samples), default=str) if samples else None
+
+
+def remove_folder(record: RunRecord) -> None:
+    if record.folder:
+        shutil.rmtree(record.folder, ignore_errors=True)
 
 
 def _stop(samplers: list) -> list:
     return [s for sampler in samplers if sampler for s in sampler.stop()]
-
-
-def _store_telemetry(con, run_id: int, samples: list) -> str | None:
-    """Store the samples; the run's telemetry summary as JSON text (None when telemetry is off)."""
-    if not samples:
-        return None
-    store.insert_telemetry(con, run_id, [s.to_dict() for s in samples])
-    return json.dumps(telemetry.summarize(samples), default=str)
 
 
 def _speed_text(m: dict, p: PreparedArm, instruments: Instruments) -> str:

@@ -117,6 +117,15 @@ def _memory_estimate(p: PreparedArm, build: dict) -> dict | None:
     return fit.to_dict()
 
 
+def dry_run_rows(prepared: list[PreparedArm]) -> list[dict]:
+    """What --dry-run shows, as data (`orch run --dry-run --json`): per arm its role, argv rendered and executed,
+    dialect notes and why it would not run."""
+    return [{"arm": p.arm.name, "baseline": p.arm.is_baseline, "control": p.arm.is_control,
+             "reference": p.arm.reference, "rendered": p.arm.argv, "executed": p.executed or None,
+             "dialect": p.notes, "models": p.model_notes, "stop_status": p.stop_status, "stop_class": p.stop_class,
+             "stop_reason": p.stop_reason} for p in prepared]
+
+
 def dry_run_lines(prepared: list[PreparedArm]) -> list[str]:
     lines = []
     for p in prepared:

@@ -23,8 +23,9 @@ from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import one_run, resume, server_run
+from orchestrator.run import one_run, quality, resume, server_run
 from orchestrator.run.one_run import Instruments
+from orchestrator.run.pending import Pending
 from orchestrator.run.prepare import PreparedArm, build_helps
 from orchestrator.run.progress import Progress
 from orchestrator.store import queries, workdirs
@@ -44,6 +45,7 @@ class Sweep:
     slots: list[schedule.Slot]
     resumed: bool
     work_dir: Path  # where runs' logs grow until stored; removed when the sweep ends (recovery.py if orch dies)
+    run_ids: list[int]  # one per slot, reserved from the runs sequence when the sweep opened
     note: str | None = None  # what a resume re-runs, and why
 
 
@@ -104,6 +106,7 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
                     "status": "running", "started_at": store.utcnow(), "run_order": order,
                     "env": envinfo.snapshot(build), **claim, "owner_since": store.utcnow(),
                     "planned_runs": len(slots)})
+            run_ids = store.reserve_run_ids(con, len(slots))
     except BaseException:
         shutil.rmtree(work_dir, ignore_errors=True)
         raise
@@ -112,16 +115,16 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
         note = (f"orch: resuming sweep {sweep_id}: repeats {', '.join(map(str, rounds))} run again for every arm, so "
                 f"each speedup pairs runs made together" if rounds else None)
         return Sweep(sweep_id, plan, build, prepared, repeat, order, warmup, slots, resumed=True, work_dir=work_dir,
-                     note=note)
+                     run_ids=run_ids, note=note)
     return Sweep(sweep_id, plan, build, prepared, plan.repeat, order, warmup, slots, resumed=False,
-                 work_dir=work_dir)
+                 work_dir=work_dir, run_ids=run_ids)
 
 
 def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetry_interval: float,
             progress: Progress | None = None, keep_summary: bool = True) -> SweepResult:
-    """Run every slot (interleaved by default, so drift hits all arms alike) and store each run as it ends; at
-    the end, the sweep's summary (analyze/kept: `orch summary` reads it; keep_summary=False for a file that is
-    only exported, a cluster shard's)."""
+    """Run every slot (interleaved by default, so drift hits all arms alike) and store the runs as they end, a few
+    to a write (run/pending.py); at the end, the sweep's summary (analyze/kept: `orch summary` reads it;
+    keep_summary=False for a file that is only exported, a cluster shard's)."""
     instruments = Instruments(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
     progress = progress or Progress(len(sweep.slots))
     progress.total = len(sweep.slots)
@@ -132,38 +135,42 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     by_name = {p.arm.name: p for p in sweep.prepared}
     failed = 0
     pool = server_run.ServerPool(build_helps(sweep.build), sweep.work_dir) if sweep.plan.mode == "server" else None
+    pending = Pending(db)
     try:
         _record_models_and_notes(db, sweep.prepared, progress)
-        for slot in sweep.slots:
+        for slot, run_id in zip(sweep.slots, sweep.run_ids):
             stops.check()
-            p = by_name[slot.arm]
-            if pool:
-                status, line = one_run.run_server_slot(db, sweep.id, sweep.build, sweep.plan, p, slot, timeout, pool,
-                                                       instruments)
-            else:
-                status, line = one_run.run_cli_slot(db, sweep.id, sweep.build, sweep.plan, p, slot, timeout,
-                                                    instruments, sweep.work_dir)
-            failed += status in ("failed", "timeout")
-            what = f"{p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
+            s = one_run.Slot(sweep.id, run_id, sweep.build, sweep.plan, by_name[slot.arm], slot, sweep.work_dir,
+                             instruments)
+            record, line = one_run.run_server_slot(s, timeout, pool) if pool else one_run.run_cli_slot(s, timeout)
+            pending.add(record)
+            if sweep.plan.mode == "quality" and not slot.warmup and record.status != "skipped":
+                pending.flush()  # the measurement links its quality row to the stored run
+                line = _with_quality(line, quality.measure(db, sweep.build, s.p, run_id))
+            failed += record.status in ("failed", "timeout")
+            what = f"{s.p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
             progress.advance(what)
-            if status in ("failed", "timeout"):
+            if record.status in ("failed", "timeout"):
                 progress.note(f"orch: {what}")
         stops.check()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         _stop_pool(pool)
+        if record := getattr(stop, "record", None):  # the run in flight, with its logs so far
+            pending.records.append(record)
+        pending.flush()
         with db.write() as con:
-            store.interrupt_running_runs(con, sweep.id)  # a run stopped between its two writes
             store.end_sweep(con, sweep.id, "interrupted")
         shutil.rmtree(sweep.work_dir, ignore_errors=True)
         return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "interrupted")
-    except Exception as exc:
+    except Exception:
         _stop_pool(pool)
+        pending.flush()  # what ran is stored; the run that raised is not (its folder goes with the work directory)
         with db.write() as con:
-            store.fail_running_runs(con, sweep.id, f"orch stopped: {exc}")
             store.end_sweep(con, sweep.id, "failed")
         shutil.rmtree(sweep.work_dir, ignore_errors=True)
         raise
     _stop_pool(pool)
+    pending.flush()
     with db.write() as con:
         differences = store.mark_output_differences(con, sweep.id)
         store.end_sweep(con, sweep.id, "done")
@@ -175,6 +182,12 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline "
                           f"at temperature 0")
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
+
+
+def _with_quality(line: str, measured: str) -> str:
+    """The run's progress line with its quality measurement before its run number."""
+    head, sep, tail = line.rpartition(" run ")
+    return f"{head}, {measured}{sep}{tail}" if sep else f"{line}, {measured}"
 
 
 def _stop_pool(pool: server_run.ServerPool | None) -> None:

@@ -25,10 +25,10 @@ from orchestrator.store.quality import (
 )
 from orchestrator.store.writes import (
                                        METRIC_COLUMNS,
+                                       StoredRun,
                                        claim_sweep,
                                        create_sweep,
                                        end_sweep,
-                                       fail_running_runs,
                                        insert_requests,
                                        insert_run,
                                        insert_telemetry,
@@ -36,13 +36,15 @@ from orchestrator.store.writes import (
                                        record_build,
                                        record_model,
                                        reopen_sweep,
+                                       reserve_run_ids,
                                        save_logs,
                                        save_metrics,
+                                       store_runs,
                                        update_run,
 )
 
 __all__ = ["Database", "connect", "opened", "rows_as_dicts", "utc", "utc_from_epoch", "utcnow", "METRIC_COLUMNS",
-           "claim_sweep", "create_sweep", "end_sweep", "fail_running_runs", "insert_requests", "insert_run",
+           "claim_sweep", "create_sweep", "end_sweep", "insert_requests", "insert_run",
            "insert_telemetry", "interrupt_running_runs", "mark_output_differences", "record_build", "record_model",
-           "reopen_sweep", "save_logs", "save_metrics", "update_run", "record_quant", "find_quality", "insert_quality",
+           "reopen_sweep", "reserve_run_ids", "save_logs", "save_metrics", "store_runs", "StoredRun", "update_run", "record_quant", "find_quality", "insert_quality",
            "link_run", "quality_row"]

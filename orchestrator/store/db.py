@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
@@ -19,22 +18,14 @@ from orchestrator import stops
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
 from orchestrator.store import migrations, recovery, schema
 from orchestrator.store.migrations import (
-    utcnow as utcnow,  # naive UTC, as every TIMESTAMP column stores time
+    utc as utc,  # naive UTC, as every TIMESTAMP column stores time
 )
-
-
-def utc_from_epoch(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)
-
-
-def utc(value):
-    """An ISO string or aware datetime as naive UTC, the way every timestamp column stores it."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if isinstance(value, datetime) and value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
-    return value
-
+from orchestrator.store.migrations import (
+    utc_from_epoch as utc_from_epoch,
+)
+from orchestrator.store.migrations import (
+    utcnow as utcnow,
+)
 
 # A writer holds the file only while it writes (a run's start, its end, the sweep's), so it waits for readers
 # (who hold it for one command) rather than failing; a reader waits for the writer's next gap.

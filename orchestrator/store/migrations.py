@@ -25,6 +25,19 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
+def utc_from_epoch(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)
+
+
+def utc(value):
+    """An ISO string or aware datetime as naive UTC, the way every timestamp column stores it."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
 def m001_builds(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
         CREATE TABLE builds (

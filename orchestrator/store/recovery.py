@@ -10,6 +10,7 @@ A sweep owned on another host is left alone: from here nobody can tell whether i
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,8 @@ import duckdb
 from orchestrator.proc import Owner
 from orchestrator.store import workdirs
 from orchestrator.store.logs import save_logs
-from orchestrator.store.migrations import utcnow
+from orchestrator.store.migrations import utc, utcnow
+from orchestrator.store.writes import insert_run
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,16 @@ def dead_sweeps(con: duckdb.DuckDBPyConnection) -> list[DeadSweep]:
     return out
 
 
+RUN_JSON = "run.json"  # a run's row, written to its folder before launch (run/one_run.py)
+
+
 def recover_dead(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Mark every dead owner's sweep and its running runs interrupted, partial logs stored; the sweep ids."""
+    """Mark every dead owner's sweep and its running runs interrupted, partial logs stored, and store the runs its
+    work directory holds that were never stored (orch writes a few finished runs at a time); the sweep ids."""
     dead = dead_sweeps(con)
     for sweep in dead:
         who = f"orch pid {sweep.owner.pid}" if sweep.owner else "the orch that ran it"
+        _store_unstored_runs(con, sweep, who)
         for (run_id,) in con.execute("SELECT id FROM runs WHERE sweep_id = ? AND status = 'running'",
                                      [sweep.id]).fetchall():
             logs = partial_logs(sweep.own_work_dir, run_id)
@@ -66,14 +73,40 @@ def recover_dead(con: duckdb.DuckDBPyConnection) -> list[int]:
     return [s.id for s in dead]
 
 
+def _store_unstored_runs(con: duckdb.DuckDBPyConnection, sweep: DeadSweep, who: str) -> None:
+    """Each run folder with its row (run.json) whose run is not in the file: stored interrupted, with its logs (a
+    finished run waiting for its write is measured again by --resume, like the run that was in flight)."""
+    work_dir = sweep.own_work_dir
+    if not work_dir or not work_dir.is_dir():
+        return
+    for folder in sorted(work_dir.glob("run-*")):
+        try:
+            row = json.loads((folder / RUN_JSON).read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(row, dict) or row.get("sweep_id") != sweep.id or not isinstance(row.get("id"), int):
+            continue
+        if con.execute("SELECT 1 FROM runs WHERE id = ?", [row["id"]]).fetchone():
+            continue
+        logs = partial_logs(work_dir, row["id"])
+        logs.pop(RUN_JSON, None)
+        row.update(status="interrupted", started_at=utc(row.get("started_at")), ended_at=utcnow(),
+                   failure_detail=f"{who} died before it was stored; "
+                                  f"{'its logs were kept' if logs else 'it left no logs'}")
+        insert_run(con, row)
+        if logs:
+            save_logs(con, row["id"], logs)
+
+
 def partial_logs(work_dir: Path | None, run_id: int) -> dict[str, bytes]:
     """What a run in flight had written: its own files, or else the newest server's (server runs share one).
     work_dir: a directory recovery may read (DeadSweep.own_work_dir), or None."""
     if not work_dir or not work_dir.is_dir():
         return {}
     run_dir = work_dir / f"run-{run_id}"
-    if run_dir.is_dir():
-        return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file()}
+    if run_dir.is_dir() and (logs := {p.name: p.read_bytes() for p in sorted(run_dir.iterdir())
+                                       if p.is_file() and p.name != RUN_JSON}):
+        return logs
     servers = sorted((p for p in work_dir.glob("server-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
     if not servers:
         return {}

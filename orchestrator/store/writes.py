@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
+from dataclasses import dataclass, field
+from itertools import groupby
+
 import duckdb
 
 from orchestrator.parse import (
     METRIC_KEYS as METRIC_COLUMNS,  # the metrics table has one column per key
 )
-from orchestrator.store.db import utc, utcnow
 from orchestrator.store.logs import (
     save_logs as save_logs,  # the run's raw logs, gzipped
 )
+from orchestrator.store.migrations import utc, utcnow
 from orchestrator.tables import to_json
 
 BUILD_COLUMNS = ("id", "name", "commit", "upstream_commit", "source", "backend", "cuda_archs", "cmake_options",
@@ -74,9 +78,11 @@ def end_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, status: str) -> Non
     con.execute("UPDATE sweeps SET status = ?, ended_at = ? WHERE id = ?", [status, utcnow(), sweep_id])
 
 
+RUN_JSON_COLUMNS = ("params", "rendered_argv", "executed_argv", "translations", "memfit")
+
+
 def insert_run(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    json_cols = ("params", "rendered_argv", "executed_argv", "translations", "memfit")
-    row = {k: to_json(v) if k in json_cols else v for k, v in row.items()}
+    row = {k: to_json(v) if k in RUN_JSON_COLUMNS else v for k, v in row.items()}
     cols = list(row)
     return con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
                        [row[c] for c in cols]).fetchone()[0]
@@ -92,12 +98,15 @@ def measured_values(parsed) -> dict:
     return values
 
 
+def metrics_row(parsed) -> dict:
+    """A metrics row (without its run_id) for a parse.ParsedLog."""
+    return {**measured_values(parsed), "extra": to_json(parsed.extra), "version": to_json(parsed.version),
+            "parsed_at": utcnow()}
+
+
 def save_metrics(con: duckdb.DuckDBPyConnection, run_id: int, parsed) -> None:
     """Replace the metrics row of run_id with what the parsers found (parse.ParsedLog)."""
-    values = measured_values(parsed)
-    values["extra"] = to_json(parsed.extra)
-    values["version"] = to_json(parsed.version)
-    values["parsed_at"] = utcnow()
+    values = metrics_row(parsed)
     cols = ["run_id", *values]
     con.execute("DELETE FROM metrics WHERE run_id = ?", [run_id])
     con.execute(f"INSERT INTO metrics ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
@@ -127,7 +136,56 @@ def interrupt_running_runs(con: duckdb.DuckDBPyConnection, sweep_id: int) -> Non
     con.execute("UPDATE runs SET status = 'interrupted' WHERE sweep_id = ? AND status = 'running'", [sweep_id])
 
 
-def fail_running_runs(con: duckdb.DuckDBPyConnection, sweep_id: int, detail: str) -> None:
-    """Whatever stopped a sweep's loop, its stored rows must not claim to be running."""
-    con.execute("UPDATE runs SET status = 'failed', failure_class = 'other', failure_detail = ?, ended_at = ? "
-                "WHERE sweep_id = ? AND status = 'running'", [detail, utcnow(), sweep_id])
+@dataclass
+class StoredRun:
+    """A finished run as one write stores it (run/one_run.RunRecord without its folder)."""
+
+    row: dict  # every runs column it sets, `id` included (reserved when its sweep opened)
+    logs: dict[str, bytes] = field(default_factory=dict)
+    samples: list[dict] = field(default_factory=list)
+    parsed: object | None = None  # a parse.ParsedLog: its metrics row
+    requests: list[dict] = field(default_factory=list)
+
+
+TELEMETRY_COLUMNS = ("t", "gpu", "mem_used_bytes", "util_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temp_c",
+                     "throttle_reasons", "rss_bytes", "cpu_pct")
+
+
+def store_runs(con: duckdb.DuckDBPyConnection, runs: list[StoredRun]) -> None:
+    """Insert finished runs whole, a few statements for all of them: rows, logs, telemetry, requests, metrics. A run
+    whose metrics DuckDB refuses (a figure no column holds) is stored failed as parse_error, without them."""
+    _insert_many(con, "runs", [{k: to_json(v) if k in RUN_JSON_COLUMNS else v for k, v in r.row.items()}
+                               for r in runs])
+    con.executemany("INSERT INTO run_logs VALUES (?, ?, ?, ?)",
+                    [[r.row["id"], stream, len(data), gzip.compress(data, compresslevel=6)]
+                     for r in runs for stream, data in r.logs.items()])
+    samples = [[r.row["id"], *(x.get(c) for c in TELEMETRY_COLUMNS)] for r in runs for x in r.samples]
+    if samples:
+        con.executemany(f"INSERT INTO telemetry (run_id, {', '.join(TELEMETRY_COLUMNS)}) VALUES "
+                        f"({', '.join('?' * (len(TELEMETRY_COLUMNS) + 1))})", samples)
+    _insert_many(con, "requests", [q for r in runs for q in r.requests])
+    measured = [r for r in runs if r.parsed is not None]
+    try:
+        _insert_many(con, "metrics", [{"run_id": r.row["id"], **metrics_row(r.parsed)} for r in measured])
+    except duckdb.Error:  # one of them: each alone, the refused ones fail their run
+        for r in measured:
+            try:
+                save_metrics(con, r.row["id"], r.parsed)
+            except duckdb.Error as exc:
+                update_run(con, r.row["id"], status="failed", failure_class="parse_error",
+                           failure_detail=f"the results file refused its metrics: {str(exc).splitlines()[0]}"[:500])
+
+
+def _insert_many(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
+    """Rows inserted with one executemany per set of columns (a column a row leaves out keeps its default)."""
+    for columns, group in groupby(rows, key=lambda r: tuple(r)):
+        con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                        [list(r.values()) for r in group])
+
+
+def reserve_run_ids(con: duckdb.DuckDBPyConnection, count: int) -> list[int]:
+    """The ids of `count` runs to come, taken from the runs sequence now: a run knows its number (its folder, its
+    progress line) before its row is written, and no other writer can take it."""
+    if count <= 0:
+        return []
+    return [r[0] for r in con.execute("SELECT nextval('run_ids') FROM range(?)", [count]).fetchall()]

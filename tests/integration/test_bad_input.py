@@ -322,7 +322,7 @@ def test_the_worst_values_a_user_can_type_are_stored_and_every_read_command_read
     after, with exit 0 and no escape sequence on its terminal output."""
     recipe = tmp_path / "worst.j2"
     recipe.write_text('{% set meta = {"defaults": {"model": "tiny-target.gguf", "big": 0, "tiny": 0.5, '
-                      '"note": "x"}, "arms": {"raw": {}}} %}\n'
+                      '"note": "x"}, "arms": {"raw <b>|[x](javascript:y)": {}}} %}\n'
                       "{{ bin }}/llama-completion -m {{ models }}/{{ model }} -no-cnv -t 1 --temp 0 --seed {{ seed }} "
                       "-n {{ n_predict }} -p {{ prompt }} {% if big > 1 and tiny < 1 and note %}{% endif %}\n")
     prompt = 'A <script>alert(1)</script> | pipe | [x](javascript:alert(1)) \x1b]0;owned\x07\x1b[31mred\n`tick`'
@@ -343,3 +343,19 @@ def test_the_worst_values_a_user_can_type_are_stored_and_every_read_command_read
     rows = json.loads(subprocess.run([orch_exe, "runs", "--json"], env=bad_env, capture_output=True, text=True,
                                      timeout=60).stdout)
     assert rows[0]["status"] == "ok"
+    assert_inert_report(tmp_path / "rep")
+
+
+def assert_inert_report(folder: Path) -> None:
+    """report.md holds the hostile text as text: no raw tag, no live link, no escape, every table row whole;
+    report.html renders it escaped."""
+    md = (folder / "report.md").read_text()
+    page = (folder / "report.html").read_text()
+    assert "\x1b" not in md + page and "\x07" not in md + page
+    assert not re.search(r"(?<!\\)<(script|b)>", md), "raw HTML in report.md"
+    assert not re.search(r"(?<!\\)\]\(javascript:", md), "a live link in report.md"
+    assert "<script>" not in page and "<b>" not in page and 'href="javascript' not in page
+    assert "&lt;script&gt;" in page and "&lt;b&gt;" in page  # shown, as text
+    for table in re.findall(r"(?:^\|.*\|\n)+", md, re.M):
+        widths = {len(re.split(r"(?<!\\)\|", row)) for row in table.splitlines()}
+        assert len(widths) == 1, table  # a pipe in the text ends no cell

@@ -133,24 +133,21 @@ def test_ctrl_c_stops_the_compiler_and_leaves_no_stamp(orch_exe, cache_env, real
     env = {**cache_env, "CCACHE_DISABLE": "1"}  # every step compiles: the build is still running when Ctrl-C lands
     proc = subprocess.Popen([orch_exe, "build", COMMIT, "--backend", "cpu", "--cmake-arg=-DGGML_NATIVE=OFF",
                              "--force"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    bdir = None
+    bdir, shown = None, ""
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and proc.poll() is None:
-        # --force starts a new log: the previous run's (with its steps) is older than this test
-        logs = [p for p in (CACHE / "builds").glob(f"{COMMIT}-cpu-*/build.log")
-                if p.stat().st_mtime_ns > started and "GGML_NATIVE=OFF" in p.read_text(errors="replace")]
-        # a step finished: orch has shown it (the first step gets a line of its own)
-        if logs and re.search(r"^\[\d+/\d+\] ", logs[0].read_text(errors="replace"), re.M):
-            bdir = logs[0].parent
+    for line in proc.stderr:  # until orch shows a compile step (the first step gets a line of its own)
+        if re.match(r"^orch: compile \d:\d\d:\d\d \[\d+/\d+\] ", line) or time.monotonic() > deadline:
+            bdir = next((p.parent for p in (CACHE / "builds").glob(f"{COMMIT}-cpu-*/build.log")
+                         if p.stat().st_mtime_ns > started and "GGML_NATIVE=OFF" in p.read_text(errors="replace")),
+                        None)
+            shown = line
             break
-        time.sleep(0.5)
     assert bdir is not None, "the build never reached the compile step"
     os.kill(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends to orch
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "build.log" in err
-    assert re.search(r"^orch: compile \d:\d\d:\d\d \[\d+/\d+\] \d+%(, about \d:\d\d:\d\d left)? \| last: \S", err,
-                     re.M), err
+    assert re.search(r"^orch: compile \d:\d\d:\d\d \[\d+/\d+\] \d+%(, about \d:\d\d:\d\d left)? \| last: \S", shown)
     assert re.search(r"^orch: compile stopped after \d:\d\d:\d\d at step \d+/\d+$", err, re.M), err
     assert re.search(rf"^orch: build {bdir.name} interrupted after \d:\d\d:\d\d$", err, re.M), err
     assert (bdir / "build.log").exists()

@@ -228,3 +228,37 @@ def test_a_stop_that_lands_in_a_weakref_callback_is_delivered_at_the_next_check(
             stops.check()
         stops.check()  # delivered once
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_runs_a_dead_orch_had_not_stored_yet_are_stored_interrupted_with_their_logs(tmp_path, monkeypatch):
+    """orch writes a few finished runs at a time (run/pending.py); a run waiting for its write, or in flight, has
+    only its folder: its row in run.json and its logs. A SIGKILL then loses no run: the next open stores each such
+    run interrupted, with its logs, and --resume measures it again."""
+    import json
+
+    monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
+    db = make_db(tmp_path / "r.duckdb")
+    me = proc.this_process()
+    dead = proc.Owner(me.host, me.pid, me.started - 1000)
+    work = tmp_path / "cache" / "work" / (proc.work_dir_prefix(dead) + "x")
+    with store.opened(db) as con:
+        sweep = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
+                                         "variables": {}, "build_id": "b", "build_name": "b", "status": "running",
+                                         "started_at": store.utcnow(), "owner_host": dead.host,
+                                         "owner_pid": dead.pid, "owner_started": dead.started, "work_dir": str(work)})
+        ids = store.reserve_run_ids(con, 3)
+    for run_id, logs in zip(ids, ({"stdout": b"done", "stderr": b"decoded 8 tokens"}, {"stderr": b"half"}, {})):
+        folder = work / f"run-{run_id}"
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps({"id": run_id, "sweep_id": sweep, "arm": "a", "repeat_index": 0,
+                                                     "params": {"x": 1}, "started_at": "2026-11-25T01:02:03"}))
+        for name, data in logs.items():
+            (folder / name).write_bytes(data)
+    (work / "run-999").mkdir()  # a folder without its row: nothing to store
+    with store.opened(db, read_only=True) as con:
+        runs = con.execute("SELECT id, status, params, started_at IS NOT NULL FROM runs ORDER BY id").fetchall()
+        logs = con.execute("SELECT run_id, stream FROM run_logs ORDER BY ALL").fetchall()
+        status = con.execute("SELECT status FROM sweeps").fetchone()[0]
+    assert [(r[0], r[1], json.loads(r[2]), r[3]) for r in runs] == [(i, "interrupted", {"x": 1}, True) for i in ids]
+    assert logs == [(ids[0], "stderr"), (ids[0], "stdout"), (ids[1], "stderr")] and status == "interrupted"
+    assert not work.exists()
