@@ -4,7 +4,7 @@ Builds (in a temporary folder) a results file of S sweeps x R runs, each run wit
 T telemetry samples, exports it, imports the export into an empty file, imports it again (every row present: the
 idempotent path), and imports the results file itself. Prints rows, sizes and seconds.
 
-    .venv/bin/python benchmarks/exchange_speed.py [--sweeps 20] [--runs 30] [--requests 8] [--telemetry 500]
+    .venv/bin/python benchmarks/exchange_speed.py [--sweeps 20] [--runs 30] [--requests 8] [--telemetry 500] [--quick]
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--requests", type=int, default=8)
     p.add_argument("--telemetry", type=int, default=500)
+    p.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     a = p.parse_args()
+    if a.quick:
+        a.sweeps, a.runs, a.requests, a.telemetry = 2, 3, 2, 10
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         rows = make(tmp / "a.duckdb", a.sweeps, a.runs, a.requests, a.telemetry)

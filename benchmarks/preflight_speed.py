@@ -9,6 +9,7 @@ GGUFReader on the same file (what orch used before). When $ORCH_BUILDS_DIR and $
 models and a build (`make demo`, or the test cache), the wall time of recipe A's --dry-run too.
 
     .venv/bin/python benchmarks/preflight_speed.py [--vocab 150000] [--repeat 5] [--build 0c1e570] [--gguf-reader]
+                                                   [--quick]
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--build", default=None, help="build for the dry-run (default: the newest)")
     parser.add_argument("--gguf-reader", action="store_true", help="also time gguf.GGUFReader (slow)")
+    parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    if args.quick:
+        args.vocab, args.repeat = 2000, 1
     tokens = synthetic_vocab(args.vocab)
     with tempfile.TemporaryDirectory(prefix="orch-preflight-") as tmp:
         target = write_model(Path(tmp) / "target.gguf", tokens, 24)

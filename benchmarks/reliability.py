@@ -11,7 +11,7 @@ signal(s), and then checks what a user relies on:
 It prints one line per trial and a table of counts. The integration tests run a few of these; this runs many.
 
     export ORCH_BUILDS_DIR=~/.cache/orch-test/builds ORCH_MODELS=~/.cache/orch-test/tiny-models
-    .venv/bin/python benchmarks/reliability.py --trials 10
+    .venv/bin/python benchmarks/reliability.py --trials 10 [--quick]
 """
 
 from __future__ import annotations
@@ -80,6 +80,12 @@ def ended_runs(db: Path) -> int:
         return 0
 
 
+def started_runs(db: Path, cache: Path) -> int:
+    """Runs started so far: those stored, and those whose folder is in the sweep's work directory (in flight, or
+    ended and waiting for the write that stores a few together: run/pending.py)."""
+    return ended_runs(db) + len(list((cache / "work").glob("sweep-*/run-*")))
+
+
 def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: dict, cache: Path) -> Trial:
     """One kill and its checks. cache: ORCH_CACHE for orch (shared by trials: the bandwidth is measured once);
     its work/ directory must be empty after every trial."""
@@ -96,7 +102,7 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
             child = subprocess.Popen(argv, env=run_env, stdout=subprocess.DEVNULL, stderr=err,
                                      preexec_fn=_default_signals)
             deadline = time.monotonic() + 300
-            while ended_runs(db) < after and child.poll() is None and time.monotonic() < deadline:
+            while started_runs(db, cache) <= after and child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             time.sleep(rng.uniform(0, 0.6))
             if child.poll() is not None:
@@ -213,7 +219,10 @@ def main() -> None:
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--orch", default=str(Path(sys.executable).parent / "orch"))
+    parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    if args.quick:
+        args.trials, args.kinds, args.modes = 1, "SIGTERM", "cli"
     rng = random.Random(args.seed)
     counts: dict[tuple[str, str], list[int]] = {}
     cache = Path(tempfile.mkdtemp(prefix="orch-kill-cache-"))

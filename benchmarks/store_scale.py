@@ -10,7 +10,7 @@ two builds. A benchmark: it prints figures.
 --orch times another orch executable on the same grown file (an older checkout's, for before/after).
 
     make demo   # any results.duckdb with real sweeps will do
-    .venv/bin/python benchmarks/store_scale.py --seed results.duckdb --runs 100000
+    .venv/bin/python benchmarks/store_scale.py --seed results.duckdb --runs 100000 [--quick]
 """
 
 from __future__ import annotations
@@ -93,7 +93,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100_000, help="grow the runs table to this many rows")
     parser.add_argument("--repeat", type=int, default=3, help="timings per command")
     parser.add_argument("--orch", default=str(Path(sys.executable).parent / "orch"), help="orch executable to time")
+    parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.repeat = 300, 1
     if not args.seed.exists():
         sys.exit(f"no seed database {args.seed}: run `make demo` (or any orch run) first, or pass --seed")
     with tempfile.TemporaryDirectory() as tmp:

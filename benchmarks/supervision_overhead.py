@@ -6,7 +6,7 @@ on), reading the draft run's stored decode tok/s. Prints each side's mean with a
 (orch / bare, geometric mean of per-pair ratios, t-interval on logs) and the ratio of means. A benchmark: it
 prints figures.
 
-    .venv/bin/python benchmarks/supervision_overhead.py [--pairs 8] [--build 0c1e570] [--interval 0.2]
+    .venv/bin/python benchmarks/supervision_overhead.py [--pairs 8] [--build 0c1e570] [--interval 0.2] [--quick]
 """
 
 from __future__ import annotations
@@ -51,7 +51,10 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--interval", type=float, default=0.2, help="telemetry interval of the orch side")
+    parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs = 2
     orch = str(Path(sys.executable).parent / "orch")
     argv = executed_argv(orch, args.build)
     bare_tps, orch_tps = {}, {}

@@ -3,7 +3,7 @@
 Runs `orch run` on the tiny models, alternating telemetry on (default 200 ms) and off, so drift hits both
 alike, and prints each side's mean, 95% interval and the ratio. A benchmark, not a test: it prints figures.
 
-    .venv/bin/python benchmarks/telemetry_overhead.py [--pairs 10] [--build 0c1e570] [--interval 0.2]
+    .venv/bin/python benchmarks/telemetry_overhead.py [--pairs 10] [--build 0c1e570] [--interval 0.2] [--quick]
 """
 
 from __future__ import annotations
@@ -37,7 +37,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per sweep")
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--interval", type=float, default=0.2)
+    parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.repeat = 2, 1
     orch = str(Path(sys.executable).parent / "orch")
     on, off = [], []
     with tempfile.TemporaryDirectory() as tmp:

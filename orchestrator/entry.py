@@ -8,13 +8,21 @@ import sys
 
 
 def main() -> None:
+    import signal
+
     from orchestrator import stops
 
-    with stops.on_signals():
-        try:
-            from orchestrator.cli import main as cli
+    try:
+        with stops.on_signals():
+            try:
+                from orchestrator.cli import main as cli
 
-            cli()
-        except KeyboardInterrupt:  # before a command started (importing, parsing options)
-            sys.stderr.write(f"orch: interrupted ({stops.signal_name() or 'SIGINT'})\n")
-            sys.exit(stops.exit_code())
+                cli()
+            except KeyboardInterrupt:  # before a command started (importing, parsing options)
+                sys.stderr.write(f"orch: interrupted ({stops.signal_name() or 'SIGINT'})\n")
+                sys.exit(stops.exit_code())
+    finally:
+        # The command is over, its exit status decided: a signal now would only end Python's own shutdown by the
+        # signal's default action (a shell's -2) instead of that status.
+        for sig in stops.SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)

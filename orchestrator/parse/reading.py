@@ -174,7 +174,10 @@ def _server_reading(server: ServerLog) -> tuple[ParsedLog, list[str]]:
     notes = [f"{len(requests)} finished requests pooled (decode_tps = sum of generated tokens / sum of eval time)"]
     if server.warmup:
         notes.append(f"left out task {server.warmup.task}, the first request after the server's start-up: orch's "
-                     "uncounted warm-up, as the stored run counted it")
+                     "uncounted warm-up (the log marks it), as the stored run counted it")
+    else:
+        notes.append("every request counts: the log marks no warm-up (a log orch stored from a server it started "
+                     "marks its warm-up)")
     notes.append("total_ms, aggregate_tps and ttft_ms_mean need the run's wall clock and HTTP timings: not in a log")
     return parsed, notes
 

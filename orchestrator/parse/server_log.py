@@ -4,9 +4,10 @@ server run (parse.server.server_metrics), and what the log says about start-up a
 Every era prints one `print_timing` block per finished request:
     0c1e57098  `slot print_timing: id  3 | task 7 | prompt eval time = ...` (one tagged line per field)
     f49e917    `slot print_timing: id  1 | task 9 | ` then untagged `prompt eval time = ...` lines
-A stored server run's log starts at the server's start-up when the run started the server, and orch's first
-request to a fresh server is an uncounted warm-up: a log holding the start-up has its first request left out,
-exactly as the stored run counted it. A run on a reused server stores no start-up and no warm-up.
+A log is read whole: every finished request counts, unless the log itself marks a warm-up. orch's first request
+to a server it started is an uncounted warm-up, and orch writes WARMUP_MARK into the server's log once it is done:
+a log holding that line has its first request after the start-up left out, exactly as the stored run counted it.
+A run on a reused server stores no start-up and no warm-up; a log from outside orch marks none.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ STARTED_RE = re.compile(r"^(?:srv\s+)?(?:llama_server|main): (?:model loaded|ser
 SERVER_MARKER_RE = re.compile(r"^(?:srv\s+)?(?:llama_server|main): (?:initializing|loading model|model loaded|server is listening"
                               r"|listening on|starting the main loop)|HTTP server")
 DRAFT_MODEL_RE = re.compile(r"loading draft model")
+# What orch appends to a server's log after its warm-up request (run/server_run.py): the log's own mark.
+WARMUP_MARK = "orch: warm-up request done (not counted); the run's requests follow"
 ENGAGED_RE = re.compile(r"speculative decoding context initialized|adding speculative implementation")
 
 
@@ -63,6 +66,7 @@ class ServerLog:
     unfinished: list[int] = field(default_factory=list)  # tasks launched that never finished
     loads_draft: bool = False
     engaged: bool = False
+    marked_warmup: bool = False  # orch's WARMUP_MARK is in the log
 
     @property
     def serving(self) -> bool:
@@ -75,8 +79,10 @@ class ServerLog:
 
     @property
     def warmup(self) -> TimedRequest | None:
-        """orch's warm-up request: the first finished request after the start-up, when the log holds it."""
-        if self.started_line is None or not self.requests or self.requests[0].first_line < self.started_line:
+        """orch's warm-up request: the first finished request after the start-up, when the log marks one (its
+        timing lines may follow the mark: the server's log thread writes them late)."""
+        if (not self.marked_warmup or self.started_line is None or not self.requests
+                or self.requests[0].first_line < self.started_line):
             return None
         return self.requests[0]
 
@@ -102,6 +108,7 @@ def read_server_log(text: str) -> ServerLog:
             log.started_line = i
         log.loads_draft |= bool(DRAFT_MODEL_RE.search(bare))
         log.engaged |= bool(ENGAGED_RE.search(bare))
+        log.marked_warmup |= raw.startswith(WARMUP_MARK)
         if (m := TIMING_RE.search(line)) and None not in (key := _slot_task(m)):
             if current is None or (current.slot, current.task) != key or _field_set(current, m.group(3)):
                 current = TimedRequest(slot=key[0], task=key[1], first_line=i, last_line=i)

@@ -105,6 +105,11 @@ class Server:
         raise ServerFailed(f"llama-server exited with status {code} before becoming healthy ({failure}): "
                            f"{last[0].strip()[:200]}; {LOG_STORED}", failure, tail)
 
+    def mark_log(self, line: str) -> None:
+        """Append one line of orch's own to the server's log (stderr, where it logs): a mark its readers find."""
+        with open(self.stderr_path, "a") as f:  # append mode: the server's own lines are never overwritten
+            f.write(line + "\n")
+
     def log_tail(self, n_bytes: int = 20000) -> str:
         text = ""
         for path in (self.stdout_path, self.stderr_path):

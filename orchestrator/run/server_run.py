@@ -16,6 +16,7 @@ from pathlib import Path
 from orchestrator import store
 from orchestrator.errors import ServerFailed
 from orchestrator.parse.server import counters_delta
+from orchestrator.parse.server_log import WARMUP_MARK
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe import dialect, prompts
 from orchestrator.recipe.plan import SERVER_DEFAULTS
@@ -121,6 +122,7 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
                                    "timeout" if warmup.status == client.TIMED_OUT else "other", server.log_tail())
             if expects_speculation:
                 check_speculation(server, warmup)
+            server.mark_log(WARMUP_MARK)  # the log says which request was the warm-up (parse/server_log.py)
         measured = LogCursor(server, fresh=False)  # the warm-up's lines are stored, not counted
         before = server.metrics()
         out["results"], out["wall_s"] = client.send_all(server.url, prompt_list, options, concurrency=concurrency,

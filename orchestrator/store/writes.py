@@ -156,11 +156,10 @@ def store_runs(con: duckdb.DuckDBPyConnection, runs: list[StoredRun]) -> None:
     whose metrics DuckDB refuses (a figure no column holds) is stored failed as parse_error, without them."""
     _insert_many(con, "runs", [{k: to_json(v) if k in RUN_JSON_COLUMNS else v for k, v in r.row.items()}
                                for r in runs])
-    con.executemany("INSERT INTO run_logs VALUES (?, ?, ?, ?)",
-                    [[r.row["id"], stream, len(data), gzip.compress(data, compresslevel=6)]
-                     for r in runs for stream, data in r.logs.items()])
-    samples = [[r.row["id"], *(x.get(c) for c in TELEMETRY_COLUMNS)] for r in runs for x in r.samples]
-    if samples:
+    if logs := [[r.row["id"], stream, len(data), gzip.compress(data, compresslevel=6)]
+                for r in runs for stream, data in r.logs.items()]:
+        con.executemany("INSERT INTO run_logs VALUES (?, ?, ?, ?)", logs)
+    if samples := [[r.row["id"], *(x.get(c) for c in TELEMETRY_COLUMNS)] for r in runs for x in r.samples]:
         con.executemany(f"INSERT INTO telemetry (run_id, {', '.join(TELEMETRY_COLUMNS)}) VALUES "
                         f"({', '.join('?' * (len(TELEMETRY_COLUMNS) + 1))})", samples)
     _insert_many(con, "requests", [q for r in runs for q in r.requests])

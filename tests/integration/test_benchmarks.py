@@ -1,0 +1,45 @@
+"""Every benchmark runs: each script in benchmarks/ has a --quick mode (the smallest inputs, seconds) that `make
+test` runs here on the shared build and tiny models, so a benchmark that breaks fails the suite instead of rotting
+until someone tries to reproduce a README figure. A new script without --quick fails too.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import COMMIT, run_orch
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def seed_db(orch_exe, cache_env, tiny_dir, tmp_path_factory) -> Path:
+    """A results file with one real sweep, for the benchmarks that grow or copy one (store_scale)."""
+    db = tmp_path_factory.mktemp("bench") / "seed.duckdb"
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(db)}
+    res = run_orch(orch_exe, "run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "recipes" / "tiny.toml"),
+                   "--build", COMMIT, "--repeat", "2", "--set", "n_predict=16", "--no-summary", env=env)
+    assert res.returncode in (0, 15), res.stderr
+    return db
+
+
+def test_there_are_benchmarks():
+    assert len(SCRIPTS) >= 7
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
+def test_each_benchmark_runs_in_its_quick_mode(script, cache_env, tiny_dir, seed_db, tmp_path):
+    assert "--quick" in script.read_text(), f"{script.name} has no --quick mode"
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_CACHE": str(tmp_path / "cache"),
+           "ORCH_DB": str(tmp_path / "results.duckdb"), "PYTHONPATH": str(ROOT)}
+    extra = ["--seed", str(seed_db)] if script.stem == "store_scale" else []
+    extra += ["--build", COMMIT] if "--build" in script.read_text() else []
+    res = subprocess.run([sys.executable, str(script), "--quick", *extra], env=env, capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
+    assert res.stdout.strip(), "a benchmark prints figures"
+    assert "Traceback" not in res.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name not in ("cache", "results.duckdb")], "left files in its cwd"
