@@ -93,7 +93,7 @@ def test_server_runs_read_back_pooled_like_the_stored_run(orch_exe, env, tmp_pat
         reading = read_back(orch_exe, env, run["id"], tmp_path / "out")
         assert (reading["kind"], reading["failure_class"]) == ("server", None)
         assert_same_metrics(reading["metrics"], run, server=True)
-        warmups.append(any("warm-up" in note for note in reading["notes"]))
+        warmups.append(any(note.startswith("left out task") for note in reading["notes"]))
     # Sequential order: each arm's first run starts its server (warm-up left out), its second reuses it.
     assert warmups == [True, False] * 3
     drafted = [r for r in runs if r["arm"] == "draft"]

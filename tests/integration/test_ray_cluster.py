@@ -56,6 +56,13 @@ def cluster(cache_env, tiny_dir, tmp_path_factory):
     c.shutdown()
 
 
+def proc_alive(name: str) -> bool:
+    from orchestrator import proc
+
+    owner = proc.work_dir_owner(name)
+    return owner is not None and owner.alive() is not False
+
+
 def orch_args(cluster, *extra):
     return ["run", RECIPE, "--build", COMMIT, "--vars", TINY, "--executor", "ray", "--address", cluster.address,
             "--no-summary", *extra]
@@ -158,7 +165,11 @@ def test_ctrl_c_cancels_the_tasks_and_stops_the_remote_llama_processes(orch_exe,
     assert not llamas(cluster)  # stopped on the nodes, not left running
 
 
-def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
+def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env, tiny_dir, cluster, tmp_path,
+                                                             monkeypatch):
+    import tempfile
+
+    temp_before = set(Path(tempfile.gettempdir()).glob("orch-*"))
     db = tmp_path / "r.duckdb"
     proc = subprocess.Popen([orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=512")],
                             env=env_for(cache_env, tiny_dir, db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -182,6 +193,16 @@ def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env,
     assert proc.returncode == 0 or any(c == "node_lost" for *_, c in slots), err
     print(f"node killed mid-run: {sum(s == 'ok' for *_, s, _ in slots)} ok, "
           f"{sum(c == 'node_lost' for *_, c in slots)} node_lost; rows stored {len(rows(db, 'SELECT id FROM runs'))}")
+    # Nothing left behind: shards live in orch's work directory on each node (none in the system temp dir), and the
+    # killed node's, whose owner died with it, goes at the next open of a results file on that node.
+    assert set(Path(tempfile.gettempdir()).glob("orch-*")) <= temp_before
+    from orchestrator import store
+
+    monkeypatch.setenv("ORCH_CACHE", cluster.orch_env["ORCH_CACHE"])
+    with store.opened(tmp_path / "next.duckdb"):
+        pass
+    left = list((Path(cluster.orch_env["ORCH_CACHE"]) / "work").glob("shard-*"))
+    assert all(proc_alive(p.name) for p in left), left  # only shards of workers still running (the live node's)
 
 
 def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cache_env, tiny_dir, cluster, tmp_path,
