@@ -20,9 +20,13 @@ FAILURE_CLASSES = ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memor
 # Checked in this order. OOM comes before model_load: an allocation failure during loading is reported as
 # `error loading model: unable to allocate CUDA0 buffer`, and the allocation is the cause worth naming.
 SIGNATURES: list[tuple[str, re.Pattern]] = [
+    # Every era's words (llama-cpp-python 0.3.8 .. 0.3.36 trees): common/speculative.cpp's checks, the server's
+    # refusal of an incompatible draft (2025), and the 2026 compatibility line.
     ("vocab_mismatch", re.compile(
         r"draft model vocab(?: type)? must (?:closely )?match target model"
-        r"|draft model (?:bos|eos) tokens must match"
+        r"|draft model (?:bos|eos|special) tokens must match"
+        r"|draft vocab (?:special tokens|vocab) must match target vocab"
+        r"|the draft model '.*' is not compatible with the target model"
         r"|the target and draft vocabs are not compatible")),
     # The models do not fit the speculation method, found only by the binary (orch's pre-flight stops the cases
     # GGUF metadata shows, as spec_mismatch): before unknown_flag, as an unknown type is also an argument error.
@@ -45,12 +49,19 @@ SIGNATURES: list[tuple[str, re.Pattern]] = [
         r"|std::bad_alloc"
         r"|ErrorOutOfDeviceMemory"
         r"|unable to allocate \S+ buffer"
-        r"|failed to allocate (?:\S+ )?(?:buffer|compute)")),
+        r"|failed to allocate (?:\S+ )?(?:buffer|compute|graph)")),
     ("model_load", re.compile(
         r"failed to load (?:draft )?model"
         r"|error loading model"
         r"|failed to open GGUF file"
-        r"|unable to load model")),
+        r"|unable to load model"
+        r"|failed to create draft context"
+        r"|--model-draft is required")),
+    # A request the model cannot take (2025: "the prompt exceeds the context size", later "prompt is too long"):
+    # no class of its own, but the line is the reason.
+    ("other", re.compile(
+        r"the prompt exceeds the context size"
+        r"|prompt is too long")),
     ("spec_not_engaged", re.compile(
         r"failed to initialize speculative decoding"
         r"|no implementations specified for speculative decoding")),
@@ -78,8 +89,9 @@ def classify_failure(text: str, *, returncode: int | None, signal: int | None, t
     """One of FAILURE_CLASSES, or None for a successful run."""
     if timed_out:
         return "timeout"
-    if found := match_signature(text):
-        return found
+    found = match_signature(text)
+    if found and not (found == "spec_not_engaged" and drafted(parse_spec(clean_lines(text)))):
+        return found  # a log whose statistics show drafts is never "not engaged", whatever else it says
     if signal is not None or (returncode is not None and (returncode < 0 or returncode >= SHELL_SIGNAL_MIN)):
         return "crash_signal"
     if returncode == 0:
@@ -98,14 +110,14 @@ def speculation_ran(text: str) -> bool:
     measurement, not a failure).
     """
     spec = parse_spec(clean_lines(text))  # parsed once for all three kinds of evidence
-    if _drafted(spec):
+    if drafted(spec):
         return True
     if any((s.calls_gen or s.calls or 0) > 0 for s in spec.stats):
         return True
     return spec.end.n_drafted is not None and TRANSLATED not in text
 
 
-def _drafted(spec) -> int | None:
+def drafted(spec) -> int | None:
     """Drafted tokens seen anywhere in the log: end block, statistics lines, or server acceptance lines."""
     counts = [spec.end.n_drafted, *(s.gen_tokens for s in spec.stats), *(a.generated for a in spec.server)]
     known = [c for c in counts if c is not None]

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from orchestrator.errors import NothingRecognised
 
 from . import ParsedLog, check_ranges, missing_block, parse_run
-from .failure import SIGNATURES, match_signature, speculation_ran
+from .failure import SIGNATURES, drafted, match_signature, speculation_ran
 from .lines import clean_lines, strip_prefixes
 from .server import server_metrics
 from .server_log import ServerLog, read_server_log
+from .spec import parse_spec
 from .version import parse_version
 
 KINDS = {
@@ -194,8 +195,9 @@ def _server_failure(server: ServerLog, text: str) -> tuple[str, str] | None:
             return "crash_signal", f"the server aborted before serving: {_line_of(text, crash.start())}"
         return "timeout", ("the log ends before the server listened, with no error: a server still loading at "
                            "server_timeout is stored as timeout (one that exited without a word, as other)")
-    if server.loads_draft and not server.engaged:
-        return "spec_not_engaged", "a draft model was loaded but no speculative decoding context was set up"
+    if server.loads_draft and not server.engaged and not any(r.draft_n for r in server.requests):
+        return "spec_not_engaged", ("a draft model was loaded but the log shows no drafts (llama-server before "
+                                    "mid-2025 logs none at its default verbosity)")
     if crash:
         return "other", f"the server aborted mid-run ({_line_of(text, crash.start())}): its requests failed"
     if server.unfinished:
@@ -224,9 +226,10 @@ def _cli_failure(kind: str, parsed: ParsedLog, text: str) -> tuple[str, str] | N
 
 
 def _signature(text: str) -> tuple[str, str] | None:
-    """A known error line (parse.failure.SIGNATURES) and the line that says it."""
+    """A known error line (parse.failure.SIGNATURES) and the line that says it; a log that shows drafts is never
+    "not engaged" (0c1e57098's server logs "no implementations specified" for a slot that did not speculate)."""
     found = match_signature(text)
-    if not found:
+    if not found or (found == "spec_not_engaged" and drafted(parse_spec(clean_lines(text)))):
         return None
     m = dict(SIGNATURES)[found].search(text)
     return found, f"the log says: {_line_of(text, m.start())}"

@@ -29,6 +29,7 @@ class HelpInfo:
     removed: set[str] = field(default_factory=set)
     spec_types: list[str] = field(default_factory=list)
     has_trace_level: bool = False  # `-lv` documents level 4 (trace): stats and perf lines hide below it
+    switches: set[str] = field(default_factory=set)  # listed with no value: `-fa, --flash-attn` before Sept 2025
 
 
 def parse_help(text: str) -> HelpInfo:
@@ -48,6 +49,8 @@ def parse_help(text: str) -> HelpInfo:
     for names, left, desc in entries:
         target = info.removed if "has been removed" in desc else info.accepted
         target.update(names)
+        if all(len(item.split()) == 1 for item in left.split(",") if item.strip()):
+            info.switches.update(names)
         if "--spec-type" in names:
             values = left.split("--spec-type", 1)[1]
             info.spec_types = [v for v in re.split(r"[\s,|\[\]]+", values) if v and not v.startswith("-")]
@@ -86,6 +89,7 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
     for i in range(1, len(out)):
         if literal[i] and out[i].startswith("-") and not NUMBER.match(out[i]):
             out[i] = _translate_flag(out[i], info, tool, build_label, notes)
+    out, literal = _switch_values(out, list(literal), info, tool, build_label, notes)
     present = {a.split("=", 1)[0] for a, lit in zip(out, literal) if lit}
     if present & set(flags.DRAFT_MODEL) and "--spec-type" not in present and tool not in NO_SPEC_TYPE_TOOLS \
             and "draft-simple" in info.spec_types:
@@ -95,6 +99,28 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
         out += ["-lv", "4"]
         notes.append(f"added -lv 4: {tool} of build {build_label} hides statistics and library perf lines below it")
     return Translation(out, notes)
+
+
+def _switch_values(argv: list[str], literal: list[bool], info: HelpInfo, tool: str, build_label: str,
+                   notes: list[str]) -> tuple[list[str], list[bool]]:
+    """`-fa on|off|auto` for a build whose `-fa` is a bare switch (before Sept 2025): `on` is the switch alone,
+    `off` and `auto` are its absence (that era's default: disabled)."""
+    out, kept = [argv[0]], [literal[0]]
+    i = 1
+    while i < len(argv):
+        arg, value = argv[i], argv[i + 1] if i + 1 < len(argv) else None
+        if literal[i] and arg in flags.FLASH_ATTN and arg in info.switches and value in ("on", "off", "auto"):
+            if value == "on":
+                out.append(arg)
+                kept.append(True)
+            notes.append(f"{arg} {value} -> {arg if value == 'on' else '(nothing)'} ({tool} of build {build_label} "
+                         f"takes {arg} as a switch, off by default)")
+            i += 2
+            continue
+        out.append(arg)
+        kept.append(literal[i])
+        i += 1
+    return out, kept
 
 
 def _check_spec_types(argv: list[str], info: HelpInfo, tool: str, build_label: str) -> None:

@@ -74,8 +74,9 @@ def check_speculation(server: Server, warmup: client.RequestResult) -> None:
     if engaged is None:
         engaged = bool(warmup.timings.get("draft_n"))
     if not engaged:
-        raise ServerFailed("speculation not engaged: llama-server runs without drafting (check --spec-type and "
-                           "the draft model)", "spec_not_engaged", server.log_tail())
+        raise ServerFailed("speculation not engaged: llama-server reported no drafts (check --spec-type and the "
+                           "draft model; llama-server before mid-2025 reports none at all: use "
+                           "llama-speculative-simple with such a build)", "spec_not_engaged", server.log_tail())
 
 
 class LogCursor:

@@ -36,6 +36,31 @@ def test_parse_names_the_kind_the_files_the_failure_and_the_metrics():
     assert server["kind"] == "server" and server["metrics"]["n_drafted"] == 68  # as stored (.stored.json)
 
 
+ERAS = {  # era -> (fixture, failure class): the same failures in the words of three llama.cpp eras
+    "7841fc723": [("fail-vocab-mismatch", "vocab_mismatch"), ("fail-unknown-flag", "unknown_flag"),
+                  ("fail-missing-draft", "model_load"), ("fail-out-of-memory", "out_of_memory"),
+                  ("spec-simple-draft", None), ("server-draft-unreported", "spec_not_engaged")],
+    "f49e91787": [("fail-unknown-flag", "unknown_flag"), ("completion-fail-missing-model", "model_load"),
+                  ("spec-simple-draft", None), ("server-draft-concurrency2", None)],
+    "0c1e57098": [("fail-vocab-mismatch", "vocab_mismatch"), ("fail-unknown-spec-type", "spec_unsupported"),
+                  ("fail-no-spec-type", "spec_not_engaged"), ("spec-simple-draft", None), ("server-draft", None)],
+}
+
+
+def test_parse_reads_three_eras_with_their_failure_classes():
+    for era, cases in ERAS.items():
+        for name, expected in cases:
+            files = [LOGS / era / f"{name}.{s}" for s in ("stdout", "stderr")]
+            result = orch("parse", *files, "--json")
+            assert result.exit_code == 0, (era, name, result.output)
+            reading = json.loads(result.output)
+            assert reading["failure_class"] == expected, (era, name, reading)
+            if expected is None:  # a run that worked: its figures were read
+                assert reading["metrics"]["decode_tps"] > 0, (era, name)
+            if name.startswith("server-draft") and expected is None:
+                assert reading["metrics"]["n_drafted"] > 0, (era, name)
+
+
 def test_parse_refuses_empty_binary_and_unrelated_files_in_one_line(tmp_path):
     files = {"empty.log": b"", "binary.log": bytes(range(256)) * 4, "notes.txt": b"Nothing to see here.\n"}
     for name, data in files.items():

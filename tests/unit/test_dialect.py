@@ -9,6 +9,7 @@ from orchestrator.recipe import dialect
 
 HELP = Path(__file__).resolve().parents[1] / "fixtures" / "help"
 NEW, OLD = "0c1e57098", "f49e91787"
+OLDEST = "7841fc723"  # llama-cpp-python 0.3.8 (spring 2025): `-fa` a bare switch, `llama-cli` the completion tool
 
 
 def helps(commit):
@@ -104,3 +105,22 @@ def test_spec_methods_per_tool_from_the_help():
     assert old["llama-speculative-simple"] == ["draft-simple"]
     assert old["llama-server"][0] == "draft-simple" and "draft-mtp" not in old["llama-server"]
     assert "llama-completion" not in old and "llama-bench" not in new
+
+
+def test_flash_attention_value_becomes_the_switch_of_a_build_without_values():
+    argv, literal = recipe_a_argv()
+    assert "-fa" in dialect.parse_help(helps(OLDEST)["llama-speculative-simple"]).switches
+    assert "-fa" not in dialect.parse_help(helps(NEW)["llama-speculative-simple"]).switches
+    oldest = dialect.translate(argv, literal, helps(OLDEST), "7841fc723-cpu")
+    assert "-fa" in oldest.argv and "on" not in oldest.argv and "--draft-max" in oldest.argv
+    assert any("-fa on -> -fa" in n for n in oldest.notes)
+    at = argv.index("-fa")
+    off = argv[:at + 1] + ["off"] + argv[at + 2:]
+    dropped = dialect.translate(off, literal, helps(OLDEST), "7841fc723-cpu")
+    assert "-fa" not in dropped.argv and "off" not in dropped.argv
+    assert dropped.argv == argv[:at] + argv[at + 2:]
+    kept = dialect.translate(argv, literal, helps(NEW), "0c1e57098-cpu")  # a build whose -fa takes a value
+    assert kept.argv[kept.argv.index("-fa") + 1] == "on"
+    server = dialect.translate(["/b/bin/llama-server", "-m", "t.gguf", "-fa", "on"], [False, True, False, True, True],
+                               helps(OLDEST), "7841fc723-cpu")
+    assert server.argv == ["/b/bin/llama-server", "-m", "t.gguf", "-fa"]

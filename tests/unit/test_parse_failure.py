@@ -49,6 +49,19 @@ RECORDED = [
     ("f49e91787", "fail-missing-model", None, SIGSEGV, True, "crash_signal"),
     # stdout cut by `head -c 8192`, which ended the endless `> ` prompt loop with SIGPIPE.
     ("f49e91787", "cli-no-cnv-runaway", None, 13, False, "crash_signal"),
+    # llama-cpp-python 0.3.8's tree (spring 2025): its own words for the same failures.
+    ("7841fc723", "spec-simple-draft", 0, None, True, None),
+    ("7841fc723", "speculative-tree", 0, None, True, None),
+    ("7841fc723", "completion", 0, None, False, None),
+    ("7841fc723", "fail-vocab-mismatch", 1, None, True, "vocab_mismatch"),
+    ("7841fc723", "fail-missing-model", None, SIGSEGV, True, "model_load"),  # this era's logger kept its lines
+    ("7841fc723", "fail-missing-draft", 1, None, True, "model_load"),
+    ("7841fc723", "fail-new-era-flag", 1, None, True, "unknown_flag"),
+    ("7841fc723", "fail-unknown-flag", 1, None, True, "unknown_flag"),
+    ("7841fc723", "fail-spec-type", 1, None, True, "unknown_flag"),  # no --spec-type in this era at all
+    ("7841fc723", "fail-prompt-too-long", 1, None, True, "other"),
+    ("7841fc723", "fail-out-of-memory", None, SIGABRT, True, "out_of_memory"),
+    ("7841fc723", "completion-fail-missing-model", 1, None, False, "model_load"),
 ]
 
 

@@ -46,10 +46,23 @@ CLI_RUNS = [
     ("f49e91787", "fail-new-era-flag", "llama-speculative-simple", 1, None, "failed-run"),
     ("f49e91787", "fail-unknown-flag", "llama-speculative-simple", 1, None, "failed-run"),
     ("f49e91787", "completion-fail-missing-model", "llama-completion", 1, None, "failed-run"),
+    ("7841fc723", "spec-simple-draft", "llama-speculative-simple", 0, None, "speculative"),
+    ("7841fc723", "speculative-tree", "llama-speculative", 0, None, "speculative"),
+    ("7841fc723", "completion", "llama-cli", 0, None, "completion"),
+    ("7841fc723", "fail-vocab-mismatch", "llama-speculative-simple", 1, None, "failed-run"),
+    ("7841fc723", "fail-missing-model", "llama-speculative-simple", None, 11, "failed-run"),
+    ("7841fc723", "fail-missing-draft", "llama-speculative-simple", 1, None, "failed-run"),
+    ("7841fc723", "fail-new-era-flag", "llama-speculative-simple", 1, None, "failed-run"),
+    ("7841fc723", "fail-unknown-flag", "llama-speculative-simple", 1, None, "failed-run"),
+    ("7841fc723", "fail-spec-type", "llama-speculative-simple", 1, None, "failed-run"),
+    ("7841fc723", "fail-prompt-too-long", "llama-speculative-simple", 1, None, "failed-run"),
+    ("7841fc723", "fail-out-of-memory", "llama-speculative-simple", None, 6, "failed-run"),
+    ("7841fc723", "completion-fail-missing-model", "llama-cli", 1, None, "failed-run"),
 ]
 SERVER_RUNS = [("0c1e57098", "server-baseline"), ("0c1e57098", "server-draft"), ("0c1e57098", "server-draft-reused"),
                ("0c1e57098", "server-timeout"), ("0c1e57098", "server-fallback"),
-               ("f49e91787", "server-draft-concurrency2"), ("f49e91787", "server-unknown-flag")]
+               ("f49e91787", "server-draft-concurrency2"), ("f49e91787", "server-unknown-flag"),
+               ("7841fc723", "server-baseline"), ("7841fc723", "server-draft-unreported")]
 NOT_IN_A_SERVER_LOG = {"n_draft_max", "load_ms", "total_ms"}  # the run's wall clock, the CLI tools' settings
 # These runs were stored with the acceptance length and rates of the server's statistics line, which counts over
 # the server's whole life (warm-up and earlier runs included); orch now pools the run's own requests instead
