@@ -39,6 +39,12 @@ class NoSuchBuild(OrchError):
     exit_code = 8
 
 
+class AmbiguousBuild(OrchError):
+    """A build reference that matches several builds (build/reference.py): the line names them."""
+
+    exit_code = 46
+
+
 class BuildBroken(OrchError):
     """A complete build whose files are gone or cannot run (deleted, not executable, a copy pointing elsewhere)."""
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from orchestrator import config
 from orchestrator.build import paths
+from orchestrator.build.reference import BuildKey, choose
 from orchestrator.errors import BuildBroken, NoSuchBuild
 
 STAMP = "orch-stamp.json"
@@ -47,20 +48,28 @@ def list_builds(root: Path | None = None) -> list[dict]:
 
 
 def find_build(ref: str | None = None, root: Path | None = None) -> dict:
-    """The newest complete build whose commit, upstream commit or directory name starts with ref (without ref: the
-    newest with every tool, when there is one)."""
+    """The complete build on disk that ref stands for (build/reference.py: a name, a prefix of its commit, upstream
+    commit or name, or a tag the mirror knows; several matching is an error); without ref, the newest with every
+    tool, when there is one."""
     builds = list_builds(root)
+    where = root or config.builds_root()
     if not ref:  # the default build runs any recipe: not a bisect probe's build of only some tools
         builds = [b for b in builds if not (read_stamp(Path(b["dir"])) or {}).get("partial")] or builds
-    if ref:
-        ref = ref.lower()
-        builds = [b for b in builds if b["commit"].startswith(ref) or b["upstream_commit"].startswith(ref)
-                  or b["name"].startswith(ref)]
-    if not builds:
-        where = root or config.builds_root()
-        raise NoSuchBuild(f"no complete build {'of ' + ref + ' ' if ref else ''}in {where}; "
-                          f"run `orch build {ref or 'COMMIT'}` first")
-    return builds[0]
+        if not builds:
+            raise NoSuchBuild(f"no complete build in {where}; run `orch build COMMIT` first")
+        return builds[0]
+    by_key = {BuildKey(b["name"], b["commit"], b.get("upstream_commit") or ""): b for b in builds}
+    key = choose(ref, list(by_key), mirror_sha=_mirror_sha, where=str(where),
+                 listing=f"run `orch build {ref.strip()}` first, or list the builds with `orch builds`")
+    return by_key[key]
+
+
+def _mirror_sha(ref: str) -> str | None:
+    from orchestrator.source.mirror import (
+        Mirror,  # git only when no build's name or commit matched
+    )
+
+    return Mirror(config.mirror_dir()).resolve(ref)
 
 
 def runnable_build(ref: str | None = None) -> dict:

@@ -1,23 +1,16 @@
-"""Which stored build a user means: a commit prefix, a tag or branch the mirror knows, or a build name."""
+"""Which stored build a user means (`orch compare`, `orch history`): the rules of build/reference.py over the
+complete builds the results file holds."""
 
 from __future__ import annotations
 
 from orchestrator import config
-from orchestrator.errors import NoSuchBuild
+from orchestrator.build.reference import BuildKey, choose
 from orchestrator.source.mirror import Mirror
 from orchestrator.store import queries
 
 
 def resolve_stored_build(con, ref: str) -> str:
     """The name of the one complete stored build `ref` stands for."""
-    ref = ref.strip()
-    names = queries.build_names_matching(con, ref)
-    if not names:
-        sha = Mirror(config.mirror_dir()).resolve(ref)  # a tag or branch the mirror knows
-        names = queries.build_names_with_commit(con, sha) if sha else []
-    if not names:
-        raise NoSuchBuild(f"no stored build matches {ref}; list them with `orch query 'SELECT name, upstream_commit "
-                          f"FROM builds'`")
-    if len(names) > 1:
-        raise NoSuchBuild(f"{ref} matches several builds ({', '.join(names)}); give the build name instead")
-    return names[0]
+    builds = [BuildKey(r["name"], r["commit"] or "", r["upstream_commit"] or "") for r in queries.stored_builds(con)]
+    return choose(ref, builds, mirror_sha=Mirror(config.mirror_dir()).resolve, where="the results file",
+                  listing="list them with `orch query 'SELECT name, upstream_commit FROM builds'`").name

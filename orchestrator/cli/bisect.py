@@ -199,11 +199,12 @@ def history_command(recipe, arm, metric, threshold, builds, png_path, db):
     Example: orch history spec_defaults.j2 --arm draft --metric acceptance
     """
     from orchestrator import config, tables
+    from orchestrator.build.stored import resolve_stored_build
     from orchestrator.report import history
     from orchestrator.source.mirror import Mirror
 
-    wanted = [b.strip() for b in builds.split(",") if b.strip()] if builds else None
-    with opened_db(db) as con:
+    with opened_db(db) as con:  # references resolved as orch compare's are: a prefix, tag or name, one build each
+        wanted = [resolve_stored_build(con, b) for b in builds.split(",") if b.strip()] if builds else None
         points = history.points(con, recipe, arm, metric, wanted, Mirror(config.mirror_dir()))
     steps = history.mark_steps(points, _threshold(threshold))
     click.echo(tables.render(history.rows(points), "table", history.COLUMNS))

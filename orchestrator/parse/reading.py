@@ -14,11 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from orchestrator.errors import NothingRecognised
+from orchestrator.errors import NothingRecognised, ParseError
 
-from . import ParsedLog, check_ranges, missing_block, parse_run
+from . import METRIC_KEYS, ParsedLog, check_ranges, missing_block, parse_run
+from .bench import parse_bench
 from .failure import SIGNATURES, drafted, match_signature, speculation_ran
 from .lines import clean_lines, strip_prefixes
+from .modes import MODES
 from .server import server_metrics
 from .server_log import ServerLog, read_server_log
 from .spec import parse_spec
@@ -29,10 +31,11 @@ KINDS = {
     "completion": "completion-tool run (llama-completion, llama-cli before the chat UI, llama-simple: the perf block)",
     "chat-cli": "chat llama-cli run (its [ Prompt | Generation ] speed line)",
     "server": "llama-server log (per-request timings and draft acceptance lines, pooled like a server run)",
+    "bench": "llama-bench machine output (-o jsonl or -o json: one test, read as a bench-mode run)",
     "failed-run": "failed run (an error llama.cpp printed, or a log that stops before any figure)",
 }
 READABLE = ("orch parse reads llama-speculative(-simple), llama-completion, llama-cli, llama-simple and "
-            "llama-server logs of every era (stderr, stdout or both) and failed runs' logs")
+            "llama-server logs of every era (stderr, stdout or both), llama-bench JSON output and failed runs' logs")
 # A llama.cpp log line: a timestamp/level prefix, a server tag, or a C function name before the message.
 LOG_LINE_RE = re.compile(r"^(?:\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |(?:srv|slot|spec|cmn|que)\s+\S{1,12}: "
                          r"|[a-z_][a-z0-9_]*(?:\(\))?: )")
@@ -115,6 +118,8 @@ def read_logs(files: list[LogFile]) -> LogReading:
     roles, log, outputs = _roles(files)
     log_text = log[1] if log else ""
     output_text = "\n".join(text for _, text in outputs)
+    if bench := next((text for _, text in [*outputs, *([log] if log else [])] if _is_bench(text)), None):
+        return _bench_reading(bench, log_text, roles)
     kind = detect_kind(log_text) if log else None
     if kind in (None, "failed-run") and any(CHAT_RE.search(text) for _, text in outputs):
         kind = "chat-cli"  # its stderr holds a few library lines at most; the screen on stdout tells
@@ -181,6 +186,28 @@ def _server_reading(server: ServerLog) -> tuple[ParsedLog, list[str]]:
                      "marks its warm-up)")
     notes.append("total_ms, aggregate_tps and ttft_ms_mean need the run's wall clock and HTTP timings: not in a log")
     return parsed, notes
+
+
+def _is_bench(text: str) -> bool:
+    """llama-bench's JSON: every line (jsonl) or the whole (json) an object with its avg_ts."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        tests = parse_bench(text)
+    except ParseError:
+        return False
+    return bool(tests) and all(isinstance(t, dict) and "avg_ts" in t for t in tests)
+
+
+def _bench_reading(stdout: str, stderr: str, roles: list[FileRole]) -> LogReading:
+    """As a bench-mode run reads it (parse/modes.py): one test, or a parse error saying how to split them."""
+    try:
+        parsed = MODES["bench"].parse(stdout, stderr)
+    except ParseError as exc:
+        return LogReading(kind="bench", parsed=ParsedLog(metrics=dict.fromkeys(METRIC_KEYS)),
+                          failure_class="parse_error", failure_detail=str(exc), files=roles)
+    check_ranges(parsed)
+    return LogReading(kind="bench", parsed=parsed, failure_class=None, failure_detail=None, files=roles)
 
 
 def _server_failure(server: ServerLog, text: str) -> tuple[str, str] | None:

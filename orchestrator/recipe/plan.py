@@ -26,13 +26,13 @@ from jinja2 import nodes
 from orchestrator import config
 from orchestrator.errors import AddressInRecipe, RecipeError
 from orchestrator.hashing import sha256_text
+from orchestrator.parse import modes as parse_modes
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe import depth, limits, matrix, modelref, prompts
 
 PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
 FLAG_HEAD_RE = re.compile(r"--?[\w-]+=")  # `--model=` in `--model={{ models }}/{{ target }}`
-MODES = ("cli", "server", "quality", "bench")
 # Quality mode's measurement (run/quality.py): variables of every quality recipe. Empty base: perplexity only;
 # empty text: orch's default evaluation text; quality_ctx: llama-perplexity's context (not the speed run's -c).
 QUALITY_DEFAULTS = {"quality_base": "", "quality_text": "", "quality_ctx": 256}
@@ -141,9 +141,9 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     held: list[str] = []  # the values of one render, in the order its placeholders name them
     env = _environment(held)
     meta = read_meta(env, source, str(path))
-    mode = meta.get("mode", "cli")
-    if mode not in MODES:
-        raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(MODES)}")
+    mode = meta.get("mode", parse_modes.DEFAULT_MODE)
+    if mode not in parse_modes.MODES:  # what each one runs and how its logs are read: parse/modes.py
+        raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(parse_modes.MODES)}")
     cells = matrix.expand(meta, where=str(path))
     defaults = {**BUILTIN_DEFAULTS, **(QUALITY_DEFAULTS if mode == "quality" else {}),
                 "models": str(config.models_dir(models)),

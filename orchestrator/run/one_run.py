@@ -18,8 +18,7 @@ from orchestrator import parse, proc, store, tables
 from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
-from orchestrator.parse.bench import bench_log, parse_bench
-from orchestrator.parse.bench import label as bench_label
+from orchestrator.parse.modes import Mode, mode_of
 from orchestrator.parse.server import server_metrics
 from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
@@ -181,8 +180,7 @@ def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:
         raise
     logs = {"stdout": _read(out), "stderr": _read(err)}
     samples = _stop(samplers)
-    read = _read_bench if s.plan.mode == "bench" else _read_run
-    failure, detail, parsed = read(logs, res, p)
+    failure, detail, parsed = _read_run(logs, res, p, mode_of(s.plan.mode))
     status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
     record = RunRecord(s.run_id, {**row, "status": status, "exit_code": res.returncode, "signal": res.signal,
                                   "failure_class": failure, "failure_detail": detail, "wall_s": res.wall_s,
@@ -195,19 +193,26 @@ def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:
     return record, f"ok, {_speed_text(metrics, p, s.instruments)} ({res.wall_s:.1f}s) run {s.run_id}"
 
 
-def _read_run(logs: dict[str, bytes], res: proc.ProcResult,
-              p: PreparedArm) -> tuple[str | None, str | None, parse.ParsedLog | None]:
-    """Parse and check a finished run's logs; (failure class, detail, what to store as its metrics).
+def _read_run(logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm,
+              mode: Mode) -> tuple[str | None, str | None, parse.ParsedLog | None]:
+    """Parse and check a finished run's logs with its mode's reader; (failure class, detail, what to store as its
+    metrics).
 
     A log orch cannot read or whose figures cannot be true is one failed run (parse_error), never a stopped
     sweep; a run that exited 0 without the block its tool must print is truncated_log, never ok.
     """
     stdout, stderr = (logs[k].decode(errors="replace") for k in ("stdout", "stderr"))
+    if mode.exit_first and not res.ok:
+        failure = parse.classify_failure(stderr, returncode=res.returncode, signal=res.signal,
+                                         timed_out=res.timed_out, expects_speculation=False)
+        return failure or "other", res.describe(), None
     try:
-        parsed = parse.parse_run(stdout, stderr)
+        parsed = mode.parse(stdout, stderr)
         parse.check_ranges(parsed)
     except Exception as exc:  # noqa: BLE001  (any parser error: the run fails, the sweep goes on)
         return "parse_error", f"{type(exc).__name__}: {exc}"[:500], None
+    if mode.exit_first:
+        return None, None, parsed
     failure, missing = parse.run_failure(parsed, stderr, tool=Path(p.executed[0]).name, returncode=res.returncode,
                                          signal=res.signal, timed_out=res.timed_out,
                                          expects_speculation=expects_speculation(p.executed))
@@ -216,26 +221,6 @@ def _read_run(logs: dict[str, bytes], res: proc.ProcResult,
     if failure:
         return failure, res.describe(), parsed
     return None, None, parsed
-
-
-def _read_bench(logs: dict[str, bytes], res: proc.ProcResult,
-                p: PreparedArm) -> tuple[str | None, str | None, parse.ParsedLog | None]:
-    """A llama-bench run: its one test (jsonl on stdout) as the run's metrics; more than one test per arm would
-    pool different measurements under one arm, so such a run fails, saying how to split it."""
-    stdout, stderr = (logs[k].decode(errors="replace") for k in ("stdout", "stderr"))
-    if not res.ok:
-        failure = parse.classify_failure(stderr, returncode=res.returncode, signal=res.signal,
-                                         timed_out=res.timed_out, expects_speculation=False)
-        return failure or "other", res.describe(), None
-    try:
-        tests = parse_bench(stdout)
-    except Exception as exc:  # noqa: BLE001  (a damaged output: the run fails, the sweep goes on)
-        return "parse_error", f"{type(exc).__name__}: {exc}"[:500], None
-    if len(tests) != 1:
-        return "parse_error", (f"llama-bench printed {len(tests)} tests ({', '.join(map(bench_label, tests))}); a "
-                               f"bench arm is one test: give one -p/-n/-d value per arm and vary them in the "
-                               f"recipe's matrix"), None
-    return None, None, bench_log(tests[0])
 
 
 def _telemetry_summary(samples: list) -> str | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from orchestrator.errors import DialectError, PreflightError
 from orchestrator.machine import gpu
 from orchestrator.models import gguf_info, memfit, preflight, resolve
+from orchestrator.parse.modes import mode_of
 from orchestrator.recipe import control, dialect, prompts
 from orchestrator.recipe.plan import Arm, Plan
 from orchestrator.run.server_run import request_params
@@ -42,7 +43,7 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
     """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised, but for
     missing model files (MissingModels) and hub references that cannot be fetched (HubError)."""
     helps = build_helps(build)
-    arms = control.with_controls(plan.arms) if plan.mode in ("cli", "quality") else plan.arms
+    arms = control.with_controls(plan.arms) if mode_of(plan.mode).controls else plan.arms
     located = resolve.locate(arms)
     inspected: dict = {}
 

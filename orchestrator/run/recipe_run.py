@@ -21,6 +21,7 @@ from orchestrator import config, store
 from orchestrator.build.builder import register, tool_path
 from orchestrator.build.cached import runnable_build
 from orchestrator.errors import InvalidOption
+from orchestrator.parse.modes import mode_of
 from orchestrator.recipe.plan import Plan, load
 from orchestrator.recipe.schedule import Slot
 from orchestrator.run import depth_fit, prepare, quality, sweep
@@ -83,7 +84,7 @@ def prepare_recipe(request: RecipeRequest, build: dict | None = None, *, executo
     build = build or runnable_build(request.build_ref)
     plan = load(request.recipe, builtins=builtins(build), vars_file=request.vars_file, overrides=request.overrides,
                 repeat=request.repeat, models=request.models)
-    if executor == "ray" and plan.mode == "quality":  # its base logits and quants are made on this machine
+    if executor == "ray" and not mode_of(plan.mode).on_ray:  # its base logits and quants are made on this machine
         raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
                             "are made and cached on this machine; drop --executor ray")
     return prepare_plan(plan, build, database=store.Database(request.db or config.db_path()),

@@ -39,18 +39,10 @@ def build_recorded(con: Con, build_id: str) -> bool:
     return con.execute("SELECT 1 FROM builds WHERE id = ?", [build_id]).fetchone() is not None
 
 
-def build_names_matching(con: Con, ref: str) -> list[str]:
-    """Complete stored builds whose commit or upstream commit starts with ref, or whose name is ref."""
-    rows = con.execute("SELECT DISTINCT name FROM builds WHERE status = 'ok' AND (starts_with(commit, ?) "
-                       "OR starts_with(upstream_commit, ?) OR name = ?) ORDER BY name",
-                       [ref.lower(), ref.lower(), ref]).fetchall()
-    return [r[0] for r in rows]
-
-
-def build_names_with_commit(con: Con, sha: str) -> list[str]:
-    rows = con.execute("SELECT DISTINCT name FROM builds WHERE status = 'ok' AND (commit = ? OR upstream_commit = ?) "
-                       "ORDER BY name", [sha, sha]).fetchall()
-    return [r[0] for r in rows]
+def stored_builds(con: Con) -> list[dict]:
+    """Complete stored builds: what a build reference is matched against (build/reference.py)."""
+    return rows_as_dicts(con.execute("SELECT DISTINCT name, commit, upstream_commit FROM builds WHERE status = 'ok' "
+                                     "ORDER BY name"))
 
 
 # --- sweeps and resume --------------------------------------------------------------------------------------------

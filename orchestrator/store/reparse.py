@@ -1,5 +1,6 @@
-"""Re-derive stored metrics with the current parsers: CLI runs from their logs, server runs from their
-request rows plus the measured part of their server log. Says what changed, field by field."""
+"""Re-derive stored metrics with the current parsers, each run with its mode's reader (parse/modes.py): CLI, quality
+and bench runs from their logs, server runs from their request rows plus the measured part of their server log.
+Says what changed, field by field."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 
 from orchestrator import parse
 from orchestrator.errors import OrchError
+from orchestrator.parse.modes import mode_of
 from orchestrator.parse.server import measured_log, server_metrics
 from orchestrator.store import parity, queries, writes
 
@@ -50,13 +52,15 @@ def reparse_all(con) -> Reparsed:
 
 
 def _parse(con, run: dict, logs: dict[str, str]) -> parse.ParsedLog:
-    if run["mode"] == "server":
+    """The run's mode's reader (parse/modes.py), as `orch run` read it."""
+    mode = mode_of(run["mode"])
+    if mode.parse is None:
         old = json.loads(run["extra"] or "{}")
         offsets = old.get("measured_log_offsets", {})
         return server_metrics(queries.request_rows(con, run["id"]), measured_log(logs, offsets),
                               wall_s=run["wall_s"], concurrency=old.get("concurrency", 1),
                               metrics_delta=old.get("metrics_delta", {}), offsets=offsets)
-    return parse.parse_run(logs.get("stdout", ""), logs.get("stderr", ""))
+    return mode.parse(logs.get("stdout", ""), logs.get("stderr", ""))
 
 
 def _changed(old: dict, new: dict) -> list[str]:

@@ -107,6 +107,17 @@ def orch_run(orch_exe, recipe, *args, env, timeout=600):
     return run_orch(orch_exe, "run", str(recipe), "--build", COMMIT, *args, env=env, timeout=timeout)
 
 
+def assert_reparse_changes_nothing(orch_exe, env) -> None:
+    """`orch reparse` reads each stored run with the reader its mode used (parse/modes.py): on unchanged logs, every
+    stored figure stays (a bench run read as a CLI log once lost all of its figures)."""
+    sql = "SELECT * EXCLUDE (parsed_at) FROM metrics ORDER BY run_id"  # when it was read: the one thing to change
+    before = db_rows(env, sql)
+    assert before, "no stored metrics to read again"
+    res = run_orch(orch_exe, "reparse", env=env)
+    assert res.returncode == 0 and ": 0 changed" in res.stdout + res.stderr, res.stdout + res.stderr
+    assert db_rows(env, sql) == before
+
+
 def db_rows(env, sql, params=()):
     con = duckdb.connect(env["ORCH_DB"], read_only=True)
     try:

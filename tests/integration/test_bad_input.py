@@ -125,7 +125,7 @@ CASES = [
     ("set model that is missing", ["run", B, "--set", "model=missing.gguf"], 33, "missing.gguf"),
     ("set model that is a directory", ["run", B, "--set", "model={d}/adir"], 33, "a directory"),
     # orch run: options
-    ("build that is not there", ["run", B, "--build", "deadbeef"], 8, "no complete build of deadbeef"),
+    ("build that is not there", ["run", B, "--build", "deadbeef"], 8, "no build matches deadbeef"),
     ("models dir is a file", ["run", B, *TINY_B, "--models", "{d}/notgguf.gguf"], 33, "notgguf.gguf"),
     ("repeat 0", ["run", B, "--repeat", "0"], 2, "--repeat"),
     ("repeat 20 digits", ["run", B, "--repeat", "99999999999999999999"], 2, "--repeat"),

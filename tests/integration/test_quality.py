@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import COMMIT, OLD_COMMIT, db_rows, orch_run, run_orch
+from integration.conftest import (
+    COMMIT,
+    OLD_COMMIT,
+    assert_reparse_changes_nothing,
+    db_rows,
+    orch_run,
+    run_orch,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,6 +72,7 @@ def test_quant_matrix_end_to_end_with_quality_and_report(orch_exe, qenv, tmp_pat
     assert report.returncode == 0, report.stderr
     text = (tmp_path / "rep" / "report.md").read_text()
     assert "### Speed against quality" in text and (tmp_path / "rep" / "quality-sweep1.png").exists()
+    assert_reparse_changes_nothing(orch_exe, qenv)
 
 
 def test_bench_mode_two_depths_on_two_commits_compares(orch_exe, qenv, old_build):
@@ -83,6 +91,7 @@ def test_bench_mode_two_depths_on_two_commits_compares(orch_exe, qenv, old_build
     assert compared.returncode == 0, compared.stderr
     tests = [t for t in json.loads(compared.stdout)["rows"] if t["arm"].startswith("test=")]
     assert len(tests) == 4 and all(t["base_n"] == 2 and t["head_n"] == 2 and t["ratio"] for t in tests)
+    assert_reparse_changes_nothing(orch_exe, qenv)
 
 
 def test_a_depth_that_does_not_fit_is_refused_before_launch(orch_exe, qenv):
@@ -99,3 +108,20 @@ def test_a_text_too_short_for_the_context_stops_before_the_sweep(orch_exe, qenv)
     assert res.returncode == 36, res.stderr
     assert "llama-perplexity needs at least 4096" in res.stderr
     assert db_rows(qenv, "SELECT count(*) AS n FROM sweeps")[0]["n"] == 0
+
+
+@pytest.mark.parametrize("recipe, vars_file, setting, code, says", [
+    ("bench.j2", "tiny_bench.toml", "depth_long=100000000", 37, "test=tg,at=deep needs"),
+    ("kv_cache.j2", "tiny_kv_cache.toml", "quality_ctx=2048", 36, "llama-perplexity needs at least 4096"),
+], ids=["bench depth fit", "quality text length"])
+def test_bisect_runs_bench_and_quality_recipes_with_the_pre_steps_of_orch_run(orch_exe, qenv, old_build, recipe,
+                                                                              vars_file, setting, code, says):
+    """One way to run a recipe (run/recipe_run.py): bisect's probe stops where `orch run` stops, for the same
+    reason, before any run (bisect once skipped the bench depth fit and quality's pre-steps)."""
+    paths = [str(ROOT / "recipes" / recipe), "--vars", str(ROOT / "recipes" / vars_file), "--set", setting]
+    ran = run_orch(orch_exe, "run", *paths, env=qenv)
+    bisected = run_orch(orch_exe, "bisect", *paths, "--commits", f"{OLD_COMMIT},{COMMIT}", "--metric", "decode_tps",
+                        "--arm", "test=tg,at=start" if recipe == "bench.j2" else "cache_type=q8_0", "--backend", "cpu", env=qenv)
+    assert ran.returncode == bisected.returncode == code, (ran.stderr[-1500:], bisected.stderr[-1500:])
+    assert says in ran.stderr and says in bisected.stderr
+    assert db_rows(qenv, "SELECT count(*) AS n FROM runs")[0]["n"] == 0  # neither started a run

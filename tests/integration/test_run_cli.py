@@ -13,7 +13,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from integration.conftest import COMMIT, db_rows, orch_run, run_orch
+from integration.conftest import (
+    COMMIT,
+    assert_reparse_changes_nothing,
+    db_rows,
+    orch_run,
+    run_orch,
+)
 from orchestrator.errors import MissingModels, NoSuchRun
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,9 +78,7 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
                      "--format", "csv", env=env)
     assert query.stdout.strip().splitlines() == ["arm,n", "baseline,2", "control:llama-speculative-simple,2", "draft,2"]
 
-    before = db_rows(env, "SELECT run_id, n_accepted, decode_tps FROM metrics ORDER BY run_id")
-    assert run_orch(orch_exe, "reparse", env=env).returncode == 0
-    assert db_rows(env, "SELECT run_id, n_accepted, decode_tps FROM metrics ORDER BY run_id") == before
+    assert_reparse_changes_nothing(orch_exe, env)
     assert _current(env) == {1}
 
 

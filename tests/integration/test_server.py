@@ -15,6 +15,7 @@ import pytest
 from integration.conftest import (
     CACHE,
     COMMIT,
+    assert_reparse_changes_nothing,
     db_rows,
     llama_servers_under,
     orch_run,
@@ -160,7 +161,7 @@ def test_reparse_keeps_server_metrics(orch_exe, env):
     sql = ("SELECT run_id, n_drafted, n_accepted, acceptance, decode_tps, encode_tps, outputs_differ, "
            "extra->>'server_log_acceptance' AS log_acc FROM metrics ORDER BY run_id")
     before = db_rows(env, sql)
-    assert run_orch(orch_exe, "reparse", env=env).returncode == 0
+    assert_reparse_changes_nothing(orch_exe, env)
     assert db_rows(env, sql) == before
 
 

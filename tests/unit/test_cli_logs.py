@@ -122,3 +122,14 @@ def test_logs_errors_are_one_line_each(tmp_path):
         unwritable = orch("logs", ran, "--out", out, "--db", db)
         assert unwritable.exit_code == InvalidOption.exit_code and unwritable.output.count("\n") == 1, out
         assert unwritable.output.startswith("orch: error: ") and str(out) in unwritable.output
+
+
+def test_parse_reads_llama_bench_output_as_a_bench_run_reads_it(tmp_path):
+    recorded = LOGS.parent / "quality" / "0c1e57098" / "bench.stdout"  # four tests: pp64, tg16 at depths 0, 256
+    four = json.loads(orch("parse", recorded, "--json").output)
+    assert (four["kind"], four["failure_class"]) == ("bench", "parse_error") and "4 tests" in four["failure_detail"]
+    tg = next(json.loads(line) for line in recorded.read_text().splitlines() if json.loads(line)["n_gen"])
+    (tmp_path / "tg.jsonl").write_text(json.dumps(tg) + "\n")
+    one = json.loads(orch("parse", tmp_path / "tg.jsonl", "--json").output)
+    assert (one["kind"], one["failure_class"]) == ("bench", None)
+    assert one["metrics"]["decode_tps"] == tg["avg_ts"] and one["extra"]["bench_test"].startswith("tg16")
