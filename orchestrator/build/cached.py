@@ -65,9 +65,8 @@ def find_build(ref: str | None = None, root: Path | None = None) -> dict:
 
 
 def _mirror_sha(ref: str) -> str | None:
-    from orchestrator.source.mirror import (
-        Mirror,  # git only when no build's name or commit matched
-    )
+    """A tag or branch as the mirror resolves it: git is asked only when no build's name or commit matched."""
+    from orchestrator.source.mirror import Mirror
 
     return Mirror(config.mirror_dir()).resolve(ref)
 
