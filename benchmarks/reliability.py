@@ -86,11 +86,26 @@ def started_runs(db: Path, cache: Path) -> int:
     return ended_runs(db) + len(list((cache / "work").glob("sweep-*/run-*")))
 
 
+ENDED_EARLY = "sweep ended before the signal"
+
+
 def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: dict, cache: Path) -> Trial:
     """One kill and its checks. cache: ORCH_CACHE for orch (shared by trials: the bandwidth is measured once);
-    its work/ directory must be empty after every trial."""
+    its work/ directory must be empty after every trial. A sweep that ended before the signal is no trial (fast
+    runs finish the last ones within the random wait): it is tried again earlier in the sweep, with no wait."""
+    after, wait_s = rng.randint(0, SWEEPS[mode][2] - 2), 0.6
+    for _ in range(3):
+        result = _attempt(orch, build, kind, mode, after, rng.uniform(0, wait_s), env, cache)
+        if not (result.problems and result.problems[0].startswith(ENDED_EARLY)):
+            return result
+        after, wait_s = after // 2, 0.0
+    return result
+
+
+def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: float, env: dict,
+             cache: Path) -> Trial:
     recipe, extra, total = SWEEPS[mode]
-    after = rng.randint(0, total - 2)
+    rng = random.Random(after)  # the second signal's delay (double-SIGINT)
     result = Trial(kind, mode, after)
     with tempfile.TemporaryDirectory(prefix="orch-kill-") as tmp:
         db = Path(tmp) / "r.duckdb"
@@ -104,9 +119,9 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
             deadline = time.monotonic() + 300
             while started_runs(db, cache) <= after and child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
-            time.sleep(rng.uniform(0, 0.6))
+            time.sleep(wait_s)
             if child.poll() is not None:
-                result.problems.append(f"sweep ended before the signal (exit {child.returncode})")
+                result.problems.append(f"{ENDED_EARLY} (exit {child.returncode})")
                 return result
             descendants = _descendants(child.pid)
             if kind == "double-SIGINT":
@@ -123,6 +138,9 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
                 return result
             err.seek(0)
             stderr = err.read()
+            if result.exit_code == 0:  # the signal came once orch had decided its status: ignored, as it should be
+                result.problems.append(f"{ENDED_EARLY} (exit 0: the signal came after the sweep's end)")
+                return result
         stop_code = 128 + getattr(signal, kind.removeprefix("double-"))  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
         expected = {-signal.SIGKILL} if kind == "SIGKILL" else {stop_code}
         if not db.exists() and kind != "SIGKILL":  # it may have landed while Python was still starting orch

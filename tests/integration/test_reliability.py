@@ -30,7 +30,8 @@ def start_sweep(orch_exe, env, tmp_path, *extra, name="sweep"):
 
 
 def test_readers_and_watch_during_a_sweep(orch_exe, env, tmp_path):
-    sweep, _ = start_sweep(orch_exe, env, tmp_path, "--repeat", "6", "--set", "n_predict=64")
+    # Long enough for rounds of readers beside it however fast orch gets (runs are stored a few per write).
+    sweep, _ = start_sweep(orch_exe, env, tmp_path, "--repeat", "10", "--set", "n_predict=64")
     db = Path(env["ORCH_DB"])
     while not db.exists() or not reliability.ended_runs(db):
         assert sweep.poll() is None, "the sweep ended before any reader could start"
@@ -54,9 +55,9 @@ def test_readers_and_watch_during_a_sweep(orch_exe, env, tmp_path):
     assert not failed, failed
     out, err = watch.communicate(timeout=60)
     assert watch.returncode == 0, err
-    assert "done, 18/18 runs (" in out and "verdict:" in out.split("done, 18/18")[-1]
+    assert "done, 30/30 runs (" in out and "verdict:" in out.split("done, 30/30")[-1]
     assert "running, " in out  # it showed the sweep while it ran
-    assert db_rows(env, "SELECT count(*) AS n FROM runs WHERE status IN ('ok', 'failed')") == [{"n": 18}]
+    assert db_rows(env, "SELECT count(*) AS n FROM runs WHERE status IN ('ok', 'failed')") == [{"n": 30}]
 
 
 def test_two_sweeps_write_one_database_alongside(orch_exe, env, tmp_path):
