@@ -84,14 +84,23 @@ def match_signature(text: str) -> str | None:
     return None
 
 
+def failure_signature(text: str) -> str | None:
+    """The class a known error line gives the run (match_signature), but a log whose statistics show drafts is
+    never "not engaged", whatever else it says (0c1e57098's server logs "no implementations specified" for a slot
+    that did not speculate)."""
+    found = match_signature(text)
+    if found == "spec_not_engaged" and drafted(parse_spec(clean_lines(text))):
+        return None
+    return found
+
+
 def classify_failure(text: str, *, returncode: int | None, signal: int | None, timed_out: bool,
                      expects_speculation: bool) -> str | None:
     """One of FAILURE_CLASSES, or None for a successful run."""
     if timed_out:
         return "timeout"
-    found = match_signature(text)
-    if found and not (found == "spec_not_engaged" and drafted(parse_spec(clean_lines(text)))):
-        return found  # a log whose statistics show drafts is never "not engaged", whatever else it says
+    if found := failure_signature(text):
+        return found
     if signal is not None or (returncode is not None and (returncode < 0 or returncode >= SHELL_SIGNAL_MIN)):
         return "crash_signal"
     if returncode == 0:

@@ -18,12 +18,11 @@ from orchestrator.errors import NothingRecognised, ParseError
 
 from . import METRIC_KEYS, ParsedLog, check_ranges, missing_block, parse_run
 from .bench import parse_bench
-from .failure import SIGNATURES, drafted, match_signature, speculation_ran
+from .failure import SIGNATURES, failure_signature, match_signature, speculation_ran
 from .lines import clean_lines, strip_prefixes
 from .modes import MODES
 from .server import server_metrics
 from .server_log import ServerLog, read_server_log
-from .spec import parse_spec
 from .version import parse_version
 
 KINDS = {
@@ -253,10 +252,9 @@ def _cli_failure(kind: str, parsed: ParsedLog, text: str) -> tuple[str, str] | N
 
 
 def _signature(text: str) -> tuple[str, str] | None:
-    """A known error line (parse.failure.SIGNATURES) and the line that says it; a log that shows drafts is never
-    "not engaged" (0c1e57098's server logs "no implementations specified" for a slot that did not speculate)."""
-    found = match_signature(text)
-    if not found or (found == "spec_not_engaged" and drafted(parse_spec(clean_lines(text)))):
+    """A known error line (parse.failure.failure_signature, as a stored run's) and the line that says it."""
+    found = failure_signature(text)
+    if not found:
         return None
     m = dict(SIGNATURES)[found].search(text)
     return found, f"the log says: {_line_of(text, m.start())}"
