@@ -243,17 +243,19 @@ def main() -> None:
         args.trials, args.kinds, args.modes = 1, "SIGTERM", "cli"
     rng = random.Random(args.seed)
     counts: dict[tuple[str, str], list[int]] = {}
-    cache = Path(tempfile.mkdtemp(prefix="orch-kill-cache-"))
-    for mode in args.modes.split(","):
-        for kind in args.kinds.split(","):
-            for i in range(args.trials):
-                try:
-                    t = trial(args.orch, args.build, kind, mode, rng, dict(os.environ), cache)
-                except Exception as exc:  # noqa: BLE001  (a trial that breaks the checker is a failed trial)
-                    t = Trial(kind, mode, -1, [f"{type(exc).__name__}: {exc}"])
-                counts.setdefault((kind, mode), [0, 0])[0 if t.ok else 1] += 1
-                print(f"{mode:>6} {kind:>13} #{i + 1}: after {t.after_runs} runs, exit {t.exit_code}: "
-                      f"{('ok' + (f' ({t.note})' if t.note else '')) if t.ok else '; '.join(t.problems)}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="orch-kill-cache-") as cache_dir:  # gone after the trials
+        cache = Path(cache_dir)
+        for mode in args.modes.split(","):
+            for kind in args.kinds.split(","):
+                for i in range(args.trials):
+                    try:
+                        t = trial(args.orch, args.build, kind, mode, rng, dict(os.environ), cache)
+                    except Exception as exc:  # noqa: BLE001  (a trial that breaks the checker is a failed trial)
+                        t = Trial(kind, mode, -1, [f"{type(exc).__name__}: {exc}"])
+                    counts.setdefault((kind, mode), [0, 0])[0 if t.ok else 1] += 1
+                    print(f"{mode:>6} {kind:>13} #{i + 1}: after {t.after_runs} runs, exit {t.exit_code}: "
+                          f"{('ok' + (f' ({t.note})' if t.note else '')) if t.ok else '; '.join(t.problems)}",
+                          flush=True)
     print("\n| signal | sweep | trials | every check passed |\n|---|---|---|---|")
     for (kind, mode), (good, bad) in counts.items():
         print(f"| {kind} | {mode} | {good + bad} | {good} |")

@@ -33,8 +33,10 @@ def test_there_are_benchmarks():
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
 def test_each_benchmark_runs_in_its_quick_mode(script, cache_env, tiny_dir, seed_db, tmp_path):
     assert "--quick" in script.read_text(), f"{script.name} has no --quick mode"
+    temp = tmp_path / "tmp"  # the benchmark's TMPDIR: what it leaves there would be left in /tmp on a user's machine
+    temp.mkdir()
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_CACHE": str(tmp_path / "cache"),
-           "ORCH_DB": str(tmp_path / "results.duckdb"), "PYTHONPATH": str(ROOT)}
+           "ORCH_DB": str(tmp_path / "results.duckdb"), "PYTHONPATH": str(ROOT), "TMPDIR": str(temp)}
     extra = ["--seed", str(seed_db)] if script.stem == "store_scale" else []
     extra += ["--build", COMMIT] if "--build" in script.read_text() else []
     res = subprocess.run([sys.executable, str(script), "--quick", *extra], env=env, capture_output=True, text=True,
@@ -42,4 +44,5 @@ def test_each_benchmark_runs_in_its_quick_mode(script, cache_env, tiny_dir, seed
     assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
     assert res.stdout.strip(), "a benchmark prints figures"
     assert "Traceback" not in res.stderr
-    assert not [p for p in tmp_path.iterdir() if p.name not in ("cache", "results.duckdb")], "left files in its cwd"
+    assert not [p for p in tmp_path.iterdir() if p.name not in ("cache", "results.duckdb", "tmp")], "left files in its cwd"
+    assert not list(temp.iterdir()), "left temporary files behind"
