@@ -16,6 +16,7 @@ from orchestrator.analyze import metric_samples
 from orchestrator.bisect import search
 from orchestrator.bisect.search import Measurement
 from orchestrator.build.builder import build as build_commit
+from orchestrator.build.finished import Build
 from orchestrator.errors import (
     BisectRangeError,
     BuildFailed,
@@ -72,7 +73,7 @@ def measurer(setup: Setup, database: store.Database, bisect_id: int):
             _probe_row(database, bisect_id, commit, None, None, "build_failed", str(exc), took, 0.0)
             return Measurement(commit, problem=search.BUILD_FAILED, detail=_short(str(exc)), build_s=took)
         build_s = time.monotonic() - started
-        setup.say(f"orch: bisect {bisect_id}: {commit[:9]} built in {build_s:.1f}s ({built['name']}); measuring "
+        setup.say(f"orch: bisect {bisect_id}: {commit[:9]} built in {build_s:.1f}s ({built.name}); measuring "
                   f"{repeats} repeat(s)")
         started = time.monotonic()
         sweep_id, status = _run_sweep(setup, database, built, repeats)
@@ -124,12 +125,12 @@ def prior(database: store.Database, bisect_id: int, arm: str, metric: str) -> di
     return out
 
 
-def _probe_row(database: store.Database, bisect_id: int, commit: str, built: dict | None, sweep_id: int | None,
+def _probe_row(database: store.Database, bisect_id: int, commit: str, built: Build | None, sweep_id: int | None,
                state: str, detail: str | None, build_s: float, measure_s: float) -> None:
     with database.write() as con:
         bisects.insert_probe(con, {"bisect_id": bisect_id, "commit": commit,
-                                   "upstream_commit": built["upstream_commit"] if built else None,
-                                   "build_name": built["name"] if built else None, "sweep_id": sweep_id,
+                                   "upstream_commit": built.upstream_commit if built else None,
+                                   "build_name": built.name if built else None, "sweep_id": sweep_id,
                                    "state": state, "detail": detail, "build_s": build_s, "measure_s": measure_s})
 
 

@@ -24,6 +24,7 @@ from orchestrator.build.cached import (
     read_stamp,
     runnable_build,
 )
+from orchestrator.build.finished import Build
 from orchestrator.build.options import BuildRequest
 from orchestrator.build.progress import CompileProgress
 from orchestrator.errors import (
@@ -71,8 +72,8 @@ def cuda_archs(explicit: str | None) -> tuple[str, ...]:
 
 def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmake_args: tuple[str, ...] = (),
           force: bool = False, source: str | None = None, db: Path | None = None,
-          only_targets: tuple[str, ...] = ()) -> dict:
-    """Build llama.cpp at ref (or return the cached build); the build.json dict of the result.
+          only_targets: tuple[str, ...] = ()) -> Build:
+    """Build llama.cpp at ref (or return the cached build).
 
     only_targets: build just these tools (a cached build with them, or with every tool, serves).
     """
@@ -87,16 +88,16 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
                            only_targets=tuple(only_targets))
     bdir = root / request.dir_name()
     if not force and options.stamp_matches(read_stamp(bdir), request):
-        info = read_build(bdir)
-        if info and not info["broken"]:
-            missing = additions.missing_targets(bdir, info["targets"])
+        found = read_build(bdir)
+        if found and not found.broken:
+            missing = additions.missing_targets(bdir, list(found.targets))
             if missing:
-                return _add_targets(bdir, info, missing, db)
+                return _add_targets(found, missing, db)
             print(f"orch: build {bdir.name} is up to date ({bdir})", file=sys.stderr)
-            _register(info, db, only_if_missing=True)
-            return info
+            _register(found.record, db, only_if_missing=True)
+            return found
         # From scratch: CMake refuses to reconfigure a copied directory whose cache names the original.
-        what = "; ".join(info["broken"]) if info else f"{BUILD_JSON} unreadable"
+        what = "; ".join(found.broken) if found else f"{BUILD_JSON} unreadable"
         print(f"orch: build {bdir.name} is broken ({what}); rebuilding it from scratch", file=sys.stderr)
         force = True
     elif not force and (read_stamp(bdir) or {}).get("key") == request.key():
@@ -105,14 +106,15 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
     return _fresh_build(request, resolved.origin, mirror, bdir, force=force, db=db)
 
 
-def _add_targets(bdir: Path, info: dict, missing: list[str], db: Path | None) -> dict:
+def _add_targets(found: Build, missing: list[str], db: Path | None) -> Build:
     """Compile the targets this build lacks into it; same id and binaries, provenance says what was added."""
+    bdir = Path(found.dir)
     stamp = read_stamp(bdir)
-    rebuild = paths.rebuild_command(info, stamp.get("request"))
+    rebuild = paths.rebuild_command(found.record, stamp.get("request"))
     env = {**os.environ, "CCACHE_BASEDIR": os.environ.get("CCACHE_BASEDIR", str(config.builds_root()))}
-    added = additions.add_targets(bdir, missing, Path(info["log_path"]), rebuild, env, _step, _probe)
-    _probe_commits(bdir, added["binaries"], info["upstream_commit"], allow_none=True)
-    info = {k: v for k, v in info.items() if k not in ("broken", "rebuild")}
+    added = additions.add_targets(bdir, missing, Path(found.record["log_path"]), rebuild, env, _step, _probe)
+    _probe_commits(bdir, added["binaries"], found.upstream_commit, allow_none=True)
+    info = dict(found.record)
     info["binaries"] = [*info["binaries"], *added["binaries"]]
     info["targets"] = [*info["targets"], *missing]
     info["additions"] = [*info.get("additions", []), {k: v for k, v in added.items() if k != "binaries"}]
@@ -124,7 +126,7 @@ def _add_targets(bdir: Path, info: dict, missing: list[str], db: Path | None) ->
 
 
 def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path, *, force: bool,
-                 db: Path | None) -> dict:
+                 db: Path | None) -> Build:
     if force and bdir.exists():
         shutil.rmtree(bdir)
     bdir.mkdir(parents=True, exist_ok=True)
@@ -271,11 +273,16 @@ def _finish(info: dict, status: str, failure: str | None, db: Path | None) -> No
 
 def _register(info: dict, db: Path | None, only_if_missing: bool = False) -> None:
     with store.opened(db or config.db_path()) as con:
-        register(con, info, only_if_missing=only_if_missing)
+        _record(con, info, only_if_missing=only_if_missing)
 
 
-def register(con, info: dict, *, only_if_missing: bool = False) -> None:
-    """Record a build attempt (and its binaries' help texts) in a results database."""
+def register(con, build: Build, *, only_if_missing: bool = False) -> None:
+    """Record a finished build (and its binaries' help texts) in a results database."""
+    _record(con, build.record, only_if_missing=only_if_missing)
+
+
+def _record(con, info: dict, *, only_if_missing: bool) -> None:
+    """A build attempt as build.json describes it (a failed one too) into the results database."""
     if only_if_missing and queries.build_recorded(con, info["id"]):
         return
     rows = dict(info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace"))
@@ -289,16 +296,15 @@ def _write_json(path: Path, data: dict) -> None:
     tmp.replace(path)  # atomic: a stamp is either whole or absent
 
 
-def tool_path(ref: str | None, name: str) -> tuple[dict, str]:
+def tool_path(ref: str | None, name: str) -> tuple[Build, str]:
     """(build, path of its `name` binary); a build made before orch needed `name` gets it added in place."""
     found = runnable_build(ref)
-    exes = {b["name"]: b["path"] for b in found["binaries"]}
-    if name not in exes:
-        missing = additions.missing_targets(Path(found["dir"]), found["targets"])
+    if not found.tool(name):
+        missing = additions.missing_targets(Path(found.dir), list(found.targets))
         if name in missing:
-            found = _add_targets(Path(found["dir"]), found, missing, None)
-            exes = {b["name"]: b["path"] for b in found["binaries"]}
-    if name not in exes:
-        raise BuildBroken(f"build {found['name']} has no {name} and its source tree does not define it; "
+            found = _add_targets(found, missing, None)
+    exe = found.tool(name)
+    if not exe:
+        raise BuildBroken(f"build {found.name} has no {name} and its source tree does not define it; "
                           f"use a newer build (`orch build COMMIT`)")
-    return found, exes[name]
+    return found, exe

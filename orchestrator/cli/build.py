@@ -29,22 +29,22 @@ def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
     """
     from orchestrator.build.builder import build
 
-    info = build(commit, backend=backend, cuda_arch=cuda_arch, cmake_args=cmake_args, force=force,
-                 source=source, db=db)
-    click.echo(info["bin_dir"])
+    built = build(commit, backend=backend, cuda_arch=cuda_arch, cmake_args=cmake_args, force=force,
+                  source=source, db=db)
+    click.echo(built.bin_dir)
 
 
-def _spec_methods(build: dict) -> dict[str, list[str]]:
+def _spec_methods(build) -> dict[str, list[str]]:
     """Per tool, the speculation methods its captured --help offers ({} where the help files are gone)."""
     from pathlib import Path
 
     from orchestrator.recipe.dialect import spec_methods
 
     helps = {}
-    for b in build.get("binaries", []):
+    for b in build.binaries:
         try:
-            helps[b["name"]] = Path(b["help_path"]).read_text(errors="replace")
-        except (OSError, KeyError, TypeError):
+            helps[b.name] = Path(b.help_path).read_text(errors="replace")
+        except (OSError, TypeError):
             continue
     return spec_methods(helps)
 
@@ -71,7 +71,8 @@ def builds_command(as_json):
     """
     from orchestrator.build.cached import list_builds
 
-    builds = [{**b, "spec_methods": _spec_methods(b)} for b in list_builds()]
+    builds = [{**b.record, "broken": list(b.broken), "rebuild": b.rebuild, "spec_methods": _spec_methods(b)}
+              for b in list_builds()]
     if as_json:
         click.echo(json.dumps(builds, indent=2))
         return

@@ -35,7 +35,7 @@ def models_tiny(out, build_ref):
 
     build = find_build(build_ref)
     out = out or config.models_dir()
-    vocabs = tiny.VocabCache(tiny.find_vocab_dir(Path(build["src_dir"])))
+    vocabs = tiny.VocabCache(tiny.find_vocab_dir(Path(build.record["src_dir"])))
     paths = {**tiny.make_tiny_models(out, vocabs.vocab_dir, vocabs=vocabs),
              **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs)}
     for role, path in paths.items():
@@ -91,7 +91,7 @@ def models_quantize(model, types_text, build_ref, out, as_json, db):
 
     types = quantize.parse_types(types_text)
     build, exe = tool_path(build_ref, "llama-quantize")
-    quants = quantize.quantize(model, types, exe, build["name"], out or config.models_dir() / "quants")
+    quants = quantize.quantize(model, types, exe, build.name, out or config.models_dir() / "quants")
     with opened_db(db, write=True) as con:
         for q in quants:
             store.record_model(con, gguf_info.inspect(q.path).to_dict())

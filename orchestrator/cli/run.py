@@ -13,7 +13,7 @@ from orchestrator.cli.group import Finite, db_option, main
 
 @main.command("run")
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
-@click.option("--build", "build_ref", default=None, help="Build to use: commit prefix or build name (default: the newest with every tool).")
+@click.option("--build", "build_ref", default=None, help="Build to use: commit prefix, tag or build name (default: the newest with every tool).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
 @click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
@@ -86,11 +86,11 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     prepared = recipe_run.prepare_recipe(request, executor=executor)
     build = prepared.build
     if dry_run and as_json:
-        click.echo(json.dumps({"build": build["name"], "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
+        click.echo(json.dumps({"build": build.name, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
                                "arms": prepare.dry_run_rows(prepared.arms)}, indent=1))
         return
     if dry_run:
-        click.echo(f"build {build['name']} ({build['dir']}), {prepared.plan.repeat} repeat(s)")
+        click.echo(f"build {build.name} ({build.dir}), {prepared.plan.repeat} repeat(s)")
         click.echo("\n".join(prepare.dry_run_lines(prepared.arms)))
         return
     options = recipe_run.RunOptions(timeout=timeout, telemetry_interval=telemetry_interval, order=order,

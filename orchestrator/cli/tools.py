@@ -33,7 +33,7 @@ def env_command(fmt, build_ref):
         if build_ref:
             raise
         build = None
-    snap = envinfo.snapshot(build)
+    snap = envinfo.snapshot(build.record if build else None)
     click.echo(json.dumps(snap, indent=2, default=str) if fmt == "json" else envinfo.to_markdown(snap))
 
 

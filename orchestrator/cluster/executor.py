@@ -22,6 +22,7 @@ from pathlib import Path
 
 from orchestrator import store
 from orchestrator.analyze import kept
+from orchestrator.build.finished import Build
 from orchestrator.cluster import worker as ray_worker
 from orchestrator.errors import ClusterUnavailable, Interrupted, RayMissing
 from orchestrator.recipe import schedule
@@ -76,7 +77,7 @@ def select_nodes(ray, hosts: tuple[str, ...], cuda: bool) -> list[dict]:
     return chosen
 
 
-def dispatch(db: store.Database, plan: Plan, build: dict, prepared: list[PreparedArm], options: RayOptions, *,
+def dispatch(db: store.Database, plan: Plan, build: Build, prepared: list[PreparedArm], options: RayOptions, *,
              orch_argv: list[str], order: str = "interleaved", warmup: int = 0, timeout: float | None = None,
              telemetry_interval: float = 0.2, translate: bool = True,
              progress: Progress | None = None) -> list[sweep.SweepResult]:
@@ -87,7 +88,7 @@ def dispatch(db: store.Database, plan: Plan, build: dict, prepared: list[Prepare
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterUnavailable(f"no Ray cluster at --address {options.address} ({str(exc).splitlines()[0]}); "
                                      f"start one with `ray start --head` (see README: Many machines)") from None
-    cuda = build.get("backend") == "cuda"
+    cuda = build.cuda
     nodes = select_nodes(ray, options.hosts, cuda)
     reserve = {"num_gpus": options.gpus_per_run} if cuda else {
         "num_cpus": min(n["Resources"].get("CPU", 1) for n in nodes)}
@@ -103,7 +104,7 @@ def dispatch(db: store.Database, plan: Plan, build: dict, prepared: list[Prepare
         for i, round_slots in enumerate(rounds(slots)):
             node = target or (nodes[i % len(nodes)] if pinned else None)
             strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=not options.each_host) if node else "DEFAULT"
-            task = ray_worker.RoundTask(plan, build["name"], build["bin_dir"], dispatch_id, round_slots, order, warmup,
+            task = ray_worker.RoundTask(plan, build.name, build.bin_dir, dispatch_id, round_slots, order, warmup,
                                         timeout, telemetry_interval, orch_argv, translate,
                                         node=target["NodeID"] if target else None)
             pending[remote.options(scheduling_strategy=strategy, **reserve).remote(task)] = (task, node)
@@ -189,7 +190,7 @@ def _store_lost(db, plan, build, prepared, task: ray_worker.RoundTask, failure: 
     with db.write() as con:
         for slot in task.slots:
             arm = by_name[slot.arm].arm
-            store.insert_run(con, {"sweep_id": sweep_id, "build_id": build["id"], "arm": arm.name,
+            store.insert_run(con, {"sweep_id": sweep_id, "build_id": build.id, "arm": arm.name,
                                    "is_baseline": arm.is_baseline, "is_control": arm.is_control,
                                    "reference_arm": arm.reference, "params": arm.params,
                                    "repeat_index": slot.repeat_index, "warmup": slot.warmup, "mode": plan.mode,

@@ -64,7 +64,7 @@ def run_round(task: RoundTask) -> Shard:
 
     host = identity.this_host()
     build = runnable_build(task.build_name)
-    plan = _rebased(task.plan, task.driver_bin, build["bin_dir"])
+    plan = _rebased(task.plan, task.driver_bin, build.bin_dir)
     uid = sweep_uid(task.dispatch, host.id, task.node)
     work = workdirs.make("shard")  # a dead worker's is removed by the next orch on this node
     try:

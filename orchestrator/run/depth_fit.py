@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import psutil
 
+from orchestrator.build.finished import Build
 from orchestrator.errors import ContextDoesNotFit
 from orchestrator.models import memfit
 from orchestrator.recipe.argv import flag_value
@@ -39,9 +40,9 @@ def estimate(p: PreparedArm, mode: str) -> memfit.MemFit | None:
         return None
 
 
-def check(prepared: list[PreparedArm], build: dict, mode: str, available: int | None = None) -> None:
+def check(prepared: list[PreparedArm], build: Build, mode: str, available: int | None = None) -> None:
     """ContextDoesNotFit naming every arm whose weights and KV cache exceed the memory it would run in."""
-    cpu = build.get("backend") != "cuda"
+    cpu = not build.cuda
     available = available if available is not None else psutil.virtual_memory().available
     refused = []
     for p in prepared:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from orchestrator import parse, proc, store, tables
 from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
+from orchestrator.build.finished import Build
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
 from orchestrator.parse.modes import Mode, mode_of
@@ -73,7 +74,7 @@ class Slot:
 
     sweep_id: int
     run_id: int  # reserved when the sweep opened (store.reserve_run_ids)
-    build: dict
+    build: Build
     plan: Plan
     p: PreparedArm
     slot: schedule.Slot
@@ -85,7 +86,7 @@ class Slot:
         p, ins = self.p, self.instruments
         target = p.models.target if p.models else None
         draft = p.models.draft if p.models else None
-        return {"id": self.run_id, "sweep_id": self.sweep_id, "build_id": self.build["id"], "arm": p.arm.name,
+        return {"id": self.run_id, "sweep_id": self.sweep_id, "build_id": self.build.id, "arm": p.arm.name,
                 "is_baseline": p.arm.is_baseline, "is_control": p.arm.is_control, "reference_arm": p.arm.reference,
                 "params": params, "repeat_index": self.slot.repeat_index, "warmup": self.slot.warmup,
                 "mode": self.plan.mode, "rendered_argv": p.arm.argv, "executed_argv": p.executed or None,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
+from orchestrator.build.finished import Build
 from orchestrator.errors import DialectError, PreflightError
 from orchestrator.machine import gpu
 from orchestrator.models import gguf_info, memfit, preflight, resolve
@@ -34,15 +34,10 @@ class PreparedArm:
     model_notes: list[str] = field(default_factory=list)  # which fetched file a hub reference is
 
 
-def build_helps(build: dict) -> dict[str, str]:
-    """Each binary's captured --help text: what the dialect layer reads flags from."""
-    return {b["name"]: Path(b["help_path"]).read_text(errors="replace") for b in build["binaries"]}
-
-
-def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[PreparedArm]:
+def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[PreparedArm]:
     """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised, but for
     missing model files (MissingModels) and hub references that cannot be fetched (HubError)."""
-    helps = build_helps(build)
+    helps = build.help_texts()  # what the dialect layer reads flags from
     arms = control.with_controls(plan.arms) if mode_of(plan.mode).controls else plan.arms
     located = resolve.locate(arms)
     inspected: dict = {}
@@ -61,8 +56,7 @@ def prepare(plan: Plan, build: dict, *, translate: bool = True) -> list[Prepared
             # so compare can still pair it with the other build's runs.
             p.models = preflight.check(argv, inspect=inspect_once)
             located.verify(arm.argv, p.models)
-            t = dialect.translate(argv, arm.literal, helps, build["name"], enabled=translate,
-                                  bin_dir=build["bin_dir"])
+            t = dialect.translate(argv, arm.literal, helps, build.name, enabled=translate, bin_dir=build.bin_dir)
             p.executed, p.notes = t.argv, t.notes
             if plan.mode == "bench":  # machine output, one JSON object per test, whatever the recipe asked
                 p.executed = bench_argv(p.executed)
@@ -106,11 +100,11 @@ def _without_stopped_controls(prepared: list[PreparedArm]) -> list[PreparedArm]:
     return prepared
 
 
-def _memory_estimate(p: PreparedArm, build: dict) -> dict | None:
+def _memory_estimate(p: PreparedArm, build: Build) -> dict | None:
     """Weights + KV against free GPU memory; for CPU builds only the estimate (nothing goes to a GPU)."""
     if not p.models or not p.models.target:
         return None
-    free = gpu.free_bytes(0) if build.get("backend") == "cuda" else None
+    free = gpu.free_bytes(0) if build.cuda else None
     try:
         fit = memfit.from_argv(p.executed, p.models.target, p.models.draft, free_bytes=free)
     except ValueError:  # a cache type or layer count memfit cannot read: no estimate rather than no run

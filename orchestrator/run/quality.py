@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import config, proc, store
+from orchestrator.build.finished import Build
 from orchestrator.errors import QualityInputError
 from orchestrator.hashing import sha256_file
 from orchestrator.models import quantize
@@ -55,12 +56,12 @@ class Setup:
                 f"{self.base_sha256[:16]}-{self.text_sha256[:12]}-c{self.ctx}-{self.build}.kld")
 
 
-def setup(p: PreparedArm, build: dict) -> Setup:
+def setup(p: PreparedArm, build: Build) -> Setup:
     params = p.arm.params
-    exe = next((b["path"] for b in build["binaries"] if b["name"] == "llama-perplexity"), None)
+    exe = build.tool("llama-perplexity")
     if exe is None:
-        raise QualityInputError(f"build {build['name']} has no llama-perplexity; run `orch build "
-                                f"{build['upstream_commit'][:9]}` to add it (nothing else is rebuilt)")
+        raise QualityInputError(f"build {build.name} has no llama-perplexity; run `orch build "
+                                f"{build.upstream_commit[:9]}` to add it (nothing else is rebuilt)")
     text = Path(params.get("quality_text") or DEFAULT_TEXT).expanduser()
     if not text.is_file():
         raise QualityInputError(f"quality_text {text} does not exist; give a UTF-8 text file (or leave it empty "
@@ -73,11 +74,11 @@ def setup(p: PreparedArm, build: dict) -> Setup:
             raise QualityInputError(f"quality_base {base} does not exist; name the unquantized (f16) model the "
                                     f"quants are compared with, or leave it empty for perplexity alone")
     ctx = int(params.get("quality_ctx") or 256)
-    return Setup(exe=exe, build=build["name"], text=text, text_sha256=sha256_file(text), ctx=ctx, base=base,
+    return Setup(exe=exe, build=build.name, text=text, text_sha256=sha256_file(text), ctx=ctx, base=base,
                  base_sha256=sha256_file(base) if base else None)
 
 
-def make_quants(plan, build: dict) -> list:
+def make_quants(plan, build: Build) -> list:
     """The quantized files a quality recipe's arms name (variables `quant` and `target`, quant not f16), made
     with the build's llama-quantize into <models>/quants (or found there) before the models are checked."""
     wanted = {}
@@ -86,17 +87,17 @@ def make_quants(plan, build: dict) -> list:
         if q and target and str(q).lower() not in ("f16", "bf16", "f32", "base"):
             wanted.setdefault(Path(arm.params["models"]) / target, set()).add(str(q).lower())
     made = []
-    exe = next((b["path"] for b in build["binaries"] if b["name"] == "llama-quantize"), None)
+    exe = build.tool("llama-quantize")
     for source, types in wanted.items():
         if exe is None:
-            raise QualityInputError(f"build {build['name']} has no llama-quantize; run `orch build "
-                                    f"{build['upstream_commit'][:9]}` to add it (nothing else is rebuilt)")
-        made += quantize.quantize(source, quantize.parse_types(",".join(sorted(types))), exe, build["name"],
+            raise QualityInputError(f"build {build.name} has no llama-quantize; run `orch build "
+                                    f"{build.upstream_commit[:9]}` to add it (nothing else is rebuilt)")
+        made += quantize.quantize(source, quantize.parse_types(",".join(sorted(types))), exe, build.name,
                                   source.parent / "quants")
     return made
 
 
-def prepare_bases(db: store.Database, build: dict, prepared: list[PreparedArm]) -> None:
+def prepare_bases(db: store.Database, build: Build, prepared: list[PreparedArm]) -> None:
     """Every arm's setup checked and its base logits made (or found) before the sweep exists."""
     done = set()
     for p in prepared:
@@ -117,7 +118,7 @@ def _copied(argv: list[str]) -> list[str]:
     return out
 
 
-def _base_logits(db: store.Database, build: dict, s: Setup, extra: list[str]) -> None:
+def _base_logits(db: store.Database, build: Build, s: Setup, extra: list[str]) -> None:
     """The base model's logits on the text (llama-perplexity --kl-divergence-base), and its perplexity row."""
     if s.logits.is_file():
         return
@@ -134,7 +135,7 @@ def _base_logits(db: store.Database, build: dict, s: Setup, extra: list[str]) ->
         raise QualityInputError(f"base logits of {s.base} on {s.text} at context {s.ctx} failed: {why}; "
                                 f"{'use a longer quality_text or a smaller quality_ctx' if 'tokens' in str(why) else ''}"
                                 .rstrip("; "))
-    key = {"model_sha256": s.base_sha256, "build_id": build["id"], "text_sha256": s.text_sha256, "n_ctx": s.ctx,
+    key = {"model_sha256": s.base_sha256, "build_id": build.id, "text_sha256": s.text_sha256, "n_ctx": s.ctx,
            "cache_type_k": "f16", "cache_type_v": "f16", "base_sha256": None}
     with db.write() as con:
         if store.find_quality(con, key) is None:
@@ -142,12 +143,12 @@ def _base_logits(db: store.Database, build: dict, s: Setup, extra: list[str]) ->
     os.replace(tmp, s.logits)  # last: the logits count only once the base's own row is stored
 
 
-def measure(db: store.Database, build: dict, p: PreparedArm, run_id: int) -> str:
+def measure(db: store.Database, build: Build, p: PreparedArm, run_id: int) -> str:
     """The arm's quality row (measured now, or the one already stored for the same key) linked to run_id; a
     short text for the progress line."""
     s = setup(p, build)
     target = p.models.target
-    key = {"model_sha256": target.sha256, "build_id": build["id"], "text_sha256": s.text_sha256, "n_ctx": s.ctx,
+    key = {"model_sha256": target.sha256, "build_id": build.id, "text_sha256": s.text_sha256, "n_ctx": s.ctx,
            "cache_type_k": flag_value(p.executed, CACHE_K) or "f16",
            "cache_type_v": flag_value(p.executed, CACHE_V) or "f16", "base_sha256": s.base_sha256}
     with db.write() as con:

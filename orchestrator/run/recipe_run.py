@@ -20,6 +20,7 @@ from pathlib import Path
 from orchestrator import config, store
 from orchestrator.build.builder import register, tool_path
 from orchestrator.build.cached import runnable_build
+from orchestrator.build.finished import Build
 from orchestrator.errors import InvalidOption
 from orchestrator.parse.modes import mode_of
 from orchestrator.recipe.plan import Plan, load
@@ -27,8 +28,6 @@ from orchestrator.recipe.schedule import Slot
 from orchestrator.run import depth_fit, prepare, quality, sweep
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
-
-DESCRIBED = ("commit", "upstream_commit", "backend", "name")  # what `{{ build }}` holds in a recipe
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class RecipeRequest:
 class PreparedRecipe:
     """A recipe rendered for its build and checked, ready to run; nothing of it is stored yet."""
 
-    build: dict
+    build: Build
     plan: Plan
     arms: list[PreparedArm]
     database: store.Database
@@ -73,12 +72,12 @@ class RunOptions:
     only: list[Slot] | None = None  # a Ray shard: the slots it was given
 
 
-def builtins(build: dict) -> dict:
+def builtins(build: Build) -> dict:
     """The variables orch itself gives every recipe: `bin` and `build`."""
-    return {"bin": build["bin_dir"], "build": {k: build[k] for k in DESCRIBED}}
+    return {"bin": build.bin_dir, "build": build.described()}
 
 
-def prepare_recipe(request: RecipeRequest, build: dict | None = None, *, executor: str = "local") -> PreparedRecipe:
+def prepare_recipe(request: RecipeRequest, build: Build | None = None, *, executor: str = "local") -> PreparedRecipe:
     """The recipe rendered for its build (`build`, else request.build_ref's) and checked; nothing written.
     executor: where it will run (a mode the Ray executor cannot run is refused before any work)."""
     build = build or runnable_build(request.build_ref)
@@ -91,12 +90,12 @@ def prepare_recipe(request: RecipeRequest, build: dict | None = None, *, executo
                         translate=request.translate)
 
 
-def prepare_plan(plan: Plan, build: dict, *, database: store.Database, translate: bool = True) -> PreparedRecipe:
+def prepare_plan(plan: Plan, build: Build, *, database: store.Database, translate: bool = True) -> PreparedRecipe:
     """A rendered plan's mode pre-steps, dialect and pre-flight, and depth fit, on this build."""
     quants = []
     if plan.mode == "quality":  # a build made before quality mode gets its tools added (same binaries, same id)
         for tool in ("llama-quantize", "llama-perplexity"):
-            build, _ = tool_path(build["name"], tool)
+            build, _ = tool_path(build.name, tool)
         quants = quality.make_quants(plan, build)
     arms = prepare.prepare(plan, build, translate=translate)
     if plan.mode in ("quality", "bench"):  # depth is their point: say before launch when one does not fit

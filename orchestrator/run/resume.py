@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from orchestrator import store
+from orchestrator.build.finished import Build
 from orchestrator.errors import (
     InvalidOption,
     NoSuchSweep,
@@ -26,7 +27,7 @@ MAX_VALUE_CHARS = 40
 UNSET = object()
 
 
-def resumable(con, plan: Plan, build: dict, ref: str) -> int:
+def resumable(con, plan: Plan, build: Build, ref: str) -> int:
     """The sweep to continue: `ref` is a sweep id or "latest" (the newest matching one).
 
     A resume never starts a new sweep: when nothing matches, the error names what was looked for and the stored
@@ -51,13 +52,13 @@ def resumable(con, plan: Plan, build: dict, ref: str) -> int:
     return wanted
 
 
-def differences(sweep: dict, plan: Plan, build: dict) -> list[str]:
+def differences(sweep: dict, plan: Plan, build: Build) -> list[str]:
     """What keeps a stored sweep from being the one this run continues, in words ([] when it is that sweep)."""
     out = []
     if sweep["recipe_hash"] != plan.recipe_hash:
         out.append(f"recipe text (it ran another text of {sweep['recipe_path']})")
-    if sweep["build_id"] != build["id"]:
-        out.append(f"build ({sweep['build_name']} there, {build['name']} here)")
+    if sweep["build_id"] != build.id:
+        out.append(f"build ({sweep['build_name']} there, {build.name} here)")
     theirs = json.loads(sweep["variables"]) if sweep["variables"] else {}
     for key in sorted(set(theirs) | set(plan.variables)):
         there, here = theirs.get(key, UNSET), plan.variables.get(key, UNSET)
@@ -76,10 +77,10 @@ def _shown(value) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
 
 
-def _nothing_matches(plan: Plan, build: dict, sweeps: list[dict], differing: dict[int, list[str]]) -> str:
+def _nothing_matches(plan: Plan, build: Build, sweeps: list[dict], differing: dict[int, list[str]]) -> str:
     name = Path(plan.recipe_path).name
     wanted = (f"--resume found no sweep to continue: none is of recipe {plan.recipe_path} (this text, sha256 "
-              f"{plan.recipe_hash[:12]}) on build {build['name']} with variables "
+              f"{plan.recipe_hash[:12]}) on build {build.name} with variables "
               f"{', '.join(f'{k}={_shown(v)}' for k, v in sorted(plan.variables.items()))}")
     same_recipe = [s for s in sweeps if s["recipe_hash"] == plan.recipe_hash or Path(s["recipe_path"]).name == name]
     if not same_recipe:

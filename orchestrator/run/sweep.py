@@ -19,6 +19,7 @@ from pathlib import Path
 
 from orchestrator import config, proc, stops, store
 from orchestrator.analyze import kept
+from orchestrator.build.finished import Build
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.recipe import schedule
@@ -26,7 +27,7 @@ from orchestrator.recipe.plan import Plan
 from orchestrator.run import one_run, quality, resume, server_run
 from orchestrator.run.one_run import Instruments
 from orchestrator.run.pending import Pending
-from orchestrator.run.prepare import PreparedArm, build_helps
+from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
 from orchestrator.store import queries, workdirs
 
@@ -37,7 +38,7 @@ class Sweep:
 
     id: int
     plan: Plan
-    build: dict
+    build: Build
     prepared: list[PreparedArm]
     repeat: int  # measured runs per arm: the plan's, or a resumed sweep's own unless --repeat was given
     order: str
@@ -67,13 +68,13 @@ class SweepResult:
                              f"--last {self.total}` and `orch show RUN`")
 
 
-def device_bandwidth(build: dict) -> roofline.Bandwidth:
+def device_bandwidth(build: Build) -> roofline.Bandwidth:
     """The GPU's theoretical bandwidth for CUDA builds on a machine with NVML, else the CPU's, measured once."""
-    gpu = 0 if build.get("backend") == "cuda" and nvml.available() else None
+    gpu = 0 if build.cuda and nvml.available() else None
     return roofline.device_bandwidth(config.cache_dir() / "bandwidth.json", gpu)
 
 
-def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[PreparedArm], *, orch_argv: list[str],
+def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[PreparedArm], *, orch_argv: list[str],
                order: str = "interleaved", warmup: int = 0, resume_ref: str | None = None,
                repeat_given: bool = False, uid: str | None = None,
                only: list[schedule.Slot] | None = None) -> Sweep:
@@ -100,11 +101,11 @@ def open_sweep(db: store.Database, plan: Plan, build: dict, prepared: list[Prepa
                 sweep_id = store.create_sweep(con, {**({"uid": uid} if uid else {}),
                     "host_name": host.name, "host_id": host.id, "host_gpus": host.gpu_names,
                     "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
-                    "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build["id"],
-                    "build_name": build["name"], "commit": build["commit"],
-                    "upstream_commit": build["upstream_commit"], "host": host_info(), "argv": orch_argv,
+                    "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build.id,
+                    "build_name": build.name, "commit": build.commit,
+                    "upstream_commit": build.upstream_commit, "host": host_info(), "argv": orch_argv,
                     "status": "running", "started_at": store.utcnow(), "run_order": order,
-                    "env": envinfo.snapshot(build), **claim, "owner_since": store.utcnow(),
+                    "env": envinfo.snapshot(build.record), **claim, "owner_since": store.utcnow(),
                     "planned_runs": len(slots)})
             run_ids = store.reserve_run_ids(con, len(slots))
     except BaseException:
@@ -134,7 +135,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         progress.note(sweep.note)
     by_name = {p.arm.name: p for p in sweep.prepared}
     failed = 0
-    pool = server_run.ServerPool(build_helps(sweep.build), sweep.work_dir) if sweep.plan.mode == "server" else None
+    pool = server_run.ServerPool(sweep.build.help_texts(), sweep.work_dir) if sweep.plan.mode == "server" else None
     pending = Pending(db)
     try:
         _record_models_and_notes(db, sweep.prepared, progress)

@@ -22,7 +22,7 @@ PLAN = "\n".join(["[1/4] Building CXX object tools/quantize/CMakeFiles/llama-qua
 @pytest.fixture
 def old_build(real_build, tmp_path, monkeypatch):
     """The cached build as it was before orch wanted the two tools, in a builds root of its own."""
-    src = Path(real_build["dir"])
+    src = Path(real_build.dir)
     root = tmp_path / "builds"
     bdir = root / src.name
     (bdir / "bin").mkdir(parents=True)
@@ -62,7 +62,7 @@ def test_a_missing_tool_is_added_in_place_with_the_same_build_id(old_build):
     src, bdir, fake, build_id = old_build
     stand_ins(fake, src, PLAN)
     build, exe = builder.tool_path(None, "llama-quantize")
-    assert exe == str(bdir / "bin" / "llama-quantize") and build["id"] == build_id
+    assert exe == str(bdir / "bin" / "llama-quantize") and build.id == build_id
     stored = json.loads((bdir / "build.json").read_text())
     assert [a["targets"] for a in stored["additions"]] == [list(ADDED)]
     added = {b["name"]: b for b in stored["binaries"] if b["name"] in ADDED}

@@ -16,13 +16,13 @@ from integration.conftest import CACHE, COMMIT, run_orch
 
 
 def test_built_binary_reports_the_upstream_commit(real_build):
-    assert real_build["upstream_commit"].startswith(COMMIT) and real_build["commit"] == real_build["upstream_commit"]
-    exe = Path(real_build["bin_dir"]) / "llama-speculative-simple"
+    assert real_build.upstream_commit.startswith(COMMIT) and real_build.commit == real_build.upstream_commit
+    exe = Path(real_build.bin_dir) / "llama-speculative-simple"
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     assert f"commit {COMMIT[:7]}" in out.stdout + out.stderr
-    assert real_build["source"] == "pypi:llama-cpp-python==0.3.36"
-    assert set(real_build["targets"]) >= {"llama-speculative-simple", "llama-server", "llama-completion",
+    assert real_build.record["source"] == "pypi:llama-cpp-python==0.3.36"
+    assert set(real_build.targets) >= {"llama-speculative-simple", "llama-server", "llama-completion",
                                           "llama-bench"}
 
 
@@ -39,14 +39,14 @@ def test_repeated_build_returns_from_cache_without_cmake(orch_exe, cache_env, re
     print(f"\ncached `orch build {COMMIT}` took {elapsed:.2f}s")
     assert res.returncode == 0, res.stderr
     assert not marker.exists()
-    assert "up to date" in res.stderr and res.stdout.strip() == real_build["bin_dir"]
+    assert "up to date" in res.stderr and res.stdout.strip() == real_build.bin_dir
 
 
 def test_builds_json_lists_binaries_with_their_hashes_and_help(orch_exe, cache_env, real_build):
     res = run_orch(orch_exe, "builds", "--json", env=cache_env)
     assert res.returncode == 0
     listed = {b["dir"]: b for b in json.loads(res.stdout)}
-    entry = listed[real_build["dir"]]
+    entry = listed[real_build.dir]
     assert {"commit", "upstream_commit", "backend", "dir", "binaries"} <= set(entry)
     for binary in entry["binaries"]:
         assert hashlib.sha256(Path(binary["path"]).read_bytes()).hexdigest() == binary["sha256"]
@@ -57,18 +57,18 @@ def test_builds_json_lists_binaries_with_their_hashes_and_help(orch_exe, cache_e
 def test_build_provenance_is_in_duckdb(real_build, cache_env):
     con = duckdb.connect(cache_env["ORCH_DB"], read_only=True)
     row = con.execute("SELECT status, upstream_commit, backend, compiler, cmake_options->>'CMAKE_BUILD_TYPE' "
-                      "FROM builds WHERE id = ?", [real_build["id"]]).fetchone()
-    assert row == ("ok", real_build["upstream_commit"], "cpu", "GNU", "Release")
+                      "FROM builds WHERE id = ?", [real_build.id]).fetchone()
+    assert row == ("ok", real_build.upstream_commit, "cpu", "GNU", "Release")
     names = con.execute("SELECT name FROM binaries WHERE build_id = ? AND length(help_text) > 1000 "
-                        "AND version_text LIKE '%commit%'", [real_build["id"]]).fetchall()
+                        "AND version_text LIKE '%commit%'", [real_build.id]).fetchall()
     # llama-quantize has no --version (it prints its usage and exits 1): every other binary names its commit.
-    assert sorted(n for (n,) in names) == sorted(t for t in real_build["targets"] if t != "llama-quantize")
+    assert sorted(n for (n,) in names) == sorted(t for t in real_build.targets if t != "llama-quantize")
 
 
 def test_mirror_list_shows_where_the_commit_came_from(orch_exe, cache_env, real_build):
     res = run_orch(orch_exe, "mirror", "list", "--json", env=cache_env)
     rows = {r["commit"]: r for r in json.loads(res.stdout)}
-    row = rows[real_build["commit"]]
+    row = rows[real_build.commit]
     assert row["source"] == "pypi:llama-cpp-python==0.3.36" and "llama-cpp-python-0.3.36" in row["refs"]
 
 

@@ -219,8 +219,7 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
     monkeypatch.setenv("ORCH_MODELS", str(tiny_dir))
     monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
     build = runnable_build(COMMIT)
-    builtins = {"bin": build["bin_dir"], "build": {k: build[k] for k in ("commit", "upstream_commit", "backend",
-                                                                         "name")}}
+    builtins = {"bin": build.bin_dir, "build": build.described()}
     plan = load(RECIPE, builtins=builtins, vars_file=TINY, overrides=("n_predict=512",), repeat=2)
     prepared = prepare.prepare(plan, build)
     db = store.Database(tmp_path / "r.duckdb")

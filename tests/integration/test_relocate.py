@@ -20,8 +20,8 @@ TINY_SINGLE = str(ROOT / "recipes" / "tiny_single.toml")
 def copied(real_build, env, tmp_path):
     """A new builds root holding a `cp -a` copy of the shared build, and orch's environment pointing at it."""
     root = tmp_path / "copied-builds"
-    bdir = root / real_build["name"]
-    shutil.copytree(real_build["dir"], bdir, symlinks=True)
+    bdir = root / real_build.name
+    shutil.copytree(real_build.dir, bdir, symlinks=True)
     return bdir, {**env, "ORCH_BUILDS_DIR": str(root)}
 
 

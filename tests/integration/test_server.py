@@ -113,7 +113,7 @@ def test_taken_port_is_retried_on_another(real_build, tiny_dir, tmp_path):
                 return free_port()
             return port
 
-        server = Server(argv=[f"{real_build['bin_dir']}/llama-server", "-m", str(tiny_dir / "tiny-target.gguf"),
+        server = Server(argv=[f"{real_build.bin_dir}/llama-server", "-m", str(tiny_dir / "tiny-target.gguf"),
                               "-t", "1"], log_dir=tmp_path, start_timeout=60)
         try:
             server.start(port_chooser=chooser)

@@ -20,7 +20,7 @@ STATS = re.compile(r"statistics\s+(\S+): .*#gen tokens =\s*(\d+), #acc tokens =\
 
 def speculate(real_build, models: Path, role: str, prompt: str, n_max: int = 3):
     model = MODELS[role]
-    argv = [str(Path(real_build["bin_dir"]) / "llama-speculative-simple"), "-m", str(models / model.target)]
+    argv = [str(Path(real_build.bin_dir) / "llama-speculative-simple"), "-m", str(models / model.target)]
     if model.draft:
         argv += ["-md", str(models / model.draft)]
     # -lv 4: the statistics line is a trace line; -t 1: spinning thread pools crawl on a shared 2-core machine.
@@ -64,7 +64,7 @@ def test_recipe_is_in_each_file(tiny_dir):
 
 
 def test_deterministic_kept_and_tied_to_the_target_seed(real_build, tmp_path):
-    vocabs = VocabCache(find_vocab_dir(Path(real_build["src_dir"])))
+    vocabs = VocabCache(find_vocab_dir(Path(real_build.record["src_dir"])))
     first = make_method_models(tmp_path / "a", vocabs.vocab_dir, vocabs=vocabs)
     again = make_method_models(tmp_path / "b", vocabs.vocab_dir, vocabs=vocabs)
     assert {r: sha256_file(p) for r, p in first.items()} == {r: sha256_file(p) for r, p in again.items()}

@@ -21,7 +21,7 @@ PROMPTS = ["The quick brown fox jumps over the lazy dog", "Once upon a time, in 
 
 @pytest.fixture(scope="module")
 def vocab_dir(real_build):
-    return find_vocab_dir(Path(real_build["src_dir"]))
+    return find_vocab_dir(Path(real_build.record["src_dir"]))
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def infos(tiny):
 
 def speculate(real_build, target, draft, prompt, p_min):
     """Recipe A's flags; returns the completed process (stderr holds the end block)."""
-    argv = [str(Path(real_build["bin_dir"]) / "llama-speculative-simple"), "-m", str(target), "-md", str(draft),
+    argv = [str(Path(real_build.bin_dir) / "llama-speculative-simple"), "-m", str(target), "-md", str(draft),
             "--spec-type", "draft-simple", "--spec-draft-n-max", "16", "--spec-draft-n-min", "5",
             "-c", "4096", "--temp", "0", "--top-k", "1", "-n", "128", "-p", prompt, "-lv", "4", "--seed", "1",
             # One thread (the draft follows -t): next to other jobs on a 2-core machine, spinning thread

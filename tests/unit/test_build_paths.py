@@ -83,19 +83,19 @@ def test_a_binary_outside_the_build_directory_is_never_runnable(tmp_path):
     assert paths.problems(paths.resolved(stored, bdir)) == [f"outside the build directory: {elsewhere}"]
     (bdir / "bin" / "llama-completion").unlink()
     (bdir / "bin" / "llama-completion").symlink_to(elsewhere)  # a copy whose binary is a link to the original
-    assert paths.problems(load_build(bdir)) == ["outside the build directory: bin/llama-completion"]
+    assert paths.problems(load_build(bdir).record) == ["outside the build directory: bin/llama-completion"]
 
 
 def test_missing_and_non_executable_files_are_named(tmp_path):
     bdir = make_build(tmp_path / "builds")
-    assert load_build(bdir)["broken"] == [] and load_build(bdir)["rebuild"] is None
+    assert load_build(bdir).broken == () and load_build(bdir).rebuild is None
     (bdir / "bin" / "llama-server").unlink()
     (bdir / "probe" / "llama-server.help.txt").unlink()
     (bdir / "bin" / "llama-completion").chmod(0o644)
     info = load_build(bdir)
-    assert info["broken"] == ["not executable: bin/llama-completion",
-                              "missing: bin/llama-server, probe/llama-server.help.txt"]
-    assert info["rebuild"] == "orch build 0c1e57098 --backend cpu --force"
+    assert info.broken == ("not executable: bin/llama-completion",
+                           "missing: bin/llama-server, probe/llama-server.help.txt")
+    assert info.rebuild == "orch build 0c1e57098 --backend cpu --force"
 
 
 def test_rebuild_command_repeats_the_options_that_name_the_directory():
@@ -111,7 +111,7 @@ def test_a_damaged_build_json_is_left_out_not_a_traceback(tmp_path):
     root = tmp_path / "builds"
     make_build(root)
     (make_build(root, name="f49e91787-cpu") / "build.json").write_text("{not json")
-    assert [b["name"] for b in list_builds(root)] == ["0c1e57098-cpu"]
+    assert [b.name for b in list_builds(root)] == ["0c1e57098-cpu"]
 
 
 def test_builds_marks_a_broken_build_and_run_refuses_it_in_one_line(orch_env):
@@ -139,7 +139,7 @@ def test_the_default_build_is_the_newest_with_every_tool_not_a_bisect_probe_of_s
     info = json.loads((probe / "build.json").read_text())
     (probe / "build.json").write_text(json.dumps(dict(info, finished_at="2026-11-24T00:00:00")))  # newer
     (probe / "orch-stamp.json").write_text(json.dumps({"request": {}, "partial": True}))
-    assert find_build(None, tmp_path)["name"] == "0c1e57098-cpu"
-    assert find_build("af6528e", tmp_path)["name"] == "af6528e6d-cpu"  # named, it is used
+    assert find_build(None, tmp_path).name == "0c1e57098-cpu"
+    assert find_build("af6528e", tmp_path).name == "af6528e6d-cpu"  # named, it is used
     (tmp_path / "0c1e57098-cpu" / "orch-stamp.json").unlink()  # only probe builds: the newest of those
-    assert find_build(None, tmp_path)["name"] == "af6528e6d-cpu"
+    assert find_build(None, tmp_path).name == "af6528e6d-cpu"

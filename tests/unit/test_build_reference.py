@@ -45,7 +45,7 @@ def test_a_reference_means_the_same_build_on_disk_and_in_the_results_file(tmp_pa
         root = on_disk(tmp_path)
 
         def resolve(ref):
-            return find_build(ref, root)["name"]
+            return find_build(ref, root).name
     else:
         con = in_results_file(tmp_path)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import store
+from orchestrator.build.finished import Build
 from orchestrator.errors import NoSuchSweep, NothingToResume, ResumeMismatch
 from orchestrator.recipe import plan as recipe
 from orchestrator.run.resume import resumable
@@ -13,14 +14,14 @@ from orchestrator.run.resume import resumable
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
 BUILTINS = {"bin": "/b/bin", "build": {"commit": "0c1e57098", "backend": "cpu"}}
-BUILD = {"id": "0c1e57098-cpu@1", "name": "0c1e57098-cpu"}
-OLD_BUILD = {"id": "f49e91787-cpu@1", "name": "f49e91787-cpu"}
+BUILD = Build.from_record({"id": "0c1e57098-cpu@1", "name": "0c1e57098-cpu", "dir": "/b", "commit": "0c1e57098"})
+OLD_BUILD = Build.from_record({"id": "f49e91787-cpu@1", "name": "f49e91787-cpu", "dir": "/o", "commit": "f49e91787"})
 
 
 def store_sweep(con, plan, build) -> int:
     return store.create_sweep(con, {"recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash,
                                     "recipe_text": plan.recipe_text, "variables": plan.variables, "mode": plan.mode,
-                                    "repeat": plan.repeat, "build_id": build["id"], "build_name": build["name"],
+                                    "repeat": plan.repeat, "build_id": build.id, "build_name": build.name,
                                     "status": "interrupted"})
 
 
