@@ -70,7 +70,7 @@ def main() -> None:
     timed(store.Database, "write", "results file writes (open, write, close)")
     timed(parse, "parse_run", "parsing logs")
     timed(parse, "run_failure", "classifying failures")
-    timed(one_run.Instruments, "sampler", "telemetry sampler start")
+    timed(one_run.MeasurementSettings, "sampler", "telemetry sampler start")
     timed(one_run, "_stop", "telemetry sampler stop")
     timed(Progress, "advance", "progress lines")
     timed(store, "mark_output_differences", "sweep end: output parity")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from orchestrator import config, proc, store
 from orchestrator.build import additions, options, paths
-from orchestrator.build.cached import (
+from orchestrator.build.finished import Build
+from orchestrator.build.on_disk import (
     BUILD_JSON,
     STAMP,
     load_build,
@@ -24,7 +25,6 @@ from orchestrator.build.cached import (
     read_stamp,
     runnable_build,
 )
-from orchestrator.build.finished import Build
 from orchestrator.build.options import BuildRequest
 from orchestrator.build.progress import CompileProgress
 from orchestrator.errors import (
@@ -35,11 +35,11 @@ from orchestrator.errors import (
     ProbeFailed,
 )
 from orchestrator.hashing import sha256_file
+from orchestrator.long_step import Phase, StatusLine
 from orchestrator.machine import gpu
 from orchestrator.parse.version import parse_version_text
 from orchestrator.source.mirror import Mirror, resolve_commit
 from orchestrator.source.sdist import importer_for
-from orchestrator.status import Phase, StatusLine
 from orchestrator.store import queries
 from orchestrator.tables import clock
 

@@ -1,5 +1,5 @@
 """A finished llama.cpp build as every stage above build/ sees it: its name, commits and backend, where its tools
-and their help texts lie, and whether it can run. build/cached.py reads one from build.json; the whole record it
+and their help texts lie, and whether it can run. build/on_disk.py reads one from build.json; the whole record it
 came from travels with it (`record`) for the results file and provenance, which keep every field."""
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ def history_command(recipe, arm, metric, threshold, builds, png_path, db):
     Example: orch history spec_defaults.j2 --arm draft --metric acceptance
     """
     from orchestrator import config, tables
-    from orchestrator.build.stored import resolve_stored_build
+    from orchestrator.build.in_results import resolve_stored_build
     from orchestrator.report import history
     from orchestrator.source.mirror import Mirror
 

@@ -69,7 +69,7 @@ def builds_command(as_json):
 
     Example: orch builds --json
     """
-    from orchestrator.build.cached import list_builds
+    from orchestrator.build.on_disk import list_builds
 
     builds = [{**b.record, "broken": list(b.broken), "rebuild": b.rebuild, "spec_methods": _spec_methods(b)}
               for b in list_builds()]

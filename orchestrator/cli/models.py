@@ -30,7 +30,7 @@ def models_tiny(out, build_ref):
     Example: orch models tiny --out models
     """
     from orchestrator import config
-    from orchestrator.build.cached import find_build
+    from orchestrator.build.on_disk import find_build
     from orchestrator.models import tiny, tiny_methods
 
     build = find_build(build_ref)

@@ -202,7 +202,7 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, db):
     from orchestrator.analyze import compare, hosts
     from orchestrator.analyze.comparison import compare_builds
-    from orchestrator.build.stored import resolve_stored_build
+    from orchestrator.build.in_results import resolve_stored_build
     from orchestrator.errors import InvalidOption
 
     try:

@@ -23,7 +23,7 @@ def env_command(fmt, build_ref):
 
     Example: orch env --format json
     """
-    from orchestrator.build.cached import find_build
+    from orchestrator.build.on_disk import find_build
     from orchestrator.errors import NoSuchBuild
     from orchestrator.machine import envinfo
 
@@ -68,7 +68,7 @@ def parse_command(logfiles, as_json):
 
     Example: orch parse run-12.stderr.log run-12.stdout.log --json
     """
-    from orchestrator.parse.reading import LogFile, read_logs
+    from orchestrator.parse.saved_logs import LogFile, read_logs
 
     reading = read_logs([LogFile(str(p), p.read_bytes()) for p in logfiles])
     if as_json:

@@ -60,7 +60,7 @@ def sweep_uid(dispatch: str, host_id: str, node: str | None) -> str:
 
 
 def run_round(task: RoundTask) -> Shard:
-    from orchestrator.build.cached import runnable_build
+    from orchestrator.build.on_disk import runnable_build
 
     host = identity.this_host()
     build = runnable_build(task.build_name)

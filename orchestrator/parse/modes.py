@@ -1,7 +1,7 @@
 """A recipe's mode in one table: which tools it runs, how a finished run's logs become its metrics, which failure
 rules apply, whether it gets a control arm and whether Ray may run it.
 
-`orch run` (run/one_run.py), `orch reparse` (store/reparse.py) and `orch parse` (parse/reading.py) all read a run's
+`orch run` (run/one_run.py), `orch reparse` (store/reparse.py) and `orch parse` (parse/saved_logs.py) all read a run's
 logs through `MODES[mode].parse`; a new mode is one entry here plus its reader.
 """
 

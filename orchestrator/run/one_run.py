@@ -29,7 +29,7 @@ from orchestrator.store.recovery import RUN_JSON
 
 
 @dataclass
-class Instruments:
+class MeasurementSettings:
     """Per-sweep measurement settings: telemetry interval (0: no sampler) and the roofline's bandwidth."""
 
     telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
@@ -79,11 +79,11 @@ class Slot:
     p: PreparedArm
     slot: schedule.Slot
     work_dir: Path
-    instruments: Instruments
+    measuring: MeasurementSettings
 
     def row(self, params: dict) -> dict:
         """The run's row as it starts; written to run.json before launch."""
-        p, ins = self.p, self.instruments
+        p, ins = self.p, self.measuring
         target = p.models.target if p.models else None
         draft = p.models.draft if p.models else None
         return {"id": self.run_id, "sweep_id": self.sweep_id, "build_id": self.build.id, "arm": p.arm.name,
@@ -128,7 +128,7 @@ def run_server_slot(s: Slot, timeout: float | None, pool: server_run.ServerPool)
     row, folder = s.begin(params)
     try:
         out = server_run.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
-                                 timeout=timeout, sampler=s.instruments.sampler)
+                                 timeout=timeout, sampler=s.measuring.sampler)
     except ServerFailed as exc:
         logs = pool.logs() or {"server_tail": exc.log_tail.encode()}  # whole logs, kept
         pool.stop()
@@ -156,7 +156,7 @@ def run_server_slot(s: Slot, timeout: float | None, pool: server_run.ServerPool)
         "ended_at": store.utcnow()}, out["logs"], samples, parsed, rows, folder)
     if errors:
         return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
-    return record, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, s.instruments)} pooled "
+    return record, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, s.measuring)} pooled "
                     f"({out['wall_s']:.1f}s) run {s.run_id}")
 
 
@@ -171,7 +171,7 @@ def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:
     samplers = []
     try:
         res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout,
-                       on_start=lambda pid: samplers.append(s.instruments.sampler(pid)))
+                       on_start=lambda pid: samplers.append(s.measuring.sampler(pid)))
     except KeyboardInterrupt as stop:
         samples = _stop(samplers)
         stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "failure_class": None,
@@ -191,7 +191,7 @@ def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:
     metrics = parsed.metrics if parsed else {}
     if failure:
         return record, f"{status} ({failure}, {detail})"
-    return record, f"ok, {_speed_text(metrics, p, s.instruments)} ({res.wall_s:.1f}s) run {s.run_id}"
+    return record, f"ok, {_speed_text(metrics, p, s.measuring)} ({res.wall_s:.1f}s) run {s.run_id}"
 
 
 def _read_run(logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm,
@@ -238,7 +238,7 @@ def _stop(samplers: list) -> list:
     return [s for sampler in samplers if sampler for s in sampler.stop()]
 
 
-def _speed_text(m: dict, p: PreparedArm, instruments: Instruments) -> str:
+def _speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
     """decode tok/s, acceptance and the roofline share of one run, for its progress line."""
     if not m.get("decode_tps"):
         return f"prefill {m['encode_tps']:.1f} tok/s" if m.get("encode_tps") else "no decode speed found"
@@ -246,7 +246,7 @@ def _speed_text(m: dict, p: PreparedArm, instruments: Instruments) -> str:
     if m.get("acceptance") is not None:
         text += f", acceptance {m['acceptance']:.1%}"
     target = p.models.target if p.models else None
-    bw = instruments.bandwidth
+    bw = measuring.bandwidth
     bound = decode_bound_tps(bw.bytes_per_s if bw else None, target.decode_bytes if target else None)
     pct = roofline_pct(m["decode_tps"], bound)
     return text + (f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else "")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from orchestrator import config, store
 from orchestrator.build.builder import register, tool_path
-from orchestrator.build.cached import runnable_build
 from orchestrator.build.finished import Build
+from orchestrator.build.on_disk import runnable_build
 from orchestrator.errors import InvalidOption
 from orchestrator.parse.modes import mode_of
 from orchestrator.recipe.plan import Plan, load

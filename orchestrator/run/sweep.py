@@ -25,7 +25,7 @@ from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import one_run, quality, resume, server_run
-from orchestrator.run.one_run import Instruments
+from orchestrator.run.one_run import MeasurementSettings
 from orchestrator.run.pending import Pending
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
@@ -126,7 +126,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     """Run every slot (interleaved by default, so drift hits all arms alike) and store the runs as they end, a few
     to a write (run/pending.py); at the end, the sweep's summary (analyze/kept: `orch summary` reads it;
     keep_summary=False for a file that is only exported, a cluster shard's)."""
-    instruments = Instruments(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
+    measuring = MeasurementSettings(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
     progress = progress or Progress(len(sweep.slots))
     progress.total = len(sweep.slots)
     progress.note(f"orch: sweep {sweep.id}: {len(sweep.slots)} runs ({len(sweep.prepared)} arms, {sweep.repeat} "
@@ -142,7 +142,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         for slot, run_id in zip(sweep.slots, sweep.run_ids):
             stops.check()
             s = one_run.Slot(sweep.id, run_id, sweep.build, sweep.plan, by_name[slot.arm], slot, sweep.work_dir,
-                             instruments)
+                             measuring)
             record, line = one_run.run_server_slot(s, timeout, pool) if pool else one_run.run_cli_slot(s, timeout)
             pending.add(record)
             if sweep.plan.mode == "quality" and not slot.warmup and record.status != "skipped":

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from orchestrator import proc
 from orchestrator.errors import SourceImportError
+from orchestrator.long_step import Phase, StatusLine
 from orchestrator.source.mirror import Mirror
-from orchestrator.status import Phase, StatusLine
 from orchestrator.tables import clock
 
 PACKAGE = "llama-cpp-python"

@@ -39,7 +39,7 @@ def run_orch(orch_exe, *args, env, timeout=3600):
 @pytest.fixture(scope="session")
 def real_build(orch_exe, cache_env):
     """The CPU build of COMMIT (its build.json, paths resolved as orch reads them), made once per machine."""
-    from orchestrator.build.cached import load_build
+    from orchestrator.build.on_disk import load_build
 
     res = run_orch(orch_exe, "build", COMMIT, "--backend", "cpu", env=cache_env)
     assert res.returncode == 0, res.stderr
@@ -78,7 +78,7 @@ OLD_COMMIT = "f49e917"  # llama-cpp-python 0.3.20: --draft-max era, untimestampe
 @pytest.fixture(scope="session")
 def old_build(orch_exe, cache_env):
     """The CPU build of the older era, made once per machine (about 11 minutes cold)."""
-    from orchestrator.build.cached import load_build
+    from orchestrator.build.on_disk import load_build
 
     res = run_orch(orch_exe, "build", OLD_COMMIT, "--backend", "cpu", env=cache_env)
     assert res.returncode == 0, res.stderr

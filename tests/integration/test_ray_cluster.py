@@ -209,7 +209,7 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
                                                                           monkeypatch):
     """No retries left (retries=0): the round on the killed node is stored failed, class node_lost, not dropped."""
     from orchestrator import store
-    from orchestrator.build.cached import runnable_build
+    from orchestrator.build.on_disk import runnable_build
     from orchestrator.cluster import executor
     from orchestrator.recipe.plan import load
     from orchestrator.run import prepare

@@ -7,7 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from orchestrator.build import paths
-from orchestrator.build.cached import list_builds, load_build
+from orchestrator.build.on_disk import list_builds, load_build
 from orchestrator.cli import main
 from orchestrator.errors import BuildBroken
 
@@ -132,7 +132,7 @@ def test_builds_marks_a_broken_build_and_run_refuses_it_in_one_line(orch_env):
 
 
 def test_the_default_build_is_the_newest_with_every_tool_not_a_bisect_probe_of_some(tmp_path):
-    from orchestrator.build.cached import find_build
+    from orchestrator.build.on_disk import find_build
 
     make_build(tmp_path, name="0c1e57098-cpu")
     probe = make_build(tmp_path, name="af6528e6d-cpu")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import status
+from orchestrator import long_step
 from orchestrator.build.progress import (
     CompileProgress,
     Step,
@@ -14,7 +14,7 @@ from orchestrator.build.progress import (
     parse_step,
     seconds_left,
 )
-from orchestrator.status import Phase, StatusLine
+from orchestrator.long_step import Phase, StatusLine
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "build"
 
@@ -110,7 +110,7 @@ def test_on_a_terminal_one_line_is_rewritten_in_place():
 
 @pytest.fixture
 def fast_refresh(monkeypatch):
-    monkeypatch.setattr(status, "REFRESH_S", 0.01)
+    monkeypatch.setattr(long_step, "REFRESH_S", 0.01)
 
 
 def test_phase_prints_its_total_time_when_done_and_when_stopped(fast_refresh):

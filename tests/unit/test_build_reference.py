@@ -7,9 +7,9 @@ import pytest
 
 from orchestrator import store
 from orchestrator.build import paths
-from orchestrator.build.cached import find_build
+from orchestrator.build.in_results import resolve_stored_build
+from orchestrator.build.on_disk import find_build
 from orchestrator.build.reference import BuildKey, choose
-from orchestrator.build.stored import resolve_stored_build
 from orchestrator.errors import AmbiguousBuild, NoSuchBuild
 from tests.unit.test_build_paths import build_info, make_build
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from orchestrator import parse
 from orchestrator.errors import NothingRecognised, OrchError
-from orchestrator.parse.reading import KINDS, LogFile, detect_kind, read_logs
+from orchestrator.parse.saved_logs import KINDS, LogFile, detect_kind, read_logs
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 SPEC_TOOLS = ("llama-speculative-simple", "llama-speculative")
