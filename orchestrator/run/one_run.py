@@ -91,7 +91,8 @@ class Slot:
                 "mode": self.plan.mode, "rendered_argv": p.arm.argv, "executed_argv": p.executed or None,
                 "translations": [*p.model_notes, *p.notes], "started_at": store.utcnow(),
                 "target_sha256": target.sha256 if target else None, "draft_sha256": draft.sha256 if draft else None,
-                "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"), "prompt_set": p.prompt_set,
+                "memfit": p.memfit.to_dict() if p.memfit else None,
+                "memfit_warning": p.memfit.warning if p.memfit else None, "prompt_set": p.prompt_set,
                 "decode_bytes": target.decode_bytes if target else None,
                 "bandwidth_bytes_per_s": ins.bandwidth.bytes_per_s if ins.bandwidth else None,
                 "bandwidth_label": ins.bandwidth.label if ins.bandwidth else None}
