@@ -140,24 +140,24 @@ def run_server_slot(s: Slot, timeout: float | None, pool: server_run.ServerPool)
         stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(),
                                 folder=folder)
         raise
-    rows = server_run.request_rows(s.run_id, out["results"])
+    rows = server_run.request_rows(s.run_id, out.results)
     errors = [r for r in rows if r["status"] != "ok"]
     timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
     if timed_out:
         pool.stop()  # a server still streaming past the limit is not reused
     status = "timeout" if timed_out else "failed" if errors else "ok"
-    parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
-                            metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
-    samples = [x.to_dict() for x in out["samples"]]
+    parsed = server_metrics(rows, out.measured_log, wall_s=out.wall_s, concurrency=out.concurrency,
+                            metrics_delta=out.metrics_delta, offsets=out.measured_offsets)
+    samples = [x.to_dict() for x in out.samples]
     record = RunRecord(s.run_id, {
         **row, "status": status, "failure_class": "timeout" if timed_out else "other" if errors else None,
         "failure_detail": f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}" if errors else None,
-        "wall_s": out["wall_s"], "executed_argv": out["command"], "telemetry": _telemetry_summary(out["samples"]),
-        "ended_at": store.utcnow()}, out["logs"], samples, parsed, rows, folder)
+        "wall_s": out.wall_s, "executed_argv": out.command, "telemetry": _telemetry_summary(out.samples),
+        "ended_at": store.utcnow()}, out.logs, samples, parsed, rows, folder)
     if errors:
         return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
     return record, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, s.instruments)} pooled "
-                    f"({out['wall_s']:.1f}s) run {s.run_id}")
+                    f"({out.wall_s:.1f}s) run {s.run_id}")
 
 
 def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:
