@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from orchestrator.analyze import compare
 from orchestrator.errors import NoSuchBuild
 from orchestrator.store import queries
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """Head vs base build per test, as compare_builds found it; `orch compare --format json` prints its fields in
+    this order, with the hosts' differences after them."""
+
+    # What was compared: two stored builds.
+    base: str
+    head: str
+    threshold: float  # the smallest change worth a verdict
+    same_build: bool  # both sides are the same runs: no ratio, every row's verdict compare.SAME_BUILD
+    warning: str | None  # why nothing was compared (the same build on both sides); None otherwise
+    # The result: one row per test, carrying every parameter that differs; compare.table's columns, wide.
+    rows: list[dict]
+    columns: list[str]
+    # Each side's runs from one host, where one was named (None: every host's).
+    base_host: str | None = None
+    head_host: str | None = None
+
+
 def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: float,
                    sweep_ids: list[int] | None = None, base_host: str | None = None,
-                   head_host: str | None = None) -> dict:
-    """Head vs base build (stored build names) per test: {"base", "head", "threshold", "same_build", "warning",
-    "rows", "columns"}, the rows carrying every parameter that differs (columns: compare.table's, wide)."""
+                   head_host: str | None = None) -> Comparison:
+    """Head vs base build (stored build names) per test, the rows carrying every parameter that differs."""
     base_groups = queries.compare_groups(con, base, recipe=recipe, sweep_ids=sweep_ids, host=base_host)
     head_groups = queries.compare_groups(con, head, recipe=recipe, sweep_ids=sweep_ids, host=head_host)
     if not base_groups or not head_groups:
@@ -32,5 +52,5 @@ def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: 
             row.update(ratio=None, ratio_low=None, ratio_high=None, p_value=None, test=None,
                        verdict=compare.SAME_BUILD)
     every = compare.table(rows, wide=True)  # puts every differing parameter on the rows, for JSON
-    return {"base": base, "head": head, "threshold": threshold, "same_build": same, "warning": warning,
-            "rows": rows, "columns": every.columns}
+    return Comparison(base=base, head=head, threshold=threshold, same_build=same, warning=warning, rows=rows,
+                      columns=every.columns, base_host=base_host, head_host=head_host)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -222,22 +223,21 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
                                 head_host=head_host)
         if base_host != head_host:
             env_lines = hosts.differences(con, base_host, base, head_host, head)
-    result.update(base_host=base_host, head_host=head_host, host_differences=env_lines)
     if fmt == "json":
-        click.echo(json.dumps(result, indent=2, default=str))
-        if result["warning"]:
-            click.echo(f"warning: {result['warning']}", err=True)
+        click.echo(json.dumps({**asdict(result), "host_differences": env_lines}, indent=2, default=str))
+        if result.warning:
+            click.echo(f"warning: {result.warning}", err=True)
         return
     on = (lambda h: f" on {h}" if h else "")
-    click.echo(f"base {result['base']}{on(base_host)}  ->  head {result['head']}{on(head_host)}  (threshold "
+    click.echo(f"base {result.base}{on(base_host)}  ->  head {result.head}{on(head_host)}  (threshold "
                f"{limit:.0%})")
     if env_lines:
         click.echo(f"the machines differ in: {'; '.join(env_lines)}" if len(env_lines) <= 3 else
                    "the machines differ in:\n" + "\n".join(f"  {line}" for line in env_lines))
-    if result["warning"]:
-        click.echo(f"warning: {result['warning']}")
-    shown = compare.table(result["rows"], wide=wide)
-    rows = _readable(result["rows"])
+    if result.warning:
+        click.echo(f"warning: {result.warning}")
+    shown = compare.table(result.rows, wide=wide)
+    rows = _readable(result.rows)
     if fmt == "md":
         kept, left_out = tables.fit(rows, shown.columns, WIDTH, shown.droppable)
         text = tables.render(rows, "md", kept)

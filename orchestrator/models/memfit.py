@@ -25,6 +25,8 @@ DEFAULT_CTX = 4096  # llama.cpp's common default for -c
 
 @dataclass
 class ModelEstimate:
+    """One model's share: its layers, weights and KV cache, and how much of them goes to the GPU."""
+
     role: str  # "target" or "draft"
     path: str
     n_layers: int
@@ -37,6 +39,8 @@ class ModelEstimate:
 
 @dataclass
 class MemFit:
+    """An arm's memory estimate (PreparedArm.memfit); stored as to_dict() in the runs.memfit JSON column."""
+
     models: list[ModelEstimate]
     reserve_bytes: int
     gpu_total_bytes: int  # models on the GPU plus the reserve

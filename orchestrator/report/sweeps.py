@@ -67,8 +67,8 @@ def _pairs(con, runs: list[dict], sweeps: list[dict]) -> list[BuildPair]:
                                     sweep_ids=[s["sweep_id"] for s in sweeps])
         except NoSuchBuild:  # a build whose only sweep has no run ended yet: nothing to compare
             continue
-        rows = [{**r, "recipe": recipes.get(r.get("recipe_hash"))} for r in result["rows"]]
-        pairs.append(BuildPair(base=builds[0], head=head, rows=rows, columns=result["columns"]))
+        rows = [{**r, "recipe": recipes.get(r.get("recipe_hash"))} for r in result.rows]
+        pairs.append(BuildPair(base=builds[0], head=head, rows=rows, columns=result.columns))
     return pairs
 
 

@@ -35,7 +35,7 @@ def estimate(p: PreparedArm, mode: str) -> memfit.MemFit | None:
         argv += ["-c", str(bench_context(argv))]
     try:
         return memfit.from_argv(argv, p.models.target, p.models.draft,
-                                free_bytes=(p.memfit or {}).get("free_bytes"))
+                                free_bytes=p.memfit.free_bytes if p.memfit else None)
     except ValueError:  # a cache type memfit cannot read: no estimate rather than no run
         return None
 

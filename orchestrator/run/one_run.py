@@ -92,7 +92,8 @@ class Slot:
                 "mode": self.plan.mode, "rendered_argv": p.arm.argv, "executed_argv": p.executed or None,
                 "translations": [*p.model_notes, *p.notes], "started_at": store.utcnow(),
                 "target_sha256": target.sha256 if target else None, "draft_sha256": draft.sha256 if draft else None,
-                "memfit": p.memfit, "memfit_warning": (p.memfit or {}).get("warning"), "prompt_set": p.prompt_set,
+                "memfit": p.memfit.to_dict() if p.memfit else None,
+                "memfit_warning": p.memfit.warning if p.memfit else None, "prompt_set": p.prompt_set,
                 "decode_bytes": target.decode_bytes if target else None,
                 "bandwidth_bytes_per_s": ins.bandwidth.bytes_per_s if ins.bandwidth else None,
                 "bandwidth_label": ins.bandwidth.label if ins.bandwidth else None}
@@ -140,24 +141,24 @@ def run_server_slot(s: Slot, timeout: float | None, pool: server_run.ServerPool)
         stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(),
                                 folder=folder)
         raise
-    rows = server_run.request_rows(s.run_id, out["results"])
+    rows = server_run.request_rows(s.run_id, out.results)
     errors = [r for r in rows if r["status"] != "ok"]
     timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
     if timed_out:
         pool.stop()  # a server still streaming past the limit is not reused
     status = "timeout" if timed_out else "failed" if errors else "ok"
-    parsed = server_metrics(rows, out["measured_log"], wall_s=out["wall_s"], concurrency=out["concurrency"],
-                            metrics_delta=out["metrics_delta"], offsets=out["measured_offsets"])
-    samples = [x.to_dict() for x in out["samples"]]
+    parsed = server_metrics(rows, out.measured_log, wall_s=out.wall_s, concurrency=out.concurrency,
+                            metrics_delta=out.metrics_delta, offsets=out.measured_offsets)
+    samples = [x.to_dict() for x in out.samples]
     record = RunRecord(s.run_id, {
         **row, "status": status, "failure_class": "timeout" if timed_out else "other" if errors else None,
         "failure_detail": f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}" if errors else None,
-        "wall_s": out["wall_s"], "executed_argv": out["command"], "telemetry": _telemetry_summary(out["samples"]),
-        "ended_at": store.utcnow()}, out["logs"], samples, parsed, rows, folder)
+        "wall_s": out.wall_s, "executed_argv": out.command, "telemetry": _telemetry_summary(out.samples),
+        "ended_at": store.utcnow()}, out.logs, samples, parsed, rows, folder)
     if errors:
         return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
     return record, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, s.measuring)} pooled "
-                    f"({out['wall_s']:.1f}s) run {s.run_id}")
+                    f"({out.wall_s:.1f}s) run {s.run_id}")
 
 
 def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:

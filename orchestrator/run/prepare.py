@@ -29,7 +29,7 @@ class PreparedArm:
     stop_class: str | None = None
     stop_reason: str | None = None
     models: preflight.ModelsUsed | None = None
-    memfit: dict | None = None
+    memfit: memfit.MemFit | None = None  # stored as its to_dict() (runs.memfit JSON)
     prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
     model_notes: list[str] = field(default_factory=list)  # which fetched file a hub reference is
 
@@ -100,16 +100,15 @@ def _without_stopped_controls(prepared: list[PreparedArm]) -> list[PreparedArm]:
     return prepared
 
 
-def _memory_estimate(p: PreparedArm, build: Build) -> dict | None:
+def _memory_estimate(p: PreparedArm, build: Build) -> memfit.MemFit | None:
     """Weights + KV against free GPU memory; for CPU builds only the estimate (nothing goes to a GPU)."""
     if not p.models or not p.models.target:
         return None
     free = gpu.free_bytes(0) if build.cuda else None
     try:
-        fit = memfit.from_argv(p.executed, p.models.target, p.models.draft, free_bytes=free)
+        return memfit.from_argv(p.executed, p.models.target, p.models.draft, free_bytes=free)
     except ValueError:  # a cache type or layer count memfit cannot read: no estimate rather than no run
         return None
-    return fit.to_dict()
 
 
 def dry_run_rows(prepared: list[PreparedArm]) -> list[dict]:

@@ -11,10 +11,12 @@ import json
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import store
 from orchestrator.errors import ServerFailed
+from orchestrator.machine import telemetry
 from orchestrator.parse.server import counters_delta
 from orchestrator.parse.server_log import WARMUP_MARK
 from orchestrator.recipe import argv as flags
@@ -100,9 +102,27 @@ def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
 
+@dataclass(frozen=True)
+class ServerRunResult:
+    """What one server run hands back to run/one_run.py to parse and store."""
+
+    # The server as it ran.
+    command: list[str]  # argv as launched, host and port included
+    concurrency: int  # client threads, as many as the server has slots
+    # The measured requests (the warm-up is not among them).
+    results: list[client.RequestResult]  # one per prompt, in the prompt set's order
+    wall_s: float  # the whole batch, first request sent to last answer
+    metrics_delta: dict[str, float]  # growth of /metrics' speculative counters over the batch
+    # The server's logs over this run: all of it, and the measured part as text with where it starts.
+    logs: dict[str, bytes]  # per stream, the warm-up's lines included
+    measured_log: str  # the lines written during the measured requests
+    measured_offsets: dict[str, int]  # per stream, where the measured part starts in `logs`
+    samples: list[telemetry.Sample]  # the run's telemetry; [] when it is off
+
+
 def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_speculation: bool,
-            timeout: float | None, sampler=None) -> dict:
-    """One server run; returns logs, request results and /metrics before/after. Raises ServerFailed."""
+            timeout: float | None, sampler=None) -> ServerRunResult:
+    """One server run: its requests, /metrics growth, logs and telemetry. Raises ServerFailed."""
     req = request_params(params)
     concurrency = int(req["concurrency"])
     options = client.RequestOptions(n_predict=int(req["n_predict"]), seed=int(req["seed"]),
@@ -111,7 +131,6 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
     _, prompt_list = prompts.load(req["prompt_set"])
     server, fresh = pool.ensure(server_command(executed, concurrency), float(req["server_timeout"]))
     cursor = LogCursor(server, fresh)
-    out = {"cursor": cursor, "concurrency": concurrency, "command": server.command}
     watch = sampler(server.child.pid) if sampler else None
     try:
         if fresh:
@@ -126,15 +145,17 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
             server.mark_log(WARMUP_MARK)  # the log says which request was the warm-up (parse/server_log.py)
         measured = LogCursor(server, fresh=False)  # the warm-up's lines are stored, not counted
         before = server.metrics()
-        out["results"], out["wall_s"] = client.send_all(server.url, prompt_list, options, concurrency=concurrency,
-                                                        timeout=timeout or 600)  # the whole run's limit
-        out["metrics_delta"] = counters_delta(before, server.metrics())
-        out["measured_log"] = b"\n".join(measured.read().values()).decode(errors="replace")
-        out["measured_offsets"] = {k: measured.start[k] - cursor.start[k] for k in cursor.start}
+        results, wall_s = client.send_all(server.url, prompt_list, options, concurrency=concurrency,
+                                          timeout=timeout or 600)  # the whole run's limit
+        metrics_delta = counters_delta(before, server.metrics())
+        measured_log = b"\n".join(measured.read().values()).decode(errors="replace")
+        measured_offsets = {k: measured.start[k] - cursor.start[k] for k in cursor.start}
     finally:
-        out["logs"] = cursor.read()
-        out["samples"] = watch.stop() if watch else []
-    return out
+        logs = cursor.read()
+        samples = watch.stop() if watch else []
+    return ServerRunResult(command=server.command, concurrency=concurrency, results=results, wall_s=wall_s,
+                           metrics_delta=metrics_delta, logs=logs, measured_log=measured_log,
+                           measured_offsets=measured_offsets, samples=samples)
 
 
 def request_rows(run_id: int, results: list[client.RequestResult]) -> list[dict]:

@@ -205,8 +205,8 @@ def _record_models_and_notes(db: store.Database, prepared: list[PreparedArm], pr
     for p in prepared:
         if p.stop_reason:
             progress.note(f"orch: arm {p.arm.name}: {p.stop_reason}")
-        elif p.memfit and p.memfit.get("warning"):
-            progress.note(f"orch: arm {p.arm.name}: memory: {p.memfit['warning']}")
+        elif p.memfit and p.memfit.warning:
+            progress.note(f"orch: arm {p.arm.name}: memory: {p.memfit.warning}")
 
 
 def host_info() -> dict:
