@@ -1,6 +1,7 @@
 """Shared test fixtures: isolated orch locations per test, and the venv's orch executable."""
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A suite started in the background by a shell without job control (`make test &`, some CI runners) inherits
+# SIGINT ignored, and so would every orch it starts: orch rightly keeps an inherited "ignore", and the tests that
+# press Ctrl-C on orch would wait for a stop that never comes. The suite's own children get the default, as at a
+# terminal (a Python handler is reset to the default across exec; an ignored signal stays ignored).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class SpawnInUnitTest(AssertionError):

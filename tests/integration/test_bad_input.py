@@ -264,14 +264,17 @@ def test_a_stop_signal_ends_every_command_with_its_code_and_no_traceback(stocked
         duckdb.connect(str(target)).close()
     before = _snapshot(Path(stocked["ORCH_DB"]))
     holder = _hold_lock(target)
+    proc = subprocess.Popen([stocked["ORCH"], *args], env=stocked, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
-        proc = subprocess.Popen([stocked["ORCH"], *args], env=stocked, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
         _wait_until_waiting(proc)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         holder.close()
+        if proc.poll() is None:  # a failed check leaves no orch behind
+            proc.kill()
+            proc.wait()
     err = "orch: waiting for ...\n" + err
     assert proc.returncode == code, (proc.returncode, err[-2000:])
     assert "Traceback" not in out + err
