@@ -1,6 +1,6 @@
 """One sweep's summary in the form every output of `orch summary` is drawn from, and the summaries of several
 sweeps held together (`Summaries`): computed from the rows of analyze/summary, or read back where they are kept
-(analyze/kept.py), and drawn the same way either way.
+(analyze/summary_cache.py), and drawn the same way either way.
 
 A sweep's summary holds its arms as the JSON and CSV rows those outputs write, its table cells by column (each cell
 as the table shows it), the facts the default table's choice of columns reads, its warning lines and its

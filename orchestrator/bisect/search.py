@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from orchestrator.analyze import compare, stats
+from orchestrator.analyze import side_by_side, stats
 from orchestrator.errors import BisectRangeError
 
 GOOD, BAD, UNCLEAR = "good", "bad", "unclear"
@@ -74,7 +74,7 @@ class Result:
     kind: str  # "first bad", "range" (skips left a range), "no change" (the ends do not differ)
     good: str  # the last good commit
     bad: str  # the first bad commit (kind "first bad") or the end of the range
-    direction: str | None  # compare.REGRESSION or compare.IMPROVEMENT: what the step does to the metric
+    direction: str | None  # side_by_side.REGRESSION or side_by_side.IMPROVEMENT: what the step does to the metric
     skipped: list[str]  # commits inside the range that could not be classified
     probes: list[Probe]  # in the order they were measured
 
@@ -195,18 +195,18 @@ def _middle(lo: int, hi: int) -> int:
 
 
 def _side(samples: list[float]) -> dict:
-    return {("metric",): compare.Side(samples=list(samples), runs=len(samples))}
+    return {("metric",): side_by_side.Side(samples=list(samples), runs=len(samples))}
 
 
 def _vs(base: list[float], head: list[float], threshold: float, higher_is_better: bool) -> dict:
     """compare's row for head against base: the same rule, the same code as `orch compare`."""
-    return compare.compare_sides(_side(base), _side(head), threshold=threshold,
+    return side_by_side.compare_sides(_side(base), _side(head), threshold=threshold,
                                  higher_is_better=higher_is_better)[0]
 
 
 def _direction(good: list[float], bad: list[float], threshold: float, higher_is_better: bool) -> str | None:
     verdict = _vs(good, bad, threshold, higher_is_better)["verdict"]
-    return verdict if verdict in (compare.REGRESSION, compare.IMPROVEMENT) else None
+    return verdict if verdict in (side_by_side.REGRESSION, side_by_side.IMPROVEMENT) else None
 
 
 def _classify(m: Measurement, i: int, good: Measurement, bad: Measurement, direction: str, threshold: float,
@@ -218,12 +218,12 @@ def _classify(m: Measurement, i: int, good: Measurement, bad: Measurement, direc
     vs_good = _vs(good.samples, m.samples, threshold, higher_is_better)
     vs_bad = _vs(bad.samples, m.samples, threshold, higher_is_better)
     probe.ratio, probe.vs_good, probe.vs_bad = vs_good["ratio"], vs_good["verdict"], vs_bad["verdict"]
-    changed_from_bad = vs_bad["verdict"] in (compare.REGRESSION, compare.IMPROVEMENT)
+    changed_from_bad = vs_bad["verdict"] in (side_by_side.REGRESSION, side_by_side.IMPROVEMENT)
     # Not telling a probe from one end proves little when that end is noisy: it must also lie nearer that end
     nearer_bad = abs(math.log(vs_bad["ratio"] or 1)) < abs(math.log(vs_good["ratio"] or 1))
     if vs_good["verdict"] == direction and not changed_from_bad and nearer_bad:
         probe.state = BAD
-    elif vs_good["verdict"] == compare.NO_CHANGE and changed_from_bad and not nearer_bad:
+    elif vs_good["verdict"] == side_by_side.NO_CHANGE and changed_from_bad and not nearer_bad:
         probe.state = GOOD
     else:
         probe.state = UNCLEAR

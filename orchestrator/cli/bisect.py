@@ -19,7 +19,7 @@ threshold_option = click.option("--threshold", default="5%", show_default=True,
 
 
 def _threshold(text: str) -> float:
-    from orchestrator.analyze.compare import parse_threshold
+    from orchestrator.analyze.side_by_side import parse_threshold
 
     try:
         value = parse_threshold(text)

@@ -20,12 +20,12 @@ def repair_command(db):
     Example: orch repair --db results.duckdb
     """
     from orchestrator import config, store
-    from orchestrator.analyze import kept
+    from orchestrator.analyze import summary_cache
     from orchestrator.store import schema
 
     path = db or config.db_path()
     with store.opened(path, create=False, check=False) as con:
         restored = schema.repair(con)
-        summaries = kept.keep_stale(con)
+        summaries = summary_cache.keep_stale(con)
     click.echo(f"restored {', '.join(restored)} in {path}" if restored else f"nothing to repair in {path}")
     click.echo(f"kept the summaries of {summaries} sweeps" if summaries else "every finished sweep's summary is kept")

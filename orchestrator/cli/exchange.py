@@ -45,7 +45,7 @@ def import_command(sources, db):
     """
     from contextlib import ExitStack
 
-    from orchestrator.analyze import kept
+    from orchestrator.analyze import summary_cache
     from orchestrator.errors import ImportConflicts
     from orchestrator.store import exchange
 
@@ -65,7 +65,7 @@ def import_command(sources, db):
                     click.echo(f"orch: {source}: {n} {table} rows left out: the row they belong to is not in it",
                                err=True)
                 conflicts += report.conflicts
-            kept.keep_stale(con)  # the sweeps it added or merged runs into
+            summary_cache.keep_stale(con)  # the sweeps it added or merged runs into
     if conflicts:
         shown = "; ".join(c.describe() for c in conflicts[:5])
         more = f" (and {len(conflicts) - 5} more)" if len(conflicts) > 5 else ""

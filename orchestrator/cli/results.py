@@ -120,7 +120,7 @@ Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
               help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, db):
-    from orchestrator.analyze import kept, summary, summary_table
+    from orchestrator.analyze import summary, summary_cache, summary_table
     from orchestrator.analyze.sweep_summary import Summaries, from_rows
     from orchestrator.errors import NoSuchSweep
     from orchestrator.store import queries
@@ -140,7 +140,7 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
                 click.echo(tables.render(rows, fmt, columns))
             click.echo("\n".join(Summaries(from_rows(rows)).verdict_lines()), err=True)
             return
-        read = kept.read(con, ids)
+        read = summary_cache.read(con, ids)
         if read.computed and read.computed_s > SLOW_S:
             click.echo(f"orch: {read.computed} of {len(set(ids))} sweeps summarized from their runs "
                        f"({read.computed_s:.1f}s): no current summary is kept for them (stored by another orch "
@@ -201,13 +201,13 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
 @click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, db):
-    from orchestrator.analyze import compare, hosts
-    from orchestrator.analyze.comparison import compare_builds
+    from orchestrator.analyze import hosts, side_by_side
+    from orchestrator.analyze.compare_builds import compare_builds
     from orchestrator.build.in_results import resolve_stored_build
     from orchestrator.errors import InvalidOption
 
     try:
-        limit = compare.parse_threshold(threshold)
+        limit = side_by_side.parse_threshold(threshold)
     except ValueError:
         raise InvalidOption(f"--threshold {threshold!r} is not a number or percentage, e.g. 5%") from None
     if not (base_host or head_host) and not (base_ref and head_ref):
@@ -236,7 +236,7 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
                    "the machines differ in:\n" + "\n".join(f"  {line}" for line in env_lines))
     if result.warning:
         click.echo(f"warning: {result.warning}")
-    shown = compare.table(result.rows, wide=wide)
+    shown = side_by_side.table(result.rows, wide=wide)
     rows = _readable(result.rows)
     if fmt == "md":
         kept, left_out = tables.fit(rows, shown.columns, WIDTH, shown.droppable)
@@ -244,7 +244,7 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
     else:
         titles, columns = {}, shown.columns
         if "recipe" in columns and not wide:  # a line above each recipe's rows instead of a column
-            rows, titles = compare.by_recipe(rows)
+            rows, titles = side_by_side.by_recipe(rows)
             columns = [c for c in columns if c != "recipe"]
         text, left_out = tables.text_table(rows, columns, width=None if wide else WIDTH,
                                            droppable=shown.droppable, titles=titles)

@@ -64,7 +64,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     # Every command runs under stops.on_signals (cli/group.py): Ctrl-C, SIGTERM or SIGHUP before the sweep exists
     # ends the command (130, 143, 129) with nothing half-written; during the sweep the run in flight is stored
     # interrupted, once.
-    from orchestrator.analyze import kept
+    from orchestrator.analyze import summary_cache
     from orchestrator.analyze.summary_table import summary_text
     from orchestrator.errors import InvalidOption
     from orchestrator.run import prepare, recipe_run
@@ -107,7 +107,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
                                         telemetry_interval=telemetry_interval, translate=not no_dialect)
         if not no_summary:
             with database.read() as con:
-                click.echo(summary_text(kept.read(con, [r.sweep_id for r in results]).summaries))
+                click.echo(summary_text(summary_cache.read(con, [r.sweep_id for r in results]).summaries))
         for result in results:
             result.raise_for_status()
         return
@@ -117,5 +117,5 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     finally:  # the sweep this command stored, complete or not
         if not no_summary:
             with database.read() as con:
-                click.echo(summary_text(kept.read(con, [opened.id]).summaries))
+                click.echo(summary_text(summary_cache.read(con, [opened.id]).summaries))
     result.raise_for_status()

@@ -46,12 +46,12 @@ def reparse_command(db):
 
     Example: orch reparse
     """
-    from orchestrator.analyze import kept
+    from orchestrator.analyze import summary_cache
     from orchestrator.store.reparse import reparse_all
 
     with opened_db(db, write=True, create=False) as con:
         result = reparse_all(con)
-        kept.keep_stale(con)  # the sweeps whose metrics changed
+        summary_cache.keep_stale(con)  # the sweeps whose metrics changed
     click.echo("\n".join(result.lines()))
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import store
-from orchestrator.analyze import kept
+from orchestrator.analyze import summary_cache
 from orchestrator.build.finished import Build
 from orchestrator.cluster import worker as ray_worker
 from orchestrator.errors import ClusterUnavailable, Interrupted, RayMissing
@@ -209,7 +209,7 @@ def _finish(db: store.Database, uids: dict[str, list[int]], status: str) -> list
                 store.mark_output_differences(con, ids[uid])  # over the whole sweep, every round merged
             store.end_sweep(con, ids[uid], status)
             if status == "done":
-                kept.keep(con, [ids[uid]])
+                summary_cache.keep(con, [ids[uid]])
             results.append(sweep.SweepResult(ids[uid], done, done, failed, status))
     return sorted(results, key=lambda r: r.sweep_id)
 

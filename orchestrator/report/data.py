@@ -50,7 +50,7 @@ class SweepData:
 class BuildPair:
     base: str
     head: str
-    rows: list[dict]  # analyze/comparison.compare_builds rows
+    rows: list[dict]  # analyze/compare_builds.compare_builds rows
     columns: list[str]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.analyze import compare, metric_samples, stats
+from orchestrator.analyze import metric_samples, side_by_side, stats
 from orchestrator.errors import NoHistory
 from orchestrator.report.plots import plt  # headless, text never read as TeX
 from orchestrator.source.mirror import Mirror
@@ -60,10 +60,10 @@ def mark_steps(points: list[dict], threshold: float) -> list[str]:
     """Compare each point with the one before (compare's rule); put vs_previous/step on it; one line per step."""
     lines = []
     for before, after in zip(points, points[1:]):
-        row = compare.compare_sides({("m",): compare.Side(samples=before["samples"])},
-                                    {("m",): compare.Side(samples=after["samples"])}, threshold=threshold)[0]
+        row = side_by_side.compare_sides({("m",): side_by_side.Side(samples=before["samples"])},
+                                         {("m",): side_by_side.Side(samples=after["samples"])}, threshold=threshold)[0]
         after["ratio"], after["verdict"] = row["ratio"], row["verdict"]
-        after["step"] = row["verdict"] in (compare.REGRESSION, compare.IMPROVEMENT)
+        after["step"] = row["verdict"] in (side_by_side.REGRESSION, side_by_side.IMPROVEMENT)
         if after["step"]:
             ci = interval(row["ratio_low"], row["ratio_high"], 3)
             lines.append(f"step: {before['build']} -> {after['build']}: {row['verdict']}, "

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from orchestrator.analyze import summary, verdict
-from orchestrator.analyze.comparison import compare_builds
+from orchestrator.analyze.compare_builds import compare_builds
 from orchestrator.errors import NoSuchBuild, NoSuchSweep, OrchError
 from orchestrator.machine import envinfo
 from orchestrator.models import gguf_info

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import config, proc, stops, store
-from orchestrator.analyze import kept
+from orchestrator.analyze import summary_cache
 from orchestrator.build.finished import Build
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
@@ -124,7 +124,7 @@ def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[Prep
 def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetry_interval: float,
             progress: Progress | None = None, keep_summary: bool = True) -> SweepResult:
     """Run every slot (interleaved by default, so drift hits all arms alike) and store the runs as they end, a few
-    to a write (run/pending.py); at the end, the sweep's summary (analyze/kept: `orch summary` reads it;
+    to a write (run/pending.py); at the end, the sweep's summary (analyze/summary_cache: `orch summary` reads it;
     keep_summary=False for a file that is only exported, a cluster shard's)."""
     measuring = MeasurementSettings(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
     progress = progress or Progress(len(sweep.slots))
@@ -176,7 +176,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         differences = store.mark_output_differences(con, sweep.id)
         store.end_sweep(con, sweep.id, "done")
         if keep_summary:
-            kept.keep(con, [sweep.id])
+            summary_cache.keep(con, [sweep.id])
     shutil.rmtree(sweep.work_dir, ignore_errors=True)
     for arm, differing, compared in differences:
         if differing:

@@ -85,11 +85,11 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
 def _current(env) -> set[int]:
     """The sweeps whose kept summary is current."""
     from orchestrator import store
-    from orchestrator.analyze import kept
+    from orchestrator.analyze import summary_cache
     from orchestrator.store import sweep_summaries
 
     with store.opened(Path(env["ORCH_DB"]), read_only=True) as con:
-        return {h["sweep_id"] for h in sweep_summaries.current(con, [1, 2, 3], kept.code_key())}
+        return {h["sweep_id"] for h in sweep_summaries.current(con, [1, 2, 3], summary_cache.code_key())}
 
 
 def test_dry_run_prints_rendered_and_executed_argv(orch_exe, env):

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from orchestrator.analyze import compare
+from orchestrator.analyze import side_by_side
 from orchestrator.bisect import search
 from orchestrator.bisect.search import Measurement
 from orchestrator.errors import BisectRangeError
@@ -46,7 +46,7 @@ def test_clean_step_is_found_in_log2_probes(index):
     bench = FakeBench(step_at(index), noise=0.01)
     result = run(bench)
     assert (result.kind, result.bad, result.good) == ("first bad", COMMITS[index], COMMITS[index - 1])
-    assert result.direction == compare.REGRESSION
+    assert result.direction == side_by_side.REGRESSION
     # 2 ends + ceil(log2(10 commits between + 1)) probes at most
     assert len(bench.measured()) <= 2 + search.max_probes(len(COMMITS) - 2) == 6
     assert "first bad commit: c" in result.sentence("decode_tps")
@@ -54,7 +54,7 @@ def test_clean_step_is_found_in_log2_probes(index):
 
 def test_an_improvement_is_a_step_too():
     result = run(FakeBench(step_at(5, before=0.45, after=0.77)))
-    assert (result.kind, result.bad, result.direction) == ("first bad", COMMITS[5], compare.IMPROVEMENT)
+    assert (result.kind, result.bad, result.direction) == ("first bad", COMMITS[5], side_by_side.IMPROVEMENT)
 
 
 def test_noise_below_the_threshold_does_not_fool_it():

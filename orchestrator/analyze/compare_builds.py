@@ -1,10 +1,10 @@
-"""`orch compare` over the store: two resolved builds' runs, grouped in SQL, handed to compare.compare_sides."""
+"""`orch compare` over the store: two resolved builds' runs, grouped in SQL, handed to side_by_side.compare_sides."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.analyze import compare
+from orchestrator.analyze import side_by_side
 from orchestrator.errors import NoSuchBuild
 from orchestrator.store import queries
 
@@ -18,9 +18,9 @@ class Comparison:
     base: str
     head: str
     threshold: float  # the smallest change worth a verdict
-    same_build: bool  # both sides are the same runs: no ratio, every row's verdict compare.SAME_BUILD
+    same_build: bool  # both sides are the same runs: no ratio, every row's verdict side_by_side.SAME_BUILD
     warning: str | None  # why nothing was compared (the same build on both sides); None otherwise
-    # The result: one row per test, carrying every parameter that differs; compare.table's columns, wide.
+    # The result: one row per test, carrying every parameter that differs; side_by_side.table's columns, wide.
     rows: list[dict]
     columns: list[str]
     # Each side's runs from one host, where one was named (None: every host's).
@@ -41,8 +41,9 @@ def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: 
             missing = f"{missing} on host {host}"
         raise NoSuchBuild(f"build {missing} has no stored runs{' of ' + recipe if recipe else ''}; run the recipe "
                           f"on it first (orch run RECIPE --build {missing})")
-    rows = compare.compare_sides(compare.sides_from_groups(base_groups), compare.sides_from_groups(head_groups),
-                                 threshold=threshold)
+    rows = side_by_side.compare_sides(side_by_side.sides_from_groups(base_groups),
+                                      side_by_side.sides_from_groups(head_groups),
+                                      threshold=threshold)
     warning = None
     same = base == head and base_host == head_host
     if same:  # both sides are the same runs: any ratio is 1 by construction and would read as a result
@@ -50,7 +51,7 @@ def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: 
                    f"compared and no ratio is shown; name two builds (orch builds lists them)")
         for row in rows:
             row.update(ratio=None, ratio_low=None, ratio_high=None, p_value=None, test=None,
-                       verdict=compare.SAME_BUILD)
-    every = compare.table(rows, wide=True)  # puts every differing parameter on the rows, for JSON
+                       verdict=side_by_side.SAME_BUILD)
+    every = side_by_side.table(rows, wide=True)  # puts every differing parameter on the rows, for JSON
     return Comparison(base=base, head=head, threshold=threshold, same_build=same, warning=warning, rows=rows,
                       columns=every.columns, base_host=base_host, head_host=head_host)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from orchestrator.analyze import compare
+from orchestrator.analyze import side_by_side
 
 KEY = {"recipe_hash": "r1", "arm_params": '{"draft_max": 16, "spec": "draft"}', "target_sha256": "t",
        "draft_sha256": "d", "prompt_set": "p", "mode": "cli"}
@@ -15,7 +15,7 @@ def runs(values, *, arm="draft:draft_max=16", status="ok", **key):
 
 
 def one(base, head, **kw):
-    rows = compare.compare(base, head, **kw)
+    rows = side_by_side.compare(base, head, **kw)
     assert len(rows) == 1
     return rows[0]
 
@@ -23,7 +23,7 @@ def one(base, head, **kw):
 def test_identical_sample_sets_are_no_significant_change():
     samples = [100.0, 102.0, 98.0, 101.0, 99.0]
     row = one(runs(samples), runs(samples))
-    assert row["verdict"] == compare.NO_CHANGE
+    assert row["verdict"] == side_by_side.NO_CHANGE
     assert row["ratio"] == pytest.approx(1.0) and row["test"] == "mann-whitney" and row["p_value"] == 1.0
     assert (row["base_n"], row["head_n"], row["base_mean"], row["head_mean"]) == (5, 5, 100.0, 100.0)
     assert row["ratio_low"] < 1 < row["ratio_high"]
@@ -32,7 +32,7 @@ def test_identical_sample_sets_are_no_significant_change():
 def test_clearly_slower_head_is_a_regression():
     # 20% slower, low noise, n = 5: every head run below every base run, exact p = 2 / C(10,5) = 0.0079
     row = one(runs([100, 101, 99, 100.5, 99.5]), runs([80, 81, 79, 80.5, 79.5]))
-    assert row["verdict"] == compare.REGRESSION
+    assert row["verdict"] == side_by_side.REGRESSION
     assert row["ratio"] == pytest.approx(0.8)
     assert row["p_value"] == pytest.approx(2 / 252)
     assert row["ratio_high"] < 0.95
@@ -40,57 +40,57 @@ def test_clearly_slower_head_is_a_regression():
 
 def test_faster_head_is_an_improvement_and_the_direction_can_flip():
     base, head = runs([100, 101, 99, 100, 100]), runs([120, 121, 119, 120, 120])
-    assert one(base, head)["verdict"] == compare.IMPROVEMENT
+    assert one(base, head)["verdict"] == side_by_side.IMPROVEMENT
     # for a lower-is-better metric (e.g. wall seconds) the same numbers are a regression
-    assert one(base, head, higher_is_better=False)["verdict"] == compare.REGRESSION
+    assert one(base, head, higher_is_better=False)["verdict"] == side_by_side.REGRESSION
 
 
 def test_significant_but_within_threshold_is_no_change():
     # 3% slower, cleanly separated (p = 0.0079), but the default threshold is 5%
     base, head = runs([100, 100.2, 99.8, 100.1, 99.9]), runs([97, 97.2, 96.8, 97.1, 96.9])
-    assert one(base, head)["verdict"] == compare.NO_CHANGE
-    assert one(base, head, threshold=0.02)["verdict"] == compare.REGRESSION
+    assert one(base, head)["verdict"] == side_by_side.NO_CHANGE
+    assert one(base, head, threshold=0.02)["verdict"] == side_by_side.REGRESSION
 
 
 def test_large_change_that_noise_cannot_separate_is_no_change():
     # means 100 vs 85 but the samples interleave: Mann-Whitney p well above 0.05
     row = one(runs([60, 140, 70, 130, 100]), runs([55, 120, 65, 115, 70]))
-    assert row["p_value"] > 0.05 and row["verdict"] == compare.NO_CHANGE
+    assert row["p_value"] > 0.05 and row["verdict"] == side_by_side.NO_CHANGE
 
 
 def test_small_n_falls_back_to_interval_overlap():
     # n = 3 each: exact Mann-Whitney cannot go below 0.1, so intervals decide.
     # base [98, 100, 102]: 100 +/- 4.303 * 2 / sqrt 3 = [95.03, 104.97]; head [78, 80, 82]: [75.03, 84.97]: apart
     row = one(runs([98, 100, 102]), runs([78, 80, 82]))
-    assert (row["test"], row["verdict"]) == ("intervals", compare.REGRESSION)
+    assert (row["test"], row["verdict"]) == ("intervals", side_by_side.REGRESSION)
     assert row["p_value"] == pytest.approx(0.1)  # reported, not decisive
     # head [88, 93, 98]: mean 93, stdev 5, interval 93 +/- 12.42 = [80.58, 105.42] overlaps: no call
     row = one(runs([98, 100, 102]), runs([88, 93, 98]))
-    assert (row["test"], row["verdict"]) == ("intervals", compare.NO_CHANGE)
+    assert (row["test"], row["verdict"]) == ("intervals", side_by_side.NO_CHANGE)
     # a single run on one side can never be called different
     row = one(runs([100]), runs([50, 51, 49]))
-    assert (row["test"], row["verdict"], row["ratio_low"]) == ("too few samples", compare.NO_CHANGE, None)
+    assert (row["test"], row["verdict"], row["ratio_low"]) == ("too few samples", side_by_side.NO_CHANGE, None)
 
 
 def test_newly_failing_and_newly_skipped():
     base = runs([100, 101, 99])
     failing = runs([None], status="failed") + runs([None], status="timeout")
-    assert one(base, failing)["verdict"] == compare.NEWLY_FAILING
+    assert one(base, failing)["verdict"] == side_by_side.NEWLY_FAILING
     skipped = runs([None, None, None], status="skipped")
     row = one(base, skipped)
-    assert (row["verdict"], row["head_runs"], row["head_n"], row["ratio"]) == (compare.NEWLY_SKIPPED, 3, 0, None)
-    assert one(base, skipped + failing[:1])["verdict"] == compare.NEWLY_FAILING  # a failure outranks skips
-    assert one(skipped, base)["verdict"] == compare.NEWLY_OK
-    assert one(skipped, failing)["verdict"] == compare.NO_OK_RUNS
-    assert one(base, runs([None, None]))["verdict"] == compare.NO_DATA  # ok runs that printed no speed
+    assert (row["verdict"], row["head_runs"], row["head_n"], row["ratio"]) == (side_by_side.NEWLY_SKIPPED, 3, 0, None)
+    assert one(base, skipped + failing[:1])["verdict"] == side_by_side.NEWLY_FAILING  # a failure outranks skips
+    assert one(skipped, base)["verdict"] == side_by_side.NEWLY_OK
+    assert one(skipped, failing)["verdict"] == side_by_side.NO_OK_RUNS
+    assert one(base, runs([None, None]))["verdict"] == side_by_side.NO_DATA  # ok runs that printed no speed
 
 
 def test_only_in_one_build_and_ordering():
     base = runs([100, 101], arm="a", arm_params='{"x": 1}') + runs([50, 51], arm="b", arm_params='{"x": 2}')
     head = runs([100, 101], arm="a", arm_params='{"x": 1}') + runs([70, 71], arm="c", arm_params='{"x": 3}')
-    rows = compare.compare(base, head)
-    assert [(r["arm"], r["verdict"]) for r in rows] == [("a", compare.NO_CHANGE), ("b", compare.ONLY_BASE),
-                                                       ("c", compare.ONLY_HEAD)]
+    rows = side_by_side.compare(base, head)
+    assert [(r["arm"], r["verdict"]) for r in rows] == [("a", side_by_side.NO_CHANGE), ("b", side_by_side.ONLY_BASE),
+                                                       ("c", side_by_side.ONLY_HEAD)]
 
 
 def test_arm_params_join_on_content_not_spelling():
@@ -113,20 +113,20 @@ def test_metric_choice():
 
 
 def test_key_columns_are_one_named_list():
-    assert compare.KEY_COLUMNS == ("recipe_hash", "arm_params", "target_sha256", "draft_sha256", "prompt_set",
+    assert side_by_side.KEY_COLUMNS == ("recipe_hash", "arm_params", "target_sha256", "draft_sha256", "prompt_set",
                                    "mode")
 
 
 def test_differing_keys_and_params():
-    rows = compare.compare(
+    rows = side_by_side.compare(
         runs([1, 2], arm_params='{"spec": "draft", "draft_max": 8}') + runs([1, 2], arm_params=json.dumps(
             {"spec": "draft", "draft_max": 16})) + runs([1, 2], arm_params='{"spec": "ngram-cache"}', draft_sha256=None),
         [])
-    assert compare.differing_keys(rows) == ["arm_params", "draft_sha256"]
-    assert compare.differing_params(rows) == ["draft_max", "spec"]  # draft_max: 8, 16 and absent
-    same = compare.compare(runs([1, 2]), runs([1, 2]))
-    assert compare.differing_keys(same) == [] and compare.differing_params(same) == []
-    assert compare.differing_keys([]) == []
+    assert side_by_side.differing_keys(rows) == ["arm_params", "draft_sha256"]
+    assert side_by_side.differing_params(rows) == ["draft_max", "spec"]  # draft_max: 8, 16 and absent
+    same = side_by_side.compare(runs([1, 2]), runs([1, 2]))
+    assert side_by_side.differing_keys(same) == [] and side_by_side.differing_params(same) == []
+    assert side_by_side.differing_keys([]) == []
 
 
 def test_the_table_shows_what_tells_tests_apart_and_each_column_once():
@@ -137,16 +137,16 @@ def test_the_table_shows_what_tells_tests_apart_and_each_column_once():
                                                          arm_params=json.dumps(p))]
     base += [r for i, p in enumerate(server) for r in runs([100, 101], arm="s", recipe_hash="r2", mode="server",
                                                             prompt_set=p["prompt_set"] + "@0123", arm_params=json.dumps(p))]
-    rows = compare.compare(base, base)
+    rows = side_by_side.compare(base, base)
     for row in rows:
         row["recipe_name"] = {"r1": "spec_matrix.j2", "r2": "server_spec.j2"}[row["recipe_hash"]]
-    shown = compare.table(rows)
+    shown = side_by_side.table(rows)
     # recipe (several), arm, the parameters that differ within a recipe, prompt_set once (the key column: two
     # tests of one arm name differ only there), no parameter set in a single arm, no hashes
-    assert shown.columns == ["recipe", "arm", "spec", "draft_max", "prompt_set", *compare.FIGURES]
+    assert shown.columns == ["recipe", "arm", "spec", "draft_max", "prompt_set", *side_by_side.FIGURES]
     assert shown.hidden == ["control_of"] and shown.droppable[:2] == ["draft_max", "spec"]
-    wide = compare.table(rows, wide=True)
+    wide = side_by_side.table(rows, wide=True)
     assert {"control_of", "recipe_hash", "mode", "prompt_set"} <= set(wide.columns)
     assert wide.columns.count("prompt_set") == 1
-    ordered, titles = compare.by_recipe(rows)
+    ordered, titles = side_by_side.by_recipe(rows)
     assert titles == {0: "recipe spec_matrix.j2", 4: "recipe server_spec.j2"} and len(ordered) == len(rows)

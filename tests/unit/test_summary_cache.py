@@ -10,7 +10,7 @@ from test_exchange import add_sweep
 from test_summary_store import matrix_sweep
 
 from orchestrator import store, tables
-from orchestrator.analyze import kept, summary
+from orchestrator.analyze import summary, summary_cache
 from orchestrator.cli import main, results
 from orchestrator.store import quality, sweep_summaries
 
@@ -53,10 +53,10 @@ def changed_outputs(db) -> dict[str, tuple[str, str]]:
 
 def current(db, ids: list[int]) -> set[int]:
     with store.opened(db, read_only=True) as con:
-        return {h["sweep_id"] for h in sweep_summaries.current(con, ids, kept.code_key())}
+        return {h["sweep_id"] for h in sweep_summaries.current(con, ids, summary_cache.code_key())}
 
 
-def test_kept_summaries_print_exactly_what_the_runs_give_and_reading_keeps_nothing(tmp_path):
+def test_summary_cache_print_exactly_what_the_runs_give_and_reading_keeps_nothing(tmp_path):
     db = tmp_path / "r.duckdb"
     ids = many_sweeps(db)
     computed = outputs(db)
@@ -114,10 +114,10 @@ def test_a_kept_summary_made_by_other_code_is_not_used(tmp_path, monkeypatch):
     db = tmp_path / "r.duckdb"
     ids = many_sweeps(db)
     orch("repair", "--db", str(db))
-    monkeypatch.setattr(kept, "code_key", lambda: "another orch")
+    monkeypatch.setattr(summary_cache, "code_key", lambda: "another orch")
     assert current(db, ids) == set()
     with store.opened(db, read_only=True) as con:
-        assert kept.read(con, ids).computed == len(ids)
+        assert summary_cache.read(con, ids).computed == len(ids)
 
 
 def test_a_slow_summary_says_how_to_keep_it(tmp_path, monkeypatch):
