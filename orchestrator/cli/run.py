@@ -13,7 +13,9 @@ from orchestrator.cli.group import Finite, db_option, main
 
 @main.command("run")
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
-@click.option("--build", "build_ref", default=None, help="Build to use: commit prefix, tag or build name (default: the newest with every tool).")
+@click.option("--build", "build_ref", default=None,
+              help="Build to use: commit prefix, tag or build name (default: the build of the newest upstream "
+                   "commit, by commit date, with every tool; named on the first line).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
 @click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
@@ -83,7 +85,14 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
                                        overrides=tuple(overrides), models=models_dir, repeat=repeat,
                                        translate=not no_dialect, db=db)
-    prepared = recipe_run.prepare_recipe(request, executor=executor)
+    build = None
+    if not build_ref:  # say which build, and which others were there to choose from, before anything else
+        from orchestrator.build.on_disk import default_build, runnable
+
+        chosen = default_build()
+        click.echo(chosen.line(), err=True)
+        build = runnable(chosen.build)
+    prepared = recipe_run.prepare_recipe(request, build, executor=executor)
     build = prepared.build
     if dry_run and as_json:
         click.echo(json.dumps({"build": build.name, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,

@@ -61,6 +61,13 @@ class Mirror:
             raise AmbiguousCommit(f"commit {ref} is ambiguous in the mirror {self.path}; give more hex digits")
         return None
 
+    def commit_dates(self, shas: list[str]) -> dict[str, str]:
+        """Each sha's committer date (ISO 8601), for the shas the mirror has; {} without a mirror."""
+        if not shas or not (self.path / "HEAD").exists():
+            return {}
+        res = self.git("log", "--no-walk", "--ignore-missing", "--format=%H %cI", *shas)
+        return dict(line.split(" ", 1) for line in res.stdout.splitlines() if " " in line) if res.ok else {}
+
     def fetch(self, remote: str, ref: str) -> None:
         """Fetch ref from remote: a full sha by itself, anything else with every branch and tag."""
         self.ensure()
