@@ -51,10 +51,14 @@ from orchestrator.cli.group import Finite, db_option, main
               help="Only these Ray nodes (hostname or IP) (--executor ray; default: every alive node).")
 @click.option("--each-host", is_flag=True, help="Run the whole sweep once on every selected node, one sweep per "
               "node (--executor ray): the same recipe on each machine, for `orch compare --base-host --head-host`.")
+@click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
+              help="Run only the arms whose names match these globs (e.g. 'ngram-*,mtp:*'); the baseline, and the "
+                   "controls the chosen arms are measured against, come along; models only other arms name are "
+                   "not needed.")
 @db_option
 def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
                 telemetry_interval, dry_run, as_json, no_dialect, no_summary, executor, address, gpus_per_run, hosts,
-                each_host, db):
+                each_host, arm_patterns, db):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
@@ -84,7 +88,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
                                 "or start a new sweep")
     request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
                                        overrides=tuple(overrides), models=models_dir, repeat=repeat,
-                                       translate=not no_dialect, db=db)
+                                       translate=not no_dialect, db=db,
+                                       arms=tuple(p.strip() for p in (arm_patterns or "").split(",") if p.strip()))
     build = None
     if not build_ref:  # say which build, and which others were there to choose from, before anything else
         from orchestrator.build.on_disk import default_build, runnable

@@ -13,9 +13,10 @@ Python internals stops with one line saying it is unsafe, before anything runs, 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jinja2
@@ -24,7 +25,7 @@ import jinja2.sandbox
 from jinja2 import nodes
 
 from orchestrator import config
-from orchestrator.errors import AddressInRecipe, RecipeError
+from orchestrator.errors import AddressInRecipe, InvalidOption, RecipeError
 from orchestrator.hashing import sha256_text
 from orchestrator.parse import modes as parse_modes
 from orchestrator.recipe import argv as flags
@@ -169,6 +170,21 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
         plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
                              is_baseline=cells.is_baseline(name)))
     return plan
+
+
+def choose_arms(plan: Plan, patterns: tuple[str, ...]) -> Plan:
+    """The plan with only the arms whose names match one of the globs (`ngram-*`, `mtp:draft_max=?`), and the
+    baseline, which every speedup needs (controls are added later for the chosen arms alone). A pattern that
+    matches no arm is an error naming the arms there are."""
+    if not patterns:
+        return plan
+    names = [a.name for a in plan.arms]
+    unmatched = [p for p in patterns if not fnmatch.filter(names, p)]
+    if unmatched:
+        raise InvalidOption(f"--arms {','.join(unmatched)} matches no arm of {plan.recipe_path}; its arms: "
+                            f"{', '.join(names)}")
+    chosen = [a for a in plan.arms if a.is_baseline or any(fnmatch.fnmatchcase(a.name, p) for p in patterns)]
+    return replace(plan, arms=chosen)
 
 
 def read_recipe(path: Path) -> str:

@@ -23,7 +23,7 @@ from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
 from orchestrator.errors import InvalidOption
 from orchestrator.parse.modes import mode_of
-from orchestrator.recipe.plan import Plan, load
+from orchestrator.recipe.plan import Plan, choose_arms, load
 from orchestrator.recipe.schedule import Slot
 from orchestrator.run import depth_fit, prepare, quality, sweep
 from orchestrator.run.prepare import PreparedArm
@@ -41,6 +41,7 @@ class RecipeRequest:
     models: Path | None = None
     repeat: int | None = None  # None: the recipe's own
     translate: bool = True  # the build's flag dialect (--no-dialect: False)
+    arms: tuple[str, ...] = ()  # --arms: globs on arm names; the baseline comes along, controls follow the arms
     db: Path | None = None  # None: $ORCH_DB or ./results.duckdb
 
 
@@ -81,8 +82,8 @@ def prepare_recipe(request: RecipeRequest, build: Build | None = None, *, execut
     """The recipe rendered for its build (`build`, else request.build_ref's) and checked; nothing written.
     executor: where it will run (a mode the Ray executor cannot run is refused before any work)."""
     build = build or runnable_build(request.build_ref)
-    plan = load(request.recipe, builtins=builtins(build), vars_file=request.vars_file, overrides=request.overrides,
-                repeat=request.repeat, models=request.models)
+    plan = choose_arms(load(request.recipe, builtins=builtins(build), vars_file=request.vars_file,
+                            overrides=request.overrides, repeat=request.repeat, models=request.models), request.arms)
     if executor == "ray" and not mode_of(plan.mode).on_ray:  # its base logits and quants are made on this machine
         raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
                             "are made and cached on this machine; drop --executor ray")

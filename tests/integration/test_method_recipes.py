@@ -75,3 +75,19 @@ def test_a_draft_of_another_method_stops_its_arm_before_launch(orch_exe, env, re
         assert (runs[arm]["status"], runs[arm]["failure_class"]) == ("failed", "spec_mismatch"), runs[arm]
         assert reason in runs[arm]["failure_detail"] and runs[arm]["executed_argv"] in (None, "[]", "null")
     assert runs["draft-simple"]["status"] == "ok"
+
+
+def test_arms_runs_the_chosen_arms_and_needs_only_their_models(orch_exe, env, real_build, tmp_path):
+    """A user with one model: the method arms' files are missing, which stops the whole recipe (exit 33), but
+    `--arms 'ngram*'` runs the n-gram arm with the baseline and its control, and needs none of those files."""
+    missing = ("--set", f"eagle3_draft={tmp_path}/none.gguf", "--set", f"dflash_draft={tmp_path}/none.gguf",
+               "--set", f"mtp_target={tmp_path}/none.gguf")
+    res = run_orch(orch_exe, "run", SPEC_METHODS, "--vars", TINY_METHODS, "--build", COMMIT, "--repeat", "1",
+                   *missing, env=env)
+    assert res.returncode == 33, res.stderr
+    res, runs = sweep(orch_exe, env, COMMIT, *missing, "--arms", "ngram*")
+    assert res.returncode == 0, res.stderr
+    assert set(runs) == {"baseline", "ngram-mod", "control:llama-speculative-simple"}
+    assert all(r["status"] == "ok" for r in runs.values()), runs
+    res = run_orch(orch_exe, "run", SPEC_METHODS, "--build", COMMIT, "--arms", "ngram*,nothing-like-this", env=env)
+    assert res.returncode == 10 and "--arms nothing-like-this matches no arm" in res.stderr.splitlines()[-1]
