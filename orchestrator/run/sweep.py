@@ -14,7 +14,7 @@ import platform
 import shutil
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator import config, proc, stops, store
@@ -144,6 +144,14 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             s = one_run.Slot(sweep.id, run_id, sweep.build, sweep.plan, by_name[slot.arm], slot, sweep.work_dir,
                              measuring)
             record, line = one_run.run_server_slot(s, timeout, pool) if pool else one_run.run_cli_slot(s, timeout)
+            if lost_its_tail(record):  # stored as it failed, with its logs; the slot's measurement is the next run
+                pending.add(record)
+                with db.write() as con:
+                    s = replace(s, run_id=store.reserve_run_ids(con, 1)[0])
+                progress.note(f"orch: {s.p.arm.name} #{slot.repeat_index + 1}: run {record.run_id} exited 0 but its "
+                              f"log lost its last lines (llama.cpp's logger at exit, ggml-org/llama.cpp#22142); "
+                              f"running the slot again as run {s.run_id}")
+                record, line = one_run.run_cli_slot(s, timeout)
             pending.add(record)
             if sweep.plan.mode == "quality" and not slot.warmup and record.status != "skipped":
                 pending.flush()  # the measurement links its quality row to the stored run
@@ -183,6 +191,16 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline "
                           f"at temperature 0")
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
+
+
+def lost_its_tail(record: one_run.RunRecord) -> bool:
+    """A CLI run that exited 0 and whose log lacks its end block: llama.cpp's asynchronous logger can drop a log's
+    last lines at exit on a busy machine (ggml-org/llama.cpp#22142, #25504), a loss of the log, not a failure of the
+    arm. Such a slot runs once more (its lost attempt stays stored, failed); the measured_runs view counts the
+    newest run of a slot, as after a resume."""
+    row = record.row
+    return (row.get("mode") != "server" and row.get("failure_class") == "truncated_log" and row.get("exit_code") == 0
+            and not row.get("signal"))
 
 
 def _with_quality(line: str, measured: str) -> str:

@@ -245,3 +245,42 @@ def test_a_prompt_carrying_metric_lines_forges_nothing_and_breaks_nothing(orch_e
     import gzip
 
     assert "64000.0 t/s" in gzip.decompress(stdout[0]["gz"]).decode(errors="replace")  # echoed, ignored
+
+
+LOSES_ITS_TAIL = textwrap.dedent("""\
+    #!{python}
+    # llama-speculative-simple whose first run loses its log's last lines (as llama.cpp's logger can at exit on a
+    # busy machine, ggml-org/llama.cpp#22142) and exits 0; every later run is the real one, whole.
+    import os, subprocess, sys
+    real, count = {real!r}, {count!r}
+    n = int(open(count).read()) if os.path.exists(count) else 0
+    open(count, "w").write(str(n + 1))
+    if n:
+        os.execv(real, [real, *sys.argv[1:]])
+    res = subprocess.run([real, *sys.argv[1:]], capture_output=True)
+    sys.stdout.buffer.write(res.stdout)
+    lines = res.stderr.decode(errors="replace").splitlines(keepends=True)
+    sys.stderr.write("".join(lines[:next(i for i, line in enumerate(lines) if "n_predict" in line) + 1]))
+    sys.exit(res.returncode)
+""")
+
+
+def test_a_run_whose_log_lost_its_last_lines_is_kept_failed_and_its_slot_run_again(orch_exe, env, real_build,
+                                                                                    tmp_path):
+    wrapper = tmp_path / "bin" / "llama-speculative-simple"
+    wrapper.parent.mkdir()
+    wrapper.write_text(LOSES_ITS_TAIL.format(python=sys.executable, real=real_build.tool("llama-speculative-simple"),
+                                             count=str(tmp_path / "count")))
+    wrapper.chmod(0o755)
+    recipe = tmp_path / "tail.j2"
+    recipe.write_text('{% set meta = {"repeat": 1, "arms": {"draft": {}}} %}\n'
+                      f"{wrapper} -m {{{{ models }}}}/tiny-target.gguf -md {{{{ models }}}}/tiny-draft.gguf "
+                      "--temp 0 --top-k 1 -n 16 -p hello\n")
+    res = orch_run(orch_exe, recipe, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "exited 0 but its log lost its last lines" in res.stderr
+    rows = db_rows(env, "SELECT id, status, failure_class, exit_code FROM runs ORDER BY id")
+    assert [(r["status"], r["failure_class"], r["exit_code"]) for r in rows] == [("failed", "truncated_log", 0),
+                                                                                 ("ok", None, 0)]
+    assert [r["id"] for r in db_rows(env, "SELECT id FROM measured_runs")] == [rows[1]["id"]]  # the slot's measurement
+    assert db_rows(env, "SELECT count(*) AS n FROM run_logs WHERE run_id = ?", [rows[0]["id"]])[0]["n"] == 2
