@@ -16,7 +16,7 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import costs, glossary, quality, stats
+from orchestrator.analyze import costs, glossary, quality, stats, warnings
 from orchestrator.analyze.derived import roofline_pct
 from orchestrator.store import queries
 
@@ -123,7 +123,7 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
             row["speedup_vs_baseline"] = None
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
     for row in rows:
-        found = stats.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
+        found = warnings.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
                                    acceptance=row["acceptance"], speedup=row["speedup"],
                                    sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
                                    accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
