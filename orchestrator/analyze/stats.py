@@ -1,5 +1,6 @@
 """Per-arm statistics: summaries with 95% t-intervals, ratios of means, Mann-Whitney U, and the statistics the
-warnings (analyze/warnings) read: clusters, outliers, the break-even acceptance.
+warnings (analyze/warnings) read: clusters, outliers, the break-even acceptance. The paired speedup and the
+intervals on logs are computed by the store, in SQL, from the one definition in store/figures.
 
 Pure functions over lists of numbers; no scipy (not a dependency). The t quantiles are a table (below),
 the normal tail is `math.erfc`, and the exact Mann-Whitney distribution is a small dynamic programme.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Two-sided 95% Student-t quantiles t(0.975, df), as printed in every textbook table (checked against
@@ -34,7 +35,7 @@ def t975(df: float) -> float:
 
 
 # t975 by whole degrees of freedom 1..121, the last standing for every larger df: the table the store's SQL
-# indexes to put intervals on its grouped moments (store/queries.arm_summaries).
+# indexes to put intervals on its grouped moments (store/figures.log_interval: speedups, speeds, energy).
 T975_BY_DF = [t975(df) for df in range(1, 122)]
 
 
@@ -78,39 +79,6 @@ class Speedup:
     ci_high: float | None
     n: int  # pairs (paired) or the smaller side's sample count (unpaired)
     paired: bool = True
-
-
-def paired_speedup(base: Mapping[Hashable, float], head: Mapping[Hashable, float]) -> Speedup | None:
-    """Geometric-mean ratio head/base over keys present in both (repeat, or (repeat, prompt) in server mode).
-
-    Pairing cancels drift that hits both arms of one repeat alike. ratio = exp(mean(log(head/base))), and the
-    interval is the 95% t-interval of the log ratios, exponentiated. None when no key pairs up.
-    """
-    logs = [math.log(head[k] / base[k]) for k in base
-            if k in head and _positive(base[k]) and _positive(head[k])]
-    if not logs:
-        return None
-    return speedup_from_log_ratios(len(logs), statistics.fmean(logs), sample_stdev(logs) if len(logs) > 1 else None)
-
-
-def log_interval(n: int, mean_log: float | None, sd_log: float | None) -> tuple[float | None, float | None]:
-    """95% interval of a positive quantity from its n logs: exp of the t-interval of the mean log.
-
-    It is an interval for the geometric mean, asymmetric and never below zero (a t-interval on raw speeds with
-    a CV of 30% and three runs reaches below zero); (None, None) below two values.
-    """
-    if n < 2 or mean_log is None or sd_log is None:
-        return None, None
-    half = t975(n - 1) * sd_log / math.sqrt(n)
-    return math.exp(mean_log - half), math.exp(mean_log + half)
-
-
-def speedup_from_log_ratios(n: int, mean_log: float, sd_log: float | None) -> Speedup:
-    """The paired speedup from its n log ratios' mean and sample stdev (the store computes these in SQL)."""
-    if n < 2 or sd_log is None:
-        return Speedup(math.exp(mean_log), None, None, n)
-    half = t975(n - 1) * sd_log / math.sqrt(n)
-    return Speedup(math.exp(mean_log), math.exp(mean_log - half), math.exp(mean_log + half), n)
 
 
 def ratio_of_means(base: Sequence[float], head: Sequence[float]) -> Speedup | None:
@@ -295,6 +263,5 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-__all__ = ["Stats", "Speedup", "describe", "from_moments", "paired_speedup", "speedup_from_log_ratios", "log_interval",
-           "ratio_of_means", "mann_whitney_u", "midranks", "t975", "clean", "sample_stdev", "bimodal_split",
+__all__ = ["Stats", "Speedup", "describe", "from_moments", "ratio_of_means", "mann_whitney_u", "midranks", "t975", "clean", "sample_stdev", "bimodal_split",
            "mad_outliers", "break_even"]

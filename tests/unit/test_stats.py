@@ -1,7 +1,6 @@
 """Statistics against values computed by hand (the arithmetic is in the comments) and small known cases."""
 
 import itertools
-import math
 
 import pytest
 
@@ -52,29 +51,6 @@ def test_t_table_lookup():
     assert stats.t975(2.7) == 4.303  # Welch's fractional df round down
     with pytest.raises(ValueError):
         stats.t975(0.5)
-
-
-def test_paired_speedup_by_log_ratios():
-    # Log ratios 0.1, 0.2, 0.3 (head = base * e^x): mean 0.2, stdev 0.1, half 4.303 * 0.1 / sqrt(3) = 0.248435.
-    # ratio e^0.2 = 1.221403; interval e^(0.2 - 0.248435) = e^-0.048435 = 0.952720,
-    # e^0.448435 = e^0.4 * e^0.048435 = 1.491825 * 1.049627 = 1.565858.
-    base = {0: 100.0, 1: 50.0, 2: 80.0, 3: 70.0}  # repeat 3 has no head run: not paired
-    head = {0: 100 * math.exp(0.1), 1: 50 * math.exp(0.2), 2: 80 * math.exp(0.3), 9: 1.0}
-    s = stats.paired_speedup(base, head)
-    assert s.n == 3 and s.paired
-    assert s.ratio == pytest.approx(1.221403, abs=1e-6)
-    assert (s.ci_low, s.ci_high) == pytest.approx((0.952720, 1.565858), abs=1e-5)
-
-
-def test_paired_speedup_server_keys_and_edges():
-    # keys (repeat, prompt): 120/100 and 60/50 both 1.2, so log ratios equal: ratio 1.2, zero-width interval
-    s = stats.paired_speedup({(0, "p1"): 100, (0, "p2"): 50}, {(0, "p1"): 120, (0, "p2"): 60})
-    assert (s.n, s.ratio) == (2, pytest.approx(1.2))
-    assert s.ci_low == pytest.approx(1.2) and s.ci_high == pytest.approx(1.2)
-    one = stats.paired_speedup({0: 10}, {0: 15})
-    assert (one.ratio, one.ci_low, one.ci_high, one.n) == (1.5, None, None, 1)
-    assert stats.paired_speedup({0: 10}, {1: 15}) is None
-    assert stats.paired_speedup({0: 0.0}, {0: 15}) is None  # a zero speed has no log: left out
 
 
 def test_ratio_of_means_delta_method():
