@@ -49,6 +49,12 @@ def display(rows: list[dict], columns: list[str], compact: bool) -> dict[str, li
     return shown
 
 
+def texts(rows: list[dict], column: str, compact: bool = False) -> list[str]:
+    """Column `column`'s cells as the summary table prints them, one text per row: the one place their digits are
+    decided (`orch summary` and `orch report`'s arm table both draw these)."""
+    return [tables.cell(v) for v in display(rows, [column], compact)[column]]
+
+
 def param_value(value, compact: bool):
     """A parameter's value as its column shows it: in the compact table a long text is cut to PARAM_WIDTH."""
     return _cut(value) if compact and isinstance(value, str) and len(value) > PARAM_WIDTH else value

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.analyze import stats
-
 
 @dataclass(frozen=True)
 class StepCost:
@@ -152,8 +150,8 @@ def arm_energy(rows: list[dict]) -> dict[tuple[int, str], Energy]:
     """Per (sweep, arm) from queries.arm_energy rows."""
     out = {}
     for r in rows:
-        low, high = stats.log_interval(r["n"], r["mean_log"], r["sd_log"])
-        out[(r["sweep_id"], r["arm"])] = Energy(joules_per_token=r["mean"] if r["n"] else None, low=low, high=high,
+        out[(r["sweep_id"], r["arm"])] = Energy(joules_per_token=r["mean"] if r["n"] else None, low=r["low"],
+                                                high=r["high"],
                                                 runs=r["n"], power_w=r["power_w"], min_samples=r["min_samples"],
                                                 gpu_idle_runs=r["gpu_idle_runs"])
     return out

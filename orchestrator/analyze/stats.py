@@ -1,4 +1,6 @@
-"""Per-arm statistics: summaries with 95% t-intervals, paired speedups, Mann-Whitney U, and warnings.
+"""Per-arm statistics: summaries with 95% t-intervals, ratios of means, Mann-Whitney U, and the statistics the
+warnings (analyze/warnings) read: clusters, outliers, the break-even acceptance. The paired speedup and the
+intervals on logs are computed by the store, in SQL, from the one definition in store/figures.
 
 Pure functions over lists of numbers; no scipy (not a dependency). The t quantiles are a table (below),
 the normal tail is `math.erfc`, and the exact Mann-Whitney distribution is a small dynamic programme.
@@ -9,27 +11,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-from orchestrator.analyze.warnings import (
-    BELOW_BREAK_EVEN,
-    BIMODAL,
-    FULL_ACCEPTANCE_SLOWDOWN,
-    HIGH_CV,
-    NO_DRAFTS,
-    OTHER_TARGET,
-    OUTLIERS,
-    WARNING_KINDS,
-    StatWarning,
-    WarningKind,
-    bimodal_split,
-    break_even,
-    clean,
-    mad_outliers,
-    sample_stdev,
-    warnings_for,  # warnings live beside, re-exported: `stats` is the one API
-)
 
 # Two-sided 95% Student-t quantiles t(0.975, df), as printed in every textbook table (checked against
 # scipy.stats.t.ppf to 3 decimals). Between tabulated df the next smaller df is used (a slightly wider,
@@ -52,7 +35,7 @@ def t975(df: float) -> float:
 
 
 # t975 by whole degrees of freedom 1..121, the last standing for every larger df: the table the store's SQL
-# indexes to put intervals on its grouped moments (store/queries.arm_summaries).
+# indexes to put intervals on its grouped moments (store/figures.log_interval: speedups, speeds, energy).
 T975_BY_DF = [t975(df) for df in range(1, 122)]
 
 
@@ -98,39 +81,6 @@ class Speedup:
     paired: bool = True
 
 
-def paired_speedup(base: Mapping[Hashable, float], head: Mapping[Hashable, float]) -> Speedup | None:
-    """Geometric-mean ratio head/base over keys present in both (repeat, or (repeat, prompt) in server mode).
-
-    Pairing cancels drift that hits both arms of one repeat alike. ratio = exp(mean(log(head/base))), and the
-    interval is the 95% t-interval of the log ratios, exponentiated. None when no key pairs up.
-    """
-    logs = [math.log(head[k] / base[k]) for k in base
-            if k in head and _positive(base[k]) and _positive(head[k])]
-    if not logs:
-        return None
-    return speedup_from_log_ratios(len(logs), statistics.fmean(logs), sample_stdev(logs) if len(logs) > 1 else None)
-
-
-def log_interval(n: int, mean_log: float | None, sd_log: float | None) -> tuple[float | None, float | None]:
-    """95% interval of a positive quantity from its n logs: exp of the t-interval of the mean log.
-
-    It is an interval for the geometric mean, asymmetric and never below zero (a t-interval on raw speeds with
-    a CV of 30% and three runs reaches below zero); (None, None) below two values.
-    """
-    if n < 2 or mean_log is None or sd_log is None:
-        return None, None
-    half = t975(n - 1) * sd_log / math.sqrt(n)
-    return math.exp(mean_log - half), math.exp(mean_log + half)
-
-
-def speedup_from_log_ratios(n: int, mean_log: float, sd_log: float | None) -> Speedup:
-    """The paired speedup from its n log ratios' mean and sample stdev (the store computes these in SQL)."""
-    if n < 2 or sd_log is None:
-        return Speedup(math.exp(mean_log), None, None, n)
-    half = t975(n - 1) * sd_log / math.sqrt(n)
-    return Speedup(math.exp(mean_log), math.exp(mean_log - half), math.exp(mean_log + half), n)
-
-
 def ratio_of_means(base: Sequence[float], head: Sequence[float]) -> Speedup | None:
     """mean(head) / mean(base) for unpaired samples (two builds), 95% interval by the delta method on logs.
 
@@ -154,6 +104,94 @@ def ratio_of_means(base: Sequence[float], head: Sequence[float]) -> Speedup | No
 
 def _positive(x) -> bool:
     return x is not None and not math.isnan(x) and x > 0
+
+
+OUTLIER_MIN_N = 5
+MODIFIED_Z_LIMIT = 3.5
+BIMODAL_MIN_N = 4
+BIMODAL_MIN_GAP = 0.10  # of the median
+BIMODAL_GAP_SDS = 4.0  # gap / larger within-cluster stdev
+
+
+def sample_stdev(xs: Sequence[float]) -> float:
+    """Sample standard deviation (n - 1), two-pass in floats.
+
+    statistics.stdev is exact (Fractions) and about 100 times slower; a summary of 100k stored runs calls
+    this some 200k times. The two-pass float form agrees with it to ~1e-12 relative on benchmark speeds.
+    """
+    n = len(xs)
+    if n < 2:
+        raise ValueError("a sample standard deviation needs at least two values")
+    mean = math.fsum(xs) / n
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+
+
+def clean(samples) -> list[float]:
+    """The samples as floats, None and NaN left out (a run that printed no speed is not a zero)."""
+    return [float(x) for x in samples if x is not None and not math.isnan(x)]
+
+
+def bimodal_split(values: Sequence[float]) -> tuple[list[float], list[float]] | None:
+    """(low cluster, high cluster) when the values split in two: each of >= 2 values, the gap between them
+    >= BIMODAL_MIN_GAP of the median and >= BIMODAL_GAP_SDS times the larger within-cluster stdev; else None."""
+    return _split(sorted(clean(values)))
+
+
+def _split(xs: list[float]) -> tuple[list[float], list[float]] | None:
+    """bimodal_split of clean, sorted values."""
+    if len(xs) < BIMODAL_MIN_N:
+        return None
+    median = statistics.median(xs)
+    best = None
+    for i in range(2, len(xs) - 1):  # low = xs[:i], high = xs[i:], both at least 2 values
+        gap = xs[i] - xs[i - 1]
+        if gap <= 0 or gap < BIMODAL_MIN_GAP * abs(median):
+            continue  # decided without the spreads: most splits of an ordinary sample end here
+        within = max(sample_stdev(xs[:i]), sample_stdev(xs[i:]))
+        if gap >= BIMODAL_GAP_SDS * within and (best is None or gap > best[0]):
+            best = (gap, xs[:i], xs[i:])
+    return (best[1], best[2]) if best else None
+
+
+def mad_outliers(values: Sequence[float]) -> list[float]:
+    """The values whose modified z-score 0.6745 * (x - median) / MAD exceeds 3.5 (Iglewicz and Hoaglin; the mean
+    absolute deviation scaled by 1.2533 where MAD is 0), in input order; none below OUTLIER_MIN_N values."""
+    return _outliers(clean(values))
+
+
+def _outliers(xs: list[float]) -> list[float]:
+    """mad_outliers of clean values."""
+    if len(xs) < OUTLIER_MIN_N:
+        return []
+    median = statistics.median(xs)
+    mad = statistics.median(abs(x - median) for x in xs)
+    if mad > 0:
+        scale = mad / 0.6745
+    else:
+        scale = 1.253314 * statistics.fmean(abs(x - median) for x in xs)
+    if scale == 0:
+        return []
+    return [x for x in xs if abs(x - median) / scale > MODIFIED_Z_LIMIT]
+
+
+def break_even(points: Sequence[tuple[float, float]]) -> float | None:
+    """The acceptance at which speedup crosses 1, from a sweep's (acceptance, speedup) per non-baseline arm.
+
+    Take the losing arm (speedup < 1) with the highest acceptance and the winning arm (speedup > 1) with the
+    lowest; when every loser sits below every winner, interpolate linearly between those two. None when the
+    sweep has no loser or no winner, or when they overlap (acceptance alone does not decide there: mixing
+    draft methods of different cost does that, so pass one method's arms at a time).
+    """
+    pts = [(a, s) for a, s in points if a is not None and s is not None and not math.isnan(a) and not math.isnan(s)]
+    losers = [p for p in pts if p[1] < 1]
+    winners = [p for p in pts if p[1] > 1]
+    if not losers or not winners:
+        return None
+    a_lo, s_lo = max(losers)
+    a_hi, s_hi = min(winners)
+    if a_lo >= a_hi:
+        return None
+    return a_lo + (1 - s_lo) * (a_hi - a_lo) / (s_hi - s_lo)
 
 
 def midranks(values: Sequence[float]) -> list[float]:
@@ -225,7 +263,5 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-__all__ = ["Stats", "Speedup", "describe", "from_moments", "paired_speedup", "speedup_from_log_ratios", "log_interval", "ratio_of_means", "mann_whitney_u", "midranks",
-           "t975", "clean", "StatWarning", "WarningKind", "WARNING_KINDS", "HIGH_CV", "BIMODAL", "OUTLIERS",
-           "FULL_ACCEPTANCE_SLOWDOWN", "BELOW_BREAK_EVEN", "NO_DRAFTS", "OTHER_TARGET", "warnings_for", "break_even", "bimodal_split",
-           "mad_outliers", "sample_stdev"]
+__all__ = ["Stats", "Speedup", "describe", "from_moments", "ratio_of_means", "mann_whitney_u", "midranks", "t975", "clean", "sample_stdev", "bimodal_split",
+           "mad_outliers", "break_even"]

@@ -16,8 +16,7 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import costs, glossary, quality, stats
-from orchestrator.analyze.derived import roofline_pct
+from orchestrator.analyze import costs, glossary, quality, stats, warnings
 from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
@@ -84,7 +83,8 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
 
 def _energy_and_draft_costs(cursor, sweep_ids: list[int]) -> tuple[list[dict], list[dict]]:
     try:
-        return queries.arm_energy(cursor, sweep_ids), queries.arm_draft_costs(cursor, sweep_ids)
+        return (queries.arm_energy(cursor, sweep_ids, stats.T975_BY_DF),
+                queries.arm_draft_costs(cursor, sweep_ids))
     finally:
         cursor.close()
 
@@ -123,7 +123,7 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
             row["speedup_vs_baseline"] = None
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
     for row in rows:
-        found = stats.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
+        found = warnings.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
                                    acceptance=row["acceptance"], speedup=row["speedup"],
                                    sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
                                    accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
@@ -140,8 +140,8 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
         # Two decimals, as the verdict says it.
         row["speedup_ci95"] = tables.interval(row["speedup_low"], row["speedup_high"], digits=2)
         row["break_even"] = break_even.get(row["method"])
-        # Decode speed as a share of the bandwidth bound (bandwidth / bytes read per decode step, the target's).
-        row["roofline_pct"] = roofline_pct(row["decode_tps"] or None, row["bound_tps"])
+        # Decode speed as a share of the bandwidth bound (store/figures), moved here: its place in JSON and CSV.
+        row["roofline_pct"] = row.pop("roofline_pct")
     return rows
 
 

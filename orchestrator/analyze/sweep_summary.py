@@ -57,7 +57,7 @@ class SweepSummary:
                 self._made[name] = [_text(r["params"]) for r in rows]
             else:
                 column, compact = ("vs", True) if name == COMPACT_VS else (name, False)
-                self._made[name] = [tables.cell(v) for v in cells.display(rows, [column], compact)[column]]
+                self._made[name] = cells.texts(rows, column, compact)
         return self._made[name]
 
     def stored(self) -> dict:

@@ -1,12 +1,13 @@
 """Per-arm warnings: a fixed set of actionable messages, each naming the option or action that helps.
 
-Re-exported by `stats`; import them from there. One call per arm:
+The statistics they read (clean, sample_stdev, bimodal_split, mad_outliers, break_even) are `stats`'.
+One call per arm:
 
     warnings_for(runs=[...decode tok/s per run...],          # CV and MAD outliers
                  spread=[...tok/s per prompt...] or None,    # bimodality (server mode; default: runs)
                  acceptance=0.62, speedup=0.93,              # this arm's mean acceptance, speedup vs baseline
                  drafted=1200, accepted=744,                 # counters, quoted in the 100%-acceptance message
-                 sweep_break_even=break_even([(acc, speedup) for every non-baseline arm of the sweep]))
+                 sweep_break_even=stats.break_even([(acc, speedup) for every non-baseline arm of the sweep]))
 
 The rules (each a constant below, with its code for JSON and its message template):
 - high_cv: sample CV of the per-run speeds above 5% (n >= 2). The advice names GPU clocks only when the runs
@@ -31,30 +32,14 @@ The rules (each a constant below, with its code for JSON and its message templat
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator.analyze import stats
+
 CV_LIMIT = 0.05
-OUTLIER_MIN_N = 5
-MODIFIED_Z_LIMIT = 3.5
-BIMODAL_MIN_N = 4
-BIMODAL_MIN_GAP = 0.10  # of the median
-BIMODAL_GAP_SDS = 4.0  # gap / larger within-cluster stdev
 
-
-def sample_stdev(xs: Sequence[float]) -> float:
-    """Sample standard deviation (n - 1), two-pass in floats.
-
-    statistics.stdev is exact (Fractions) and about 100 times slower; a summary of 100k stored runs calls
-    this some 200k times. The two-pass float form agrees with it to ~1e-12 relative on benchmark speeds.
-    """
-    n = len(xs)
-    if n < 2:
-        raise ValueError("a sample standard deviation needs at least two values")
-    mean = math.fsum(xs) / n
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
 
 
 @dataclass(frozen=True)
@@ -103,72 +88,6 @@ WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEP
                  OUTPUT_DIFFERS)
 
 
-def clean(samples) -> list[float]:
-    """The samples as floats, None and NaN left out (a run that printed no speed is not a zero)."""
-    return [float(x) for x in samples if x is not None and not math.isnan(x)]
-
-
-def bimodal_split(values: Sequence[float]) -> tuple[list[float], list[float]] | None:
-    """(low cluster, high cluster) when the values split in two by the rule above, else None."""
-    return _split(sorted(clean(values)))
-
-
-def _split(xs: list[float]) -> tuple[list[float], list[float]] | None:
-    """bimodal_split of clean, sorted values."""
-    if len(xs) < BIMODAL_MIN_N:
-        return None
-    median = statistics.median(xs)
-    best = None
-    for i in range(2, len(xs) - 1):  # low = xs[:i], high = xs[i:], both at least 2 values
-        gap = xs[i] - xs[i - 1]
-        if gap <= 0 or gap < BIMODAL_MIN_GAP * abs(median):
-            continue  # decided without the spreads: most splits of an ordinary sample end here
-        within = max(sample_stdev(xs[:i]), sample_stdev(xs[i:]))
-        if gap >= BIMODAL_GAP_SDS * within and (best is None or gap > best[0]):
-            best = (gap, xs[:i], xs[i:])
-    return (best[1], best[2]) if best else None
-
-
-def mad_outliers(values: Sequence[float]) -> list[float]:
-    """The values whose modified z-score exceeds 3.5, in input order."""
-    return _outliers(clean(values))
-
-
-def _outliers(xs: list[float]) -> list[float]:
-    """mad_outliers of clean values."""
-    if len(xs) < OUTLIER_MIN_N:
-        return []
-    median = statistics.median(xs)
-    mad = statistics.median(abs(x - median) for x in xs)
-    if mad > 0:
-        scale = mad / 0.6745
-    else:
-        scale = 1.253314 * statistics.fmean(abs(x - median) for x in xs)
-    if scale == 0:
-        return []
-    return [x for x in xs if abs(x - median) / scale > MODIFIED_Z_LIMIT]
-
-
-def break_even(points: Sequence[tuple[float, float]]) -> float | None:
-    """The acceptance at which speedup crosses 1, from a sweep's (acceptance, speedup) per non-baseline arm.
-
-    Take the losing arm (speedup < 1) with the highest acceptance and the winning arm (speedup > 1) with the
-    lowest; when every loser sits below every winner, interpolate linearly between those two. None when the
-    sweep has no loser or no winner, or when they overlap (acceptance alone does not decide there: mixing
-    draft methods of different cost does that, so pass one method's arms at a time).
-    """
-    pts = [(a, s) for a, s in points if a is not None and s is not None and not math.isnan(a) and not math.isnan(s)]
-    losers = [p for p in pts if p[1] < 1]
-    winners = [p for p in pts if p[1] > 1]
-    if not losers or not winners:
-        return None
-    a_lo, s_lo = max(losers)
-    a_hi, s_hi = min(winners)
-    if a_lo >= a_hi:
-        return None
-    return a_lo + (1 - s_lo) * (a_hi - a_lo) / (s_hi - s_lo)
-
-
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
                  speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
@@ -182,19 +101,19 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
     this arm's target sha256, the reference's), where they differ.
     """
     out = []
-    xs = clean(runs)
+    xs = stats.clean(runs)
     if cv is None and len(xs) >= 2:
         mean = statistics.fmean(xs)
-        cv = sample_stdev(xs) / mean if mean else 0.0
+        cv = stats.sample_stdev(xs) / mean if mean else 0.0
     if cv is not None and cv > CV_LIMIT:
         out.append(StatWarning(HIGH_CV.code, HIGH_CV.template.format(cv=cv, pin=PIN_GPU if gpu else PIN_CPU)))
     # Each value list is cleaned once; most arms have too few values for either rule (decided by length alone).
-    spread_xs = xs if spread is None else clean(spread)
-    split = _split(sorted(spread_xs)) if len(spread_xs) >= BIMODAL_MIN_N else None
+    spread_xs = xs if spread is None else stats.clean(spread)
+    split = stats.bimodal_split(spread_xs) if len(spread_xs) >= stats.BIMODAL_MIN_N else None
     if split:
         low, high = split
         out.append(StatWarning(BIMODAL.code, BIMODAL.template.format(low=_span(low), high=_span(high))))
-    outliers = _outliers(xs) if len(xs) >= OUTLIER_MIN_N else []
+    outliers = stats.mad_outliers(xs) if len(xs) >= stats.OUTLIER_MIN_N else []
     if outliers:
         out.append(StatWarning(OUTLIERS.code, OUTLIERS.template.format(
             count=len(outliers), n=len(xs), values=", ".join(f"{x:.1f}" for x in outliers))))

@@ -1,4 +1,4 @@
-"""The device's memory bandwidth, for the decode roofline (analyze/derived turns it into tok/s and a share).
+"""The device's memory bandwidth, for the decode roofline (store/figures turns it into tok/s and a share).
 
 Decode is memory-bound: each token reads the (active) weights once, so bandwidth / decode_bytes is
 the ceiling for plain decoding.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from orchestrator import tables
+from orchestrator.analyze import cells
 from orchestrator.report.acceptance_plot import Point, break_even_text
 from orchestrator.report.data import SweepData
 from orchestrator.report.plots import ArmBar
@@ -17,22 +18,28 @@ ENERGY_METHOD = ("J/token: GPU energy per generated token, the mean power of the
                  "over the arm's runs with a 95% interval.")
 
 
+# The summary's columns under the report's titles: their cells are the summary table's (analyze/cells.texts), so
+# `orch report` and `orch summary` print the same digits for an arm.
+SUMMARY_CELLS = {"ok": "ok", "decode tok/s": "decode_tps", "95% interval": "ci95", "cv": "cv",
+                 "acceptance": "acceptance", "draft/gen": "draft_per_gen", "speedup": "speedup",
+                 "speedup 95%": "speedup_ci95", "prompt tok/s": "prompt_tps", "roofline": "roofline_pct",
+                 "J/token": "joules_per_token", "warnings": "warnings"}
+COLUMNS = ["#", "arm", "ok", "decode tok/s", "95% interval", "cv", "acceptance", "draft/gen", "speedup",
+           "speedup 95%", "vs", "prompt tok/s", "roofline", "J/token", "J/token 95%", "GPU W", "warnings"]
+
+
 def results_table(sd: SweepData) -> list[str]:
-    numbers = sd.numbers
-    rows = []
-    for r in sd.rows:
-        rows.append({"#": numbers[r["arm"]], "arm": r["arm"], "ok": r.get("ok"), "decode tok/s": r.get("decode_tps"),
-                     "95% interval": tables.interval(r.get("ci_low"), r.get("ci_high"), 1), "cv": _pct(r.get("cv")),
-                     "acceptance": _pct(r.get("acceptance")), "draft/gen": r.get("draft_per_gen"),
-                     "speedup": _ratio(r.get("speedup")),
-                     "speedup 95%": tables.interval(r.get("speedup_low"), r.get("speedup_high"), 3),
-                     "vs": f"#{numbers[r['vs']]}" if r.get("vs") in numbers else r.get("vs"),
-                     "prompt tok/s": r.get("prompt_tps"), "roofline": _pct(r.get("roofline_pct"), scale=1),
-                     "J/token": r.get("joules_per_token"),
-                     "J/token 95%": tables.interval(r.get("joules_per_token_low"), r.get("joules_per_token_high"), 3),
-                     "GPU W": r.get("power_w"), "warnings": r.get("warnings")})
-    columns = [c for c in rows[0] if c in ("#", "arm", "ok") or any(row[c] is not None for row in rows)]
-    return [tables.render(rows, "md", columns), ""]
+    numbers, rows = sd.numbers, sd.rows
+    shown = {title: cells.texts(rows, column) for title, column in SUMMARY_CELLS.items()}
+    shown |= {"#": [numbers[r["arm"]] for r in rows], "arm": [r["arm"] for r in rows],
+              "vs": [f"#{numbers[r['vs']]}" if r.get("vs") in numbers else r.get("vs") for r in rows],
+              "J/token 95%": [tables.interval(r.get("joules_per_token_low"), r.get("joules_per_token_high"), 3)
+                              for r in rows],
+              "GPU W": [r.get("power_w") for r in rows]}
+    # A column only where some arm has a value (# arm and ok always).
+    values = shown | {title: [r.get(column) for r in rows] for title, column in SUMMARY_CELLS.items()}
+    columns = [c for c in COLUMNS if c in ("#", "arm", "ok") or any(v is not None for v in values[c])]
+    return [tables.markdown_columns(shown, columns), ""]
 
 
 def energy_note(sd: SweepData) -> list[str]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator import parse, proc, store, tables
-from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
 from orchestrator.build.finished import Build
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
@@ -25,6 +24,7 @@ from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import client, server_run
 from orchestrator.run.prepare import PreparedArm
+from orchestrator.store import figures
 from orchestrator.store.recovery import RUN_JSON
 
 
@@ -248,8 +248,8 @@ def _speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
         text += f", acceptance {m['acceptance']:.1%}"
     target = p.models.target if p.models else None
     bw = measuring.bandwidth
-    bound = decode_bound_tps(bw.bytes_per_s if bw else None, target.decode_bytes if target else None)
-    pct = roofline_pct(m["decode_tps"], bound)
+    bound, pct = figures.run_roofline(m["decode_tps"], bw.bytes_per_s if bw else None,
+                                      target.decode_bytes if target else None)
     return text + (f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else "")
 
 

@@ -6,29 +6,28 @@ from __future__ import annotations
 import duckdb
 
 from orchestrator.store.db import rows_as_dicts
+from orchestrator.store.figures import (
+    LOG_RATIO,
+    bound_tps,
+    log_interval,
+    roofline_pct,
+    speedup,
+)
 from orchestrator.store.view_migrations import PAIRED_WITH
 
 Con = duckdb.DuckDBPyConnection
 
 
-def _log_interval(n: str, mean: str, sd: str, side: str) -> str:
-    """SQL for one end of a 95% interval of a positive quantity from its n logs: exp(mean -/+ t * sd / sqrt(n)),
-    NULL below two values. $t975 is the t quantile by degrees of freedom (stats.T975_BY_DF), 1-based."""
-    sign = "-" if side == "low" else "+"
-    return (f"CASE WHEN {n} >= 2 AND {sd} IS NOT NULL "
-            f"THEN exp({mean} {sign} $t975[least({n} - 1, len($t975))] * {sd} / sqrt({n})) END")
-
-
 # One row per (sweep, arm) over measured runs, every number computed here in one pass (0.6 s of CPU over 129k
 # stored runs, most of it on DuckDB's threads): counts, decode tok/s moments and the 95% interval on logs, means, the
-# speedup paired with the arm's reference and with the baseline (exp of the mean log ratio, interval likewise),
+# speedup paired with the arm's reference and with the baseline, the roofline share (store/figures defines them),
 # and the values a warning rule reads (runs from 4, server per-request rates from 4), NULL elsewhere. The first
 # run (lowest id) names the arm's constant columns, joined once per arm rather than carried through the grouping.
 _OK = "status = 'ok'"
 ARM_SUMMARY_SQL = f"""
 WITH picked AS (
     SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control, r.reference_arm,
-           r.mode, r.repeat_index, r.bandwidth_bytes_per_s / nullif(r.decode_bytes, 0) AS bound_tps,
+           r.mode, r.repeat_index, {bound_tps('r.bandwidth_bytes_per_s', 'r.decode_bytes')} AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
            m.mean_accept_len, m.accept_rate_per_pos, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
            m.outputs_differ, m.outputs_compared, m.first_diff_char
@@ -83,11 +82,11 @@ samples AS (  -- view decode_samples over the picked runs (read through the view
 paired AS (
     SELECT a.sweep_id, a.arm,
            count(*) FILTER ({PAIRED_WITH["reference"]}) AS n_ref,
-           avg(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["reference"]}) AS mean_ref,
-           stddev_samp(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["reference"]}) AS sd_ref,
+           avg({LOG_RATIO}) FILTER ({PAIRED_WITH["reference"]}) AS mean_ref,
+           stddev_samp({LOG_RATIO}) FILTER ({PAIRED_WITH["reference"]}) AS sd_ref,
            count(*) FILTER ({PAIRED_WITH["baseline"]}) AS n_base,
-           avg(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["baseline"]}) AS mean_base,
-           stddev_samp(ln(a.tps / b.tps)) FILTER ({PAIRED_WITH["baseline"]}) AS sd_base
+           avg({LOG_RATIO}) FILTER ({PAIRED_WITH["baseline"]}) AS mean_base,
+           stddev_samp({LOG_RATIO}) FILTER ({PAIRED_WITH["baseline"]}) AS sd_base
     FROM samples a JOIN samples b ON b.sweep_id = a.sweep_id
          AND ({PAIRED_WITH["reference"]} OR {PAIRED_WITH["baseline"]})
          AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
@@ -116,16 +115,17 @@ rates AS (  -- server arms' per-request speeds: the spread the bimodality rule r
 SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
        f.reference_arm, f.params, f.target_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
-       {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
-       {_log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
+       {log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
+       {log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
        a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,
        a.acceptance, a.draft_per_gen, a.mean_accept_len, ps.accept_rate_per_pos, a.seq_acceptance,
        a.seq_acceptance_low, a.seq_acceptance_high, a.drafted, a.accepted, a.idle,
-       CASE WHEN p.n_ref > 0 THEN exp(p.mean_ref) END AS speedup,
-       {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
-       {_log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
-       CASE WHEN p.n_base > 0 THEN exp(p.mean_base) END AS speedup_vs_baseline,
-       a.prompt_tps, a.bound_tps, f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
+       {speedup("p.n_ref", "p.mean_ref")} AS speedup,
+       {log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
+       {log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
+       {speedup("p.n_base", "p.mean_base")} AS speedup_vs_baseline,
+       a.prompt_tps, a.bound_tps, {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps')} AS roofline_pct,
+       f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
        v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char
 FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm

@@ -18,6 +18,7 @@ from orchestrator.store.view_migrations import (
     m006_views,
     m007_samples_and_controls,
     m009_costs,
+    m016_derived_views,
 )
 
 
@@ -272,7 +273,7 @@ def m011_output_parity(con: duckdb.DuckDBPyConnection) -> None:
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
               m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance, m011_output_parity,
-              m012_quality, m013_bisects, m014_global_ids, m015_sweep_summaries]
+              m012_quality, m013_bisects, m014_global_ids, m015_sweep_summaries, m016_derived_views]
 
 
 def number(migration) -> int:

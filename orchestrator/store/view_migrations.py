@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import duckdb
 
+from orchestrator.store import figures
+
 
 def m006_views(con: duckdb.DuckDBPyConnection) -> None:
     """Views over measurements only: no warm-ups, and for a slot re-run by --resume only its newest row."""
@@ -55,7 +57,7 @@ def m006_views(con: duckdb.DuckDBPyConnection) -> None:
 
 # How an arm's samples pair: with the sweep's baseline, or with the arm's reference (its control; the baseline for
 # rows stored before controls existed). The views below and store/queries.arm_pairs use these same conditions;
-# they are part of a shipped migration: change them only together with a new one.
+# they are part of shipped migrations: change them only together with a new one.
 PAIRED_WITH = {
     "baseline": "b.is_baseline",
     "reference": "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline ELSE b.arm = a.reference_arm END)",
@@ -184,3 +186,26 @@ def m009_costs(con: duckdb.DuckDBPyConnection) -> None:
                avg(joules_per_token) AS joules_per_token, stddev_samp(joules_per_token) AS joules_per_token_stddev,
                avg(power_w) AS power_w, min(samples) FILTER (WHERE joules_per_token IS NOT NULL) AS min_samples
         FROM run_energy GROUP BY sweep_id, arm""")
+
+
+def m016_derived_views(con: duckdb.DuckDBPyConnection) -> None:
+    """The views that show a derived figure, made again from store/figures, the definitions the summary's query
+    (store/arm_queries) uses: the paired speedups (exp of the mean log ratio, as before) and the roofline (its bound
+    and share now NULL, not 0 and infinity, where the bandwidth is 0). Their columns are unchanged."""
+    for view in ("speedup_vs_baseline", "speedup_vs_reference", "run_roofline"):
+        con.execute(f"DROP VIEW {view}")
+    for against in ("baseline", "reference"):
+        con.execute(f"""
+            CREATE VIEW speedup_vs_{against} AS
+            SELECT a.sweep_id, a.arm, count(*) AS pairs,
+                   {figures.speedup("count(*)", f"avg({figures.LOG_RATIO})")} AS speedup_paired,
+                   avg(a.tps) / avg(b.tps) AS speedup_of_means
+            FROM decode_samples a JOIN decode_samples b ON b.sweep_id = a.sweep_id AND {PAIRED_WITH[against]}
+                 AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
+            GROUP BY a.sweep_id, a.arm""")
+    bound = figures.bound_tps("r.bandwidth_bytes_per_s", "r.decode_bytes")
+    con.execute(f"""
+        CREATE VIEW run_roofline AS  -- the decode bound: bandwidth / bytes read per decode step
+        SELECT r.id AS run_id, r.sweep_id, r.arm, m.decode_tps, r.bandwidth_bytes_per_s, r.bandwidth_label,
+               r.decode_bytes, {bound} AS bound_tps, {figures.roofline_pct("m.decode_tps", bound)} AS roofline_pct
+        FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.decode_bytes > 0""")

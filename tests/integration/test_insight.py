@@ -1,6 +1,7 @@
 """Telemetry, environment, model insight, roofline and reports on a real sweep of the tiny models."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,75 @@ def test_summary_and_views_agree_on_real_runs(orch_exe, sweep_env):
             assert row["acceptance"] == pytest.approx(views[arm]["acceptance"], rel=1e-9)
     assert rows["draft"]["vs"] == "control:llama-speculative-simple"
     assert rows["draft"]["speedup_vs_baseline"] == pytest.approx(views["draft"]["vs_baseline"], rel=1e-9)
+
+
+def test_each_figure_has_one_definition_on_real_runs(orch_exe, sweep_env):
+    """The roofline share and the speedup interval as the views and the summary give them agree on real runs, and
+    so does the share orch run's progress line computes for a run not yet stored (all from store/figures)."""
+    from orchestrator.analyze import stats
+    from orchestrator.store import figures
+
+    rows = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "1", "--format", "json",
+                                                     env=sweep_env).stdout)}
+    runs = db_rows(sweep_env, "SELECT v.*, r.status FROM run_roofline v JOIN runs r ON r.id = v.run_id "
+                              "WHERE v.sweep_id = 1")
+    assert len(runs) == 6
+    for run in runs:
+        live = figures.run_roofline(run["decode_tps"], run["bandwidth_bytes_per_s"], run["decode_bytes"])
+        assert live == pytest.approx((run["bound_tps"], run["roofline_pct"]), rel=1e-12)
+    for arm, row in rows.items():
+        ok = [r for r in runs if r["arm"] == arm and r["status"] == "ok"]
+        mean = lambda key: sum(r[key] for r in ok) / len(ok)  # noqa: E731
+        assert row["roofline_pct"] == pytest.approx(100 * mean("decode_tps") / mean("bound_tps"), rel=1e-9), arm
+        # the speedup and its interval: the view's paired samples, put through the t-interval on logs here
+        samples = db_rows(sweep_env, "SELECT a.tps / b.tps AS ratio FROM decode_samples a JOIN decode_samples b "
+                                     "ON b.sweep_id = a.sweep_id AND b.repeat_index = a.repeat_index "
+                                     "AND b.prompt_id = a.prompt_id AND b.arm = ? WHERE a.sweep_id = 1 AND a.arm = ?",
+                          [row["vs"], arm]) if row["vs"] else []
+        if row["is_baseline"] or not samples:
+            continue
+        logs = stats.describe([math.log(s["ratio"]) for s in samples])
+        assert len(samples) == 2 and row["speedup"] == pytest.approx(math.exp(logs.mean), rel=1e-9), arm
+        assert (row["speedup_low"], row["speedup_high"]) == pytest.approx(
+            (math.exp(logs.ci_low), math.exp(logs.ci_high)), rel=1e-9), arm
+
+
+def test_report_and_summary_show_the_same_digits(orch_exe, sweep_env, tmp_path):
+    """The report's arm table and the summary's table print the same cells for every arm."""
+    shared = {"ok": "ok", "decode tok/s": "decode_tps", "95% interval": "ci95", "cv": "cv",
+              "acceptance": "acceptance", "speedup": "speedup", "speedup 95%": "speedup_ci95",
+              "roofline": "roofline_pct"}
+    res = run_orch(orch_exe, "report", "1", "--out", str(tmp_path / "report"), env=sweep_env)
+    assert res.returncode == 0, res.stderr
+    report = _md_table((tmp_path / "report" / "report.md").read_text(), "| # | arm | ok | decode tok/s")
+    res = run_orch(orch_exe, "summary", "1", "--format", "md", "--columns", ",".join(["arm", *shared.values()]),
+                   env=sweep_env)
+    assert res.returncode == 0, res.stderr
+    summary = _md_table(res.stdout, "| arm |")
+    assert {r["arm"] for r in report} == {r["arm"] for r in summary} == {"baseline", "draft",
+                                                                        "control:llama-speculative-simple"}
+    by_arm = {r["arm"]: r for r in summary}
+    compared = 0
+    for row in report:
+        for title, column in shared.items():
+            if title in row:
+                assert row[title] == by_arm[row["arm"]][column], (row["arm"], column)
+                compared += row[title] != "-"
+    assert compared >= 15  # speeds, intervals, speedups and roofline shares, not only blanks
+    assert "speedup 95%" in report[0] and "roofline" in report[0]
+
+
+def _md_table(text: str, header_start: str) -> list[dict]:
+    """The rows of the first Markdown table whose header line starts so, by column title."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    titles = [c.strip() for c in lines[start].strip("|").split(" | ")]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(titles, (c.strip() for c in line.strip().strip("|").split(" | ")))))
+    return rows
 
 
 def test_summary_shows_the_roofline(orch_exe, sweep_env):

@@ -6,9 +6,9 @@ import time
 import pytest
 from nvml_fake import fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
-from orchestrator.analyze.derived import decode_bound_tps, roofline_pct
 from orchestrator.machine import roofline
 from orchestrator.machine.roofline import cpu_bandwidth, gpu_bandwidth
+from orchestrator.store import figures
 
 SMALL = {"size_bytes": 8 << 20, "repeats": 2}  # the real default is 256 MiB; small keeps the tests quick
 
@@ -84,9 +84,10 @@ def test_device_bandwidth_prefers_the_gpu(tmp_path, fake_nvml):
 
 
 def test_decode_bound_and_percentage():
-    # 1 TB/s over a 5 GB model: 200 tok/s at best; 50 tok/s measured is 25% of it.
-    assert decode_bound_tps(1e12, 5_000_000_000) == pytest.approx(200.0)
-    assert roofline_pct(50.0, 200.0) == pytest.approx(25.0)
-    assert roofline_pct(300.0, 200.0) == pytest.approx(150.0)  # speculation can pass the plain-decode bound
-    assert decode_bound_tps(None, 5) is None and decode_bound_tps(1e12, 0) is None
-    assert roofline_pct(None, 200.0) is None and roofline_pct(50.0, None) is None
+    # 1 TB/s over a 5 GB model: 200 tok/s at best; 50 tok/s measured is 25% of it (by store/figures' SQL).
+    assert figures.run_roofline(50.0, 1e12, 5_000_000_000) == pytest.approx((200.0, 25.0))
+    # speculation can pass the plain-decode bound
+    assert figures.run_roofline(300.0, 1e12, 5_000_000_000)[1] == pytest.approx(150.0)
+    assert figures.run_roofline(50.0, None, 5) == (None, None) and figures.run_roofline(50.0, 1e12, 0) == (None, None)
+    bound, pct = figures.run_roofline(None, 1e12, 5_000_000_000)
+    assert bound == pytest.approx(200.0) and pct is None

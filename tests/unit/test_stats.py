@@ -1,12 +1,11 @@
 """Statistics against values computed by hand (the arithmetic is in the comments) and small known cases."""
 
 import itertools
-import math
 
 import pytest
 
-from orchestrator.analyze import stats
-from orchestrator.analyze.stats import (
+from orchestrator.analyze import stats, warnings
+from orchestrator.analyze.warnings import (
     BELOW_BREAK_EVEN,
     FULL_ACCEPTANCE_SLOWDOWN,
     HIGH_CV,
@@ -52,29 +51,6 @@ def test_t_table_lookup():
     assert stats.t975(2.7) == 4.303  # Welch's fractional df round down
     with pytest.raises(ValueError):
         stats.t975(0.5)
-
-
-def test_paired_speedup_by_log_ratios():
-    # Log ratios 0.1, 0.2, 0.3 (head = base * e^x): mean 0.2, stdev 0.1, half 4.303 * 0.1 / sqrt(3) = 0.248435.
-    # ratio e^0.2 = 1.221403; interval e^(0.2 - 0.248435) = e^-0.048435 = 0.952720,
-    # e^0.448435 = e^0.4 * e^0.048435 = 1.491825 * 1.049627 = 1.565858.
-    base = {0: 100.0, 1: 50.0, 2: 80.0, 3: 70.0}  # repeat 3 has no head run: not paired
-    head = {0: 100 * math.exp(0.1), 1: 50 * math.exp(0.2), 2: 80 * math.exp(0.3), 9: 1.0}
-    s = stats.paired_speedup(base, head)
-    assert s.n == 3 and s.paired
-    assert s.ratio == pytest.approx(1.221403, abs=1e-6)
-    assert (s.ci_low, s.ci_high) == pytest.approx((0.952720, 1.565858), abs=1e-5)
-
-
-def test_paired_speedup_server_keys_and_edges():
-    # keys (repeat, prompt): 120/100 and 60/50 both 1.2, so log ratios equal: ratio 1.2, zero-width interval
-    s = stats.paired_speedup({(0, "p1"): 100, (0, "p2"): 50}, {(0, "p1"): 120, (0, "p2"): 60})
-    assert (s.n, s.ratio) == (2, pytest.approx(1.2))
-    assert s.ci_low == pytest.approx(1.2) and s.ci_high == pytest.approx(1.2)
-    one = stats.paired_speedup({0: 10}, {0: 15})
-    assert (one.ratio, one.ci_low, one.ci_high, one.n) == (1.5, None, None, 1)
-    assert stats.paired_speedup({0: 10}, {1: 15}) is None
-    assert stats.paired_speedup({0: 0.0}, {0: 15}) is None  # a zero speed has no log: left out
 
 
 def test_ratio_of_means_delta_method():
@@ -157,16 +133,16 @@ def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
 
 
 def test_steady_arm_has_no_warnings():
-    assert stats.warnings_for([100, 102, 98, 101, 99], acceptance=0.7, speedup=1.3, sweep_break_even=0.4) == []
-    assert stats.warnings_for([]) == []
+    assert warnings.warnings_for([100, 102, 98, 101, 99], acceptance=0.7, speedup=1.3, sweep_break_even=0.4) == []
+    assert warnings.warnings_for([]) == []
 
 
 def test_high_cv():
     # [90, 100, 110]: stdev 10, cv 10% > 5%
-    ws = stats.warnings_for([90, 100, 110])
+    ws = warnings.warnings_for([90, 100, 110])
     assert codes(ws) == ["high_cv"] and "10.0%" in ws[0].message
     # [100, 102, 98, 101, 99]: cv 1.6%, and two runs [100, 104]: stdev 2.83, cv 2.8%
-    assert stats.warnings_for([100, 104]) == []
+    assert warnings.warnings_for([100, 104]) == []
 
 
 def test_bimodal_per_prompt_speeds():
@@ -175,7 +151,7 @@ def test_bimodal_per_prompt_speeds():
     per_prompt = [135, 59, 137, 61, 131, 63, 134, 67]
     low, high = stats.bimodal_split(per_prompt)
     assert (low, high) == ([59, 61, 63, 67], [131, 134, 135, 137])
-    ws = stats.warnings_for([101, 100, 102], spread=per_prompt)
+    ws = warnings.warnings_for([101, 100, 102], spread=per_prompt)
     assert codes(ws) == ["bimodal"] and "59-67 beside 131-137 tok/s" in ws[0].message
 
 
@@ -190,14 +166,14 @@ def test_bimodal_not_triggered_by_noise_a_lone_value_or_tiny_gaps():
 
 def test_bimodal_per_run_speeds_default():
     # without `spread`, the per-run speeds are checked (CLI mode)
-    assert "bimodal" in codes(stats.warnings_for([60, 62, 130, 133, 61, 131]))
+    assert "bimodal" in codes(warnings.warnings_for([60, 62, 130, 133, 61, 131]))
 
 
 def test_mad_outliers():
     # [100, 101, 99, 100, 102, 80]: median 100, |dev| 0 1 1 0 2 20 -> MAD 1;
     # z(80) = 0.6745 * 20 / 1 = 13.49 > 3.5; z(102) = 1.35
     assert stats.mad_outliers([100, 101, 99, 100, 102, 80]) == [80]
-    ws = stats.warnings_for([100, 101, 99, 100, 102, 80])
+    ws = warnings.warnings_for([100, 101, 99, 100, 102, 80])
     assert "outliers" in codes(ws) and "1 of 6 runs" in ws[codes(ws).index("outliers")].message
     # MAD 0 ([100, 100, 100, 100, 130]): mean |dev| 6, scale 1.2533 * 6 = 7.52, z(130) = 30 / 7.52 = 3.99 > 3.5
     assert stats.mad_outliers([100, 100, 100, 100, 130]) == [130]
@@ -209,12 +185,12 @@ def test_mad_outliers():
 
 
 def test_full_acceptance_with_slowdown():
-    ws = stats.warnings_for([50, 50.5], acceptance=1.0, speedup=0.8, drafted=120, accepted=120)
+    ws = warnings.warnings_for([50, 50.5], acceptance=1.0, speedup=0.8, drafted=120, accepted=120)
     assert codes(ws) == ["full_acceptance_slowdown"]
     assert "0.80x" in ws[0].message and "drafted 120, accepted 120" in ws[0].message
-    assert stats.warnings_for([50, 50.5], acceptance=1.0, speedup=1.4) == []  # full acceptance that pays off
-    assert stats.warnings_for([50, 50.5], acceptance=0.98, speedup=0.8) == []
-    assert stats.warnings_for([50, 50.5], acceptance=1.0) == []  # no baseline, no speedup
+    assert warnings.warnings_for([50, 50.5], acceptance=1.0, speedup=1.4) == []  # full acceptance that pays off
+    assert warnings.warnings_for([50, 50.5], acceptance=0.98, speedup=0.8) == []
+    assert warnings.warnings_for([50, 50.5], acceptance=1.0) == []  # no baseline, no speedup
 
 
 def test_break_even_interpolates_between_the_nearest_loser_and_winner():
@@ -228,14 +204,14 @@ def test_break_even_interpolates_between_the_nearest_loser_and_winner():
 
 
 def test_below_break_even():
-    ws = stats.warnings_for([80, 81], acceptance=0.45, speedup=0.9, sweep_break_even=0.6)
+    ws = warnings.warnings_for([80, 81], acceptance=0.45, speedup=0.9, sweep_break_even=0.6)
     assert codes(ws) == ["below_break_even"] and "45.0%" in ws[0].message and "60.0%" in ws[0].message
-    assert stats.warnings_for([80, 81], acceptance=0.65, speedup=1.1, sweep_break_even=0.6) == []
-    assert stats.warnings_for([80, 81], acceptance=0.45, sweep_break_even=None) == []
+    assert warnings.warnings_for([80, 81], acceptance=0.65, speedup=1.1, sweep_break_even=0.6) == []
+    assert warnings.warnings_for([80, 81], acceptance=0.45, sweep_break_even=None) == []
 
 
 def test_warnings_come_in_fixed_order():
-    ws = stats.warnings_for([60, 62, 130, 133, 61, 131], acceptance=1.0, speedup=0.7, sweep_break_even=1.01)
+    ws = warnings.warnings_for([60, 62, 130, 133, 61, 131], acceptance=1.0, speedup=0.7, sweep_break_even=1.01)
     assert codes(ws) == ["high_cv", "bimodal", "full_acceptance_slowdown", "below_break_even"]
 
 
@@ -253,26 +229,26 @@ def test_sample_stdev_agrees_with_the_exact_statistics_stdev():
 
 
 def test_an_arm_that_drafted_nothing_is_flagged_apart_from_spec_not_engaged():
-    (w,) = stats.warnings_for([100.0, 101.0], idle=2, ok=2)
+    (w,) = warnings.warnings_for([100.0, 101.0], idle=2, ok=2)
     assert w.code == "no_drafts" and "2 of 2" in w.message and "no speedup" in w.message
-    (w,) = stats.warnings_for([100.0, 101.0], idle=1, ok=2)
+    (w,) = warnings.warnings_for([100.0, 101.0], idle=1, ok=2)
     assert "mixes runs" in w.message
-    assert stats.warnings_for([100.0, 101.0], idle=0, ok=2) == []
+    assert warnings.warnings_for([100.0, 101.0], idle=0, ok=2) == []
 
 
 def test_high_cv_advice_fits_the_machine_that_ran():
-    cpu = stats.warnings_for([90, 100, 110])[0].message
-    gpu = stats.warnings_for([90, 100, 110], gpu=True)[0].message
+    cpu = warnings.warnings_for([90, 100, 110])[0].message
+    gpu = warnings.warnings_for([90, 100, 110], gpu=True)[0].message
     assert "nvidia-smi" not in cpu and "cpupower frequency-set" in cpu and "-t" in cpu
     assert "nvidia-smi -lgc" in gpu and "cpupower" not in gpu and "--repeat" in gpu
 
 
 def test_output_differs_names_the_count_and_where():
-    assert stats.warnings_for([100.0], outputs_differ=0, outputs_compared=3) == []
-    [found] = stats.warnings_for([100.0], outputs_differ=1, outputs_compared=3, first_diff_char=17)
+    assert warnings.warnings_for([100.0], outputs_differ=0, outputs_compared=3) == []
+    [found] = warnings.warnings_for([100.0], outputs_differ=1, outputs_compared=3, first_diff_char=17)
     assert found.code == "output_differs" and found.message.startswith("1 of 3 outputs differ") \
         and "character 17" in found.message
     # Rows stored before the count of compared outputs (server runs, outputs_differ only): the count alone.
-    [old] = stats.warnings_for([100.0], outputs_differ=2)
+    [old] = warnings.warnings_for([100.0], outputs_differ=2)
     assert old.message.startswith("2 outputs differ at temperature 0 from the same target's without drafting (the "
                                    "baseline's, or its control's): greedy")

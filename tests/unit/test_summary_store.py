@@ -14,6 +14,12 @@ CLI = {"baseline": [100.0, 120.0, 90.0, 110.0], "draft": [150.0, 150.0, 100.0, 1
 PROMPTS = {"p1": 1.0, "p2": 1.5}  # server mode: per-request rate = run speed x factor
 
 
+def paired(base: dict, head: dict) -> tuple[float, float | None, float | None]:
+    """The test's own paired speedup: exp of the mean log ratio over keys in both, with the t-interval of the logs."""
+    d = stats.describe([math.log(head[k] / base[k]) for k in base if k in head])
+    return math.exp(d.mean), *(None if x is None else math.exp(x) for x in (d.ci_low, d.ci_high))
+
+
 def stored(tmp_path, mode: str):
     con = store.connect(tmp_path / "r.duckdb")
     sweep = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
@@ -38,9 +44,8 @@ def stored(tmp_path, mode: str):
 def test_cli_summary_matches_the_pure_statistics(tmp_path):
     con, sweep = stored(tmp_path, "cli")
     base, draft = summary.arm_rows(con, [sweep])
-    expected = stats.paired_speedup(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
-    assert draft["speedup"] == pytest.approx(expected.ratio)
-    assert (draft["speedup_low"], draft["speedup_high"]) == pytest.approx((expected.ci_low, expected.ci_high))
+    expected = paired(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
+    assert (draft["speedup"], draft["speedup_low"], draft["speedup_high"]) == pytest.approx(expected)
     d = stats.describe(CLI["draft"])
     assert (draft["decode_tps"], draft["cv"]) == pytest.approx((d.mean, d.cv))
     logs = stats.describe([math.log(x) for x in CLI["draft"]])
@@ -62,11 +67,11 @@ def test_server_summary_pairs_per_repeat_and_prompt(tmp_path):
     _, draft = summary.arm_rows(con, [sweep])
     key = {(r, p): s * f for r, s in enumerate(CLI["baseline"]) for p, f in PROMPTS.items()}
     head = {(r, p): s * f for r, s in enumerate(CLI["draft"]) for p, f in PROMPTS.items()}
-    expected = stats.paired_speedup(key, head)
-    assert draft["speedup"] == pytest.approx(expected.ratio) and expected.n == 8
-    assert draft["speedup_low"] == pytest.approx(expected.ci_low)
-    view = con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0]
-    assert view == pytest.approx(draft["speedup"])  # the view pairs per prompt too: it and the summary agree
+    expected = paired(key, head)
+    assert draft["speedup"] == pytest.approx(expected[0]) and len(key) == 8
+    assert draft["speedup_low"] == pytest.approx(expected[1])
+    view, n = con.execute("SELECT speedup_paired, pairs FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()
+    assert view == pytest.approx(draft["speedup"]) and n == 8  # the view pairs per prompt too: it and the summary agree
     rates = _groups(con, sweep)["draft"]["request_rates"]
     assert sorted(rates) == pytest.approx(sorted(head.values()))  # the spread bimodality reads
 
@@ -101,9 +106,8 @@ def test_the_store_intervals_are_the_t_intervals_for_every_sample_size(tmp_path)
         draft = _groups(con, sweep)["draft"]
         logs = stats.describe([math.log(x) for x in speeds["draft"]])
         assert (draft["ci_low"], draft["ci_high"]) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
-        paired = stats.paired_speedup(dict(enumerate(speeds["baseline"])), dict(enumerate(speeds["draft"])))
         assert (draft["speedup"], draft["speedup_low"], draft["speedup_high"]) == pytest.approx(
-            (paired.ratio, paired.ci_low, paired.ci_high))
+            paired(dict(enumerate(speeds["baseline"])), dict(enumerate(speeds["draft"]))))
 
 
 def test_an_arm_that_drafted_nothing_has_no_speedup_and_says_why(tmp_path):
@@ -134,12 +138,67 @@ def test_the_summary_shows_the_parameters_that_tell_arms_apart(tmp_path):
         (first, "baseline", None), (first, "draft", 8), (second, "baseline", None), (second, "draft", 16)]
 
 
-def test_a_speed_interval_never_reaches_below_zero():
-    low, high = stats.log_interval(3, *(lambda d: (d.mean, d.stdev))(stats.describe([math.log(x) for x in
-                                                                                     (100.0, 300.0, 900.0)])))
+def speeds_sweep(con, speeds: dict[str, dict], mode: str = "cli") -> int:
+    """A sweep of arm -> {repeat: tok/s} (server mode: {(repeat, prompt): tok/s}, one request each); `baseline` is
+    the baseline."""
+    sweep = store.create_sweep(con, {"recipe_path": "x.j2", "recipe_hash": "h", "recipe_text": "t", "mode": mode,
+                                     "repeat": 1, "build_name": "b", "status": "done"})
+    for arm, values in speeds.items():
+        for rep in sorted({k[0] if mode == "server" else k for k in values}):
+            mine = {k: v for k, v in values.items() if (k[0] if mode == "server" else k) == rep}
+            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
+                                         "params": {}, "repeat_index": rep, "mode": mode, "status": "ok"})
+            con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)",
+                        [run, sum(mine.values()) / len(mine)])
+            if mode == "server":
+                store.insert_requests(con, [{"run_id": run, "seq": i, "prompt_id": k[1], "status": "ok",
+                                             "predicted_n": 100, "predicted_ms": 100_000 / v}
+                                            for i, (k, v) in enumerate(mine.items())])
+    return sweep
+
+
+def pairs(con, sweep: int, arm: str = "draft") -> int | None:
+    found = con.execute("SELECT pairs FROM speedup_vs_baseline WHERE sweep_id = ? AND arm = ?", [sweep, arm]).fetchone()
+    return found[0] if found else None
+
+
+def test_the_paired_speedup_by_log_ratios(tmp_path):
+    # Log ratios 0.1, 0.2, 0.3 (head = base * e^x): mean 0.2, stdev 0.1, half 4.303 * 0.1 / sqrt(3) = 0.248435.
+    # ratio e^0.2 = 1.221403; interval e^(0.2 - 0.248435) = e^-0.048435 = 0.952720,
+    # e^0.448435 = e^0.4 * e^0.048435 = 1.491825 * 1.049627 = 1.565858.
+    con = store.connect(tmp_path / "r.duckdb")
+    base = {0: 100.0, 1: 50.0, 2: 80.0, 3: 70.0}  # repeat 3 has no head run: not paired
+    head = {0: 100 * math.exp(0.1), 1: 50 * math.exp(0.2), 2: 80 * math.exp(0.3), 9: 1.0}
+    sweep = speeds_sweep(con, {"baseline": base, "draft": head})
+    s = _groups(con, sweep)["draft"]
+    assert pairs(con, sweep) == 3
+    assert s["speedup"] == pytest.approx(1.221403, abs=1e-6)
+    assert (s["speedup_low"], s["speedup_high"]) == pytest.approx((0.952720, 1.565858), abs=1e-5)
+
+
+def test_the_paired_speedup_server_keys_and_edges(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    # keys (repeat, prompt): 120/100 and 60/50 both 1.2, so log ratios equal: ratio 1.2, zero-width interval
+    sweep = speeds_sweep(con, {"baseline": {(0, "p1"): 100, (0, "p2"): 50}, "draft": {(0, "p1"): 120, (0, "p2"): 60}},
+                         "server")
+    s = _groups(con, sweep)["draft"]
+    assert (pairs(con, sweep), s["speedup"]) == (2, pytest.approx(1.2))
+    assert s["speedup_low"] == pytest.approx(1.2) and s["speedup_high"] == pytest.approx(1.2)
+    one = _groups(con, speeds_sweep(con, {"baseline": {0: 10.0}, "draft": {0: 15.0}}))["draft"]
+    assert (one["speedup"], one["speedup_low"], one["speedup_high"]) == (pytest.approx(1.5), None, None)
+    apart = speeds_sweep(con, {"baseline": {0: 10.0}, "draft": {1: 15.0}})
+    assert _groups(con, apart)["draft"]["speedup"] is None and pairs(con, apart) is None
+    zero = speeds_sweep(con, {"baseline": {0: 0.0}, "draft": {0: 15.0}})  # a zero speed has no log: left out
+    assert _groups(con, zero)["draft"]["speedup"] is None and pairs(con, zero) is None
+
+
+def test_a_speed_interval_never_reaches_below_zero(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    arm = _groups(con, speeds_sweep(con, {"draft": {0: 100.0, 1: 300.0, 2: 900.0}}))["draft"]
     raw = stats.describe([100.0, 300.0, 900.0])
-    assert raw.ci_low < 0 < low < 300.0 < high  # the raw t-interval would claim a negative speed
-    assert stats.log_interval(1, 4.6, None) == (None, None)
+    assert raw.ci_low < 0 < arm["ci_low"] < 300.0 < arm["ci_high"]  # the raw t-interval would claim a negative speed
+    one = _groups(con, speeds_sweep(con, {"draft": {0: 100.0}}))["draft"]
+    assert (one["ci_low"], one["ci_high"]) == (None, None)
 
 
 # --- the table people read ------------------------------------------------------------------------------------
@@ -268,14 +327,14 @@ def test_a_ratio_to_an_arm_of_another_target_model_is_no_speedup(tmp_path):
     con.execute("UPDATE runs SET target_sha256 = CASE WHEN arm = 'baseline' THEN 'a' ELSE 'b' END || repeat('0', 63)")
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     draft = rows["draft"]
-    expected = stats.paired_speedup(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
+    expected, _, _ = paired(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
     assert draft["speedup"] is None and draft["speedup_low"] is None
-    assert draft["speedup_across_targets"] == pytest.approx(expected.ratio)
+    assert draft["speedup_across_targets"] == pytest.approx(expected)
     assert "other_target" in draft["warnings"] and "b00000000000 vs a00000000000" in draft["warning_messages"][-1]
     assert "no arm has a speedup" in verdict.verdict(list(rows.values()))
     con.execute("UPDATE runs SET target_sha256 = repeat('a', 64)")  # one target: a speedup again
     draft = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}["draft"]
-    assert draft["speedup"] == pytest.approx(expected.ratio) and "other_target" not in (draft["warnings"] or "")
+    assert draft["speedup"] == pytest.approx(expected) and "other_target" not in (draft["warnings"] or "")
 
 
 def test_arm_acceptance_length_and_sequence_acceptance_only_where_every_run_has_it(tmp_path):

@@ -1,0 +1,63 @@
+"""The figures derived from stored measurements, each defined once, as SQL: the views (view_migrations) and the
+queries (arm_queries, report_queries) build their columns from these, so no two places can compute one differently.
+
+- A speedup: exp of the mean log ratio of paired speeds (arm a over its partner b), a geometric mean that pairing
+  keeps free of the drift both arms of a repeat share; its 95% interval is `log_interval` of those log ratios.
+- `log_interval`: the 95% interval of a positive quantity from its logs, exp of the t-interval of the mean log:
+  asymmetric and never below zero (a t-interval on raw speeds with a CV of 30% and three runs reaches below zero).
+- The decode roofline: memory bandwidth / bytes read per decode step = the tok/s plain decoding cannot beat
+  (machine/roofline says where the bandwidth comes from); the share is the measured speed over it, in percent. A
+  speculative arm verifies several tokens per target pass, so its share can pass 100%: that is its gain.
+
+The views made from these are part of shipped migrations: change a definition only together with a new migration
+that makes those views again (m016_derived_views).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import duckdb
+
+LOG_RATIO = "ln(a.tps / b.tps)"  # one paired sample: arm a's speed over its partner b's, same repeat (and prompt)
+
+
+def speedup(n: str, mean_log: str) -> str:
+    """SQL for a paired speedup from its n log ratios' mean; NULL where nothing paired."""
+    return f"CASE WHEN {n} > 0 THEN exp({mean_log}) END"
+
+
+def log_interval(n: str, mean_log: str, sd_log: str, side: str) -> str:
+    """SQL for one end (low, high) of a 95% interval of a positive quantity from its n logs: exp(mean -/+ t * sd /
+    sqrt(n)), NULL below two values. $t975 is the t quantile by degrees of freedom (stats.T975_BY_DF), 1-based."""
+    sign = {"low": "-", "high": "+"}[side]
+    return (f"CASE WHEN {n} >= 2 AND {sd_log} IS NOT NULL "
+            f"THEN exp({mean_log} {sign} $t975[least({n} - 1, len($t975))] * {sd_log} / sqrt({n})) END")
+
+
+def bound_tps(bandwidth_bytes_per_s: str, decode_bytes: str) -> str:
+    """SQL for the roofline decode speed in tok/s; NULL where either side is unknown (or 0)."""
+    return f"nullif({bandwidth_bytes_per_s}, 0) / nullif({decode_bytes}, 0)"
+
+
+def roofline_pct(measured_tps: str, bound: str) -> str:
+    """SQL for a decode speed as a share of its bound, in percent; NULL where either is unknown."""
+    return f"100 * {measured_tps} / nullif({bound}, 0)"
+
+
+_ROOFLINE_SQL = (f"SELECT {bound_tps('$bandwidth', '$bytes')} AS bound, "
+                 f"{roofline_pct('$tps', bound_tps('$bandwidth', '$bytes'))} AS pct")
+_local = threading.local()
+
+
+def run_roofline(decode_tps: float | None, bandwidth_bytes_per_s: float | None,
+                 decode_bytes: int | None) -> tuple[float | None, float | None]:
+    """(bound tok/s, share in percent) of one run not yet stored (`orch run`'s progress line), by the same SQL as
+    the view run_roofline; (None, None) where bandwidth or bytes are unknown."""
+    if not bandwidth_bytes_per_s or not decode_bytes:
+        return None, None
+    if not hasattr(_local, "con"):  # one in-memory database per thread: a connection costs ~10 ms to open
+        _local.con = duckdb.connect(":memory:")
+    bound, pct = _local.con.execute(_ROOFLINE_SQL, {"bandwidth": float(bandwidth_bytes_per_s),
+                                                    "bytes": int(decode_bytes), "tps": decode_tps}).fetchone()
+    return bound, pct
