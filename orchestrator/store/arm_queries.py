@@ -8,12 +8,12 @@ import duckdb
 from orchestrator.store.db import rows_as_dicts
 from orchestrator.store.figures import (
     LOG_RATIO,
+    PAIRED_WITH,
     bound_tps,
     log_interval,
     roofline_pct,
     speedup,
 )
-from orchestrator.store.view_migrations import PAIRED_WITH
 
 Con = duckdb.DuckDBPyConnection
 

@@ -2,14 +2,14 @@
 
 A probe that measured is a stored sweep (sweep_id); one that could not build or whose runs all failed has none,
 only its state and why. A commit measured again for more repeats gets a second probe row: its samples are the
-union of its sweeps' runs. Writes here; the tables in bisect_migration.py; reads in bisect_queries.py.
+union of its sweeps' runs. Writes here; the tables in migrations/m013_bisects.py; reads in bisect_queries.py.
 """
 
 from __future__ import annotations
 
 import duckdb
 
-from orchestrator.store.migrations import utcnow
+from orchestrator.store.times import utcnow
 from orchestrator.tables import to_json
 
 PROBE_COLUMNS = ("bisect_id", "commit", "upstream_commit", "build_name", "sweep_id", "state", "detail",

@@ -17,13 +17,13 @@ import duckdb
 from orchestrator import stops
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
 from orchestrator.store import migrations, recovery, schema
-from orchestrator.store.migrations import (
+from orchestrator.store.times import (
     utc as utc,  # naive UTC, as every TIMESTAMP column stores time
 )
-from orchestrator.store.migrations import (
+from orchestrator.store.times import (
     utc_from_epoch as utc_from_epoch,
 )
-from orchestrator.store.migrations import (
+from orchestrator.store.times import (
     utcnow as utcnow,
 )
 

@@ -1,4 +1,4 @@
-"""The figures derived from stored measurements, each defined once, as SQL: the views (view_migrations) and the
+"""The figures derived from stored measurements, each defined once, as SQL: the views (migrations m016) and the
 queries (arm_queries, report_queries) build their columns from these, so no two places can compute one differently.
 
 - A speedup: exp of the mean log ratio of paired speeds (arm a over its partner b), a geometric mean that pairing
@@ -61,3 +61,12 @@ def run_roofline(decode_tps: float | None, bandwidth_bytes_per_s: float | None,
     bound, pct = _local.con.execute(_ROOFLINE_SQL, {"bandwidth": float(bandwidth_bytes_per_s),
                                                     "bytes": int(decode_bytes), "tps": decode_tps}).fetchone()
     return bound, pct
+
+
+# How an arm's samples pair: with the sweep's baseline, or with the arm's reference (its control; the baseline for
+# rows stored before controls existed). The views below and store/queries.arm_pairs use these same conditions;
+# they are part of shipped migrations: change them only together with a new one.
+PAIRED_WITH = {
+    "baseline": "b.is_baseline",
+    "reference": "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline ELSE b.arm = a.reference_arm END)",
+}

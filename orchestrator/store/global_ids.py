@@ -1,4 +1,5 @@
-"""Migration m014: a global id (`uid`) on every sweep, run, request and telemetry row, and the host of each sweep.
+"""Global ids (migration m014, migrations/m014_global_ids.py): a `uid` on every sweep, run, request and telemetry row,
+and the host of each sweep.
 
 Local integer ids (sweeps.id, runs.id) number rows in one file; `uid` names a row in every file, so results from
 many machines merge (store/exchange.py) without two sweeps 7 being taken for one. New rows get a random UUID from
@@ -27,22 +28,7 @@ LEGACY_SWEEP_UID = ("md5('orch-sweep/' || coalesce(json_extract_string(host, '$.
                     "|| recipe_hash || '/' || coalesce(CAST(started_at AS VARCHAR), ''))")
 
 
-def m014_global_ids(con: duckdb.DuckDBPyConnection) -> None:
-    for table in ("sweeps", "runs", "requests", "telemetry"):
-        con.execute(f"ALTER TABLE {table} ADD COLUMN uid {UID_DEFAULT}")
-    for column in ("host_name", "host_id", "host_gpus"):
-        con.execute(f"ALTER TABLE sweeps ADD COLUMN {column} VARCHAR")
-    # measured_runs is `SELECT *` over runs: the views are made again, in their order, so it has runs.uid in
-    # every file alike (a view's columns are fixed when it is made).
-    views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
-                        "ORDER BY view_oid").fetchall()
-    for name, _ in reversed(views):
-        con.execute(f"DROP VIEW {name}")
-    _make_views(con, views)
-    backfill(con)
-
-
-def _make_views(con: duckdb.DuckDBPyConnection, views: list[tuple[str, str]]) -> None:
+def make_views(con: duckdb.DuckDBPyConnection, views: list[tuple[str, str]]) -> None:
     """Each view after the views it reads (a file read back from disk numbers its views in another order)."""
     made: set[str] = set()
     names = {name for name, _ in views}

@@ -20,7 +20,7 @@ import duckdb
 from orchestrator.proc import Owner
 from orchestrator.store import workdirs
 from orchestrator.store.logs import save_logs
-from orchestrator.store.migrations import utc, utcnow
+from orchestrator.store.times import utc, utcnow
 from orchestrator.store.writes import insert_run
 
 

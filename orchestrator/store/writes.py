@@ -14,7 +14,7 @@ from orchestrator.parse import (
 from orchestrator.store.logs import (
     save_logs as save_logs,  # the run's raw logs, gzipped
 )
-from orchestrator.store.migrations import utc, utcnow
+from orchestrator.store.times import utc, utcnow
 from orchestrator.tables import to_json
 
 BUILD_COLUMNS = ("id", "name", "commit", "upstream_commit", "source", "backend", "cuda_archs", "cmake_options",

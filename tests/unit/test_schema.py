@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from orchestrator import store
-from orchestrator.store import migrations, queries
+from orchestrator.store import migrations, queries, times
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "fixtures" / "schema.txt"
 
@@ -44,7 +44,7 @@ def test_a_database_from_the_first_migration_upgrades_with_its_rows(tmp_path):
     con.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name VARCHAR, applied_at TIMESTAMP)")
     for number, migration in enumerate(migrations.MIGRATIONS[:2], start=1):
         migration(con)
-        con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [number, migration.__name__, migrations.utcnow()])
+        con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [number, migration.__name__, times.utcnow()])
         if number == 1:  # a build as the first release stored it
             con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) VALUES "
                         "('b@1', 'b', 'c0ffee', 'c0ffee', 'cpu', 'ok', '/b')")

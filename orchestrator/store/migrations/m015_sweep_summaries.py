@@ -1,4 +1,4 @@
-"""Migration 15: each finished sweep's summary, kept as every output draws it (see sweep_summaries.py)."""
+"""Migration 015: each finished sweep's summary, kept as every output draws it (see sweep_summaries.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
-"""m012: quantized files and quality measurements (perplexity, KL divergence), and the view joining them to runs.
+"""Migration 012: quantized files and quality measurements (perplexity, KL divergence), and the view joining them to runs.
 
 A quality row is keyed by what decides the figures: the model file (sha256), the build, the evaluation text
 (sha256), the context, the KV-cache types and, for KL divergence, the base model. Runs join it on the same key
-(their target's sha256, build, context and cache types), so every speed run of a quant shows its quality.
-"""
+(their target's sha256, build, context and cache types), so every speed run of a quant shows its quality."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Migration 13: the tables of `orch bisect` (see bisects.py for what they hold)."""
+"""Migration 013: the tables of `orch bisect` (see bisects.py for what they hold)."""
 
 from __future__ import annotations
 
