@@ -43,9 +43,10 @@ SUMMARY = {
                          "that; below 1, acceptance is too low for the draft's cost (README, Predicted speedup)",
     "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "
           "table) where it has one, else the baseline",
-    "outputs_differ": "at temperature 0, outputs that differ from the baseline's (same repeat and prompt; its "
-                      "control's where the arm runs another target) / outputs compared; warning output_differs "
-                      "when any do",
+    "outputs_differ": "at temperature 0, outputs that differ from the same program and target's without drafting "
+                      "(its control's, or the baseline's where it runs the same program; same repeat and prompt) / "
+                      "outputs compared (a control, or a run that drafted nothing, is not compared); warning "
+                      "output_differs when any do",
     "prompt_tps": "prompt processing tokens per second",
     "bound_tps": "the decode speed memory bandwidth allows: bandwidth / bytes one decode step reads",
     "roofline_pct": "decode_tps as a share of bound_tps (speculation can pass 100%)",

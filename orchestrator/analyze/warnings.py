@@ -25,9 +25,10 @@ The rules (each a constant below, with its code for JSON and its message templat
   two models (an MTP target beside a plain one), so the summary shows no speedup for it.
 - full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
 - below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
-- output_differs: at temperature 0, outputs of the arm differ from the baseline's for the same repeat and prompt
-  (or its control's, where the arm's target is another file; store/parity.py counts them per run): greedy speculation verifies every token against the target, so the
-  text should not change.
+- output_differs: at temperature 0, outputs of the arm differ from those of the same program and target drafting
+  nothing (its control's, or the baseline's where it runs the same program), for the same repeat and prompt
+  (store/parity.py counts them per run): greedy speculation verifies every token against the target, so the text
+  should not change.
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ OTHER_TARGET = WarningKind(
     "other_target", "its target model is not {vs}'s ({mine} vs {theirs}): a ratio between them compares two "
     "models, not speculation, so it is shown with no speedup; give each target its own baseline or control arm")
 OUTPUT_DIFFERS = WarningKind(
-    "output_differs", "{counted} outputs differ at temperature 0 from the same target's without drafting (the "
-    "baseline's, or its control's){where}: greedy speculation should not change the text; compare the runs' "
+    "output_differs", "{counted} outputs differ at temperature 0 from the same program and target's without drafting "
+    "(its control's, or the baseline's where it runs the same program){where}: greedy speculation should not change the text; compare the runs' "
     "outputs (orch show RUN prints a run's output), and suspect the build or backend (a batched verification that "
     "computes differently from single-token decoding)")
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,

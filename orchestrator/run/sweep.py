@@ -188,8 +188,8 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     shutil.rmtree(sweep.work_dir, ignore_errors=True)
     for arm, differing, compared in differences:
         if differing:
-            progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ from the baseline "
-                          f"at temperature 0")
+            progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ at temperature 0 from the same "
+                          f"program's without drafting")
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
 
 

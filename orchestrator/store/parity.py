@@ -1,7 +1,9 @@
-"""Output parity at temperature 0: each non-baseline run's generated text against the baseline's of the same
-repeat (and prompt, in server mode), or, for an arm of another target file, its control's (same target and
-program, drafting nothing; none: not compared, another model writes other text). Greedy speculation should not
-change the text; where it does, the runs' metrics say how many outputs differ and where the first one does.
+"""Output parity at temperature 0: each speculative run's generated text against that of the same program and
+target drafting nothing, for the same repeat (and prompt, in server mode): its control's, or the baseline's where
+the baseline runs the same program and target (store/queries._PARITY_PAIRS). Another program's greedy text differs
+by itself, so without such a partner a run is not compared; a control, and a run that drafted nothing, never are.
+Greedy speculation should not change the text; where it does, the runs' metrics say how many outputs differ and
+where the first one does.
 
 Server runs compare their requests' outputs (hash, and the stored texts for the position); CLI runs compare the
 generation read from their stdout (parse/output.py), when both runs sampled greedily and both texts can be read.

@@ -160,15 +160,23 @@ def runs_to_reparse(con: Con) -> list[dict]:
 # Each measured ok run of a sweep's other arms, paired with the measured ok run of the same repeat that greedy
 # output must match: the baseline's where the two share the target file, else its reference arm's (its control:
 # same target and program, drafting nothing) where that does; an arm of another target has nothing to match.
-_PARITY_PAIRS = """
+# Whose text a run's must equal at temperature 0: its control's (the same program and target, drafting nothing), else
+# the baseline's where the baseline runs the same program and target; another program's greedy text differs by
+# itself (llama-completion's from llama-speculative-simple's), so it is never the yardstick. A control, and a run
+# that drafted nothing, are not compared: no speculation of theirs could have changed a text.
+_PROGRAM = "regexp_extract(json_extract_string({run}.executed_argv, '$[0]'), '[^/]+$')"
+_PARITY_PAIRS = f"""
     SELECT r.id AS run_id, r.arm, r.mode, r.params, r.executed_argv AS argv,
            rb.id AS ref_run, rb.params AS ref_params, rb.executed_argv AS ref_argv
     FROM measured_runs r
     JOIN measured_runs rb ON rb.sweep_id = r.sweep_id AND rb.repeat_index = r.repeat_index AND rb.status = 'ok'
          AND (rb.is_baseline OR rb.arm = r.reference_arm) AND rb.mode IS NOT DISTINCT FROM r.mode
          AND rb.target_sha256 IS NOT DISTINCT FROM r.target_sha256
-    WHERE r.sweep_id = ? AND r.status = 'ok' AND NOT r.is_baseline
-    QUALIFY row_number() OVER (PARTITION BY r.id ORDER BY rb.is_baseline DESC) = 1"""
+         AND {_PROGRAM.format(run="rb")} = {_PROGRAM.format(run="r")}
+    LEFT JOIN metrics m ON m.run_id = r.id
+    WHERE r.sweep_id = ? AND r.status = 'ok' AND NOT r.is_baseline AND NOT coalesce(r.is_control, false)
+      AND m.n_drafted IS DISTINCT FROM 0
+    QUALIFY row_number() OVER (PARTITION BY r.id ORDER BY rb.arm = r.reference_arm DESC) = 1"""
 
 
 def output_differences(con: Con, sweep_id: int) -> list[dict]:

@@ -1,6 +1,7 @@
 """Output parity at temperature 0: the generated text read from real CLI logs, and parity stored per run and
 shown in the summary (a difference, a warning; none, none)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,10 @@ LOGS = Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098"
 PROMPT = "The quick brown fox jumps over the lazy dog"
 GREEDY = ["--temp", "0", "--top-k", "1", "-n", "128", "-p", PROMPT]
 SPEC = ["/b/llama-speculative-simple", "-m", "t.gguf", "-md", "d.gguf", *GREEDY]
+CONTROL = ["/b/llama-speculative-simple", "-m", "t.gguf", *GREEDY]  # the same program drafting nothing
 COMPLETION = ["/b/llama-completion", "-m", "t.gguf", "-no-cnv", *GREEDY]
+SERVER = ["/b/llama-server", "-m", "t.gguf", "--port", "8080"]
+CTRL = "control:llama-speculative-simple"
 
 
 def log(name: str) -> str:
@@ -68,12 +72,15 @@ def _sweep(tmp_path, arm_stdout: dict[str, str], *, greedy: bool = True, mode: s
     runs = {}
     for rep in range(2):
         for arm, stdout in arm_stdout.items():
-            argv = COMPLETION if arm == "baseline" else SPEC
+            argv = SERVER if mode == "server" else COMPLETION if arm == "baseline" else CONTROL if arm == CTRL else SPEC
             argv = argv if greedy else [a for a in argv if a not in ("--temp", "0", "--top-k", "1")]
+            reference = None if arm == "baseline" else "baseline" if arm == CTRL or CTRL not in arm_stdout else CTRL
             run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
+                                         "is_control": arm == CTRL, "reference_arm": reference,
                                          "params": {}, "repeat_index": rep, "mode": mode, "status": "ok",
                                          "executed_argv": argv})
-            con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, 100.0])
+            drafted = 0 if arm in ("baseline", CTRL) else 10
+            con.execute("INSERT INTO metrics (run_id, decode_tps, n_drafted) VALUES (?, ?, ?)", [run, 100.0, drafted])
             store.save_logs(con, run, {"stdout": stdout.encode()})
             runs[(arm, rep)] = run
     return con, sweep, runs
@@ -81,8 +88,8 @@ def _sweep(tmp_path, arm_stdout: dict[str, str], *, greedy: bool = True, mode: s
 
 def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
     same, other = log("spec-simple-draft"), log("spec-simple-eagle3")
-    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "draft": same, "eagle3": other})
-    found = store.mark_output_differences(con, sweep)
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "draft": same, "eagle3": other, CTRL: same})
+    found = store.mark_output_differences(con, sweep)  # against the control; the control itself is not compared
     assert sorted(found) == [("draft", 0, 1), ("draft", 0, 1), ("eagle3", 1, 1), ("eagle3", 1, 1)]
     stored = con.execute("SELECT outputs_compared, outputs_differ, first_diff_char FROM metrics WHERE run_id = ?",
                          [runs[("eagle3", 1)]]).fetchone()
@@ -94,8 +101,8 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
     assert (eagle3["outputs_differ"], eagle3["outputs_compared"], eagle3["first_diff_char"]) == (2, 2, 1)
     assert eagle3["warnings"] == "output_differs"
     assert eagle3["warning_messages"] == [
-        "2 of 2 outputs differ at temperature 0 from the same target's without drafting (the baseline's, or its "
-        "control's) (the first at character 1 of the generated text): greedy speculation should not change the "
+        "2 of 2 outputs differ at temperature 0 from the same program and target's without drafting (its control's, "
+        "or the baseline's where it runs the same program) (the first at character 1 of the generated text): greedy speculation should not change the "
         "text; compare the runs' outputs (orch show RUN prints a run's output), and suspect the build or backend (a "
         "batched verification that computes differently from single-token decoding)"]
     text = summary_table.table_text(list(rows.values()), wide=True)
@@ -103,8 +110,8 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
 
 
 def test_no_comparison_unless_both_runs_sampled_greedily(tmp_path):
-    con, sweep, _ = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3")},
-                           greedy=False)
+    con, sweep, _ = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
+                                      CTRL: log("spec-simple-draft")}, greedy=False)
     assert store.mark_output_differences(con, sweep) == []
     row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
     assert row["outputs_compared"] is None and row["warnings"] is None
@@ -123,11 +130,13 @@ def test_server_parity_locates_the_first_difference_from_the_stored_texts(tmp_pa
     assert (row["outputs_differ"], row["outputs_compared"], row["first_diff_char"]) == (2, 4, 4)
 
 
-def test_a_resumed_slot_is_compared_once_with_the_baseline_run_that_counts(tmp_path):
-    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3")})
-    # A resume measured repeat 0 of the baseline again, now printing the eagle3 text: that run is the one counted.
-    again = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "params": {},
-                                   "repeat_index": 0, "mode": "cli", "status": "ok", "executed_argv": COMPLETION})
+def test_a_resumed_slot_is_compared_once_with_the_control_run_that_counts(tmp_path):
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
+                                         CTRL: log("spec-simple-draft")})
+    # A resume measured repeat 0 of the control again, now printing the eagle3 text: that run is the one counted.
+    again = store.insert_run(con, {"sweep_id": sweep, "arm": CTRL, "is_baseline": False, "is_control": True,
+                                   "reference_arm": "baseline", "params": {}, "repeat_index": 0, "mode": "cli",
+                                   "status": "ok", "executed_argv": CONTROL})
     store.save_logs(con, again, {"stdout": log("spec-simple-eagle3").encode()})
     assert sorted(store.mark_output_differences(con, sweep)) == [("eagle3", 0, 1), ("eagle3", 1, 1)]
 
@@ -143,3 +152,23 @@ def test_an_arm_of_another_target_is_compared_with_its_control_or_not_at_all(tmp
     con.execute("UPDATE runs SET target_sha256 = 'other' WHERE arm = 'lone'")
     found = sorted(store.mark_output_differences(con, sweep))
     assert found == [("mtp", 0, 1), ("mtp", 0, 1)]  # the control, of another target than the baseline: neither
+
+
+def test_another_programs_text_is_never_the_yardstick(tmp_path):
+    """llama-completion's greedy text differs from llama-speculative-simple's by itself (on Gemma 3 270M from
+    character 31-175): an arm whose only partner is such a baseline is not compared, rather than flagged; where
+    the baseline runs the arm's own program it is the yardstick."""
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3")})
+    assert store.mark_output_differences(con, sweep) == []
+    con.execute("UPDATE runs SET executed_argv = ? WHERE arm = 'baseline'", [json.dumps(CONTROL)])
+    assert sorted(store.mark_output_differences(con, sweep)) == [("eagle3", 1, 1), ("eagle3", 1, 1)]
+
+
+def test_a_run_that_drafted_nothing_and_a_control_are_never_compared(tmp_path):
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "ngram": log("spec-simple-eagle3"),
+                                         CTRL: log("spec-simple-draft")})
+    con.execute("UPDATE metrics SET n_drafted = 0 WHERE run_id = ?", [runs[("ngram", 0)]])
+    assert store.mark_output_differences(con, sweep) == [("ngram", 1, 1)]  # repeat 1, which drafted
+    compared = con.execute("SELECT r.arm, r.repeat_index FROM metrics m JOIN runs r ON r.id = m.run_id "
+                           "WHERE m.outputs_compared IS NOT NULL").fetchall()
+    assert compared == [("ngram", 1)]
