@@ -250,5 +250,5 @@ def test_output_differs_names_the_count_and_where():
         and "character 17" in found.message
     # Rows stored before the count of compared outputs (server runs, outputs_differ only): the count alone.
     [old] = warnings.warnings_for([100.0], outputs_differ=2)
-    assert old.message.startswith("2 outputs differ at temperature 0 from the same target's without drafting (the "
-                                   "baseline's, or its control's): greedy")
+    assert old.message.startswith("2 outputs differ at temperature 0 from the same program and target's without "
+                                   "drafting (its control's, or the baseline's where it runs the same program): greedy")
