@@ -9,6 +9,8 @@ several, and a last line naming what was left out; --wide shows every column, --
 from __future__ import annotations
 
 import json
+import shutil
+import textwrap
 
 from orchestrator import tables
 from orchestrator.analyze import cells, quality
@@ -30,11 +32,18 @@ from orchestrator.errors import InvalidOption
 
 
 def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: list[str] | None = None,
-                 wide: bool = False) -> str:
-    """The table, a line per warning (naming its sweep and arm) and a verdict per sweep: what `orch summary`
-    prints, and `orch run` at its end."""
+                 wide: bool = False, explain: bool = False, width: int | None = None) -> str:
+    """The table, one line per warning kind naming its arms (explain: every warning's full text, a line each) and a
+    verdict per sweep: what `orch summary` prints, and `orch run` at its end. Lines under a table are wrapped to
+    `width` (the terminal's; 80 columns off a terminal)."""
     table = _summaries(table)
-    prose = [f"warning: {line}" for line in table.warning_lines()] + table.verdict_lines()
+    warned = [f"warning: {line}" for line in (table.warning_lines() if explain else table.warning_gists())]
+    if warned and not explain:
+        warned[-1] += "; the full texts: orch summary --explain"
+    if fmt == "table":
+        width = width or shutil.get_terminal_size((80, 24)).columns
+        warned = [textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False) for line in warned]
+    prose = warned + table.verdict_lines()
     if fmt == "md":  # the lines under a Markdown table are Markdown too: names in them stay text
         prose = [tables.md_text(line) for line in prose]
     return "\n".join([table_text(table, fmt, columns=columns, wide=wide), *prose])

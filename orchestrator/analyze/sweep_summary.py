@@ -11,6 +11,7 @@ are their cells one after the other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -21,10 +22,15 @@ import orjson
 from orchestrator import tables
 from orchestrator.analyze import cells, verdict
 from orchestrator.analyze.summary import TABLE_COLUMNS
+from orchestrator.analyze.warnings import WARNING_KINDS
 
 COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a control named `control`)
 PARAMS = "params"  # the cells column holding each arm's parameters, as canonical JSON text
 NO_ARMS_VERDICT = "verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"
+# A full warning line as SweepSummary keeps it; the code is matched among the known kinds (an arm name may hold
+# parentheses too).
+_WARNING_LINE = re.compile(r"^sweep \d+, arm (?P<arm>.*) \((?P<code>" + "|".join(k.code for k in WARNING_KINDS)
+                           + r")\): ")
 
 
 @dataclass
@@ -32,7 +38,7 @@ class SweepSummary:
     sweep: int
     arms: int
     facts: dict  # present: columns some arm has a value in; prefill; hosts; title; host_title
-    warnings: list[str]  # "sweep 3, arm x: message"
+    warnings: list[str]  # "sweep 3, arm x (code): message", the full texts (`orch summary --explain`)
     verdict: str | None  # None: no arm
     csv_header: str = ""  # the CSV's header line (the same for every sweep: every row has the same keys)
     rows: list[dict] | None = None  # computed now: its rows (None: kept in the file, read from there)
@@ -94,7 +100,8 @@ def _summary(rows: list[dict]) -> SweepSummary:
              "host_title": f"{title}, host {first['host']}" + (f" ({first['gpu']})" if first.get("gpu") else "")}
     return SweepSummary(
         first["sweep"], len(rows), facts,
-        [f"sweep {r['sweep']}, arm {r['arm']}: {msg}" for r in rows for msg in r.get("warning_messages", [])],
+        [f"sweep {r['sweep']}, arm {r['arm']} ({code}): {msg}" for r in rows
+         for code, msg in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))],
         verdict.verdict(rows), tables.csv_header(list(first)), rows)
 
 
@@ -182,7 +189,21 @@ class Summaries:
         return titles if len(titles) > 1 else {}
 
     def warning_lines(self) -> list[str]:
+        """Every warning's full text, a line each (`orch summary --explain`)."""
         return [line for p in self.parts for line in p.warnings]
+
+    def warning_gists(self) -> list[str]:
+        """One line per warning kind, naming its sweeps' arms, with what the kind means in a few words: what a
+        person reads under the table (the full texts: warning_lines)."""
+        arms: dict[str, dict[int, list[str]]] = {}
+        for p in self.parts:
+            for line in p.warnings:
+                if found := _WARNING_LINE.match(line):
+                    arms.setdefault(found["code"], {}).setdefault(p.sweep, []).append(found["arm"])
+        gists = {k.code: k.gist for k in WARNING_KINDS}
+        return [f"{code}: {gists.get(code, '')} ("
+                + "; ".join(f"sweep {sweep}: {', '.join(dict.fromkeys(names))}" for sweep, names in by_sweep.items())
+                + ")" for code, by_sweep in arms.items()]
 
     def verdict_lines(self) -> list[str]:
         lines = [f"verdict: {p.verdict}" for p in self.parts if p.verdict]

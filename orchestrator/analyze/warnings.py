@@ -47,6 +47,7 @@ CV_LIMIT = 0.05
 class WarningKind:
     code: str
     template: str  # str.format fields are filled by warnings_for
+    gist: str = ""  # what it means, in a few words: the one line per kind under a table (the full text: --explain)
 
 
 @dataclass(frozen=True)
@@ -56,35 +57,43 @@ class StatWarning:
 
 
 HIGH_CV = WarningKind("high_cv", "decode speed varies {cv:.1%} between runs (above 5%): raise --repeat, {pin}, and keep "
-                      "other work off the machine")
+                      "other work off the machine",
+                      gist="decode speed varies more than 5% between runs")
 # What steadies the runs depends on where they ran: GPU clocks only matter where a GPU decoded.
 PIN_GPU = "pin GPU clocks (nvidia-smi -lgc) and threads (-t)"
 PIN_CPU = "pin threads (-t) and the CPU frequency (cpupower frequency-set -g performance)"
 BIMODAL = WarningKind("bimodal", "speeds split into two clusters, {low} beside {high} tok/s, so the mean describes "
                       "neither: look at each cluster's runs or prompts (orch runs; the requests table in server "
-                      "mode), split the prompt set, or add --warmup if the slow ones are the first runs")
+                      "mode), split the prompt set, or add --warmup if the slow ones are the first runs",
+                      gist="speeds split into two clusters")
 OUTLIERS = WarningKind("outliers", "{count} of {n} runs far from the median (modified z-score above 3.5: {values} "
                        "tok/s): inspect them with orch show RUN; add --warmup 1 if the first run is slow, or raise "
-                       "--repeat")
+                       "--repeat",
+                       gist="runs far from the median")
 FULL_ACCEPTANCE_SLOWDOWN = WarningKind(
     "full_acceptance_slowdown", "100% acceptance yet {speedup:.2f}x the baseline{counters}: check the drafted and "
     "accepted counters with orch show RUN; a draft that is never rejected but slows decoding usually means "
-    "speculation is not set up as intended (tiny drafts, draft_max too low, or the counters misread)")
+    "speculation is not set up as intended (tiny drafts, draft_max too low, or the counters misread)",
+    gist="100% acceptance yet slower than what it is compared with")
 NO_DRAFTS = WarningKind(
     "no_drafts", "drafted nothing in {idle} of {ok} ok runs: {what}; an n-gram method needs repeats in the prompt, "
-    "a draft needs draft_min at most draft_max and a p_min its tokens reach (orch show RUN shows the counters)")
+    "a draft needs draft_min at most draft_max and a p_min its tokens reach (orch show RUN shows the counters)",
+    gist="drafted nothing in some runs")
 BELOW_BREAK_EVEN = WarningKind(
     "below_break_even", "acceptance {acceptance:.1%} is below this sweep's break-even {break_even:.1%} (where "
     "speedup crosses 1x): these drafts cost more than they save here; lower draft_max, raise p_min or draft_min, "
-    "or use a draft that agrees more with the target")
+    "or use a draft that agrees more with the target",
+    gist="acceptance below the sweep's break-even")
 OTHER_TARGET = WarningKind(
     "other_target", "its target model is not {vs}'s ({mine} vs {theirs}): a ratio between them compares two "
-    "models, not speculation, so it is shown with no speedup; give each target its own baseline or control arm")
+    "models, not speculation, so it is shown with no speedup; give each target its own baseline or control arm",
+    gist="another target model than what it is compared with: no speedup shown")
 OUTPUT_DIFFERS = WarningKind(
     "output_differs", "{counted} outputs differ at temperature 0 from the same program and target's without drafting "
-    "(its control's, or the baseline's where it runs the same program){where}: greedy speculation should not change the text; compare the runs' "
-    "outputs (orch show RUN prints a run's output), and suspect the build or backend (a batched verification that "
-    "computes differently from single-token decoding)")
+    "(its control's, or the baseline's where it runs the same program){where}: greedy speculation should not "
+    "change the text; compare the runs' outputs (orch show RUN prints a run's output), and suspect the build or "
+    "backend (a batched verification that computes differently from single-token decoding)",
+    gist="outputs differ at temperature 0 from the same program's without drafting")
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
                  OUTPUT_DIFFERS)
 

@@ -118,8 +118,10 @@ Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
 @click.option("--wide", is_flag=True, help="Every column (see Columns), however wide the table gets.")
 @click.option("--columns", "column_list", default=None, metavar="NAME,...",
               help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
+@click.option("--explain", is_flag=True, help="Every warning's full text, a line each (by default one line per "
+              "warning kind, naming its arms).")
 @db_option
-def summary_command(sweeps, last, fmt, wide, column_list, db):
+def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
     from orchestrator.analyze import summary, summary_cache, summary_table
     from orchestrator.analyze.sweep_summary import Summaries, from_rows
     from orchestrator.errors import NoSuchSweep
@@ -154,7 +156,7 @@ def summary_command(sweeps, last, fmt, wide, column_list, db):
             click.echo("\n".join(table.verdict_lines()), err=True)  # sentences to stderr: the format stays parseable
             return
         columns = summary_table.picked_columns(table, column_list) if column_list else None
-        click.echo(summary_table.summary_text(table, fmt, columns=columns, wide=wide))
+        click.echo(summary_table.summary_text(table, fmt, columns=columns, wide=wide, explain=explain))
 
 
 SLOW_S = 1.0  # computing summaries longer than this: say how to keep them

@@ -181,15 +181,11 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     _stop_pool(pool)
     pending.flush()
     with db.write() as con:
-        differences = store.mark_output_differences(con, sweep.id)
+        store.mark_output_differences(con, sweep.id)  # shown as the summary's output_differs warning
         store.end_sweep(con, sweep.id, "done")
         if keep_summary:
             summary_cache.keep(con, [sweep.id])
     shutil.rmtree(sweep.work_dir, ignore_errors=True)
-    for arm, differing, compared in differences:
-        if differing:
-            progress.note(f"orch: arm {arm}: {differing} of {compared} outputs differ at temperature 0 from the same "
-                          f"program's without drafting")
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
 
 

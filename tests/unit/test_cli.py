@@ -114,7 +114,16 @@ def test_summary_columns_and_their_errors(orch_env):
     assert both.exit_code == 2 and "--wide" in both.output
     wide = CliRunner().invoke(main, ["summary", "--wide"]).output
     assert wide.splitlines()[0].split()[:3] == ["sweep", "recipe", "build"]
-    assert "warning: sweep 1, arm baseline: decode speed varies" in wide
+    # One line per warning kind naming its arms, wrapped to 80 columns off a terminal; the full texts on --explain.
+    lines = wide.splitlines()
+    first = next(i for i, x in enumerate(lines) if x.startswith("warning:"))
+    warned = lines[first:next(i for i, x in enumerate(lines) if x.startswith("verdict:"))]
+    joined = " ".join(line.strip() for line in warned)
+    assert joined.startswith("warning: high_cv: decode speed varies more than 5% between runs (sweep 1: baseline")
+    assert sum(line.startswith("warning: high_cv") for line in warned) == 1 and all(len(x) <= 80 for x in warned)
+    assert "orch summary --explain" in wide
+    explained = CliRunner().invoke(main, ["summary", "--wide", "--explain"]).output
+    assert "warning: sweep 1, arm baseline (high_cv): decode speed varies" in explained
 
 
 def test_comparing_a_build_with_itself_is_flagged(orch_env):

@@ -301,7 +301,7 @@ def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_
     fallback = matrix_sweep(con, {"id": "cuda@2", "name": "0c1e57098-cuda-x", "backend": "cuda"}, {"gpus": []})
     rows = summary.arm_rows(con, [cpu, gpu, fallback])
     lines = Summaries(from_rows(rows)).warning_lines()
-    noisy = {s: [x for x in lines if x.startswith(f"sweep {s}, arm baseline: decode speed varies")] for s in
+    noisy = {s: [x for x in lines if x.startswith(f"sweep {s}, arm baseline (high_cv): decode speed varies")] for s in
              (cpu, gpu, fallback)}
     assert all(len(found) == 1 for found in noisy.values()), lines
     assert "nvidia-smi -lgc" in noisy[gpu][0] and "cpupower" not in noisy[gpu][0]
