@@ -66,16 +66,22 @@ def watched_sweep(con: Con, sweep_id: int | None) -> int | None:
 
 def sweep_progress(con: Con, sweep_id: int) -> dict:
     """A sweep's state for `orch watch`: status, recipe, build, planned runs and, since its owner (re)started it,
-    how many ended and how; the run in flight."""
+    how many of its slots ended and how (a slot run again after its log lost its last lines counts once, as its
+    newest run); the run in flight."""
     return rows_as_dicts(con.execute("""
+        WITH slots AS (
+            SELECT r.* FROM runs r JOIN sweeps s ON s.id = r.sweep_id
+            WHERE r.sweep_id = $id AND r.started_at >= coalesce(s.owner_since, s.started_at)
+            QUALIFY row_number() OVER (PARTITION BY r.arm, r.repeat_index, coalesce(r.warmup, false)
+                                       ORDER BY r.id DESC) = 1)
         SELECT s.id, s.status, s.recipe_path, s.build_name, s.planned_runs, s.owner_since, s.started_at, s.ended_at,
                count(r.id) FILTER (WHERE r.status <> 'running') AS ended,
                count(r.id) FILTER (WHERE r.status = 'ok') AS ok,
                count(r.id) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
                count(r.id) FILTER (WHERE r.status = 'skipped') AS skipped,
                arg_max(r.arm, r.id) FILTER (WHERE r.status = 'running') AS running_arm
-        FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id AND r.started_at >= coalesce(s.owner_since, s.started_at)
-        WHERE s.id = ? GROUP BY ALL""", [sweep_id]))[0]
+        FROM sweeps s LEFT JOIN slots r ON r.sweep_id = s.id
+        WHERE s.id = $id GROUP BY ALL""", {"id": sweep_id}))[0]
 
 
 def recent_failures(con: Con, sweep_id: int, n: int) -> list[dict]:
