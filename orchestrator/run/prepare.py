@@ -69,7 +69,10 @@ def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[Prepare
         except PreflightError as exc:
             cls = getattr(exc, "failure_class", None) or (
                 "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load")
-            p.stop_status, p.stop_class, p.stop_reason = "failed", cls, str(exc)
+            # A method that does not apply to these models (an MTP type on a target without MTP layers) is what
+            # the models are, not a failure: skipped with the reason, as a flag the build lacks is.
+            p.stop_status = "skipped" if cls == "spec_mismatch" else "failed"
+            p.stop_class, p.stop_reason = cls, str(exc)
         prepared.append(p)
     return _without_stopped_controls(prepared)
 

@@ -68,11 +68,11 @@ def test_a_draft_of_another_method_stops_its_arm_before_launch(orch_exe, env, re
     # The tiny EAGLE3 file given to the dflash arm, the plain tiny draft to the eagle3 arm, the MTP type to a llama.
     res, runs = sweep(orch_exe, env, COMMIT, "--set", "dflash_draft=tiny-eagle3.gguf", "--set",
                       "eagle3_draft=tiny-draft.gguf", "--set", "mtp_target=tiny-target.gguf")
-    assert res.returncode != 0  # failed arms
+    assert res.returncode == 0, res.stderr  # a method that does not apply to these models is skipped, not failed
     expected = {"dflash": "needs a draft of architecture dflash; ", "eagle3": "needs a draft of architecture eagle3",
                 "mtp:draft_max=1": "needs a target with MTP layers"}
     for arm, reason in expected.items():
-        assert (runs[arm]["status"], runs[arm]["failure_class"]) == ("failed", "spec_mismatch"), runs[arm]
+        assert (runs[arm]["status"], runs[arm]["failure_class"]) == ("skipped", "spec_mismatch"), runs[arm]
         assert reason in runs[arm]["failure_detail"] and runs[arm]["executed_argv"] in (None, "[]", "null")
     assert runs["draft-simple"]["status"] == "ok"
 
