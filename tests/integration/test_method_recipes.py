@@ -1,6 +1,6 @@
 """The speculation-method study on real binaries (issue 14): `orch run recipes/spec_methods.j2 --vars
 recipes/tiny_methods.toml` on 0c1e57098 stores a drafting run for every method, on f49e91787 skips each new method
-with the reason its --help gives; models that do not fit a method stop before launch (spec_mismatch)."""
+with the reason its --help gives; models that do not fit a method are skipped before launch (spec_mismatch)."""
 
 import json
 from pathlib import Path
