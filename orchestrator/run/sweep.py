@@ -155,7 +155,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             pending.add(record)
             if sweep.plan.mode == "quality" and not slot.warmup and record.status != "skipped":
                 pending.flush()  # the measurement links its quality row to the stored run
-                line = _with_quality(line, quality.measure(db, sweep.build, s.p, run_id))
+                line = _with_quality(line, quality.measure(db, sweep.build, s.p, s.run_id))
             failed += record.status in ("failed", "timeout")
             what = f"{s.p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
             progress.advance(what)
