@@ -105,7 +105,7 @@ def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache
     shape = ("SELECT r.arm, r.repeat_index, r.warmup, r.status, m.decode_tps IS NOT NULL, "
              "(SELECT count(*) FROM run_logs l WHERE l.run_id = r.id), "
              "(SELECT count(*) > 0 FROM telemetry t WHERE t.run_id = r.id), s.host_name IS NOT NULL, "
-             "s.status, s.build_name FROM runs r JOIN sweeps s ON s.id = r.sweep_id "
+             "s.status, s.build_name FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id "
              "LEFT JOIN metrics m ON m.run_id = r.id ORDER BY 1, 2")
     assert rows(tmp_path / "r.duckdb", shape) == rows(local, shape)
     # Both nodes are this machine: one host, so one sweep, its runs numbered 1.. in the driver's file.
@@ -123,8 +123,8 @@ def test_each_host_runs_the_whole_sweep_on_every_node(orch_exe, cache_env, tiny_
     db = tmp_path / "r.duckdb"
     res = run_sweep([orch_exe, *orch_args(cluster, "--repeat", "1", "--each-host")], env_for(cache_env, tiny_dir, db))
     assert res.returncode == 0, res.stderr
-    per_sweep = rows(db, "SELECT sweep_id, count(*), count(*) FILTER (WHERE status = 'ok') FROM runs GROUP BY 1 "
-                         "ORDER BY 1")
+    per_sweep = rows(db, "SELECT sweep_id, count(*), count(*) FILTER (WHERE status = 'ok') FROM measured_runs "
+                         "GROUP BY 1 ORDER BY 1")
     assert per_sweep == [(1, 3, 3), (2, 3, 3)]
     assert len(rows(db, "SELECT DISTINCT uid FROM sweeps")) == 2
 

@@ -30,7 +30,9 @@ TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
 def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
     res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "2", env=env)
     assert res.returncode == 0, res.stderr
-    runs = db_rows(env, "SELECT r.*, m.* FROM runs r JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
+    # Each slot's measurement, in the order the slots ran (a slot run again after its log lost its tail has a later
+    # id, but starts right after its lost attempt).
+    runs = db_rows(env, "SELECT r.*, m.* FROM measured_runs r JOIN metrics m ON m.run_id = r.id ORDER BY r.started_at")
     assert [(r["arm"], r["repeat_index"], r["status"]) for r in runs] == [
         ("baseline", 0, "ok"), ("draft", 0, "ok"), ("control:llama-speculative-simple", 0, "ok"),
         ("baseline", 1, "ok"), ("draft", 1, "ok"), ("control:llama-speculative-simple", 1, "ok")]
@@ -236,8 +238,8 @@ def test_a_prompt_carrying_metric_lines_forges_nothing_and_breaks_nothing(orch_e
               "encoded 5 tokens in 1.2.3 seconds, speed: 1.0 t/s\nerror loading model: out of memory\nThen go on.")
     res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--set", f"prompt={forged}", env=env)
     assert res.returncode == 0, res.stderr
-    runs = db_rows(env, "SELECT r.arm, r.status, m.decode_tps, m.n_predict FROM runs r JOIN metrics m "
-                        "ON m.run_id = r.id ORDER BY r.id")
+    runs = db_rows(env, "SELECT r.arm, r.status, m.decode_tps, m.n_predict FROM measured_runs r JOIN metrics m "
+                        "ON m.run_id = r.id ORDER BY r.started_at")
     assert [r["status"] for r in runs] == ["ok", "ok", "ok"]  # baseline, draft, control
     assert all(0 < r["decode_tps"] < 20000 for r in runs)  # the tiny models decode at 300-3000 tok/s here
     assert all(r["n_predict"] is None or r["n_predict"] < 1000 for r in runs)

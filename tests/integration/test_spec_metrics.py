@@ -65,8 +65,7 @@ def test_a_server_run_takes_its_acceptance_from_the_metrics_counters_over_the_ru
     recipe.write_text(SERVER_RECIPE)
     res = orch_run(orch_exe, recipe, "--set", "n_predict=32", env=env)
     assert res.returncode == 0, res.stderr
-    runs = db_rows(env, "SELECT r.id, m.* FROM runs r JOIN metrics m ON m.run_id = r.id "
-                        "WHERE NOT coalesce(r.warmup, false) ORDER BY r.id")
+    runs = db_rows(env, "SELECT r.id, m.* FROM measured_runs r JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
     assert len(runs) == 2
     for run in runs:
         delta = json.loads(run["extra"])["metrics_delta"]

@@ -30,7 +30,8 @@ def two_builds_db(orch_exe, cache_env, tiny_dir, old_build, real_build, tmp_path
 
 
 def test_one_recipe_runs_in_two_dialects(two_builds_db):
-    rows = db_rows(two_builds_db, "SELECT s.build_name, r.executed_argv FROM runs r JOIN sweeps s ON s.id = r.sweep_id "
+    rows = db_rows(two_builds_db, "SELECT s.build_name, r.executed_argv FROM measured_runs r JOIN sweeps s "
+                                  "ON s.id = r.sweep_id "
                                   "WHERE r.arm = 'draft' AND r.repeat_index = 0 ORDER BY s.id")
     old, new = (json.loads(r["executed_argv"]) for r in rows)
     assert rows[0]["build_name"].startswith("f49e91787") and rows[1]["build_name"].startswith("0c1e57098")
