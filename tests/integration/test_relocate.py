@@ -30,7 +30,7 @@ def run_tiny(orch_exe, env):
 
 
 def executed_binaries(env) -> list[str]:
-    return [json.loads(r["executed_argv"])[0] for r in db_rows(env, "SELECT executed_argv FROM runs")]
+    return [json.loads(r["executed_argv"])[0] for r in db_rows(env, "SELECT executed_argv FROM measured_runs")]
 
 
 def test_a_copied_builds_root_runs_the_copy_and_records_relative_build_paths(orch_exe, copied):
