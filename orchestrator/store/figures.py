@@ -64,8 +64,8 @@ def run_roofline(decode_tps: float | None, bandwidth_bytes_per_s: float | None,
 
 
 # How an arm's samples pair: with the sweep's baseline, or with the arm's reference (its control; the baseline for
-# rows stored before controls existed). The views below and store/queries.arm_pairs use these same conditions;
-# they are part of shipped migrations: change them only together with a new one.
+# rows stored before controls existed). The views of migration m007 and store/arm_queries use these same
+# conditions; they are part of shipped migrations: change them only together with a new one.
 PAIRED_WITH = {
     "baseline": "b.is_baseline",
     "reference": "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline ELSE b.arm = a.reference_arm END)",
