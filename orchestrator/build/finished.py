@@ -55,8 +55,15 @@ class Build:
         return next((b.path for b in self.binaries if b.name == name), None)
 
     def help_texts(self) -> dict[str, str]:
-        """Each binary's --help text, by name."""
-        return {b.name: Path(b.help_path).read_text(errors="replace") for b in self.binaries if b.help_path}
+        """Each binary's --help text, by name; a text whose file is gone is left out (a runnable build has every
+        one: paths.problems names a missing help file as breaking the build)."""
+        texts = {}
+        for b in self.binaries:
+            try:
+                texts[b.name] = Path(b.help_path).read_text(errors="replace")
+            except (OSError, TypeError):  # gone, or never captured (None)
+                continue
+        return texts
 
     def described(self) -> dict:
         """What `{{ build }}` holds in a recipe."""

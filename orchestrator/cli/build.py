@@ -36,17 +36,9 @@ def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
 
 def _spec_methods(build) -> dict[str, list[str]]:
     """Per tool, the speculation methods its captured --help offers ({} where the help files are gone)."""
-    from pathlib import Path
-
     from orchestrator.recipe.dialect import spec_methods
 
-    helps = {}
-    for b in build.binaries:
-        try:
-            helps[b.name] = Path(b.help_path).read_text(errors="replace")
-        except (OSError, TypeError):
-            continue
-    return spec_methods(helps)
+    return spec_methods(build.help_texts())
 
 
 def _methods_cell(methods: dict[str, list[str]]) -> str | None:
