@@ -21,6 +21,12 @@ def main() -> None:
             except KeyboardInterrupt:  # before a command started (importing, parsing options)
                 sys.stderr.write(f"orch: interrupted ({stops.signal_name() or 'SIGINT'})\n")
                 sys.exit(stops.exit_code())
+            except SystemExit as done:
+                # click turns a stop that lands while it parses into "Aborted!" and exit 1: the stop's code instead.
+                if done.code == 1 and stops.signal_name():
+                    sys.stderr.write(f"orch: interrupted ({stops.signal_name()})\n")
+                    sys.exit(stops.exit_code())
+                raise
     finally:
         # The command is over, its exit status decided: a signal now would only end Python's own shutdown by the
         # signal's default action (a shell's -2) instead of that status.
