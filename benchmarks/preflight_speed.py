@@ -6,7 +6,7 @@ vocabulary (the hash settles it) and one with 64 extra tokens (the hashes differ
 as llama.cpp does). Prints the metadata read, cold (the file's pages evicted first) and warm, the vocabulary
 comparison and the whole pre-flight check of a target/draft argv. With --gguf-reader also the time of gguf's own
 GGUFReader on the same file (what orch used before). When $ORCH_BUILDS_DIR and $ORCH_MODELS hold the tiny
-models and a build (`make demo`, or the test cache), the wall time of recipe A's --dry-run too.
+models and a build (`make demo-tiny`, or the test cache), the wall time of recipe A's --dry-run too.
 
     .venv/bin/python benchmarks/preflight_speed.py [--vocab 150000] [--repeat 5] [--build 0c1e570] [--gguf-reader]
                                                    [--quick]

@@ -2,12 +2,12 @@
 
     sh      command lines: `make TARGET`, `orch ...` (a synopsis: [optional] parts, A|B choices, PLACEHOLDERS),
             `.venv/bin/python -c ...`; a line that starts with spaces continues the one above
-    output  what `make demo` prints at its end
+    output  what `make demo` and `make demo-tiny` print at their end
     toml    a --vars file
     tree    the source layout
 
 tests/unit/test_docs.py parses every command line with orch's own click parser; tests/integration/test_readme.py
-runs the ones that are complete commands against a real results file made by make demo's recipes.
+runs the ones that are complete commands against a real results file made by make demo-tiny's recipes.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
     """The summary rows of the sweeps, in sweep order, arms in the order they first ran, with energy per token
     where GPU power was sampled (analyze/costs.Energy.fields; None elsewhere, so every row has the keys), and the
     speedup Leviathan et al.'s model predicts from the arm's measured step cost (analyze/costs; None where it
-    drafted nothing or its logs give no draft time)."""
+    drafted nothing, its logs give no draft time, or the measured speedup does not bear it out)."""
     return arm_rows_and_costs(con, sweep_ids)[0]
 
 
@@ -77,7 +77,8 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
         found = energy.get(key)
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get(key)
-        row["predicted_speedup"] = cost.predicted_speedup if cost else None
+        row["predicted_speedup"] = cost.checked_prediction(row["speedup"], row["speedup_low"],
+                                                           row["speedup_high"]) if cost else None
     return rows, step
 
 
@@ -122,6 +123,7 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
         if row["reference_arm"] in (None, base) or row["is_control"] or targets.get(base) != row["target_sha256"]:
             row["speedup_vs_baseline"] = None
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
+    generated = {r["arm"]: (r["generated_min"], r["generated_max"]) for r in rows if r["generated_min"] is not None}
     for row in rows:
         found = warnings.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
                                    acceptance=row["acceptance"], speedup=row["speedup"],
@@ -129,7 +131,8 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
                                    accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
                                    gpu=row["used_gpu"], other_target=row.pop("other_target"),
                                    outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
-                                   first_diff_char=row["first_diff_char"])
+                                   first_diff_char=row["first_diff_char"], looped=row["looped"],
+                                   loop_share=row["loop_share"], tokens=_tokens(row, generated))
         row["speedup_without_drafts"] = None
         if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
             row["speedup_without_drafts"] = row["speedup"]
@@ -143,6 +146,12 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
         # Decode speed as a share of the bandwidth bound (store/figures), moved here: its place in JSON and CSV.
         row["roofline_pct"] = row.pop("roofline_pct")
     return rows
+
+
+def _tokens(row: dict, generated: dict) -> tuple[str, tuple[int, int], tuple[int, int]] | None:
+    """(reference, the arm's (least, most) generated tokens, the reference's), where both are known."""
+    mine, theirs = generated.get(row["arm"]), generated.get(row["vs"])
+    return (row["vs"], mine, theirs) if mine and theirs and not row["is_baseline"] else None
 
 
 @lru_cache(maxsize=4096)

@@ -4,12 +4,16 @@
 
 An arm "beats" its reference (its control where it has one, else the baseline) only when its whole 95% interval
 lies above 1x; an interval around 1x is "not distinguishable". Arms that drafted nothing have no speedup (summary blanks it) and are named as
-such, never as the best arm; failed and skipped arms are named with their runs.
+such, never as the best arm; failed and skipped arms are named with their runs. A speedup measured on text that
+loops (the arm's runs or its reference's: degenerate_loop) is never the headline nor "beats": the sentence names it
+apart, with why.
 """
 
 from __future__ import annotations
 
 from itertools import groupby
+
+SAID_APART = ("no_drafts", "degenerate_loop")  # warnings the sentence states in its own words
 
 
 def sweep_verdicts(rows: list[dict]) -> list[str]:
@@ -19,17 +23,23 @@ def sweep_verdicts(rows: list[dict]) -> list[str]:
 
 def verdict(rows: list[dict]) -> str:
     first = rows[0]
-    head = f"sweep {first['sweep']} ({first['recipe']}, {first['build']}): "
+    workload = (first.get("params") or {}).get("workload")  # a recipe's name for its text (recipes/workloads)
+    head = f"sweep {first['sweep']} ({first['recipe']}{f' on {workload}' if workload else ''}, {first['build']}): "
     base = next((r for r in rows if r["is_baseline"]), None)
-    ranked = sorted((r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None),
-                    key=lambda r: r["speedup"], reverse=True)
+    measured = [r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None]
+    looping = {r["arm"] for r in rows if r.get("looped")}
+    on_loops = [r for r in measured if r["arm"] in looping or r.get("vs") in looping]
+    ranked = sorted((r for r in measured if r not in on_loops), key=lambda r: r["speedup"], reverse=True)
     if base is None:
         fastest = max((r for r in rows if r["decode_tps"] is not None), key=lambda r: r["decode_tps"], default=None)
         body = "no baseline arm, so no speedup" + (f"; fastest {fastest['arm']} at {fastest['decode_tps']:.1f} tok/s"
                                                    if fastest else "; no arm has a decode speed")
     else:
         body = _against(base, ranked, "the baseline" if base["arm"] == "baseline" else f"the baseline ({base['arm']})")
-    notes = _notes(rows)
+        if on_loops and not ranked and base["ok_runs"]:
+            body = f"no win: {_loop_sentence(on_loops)}"
+            on_loops = []
+    notes = ([f"On text that loops, not a win: {_loop_sentence(on_loops)}."] if on_loops else []) + _notes(rows)
     return head + body + "." + (" " + " ".join(notes) if notes else "")
 
 
@@ -53,6 +63,13 @@ def _against(base: dict, ranked: list[dict], label: str) -> str:
     return f"no arm beats {label}; best {figure}"
 
 
+def _loop_sentence(rows: list[dict]) -> str:
+    best = max(rows, key=lambda r: r["speedup"])
+    others = f" and {len(rows) - 1} other arm{'s' if len(rows) > 2 else ''}" if len(rows) > 1 else ""
+    return (f"{best['arm']} at {_ratio(best)}{others} measured on generated text that loops (degenerate_loop), "
+            f"which a copying draft predicts for free")
+
+
 def _ratio(row: dict) -> str:
     low, high = row["speedup_low"], row["speedup_high"]
     interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else " (one pair: no interval)"
@@ -69,7 +86,7 @@ def _notes(rows: list[dict]) -> list[str]:
     programs += [f"{r['arm']} did not run, so speedups of its program's arms include the difference between programs"
                  for r in rows if r.get("is_control") and not r["ok_runs"]]
     noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
-             if (codes := [c for c in (r["warnings"] or "").split(",") if c and c != "no_drafts"])]
+             if (codes := [c for c in (r["warnings"] or "").split(",") if c and c not in SAID_APART])]
     out = []
     for label, names in (("Program difference:", programs), ("Drafted nothing:", idle), ("Failed:", failed),
                          ("Skipped:", skipped), ("Warnings:", noisy)):

@@ -29,6 +29,15 @@ The rules (each a constant below, with its code for JSON and its message templat
   nothing (its control's, or the baseline's where it runs the same program), for the same repeat and prompt
   (store/parity.py counts them per run): greedy speculation verifies every token against the target, so the text
   should not change.
+- degenerate_loop: ok runs whose generated text loops (parse/repetition.py: in the last half of the generated text,
+  LOOP_SHARE or more of the 4-grams repeat earlier ones, and the prompt did not ask for the repetition). A method
+  that copies earlier text is accepted almost in full on a loop, so the speed says nothing about text a user wants:
+  the verdict never calls such an arm a win.
+- unequal_tokens: the arm's ok runs generated another number of tokens than its reference's (by more than one:
+  llama-completion stops at -n, llama-speculative-simple one token later). At 0c1e57098 llama-speculative-simple
+  can pass -n by a whole draft: near the end the remaining budget is 0 and common_speculative_draft only truncates
+  a draft to a positive budget, so the last pass verifies an untruncated draft. The two speeds then cover
+  different text; the message says by how much.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchestrator.analyze import stats
+from orchestrator.parse import repetition
 
 CV_LIMIT = 0.05
 
@@ -94,8 +104,19 @@ OUTPUT_DIFFERS = WarningKind(
     "change the text; compare the runs' outputs (orch show RUN prints a run's output), and suspect the build or "
     "backend (a batched verification that computes differently from single-token decoding)",
     gist="outputs differ at temperature 0 from the same program's without drafting")
+DEGENERATE_LOOP = WarningKind(
+    "degenerate_loop", "{looped} of {ok} ok runs generated text that loops ({share:.0%} of the 4-grams in its last "
+    "half repeat earlier ones; text that goes on stays below {limit:.0%}): a method that copies earlier text is "
+    "accepted almost in full on a loop, so this speed says nothing about real text and is never called a win; use a "
+    "prompt the model continues without looping (a chat model with its template, or fewer tokens with -n)",
+    gist="generated text that loops: its speed is no win")
+UNEQUAL_TOKENS = WarningKind(
+    "unequal_tokens", "generated {mine} tokens where {vs} generated {theirs}: its speed covers other text than the "
+    "speed it is compared with (llama-speculative-simple verifies its last draft whole, past -n); compare speeds "
+    "over long generations (a higher -n), where the difference is a small share",
+    gist="generated another number of tokens than what it is compared with")
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
-                 OUTPUT_DIFFERS)
+                 OUTPUT_DIFFERS, DEGENERATE_LOOP, UNEQUAL_TOKENS)
 
 
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
@@ -103,7 +124,9 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
                  gpu: bool = False, other_target: tuple[str, str, str] | None = None,
                  outputs_differ: int | None = None, outputs_compared: int | None = None,
-                 first_diff_char: int | None = None) -> list[StatWarning]:
+                 first_diff_char: int | None = None, looped: int = 0,
+                 loop_share: float | None = None,
+                 tokens: tuple[str, tuple[int, int], tuple[int, int]] | None = None) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
@@ -147,7 +170,19 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
             else ""
         out.append(StatWarning(OUTPUT_DIFFERS.code, OUTPUT_DIFFERS.template.format(
             counted=f"{outputs_differ} of {outputs_compared}" if outputs_compared else outputs_differ, where=where)))
+    if looped:
+        out.append(StatWarning(DEGENERATE_LOOP.code, DEGENERATE_LOOP.template.format(
+            looped=looped, ok=ok, share=loop_share or 0, limit=repetition.LOOP_SHARE)))
+    if tokens and _unequal(tokens[1], tokens[2]):
+        vs, mine, theirs = tokens
+        out.append(StatWarning(UNEQUAL_TOKENS.code, UNEQUAL_TOKENS.template.format(
+            mine=_span(mine), vs=vs, theirs=_span(theirs))))
     return out
+
+
+def _unequal(mine: tuple[int, int], theirs: tuple[int, int]) -> bool:
+    """(least, most) generated tokens of two arms' runs differ by more than one token somewhere."""
+    return max(abs(mine[0] - theirs[0]), abs(mine[1] - theirs[1])) > 1
 
 
 def _span(xs: list[float]) -> str:

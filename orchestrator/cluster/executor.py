@@ -206,7 +206,7 @@ def _finish(db: store.Database, uids: dict[str, list[int]], status: str) -> list
         ids = queries.sweep_ids_by_uid(con, list(uids))
         for uid, (done, failed) in uids.items():
             if status == "done":
-                store.mark_output_differences(con, ids[uid])  # over the whole sweep, every round merged
+                store.check_outputs(con, ids[uid])  # over the whole sweep, every round merged
             store.end_sweep(con, ids[uid], status)
             if status == "done":
                 summary_cache.keep(con, [ids[uid]])

@@ -34,11 +34,12 @@ __all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "parse_r
 METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
                "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
                "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "seq_acceptance_low",
-               "seq_acceptance_high", "spec_type")
+               "seq_acceptance_high", "spec_type", "n_generated")
 # Printed accept% and our n_accept/n_drafted may differ by the printout's rounding (%.3f of a percentage).
 ACCEPT_TOLERANCE = 0.0005
 # Columns of the metrics table that are INTEGER (32-bit): a count beyond fits no row and is no real count.
-INT32_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "prompt_eval_tokens", "eval_runs")
+INT32_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "prompt_eval_tokens", "eval_runs",
+              "n_generated")
 INT32_MAX = 2**31 - 1
 # Tools whose run ends with the speculative end block; every other CLI tool must print the perf block.
 END_BLOCK_TOOLS = ("llama-speculative-simple", "llama-speculative")
@@ -77,6 +78,7 @@ def parse_text(text: str) -> ParsedLog:
     metrics["encode_tps"] = _first(end.encode_tps, target and target.prompt_eval_tps, chat and chat[0])
     metrics["decode_tps"] = _first(end.decode_tps, _wall_decode_tps(target), target and target.eval_tps,
                                    chat and chat[1])
+    metrics["n_generated"] = _generated(end, target)
     primary = primary_stats(spec.stats)
     if primary:
         metrics["mean_accept_len"] = primary.mean_accept_len
@@ -214,6 +216,15 @@ def _wall_decode_tps(perf: PerfBlock | None) -> float | None:
         return None
     decode_ms = perf.total_ms - perf.prompt_eval_ms
     return perf.eval_runs / decode_ms * 1000 if decode_ms > 0 else None
+
+
+def _generated(end, target: PerfBlock | None) -> int | None:
+    """Tokens generated: the speculative tools count them (`decoded N tokens`); elsewhere the perf block's eval
+    runs + 1, since the first token is sampled from the prompt's pass and the last is never evaluated
+    (llama-completion -n 96: `eval time = ... / 95 runs`)."""
+    if end.decode_tokens is not None:
+        return end.decode_tokens
+    return target.eval_runs + 1 if target and target.eval_runs else None
 
 
 def _first(*values):

@@ -59,7 +59,7 @@ def bench_log(test: dict) -> ParsedLog:
     tps = to_float(str(test.get("avg_ts")))
     k = kind(test)
     if k == "tg":
-        metrics.update(decode_tps=tps, n_predict=test.get("n_gen"))
+        metrics.update(decode_tps=tps, n_predict=test.get("n_gen"), n_generated=test.get("n_gen"))
     elif k == "pp":
         metrics.update(encode_tps=tps, prompt_eval_tokens=test.get("n_prompt"))
     extra = {"bench_test": label(test), "bench_kind": k, "bench_tps": tps,

@@ -51,13 +51,18 @@ def is_greedy(argv: list[str]) -> bool:
         return False
 
 
+def prompt_of(argv: list[str]) -> str | None:
+    """The prompt given on the command line (-p), or None."""
+    return _value(argv, PROMPT_FLAGS)
+
+
 def generated_text(stdout: str, argv: list[str]) -> str | None:
     """The text the run generated (see the module docstring), or None where it cannot be told apart safely."""
     if not argv or PurePath(argv[0]).name not in RAW_PRINTERS:
         return None
     if PurePath(argv[0]).name == "llama-cli" and not any(a in NO_CONVERSATION for a in argv):
         return None
-    prompt = _value(argv, PROMPT_FLAGS)
+    prompt = prompt_of(argv)
     if not prompt:
         return None
     at = stdout.find(prompt)

@@ -51,7 +51,8 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
                                                       "draft_n", "draft_n_accepted")}
     from_log = parse_text(log_text)
     m = dict.fromkeys(METRIC_KEYS)
-    m.update(n_predict=total["predicted_n"], n_drafted=total["draft_n"], n_accepted=total["draft_n_accepted"],
+    m.update(n_predict=total["predicted_n"], n_generated=total["predicted_n"], n_drafted=total["draft_n"],
+             n_accepted=total["draft_n_accepted"],
              prompt_eval_ms=total["prompt_ms"], prompt_eval_tokens=total["prompt_n"], eval_ms=total["predicted_ms"],
              eval_runs=len(ok), total_ms=wall_s * 1000 if wall_s else None,
              spec_type=from_log.metrics.get("spec_type"))

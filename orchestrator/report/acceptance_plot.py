@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.analyze.costs import StepCost
+from orchestrator.analyze.costs import PREDICTION_TOLERANCE, StepCost
 from orchestrator.report.plots import DPI, MISSING, plt, save
 
 FONT_PT = 8  # the numbers beside the points
@@ -99,16 +99,22 @@ def _key(points: list[Point]) -> list[tuple[int | None, str]]:
             continue
         interval = f" [{p.low:.2f}, {p.high:.2f}]" if p.low is not None and p.high is not None else " (1 pair)"
         lines.append((p.number, f"{p.number:>2}   {p.arm:<{width}}  {f'{p.speedup:.2f}x{interval}':<20}  "
-                                f"{100 * p.acceptance:5.1f}%  {predicted_text(p.cost):>9}  "
+                                f"{100 * p.acceptance:5.1f}%  {predicted_text(p):>9}  "
                                 f"{break_even_text(p.cost)}"))
+    lines += [(None, ""), (None, PREDICTED_MEANS)]
     return lines
 
 
-def predicted_text(cost: StepCost | None) -> str:
-    """Leviathan et al.'s predicted speedup (verification at one target step). The dotted line is drawn with the
-    measured pass cost instead, so it meets the arm's measured speedup at its acceptance; where the two figures
-    part, verification costs more (or less) than one target step (analyze/costs)."""
-    predicted = cost.predicted_speedup if cost else None
+PREDICTED_MEANS = (f"predicted: Leviathan et al.'s speedup with verification at one target step, shown only within "
+                   f"{PREDICTION_TOLERANCE:.0%} of the measurement or inside its interval (- where not)")
+
+
+def predicted_text(p: Point) -> str:
+    """Leviathan et al.'s predicted speedup (verification at one target step), where the measurement bears it out
+    (analyze/costs.StepCost.checked_prediction). The dotted line is drawn with the measured pass cost instead, so
+    it meets the arm's measured speedup at its acceptance; where the two figures part, verification costs more (or
+    less) than one target step (analyze/costs)."""
+    predicted = p.cost.checked_prediction(p.speedup, p.low, p.high) if p.cost else None
     return "-" if predicted is None else f"{predicted:.2f}x"
 
 

@@ -74,7 +74,9 @@ def cost_table(sd: SweepData) -> list[str]:
                      "drafted per pass g": c.draft_length, "pass cost k": c.pass_cost, "draft cost c": c.draft_cost,
                      "rest of pass v": c.verify_cost, "break-even": break_even_text(c),
                      "predicted at 100%": _ratio(c.speedup_at(1.0)),
-                     "predicted (Leviathan)": _ratio(c.predicted_speedup), "measured": _ratio(r.get("speedup"))})
+                     "predicted (Leviathan)": _ratio(c.checked_prediction(r.get("speedup"), r.get("speedup_low"),
+                                                                          r.get("speedup_high"))),
+                     "measured": _ratio(r.get("speedup"))})
     if not rows:
         return []
     return [tables.render(rows, "md"), ""]

@@ -181,7 +181,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     _stop_pool(pool)
     pending.flush()
     with db.write() as con:
-        store.mark_output_differences(con, sweep.id)  # shown as the summary's output_differs warning
+        store.check_outputs(con, sweep.id)  # the summary's output_differs and degenerate_loop warnings
         store.end_sweep(con, sweep.id, "done")
         if keep_summary:
             summary_cache.keep(con, [sweep.id])

@@ -15,7 +15,7 @@ from orchestrator.store.db import (
                                        utc_from_epoch,
                                        utcnow,
 )
-from orchestrator.store.parity import mark_output_differences
+from orchestrator.store.parity import check_outputs, mark_output_differences
 from orchestrator.store.quality import (
                                        find_quality,
                                        insert_quality,
@@ -45,6 +45,7 @@ from orchestrator.store.writes import (
 
 __all__ = ["Database", "connect", "opened", "rows_as_dicts", "utc", "utc_from_epoch", "utcnow", "METRIC_COLUMNS",
            "claim_sweep", "create_sweep", "end_sweep", "insert_requests", "insert_run",
-           "insert_telemetry", "interrupt_running_runs", "mark_output_differences", "record_build", "record_model",
+           "insert_telemetry", "interrupt_running_runs", "mark_output_differences", "check_outputs", "record_build",
+           "record_model",
            "reopen_sweep", "reserve_run_ids", "save_logs", "save_metrics", "store_runs", "StoredRun", "update_run", "record_quant", "find_quality", "insert_quality",
            "link_run", "quality_row"]

@@ -30,7 +30,7 @@ WITH picked AS (
            r.mode, r.repeat_index, {bound_tps('r.bandwidth_bytes_per_s', 'r.decode_bytes')} AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
            m.mean_accept_len, m.accept_rate_per_pos, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
-           m.outputs_differ, m.outputs_compared, m.first_diff_char
+           m.outputs_differ, m.outputs_compared, m.first_diff_char, m.n_generated, m.loop_share, m.degenerate_loop
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
 arms AS (
@@ -65,7 +65,10 @@ arms AS (
            -- output parity at temperature 0 (store/parity.py): outputs compared and differing, first difference
            sum(outputs_compared) FILTER ({_OK})::BIGINT AS outputs_compared,
            sum(outputs_differ) FILTER ({_OK})::BIGINT AS outputs_differ,
-           min(first_diff_char) FILTER ({_OK}) AS first_diff_char
+           min(first_diff_char) FILTER ({_OK}) AS first_diff_char,
+           -- generated tokens, and runs whose generated text loops (store/loops.py)
+           min(n_generated) FILTER ({_OK}) AS generated_min, max(n_generated) FILTER ({_OK}) AS generated_max,
+           count(*) FILTER ({_OK} AND degenerate_loop) AS looped, max(loop_share) FILTER ({_OK}) AS loop_share
     FROM picked GROUP BY sweep_id, arm),
 run_values AS (  -- the runs' speeds, only for arms where a rule reads them (bimodality from 4, outliers from 5)
     SELECT p.sweep_id, p.arm, list(p.decode_tps ORDER BY p.id) AS ok_decode_tps
@@ -126,7 +129,8 @@ SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
        {speedup("p.n_base", "p.mean_base")} AS speedup_vs_baseline,
        a.prompt_tps, a.bound_tps, {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps')} AS roofline_pct,
        f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
-       v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char
+       v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char,
+       a.generated_min, a.generated_max, a.looped, a.loop_share
 FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm

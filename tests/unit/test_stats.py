@@ -127,7 +127,8 @@ def codes(ws):
 
 def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
     assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "no_drafts", "other_target",
-                                               "full_acceptance_slowdown", "below_break_even", "output_differs"]
+                                               "full_acceptance_slowdown", "below_break_even", "output_differs",
+                                               "degenerate_loop", "unequal_tokens"]
     assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
         BELOW_BREAK_EVEN.template and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
 

@@ -27,11 +27,15 @@ from orchestrator.store.migrations.m013_bisects import m013_bisects
 from orchestrator.store.migrations.m014_global_ids import m014_global_ids
 from orchestrator.store.migrations.m015_sweep_summaries import m015_sweep_summaries
 from orchestrator.store.migrations.m016_derived_views import m016_derived_views
+from orchestrator.store.migrations.m017_generated_and_loops import (
+    m017_generated_and_loops,
+)
 from orchestrator.store.times import utcnow
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
               m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance, m011_output_parity,
-              m012_quality, m013_bisects, m014_global_ids, m015_sweep_summaries, m016_derived_views]
+              m012_quality, m013_bisects, m014_global_ids, m015_sweep_summaries, m016_derived_views,
+              m017_generated_and_loops]
 
 
 def number(migration) -> int:
