@@ -118,12 +118,15 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
             points.setdefault(method, []).append((row["acceptance"], row["speedup"]))
         if row["is_baseline"] and row["ok_runs"]:
             row["speedup"] = 1.0
+        row["length_of"] = params.get("length_of")  # a reference at an arm's length (run/length_match): no speedup
+        if row["length_of"]:
+            row["speedup"] = row["speedup_low"] = row["speedup_high"] = row["speedup_vs_baseline"] = None
+            row["unequal_pairs"] = 0
         # Against a control, the figure against the baseline crosses programs: kept visible as such, apart (and
         # only where the baseline decodes the same target).
         if row["reference_arm"] in (None, base) or row["is_control"] or targets.get(base) != row["target_sha256"]:
             row["speedup_vs_baseline"] = None
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
-    generated = {r["arm"]: (r["generated_min"], r["generated_max"]) for r in rows if r["generated_min"] is not None}
     for row in rows:
         found = warnings.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
                                    acceptance=row["acceptance"], speedup=row["speedup"],
@@ -131,8 +134,9 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
                                    accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
                                    gpu=row["used_gpu"], other_target=row.pop("other_target"),
                                    outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
-                                   first_diff_char=row["first_diff_char"], looped=row["looped"],
-                                   loop_share=row["loop_share"], tokens=_tokens(row, generated))
+                                   first_diff_char=row["first_diff_char"],
+                                   looped=0 if row["length_of"] else row["looped"],  # said of its arm
+                                   loop_share=row["loop_share"], tokens=_tokens(row))
         row["speedup_without_drafts"] = None
         if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
             row["speedup_without_drafts"] = row["speedup"]
@@ -148,10 +152,13 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
     return rows
 
 
-def _tokens(row: dict, generated: dict) -> tuple[str, tuple[int, int], tuple[int, int]] | None:
-    """(reference, the arm's (least, most) generated tokens, the reference's), where both are known."""
-    mine, theirs = generated.get(row["arm"]), generated.get(row["vs"])
-    return (row["vs"], mine, theirs) if mine and theirs and not row["is_baseline"] else None
+def _tokens(row: dict) -> tuple[int, int, tuple[int, int], tuple[int, int]] | None:
+    """(pairs over unequal counts, pairs, the arm's (least, most) generated tokens in them, the reference's), where
+    some of its pairs with its reference generated counts more than a token apart."""
+    if not row["unequal_pairs"]:
+        return None
+    return (row["unequal_pairs"], row["ref_pairs"], (row["unequal_min"], row["unequal_max"]),
+            (row["unequal_ref_min"], row["unequal_ref_max"]))
 
 
 @lru_cache(maxsize=4096)

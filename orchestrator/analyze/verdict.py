@@ -26,8 +26,9 @@ def verdict(rows: list[dict]) -> str:
     workload = (first.get("params") or {}).get("workload")  # a recipe's name for its text (recipes/workloads)
     head = f"sweep {first['sweep']} ({first['recipe']}{f' on {workload}' if workload else ''}, {first['build']}): "
     base = next((r for r in rows if r["is_baseline"]), None)
-    measured = [r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None]
     looping = {r["arm"] for r in rows if r.get("looped")}
+    rows = [r for r in rows if not _length_match(r)]  # a reference run at an arm's length: that arm's yardstick
+    measured = [r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None]
     on_loops = [r for r in measured if r["arm"] in looping or r.get("vs") in looping]
     ranked = sorted((r for r in measured if r not in on_loops), key=lambda r: r["speedup"], reverse=True)
     if base is None:
@@ -61,6 +62,10 @@ def _against(base: dict, ranked: list[dict], label: str) -> str:
     if best["speedup"] > 1:
         return f"best {figure}, not distinguishable from {label} (its interval spans 1x)"
     return f"no arm beats {label}; best {figure}"
+
+
+def _length_match(row: dict) -> bool:
+    return bool((row.get("params") or {}).get("length_of"))
 
 
 def _loop_sentence(rows: list[dict]) -> str:

@@ -33,11 +33,10 @@ The rules (each a constant below, with its code for JSON and its message templat
   LOOP_SHARE or more of the 4-grams repeat earlier ones, and the prompt did not ask for the repetition). A method
   that copies earlier text is accepted almost in full on a loop, so the speed says nothing about text a user wants:
   the verdict never calls such an arm a win.
-- unequal_tokens: the arm's ok runs generated another number of tokens than its reference's (by more than one:
-  llama-completion stops at -n, llama-speculative-simple one token later). At 0c1e57098 llama-speculative-simple
-  can pass -n by a whole draft: near the end the remaining budget is 0 and common_speculative_draft only truncates
-  a draft to a positive budget, so the last pass verifies an untruncated draft. The two speeds then cover
-  different text; the message says by how much.
+- unequal_tokens: some of the arm's pairs with its reference generated counts of tokens more than one apart, so
+  their speeds cover different text. orch gives a CLI arm's reference the count the arm decoded (run/length_match.py:
+  llama-speculative-simple can pass -n by a whole draft); what is left is a count that could not be matched (a
+  reference that stopped early, a server request, a program whose count orch cannot set).
 """
 
 from __future__ import annotations
@@ -111,10 +110,10 @@ DEGENERATE_LOOP = WarningKind(
     "prompt the model continues without looping (a chat model with its template, or fewer tokens with -n)",
     gist="generated text that loops: its speed is no win")
 UNEQUAL_TOKENS = WarningKind(
-    "unequal_tokens", "generated {mine} tokens where {vs} generated {theirs}: its speed covers other text than the "
-    "speed it is compared with (llama-speculative-simple verifies its last draft whole, past -n); compare speeds "
-    "over long generations (a higher -n), where the difference is a small share",
-    gist="generated another number of tokens than what it is compared with")
+    "unequal_tokens", "in {unequal} of {pairs} pairs it generated {mine} tokens where its reference generated "
+    "{theirs}: those speeds cover different text; see the runs' counts with orch runs (n_generated) and compare "
+    "over longer generations (a higher -n), where the difference is a small share",
+    gist="another number of tokens than what it is compared with")
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
                  OUTPUT_DIFFERS, DEGENERATE_LOOP, UNEQUAL_TOKENS)
 
@@ -126,7 +125,7 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
                  outputs_differ: int | None = None, outputs_compared: int | None = None,
                  first_diff_char: int | None = None, looped: int = 0,
                  loop_share: float | None = None,
-                 tokens: tuple[str, tuple[int, int], tuple[int, int]] | None = None) -> list[StatWarning]:
+                 tokens: tuple[int, int, tuple[int, int], tuple[int, int]] | None = None) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
@@ -173,16 +172,11 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
     if looped:
         out.append(StatWarning(DEGENERATE_LOOP.code, DEGENERATE_LOOP.template.format(
             looped=looped, ok=ok, share=loop_share or 0, limit=repetition.LOOP_SHARE)))
-    if tokens and _unequal(tokens[1], tokens[2]):
-        vs, mine, theirs = tokens
+    if tokens:
+        unequal, pairs, mine, theirs = tokens
         out.append(StatWarning(UNEQUAL_TOKENS.code, UNEQUAL_TOKENS.template.format(
-            mine=_span(mine), vs=vs, theirs=_span(theirs))))
+            unequal=unequal, pairs=pairs, mine=_span(mine), theirs=_span(theirs))))
     return out
-
-
-def _unequal(mine: tuple[int, int], theirs: tuple[int, int]) -> bool:
-    """(least, most) generated tokens of two arms' runs differ by more than one token somewhere."""
-    return max(abs(mine[0] - theirs[0]), abs(mine[1] - theirs[1])) > 1
 
 
 def _span(xs: list[float]) -> str:

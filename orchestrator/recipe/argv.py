@@ -29,6 +29,7 @@ ADDRESS = ("--host", "--port")  # orch binds llama-server itself: 127.0.0.1 on a
 METRICS = ("--metrics",)
 VERBOSITY = ("-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose")
 FLASH_ATTN = ("-fa", "--flash-attn")
+N_PREDICT = ("-n", "--n-predict", "--predict")
 
 # Roles whose spelling changed between eras: the dialect layer gives each build the first one it accepts.
 RENAMED = (DRAFT_MAX, DRAFT_MIN, DRAFT_P_MIN, DRAFT_P_SPLIT, DRAFT_MODEL, GPU_LAYERS_DRAFT, CACHE_TYPE_K_DRAFT,

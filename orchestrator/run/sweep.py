@@ -24,7 +24,7 @@ from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import one_run, quality, resume, server_run
+from orchestrator.run import length_match, one_run, quality, resume, server_run
 from orchestrator.run.one_run import MeasurementSettings
 from orchestrator.run.pending import Pending
 from orchestrator.run.prepare import PreparedArm
@@ -152,6 +152,8 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
                               f"log lost its last lines (llama.cpp's logger at exit, ggml-org/llama.cpp#22142); "
                               f"running the slot again as run {s.run_id}")
                 record, line = one_run.run_cli_slot(s, timeout)
+            if sweep.plan.mode == "cli" and not slot.warmup:
+                line = _match_length(db, s, record, line, by_name, timeout, pending)
             pending.add(record)
             if sweep.plan.mode == "quality" and not slot.warmup and record.status != "skipped":
                 pending.flush()  # the measurement links its quality row to the stored run
@@ -187,6 +189,25 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             summary_cache.keep(con, [sweep.id])
     shutil.rmtree(sweep.work_dir, ignore_errors=True)
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
+
+
+def _match_length(db: store.Database, s: one_run.Slot, record: one_run.RunRecord, line: str,
+                  by_name: dict[str, PreparedArm], timeout: float | None, pending: Pending) -> str:
+    """Where the arm decoded another count of tokens than its reference does, run the reference at that count now,
+    on the same repeat, and make it the run's reference (run/length_match.py); the progress line says so."""
+    matched = length_match.matched_reference(record, s.p, by_name)
+    if matched is None:
+        return line
+    with db.write() as con:
+        m = replace(s, run_id=store.reserve_run_ids(con, 1)[0], p=matched)
+    try:
+        reference, said = one_run.run_cli_slot(m, timeout)
+    except KeyboardInterrupt:
+        pending.add(record)  # the arm's run is whole: stored; the reference's, in flight, goes with the stop
+        raise
+    record.row["reference_arm"] = matched.arm.name
+    pending.add(reference)
+    return f"{line}; {matched.arm.name} on the same {record.parsed.metrics['n_generated']} tokens: {said}"
 
 
 def lost_its_tail(record: one_run.RunRecord) -> bool:

@@ -75,11 +75,12 @@ run_values AS (  -- the runs' speeds, only for arms where a rule reads them (bim
     FROM picked p SEMI JOIN arms a ON a.sweep_id = p.sweep_id AND a.arm = p.arm AND a.n >= 4
     WHERE p.{_OK} GROUP BY p.sweep_id, p.arm),
 samples AS (  -- view decode_samples over the picked runs (read through the view, measured_runs is ranked twice)
-    SELECT sweep_id, arm, is_baseline, reference_arm, mode, repeat_index, '' AS prompt_id, decode_tps AS tps
+    SELECT sweep_id, arm, is_baseline, reference_arm, mode, repeat_index, '' AS prompt_id, decode_tps AS tps,
+           n_generated
     FROM picked WHERE {_OK} AND decode_tps > 0 AND mode IS DISTINCT FROM 'server'
     UNION ALL
     SELECT o.sweep_id, o.arm, o.is_baseline, o.reference_arm, o.mode, o.repeat_index, q.prompt_id,
-           q.predicted_n / q.predicted_ms * 1000
+           q.predicted_n / q.predicted_ms * 1000, q.predicted_n
     FROM picked o JOIN requests q ON q.run_id = o.id
     WHERE o.{_OK} AND o.decode_tps > 0 AND o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0),
 paired AS (
@@ -89,7 +90,15 @@ paired AS (
            stddev_samp({LOG_RATIO}) FILTER ({PAIRED_WITH["reference"]}) AS sd_ref,
            count(*) FILTER ({PAIRED_WITH["baseline"]}) AS n_base,
            avg({LOG_RATIO}) FILTER ({PAIRED_WITH["baseline"]}) AS mean_base,
-           stddev_samp({LOG_RATIO}) FILTER ({PAIRED_WITH["baseline"]}) AS sd_base
+           stddev_samp({LOG_RATIO}) FILTER ({PAIRED_WITH["baseline"]}) AS sd_base,
+           -- pairs with the reference over other counts of generated tokens (by more than one)
+           count(*) FILTER ({PAIRED_WITH["reference"]} AND abs(a.n_generated - b.n_generated) > 1) AS unequal_pairs,
+           min(a.n_generated) FILTER ({PAIRED_WITH["reference"]} AND abs(a.n_generated - b.n_generated) > 1)
+               AS unequal_min, max(a.n_generated) FILTER ({PAIRED_WITH["reference"]}
+               AND abs(a.n_generated - b.n_generated) > 1) AS unequal_max,
+           min(b.n_generated) FILTER ({PAIRED_WITH["reference"]} AND abs(a.n_generated - b.n_generated) > 1)
+               AS unequal_ref_min, max(b.n_generated) FILTER ({PAIRED_WITH["reference"]}
+               AND abs(a.n_generated - b.n_generated) > 1) AS unequal_ref_max
     FROM samples a JOIN samples b ON b.sweep_id = a.sweep_id
          AND ({PAIRED_WITH["reference"]} OR {PAIRED_WITH["baseline"]})
          AND b.repeat_index = a.repeat_index AND b.prompt_id = a.prompt_id
@@ -130,7 +139,9 @@ SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
        a.prompt_tps, a.bound_tps, {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps')} AS roofline_pct,
        f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
        v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char,
-       a.generated_min, a.generated_max, a.looped, a.loop_share
+       a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
+       coalesce(p.unequal_pairs, 0) AS unequal_pairs, p.unequal_min, p.unequal_max, p.unequal_ref_min,
+       p.unequal_ref_max
 FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm

@@ -71,7 +71,7 @@ def test_an_arm_that_generated_more_tokens_than_its_control_says_so(tmp_path):
     con, sweep = _sweep(tmp_path, "repeat", speeds=SPEEDS, generated={"baseline": 96, CTRL: 97, "ngram-mod": 104})
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     assert rows["ngram-mod"]["warnings"] == "unequal_tokens"
-    assert any("generated 104 tokens where control:llama-speculative-simple generated 97" in m
+    assert any("in 3 of 3 pairs it generated 104 tokens where its reference generated 97" in m
                for m in rows["ngram-mod"]["warning_messages"])
     assert rows[CTRL]["warnings"] is None  # one token apart: llama-completion stops at -n, the other one later
     assert "ngram-mod (unequal_tokens)" in verdict.verdict(list(rows.values()))
