@@ -27,14 +27,21 @@ one, a = (x + x^2 + ... + x^gamma) / gamma, below x, and putting a for x would u
 reproduces the measured tokens per pass exactly, and predicted / measured = k / (g c + 1) = (g c + v) / (g c + 1):
 the two differ only by what verification and bookkeeping cost beyond one target step. A measured loss beside
 a predicted gain therefore comes from verifying (v > 1: a CPU, or a compute-bound batch); a predicted loss comes
-from acceptance too low for the draft's cost. No prediction where the logs give no draft time (server mode), and
-none shown where the measurement does not bear it out (checked_prediction): the summary, the report and the
-acceptance figure show only a checked one.
+from acceptance too low for the draft's cost. No prediction where the logs give no draft time (server mode).
+
+Verification as this build and machine pay it. Where the sweep has other drafting arms on the same target, the
+prediction does not assume v = 1: each arm's measured (batch b = g + 1, v) says what a verification pass costs on
+this build and machine, and the line v(b) = 1 + s (b - 1) through (1, 1) fitted to the OTHER arms (least squares,
+leave-one-arm-out: an arm never predicts itself) gives this arm's v(g + 1), so predicted = E / (g c + v(g + 1)).
+On Gemma 3 270M on 2 CPU cores a 9-token pass cost 4-5 target steps (each verified position pays the 262k-row
+output head), where v = 1 said 9.0x against 1.65x measured. Without another arm the model falls back to v = 1.
+Either way a prediction is shown only where the measurement bears it out (checked_prediction: within 25% or
+inside the measured interval); the summary's JSON keeps the model's figure apart as predicted_speedup_unchecked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # A prediction is shown only where the measurement bears it out: within this share of the measured speedup, or
 # inside its 95% interval. On Gemma 3 270M on 2 CPU cores, n-gram arms verifying 9 tokens a pass paid 4-5 target
@@ -52,6 +59,7 @@ class StepCost:
     draft_cost: float | None  # c: one drafted token in target tokens; None where the logs print no draft time
     break_even: float  # a*: acceptance (accepted / drafted) at which speedup(a) = 1; above 1: none reachable
     acceptance: float | None = None  # a: accepted / drafted, pooled over the ok runs
+    verify_slope: float | None = None  # s of v(b) = 1 + s (b - 1), fitted to the sweep's other arms; None: v = 1
 
     @property
     def tokens_per_pass(self) -> float | None:
@@ -66,13 +74,19 @@ class StepCost:
 
     @property
     def predicted_speedup(self) -> float | None:
-        """Leviathan et al.'s expected_tokens(x, g) / (g c + 1) at x = token_acceptance, which is E / (g c + 1)
-        by x's definition (so no solve here: the summary asks this of every drafting arm); None without a draft
-        time or acceptance."""
+        """Leviathan et al.'s expected_tokens(x, g) / (g c + v) at x = token_acceptance, which is E / (g c + v) by
+        x's definition (so no solve here: the summary asks this of every drafting arm), with v the verification
+        cost the other arms measured at this arm's batch (verify_slope), else 1; None without a draft time or
+        acceptance."""
         e = self.tokens_per_pass
         if e is None or self.draft_cost is None:
             return None
-        return e / (self.draft_length * self.draft_cost + 1)
+        return e / (self.draft_length * self.draft_cost + self.modelled_verify_cost)
+
+    @property
+    def modelled_verify_cost(self) -> float:
+        """v(g + 1) from the other arms' fit, in target steps (1: one step, where no other arm measured it)."""
+        return 1.0 if self.verify_slope is None else max(1.0, 1 + self.verify_slope * self.draft_length)
 
     def checked_prediction(self, measured: float | None, low: float | None = None,
                            high: float | None = None) -> float | None:
@@ -99,7 +113,31 @@ class StepCost:
 
 def step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
     """Per (sweep, arm): cost_rows from queries.arm_draft_costs; summary_rows (analyze/summary) give each arm's
-    reference (`vs`) and that reference's mean decode tok/s. Arms without a reference speed are left out."""
+    reference (`vs`) and that reference's mean decode tok/s. Arms without a reference speed are left out. Each
+    arm's verify_slope is fitted to the other arms of its sweep with the same target (leave_one_out_slopes)."""
+    found = _step_costs(cost_rows, summary_rows)
+    targets = {(r["sweep"], r["arm"]): r.get("target_sha256") for r in summary_rows}
+    slopes = leave_one_out_slopes({key: (targets.get(key), c) for key, c in found.items()})
+    return {key: replace(c, verify_slope=slopes.get(key)) for key, c in found.items()}
+
+
+def leave_one_out_slopes(costs: dict[tuple[int, str], tuple[str | None, StepCost]]) -> dict[tuple[int, str], float]:
+    """Per arm, s of v(b) = 1 + s (b - 1) by least squares through (1, 1) over the OTHER arms of its sweep that
+    decode the same target and have a measured v (b - 1 = g); arms with no such other arm are left out."""
+    points: dict[tuple[int, str | None], list[tuple[tuple[int, str], float, float]]] = {}
+    for key, (target, c) in costs.items():
+        if c.verify_cost is not None and c.draft_length > 0:
+            points.setdefault((key[0], target), []).append((key, c.draft_length, c.verify_cost - 1))
+    out = {}
+    for group in points.values():
+        for key, _, _ in group:
+            others = [(x, y) for k, x, y in group if k != key]
+            if others:
+                out[key] = sum(x * y for x, y in others) / sum(x * x for x, _ in others)
+    return out
+
+
+def _step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
     by_arm = {(r["sweep"], r["arm"]): r for r in summary_rows}
     out = {}
     for c in cost_rows:

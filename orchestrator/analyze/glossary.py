@@ -39,8 +39,9 @@ SUMMARY = {
     "speedup_ci95": "95% interval of speedup: only one wholly above 1 says speculation is faster here",
     "predicted_speedup": "the speedup Leviathan et al.'s model predicts from the arm's measured tokens per pass, "
                          "mean draft length and draft cost (draft time per token over the reference's time per "
-                         "token), verification taken as one target step: above speedup, verifying costs more than "
-                         "that; below 1, acceptance is too low for the draft's cost (README, Predicted speedup)",
+                         "token), with verification costing what the sweep's other arms measured at its batch (one "
+                         "target step without them); shown only within 25% of the measured speedup or inside its "
+                         "interval, - elsewhere (JSON: predicted_speedup_unchecked) (README, Predicted speedup)",
     "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "
           "table) where it has one, else the baseline",
     "outputs_differ": "at temperature 0, outputs that differ from the same program and target's without drafting "

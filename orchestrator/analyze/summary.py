@@ -77,6 +77,7 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
         found = energy.get(key)
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get(key)
+        row["predicted_speedup_unchecked"] = cost.predicted_speedup if cost else None  # JSON only
         row["predicted_speedup"] = cost.checked_prediction(row["speedup"], row["speedup_low"],
                                                            row["speedup_high"]) if cost else None
     return rows, step

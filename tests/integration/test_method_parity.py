@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import COMMIT, run_orch
+from integration.conftest import COMMIT, assert_prediction_checked, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_METHODS = str(ROOT / "recipes" / "tiny_methods.toml")
@@ -32,9 +32,11 @@ def test_every_method_keeps_the_greedy_text(orch_exe, cache_env, tiny_dir, real_
         assert row["outputs_compared"] and row["outputs_differ"] == 0 and row["first_diff_char"] is None, row
         assert "output_differs" not in (row["warnings"] or "")
         if mode == "cli":  # server logs give no draft time: no prediction there
-            assert math.isfinite(row["predicted_speedup"]) and row["predicted_speedup"] > 0, arm
-    assert rows["baseline"]["predicted_speedup"] is None and rows["baseline"]["outputs_compared"] is None
+            assert math.isfinite(row["predicted_speedup_unchecked"]) and row["predicted_speedup_unchecked"] > 0, arm
+            assert_prediction_checked(row)
+    assert rows["baseline"]["predicted_speedup_unchecked"] is None and rows["baseline"]["outputs_compared"] is None
     idle = [r for r in rows.values() if r["drafted"] == 0]
-    assert all(r["predicted_speedup"] is None for r in idle)
+    assert all(r["predicted_speedup_unchecked"] is None for r in idle)
     if mode == "cli":
-        assert rows["ngram-mod"]["drafted"] == 0 and rows["ngram-mod"]["predicted_speedup"] is None
+        assert rows["ngram-mod"]["drafted"] == 0 and rows["ngram-mod"]["predicted_speedup_unchecked"] is None
+

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import COMMIT, OLD_COMMIT, db_rows, run_orch
+from integration.conftest import (
+    COMMIT,
+    OLD_COMMIT,
+    assert_prediction_checked,
+    db_rows,
+    run_orch,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
@@ -74,9 +80,10 @@ def test_greedy_draft_arms_keep_the_baseline_text_and_have_a_predicted_speedup(o
             compared = (4, 0, None) if row["build"].startswith(COMMIT) else (None, None, None)
             assert (row["outputs_compared"], row["outputs_differ"], row["first_diff_char"]) == compared, row
             assert "output_differs" not in (row["warnings"] or "")
-            assert math.isfinite(row["predicted_speedup"]) and row["predicted_speedup"] > 0
+            assert math.isfinite(row["predicted_speedup_unchecked"]) and row["predicted_speedup_unchecked"] > 0
+            assert_prediction_checked(row)
         if row["is_baseline"] or row["arm"].startswith("control"):
-            assert row["outputs_compared"] is None and row["predicted_speedup"] is None
+            assert row["outputs_compared"] is None and row["predicted_speedup_unchecked"] is None
     stored = db_rows(two_builds_db, "SELECT count(*) AS n FROM metrics m JOIN runs r ON r.id = m.run_id "
                                     "WHERE r.arm = 'draft' AND m.outputs_compared = 1 AND m.outputs_differ = 0")
     assert stored[0]["n"] == 4  # every measured draft run of 0c1e57098, per run
@@ -136,10 +143,12 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
         assert (row["idle"] == row["ok_runs"] > 0) == (row["speedup"] is None and not row["is_baseline"]
                                                         and row["ok_runs"] > 0), row["arm"]
         assert bool(row["idle"]) == ("no_drafts" in (row["warnings"] or ""))
-        # Leviathan's prediction only where the arm drafted (not the baseline, not an n-gram arm that found nothing).
-        assert (row["predicted_speedup"] is not None) == (row["drafted"] > 0), row["arm"]
-        if row["predicted_speedup"] is not None:
-            assert math.isfinite(row["predicted_speedup"]) and row["predicted_speedup"] > 0
+        # Leviathan's prediction only where the arm drafted (not the baseline, not an n-gram arm that found nothing),
+        # and shown only where the measurement bears it out.
+        assert (row["predicted_speedup_unchecked"] is not None) == (row["drafted"] > 0), row["arm"]
+        if row["predicted_speedup_unchecked"] is not None:
+            assert math.isfinite(row["predicted_speedup_unchecked"]) and row["predicted_speedup_unchecked"] > 0
+            assert_prediction_checked(row)
 
 
 def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tiny_dir, tmp_path):

@@ -244,3 +244,29 @@ def test_predicted_speedup_in_the_summary_of_recorded_runs(tmp_path):
     assert draft["predicted_speedup"] == (pytest.approx(cost.predicted_speedup) if off <= costs.PREDICTION_TOLERANCE
                                           else None)
     assert "predicted_speedup" in summary_table.table_text(list(rows.values()), wide=True)
+
+
+def test_verification_is_costed_from_the_other_arms_of_the_sweep():
+    """Three n-gram arms on one target, reference 100 tok/s (t = 10 ms), no draft time to speak of: each verifies
+    g + 1 tokens a pass at a cost that grows 0.5 target steps per extra token (v = 1 + 0.5 g). Each arm's slope comes
+    from the other two (0.5 exactly), so its prediction E / v(g + 1) is its measured speedup; with v = 1 it would
+    be E. An arm alone in its sweep falls back to v = 1; another target's arms do not count."""
+    rows = [{"sweep": 1, "arm": "control", "vs": None, "decode_tps": 100.0, "target_sha256": "t"}]
+    cost_rows = []
+    for arm, g in (("a", 2.0), ("b", 4.0), ("c", 8.0)):
+        rows.append({"sweep": 1, "arm": arm, "vs": "control", "decode_tps": None, "target_sha256": "t"})
+        passes, v = 10, 1 + 0.5 * g
+        cost_rows.append({"sweep_id": 1, "arm": arm, "passes": passes, "drafted": g * passes,
+                          "accepted": g * passes, "decode_ms": passes * v * 10.0, "draft_ms": 0.0})
+    rows.append({"sweep": 1, "arm": "other", "vs": "control", "decode_tps": None, "target_sha256": "u"})
+    cost_rows.append({"sweep_id": 1, "arm": "other", "passes": 10, "drafted": 40, "accepted": 40, "decode_ms": 900.0,
+                      "draft_ms": 0.0})
+    found = costs.step_costs(cost_rows, rows)
+    for arm, g in (("a", 2.0), ("b", 4.0), ("c", 8.0)):
+        c = found[(1, arm)]
+        assert c.verify_slope == pytest.approx(0.5)
+        assert c.predicted_speedup == pytest.approx(c.speedup_at(1.0)) == pytest.approx((g + 1) / (1 + 0.5 * g))
+        assert c.checked_prediction(c.speedup_at(1.0)) == pytest.approx(c.predicted_speedup)
+    alone = found[(1, "other")]
+    assert alone.verify_slope is None and alone.predicted_speedup == pytest.approx(5.0)  # E / (0 + 1)
+    assert alone.checked_prediction(alone.speedup_at(1.0)) is None  # measured 5 / 9: withheld
