@@ -8,7 +8,13 @@ import json
 
 import pytest
 
-from integration.conftest import COMMIT, assert_prediction_checked, db_rows, orch_run, run_orch
+from integration.conftest import (
+    COMMIT,
+    assert_prediction_checked,
+    db_rows,
+    orch_run,
+    run_orch,
+)
 
 RECIPE = "recipes/real_demo.j2"
 
