@@ -1,4 +1,6 @@
-"""Prompt sets for server runs: `{id, category, prompt}` records from JSONL or TOML, or the built-in set."""
+"""Prompt sets for server runs: `{id, category, prompt}` records from JSONL or TOML, or a built-in set: "default"
+(instructions, for chat models) or "base" (openings a pretrained base model continues: a code edit, a list that
+repeats, prose, a fact; the texts of recipes/workloads and two more)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from orchestrator.errors import RecipeError
 from orchestrator.hashing import sha256_text
 
 DEFAULT = "default"
+BUILT_IN = {DEFAULT: "data/prompts.jsonl", "base": "data/prompts_base.jsonl"}
 
 
 @dataclass(frozen=True)
@@ -22,15 +25,18 @@ class Prompt:
 
 
 def load(source: str | Path = DEFAULT) -> tuple[str, list[Prompt]]:
-    """(name, prompts) of a prompt set: "default" (built in), a .jsonl file, or a .toml file with [[prompts]]."""
-    if str(source) == DEFAULT:
-        text = resources.files("orchestrator").joinpath("data/prompts.jsonl").read_text()
-        return DEFAULT, _from_records(_jsonl(text, "built-in prompts"), "built-in prompts")
+    """(name, prompts) of a prompt set: "default" or "base" (built in), a .jsonl file, or a .toml file with
+    [[prompts]]."""
+    if str(source) in BUILT_IN:
+        text = resources.files("orchestrator").joinpath(BUILT_IN[str(source)]).read_text()
+        where = f"built-in prompts {source}"
+        return str(source), _from_records(_jsonl(text, where), where)
     path = Path(source)
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise RecipeError(f"prompt set {path} does not exist; give a .jsonl or .toml file, or 'default'") from None
+        raise RecipeError(f"prompt set {path} does not exist; give a .jsonl or .toml file, or a built-in set: "
+                          f"{', '.join(BUILT_IN)}") from None
     if path.suffix == ".toml":
         try:
             records = tomllib.loads(text).get("prompts", [])
