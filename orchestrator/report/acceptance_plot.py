@@ -105,12 +105,13 @@ def _key(points: list[Point]) -> list[tuple[int | None, str]]:
     return lines
 
 
-PREDICTED_MEANS = (f"predicted: Leviathan et al.'s speedup with verification at one target step, shown only within "
-                   f"{PREDICTION_TOLERANCE:.0%} of the measurement or inside its interval (- where not)")
+PREDICTED_MEANS = (f"predicted: Leviathan et al.'s speedup, verification costed by the other arms (else one step), "
+                   f"shown only within {PREDICTION_TOLERANCE:.0%} of the measurement or inside its interval")
 
 
 def predicted_text(p: Point) -> str:
-    """Leviathan et al.'s predicted speedup (verification at one target step), where the measurement bears it out
+    """Leviathan et al.'s predicted speedup (analyze/costs: verification as the sweep's other arms paid it, else one
+    target step), where the measurement bears it out
     (analyze/costs.StepCost.checked_prediction). The dotted line is drawn with the measured pass cost instead, so
     it meets the arm's measured speedup at its acceptance; where the two figures part, verification costs more (or
     less) than one target step (analyze/costs)."""
