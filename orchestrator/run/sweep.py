@@ -143,17 +143,12 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             stops.check()
             s = one_run.Slot(sweep.id, run_id, sweep.build, sweep.plan, by_name[slot.arm], slot, sweep.work_dir,
                              measuring)
-            record, line = one_run.run_server_slot(s, timeout, pool) if pool else one_run.run_cli_slot(s, timeout)
-            if lost_its_tail(record):  # stored as it failed, with its logs; the slot's measurement is the next run
-                pending.add(record)
-                with db.write() as con:
-                    s = replace(s, run_id=store.reserve_run_ids(con, 1)[0])
-                progress.note(f"orch: {s.p.arm.name} #{slot.repeat_index + 1}: run {record.run_id} exited 0 but its "
-                              f"log lost its last lines (llama.cpp's logger at exit, ggml-org/llama.cpp#22142); "
-                              f"running the slot again as run {s.run_id}")
-                record, line = one_run.run_cli_slot(s, timeout)
+            if pool:
+                record, line = one_run.run_server_slot(s, timeout, pool)
+            else:
+                s, record, line = _run_cli(db, s, timeout, pending, progress)
             if sweep.plan.mode == "cli" and not slot.warmup:
-                line = _match_length(db, s, record, line, by_name, timeout, pending)
+                line = _match_length(db, s, record, line, by_name, timeout, pending, progress)
             pending.add(record)
             if sweep.plan.mode == "quality" and not slot.warmup and record.status != "skipped":
                 pending.flush()  # the measurement links its quality row to the stored run
@@ -191,8 +186,25 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
 
 
+def _run_cli(db: store.Database, s: one_run.Slot, timeout: float | None, pending: Pending,
+             progress: Progress) -> tuple[one_run.Slot, one_run.RunRecord, str]:
+    """One CLI run of the slot, once more where its log lost its tail (lost_its_tail): the slot as it ran last,
+    its record and progress line."""
+    record, line = one_run.run_cli_slot(s, timeout)
+    if lost_its_tail(record):  # stored as it failed, with its logs; the slot's measurement is the next run
+        pending.add(record)
+        with db.write() as con:
+            s = replace(s, run_id=store.reserve_run_ids(con, 1)[0])
+        progress.note(f"orch: {s.p.arm.name} #{s.slot.repeat_index + 1}: run {record.run_id} exited 0 but its log "
+                      f"lost its last lines (llama.cpp's logger at exit, ggml-org/llama.cpp#22142); running the slot "
+                      f"again as run {s.run_id}")
+        record, line = one_run.run_cli_slot(s, timeout)
+    return s, record, line
+
+
 def _match_length(db: store.Database, s: one_run.Slot, record: one_run.RunRecord, line: str,
-                  by_name: dict[str, PreparedArm], timeout: float | None, pending: Pending) -> str:
+                  by_name: dict[str, PreparedArm], timeout: float | None, pending: Pending,
+                  progress: Progress) -> str:
     """Where the arm decoded another count of tokens than its reference does, run the reference at that count now,
     on the same repeat, and make it the run's reference (run/length_match.py); the progress line says so."""
     matched = length_match.matched_reference(record, s.p, by_name)
@@ -201,7 +213,7 @@ def _match_length(db: store.Database, s: one_run.Slot, record: one_run.RunRecord
     with db.write() as con:
         m = replace(s, run_id=store.reserve_run_ids(con, 1)[0], p=matched)
     try:
-        reference, said = one_run.run_cli_slot(m, timeout)
+        _, reference, said = _run_cli(db, m, timeout, pending, progress)
     except KeyboardInterrupt:
         pending.add(record)  # the arm's run is whole: stored; the reference's, in flight, goes with the stop
         raise
