@@ -133,13 +133,16 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
                                    acceptance=row["acceptance"], speedup=row["speedup"],
                                    sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
                                    accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
+                                   idle_draft=bool(row["draft_sha256"]),
                                    gpu=row["used_gpu"], other_target=row.pop("other_target"),
                                    outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
                                    first_diff_char=row["first_diff_char"],
                                    looped=0 if row["length_of"] else row["looped"],  # said of its arm
                                    loop_share=row["loop_share"], tokens=_tokens(row))
         row["speedup_without_drafts"] = None
-        if row["idle"] and row["idle"] == row["ok_runs"]:  # it never speculated: its ratio is no speculation result
+        # It never speculated: its ratio is no speculation result. Without a draft model it decoded plainly (no
+        # speedup shown); with one, the draft ran at every step for nothing, and that cost is its speedup.
+        if row["idle"] and row["idle"] == row["ok_runs"] and not row["draft_sha256"]:
             row["speedup_without_drafts"] = row["speedup"]
             row["speedup"] = row["speedup_low"] = row["speedup_high"] = None
         row["warning_messages"] = [w.message for w in found]

@@ -3,8 +3,9 @@
     sweep 1 (recipe_a.j2, 0c1e57098-cpu): no arm beats the baseline; best draft at 0.37x [0.14, 0.98]. Warnings: ...
 
 An arm "beats" its reference (its control where it has one, else the baseline) only when its whole 95% interval
-lies above 1x; an interval around 1x is "not distinguishable". Arms that drafted nothing have no speedup (summary blanks it) and are named as
-such, never as the best arm; failed and skipped arms are named with their runs. A speedup measured on text that
+lies above 1x; an interval around 1x is "not distinguishable". Arms that drafted nothing are named as such, never
+as the best arm: without a draft model they have no speedup (summary blanks it), with one the speedup is what the
+draft cost for nothing, said beside the name; failed and skipped arms are named with their runs. A speedup measured on text that
 loops (the arm's runs or its reference's: degenerate_loop) is never the headline nor "beats": the sentence names it
 apart, with why.
 """
@@ -28,7 +29,8 @@ def verdict(rows: list[dict]) -> str:
     base = next((r for r in rows if r["is_baseline"]), None)
     looping = {r["arm"] for r in rows if r.get("looped")}
     rows = [r for r in rows if not _length_match(r)]  # a reference run at an arm's length: that arm's yardstick
-    measured = [r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None]
+    measured = [r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None
+                and not (r["idle"] and r["idle"] == r["ok_runs"])]  # drafted nothing: never a win, nor the best
     on_loops = [r for r in measured if r["arm"] in looping or r.get("vs") in looping]
     ranked = sorted((r for r in measured if r not in on_loops), key=lambda r: r["speedup"], reverse=True)
     if base is None:
@@ -82,7 +84,8 @@ def _ratio(row: dict) -> str:
 
 
 def _notes(rows: list[dict]) -> list[str]:
-    idle = [r["arm"] for r in rows if r["idle"]]
+    idle = [f"{r['arm']} (its draft model still cost it: {_ratio(r)})" if r["speedup"] is not None and r["idle"] ==
+            r["ok_runs"] else r["arm"] for r in rows if r["idle"]]
     failed = [f"{r['arm']} ({r['failed']} of {r['runs']}{', ' + r['failures'] if r['failures'] else ''})"
               for r in rows if r["failed"]]
     skipped = [r["arm"] for r in rows if r["skipped"]]

@@ -20,7 +20,8 @@ The rules (each a constant below, with its code for JSON and its message templat
   one distance, and any spread flags a run (seen on real sweeps: 1582 beside 1672 and 1683 tok/s).
 - no_drafts: a speculative arm (not the baseline) whose ok runs drafted nothing (n_drafted = 0): speculation
   started but never proposed a token, so its speed says nothing about speculation (spec_not_engaged, a failure
-  class, is the run where speculation never started).
+  class, is the run where speculation never started). With a draft model (`idle_draft`) the draft still ran at
+  every step: its speedup stays, as what the draft cost; without one the arm decoded plainly and has no speedup.
 - other_target: the arm's target model file (sha256) is not its reference's: its ratio to the reference compares
   two models (an MTP target beside a plain one), so the summary shows no speedup for it.
 - full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
@@ -121,7 +122,7 @@ WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEP
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
                  speedup: float | None = None, sweep_break_even: float | None = None, drafted: int | None = None,
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
-                 gpu: bool = False, other_target: tuple[str, str, str] | None = None,
+                 gpu: bool = False, idle_draft: bool = False, other_target: tuple[str, str, str] | None = None,
                  outputs_differ: int | None = None, outputs_compared: int | None = None,
                  first_diff_char: int | None = None, looped: int = 0,
                  loop_share: float | None = None,
@@ -150,7 +151,8 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
         out.append(StatWarning(OUTLIERS.code, OUTLIERS.template.format(
             count=len(outliers), n=len(xs), values=", ".join(f"{x:.1f}" for x in outliers))))
     if idle:
-        what = ("its speed is plain decoding, so it is shown with no speedup" if idle == ok else
+        what = ("its draft model still ran at every step, so its speedup is what the draft cost" if idle == ok
+                and idle_draft else "its speed is plain decoding, so it is shown with no speedup" if idle == ok else
                 "its speedup mixes runs that speculated with runs that did not")
         out.append(StatWarning(NO_DRAFTS.code, NO_DRAFTS.template.format(idle=idle, ok=ok, what=what)))
     if other_target:

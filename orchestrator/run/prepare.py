@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from orchestrator.build.finished import Build
 from orchestrator.errors import DialectError, PreflightError
 from orchestrator.machine import gpu
-from orchestrator.models import gguf_info, memfit, preflight, resolve
+from orchestrator.models import draft_cost, gguf_info, memfit, preflight, resolve
 from orchestrator.parse.modes import mode_of
 from orchestrator.recipe import control, dialect, prompts
 from orchestrator.recipe.plan import Arm, Plan
@@ -31,7 +31,8 @@ class PreparedArm:
     models: preflight.ModelsUsed | None = None
     memfit: memfit.MemFit | None = None  # stored as its to_dict() (runs.memfit JSON)
     prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
-    model_notes: list[str] = field(default_factory=list)  # which fetched file a hub reference is
+    model_notes: list[str] = field(default_factory=list)  # which fetched file a hub reference is; the draft's cost
+    draft_warning: str | None = None  # before launch: a draft no acceptance can make pay (models/draft_cost)
 
 
 def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[PreparedArm]:
@@ -56,6 +57,9 @@ def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[Prepare
             # so compare can still pair it with the other build's runs.
             p.models = preflight.check(argv, inspect=inspect_once)
             located.verify(arm.argv, p.models)
+            if cost := draft_cost.draft_cost(p.models.target, p.models.draft):
+                p.model_notes.append(cost.note())
+                p.draft_warning = cost.warning()
             t = dialect.translate(argv, arm.literal, helps, build.name, enabled=translate, bin_dir=build.bin_dir)
             p.executed, p.notes = t.argv, t.notes
             if plan.mode == "bench":  # machine output, one JSON object per test, whatever the recipe asked
@@ -119,7 +123,8 @@ def dry_run_rows(prepared: list[PreparedArm]) -> list[dict]:
     dialect notes and why it would not run."""
     return [{"arm": p.arm.name, "baseline": p.arm.is_baseline, "control": p.arm.is_control,
              "reference": p.arm.reference, "rendered": p.arm.argv, "executed": p.executed or None,
-             "dialect": p.notes, "models": p.model_notes, "stop_status": p.stop_status, "stop_class": p.stop_class,
+             "dialect": p.notes, "models": p.model_notes, "draft_warning": p.draft_warning,
+             "stop_status": p.stop_status, "stop_class": p.stop_class,
              "stop_reason": p.stop_reason} for p in prepared]
 
 
@@ -131,6 +136,8 @@ def dry_run_lines(prepared: list[PreparedArm]) -> list[str]:
         lines.append(f"arm {p.arm.name}{role}:")
         lines.append(f"  rendered: {json.dumps(p.arm.argv)}")
         lines += [f"  {n}" for n in p.model_notes]
+        if p.draft_warning:
+            lines.append(f"  warning: {p.draft_warning}")
         if p.stop_reason:
             lines.append(f"  {p.stop_status}: {p.stop_reason}")
             continue

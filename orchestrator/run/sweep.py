@@ -254,6 +254,8 @@ def _record_models_and_notes(db: store.Database, prepared: list[PreparedArm], pr
             progress.note(f"orch: arm {p.arm.name}: {p.stop_reason}")
         elif p.memfit and p.memfit.warning:
             progress.note(f"orch: arm {p.arm.name}: memory: {p.memfit.warning}")
+        if p.draft_warning and not p.stop_reason:
+            progress.note(f"orch: arm {p.arm.name}: {p.draft_warning}")
 
 
 def host_info() -> dict:

@@ -126,7 +126,7 @@ rates AS (  -- server arms' per-request speeds: the spread the bimodality rule r
     GROUP BY sweep_id, arm HAVING count(*) >= 4)
 SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
-       f.reference_arm, f.params, f.target_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
+       f.reference_arm, f.params, f.target_sha256, f.draft_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
        {log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
        {log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
        a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,

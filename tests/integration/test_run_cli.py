@@ -101,6 +101,23 @@ def test_dry_run_prints_rendered_and_executed_argv(orch_exe, env):
     assert not Path(env["ORCH_DB"]).exists()  # nothing ran, nothing stored
 
 
+def test_a_drafts_cost_is_said_before_launch_and_one_that_cannot_pay_is_warned(orch_exe, env, tiny_dir):
+    """The tiny draft is the target's first 2 of 6 layers, but their shared vocabulary's embedding and output rows
+    are most of both files: it reads most of the target's bytes per token. A draft that is the target itself
+    (100%) can never pay."""
+    from orchestrator.models import gguf_info
+
+    target, draft = (gguf_info.inspect(tiny_dir / f) for f in ("tiny-target.gguf", "tiny-draft.gguf"))
+    share = draft.decode_bytes / target.decode_bytes
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--dry-run", env=env)
+    assert res.returncode == 0, res.stderr
+    assert f"draft reads {share:.0%} of the target's bytes per token" in res.stdout
+    assert f"breaks even only above {share:.0%} acceptance" in res.stdout and "warning:" not in res.stdout
+    same = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--dry-run", "--set", "draft=tiny-target.gguf", env=env)
+    assert same.returncode == 0, same.stderr
+    assert "warning: draft reads 100% of the target's bytes per token, so no acceptance can pay" in same.stdout
+
+
 def test_vocab_mismatch_is_caught_before_launch_and_stored(orch_exe, env):
     res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1",
                    "--set", "draft=tiny-draft-gpt2.gguf", env=env)

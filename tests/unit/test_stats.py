@@ -235,6 +235,8 @@ def test_an_arm_that_drafted_nothing_is_flagged_apart_from_spec_not_engaged():
     (w,) = warnings.warnings_for([100.0, 101.0], idle=1, ok=2)
     assert "mixes runs" in w.message
     assert warnings.warnings_for([100.0, 101.0], idle=0, ok=2) == []
+    (w,) = warnings.warnings_for([100.0, 101.0], idle=2, ok=2, idle_draft=True)  # a draft model ran for nothing
+    assert "draft model still ran at every step" in w.message and "no speedup" not in w.message
 
 
 def test_high_cv_advice_fits_the_machine_that_ran():
