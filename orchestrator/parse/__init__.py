@@ -85,7 +85,13 @@ def parse_text(text: str) -> ParsedLog:
         metrics["accept_rate_per_pos"] = primary.accept_rate_per_pos
         metrics["spec_type"] = primary.impl.replace("_", "-")  # early 2026 printed `ngram_mod`
     extra = _extra(spec, perf)
-    if seq := _seq_acceptance(lines, primary, end.n_draft):
+    window = end.n_draft
+    if (metrics["spec_type"] or "").startswith("ngram"):
+        # The end block prints the draft model's window (--spec-draft-n-max) whatever drafted: an n-gram method has
+        # its own (ngram-mod's n_max, ngram-simple's size_m), so the printed one is no figure of this run.
+        metrics["n_draft_max"] = window = None
+        extra["n_draft_printed"] = end.n_draft
+    if seq := _seq_acceptance(lines, primary, window):
         metrics.update(seq_acceptance=seq.value, seq_acceptance_low=seq.low, seq_acceptance_high=seq.high)
         extra["seq_acceptance_source"] = seq.source
     if chat:

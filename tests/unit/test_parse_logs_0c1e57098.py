@@ -69,7 +69,9 @@ def test_stdout_and_stderr_concatenated_parse_the_same():
 def test_nothing_drafted_prints_minus_nan():
     p = parse_text(log("spec-simple-ngram-nodraft"))
     m = p.metrics
-    assert (m["n_draft_max"], m["n_predict"], m["n_drafted"], m["n_accepted"]) == (3, 49, 0, 0)
+    assert (m["n_draft_max"], m["n_predict"], m["n_drafted"], m["n_accepted"]) == (None, 49, 0, 0)
+    # the printed `n_draft = 3` is the draft model's window, nothing an n-gram method drafts by: kept apart
+    assert p.extra["n_draft_printed"] == 3 and m["spec_type"] == "ngram-simple"
     assert m["acceptance"] is None and p.extra["accept_text"] == "-nan" and p.extra["accept_pct"] is None
     assert (m["encode_tps"], m["decode_tps"]) == (2232.143, 645.842)
     assert (m["prompt_eval_ms"], m["prompt_eval_tokens"], m["eval_ms"], m["eval_runs"]) == (6.40, 4, 67.95, 48)
