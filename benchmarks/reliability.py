@@ -200,8 +200,10 @@ def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: fl
             result.problems.append(f"--resume exit {resumed.returncode}: {resumed.stderr.strip()[-300:]}")
         if truncated:
             result.note = f"{truncated} run(s) lost their last log lines (truncated_log)"
+        # planned slots only: a reference run again at an arm's count of tokens (params.length_of) is no slot
         cells = rows(db, "SELECT count(*), count(DISTINCT (arm, repeat_index)) FROM measured_runs "
-                         "WHERE status = 'ok' OR failure_class = 'truncated_log'")
+                         "WHERE (status = 'ok' OR failure_class = 'truncated_log') "
+                         "AND params->>'length_of' IS NULL")
         if cells[0] != (total, total):
             result.problems.append(f"after --resume {cells[0][0]} measured ok runs in {cells[0][1]} cells, "
                                    f"expected {total}")

@@ -64,14 +64,20 @@ def watched_sweep(con: Con, sweep_id: int | None) -> int | None:
     return row[0] if row else None
 
 
+# A run the sweep planned: not a reference run again at an arm's count of tokens (run/length_match.py: its params
+# name the arm in `length_of`), a yardstick of one pair rather than a test of its own. Slots and compare count these.
+PLANNED_RUN = "{run}.params->>'length_of' IS NULL"
+
+
 def sweep_progress(con: Con, sweep_id: int) -> dict:
     """A sweep's state for `orch watch`: status, recipe, build, planned runs and, since its owner (re)started it,
     how many of its slots ended and how (a slot run again after its log lost its last lines counts once, as its
     newest run); the run in flight."""
-    return rows_as_dicts(con.execute("""
+    return rows_as_dicts(con.execute(f"""
         WITH slots AS (
             SELECT r.* FROM runs r JOIN sweeps s ON s.id = r.sweep_id
             WHERE r.sweep_id = $id AND r.started_at >= coalesce(s.owner_since, s.started_at)
+              AND {PLANNED_RUN.format(run="r")}
             QUALIFY row_number() OVER (PARTITION BY r.arm, r.repeat_index, coalesce(r.warmup, false)
                                        ORDER BY r.id DESC) = 1)
         SELECT s.id, s.status, s.recipe_path, s.build_name, s.planned_runs, s.owner_since, s.started_at, s.ended_at,
@@ -235,7 +241,7 @@ def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: 
     Per group: the first run's arm and recipe file name, run counts by outcome, and the ok runs' decode tok/s as a
     list.
     """
-    where, args = ["s.build_name = ?", "r.status <> 'running'"], [build_name]
+    where, args = ["s.build_name = ?", "r.status <> 'running'", PLANNED_RUN.format(run="r")], [build_name]
     if recipe:
         where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
         args += [recipe, recipe.lstrip("./")]

@@ -32,6 +32,11 @@ def cache_env(tmp_path_factory):
     return env
 
 
+# The runs a sweep planned: without the references run again at an arm's count of tokens (run/length_match.py,
+# arms `control~ARM`), which come and go with how many tokens an arm decoded past -n.
+PLANNED = "params->>'length_of' IS NULL"
+
+
 def run_orch(orch_exe, *args, env, timeout=3600):
     return subprocess.run([orch_exe, *args], env=env, capture_output=True, text=True, timeout=timeout)
 

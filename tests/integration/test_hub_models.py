@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hub_server import HubServer
 
-from integration.conftest import db_rows, orch_run
+from integration.conftest import PLANNED, db_rows, orch_run
 from orchestrator.errors import HubError
 from orchestrator.hashing import sha256_file
 
@@ -53,7 +53,7 @@ def test_hub_references_are_fetched_into_the_hf_cache_run_and_stored_with_their_
                                                  "/orch-test/Tiny-GGUF/resolve/main/tiny-target-Q4_K_M.gguf"]
 
     runs = db_rows(hub_env, "SELECT arm, status, params, target_sha256, draft_sha256, rendered_argv, executed_argv, "
-                            "translations FROM measured_runs ORDER BY started_at")
+                            f"translations FROM measured_runs WHERE {PLANNED} ORDER BY started_at")
     assert [(r["arm"], r["status"]) for r in runs] == [
         ("baseline", "ok"), ("draft", "ok"), ("control:llama-speculative-simple", "ok")]
     assert {r["target_sha256"] for r in runs} == {target_sha}

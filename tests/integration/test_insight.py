@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import db_rows, orch_run, run_orch
+from integration.conftest import PLANNED, db_rows, orch_run, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
@@ -24,7 +24,7 @@ def sweep_env(orch_exe, cache_env, tiny_dir, tmp_path_factory):
 
 def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env):
     runs = db_rows(sweep_env, "SELECT id, telemetry, memfit, decode_bytes, bandwidth_bytes_per_s, bandwidth_label "
-                              "FROM measured_runs ORDER BY id")
+                              f"FROM measured_runs WHERE {PLANNED} ORDER BY id")
     assert len(runs) == 6  # baseline, draft and the draft's control, two repeats
     for run in runs:
         samples = db_rows(sweep_env, "SELECT count(*) AS n, max(rss_bytes) AS rss FROM telemetry WHERE run_id = ? "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import COMMIT, OLD_COMMIT, db_rows, run_orch
+from integration.conftest import COMMIT, OLD_COMMIT, PLANNED, db_rows, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_METHODS = str(ROOT / "recipes" / "spec_methods.j2")
@@ -16,7 +16,7 @@ TINY_METHODS = str(ROOT / "recipes" / "tiny_methods.toml")
 NEW_ARMS = {"mtp:draft_max=1": "draft-mtp", "mtp:draft_max=2": "draft-mtp", "mtp:draft_max=3": "draft-mtp",
             "mtp:draft_max=4": "draft-mtp", "eagle3": "draft-eagle3", "dflash": "draft-dflash"}
 RUNS_SQL = ("SELECT r.arm, r.status, r.failure_class, r.failure_detail, r.executed_argv, m.n_drafted "
-            "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.sweep_id = ? ORDER BY r.id")
+            f"FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.sweep_id = ? AND r.{PLANNED} ORDER BY r.id")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import duckdb
 import psutil
 import pytest
 
-from integration.conftest import COMMIT
+from integration.conftest import COMMIT, PLANNED
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -106,13 +106,14 @@ def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache
              "(SELECT count(*) FROM run_logs l WHERE l.run_id = r.id), "
              "(SELECT count(*) > 0 FROM telemetry t WHERE t.run_id = r.id), s.host_name IS NOT NULL, "
              "s.status, s.build_name FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id "
-             "LEFT JOIN metrics m ON m.run_id = r.id ORDER BY 1, 2")
+             f"LEFT JOIN metrics m ON m.run_id = r.id WHERE r.{PLANNED} ORDER BY 1, 2")
     assert rows(tmp_path / "r.duckdb", shape) == rows(local, shape)
     # Both nodes are this machine: one host, so one sweep, its runs numbered 1.. in the driver's file.
     assert rows(tmp_path / "r.duckdb", "SELECT id, host_name, host_id, status FROM sweeps") == [
         (1, *rows(local, "SELECT host_name, host_id FROM sweeps")[0], "done")]
-    assert {r[0] for r in rows(tmp_path / "r.duckdb", "SELECT arm FROM runs")} == ARMS
-    assert rows(tmp_path / "r.duckdb", "SELECT sweep_id, arms FROM sweep_summaries") == [(1, len(ARMS))]  # kept
+    assert {r[0] for r in rows(tmp_path / "r.duckdb", f"SELECT arm FROM runs WHERE {PLANNED}")} == ARMS
+    arms = rows(tmp_path / "r.duckdb", "SELECT count(DISTINCT arm) FROM runs")[0][0]
+    assert rows(tmp_path / "r.duckdb", "SELECT sweep_id, arms FROM sweep_summaries") == [(1, arms)]  # kept
     summary = subprocess.run([orch_exe, "summary", "--format", "json"], env=env, capture_output=True, text=True)
     speedups = {r["arm"]: r["speedup"] for r in json.loads(summary.stdout)}
     assert speedups["baseline"] == 1.0 and speedups["draft"] is not None  # rounds keep pairs on one node
@@ -124,7 +125,7 @@ def test_each_host_runs_the_whole_sweep_on_every_node(orch_exe, cache_env, tiny_
     res = run_sweep([orch_exe, *orch_args(cluster, "--repeat", "1", "--each-host")], env_for(cache_env, tiny_dir, db))
     assert res.returncode == 0, res.stderr
     per_sweep = rows(db, "SELECT sweep_id, count(*), count(*) FILTER (WHERE status = 'ok') FROM measured_runs "
-                         "GROUP BY 1 ORDER BY 1")
+                         f"WHERE {PLANNED} GROUP BY 1 ORDER BY 1")
     assert per_sweep == [(1, 3, 3), (2, 3, 3)]
     assert len(rows(db, "SELECT DISTINCT uid FROM sweeps")) == 2
 
@@ -186,7 +187,8 @@ def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env,
     finally:
         add_node(cluster)
     assert proc.returncode in (0, 15), err  # 15: stored, with runs lost with their node
-    slots = rows(db, "SELECT arm, repeat_index, status, failure_class FROM measured_runs ORDER BY 1, 2")
+    slots = rows(db, f"SELECT arm, repeat_index, status, failure_class FROM measured_runs WHERE {PLANNED} "
+                     "ORDER BY 1, 2")
     # Every slot is stored once as measured: run again elsewhere (ok), or failed as node_lost; none dropped.
     assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(4))
     assert all(s == "ok" or c == "node_lost" for *_, s, c in slots), slots
@@ -249,7 +251,8 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
         ray.shutdown()
         add_node(cluster)
     with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
-        slots = con.execute("SELECT arm, repeat_index, status, failure_class FROM runs ORDER BY 1, 2").fetchall()
+        slots = con.execute(f"SELECT arm, repeat_index, status, failure_class FROM runs WHERE {PLANNED} "
+                            "ORDER BY 1, 2").fetchall()
     assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(2))
     lost = [s for s in slots if s[3] == "node_lost"]
     assert len(lost) == 3 and all(s[2] == "failed" for s in lost)  # the killed node's whole round

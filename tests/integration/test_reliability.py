@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import COMMIT, db_rows
+from integration.conftest import COMMIT, PLANNED, db_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -58,7 +58,8 @@ def test_readers_and_watch_during_a_sweep(orch_exe, env, tmp_path):
     assert "done, 30/30 runs (" in out and "verdict:" in out.split("done, 30/30")[-1]
     assert "running, " in out  # it showed the sweep while it ran
     # Every slot measured once (a run whose log lost its last lines is kept beside its slot's new run).
-    assert db_rows(env, "SELECT count(*) AS n FROM measured_runs WHERE status IN ('ok', 'failed')") == [{"n": 30}]
+    assert db_rows(env, f"SELECT count(*) AS n FROM measured_runs WHERE status IN ('ok', 'failed') AND {PLANNED}") \
+        == [{"n": 30}]
 
 
 def test_two_sweeps_write_one_database_alongside(orch_exe, env, tmp_path):
@@ -74,7 +75,7 @@ def test_two_sweeps_write_one_database_alongside(orch_exe, env, tmp_path):
                         "ended, count(l.run_id) AS logged FROM runs r LEFT JOIN run_logs l ON l.run_id = r.id "
                         "AND l.stream = 'stderr' GROUP BY ALL ORDER BY 1")
     assert [r["sweep_id"] for r in rows] == [1, 2] and all(r["n"] == r["ended"] == r["logged"] for r in rows), rows
-    slots = db_rows(env, "SELECT sweep_id, count(*) AS n FROM measured_runs GROUP BY ALL ORDER BY 1")
+    slots = db_rows(env, f"SELECT sweep_id, count(*) AS n FROM measured_runs WHERE {PLANNED} GROUP BY ALL ORDER BY 1")
     assert slots == [{"sweep_id": s, "n": 9} for s in (1, 2)]  # nothing lost: every slot measured, every run logged
 
 

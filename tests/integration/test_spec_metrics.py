@@ -3,7 +3,7 @@
 
 import json
 
-from integration.conftest import db_rows, orch_run, run_orch
+from integration.conftest import PLANNED, db_rows, orch_run, run_orch
 
 # Window 1: every draft has one token, so the counters give sequence acceptance exactly. Window 3 at -lv 5:
 # drafts of two or three tokens, exact from speculative-simple's one line per draft.
@@ -21,7 +21,7 @@ def test_mtp_runs_store_and_show_acceptance_by_position_and_sequence(orch_exe, e
     res = orch_run(orch_exe, recipe, "--set", "n_predict=64", env=env)
     assert res.returncode == 0, res.stderr
     runs = {r["arm"]: r for r in db_rows(env, "SELECT r.arm, r.status, m.* FROM runs r JOIN metrics m "
-                                              "ON m.run_id = r.id ORDER BY r.id")}
+                                              f"ON m.run_id = r.id WHERE r.{PLANNED} ORDER BY r.id")}
     assert set(runs) == {"mtp-w1", "mtp-w3"} and all(r["status"] == "ok" for r in runs.values())
     for arm, window in (("mtp-w1", 1), ("mtp-w3", 3)):
         run = runs[arm]

@@ -13,6 +13,7 @@ import pytest
 from integration.conftest import (
     COMMIT,
     OLD_COMMIT,
+    PLANNED,
     assert_prediction_checked,
     db_rows,
     run_orch,
@@ -116,7 +117,7 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
                        "--set", "n_predict=48", env=env, timeout=900)
         assert res.returncode == 0, res.stderr
     rows = db_rows(env, "SELECT s.build_name, r.arm, r.status, r.failure_class, r.failure_detail FROM runs r "
-                        "JOIN sweeps s ON s.id = r.sweep_id ORDER BY r.id")
+                        f"JOIN sweeps s ON s.id = r.sweep_id WHERE r.{PLANNED} ORDER BY r.id")
     new = [r for r in rows if r["build_name"].startswith("0c1e")]
     old = [r for r in rows if r["build_name"].startswith("f49e")]
     assert len(new) == len(old) == 16  # fifteen cells and the control of llama-speculative-simple
@@ -172,7 +173,7 @@ def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tin
     # lost, and --resume measures it again.
     assert run_orch(orch_exe, "runs", env=env).returncode == 0
     ended = db_rows(env, "SELECT count(*) FILTER (WHERE status = 'ok') AS ok, count(*) AS n FROM runs "
-                         "WHERE status IN ('ok', 'interrupted')")[0]
+                         f"WHERE status IN ('ok', 'interrupted') AND {PLANNED}")[0]
     assert 4 <= ended["n"] <= 12 and ended["ok"] < 12, (ended, seen)  # 3 arms: baseline, draft, control
     before = ended["ok"]
     res = run_orch(orch_exe, *args[1:], "--resume", env=env)
@@ -180,7 +181,8 @@ def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tin
     # Whole rounds run again: a repeat that lacks its draft run measures its baseline again too.
     complete_rounds = before // 3
     assert f"{12 - 3 * complete_rounds} runs" in res.stderr and "run again for every arm" in res.stderr
-    rows = db_rows(env, "SELECT arm, repeat_index, count(*) AS n FROM measured_runs WHERE status = 'ok' GROUP BY ALL")
+    rows = db_rows(env, f"SELECT arm, repeat_index, count(*) AS n FROM measured_runs WHERE status = 'ok' AND {PLANNED} "
+                        "GROUP BY ALL")
     assert len(rows) == 12 and all(r["n"] == 1 for r in rows)  # every cell x repeat measured exactly once
     late = db_rows(env, "SELECT repeat_index, max(started_at) - min(started_at) AS apart FROM measured_runs "
                         "GROUP BY repeat_index ORDER BY 1")
