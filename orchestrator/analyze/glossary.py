@@ -49,8 +49,9 @@ SUMMARY = {
                       "outputs compared (a control, or a run that drafted nothing, is not compared); warning "
                       "output_differs when any do",
     "prompt_tps": "prompt processing tokens per second",
-    "bound_tps": "the decode speed memory bandwidth allows: bandwidth / bytes one decode step reads",
-    "roofline_pct": "decode_tps as a share of bound_tps (speculation can pass 100%)",
+    "bound_tps": "the target passes per second memory bandwidth allows: bandwidth / bytes one decode step reads",
+    "roofline_pct": "target passes per second (decode_tps over the tokens a pass yields) as a share of bound_tps; "
+                    "above 100% the bandwidth was measured too low",
     "joules_per_token": "GPU energy per generated token (mean power of the busy GPUs over the generation window x "
                         "its length / tokens; shown where NVML reported power: README, Energy per token)",
     "ppl": "quality mode: the arm's target's perplexity on the evaluation text (llama-perplexity at quality_ctx, "

@@ -10,6 +10,11 @@ Per group, with the ok runs' metric values as the samples of each side:
   of the two means; with a single sample on either side, never.
 - "regression" / "improvement" only when |ratio - 1| > threshold AND statistically different (as asv does),
   else "no significant change". p_value is reported whenever both sides have samples, decisive or not.
+- strict (`orch compare`): only a test that can reach the 5% level at the given n decides. Runs of both builds in
+  one interleaved sweep (`orch run --build A,B`) pair by sweep and repeat: the ratio is the geometric mean of the
+  paired ratios and they differ where the 95% t-interval of the mean log ratio excludes 0 (a paired t-test; from 2
+  pairs). Runs measured apart are unpaired: Mann-Whitney from MIN_MANN_WHITNEY runs a side, and below that no
+  verdict ("too few runs"), never the interval-overlap rule (bisect and history keep it: their probes are few).
 - without samples on one side: "newly failing" (head has failed/timeout runs), "newly skipped" (head's runs
   were skipped, e.g. a flag the build lacks), "newly ok" (base had none), "no ok runs" (neither side),
   "no data" (head runs without the metric, or only interrupted ones); "only in base" / "only in head" when
@@ -21,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from orchestrator.analyze import stats
+from orchestrator.analyze import cells, stats
 from orchestrator.recipe.matrix import canonical
 
 KEY_COLUMNS = ("recipe_hash", "arm_params", "target_sha256", "draft_sha256", "prompt_set", "mode")
@@ -52,6 +57,7 @@ class Side:
     failed: int = 0
     skipped: int = 0
     samples: list[float] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)  # per sample, "sweep:repeat": what pairs it with the other side
 
 
 def canonical_params(params) -> str | None:
@@ -99,6 +105,7 @@ def sides_from_groups(groups: list[dict]) -> dict[tuple, Side]:
         side.failed += g["failed"]
         side.skipped += g["skipped"]
         side.samples += [float(x) for x in g["samples"]]
+        side.keys += [str(k) for k in g.get("sample_keys") or []]
     return out
 
 
@@ -110,7 +117,7 @@ def compare(base_rows: list[dict], head_rows: list[dict], *, threshold: float = 
 
 
 def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], *, threshold: float = 0.05,
-                  higher_is_better: bool = True) -> list[dict]:
+                  higher_is_better: bool = True, strict: bool = False) -> list[dict]:
     out = []
     for key in list(base) + [k for k in head if k not in base]:
         b, h = base.get(key), head.get(key)
@@ -120,7 +127,7 @@ def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], *, threshold
                    base_n=len(b.samples) if b else 0, head_n=len(h.samples) if h else 0,
                    base_mean=_mean(b), head_mean=_mean(h), ratio=None, ratio_low=None, ratio_high=None,
                    p_value=None, test=None)
-        row["verdict"] = _verdict(b, h, row, threshold, higher_is_better)
+        row["verdict"] = _verdict(b, h, row, threshold, higher_is_better, strict)
         out.append(row)
     return out
 
@@ -129,7 +136,8 @@ def _mean(side: Side | None) -> float | None:
     return stats.describe(side.samples).mean if side else None
 
 
-def _verdict(b: Side | None, h: Side | None, row: dict, threshold: float, higher_is_better: bool) -> str:
+def _verdict(b: Side | None, h: Side | None, row: dict, threshold: float, higher_is_better: bool,
+             strict: bool = False) -> str:
     if h is None:
         return ONLY_BASE
     if b is None:
@@ -138,20 +146,36 @@ def _verdict(b: Side | None, h: Side | None, row: dict, threshold: float, higher
         return NEWLY_FAILING if h.failed else NEWLY_SKIPPED if h.skipped else NO_DATA
     if not b.samples:
         return NEWLY_OK if h.samples else NO_OK_RUNS
-    ratio = stats.ratio_of_means(b.samples, h.samples)
+    row["p_value"] = stats.mann_whitney_u(b.samples, h.samples)
+    pairs = _pairs(b, h) if strict else []
+    if len(pairs) >= 2:
+        ratio = stats.paired_ratio(pairs)
+        row["test"], different = "paired", ratio is not None and ratio.ci_low is not None and \
+            (ratio.ci_low > 1 or ratio.ci_high < 1)
+    else:
+        ratio = stats.ratio_of_means(b.samples, h.samples)
+        row["test"], different = _different(b.samples, h.samples, row["p_value"], strict)
     if ratio is not None:
         row.update(ratio=ratio.ratio, ratio_low=ratio.ci_low, ratio_high=ratio.ci_high)
-    row["p_value"] = stats.mann_whitney_u(b.samples, h.samples)
-    row["test"], different = _different(b.samples, h.samples, row["p_value"])
     if ratio is None or not different or abs(ratio.ratio - 1) <= threshold:
         return NO_CHANGE
     return IMPROVEMENT if (ratio.ratio > 1) == higher_is_better else REGRESSION
 
 
-def _different(base: list[float], head: list[float], p: float) -> tuple[str, bool]:
+def _pairs(b: Side, h: Side) -> list[tuple[float, float]]:
+    """(base, head) samples of one sweep and repeat: runs of both builds interleaved in one sweep."""
+    if len(b.keys) != len(b.samples) or len(h.keys) != len(h.samples):
+        return []
+    mine = dict(zip(b.keys, b.samples))
+    return [(mine[k], v) for k, v in zip(h.keys, h.samples) if k in mine]
+
+
+def _different(base: list[float], head: list[float], p: float, strict: bool = False) -> tuple[str, bool]:
     """(test used, whether the two sample sets differ at the 5% level)."""
     if len(base) >= MIN_MANN_WHITNEY and len(head) >= MIN_MANN_WHITNEY:
         return "mann-whitney", p < ALPHA
+    if strict:  # no test at this n can reach 5% unpaired: say what would
+        return f"too few runs: {MIN_MANN_WHITNEY} a side needed unpaired, or both builds in one sweep", False
     if len(base) >= 2 and len(head) >= 2:
         b, h = stats.describe(base), stats.describe(head)
         return "intervals", b.ci_high < h.ci_low or h.ci_high < b.ci_low
@@ -201,16 +225,18 @@ def table(rows: list[dict], *, wide: bool = False) -> Table:
         lone = set()
     else:
         params, lone = _recipe_params(rows, parsed)
-    for row, values in zip(rows, parsed):
-        row.update({name: values.get(name) for name in params})
+    for row, values in zip(rows, parsed):  # a long value (a prompt) cut in the default table, as in the summary's
+        row.update({name: cells.param_value(values.get(name), not wide) for name in params})
     shown = [k for k in params if k not in lone]
+    telling = _telling_params(rows, parsed, shown)
     if not wide:
         keys = _telling_keys(rows, ["recipe", "arm", *shown])
     several = len({r.get("recipe_hash") for r in rows}) > 1
     columns = [*(["recipe"] if several else []), "arm", *shown, *keys, *FIGURES]
     if wide:
         return Table(columns)
-    return Table(columns, droppable=[*reversed(shown), "p_value", "base_n", "head_n"],
+    # What tells one recipe's tests of one arm name apart (a --set prompt) is never given up for width
+    return Table(columns, droppable=[*(k for k in reversed(shown) if k not in telling), "p_value", "base_n", "head_n"],
                  hidden=[k for k in params if k in lone])
 
 
@@ -246,6 +272,14 @@ def _recipe_params(rows: list[dict], parsed: list[dict]) -> tuple[list[str], set
                 set_in[k] = max(set_in.get(k, 0), sum(k in p for p in group))
     names = list(dict.fromkeys(names))
     return names, {k for k in names if set_in[k] <= 1}
+
+
+def _telling_params(rows: list[dict], parsed: list[dict], names: list[str]) -> list[str]:
+    """The parameters that differ between tests of one recipe and arm name (the arm name does not say them)."""
+    groups: dict[tuple, list[dict]] = {}
+    for row, values in zip(rows, parsed):
+        groups.setdefault((row.get("recipe_hash"), row.get("arm")), []).append(values)
+    return [k for k in names if any(len({canonical({"v": p.get(k)}) for p in g}) > 1 for g in groups.values())]
 
 
 def _telling_keys(rows: list[dict], shown: list[str]) -> list[str]:

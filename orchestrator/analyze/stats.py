@@ -102,6 +102,18 @@ def ratio_of_means(base: Sequence[float], head: Sequence[float]) -> Speedup | No
     return Speedup(ratio, ratio * math.exp(-half), ratio * math.exp(half), min(b.n, h.n), paired=False)
 
 
+def paired_ratio(pairs: Sequence[tuple[float, float]]) -> Speedup | None:
+    """head / base over paired samples (base, head): exp of the mean log ratio, 95% t-interval of the mean log
+    (a paired t-test at 5% where it excludes 1). None without a positive pair; no interval below two."""
+    logs = [math.log(h / b) for b, h in pairs if _positive(b) and _positive(h)]
+    if not logs:
+        return None
+    d = describe(logs)
+    if d.ci_low is None:
+        return Speedup(math.exp(d.mean), None, None, d.n)
+    return Speedup(math.exp(d.mean), math.exp(d.ci_low), math.exp(d.ci_high), d.n)
+
+
 def _positive(x) -> bool:
     return x is not None and not math.isnan(x) and x > 0
 

@@ -137,8 +137,10 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
                                    gpu=row["used_gpu"], other_target=row.pop("other_target"),
                                    outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
                                    first_diff_char=row["first_diff_char"],
+                                   first_diff_token=row["first_diff_token"],
                                    looped=0 if row["length_of"] else row["looped"],  # said of its arm
-                                   loop_share=row["loop_share"], tokens=_tokens(row))
+                                   loop_share=row["loop_share"], tokens=_tokens(row),
+                                   roofline=(row["roofline_pct"], row["bound_tps"], row["bound_label"]))
         row["speedup_without_drafts"] = None
         # It never speculated: its ratio is no speculation result. Without a draft model it decoded plainly (no
         # speedup shown); with one, the draft ran at every step for nothing, and that cost is its speedup.

@@ -63,13 +63,31 @@ class Parameters:
         # Decided on the distinct parameter sets and the sets of them that occur together in a sweep, not per arm
         self.distinct = {t: param_dict(t) for t in dict.fromkeys(self.texts)}
         shapes, start = set(), 0
+        self.per_sweep: list[frozenset[str]] = []  # each sweep's parameter sets, in table order
         for part in table.with_arms:
-            shapes.add(frozenset(self.texts[start:start + part.arms]))
+            self.per_sweep.append(frozenset(self.texts[start:start + part.arms]))
             start += part.arms
+        shapes = set(self.per_sweep)
         self.names = list(dict.fromkeys(k for p in self.distinct.values() for k in p))
         self.varying = [k for k in self.names if self._varies(shapes, k)]
-        self.lone = {k for k in self.varying
-                     if all(sum(k in self.distinct[t] for t in shape) <= 1 for shape in shapes)}
+        # One value in every sweep, another between sweeps (a --set prompt, a workload): what tells apart arms of
+        # one name in several sweeps, never given up or left out (see sweep_values).
+        self.between_sweeps = [k for k in self.varying if len(self.per_sweep) > 1 and all(
+            len({self._value(t, k) for t in shape}) == 1 for shape in self.per_sweep)]
+        self.lone = {k for k in self.varying if k not in self.between_sweeps
+                     and all(sum(k in self.distinct[t] for t in shape) <= 1 for shape in shapes)}
+
+    def _value(self, text: str, name: str) -> str | None:
+        p = self.distinct[text]
+        return json.dumps(p[name], sort_keys=True, default=str) if name in p else None
+
+    def sweep_values(self, index: int) -> str:
+        """The between-sweep parameters of the index-th sweep, as a title line adds them: "workload=code_edit,
+        prompt=# Before:\ndef are.."."""
+        shape = self.per_sweep[index]
+        some = next(iter(shape))
+        values = [(k, self.distinct[some].get(k)) for k in self.between_sweeps]
+        return ", ".join(f"{k}={tables.cell(cells.param_value(v, True))}" for k, v in values if v is not None)
 
     def _varies(self, shapes: set[frozenset[str]], name: str) -> bool:
         text = {t: json.dumps(p[name], sort_keys=True, default=str) if name in p else None
@@ -96,6 +114,8 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
     else:
         shown_params = [k for k in params.varying if k not in params.lone]
         chosen = _with_params(DEFAULT_COLUMNS, shown_params)
+        if fmt == "table" and "sweep" not in chosen:  # each sweep's title names them (below): no column
+            chosen = [c for c in chosen if _param_name(c) not in params.between_sweeps]
         if table.present("joules_per_token"):  # where GPU power was sampled: what owners weigh
             chosen.insert(chosen.index("warnings"), "joules_per_token")
         if table.prefill():  # bench mode's prefill tests
@@ -105,7 +125,8 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
         # No arm has a reference (no baseline: a quant matrix): the speedup columns would be blank, and would push
         # out columns that say something (ok, warnings)
         chosen = [c for c in chosen if c not in RATIO_COLUMNS or table.present(c)]
-        droppable = [*(param_column(k) for k in reversed(shown_params)), *GIVE_UP]
+        # What tells arms of one name apart in several sweeps is never given up
+        droppable = [*(param_column(k) for k in reversed(shown_params) if k not in params.between_sweeps), *GIVE_UP]
         hidden = [param_column(k) for k in params.varying if k in params.lone]
         if len(table.hosts()) > 1:  # several machines: the host is a key
             chosen.insert(chosen.index("arm"), "host")
@@ -119,6 +140,9 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
         text = tables.markdown_columns(shown, kept)
     else:
         titles = {} if "sweep" in chosen else table.titles()  # several sweeps: each named above its rows
+        if titles and params.between_sweeps and not (columns or wide):
+            titles = {row: f"{title} ({params.sweep_values(i)})" if params.sweep_values(i) else title
+                      for i, (row, title) in enumerate(titles.items())}
         text, left_out = tables.column_table(shown, chosen, width=width, droppable=droppable, titles=titles,
                                              as_text=True)
     hidden += [c for c in chosen if c in left_out]

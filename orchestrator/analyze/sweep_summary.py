@@ -92,7 +92,7 @@ def no_arms(sweep_id: int) -> SweepSummary:
 
 def _summary(rows: list[dict]) -> SweepSummary:
     first = rows[0]
-    title = f"sweep {first['sweep']}: {first['recipe']} on {first['build']}"
+    title = f"sweep {first['sweep']}: {first['recipe']} on {verdict.builds_of(rows)}"
     facts = {"present": [c for c in TABLE_COLUMNS if any(r.get(c) is not None for r in rows)],
              "prefill": any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows),  # bench mode's tests
              "hosts": list(dict.fromkeys(r.get("host_id") or r.get("host") for r in rows)),

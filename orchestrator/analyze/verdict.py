@@ -25,7 +25,7 @@ def sweep_verdicts(rows: list[dict]) -> list[str]:
 def verdict(rows: list[dict]) -> str:
     first = rows[0]
     workload = (first.get("params") or {}).get("workload")  # a recipe's name for its text (recipes/workloads)
-    head = f"sweep {first['sweep']} ({first['recipe']}{f' on {workload}' if workload else ''}, {first['build']}): "
+    head = f"sweep {first['sweep']} ({first['recipe']}{f' on {workload}' if workload else ''}, {builds_of(rows)}): "
     base = next((r for r in rows if r["is_baseline"]), None)
     looping = {r["arm"] for r in rows if r.get("looped")}
     rows = [r for r in rows if not _length_match(r)]  # a reference run at an arm's length: that arm's yardstick
@@ -34,9 +34,7 @@ def verdict(rows: list[dict]) -> str:
     on_loops = [r for r in measured if r["arm"] in looping or r.get("vs") in looping]
     ranked = sorted((r for r in measured if r not in on_loops), key=lambda r: r["speedup"], reverse=True)
     if base is None:
-        fastest = max((r for r in rows if r["decode_tps"] is not None), key=lambda r: r["decode_tps"], default=None)
-        body = "no baseline arm, so no speedup" + (f"; fastest {fastest['arm']} at {fastest['decode_tps']:.1f} tok/s"
-                                                   if fastest else "; no arm has a decode speed")
+        body = "no baseline arm, so no speedup; " + _fastest(rows)
     else:
         body = _against(base, ranked, "the baseline" if base["arm"] == "baseline" else f"the baseline ({base['arm']})")
         if on_loops and not ranked and base["ok_runs"]:
@@ -44,6 +42,22 @@ def verdict(rows: list[dict]) -> str:
             on_loops = []
     notes = ([f"On text that loops, not a win: {_loop_sentence(on_loops)}."] if on_loops else []) + _notes(rows)
     return head + body + "." + (" " + " ".join(notes) if notes else "")
+
+
+def _fastest(rows: list[dict]) -> str:
+    """The fastest arm by decode speed with its interval, and whether the intervals tell it from the next."""
+    ranked = sorted((r for r in rows if r["decode_tps"] is not None), key=lambda r: r["decode_tps"], reverse=True)
+    if not ranked:
+        return "no arm has a decode speed"
+    first = ranked[0]
+    low, high = first.get("ci_low"), first.get("ci_high")
+    text = f"fastest {first['arm']} at {first['decode_tps']:.1f} tok/s" + (
+        f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else "")
+    if len(ranked) > 1:
+        second = ranked[1]
+        apart = low is not None and second.get("ci_high") is not None and low > second["ci_high"]
+        text += "" if apart else f", not distinguishable from {second['arm']} at {second['decode_tps']:.1f} tok/s"
+    return text
 
 
 def _against(base: dict, ranked: list[dict], label: str) -> str:
@@ -64,6 +78,19 @@ def _against(base: dict, ranked: list[dict], label: str) -> str:
     if best["speedup"] > 1:
         return f"best {figure}, not distinguishable from {label} (its interval spans 1x)"
     return f"no arm beats {label}; best {figure}"
+
+
+def builds_of(rows: list[dict]) -> str:
+    """The sweep's build, or a crossed sweep's builds (`orch run --build A,B` names its arms BUILD/ARM)."""
+    crossed = list(dict.fromkeys(r["arm"].split("/", 1)[0] for r in rows if "/" in r["arm"]))
+    return f"{' and '.join(crossed)}, interleaved" if len(crossed) > 1 and rows[0]["build"] in crossed \
+        else rows[0]["build"]
+
+
+def _other_build(row: dict) -> bool:
+    """A crossed sweep's (`orch run --build A,B`) other build's baseline, named BUILD/ARM against the first's."""
+    mine, theirs = row["arm"].partition("/"), str(row.get("vs") or "").partition("/")
+    return bool(mine[1] and theirs[1] and mine[0] != theirs[0])
 
 
 def _length_match(row: dict) -> bool:
@@ -89,14 +116,17 @@ def _notes(rows: list[dict]) -> list[str]:
     failed = [f"{r['arm']} ({r['failed']} of {r['runs']}{', ' + r['failures'] if r['failures'] else ''})"
               for r in rows if r["failed"]]
     skipped = [r["arm"] for r in rows if r["skipped"]]
+    builds = [f"{r['arm']} runs at {_ratio(r)} {r['vs']}, measured interleaved" for r in rows
+              if r.get("is_control") and r["speedup"] is not None and _other_build(r)]
     programs = [f"{r['arm']} runs at {_ratio(r)} the baseline: the programs differ by that much without speculation"
-                for r in rows if r.get("is_control") and r["speedup"] is not None]
+                for r in rows if r.get("is_control") and r["speedup"] is not None and not _other_build(r)]
     programs += [f"{r['arm']} did not run, so speedups of its program's arms include the difference between programs"
                  for r in rows if r.get("is_control") and not r["ok_runs"]]
     noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
              if (codes := [c for c in (r["warnings"] or "").split(",") if c and c not in SAID_APART])]
     out = []
-    for label, names in (("Program difference:", programs), ("Drafted nothing:", idle), ("Failed:", failed),
+    for label, names in (("Builds, plain decoding:", builds), ("Program difference:", programs),
+                         ("Drafted nothing:", idle), ("Failed:", failed),
                          ("Skipped:", skipped), ("Warnings:", noisy)):
         if names:
             out.append(f"{label} {', '.join(names)}.")

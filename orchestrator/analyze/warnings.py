@@ -38,6 +38,9 @@ The rules (each a constant below, with its code for JSON and its message templat
   their speeds cover different text. orch gives a CLI arm's reference the count the arm decoded (run/length_match.py:
   llama-speculative-simple can pass -n by a whole draft); what is left is a count that could not be matched (a
   reference that stopped early, a server request, a program whose count orch cannot set).
+- bound_exceeded: the arm's target passes per second (store/figures: tok/s over the tokens a pass yields) above the
+  roofline bound. A pass reads the weights once, so that cannot be: the bound is no bound, most often a CPU
+  bandwidth measured while something else ran.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator import config
 from orchestrator.analyze import stats
 from orchestrator.parse import repetition
 
@@ -115,8 +119,14 @@ UNEQUAL_TOKENS = WarningKind(
     "{theirs}: those speeds cover different text; see the runs' counts with orch runs (n_generated) and compare "
     "over longer generations (a higher -n), where the difference is a small share",
     gist="another number of tokens than what it is compared with")
+BOUND_EXCEEDED = WarningKind(
+    "bound_exceeded", "its target passes ran at {pct:.0f}% of the {bound:.0f}/s roofline bound ({label} bandwidth), "
+    "and a pass cannot beat the bound, since it reads the weights at least once: the bandwidth was measured too "
+    "low (a CPU copy benchmark while the machine was busy); delete {cache} on this machine to measure it again "
+    "when it is idle, and read roofline_pct as unknown until then",
+    gist="faster than the measured bandwidth allows: the bound was measured too low")
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
-                 OUTPUT_DIFFERS, DEGENERATE_LOOP, UNEQUAL_TOKENS)
+                 OUTPUT_DIFFERS, DEGENERATE_LOOP, UNEQUAL_TOKENS, BOUND_EXCEEDED)
 
 
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
@@ -124,14 +134,16 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
                  gpu: bool = False, idle_draft: bool = False, other_target: tuple[str, str, str] | None = None,
                  outputs_differ: int | None = None, outputs_compared: int | None = None,
-                 first_diff_char: int | None = None, looped: int = 0,
+                 first_diff_char: int | None = None, first_diff_token: int | None = None, looped: int = 0,
                  loop_share: float | None = None,
-                 tokens: tuple[int, int, tuple[int, int], tuple[int, int]] | None = None) -> list[StatWarning]:
+                 tokens: tuple[int, int, tuple[int, int], tuple[int, int]] | None = None,
+                 roofline: tuple[float, float, str] | None = None) -> list[StatWarning]:
     """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
     when there are fewer than BIMODAL_MIN_N of them, since no other rule reads so few. other_target: (reference arm,
-    this arm's target sha256, the reference's), where they differ.
+    this arm's target sha256, the reference's), where they differ. roofline: (share per step in percent, bound,
+    bandwidth label).
     """
     out = []
     xs = stats.clean(runs)
@@ -167,8 +179,9 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
         out.append(StatWarning(BELOW_BREAK_EVEN.code, BELOW_BREAK_EVEN.template.format(
             acceptance=acceptance, break_even=sweep_break_even)))
     if outputs_differ:
-        where = f" (the first at character {first_diff_char} of the generated text)" if first_diff_char is not None \
-            else ""
+        token = f"token {first_diff_token}, " if first_diff_token is not None else ""
+        where = f" (the first at {token}character {first_diff_char} of the generated text)" \
+            if first_diff_char is not None else ""
         out.append(StatWarning(OUTPUT_DIFFERS.code, OUTPUT_DIFFERS.template.format(
             counted=f"{outputs_differ} of {outputs_compared}" if outputs_compared else outputs_differ, where=where)))
     if looped:
@@ -178,6 +191,10 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
         unequal, pairs, mine, theirs = tokens
         out.append(StatWarning(UNEQUAL_TOKENS.code, UNEQUAL_TOKENS.template.format(
             unequal=unequal, pairs=pairs, mine=_span(mine), theirs=_span(theirs))))
+    if roofline and roofline[0] is not None and roofline[0] > 100:
+        pct, bound, label = roofline
+        out.append(StatWarning(BOUND_EXCEEDED.code, BOUND_EXCEEDED.template.format(
+            pct=pct, bound=bound, label=label or "measured", cache=config.bandwidth_cache())))
     return out
 
 

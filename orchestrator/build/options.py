@@ -12,7 +12,8 @@ from orchestrator.hashing import sha256_text
 
 # Every binary orch may run; a commit builds whichever of these it defines.
 WANTED_TARGETS = ("llama-speculative-simple", "llama-speculative", "llama-server",
-                  "llama-cli", "llama-completion", "llama-bench", "llama-quantize", "llama-perplexity")
+                  "llama-cli", "llama-completion", "llama-bench", "llama-quantize", "llama-perplexity",
+                  "llama-tokenize")
 # Newest first: the first one a tree declares as an option() is its CUDA switch.
 CUDA_OPTION_NAMES = ("GGML_CUDA", "LLAMA_CUDA", "LLAMA_CUBLAS")
 # Off where the tree has them: tests are not ours to build; curl/openssl would add system dependencies

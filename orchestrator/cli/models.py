@@ -114,14 +114,18 @@ def models_inspect(path, as_json, db):
 @click.option("--build", "build_ref", default=None, help="Build whose llama-quantize to use (default: newest).")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: <models dir>/quants).")
+@click.option("--allow-requantize", is_flag=True,
+              help="Quantize an already quantized MODEL again (passed to llama-quantize; labels say `-from-TYPE`).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: each file's tensor types and fallbacks.")
 @db_option
-def models_quantize(model, types_text, build_ref, out, as_json, db):
+def models_quantize(model, types_text, build_ref, out, allow_requantize, as_json, db):
     """Quantize MODEL to each type with the build's llama-quantize (cached by source, type and build).
 
     Each file's tensor types are read back from it and stored. A type llama-quantize silently replaced
     (rows not divisible by its block) is shown by what the file holds, e.g. `Q5_0 (asked q4_k_m)`; a type
     applied to most but not all tensors says how many fell back. One line per type: label, size, path.
+    An already quantized MODEL is refused (exit 48) unless --allow-requantize: then each label says what the
+    copy was made from, `q8_0-from-q4_k_m`.
 
     Example: orch models quantize models/tiny-quality.gguf --types q4_k_m,q8_0
     """
@@ -130,8 +134,11 @@ def models_quantize(model, types_text, build_ref, out, as_json, db):
     from orchestrator.models import gguf_info, quantize
 
     types = quantize.parse_types(types_text)
+    if Path(model).is_file():  # before a build is looked for (or tools added to it): a quantized source stops here
+        quantize.refuse_quantized(Path(model), allow_requantize, "pass --allow-requantize")
     build, exe = tool_path(build_ref, "llama-quantize")
-    quants = quantize.quantize(model, types, exe, build.name, out or config.models_dir() / "quants")
+    quants = quantize.quantize(model, types, exe, build.name, out or config.models_dir() / "quants",
+                               allow_requantize=allow_requantize)
     with opened_db(db, write=True) as con:
         for q in quants:
             store.record_model(con, gguf_info.inspect(q.path).to_dict())

@@ -238,6 +238,8 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
                    "the machines differ in:\n" + "\n".join(f"  {line}" for line in env_lines))
     if result.warning:
         click.echo(f"warning: {result.warning}")
+    if result.timing:
+        click.echo(tables.fill(f"timing: {result.timing}", WIDTH))
     shown = side_by_side.table(result.rows, wide=wide)
     rows = _readable(result.rows)
     if fmt == "md":
@@ -251,6 +253,11 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
         text, left_out = tables.text_table(rows, columns, width=None if wide else WIDTH,
                                            droppable=shown.droppable, titles=titles)
     click.echo(text)
+    if few := sum(str(r.get("test") or "").startswith("too few runs") for r in result.rows):
+        click.echo(tables.fill(f"{few} test{'s have' if few > 1 else ' has'} too few runs for a verdict: measured "
+                               f"apart, a test needs {side_by_side.MIN_MANN_WHITNEY} runs a side (--repeat "
+                               f"{side_by_side.MIN_MANN_WHITNEY}); run in one sweep (--build BASE,HEAD) they pair "
+                               f"from 2", WIDTH))
     if hidden := shown.hidden + [c for c in shown.columns if c in left_out]:
         hosted = f" --base-host {base_host} --head-host {head_host}" if base_host else ""
         again = f"orch compare --base {base_ref} --head {head_ref}{hosted}{' --recipe ' + recipe if recipe else ''} --wide"

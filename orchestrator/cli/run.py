@@ -15,7 +15,8 @@ from orchestrator.cli.group import Finite, db_option, main
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
 @click.option("--build", "build_ref", default=None,
               help="Build to use: commit prefix, tag or build name (default: the build of the newest upstream "
-                   "commit, by commit date, with every tool; named on the first line).")
+                   "commit, by commit date, with every tool; named on the first line). Several, A,B: one sweep "
+                   "with every arm on each build, interleaved, for `orch compare` (CLI and bench recipes).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
 @click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
@@ -99,12 +100,14 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         build = runnable(chosen.build)
     prepared = recipe_run.prepare_recipe(request, build, executor=executor)
     build = prepared.build
+    names = ",".join(b.name for b in prepared.builds) or build.name
     if dry_run and as_json:
-        click.echo(json.dumps({"build": build.name, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
+        click.echo(json.dumps({"build": names, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
                                "arms": prepare.dry_run_rows(prepared.arms)}, indent=1))
         return
     if dry_run:
-        click.echo(f"build {build.name} ({build.dir}), {prepared.plan.repeat} repeat(s)")
+        where = f"builds {names}, crossed and interleaved" if prepared.builds else f"build {build.name} ({build.dir})"
+        click.echo(f"{where}, {prepared.plan.repeat} repeat(s)")
         click.echo("\n".join(prepare.dry_run_lines(prepared.arms)))
         return
     options = recipe_run.RunOptions(timeout=timeout, telemetry_interval=telemetry_interval, order=order,

@@ -25,6 +25,7 @@ from orchestrator.analyze import summary_cache
 from orchestrator.build.finished import Build
 from orchestrator.cluster import worker as ray_worker
 from orchestrator.errors import ClusterUnavailable, Interrupted, RayMissing
+from orchestrator.models import tokens
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import sweep
@@ -206,7 +207,8 @@ def _finish(db: store.Database, uids: dict[str, list[int]], status: str) -> list
         ids = queries.sweep_ids_by_uid(con, list(uids))
         for uid, (done, failed) in uids.items():
             if status == "done":
-                store.check_outputs(con, ids[uid])  # over the whole sweep, every round merged
+                # over the whole sweep, every round merged
+                store.check_outputs(con, ids[uid], tokens.RunTokenizer())
             store.end_sweep(con, ids[uid], status)
             if status == "done":
                 summary_cache.keep(con, [ids[uid]])

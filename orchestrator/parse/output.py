@@ -11,8 +11,8 @@ part of the text compared.
 
 Lengths may differ where the texts agree: llama-speculative-simple stops after the pass that reaches -n, so it
 may print up to a draft window more tokens than llama-completion. Two texts agree when the shorter is a prefix
-of the longer; positions are in characters of the generated text (no vocabulary is at hand here to count
-tokens).
+of the longer; positions are in characters of the generated text, and in tokens where the model's tokenizer read
+both texts again (run/tokens.py, stored by store/parity.py).
 """
 
 from __future__ import annotations
@@ -76,6 +76,17 @@ def generated_text(stdout: str, argv: list[str]) -> str | None:
 def first_difference(a: str, b: str) -> int | None:
     """The first character position where the texts differ, None where the shorter is a prefix of the longer.
     An empty text differs from a non-empty one at 0 (a run that generated nothing did not agree)."""
+    if not a or not b:
+        return None if a == b else 0
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None
+
+
+def first_token_difference(a: list[int], b: list[int]) -> int | None:
+    """The first token position where two token lists differ, None where the shorter is a prefix of the longer
+    (as first_difference for characters)."""
     if not a or not b:
         return None if a == b else 0
     for i, (x, y) in enumerate(zip(a, b)):

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 
 from orchestrator.analyze.costs import StepCost
+
+TITLE_WIDTH = 90  # characters of a figure title's line (matplotlib does not wrap)
 
 
 @dataclass
@@ -30,6 +33,9 @@ class SweepData:
     models: list[ModelFile] = field(default_factory=list)
     outcomes: list[dict] = field(default_factory=list)  # queries.arm_outcomes rows of this sweep
     costs: dict[str, StepCost] = field(default_factory=dict)  # by arm
+    # The parameters one value in this sweep and another in a sibling (the same recipe in the same report): what
+    # tells their figures apart ("prompt=Monday, Tuesday,.., n_predict=64"); empty without siblings.
+    differs: str = ""
 
     @property
     def id(self) -> int:
@@ -44,6 +50,20 @@ class SweepData:
     def label(self) -> str:
         recipe = str(self.sweep.get("recipe_path") or "").rsplit("/", 1)[-1]
         return f"sweep {self.id} ({recipe}, {self.sweep.get('build_name')})"
+
+    @property
+    def model(self) -> str:
+        """The target file the sweep's arms ran (or how many), for a figure's title."""
+        targets = list(dict.fromkeys(m.file for m in self.models if m.role == "target"))
+        return targets[0] if len(targets) == 1 else f"{len(targets)} target models" if targets else "model unknown"
+
+    def figure_title(self, what: str) -> str:
+        """A PNG's title that stands alone: what it shows and the sweep, then recipe, build, model and what tells
+        it from sibling sweeps, wrapped to the figure."""
+        recipe = str(self.sweep.get("recipe_path") or "").rsplit("/", 1)[-1]
+        facts = f"{recipe}, {self.sweep.get('build_name')}, {self.model}" + (f"; {self.differs}" if self.differs
+                                                                              else "")
+        return f"Sweep {self.id}: {what}\n" + textwrap.fill(facts, TITLE_WIDTH)
 
 
 @dataclass

@@ -75,16 +75,17 @@ def write_report(out_dir: Path, data: ReportData) -> Path:
 
 def _sweep_section(sd: SweepData, out_dir: Path) -> list[str]:
     label = sd.label.removeprefix("sweep ")
-    out = [f"## Sweep {tables.md_text(label)}", "", "### What ran", "", *provenance.what_ran(sd), "Model files:", "",
+    heading = f"{label}; {sd.differs}" if sd.differs else label
+    out = [f"## Sweep {tables.md_text(heading)}", "", "### What ran", "", *provenance.what_ran(sd), "Model files:", "",
            *provenance.models_table(sd.models), "### Arms", "", *provenance.parameters(sd), "### Results", ""]
     out += results.results_table(sd) + results.energy_note(sd)
     decode = plots.decode_per_arm(results.decode_bars(sd), out_dir / f"decode-sweep{sd.id}.png",
-                                  f"Sweep {label}: decode tok/s per arm")
+                                  sd.figure_title("decode tok/s per arm"))
     out += [_image(decode, f"decode tok/s per arm, sweep {sd.id}"), ""] if decode else []
     out += quality.section(sd, out_dir)
     out += ["### Acceptance, speedup and break-even", ""]
     figure = acceptance_plot.acceptance_speedup(results.acceptance_points(sd), out_dir / f"acceptance-sweep{sd.id}.png",
-                                                f"Sweep {label}: acceptance against speedup")
+                                                sd.figure_title("acceptance against speedup"))
     if figure:
         out += [COST_METHOD, "", _image(figure, f"acceptance against speedup, sweep {sd.id}"), ""]
         out += results.cost_table(sd) or ["No arm's step cost could be read (no generated-token counts), so no "
@@ -92,14 +93,14 @@ def _sweep_section(sd: SweepData, out_dir: Path) -> list[str]:
     else:
         out += ["No arm has both an acceptance and a speedup, so there is no acceptance figure; the table below "
                 "says why for each arm.", ""]
-    out += _position_section(sd, out_dir, label)
+    out += _position_section(sd, out_dir)
     out += ["### Failed, skipped and idle arms", "", *provenance.not_measured(sd), ""]
     return out
 
 
-def _position_section(sd: SweepData, out_dir: Path, label: str) -> list[str]:
+def _position_section(sd: SweepData, out_dir: Path) -> list[str]:
     figure = position_plot.acceptance_by_position(results.position_rates(sd), out_dir / f"positions-sweep{sd.id}.png",
-                                                  f"Sweep {label}: acceptance by draft position")
+                                                  sd.figure_title("acceptance by draft position"))
     if not figure:
         return []  # no arm printed per-position rates (older builds, default verbosity): nothing to show
     return ["### Acceptance by draft position", "", POSITION_METHOD, "",
@@ -135,7 +136,12 @@ def _telemetry_section(data: ReportData, out_dir: Path) -> list[str]:
     label = f"run {data.telemetry_run}" if data.telemetry_run is not None else "one run"
     window = data.energy_window
     span = (window["window_start"], window["window_end"]) if window and window.get("samples") else None
-    figure = plots.telemetry(data.telemetry, out_dir / "telemetry.png", f"Telemetry, {label}", span)
+    run = next((r for sd in data.sweeps for r in sd.runs if r["run_id"] == data.telemetry_run), None)
+    whose = f"sweep {run['sweep_id']}, arm {run['arm']}" if run else "its sweep not in this report"
+    phase = ("load, prompt and generation; the generation window shaded" if span else
+             "the whole run: load, prompt and generation")
+    figure = plots.telemetry(data.telemetry, out_dir / "telemetry.png",
+                             f"Telemetry of {label} ({whose})\n{phase}", span)
     names = Sample.__dataclass_fields__
     summary = summarize([Sample(**{k: v for k, v in r.items() if k in names}) for r in data.telemetry])
     rows = [{"figure": k.replace("_bytes", "_mib"), "value": v / 2**20 if k.endswith("_bytes") and v else v}
@@ -144,7 +150,7 @@ def _telemetry_section(data: ReportData, out_dir: Path) -> list[str]:
         rows += [{"figure": "generation_window_s", "value": window["seconds"]},
                  {"figure": "generation_power_mean_w", "value": window["power_w"]},
                  {"figure": "joules_per_token", "value": window["joules_per_token"]}]
-    out = [f"## Telemetry ({label})", "", tables.render(rows, "md"), ""]
+    out = [f"## Telemetry ({tables.md_text(f'{label}, {whose}')})", "", tables.render(rows, "md"), ""]
     return out + ([_image(figure, "telemetry over time"), ""] if figure else [])
 
 

@@ -49,6 +49,8 @@ def acceptance_by_position(arms: list[ArmRates], path: Path, title: str) -> Path
     key = fig.add_axes((0.52, 0.12, 0.47, 0.76))
     key.axis("off")
     width = max(len(a.mean) for a in shown)
+    # The axis to the data (a server arm's rates of a few percent must not lie flat under a 0-100% axis)
+    top = min(105.0, max(5.0, 1.15 * 100 * max(v for a in shown for run in [a.mean, *a.runs] for v in run)))
     for a in shown:
         color = colors[a.number]
         for run in a.runs:
@@ -57,14 +59,14 @@ def acceptance_by_position(arms: list[ArmRates], path: Path, title: str) -> Path
         mean = a.mean
         ax.plot(range(1, len(mean) + 1), [100 * v for v in mean], "o-", color=color, markersize=4, linewidth=1.5)
     # Each arm's number left of its first point, moved apart vertically where first points are close.
-    gap = 1.3 * LABEL_PT / (0.76 * height * 72) * 105  # one label's height in axis units
-    heights = _spread([100 * a.mean[0] for a in shown], gap, 0, 105)
+    gap = 1.3 * LABEL_PT / (0.76 * height * 72) * top  # one label's height in axis units
+    heights = _spread([100 * a.mean[0] for a in shown], gap, 0, top)
     for a, y in zip(shown, heights):
         ax.annotate(str(a.number), (1, 100 * a.mean[0]), xytext=(0.55, y), textcoords="data", fontsize=LABEL_PT,
                     fontweight="bold", color=colors[a.number], ha="right", va="center", annotation_clip=False,
                     arrowprops={"arrowstyle": "-", "color": colors[a.number], "linewidth": 0.5, "alpha": 0.6})
     ax.set_xlim(-0.1, width + 0.5)
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, top)
     ax.set_xticks(range(1, width + 1) if width <= 20 else range(1, width + 1, max(1, width // 10)))
     ax.set_xlabel("draft position")
     ax.set_ylabel("steps that accepted this position %")

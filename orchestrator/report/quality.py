@@ -14,13 +14,16 @@ from orchestrator.report.data import SweepData
 from orchestrator.report.plots import plt, save
 
 # Parameters that choose what the quality row measures: arms differing only in these share one front.
-QUALITY_PARAMS = {"quant", "cache_type", "cache_type_k", "cache_type_v", "target", "model"}
+Z95 = 1.96  # a standard error to a 95% interval, for llama-perplexity's errors (its sample is thousands of tokens)
+QUALITY_PARAMS = ("quant", "cache_type", "cache_type_k", "cache_type_v", "target", "model")  # in label order
 METHOD = (
     "Quality is measured once per model file, build, text, context and KV-cache type with llama-perplexity on the "
     "evaluation text: PPL with its error, ΔPPL % = PPL / PPL(base) - 1 and the KL divergence of each next-token "
     "distribution from the base model's (mean), same top p the share of positions whose most likely token is the "
     "base's. Memory: `est.` is the pre-flight estimate (weights + KV cache), `peak` the measured peak resident set "
-    "(CPU) of the speed run. The front joins the arms no other arm beats on both decode speed and quality loss.")
+    "(CPU) of the speed run. Each figure has its error (± one standard error, as llama-perplexity gives it; ΔPPL's is "
+    "that of the ratio PPL/PPL(base) over the same tokens, far below PPL's own). The front joins the arms no other "
+    "arm beats on both decode speed and quality loss beyond their 95% intervals.")
 
 
 def section(sd: SweepData, out_dir: Path) -> list[str]:
@@ -40,43 +43,66 @@ def table(sd: SweepData, rows: list[dict]) -> list[str]:
               "peak memory": _mib(r.get("peak_rss_bytes")), "prefill tok/s": _num(r.get("prompt_tps")),
               "decode tok/s": _num(r.get("decode_tps")),
               "PPL": None if r["ppl"] is None else f"{r['ppl']:.4g} ± {r['ppl_err'] or 0:.2g}",
-              "ΔPPL %": None if r.get("dppl_pct") is None else f"{r['dppl_pct']:+.2f}",
-              "KLD": None if r.get("kld") is None else f"{r['kld']:.4g}",
-              "same top p": None if r.get("same_top_p") is None else f"{r['same_top_p']:.1f}%"}
+              "ΔPPL %": None if r.get("dppl_pct") is None else f"{r['dppl_pct']:+.2f}" + _err(r, "dppl_err"),
+              "KLD": None if r.get("kld") is None else f"{r['kld']:.4g}" + _err(r, "kld_err"),
+              "same top p": None if r.get("same_top_p") is None else f"{r['same_top_p']:.1f}%" +
+              _err(r, "same_top_p_err")}
              for r in rows]
     return [tables.render(shown, "md")]
 
 
 def speed_quality(sd: SweepData, rows: list[dict], path: Path) -> Path | None:
-    """decode tok/s against KLD (or ΔPPL % where no arm has a KLD), each arm numbered; one colour and one Pareto
-    front per setting (the arm's parameters but its quantization and cache type: a 32K-deep arm is never weighed
-    against an 8K one)."""
+    """decode tok/s (with its 95% interval) against KLD or ΔPPL % where no arm has a KLD (with llama-perplexity's
+    error), each point labelled by its arm; one colour and one Pareto front per setting (the arm's parameters but
+    its quantization and cache type: a 32K-deep arm is never weighed against an 8K one). The front drops a point
+    only where another beats it beyond both intervals (analyze/quality.pareto_front)."""
     use_kld = any(r.get("kld") is not None for r in rows)
-    key, label = ("kld", "mean KL divergence from the base (lower is better)") if use_kld else \
-        ("dppl_pct", "ΔPPL % against the base (lower is better)")
+    key, err, label = ("kld", "kld_err", "mean KL divergence from the base (95% interval; lower is better)") \
+        if use_kld else ("dppl_pct", "dppl_err", "ΔPPL % against the base (95% interval; lower is better)")
     varying = {k for r in rows for k, v in (r.get("params") or {}).items()
                if any((o.get("params") or {}).get(k) != v for o in rows)}
-    groups: dict[str, list[tuple[float, float, int]]] = {}
+    groups: dict[str, list[dict]] = {}
     for r in rows:
         if r.get(key) is not None and r.get("decode_tps"):
-            groups.setdefault(setting(r, varying), []).append((r[key], r["decode_tps"], sd.numbers[r["arm"]]))
+            groups.setdefault(setting(r, varying), []).append(r)
     if not groups:
         return None
-    fig, ax = plt.subplots(figsize=(8.5, 5.2))
-    for i, (name, pts) in enumerate(groups.items()):
+    fig, ax = plt.subplots(figsize=(10, 6))
+    for i, (name, arms) in enumerate(groups.items()):
         color = f"C{i % 10}"
-        front = sorted((pts[j] for j in pareto_front([(x, y) for x, y, _ in pts])), key=lambda p: p[0])
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], color=color, alpha=0.5, zorder=2)
-        ax.plot([p[0] for p in front], [p[1] for p in front], "o-", color=color, zorder=3,
+        spans = [_point(r, key, err) for r in arms]
+        front = sorted((spans[j] for j in pareto_front(spans)), key=lambda p: p[0])
+        for (x, x_low, x_high, y, y_low, y_high), r in zip(spans, arms):
+            ax.errorbar(x, y, xerr=[[x - x_low], [x_high - x]], yerr=[[y - y_low], [y_high - y]], fmt="o",
+                        color=color, alpha=0.6, capsize=2, zorder=2)
+            ax.annotate(f"{sd.numbers[r['arm']]} {_short(r, varying)}", (x, y), textcoords="offset points",
+                        xytext=(5, 4), fontsize=7)
+        ax.plot([p[0] for p in front], [p[3] for p in front], "-", color=color, zorder=3,
                 label=f"{name}: Pareto front" if name else "Pareto front")
-        for x, y, n in pts:
-            ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set_xlabel(label)
-    ax.set_ylabel("decode tok/s (mean of ok runs)")
-    ax.set_title(f"Sweep {sd.id}: speed against quality (numbers: arms in the table)")
+    ax.set_ylabel("decode tok/s (mean of ok runs, 95% interval)")
+    ax.set_title(sd.figure_title("speed against quality"), fontsize=10)
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     return save(fig, path)
+
+
+def _point(row: dict, key: str, err: str) -> tuple[float, float, float, float, float, float]:
+    """(loss, low, high, speed, low, high): both in their 95% intervals (loss ± 1.96 standard errors; either its
+    value alone where no error is known)."""
+    loss, e, speed = row[key], Z95 * (row.get(err) or 0.0), row["decode_tps"]
+    return (loss, loss - e, loss + e, speed, row.get("ci_low") or speed, row.get("ci_high") or speed)
+
+
+def _short(row: dict, varying: set[str]) -> str:
+    """What a point's label says of its arm: the values that tell it apart (q4_0-asked-q2_k), else its name."""
+    params = row.get("params") or {}
+    told = [str(params[k]) for k in QUALITY_PARAMS if k in varying and k in params]
+    return ", ".join(told) or row["arm"]
+
+
+def _err(row: dict, key: str) -> str:
+    return "" if row.get(key) is None else f" ± {row[key]:.2g}"
 
 
 def setting(row: dict, varying: set[str]) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.analyze import summary, verdict
+from orchestrator import tables
+from orchestrator.analyze import cells, summary, verdict
 from orchestrator.analyze.compare_builds import compare_builds
 from orchestrator.errors import NoSuchBuild, NoSuchSweep, OrchError
 from orchestrator.machine import envinfo
@@ -37,12 +38,31 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
                                 verdict=verdicts.get(sid, f"sweep {sid}: no measured run"),
                                 models=models.get(sid, []), outcomes=[o for o in outcomes if o["sweep_id"] == sid],
                                 costs={arm: c for (sweep, arm), c in step_costs.items() if sweep == sid}))
+    _name_differences(sweeps)
     chosen = _telemetry_run(con, runs, run_id)
     data = ReportData(title=f"orch report: sweep{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}",
                       sweeps=sweeps, env=queries.sweep_env(con, max(ids)) or envinfo.snapshot(),
                       pairs=_pairs(con, runs, stored), telemetry=queries.telemetry_rows(con, chosen) if chosen else [],
                       telemetry_run=chosen, energy_window=queries.run_energy_row(con, chosen) if chosen else None)
     return write_report(out, data)
+
+
+def _name_differences(sweeps: list[SweepData]) -> None:
+    """Each sweep's `differs`: the parameters with one value in it and another in a sweep of the same recipe in
+    this report (its figures' titles would otherwise read alike)."""
+    def constant(sd: SweepData) -> dict:
+        values: dict = {}
+        for row in sd.rows:
+            for k, v in (row.get("params") or {}).items():
+                values.setdefault(k, set()).add(json.dumps(v, sort_keys=True, default=str))
+        return {k: next(iter(v)) for k, v in values.items() if len(v) == 1}
+
+    fixed = {sd.id: constant(sd) for sd in sweeps}
+    for sd in sweeps:
+        siblings = [o for o in sweeps if o is not sd and o.sweep.get("recipe_hash") == sd.sweep.get("recipe_hash")]
+        mine = fixed[sd.id]
+        names = [k for k in mine if any(fixed[o.id].get(k) != mine[k] for o in siblings)]
+        sd.differs = ", ".join(f"{k}={tables.cell(cells.param_value(json.loads(mine[k]), True))}" for k in names)
 
 
 def _telemetry_run(con, runs: list[dict], run_id: int | None) -> int | None:

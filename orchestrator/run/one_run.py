@@ -249,8 +249,9 @@ def _speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
     target = p.models.target if p.models else None
     bw = measuring.bandwidth
     bound, pct = figures.run_roofline(m["decode_tps"], bw.bytes_per_s if bw else None,
-                                      target.decode_bytes if target else None)
-    return text + (f", {pct:.0f}% of the {bound:.0f} tok/s {bw.label} bound" if pct is not None else "")
+                                      target.decode_bytes if target else None, m.get("n_generated"),
+                                      m.get("n_accepted"))
+    return text + (f", target passes at {pct:.0f}% of the {bound:.0f}/s {bw.label} bound" if pct is not None else "")
 
 
 def _read(path: Path) -> bytes:

@@ -33,6 +33,7 @@ class PreparedArm:
     prompt_set: str | None = None  # server mode: "<name>@<sha256 of the records, 12 hex>"
     model_notes: list[str] = field(default_factory=list)  # which fetched file a hub reference is; the draft's cost
     draft_warning: str | None = None  # before launch: a draft no acceptance can make pay (models/draft_cost)
+    build: Build | None = None  # the build it runs on, where a sweep crosses arms with builds; None: the sweep's
 
 
 def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[PreparedArm]:

@@ -14,7 +14,8 @@ A Ray worker, which receives a rendered plan rather than a recipe file, enters a
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from pathlib import Path
 
 from orchestrator import config, store
@@ -28,6 +29,8 @@ from orchestrator.recipe.schedule import Slot
 from orchestrator.run import depth_fit, prepare, quality, sweep
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
+
+CROSSED_MODES = ("cli", "bench")  # the modes one sweep may cross with several builds
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class PreparedRecipe:
     arms: list[PreparedArm]
     database: store.Database
     quants: list = field(default_factory=list)  # quality mode: the quantized files its arms measure
+    builds: list[Build] = field(default_factory=list)  # `--build A,B`: every build its arms are crossed with
 
 
 @dataclass
@@ -80,7 +84,11 @@ def builtins(build: Build) -> dict:
 
 def prepare_recipe(request: RecipeRequest, build: Build | None = None, *, executor: str = "local") -> PreparedRecipe:
     """The recipe rendered for its build (`build`, else request.build_ref's) and checked; nothing written.
-    executor: where it will run (a mode the Ray executor cannot run is refused before any work)."""
+    executor: where it will run (a mode the Ray executor cannot run is refused before any work). Several builds
+    (`--build A,B`): one sweep crossing the arms with them (prepare_crossed)."""
+    refs = [r.strip() for r in (request.build_ref or "").split(",") if r.strip()]
+    if build is None and len(refs) > 1:
+        return prepare_crossed(request, refs, executor=executor)
     build = build or runnable_build(request.build_ref)
     plan = choose_arms(load(request.recipe, builtins=builtins(build), vars_file=request.vars_file,
                             overrides=request.overrides, repeat=request.repeat, models=request.models), request.arms)
@@ -104,11 +112,47 @@ def prepare_plan(plan: Plan, build: Build, *, database: store.Database, translat
     return PreparedRecipe(build, plan, arms, database, quants)
 
 
+def prepare_crossed(request: RecipeRequest, refs: list[str], *, executor: str = "local") -> PreparedRecipe:
+    """`--build A,B[,...]`: the recipe prepared for each build, its arms crossed with the builds in one plan, named
+    `BUILD/ARM` and ordered arm by arm (A's baseline, B's baseline, A's first arm, B's, ...), so that the sweep's
+    interleaved order alternates the builds within every repeat and drift hits each alike. Each build's arms are
+    measured against its own control, as in a sweep of one build; only the first build's baseline is the sweep's
+    baseline, and every other build's baseline is a control measured against it (the builds' plain decoding,
+    paired by repeat: never a speculation result). CLI and bench modes (a server or quality sweep runs one build:
+    run it per build, then compare)."""
+    builds = list({b.name: b for b in (runnable_build(r) for r in refs)}.values())
+    if len(builds) < 2:
+        raise InvalidOption(f"--build {','.join(refs)} names one build ({builds[0].name}); name two builds to cross, "
+                            f"or one to run alone")
+    if executor != "local":
+        raise InvalidOption("--build with several builds runs with the local executor: its runs alternate on one "
+                            "machine; drop --executor ray (or run each build there and compare them)")
+    each = [prepare_recipe(replace(request, build_ref=b.name), b) for b in builds]
+    mode = each[0].plan.mode
+    if mode not in CROSSED_MODES:
+        raise InvalidOption(f"--build with several builds crosses CLI and bench recipes; this is a {mode} recipe: run "
+                            f"it once per build (--build {builds[0].name}, then --build {builds[1].name}) and compare "
+                            f"them with `orch compare --base {builds[0].name} --head {builds[1].name}`")
+    first_baseline = next((p.arm.name for p in each[0].arms if p.arm.is_baseline), None)
+    for prepared, build in zip(each, builds):
+        names = {p.arm.name: f"{build.name}/{p.arm.name}" for p in prepared.arms}
+        for p in prepared.arms:
+            p.arm = replace(p.arm, name=names[p.arm.name], reference=names.get(p.arm.reference, p.arm.reference))
+            p.build = build
+            if p.arm.is_baseline and build is not builds[0]:  # the other builds' plain decoding, against the first's
+                p.arm = replace(p.arm, is_baseline=False, is_control=True,
+                                reference=f"{builds[0].name}/{first_baseline}")
+    crossed = [p for group in zip_longest(*(e.arms for e in each)) for p in group if p is not None]
+    plan = replace(each[0].plan, arms=[p.arm for p in crossed])
+    return PreparedRecipe(builds[0], plan, crossed, each[0].database, builds=builds)
+
+
 def record_setup(prepared: PreparedRecipe) -> None:
     """What every run of the sweep refers to, stored before it: the build, the quantized files, and quality mode's
     base logits (a text too short stops here, before a sweep row exists)."""
     with prepared.database.write() as con:
-        register(con, prepared.build, only_if_missing=True)  # every run's build is described in the same file
+        for build in prepared.builds or [prepared.build]:  # every run's build is described in the same file
+            register(con, build, only_if_missing=True)
         for q in prepared.quants:
             store.record_quant(con, q.to_dict())
     if prepared.plan.mode == "quality":

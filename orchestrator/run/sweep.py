@@ -22,6 +22,7 @@ from orchestrator.analyze import summary_cache
 from orchestrator.build.finished import Build
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
+from orchestrator.models import tokens
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import length_match, one_run, quality, resume, server_run
@@ -71,7 +72,7 @@ class SweepResult:
 def device_bandwidth(build: Build) -> roofline.Bandwidth:
     """The GPU's theoretical bandwidth for CUDA builds on a machine with NVML, else the CPU's, measured once."""
     gpu = 0 if build.cuda and nvml.available() else None
-    return roofline.device_bandwidth(config.cache_dir() / "bandwidth.json", gpu)
+    return roofline.device_bandwidth(config.bandwidth_cache(), gpu)
 
 
 def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[PreparedArm], *, orch_argv: list[str],
@@ -141,7 +142,8 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         _record_models_and_notes(db, sweep.prepared, progress)
         for slot, run_id in zip(sweep.slots, sweep.run_ids):
             stops.check()
-            s = one_run.Slot(sweep.id, run_id, sweep.build, sweep.plan, by_name[slot.arm], slot, sweep.work_dir,
+            p = by_name[slot.arm]
+            s = one_run.Slot(sweep.id, run_id, p.build or sweep.build, sweep.plan, p, slot, sweep.work_dir,
                              measuring)
             if pool:
                 record, line = one_run.run_server_slot(s, timeout, pool)
@@ -178,7 +180,8 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     _stop_pool(pool)
     pending.flush()
     with db.write() as con:
-        store.check_outputs(con, sweep.id)  # the summary's output_differs and degenerate_loop warnings
+        # the summary's output_differs and degenerate_loop warnings
+        store.check_outputs(con, sweep.id, tokens.RunTokenizer())
         store.end_sweep(con, sweep.id, "done")
         if keep_summary:
             summary_cache.keep(con, [sweep.id])

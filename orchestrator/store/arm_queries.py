@@ -13,6 +13,7 @@ from orchestrator.store.figures import (
     log_interval,
     roofline_pct,
     speedup,
+    tokens_per_step,
 )
 
 Con = duckdb.DuckDBPyConnection
@@ -30,7 +31,8 @@ WITH picked AS (
            r.mode, r.repeat_index, {bound_tps('r.bandwidth_bytes_per_s', 'r.decode_bytes')} AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
            m.mean_accept_len, m.accept_rate_per_pos, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
-           m.outputs_differ, m.outputs_compared, m.first_diff_char, m.n_generated, m.loop_share, m.degenerate_loop
+           m.outputs_differ, m.outputs_compared, m.first_diff_char, m.first_diff_token, m.n_generated, m.loop_share,
+           m.degenerate_loop
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
 arms AS (
@@ -59,6 +61,9 @@ arms AS (
            -- sums of counts as BIGINT, not the HUGEINT that sum gives (slower to read into Python; none comes near)
            coalesce(sum(n_drafted) FILTER ({_OK}), 0)::BIGINT AS drafted,
            coalesce(sum(n_accepted) FILTER ({_OK}), 0)::BIGINT AS accepted,
+           -- the tokens one target pass yielded, over the runs that count both (the roofline is per pass)
+           {tokens_per_step(f"sum(n_generated) FILTER ({_OK} AND n_accepted IS NOT NULL)",
+                            f"sum(n_accepted) FILTER ({_OK} AND n_generated IS NOT NULL)")} AS tokens_per_step,
            -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
            count(*) FILTER ({_OK} AND NOT coalesce(is_baseline, false) AND NOT coalesce(is_control, false)
                             AND n_drafted = 0) AS idle,
@@ -66,6 +71,8 @@ arms AS (
            sum(outputs_compared) FILTER ({_OK})::BIGINT AS outputs_compared,
            sum(outputs_differ) FILTER ({_OK})::BIGINT AS outputs_differ,
            min(first_diff_char) FILTER ({_OK}) AS first_diff_char,
+           -- the token position of the same (earliest) difference, not the smallest of another run's
+           arg_min(first_diff_token, first_diff_char) FILTER ({_OK}) AS first_diff_token,
            -- generated tokens, and runs whose generated text loops (store/loops.py)
            min(n_generated) FILTER ({_OK}) AS generated_min, max(n_generated) FILTER ({_OK}) AS generated_max,
            count(*) FILTER ({_OK} AND degenerate_loop) AS looped, max(loop_share) FILTER ({_OK}) AS loop_share
@@ -136,10 +143,11 @@ SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
        {log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
        {log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
        {speedup("p.n_base", "p.mean_base")} AS speedup_vs_baseline,
-       a.prompt_tps, a.bound_tps, {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps')} AS roofline_pct,
-       f.bandwidth_label AS bound_label, a.failed, a.skipped, a.failures,
+       a.prompt_tps, a.bound_tps,
+       {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps', 'a.tokens_per_step')} AS roofline_pct,
+       f.bandwidth_label AS bound_label, a.tokens_per_step, a.failed, a.skipped, a.failures,
        v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char,
-       a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
+       a.first_diff_token, a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
        coalesce(p.unequal_pairs, 0) AS unequal_pairs, p.unequal_min, p.unequal_max, p.unequal_ref_min,
        p.unequal_ref_max
 FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id

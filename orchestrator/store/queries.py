@@ -193,10 +193,11 @@ _PARITY_PAIRS = f"""
 
 def output_differences(con: Con, sweep_id: int) -> list[dict]:
     """Server runs at temperature 0 (paired as _PARITY_PAIRS): outputs compared with the paired run's for the same
-    prompt, how many differ, and the differing pairs' texts [arm's, reference's] where stored (NULL before m011)."""
+    prompt, how many differ, the differing pairs' texts [arm's, reference's] where stored (NULL before m011), and
+    both runs' argvs (which tokenizer reads the texts)."""
     return rows_as_dicts(con.execute(f"""
         WITH pairs AS ({_PARITY_PAIRS})
-        SELECT p.run_id, p.arm, count(*) AS compared,
+        SELECT p.run_id, p.arm, p.argv, p.ref_argv, count(*) AS compared,
                count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing,
                list([q.output_text, b.output_text]) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing_texts
         FROM pairs p
@@ -204,7 +205,7 @@ def output_differences(con: Con, sweep_id: int) -> list[dict]:
         JOIN requests b ON b.run_id = p.ref_run AND b.prompt_id = q.prompt_id AND b.status = 'ok'
         WHERE p.mode = 'server'
           AND CAST(p.params->>'temperature' AS DOUBLE) = 0 AND CAST(p.ref_params->>'temperature' AS DOUBLE) = 0
-        GROUP BY p.run_id, p.arm ORDER BY p.run_id""", [sweep_id]))
+        GROUP BY p.run_id, p.arm, p.argv, p.ref_argv ORDER BY p.run_id""", [sweep_id]))
 
 
 def cli_output_pairs(con: Con, sweep_id: int) -> list[dict]:
@@ -233,15 +234,34 @@ def sweep_ids_with_runs(con: Con) -> list[int]:
 
 # --- two builds side by side --------------------------------------------------------------------------------------
 
+RUN_BUILD = "coalesce(rb.name, s.build_name)"  # a run's build name (rb: its builds row), else its sweep's
+
+
+def crossed_sweeps(con: Con, base: str, head: str, recipe: str | None = None) -> list[int]:
+    """Sweeps that ran both builds interleaved (`orch run --build A,B`): ok runs of each in one sweep."""
+    where, args = ["r.status = 'ok'", PLANNED_RUN.format(run="r")], []
+    if recipe:
+        where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
+        args += [recipe, recipe.lstrip("./")]
+    return [row[0] for row in con.execute(f"""
+        SELECT r.sweep_id
+        FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
+        WHERE {" AND ".join(where)}
+        GROUP BY r.sweep_id HAVING count(*) FILTER ({RUN_BUILD} = ?) > 0 AND count(*) FILTER ({RUN_BUILD} = ?) > 0
+        ORDER BY r.sweep_id""", [*args, base, head]).fetchall()]
+
+
 def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: list[int] | None,
                    host: str | None = None) -> list[dict]:
     """A build's measured runs (on `host`: its hostname or host id prefix) grouped by the columns that make "the
     same test" (params as stored text).
 
-    Per group: the first run's arm and recipe file name, run counts by outcome, and the ok runs' decode tok/s as a
-    list.
+    Per group: the first run's arm and recipe file name, run counts by outcome, the ok runs' decode tok/s as a
+    list, and for each of those "sweep:repeat" (what pairs it with another build's run of one interleaved sweep),
+    and when the group's runs started and ended. A run is its own build's (a sweep of several builds, `orch run
+    --build A,B`, holds runs of each), the sweep's for rows stored before runs named theirs.
     """
-    where, args = ["s.build_name = ?", "r.status <> 'running'", PLANNED_RUN.format(run="r")], [build_name]
+    where, args = [f"{RUN_BUILD} = ?", "r.status <> 'running'", PLANNED_RUN.format(run="r")], [build_name]
     if recipe:
         where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
         args += [recipe, recipe.lstrip("./")]
@@ -253,15 +273,23 @@ def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: 
         args += [host, host]
     return rows_as_dicts(con.execute(f"""
         SELECT s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, '') AS prompt_set,
-               r.mode, arg_min(r.arm, r.id) AS arm, arg_min(regexp_extract(s.recipe_path, '[^/]+$'), r.id) AS recipe,
+               -- the arm's name without the build a crossed sweep puts before it (BUILD/ARM)
+               r.mode, arg_min(CASE WHEN starts_with(r.arm, {RUN_BUILD} || '/')
+                                    THEN substr(r.arm, length({RUN_BUILD}) + 2) ELSE r.arm END, r.id) AS arm,
+               arg_min(regexp_extract(s.recipe_path, '[^/]+$'), r.id) AS recipe,
                min(r.id) AS first_run, count(*) AS runs,
                count(*) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
                count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
                -- A bench-mode prefill test (pp) has no decode speed: its prefill tok/s is what it measures.
                coalesce(list(coalesce(m.decode_tps, CASE WHEN r.mode = 'bench' THEN m.encode_tps END) ORDER BY r.id)
                    FILTER (WHERE r.status = 'ok' AND coalesce(m.decode_tps, CASE WHEN r.mode = 'bench'
-                                                              THEN m.encode_tps END) IS NOT NULL), []) AS samples
+                                                              THEN m.encode_tps END) IS NOT NULL), []) AS samples,
+               coalesce(list(r.sweep_id || ':' || r.repeat_index ORDER BY r.id)
+                   FILTER (WHERE r.status = 'ok' AND coalesce(m.decode_tps, CASE WHEN r.mode = 'bench'
+                                                              THEN m.encode_tps END) IS NOT NULL), []) AS sample_keys,
+               min(r.started_at) AS started, max(r.ended_at) AS ended
         FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+             LEFT JOIN builds rb ON rb.id = r.build_id
         WHERE {" AND ".join(where)}
         GROUP BY s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, ''), r.mode
         ORDER BY first_run""", args))

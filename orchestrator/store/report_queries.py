@@ -53,10 +53,15 @@ def report_arm_models(con: Con, sweep_ids: list[int]) -> list[dict]:
 
 
 def models_matching(con: Con, shas: list[str], paths: list[str]) -> list[dict]:
-    """Stored GGUF facts of the models with these hashes, or last seen at these paths."""
+    """Stored GGUF facts of the models with these hashes, or last seen at these paths. file_type is the GGUF's
+    general.file_type, which llama-quantize writes as asked even where it replaced the type: a quantized copy orch
+    made that is not what was asked (replaced, or requantized) is named by its quant label instead."""
     return rows_as_dicts(con.execute("""
-        SELECT sha256, path, size_bytes, architecture, name, parameters, file_type FROM models
-        WHERE sha256 IN (SELECT unnest(?::VARCHAR[])) OR path IN (SELECT unnest(?::VARCHAR[]))""", [shas, paths]))
+        SELECT m.sha256, m.path, m.size_bytes, m.architecture, m.name, m.parameters,
+               coalesce((SELECT any_value(q.label) FROM quants q WHERE q.sha256 = m.sha256 AND q.label <> q.requested),
+                        m.file_type) AS file_type
+        FROM models m
+        WHERE m.sha256 IN (SELECT unnest(?::VARCHAR[])) OR m.path IN (SELECT unnest(?::VARCHAR[]))""", [shas, paths]))
 
 
 def arm_outcomes(con: Con, sweep_ids: list[int]) -> list[dict]:

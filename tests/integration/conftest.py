@@ -52,12 +52,14 @@ def real_build(orch_exe, cache_env):
 
 
 def llama_servers_under(path) -> list:
+    """Running llama-server binaries under path: the program itself, not any command line that names it (a
+    compiler building llama-server.dir in the same cache, for another test session, is no leftover server)."""
     import psutil
 
     found = []
     for p in psutil.process_iter(["name", "cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if "llama-server" in cmd and str(path) in cmd:
+        argv = p.info["cmdline"] or []
+        if argv and Path(argv[0]).name == "llama-server" and str(path) in argv[0]:
             found.append(p)
     return found
 

@@ -38,7 +38,8 @@ def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env
         assert memfit["models"][0]["kv_bytes"] > 0 and memfit["fits"] is None  # no GPU: nothing to fit against
     env = json.loads(db_rows(sweep_env, "SELECT env FROM sweeps")[0]["env"])
     assert env["cpu_logical_cores"] >= 1 and env["python"] and env["build"]["upstream_commit"].startswith("0c1e57098")
-    roof = db_rows(sweep_env, "SELECT roofline_pct, bound_tps FROM run_roofline")
+    roof = db_rows(sweep_env, f"SELECT roofline_pct, bound_tps FROM run_roofline v JOIN runs r ON r.id = v.run_id "
+                              f"WHERE r.{PLANNED}")
     assert len(roof) == 6 and all(r["roofline_pct"] > 0 and r["bound_tps"] > 0 for r in roof)
 
 
@@ -66,16 +67,25 @@ def test_each_figure_has_one_definition_on_real_runs(orch_exe, sweep_env):
 
     rows = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "1", "--format", "json",
                                                      env=sweep_env).stdout)}
-    runs = db_rows(sweep_env, "SELECT v.*, r.status FROM run_roofline v JOIN runs r ON r.id = v.run_id "
+    runs = db_rows(sweep_env, "SELECT v.*, r.status, m.n_generated, m.n_accepted, r.params->>'length_of' AS length_of "
+                              "FROM run_roofline v JOIN runs r ON r.id = v.run_id JOIN metrics m ON m.run_id = v.run_id "
                               "WHERE v.sweep_id = 1")
-    assert len(runs) == 6
+    assert len([r for r in runs if r["length_of"] is None]) == 6  # and the draft's matched control runs, if any
     for run in runs:
-        live = figures.run_roofline(run["decode_tps"], run["bandwidth_bytes_per_s"], run["decode_bytes"])
+        live = figures.run_roofline(run["decode_tps"], run["bandwidth_bytes_per_s"], run["decode_bytes"],
+                                    run["n_generated"], run["n_accepted"])
         assert live == pytest.approx((run["bound_tps"], run["roofline_pct"]), rel=1e-12)
+        # per target pass: a pass yields its accepted drafts and one token of its own
+        passes = run["n_generated"] - (run["n_accepted"] or 0)
+        assert run["tokens_per_step"] == pytest.approx(run["n_generated"] / passes if run["n_accepted"] else 1)
+    assert any(r["tokens_per_step"] > 1 for r in runs if r["arm"] == "draft")  # the tiny draft is accepted
     for arm, row in rows.items():
         ok = [r for r in runs if r["arm"] == arm and r["status"] == "ok"]
         mean = lambda key: sum(r[key] for r in ok) / len(ok)  # noqa: E731
-        assert row["roofline_pct"] == pytest.approx(100 * mean("decode_tps") / mean("bound_tps"), rel=1e-9), arm
+        generated, accepted = sum(r["n_generated"] for r in ok), sum(r["n_accepted"] or 0 for r in ok)
+        per_step = generated / (generated - accepted) if accepted else 1
+        assert row["roofline_pct"] == pytest.approx(100 * mean("decode_tps") / per_step / mean("bound_tps"),
+                                                    rel=1e-9), arm
         # the speedup and its interval: the view's paired samples, put through the t-interval on logs here
         samples = db_rows(sweep_env, "SELECT a.tps / b.tps AS ratio FROM decode_samples a JOIN decode_samples b "
                                      "ON b.sweep_id = a.sweep_id AND b.repeat_index = a.repeat_index "

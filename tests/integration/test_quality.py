@@ -125,3 +125,20 @@ def test_bisect_runs_bench_and_quality_recipes_with_the_pre_steps_of_orch_run(or
     assert ran.returncode == bisected.returncode == code, (ran.stderr[-1500:], bisected.stderr[-1500:])
     assert says in ran.stderr and says in bisected.stderr
     assert db_rows(qenv, "SELECT count(*) AS n FROM runs")[0]["n"] == 0  # neither started a run
+
+
+def test_a_replaced_quant_is_named_by_what_its_file_holds_in_every_table(orch_exe, qenv, tmp_path):
+    """The 128-wide tiny target: llama-quantize puts Q4_0 where q2_k was asked. The arm carries the type its file
+    got beside the one asked, in the stored runs, the summary, the verdict and the report's model table."""
+    res = orch_run(orch_exe, ROOT / "recipes" / "quant_matrix.j2", "--vars", str(ROOT / "recipes" / "tiny_quality.toml"),
+                   "--set", "target=tiny-target.gguf", "--set", "quality_base=tiny-target.gguf", "--set",
+                   "short_depth=64", "--arms", "plain:quant=q2_k,context=short", "--repeat", "1", env=qenv, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    arm = "plain:quant=q4_0-asked-q2_k,context=short"
+    stored = db_rows(qenv, "SELECT arm, params->>'quant' AS quant, params->>'quant_asked' AS asked FROM runs")
+    assert {(r["arm"], r["quant"], r["asked"]) for r in stored} == {(arm, "q4_0-asked-q2_k", "q2_k")}
+    assert arm in res.stdout and "quant=q2_k," not in res.stdout  # the summary and its verdict
+    report = run_orch(orch_exe, "report", "--out", str(tmp_path / "rep"), env=qenv)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "Q4_0 (asked q2_k)" in text and "| Q2_K |" not in text

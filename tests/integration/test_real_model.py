@@ -5,6 +5,7 @@ nothing; every run stores how many tokens it generated, and each arm's speedup p
 control runs again at the count an arm decoded past -n)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,11 @@ from integration.conftest import (
     orch_run,
     run_orch,
 )
+from orchestrator.models import tokens
+from orchestrator.parse import output
 
 RECIPE = "recipes/real_demo.j2"
+GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 
 
 @pytest.fixture
@@ -79,3 +83,39 @@ def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe,
     for row in shown:  # a prediction from the other arms' verification cost, shown only where measurement agrees
         assert (row["predicted_speedup_unchecked"] is not None) == (row["drafted"] > 0), row["arm"]
         assert_prediction_checked(row)
+
+
+def test_the_first_differing_token_is_read_by_the_builds_own_tokenizer(real_build, gemma_dir):
+    """Parity's token position comes from the run's build's llama-tokenize on the run's target (vocabulary only):
+    two texts that part at one word part at one token, after the same tokens; text is read as it is (a
+    leading '-' is no flag, a backslash no escape)."""
+    bin_dir = Path(real_build.bin_dir)
+    assert (bin_dir / tokens.TOOL).is_file()  # every build orch makes has it
+    argv = [str(bin_dir / "llama-speculative-simple"), "-m", str(gemma_dir / GEMMA_FILE), "-p", "x"]
+    tokenize = tokens.RunTokenizer()
+    before, after = "def total(items):\n    return", "(items)\n"  # " sum" and " max": a word and its space
+    summed, largest = tokenize(before + " sum" + after, argv), tokenize(before + " max" + after, argv)
+    assert summed and largest and summed != largest
+    at = output.first_token_difference(summed, largest)
+    assert at == len(tokenize(before, argv))  # the shared start, token for token
+    assert summed[:at] == largest[:at] and summed[at] != largest[at]
+    assert tokenize(r"-n a\nb", argv) != tokenize("-n a\nb", argv)  # a backslash and n stay two characters
+    assert tokens.RunTokenizer()("text", [str(bin_dir / "llama-speculative-simple"), "-m", "/nowhere.gguf"]) is None
+
+
+def test_the_quantized_real_model_is_refused_as_a_source_unless_requantizing_is_asked(orch_exe, real_env,
+                                                                                      gemma_dir, tmp_path):
+    """Gemma's only file is Q4_K_M: quantizing it again is refused before anything runs (one line, exit 48, no
+    file), and with --allow-requantize the copy says what it was made from."""
+    source = str(gemma_dir / GEMMA_FILE)
+    refused = run_orch(orch_exe, "models", "quantize", source, "--types", "q8_0", "--out", str(tmp_path / "q"),
+                       env=real_env)
+    assert refused.returncode == 48 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "already quantized (Q4_K_M)" in refused.stderr and "--allow-requantize" in refused.stderr
+    assert not (tmp_path / "q").exists()
+    made = run_orch(orch_exe, "models", "quantize", source, "--types", "q8_0", "--allow-requantize", "--build",
+                    COMMIT, "--out", str(tmp_path / "q"), "--json", env=real_env)
+    assert made.returncode == 0, made.stderr
+    (quant,) = json.loads(made.stdout)
+    assert quant["label"] == "q8_0-from-q4_k_m" and quant["requantized_from"] == "Q4_K_M"
+    assert "Q8_0" in quant["tensor_types"]

@@ -101,6 +101,8 @@ def test_compare_two_builds_and_a_build_with_itself(orch_exe, two_builds_db):
     assert arms.pop("control:llama-speculative-simple")["verdict"] == "newly ok"  # f49e917 cannot run a control
     for row in arms.values():
         assert row["base_n"] == 4 and row["head_n"] == 4 and row["ratio"] > 0 and row["verdict"]
+        assert row["test"] == "mann-whitney"  # measured apart: unpaired, from 4 runs a side
+    assert result["interleaved"] is None and "apart, not interleaved" in result["timing"]
     same = json.loads(run_orch(orch_exe, "compare", "--base", "0c1e570", "--head", "0c1e57098-cpu", "--format",
                                "json", env=two_builds_db).stdout)
     assert same["same_build"] and {r["verdict"] for r in same["rows"]} == {"same build"}
@@ -188,3 +190,41 @@ def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tin
                         "GROUP BY repeat_index ORDER BY 1")
     assert all(r["apart"].total_seconds() < 30 for r in late)  # each pair ran together, not minutes apart
     assert db_rows(env, "SELECT count(*) AS n, min(status) AS status FROM sweeps") == [{"n": 1, "status": "done"}]
+
+
+def test_two_builds_in_one_sweep_alternate_and_compare_pairs_them(orch_exe, two_builds_db, tmp_path):
+    """`orch run --build A,B`: one sweep, every arm on each build, the builds alternating within every repeat;
+    each build's arms against its own reference, B's plain decoding against A's; `orch compare` prefers the
+    interleaved sweep over the two sweeps run apart, and pairs its runs by repeat."""
+    env = {**two_builds_db, "ORCH_DB": str(tmp_path / "crossed.duckdb")}
+    res = run_orch(orch_exe, "run", str(RECIPE_A), "--build", f"{OLD_COMMIT},{COMMIT}", "--vars", TINY_VARS,
+                   "--repeat", "3", env=env, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = db_rows(env, "SELECT r.sweep_id, r.arm, r.repeat_index, b.name AS build, r.status, r.is_baseline, "
+                        f"r.reference_arm, r.executed_argv FROM measured_runs r JOIN builds b ON b.id = r.build_id "
+                        f"WHERE r.{PLANNED} ORDER BY r.id")
+    old, new = "f49e91787-cpu", "0c1e57098-cpu"
+    assert {r["sweep_id"] for r in runs} == {1} and {r["build"] for r in runs} == {old, new}
+    for r in runs:  # each run is its build's, by name and by the binaries it ran
+        assert r["arm"].startswith(r["build"] + "/") and f"/{r['build']}/" in json.loads(r["executed_argv"])[0]
+    for rep in range(3):  # the builds alternate within every repeat
+        order = [r["build"] for r in runs if r["repeat_index"] == rep]
+        assert all(a != b for a, b in zip(order, order[1:])), order
+    assert [r["arm"] for r in runs if r["is_baseline"]] == [f"{old}/baseline"] * 3
+    assert {r["reference_arm"] for r in runs if r["arm"] == f"{new}/baseline"} == {f"{old}/baseline"}
+    assert {r["reference_arm"] for r in runs if r["arm"] == f"{new}/draft"} == \
+        {f"{new}/control:llama-speculative-simple"}
+    # The summary names both builds; the verdict says how the builds' plain decoding compares, never as a win
+    verdict = res.stdout.strip().splitlines()[-1]
+    assert verdict.startswith(f"verdict: sweep 1 (recipe_a.j2, {old} and {new}, interleaved): ")
+    assert f"Builds, plain decoding: {new}/baseline runs at " in verdict and f"{new}/baseline at" not in verdict
+    # With the two sweeps run apart in the same file, compare takes the interleaved one and pairs by repeat.
+    for build in (OLD_COMMIT, COMMIT):
+        assert run_orch(orch_exe, "run", str(RECIPE_A), "--build", build, "--vars", TINY_VARS, "--repeat", "2",
+                        "--no-summary", env=env, timeout=900).returncode == 0
+    result = json.loads(run_orch(orch_exe, "compare", "--base", OLD_COMMIT, "--head", COMMIT, "--format", "json",
+                                 env=env).stdout)
+    assert result["interleaved"] == [1] and "interleaved in sweep 1" in result["timing"]
+    rows = {r["arm"]: r for r in result["rows"]}
+    assert (rows["baseline"]["base_n"], rows["baseline"]["head_n"], rows["baseline"]["test"]) == (3, 3, "paired")
+    assert rows["draft"]["test"] == "paired"

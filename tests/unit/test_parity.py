@@ -2,6 +2,7 @@
 shown in the summary (a difference, a warning; none, none)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,19 @@ def test_first_difference_edges():
     assert output.first_difference("", "abc") == 0 and output.first_difference("", "") is None
 
 
+def test_first_token_difference_edges():
+    assert output.first_token_difference([5, 6, 7], [5, 6, 8]) == 2
+    assert output.first_token_difference([5, 6], [5, 6, 9]) is None  # a prefix: agrees
+    assert output.first_token_difference([], [1]) == 0 and output.first_token_difference([], []) is None
+
+
+def words(text: str, argv: list[str]) -> list[int]:
+    """A tokenizer for the plumbing (the real one, llama-tokenize, is tested on the real model): a token per word
+    or run of spaces, its id the word's sum of code points, and only for the programs these tests run."""
+    assert argv[0].startswith("/b/llama-") and "t.gguf" in argv  # it is given the run's own build and target
+    return [sum(map(ord, w)) for w in re.findall(r"\S+|\s+", text)]
+
+
 def _sweep(tmp_path, arm_stdout: dict[str, str], *, greedy: bool = True, mode: str = "cli"):
     con = store.connect(tmp_path / "r.duckdb")
     sweep = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
@@ -109,6 +123,27 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
     assert "outputs_differ" in text and "2/2" in text and "0/2" in text
 
 
+def test_the_first_difference_is_also_said_in_tokens_where_a_tokenizer_reads_both_texts(tmp_path):
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
+                                         CTRL: log("spec-simple-draft")})
+    eagle3 = output.generated_text(log("spec-simple-eagle3"), SPEC)
+    control = output.generated_text(log("spec-simple-draft"), CONTROL)
+    expected = output.first_token_difference(words(eagle3, SPEC), words(control, CONTROL))
+    assert expected is not None
+    store.check_outputs(con, sweep, words)
+    stored = con.execute("SELECT first_diff_char, first_diff_token FROM metrics WHERE run_id = ?",
+                         [runs[("eagle3", 0)]]).fetchone()
+    assert stored == (1, expected)
+    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
+    assert row["first_diff_token"] == expected
+    assert f"(the first at token {expected}, character 1 of the generated text)" in row["warning_messages"][0]
+    # A re-parse has no tokenizer: it keeps what was found, and no run that agrees gets a position.
+    store.check_outputs(con, sweep)
+    assert con.execute("SELECT first_diff_token FROM metrics WHERE run_id = ?",
+                       [runs[("eagle3", 1)]]).fetchone() == (expected,)
+    assert con.execute("SELECT count(first_diff_token) FROM metrics").fetchone() == (2,)
+
+
 def test_no_comparison_unless_both_runs_sampled_greedily(tmp_path):
     con, sweep, _ = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
                                       CTRL: log("spec-simple-draft")}, greedy=False)
@@ -125,9 +160,10 @@ def test_server_parity_locates_the_first_difference_from_the_stored_texts(tmp_pa
         store.insert_requests(con, [{"run_id": run, "seq": i, "prompt_id": f"p{i}", "status": "ok",
                                      "output_sha256": str(hash(t)), "output_text": t}
                                     for i, t in enumerate(texts[arm])])
-    assert sorted(store.mark_output_differences(con, sweep)) == [("draft", 1, 2), ("draft", 1, 2)]
+    assert sorted(store.mark_output_differences(con, sweep, words)) == [("draft", 1, 2), ("draft", 1, 2)]
     row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
     assert (row["outputs_differ"], row["outputs_compared"], row["first_diff_char"]) == (2, 4, 4)
+    assert row["first_diff_token"] == 2  # "the", " ", then "end" against "END"
 
 
 def test_a_resumed_slot_is_compared_once_with_the_control_run_that_counts(tmp_path):

@@ -150,3 +150,61 @@ def test_the_table_shows_what_tells_tests_apart_and_each_column_once():
     assert wide.columns.count("prompt_set") == 1
     ordered, titles = side_by_side.by_recipe(rows)
     assert titles == {0: "recipe spec_matrix.j2", 4: "recipe server_spec.j2"} and len(ordered) == len(rows)
+
+
+def test_a_prompt_that_tells_one_arm_name_apart_is_never_given_up_and_is_cut():
+    """One recipe run with four prompts (`--set prompt=...`): each arm four times. The prompt says which is which,
+    so a narrow table keeps it (cut like the summary's cells) and gives up another column first."""
+    prompts = ["Write a story about a lighthouse keeper who", "def area(w, h):", "Monday, Tuesday,", "Paris is"]
+    base = [r for p in prompts for arm, extra in (("plain", {}), ("ngram", {"ngram_n": 8}))
+            for r in runs([100, 101], arm=arm, recipe_hash="r1",
+                          arm_params=json.dumps({"prompt": p, "draft_max": 16, **extra}))]
+    rows = side_by_side.compare(base, base)
+    for row in rows:
+        row["recipe_name"] = "real_demo.j2"
+    shown = side_by_side.table(rows)
+    assert "prompt" in shown.columns and "prompt" not in shown.droppable and "prompt" not in shown.hidden
+    assert {r["prompt"] for r in rows} == {"Write a story about a ..", "def area(w, h):", "Monday, Tuesday,",
+                                           "Paris is"}
+
+
+def _side(samples, keys=()):
+    return side_by_side.Side(arm="a", samples=list(samples), keys=list(keys))
+
+
+def test_orch_compare_gives_no_verdict_where_no_test_can_reach_it():
+    """Three runs a side measured apart: Mann-Whitney cannot go below p 0.1, so `orch compare` (strict) calls
+    nothing and says what would; the loose rule bisect keeps still reads the intervals."""
+    base, head = _side([98, 100, 102]), _side([130, 133, 136])
+    [strict] = side_by_side.compare_sides({("t",): base}, {("t",): head}, strict=True)
+    assert strict["verdict"] == side_by_side.NO_CHANGE and strict["test"].startswith("too few runs: 4 a side")
+    assert strict["ratio"] == pytest.approx(1.33, abs=0.01)  # the figure is shown, only no verdict
+    [loose] = side_by_side.compare_sides({("t",): base}, {("t",): head})
+    assert (loose["test"], loose["verdict"]) == ("intervals", side_by_side.IMPROVEMENT)
+
+
+def test_runs_of_one_interleaved_sweep_pair_by_repeat():
+    # Drift moves both builds alike from repeat to repeat: unpaired the spread hides a steady 10% gain, paired not.
+    keys = ["7:0", "7:1", "7:2"]
+    base, head = _side([100, 140, 80], keys), _side([110, 154, 88], keys)
+    [row] = side_by_side.compare_sides({("t",): base}, {("t",): head}, strict=True)
+    assert row["test"] == "paired" and row["verdict"] == side_by_side.IMPROVEMENT
+    assert row["ratio"] == pytest.approx(1.10) and row["ratio_low"] == pytest.approx(1.10)
+    # No real difference: ratios scatter around 1 and the paired interval holds 1
+    [same] = side_by_side.compare_sides({("t",): base}, {("t",): _side([103, 137, 81], keys)}, strict=True)
+    assert same["test"] == "paired" and same["verdict"] == side_by_side.NO_CHANGE
+    assert same["ratio_low"] < 1 < same["ratio_high"]
+
+
+def test_compare_says_how_the_two_sides_were_timed():
+    from datetime import datetime, timedelta
+
+    from orchestrator.analyze.compare_builds import timing
+
+    t0 = datetime(2026, 11, 25, 10, 0)
+    base = [{"started": t0, "ended": t0 + timedelta(minutes=4)}]
+    head = [{"started": t0 + timedelta(minutes=20), "ended": t0 + timedelta(minutes=24)}]
+    apart = timing(base, head, [])
+    assert apart.startswith("measured 16 min apart, not interleaved") and "--build BASE,HEAD" in apart
+    assert timing(base, head, [7]).startswith("both builds ran interleaved in sweep 7")
+    assert "not controlled" in timing([{"started": None, "ended": None}], head, [])

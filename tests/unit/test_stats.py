@@ -128,9 +128,17 @@ def codes(ws):
 def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
     assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "no_drafts", "other_target",
                                                "full_acceptance_slowdown", "below_break_even", "output_differs",
-                                               "degenerate_loop", "unequal_tokens"]
+                                               "degenerate_loop", "unequal_tokens", "bound_exceeded"]
     assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
         BELOW_BREAK_EVEN.template and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
+
+
+def test_a_roofline_share_above_the_bound_is_a_measurement_problem_with_its_cause():
+    assert warnings.warnings_for([60.0], roofline=(99.0, 67.0, "measured")) == []
+    [found] = warnings.warnings_for([61.0], roofline=(102.0, 67.0, "measured"))
+    assert found.code == "bound_exceeded" and "102% of the 67/s roofline bound (measured bandwidth)" in found.message
+    assert "measured too low" in found.message and "bandwidth.json" in found.message
+    assert warnings.warnings_for([61.0], roofline=(None, None, None)) == []
 
 
 def test_steady_arm_has_no_warnings():

@@ -203,7 +203,8 @@ def test_a_speed_interval_never_reaches_below_zero(tmp_path):
 
 # --- the table people read ------------------------------------------------------------------------------------
 
-def matrix_sweep(con, build: dict | None = None, env: dict | None = None, recipe: str = "recipes/spec_matrix.j2"):
+def matrix_sweep(con, build: dict | None = None, env: dict | None = None, recipe: str = "recipes/spec_matrix.j2",
+                 extra: dict | None = None):
     """A sweep shaped like spec_matrix's: long arm names, several differing parameters, a control, noisy runs."""
     if build:
         con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) "
@@ -218,6 +219,7 @@ def matrix_sweep(con, build: dict | None = None, env: dict | None = None, recipe
     arms |= {f"draft-min2:draft_max={m}": {"spec": "draft", "draft_max": m, "draft_min": 2,
                                            "draft": "/data/gguf/Qwen3-0.6B-Q8_0-a-long-file-name.gguf"}
              for m in (16, 32, 64)}
+    arms = {arm: {**params, **(extra or {})} for arm, params in arms.items()}
     for rep, tps in enumerate((100.0, 130.0, 90.0)):
         for i, (arm, params) in enumerate(arms.items()):
             run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
@@ -258,6 +260,24 @@ def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path)
     wide = summary_table.table_text(rows, wide=True)
     assert table_lines(wide)[0].split() == summary_table.table_columns(rows) and "not shown" not in wide
     assert "control:llama-speculative-simple" in next(x for x in table_lines(wide) if "draft-min2:draft_max=16" in x)
+
+
+def test_what_tells_sweeps_of_one_recipe_apart_is_never_left_out(tmp_path):
+    """Two sweeps of one recipe with another prompt (`--set prompt=...`): the same arm names twice. The text table
+    names each sweep's prompt above its rows; Markdown, with one sweep column, keeps a prompt column."""
+    con = store.connect(tmp_path / "r.duckdb")
+    sweeps = [matrix_sweep(con, extra={"prompt": "Write a story about a lighthouse keeper\nwho", "n_predict": 64}),
+              matrix_sweep(con, extra={"prompt": "def area(w, h):", "n_predict": 64})]
+    rows = summary.arm_rows(con, sweeps)
+    lines = table_lines(summary_table.table_text(rows))
+    assert max(map(len, lines)) <= 120
+    assert f"sweep {sweeps[0]}: spec_matrix.j2 on 0c1e57098-cpu (prompt=Write a story about a ..)" in lines
+    assert f"sweep {sweeps[1]}: spec_matrix.j2 on 0c1e57098-cpu (prompt=def area(w, h):)" in lines
+    note = next((x for x in lines if x.startswith("not shown")), "")
+    assert "prompt" not in note and "n_predict" not in note  # the same in both: nothing to tell apart
+    md = summary_table.table_text(rows, "md").splitlines()
+    header = [c.strip() for c in md[0].strip("|").split("|")]
+    assert header[:2] == ["sweep", "arm"] and "prompt" in header
 
 
 def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_path):

@@ -49,3 +49,14 @@ def test_arms_against_different_controls_are_each_named_with_theirs():
             "against control:p@qwen35.") in verdict(rows)
     rows[1]["vs"] = "control:p@qwen35"  # one control for all: named as the reference
     assert "no arm beats control:p@qwen35 (its control: the same program drafting nothing); best mtp" in verdict(rows)
+
+
+def test_without_a_baseline_the_fastest_arm_comes_with_its_interval_and_is_never_told_apart_by_noise():
+    """A quant matrix (no baseline): the fastest by mean is named with its 95% interval, and where the next
+    arm's interval reaches it, the sentence says they are not told apart."""
+    q2 = {**arm("q4_0-asked-q2_k", tps=38.5), "ci_low": 31.0, "ci_high": 47.8}
+    q8 = {**arm("q8_0-from-q4_k_m", tps=33.3), "ci_low": 28.0, "ci_high": 39.6}
+    text = verdict([q8, q2])
+    assert "fastest q4_0-asked-q2_k at 38.5 tok/s [31.0, 47.8], not distinguishable from q8_0-from-q4_k_m" in text
+    q8.update(ci_low=20.0, ci_high=25.0, decode_tps=22.0)
+    assert verdict([q8, q2]).endswith("fastest q4_0-asked-q2_k at 38.5 tok/s [31.0, 47.8].")
