@@ -12,11 +12,12 @@ part of the text compared.
 Lengths may differ where the texts agree: llama-speculative-simple stops after the pass that reaches -n, so it
 may print up to a draft window more tokens than llama-completion. Two texts agree when the shorter is a prefix
 of the longer; positions are in characters of the generated text, and in tokens where the model's tokenizer read
-both texts again (run/tokens.py, stored by store/parity.py).
+both texts again (models/tokens.py, stored by store/parity.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePath
 
 # Programs whose stdout is prompt + generation (llama-cli only with -no-cnv / --no-conversation).
@@ -73,20 +74,9 @@ def generated_text(stdout: str, argv: list[str]) -> str | None:
     return (text[:cut] if cut >= 0 else text).rstrip()
 
 
-def first_difference(a: str, b: str) -> int | None:
-    """The first character position where the texts differ, None where the shorter is a prefix of the longer.
-    An empty text differs from a non-empty one at 0 (a run that generated nothing did not agree)."""
-    if not a or not b:
-        return None if a == b else 0
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return i
-    return None
-
-
-def first_token_difference(a: list[int], b: list[int]) -> int | None:
-    """The first token position where two token lists differ, None where the shorter is a prefix of the longer
-    (as first_difference for characters)."""
+def first_difference(a: Sequence, b: Sequence) -> int | None:
+    """The first position where two texts (characters) or token lists differ, None where the shorter is a prefix
+    of the longer. An empty one differs from a non-empty one at 0 (a run that generated nothing did not agree)."""
     if not a or not b:
         return None if a == b else 0
     for i, (x, y) in enumerate(zip(a, b)):

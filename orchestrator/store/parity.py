@@ -54,7 +54,7 @@ def _token_position(mine: str, theirs: str, argv: list[str], ref_argv: list[str]
     if tokenize is None:
         return None
     a, b = tokenize(mine, argv), tokenize(theirs, ref_argv)
-    return None if a is None or b is None else output.first_token_difference(a, b)
+    return None if a is None or b is None else output.first_difference(a, b)
 
 
 def _server(con: Con, sweep_id: int, tokenize: Tokenize | None) -> list[tuple]:

@@ -96,7 +96,7 @@ def test_the_first_differing_token_is_read_by_the_builds_own_tokenizer(real_buil
     before, after = "def total(items):\n    return", "(items)\n"  # " sum" and " max": a word and its space
     summed, largest = tokenize(before + " sum" + after, argv), tokenize(before + " max" + after, argv)
     assert summed and largest and summed != largest
-    at = output.first_token_difference(summed, largest)
+    at = output.first_difference(summed, largest)
     assert at == len(tokenize(before, argv))  # the shared start, token for token
     assert summed[:at] == largest[:at] and summed[at] != largest[at]
     assert tokenize(r"-n a\nb", argv) != tokenize("-n a\nb", argv)  # a backslash and n stay two characters

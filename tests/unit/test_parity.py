@@ -66,10 +66,10 @@ def test_first_difference_edges():
     assert output.first_difference("", "abc") == 0 and output.first_difference("", "") is None
 
 
-def test_first_token_difference_edges():
-    assert output.first_token_difference([5, 6, 7], [5, 6, 8]) == 2
-    assert output.first_token_difference([5, 6], [5, 6, 9]) is None  # a prefix: agrees
-    assert output.first_token_difference([], [1]) == 0 and output.first_token_difference([], []) is None
+def test_first_difference_of_token_lists():
+    assert output.first_difference([5, 6, 7], [5, 6, 8]) == 2
+    assert output.first_difference([5, 6], [5, 6, 9]) is None  # a prefix: agrees
+    assert output.first_difference([], [1]) == 0 and output.first_difference([], []) is None
 
 
 def words(text: str, argv: list[str]) -> list[int]:
@@ -128,7 +128,7 @@ def test_the_first_difference_is_also_said_in_tokens_where_a_tokenizer_reads_bot
                                          CTRL: log("spec-simple-draft")})
     eagle3 = output.generated_text(log("spec-simple-eagle3"), SPEC)
     control = output.generated_text(log("spec-simple-draft"), CONTROL)
-    expected = output.first_token_difference(words(eagle3, SPEC), words(control, CONTROL))
+    expected = output.first_difference(words(eagle3, SPEC), words(control, CONTROL))
     assert expected is not None
     store.check_outputs(con, sweep, words)
     stored = con.execute("SELECT first_diff_char, first_diff_token FROM metrics WHERE run_id = ?",
