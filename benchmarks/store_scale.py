@@ -65,7 +65,10 @@ def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
         con.execute("DROP TABLE picked_runs")
         con.execute("COMMIT")
     sweeps = con.execute("SELECT count(*) FROM sweeps").fetchone()[0]
-    # The relabelled build must exist for `orch compare --head` to resolve it.
+    # The relabelled build must exist for `orch compare --head` to resolve it, and its sweeps' runs name it (a run
+    # is counted under its own build, since one sweep may cross several).
+    con.execute("UPDATE runs SET build_id = build_id || '+head' WHERE sweep_id IN "
+                "(SELECT id FROM sweeps WHERE build_name = ?)", [f"{build}+head"])
     con.execute("CREATE TEMP TABLE b AS SELECT * FROM builds WHERE name = ?", [build])
     con.execute("UPDATE b SET id = id || '+head', name = name || '+head'")
     con.execute("INSERT INTO builds SELECT * FROM b")
