@@ -132,7 +132,7 @@ def test_a_replaced_quant_is_named_by_what_its_file_holds_in_every_table(orch_ex
     got beside the one asked, in the stored runs, the summary, the verdict and the report's model table."""
     res = orch_run(orch_exe, ROOT / "recipes" / "quant_matrix.j2", "--vars", str(ROOT / "recipes" / "tiny_quality.toml"),
                    "--set", "target=tiny-target.gguf", "--set", "quality_base=tiny-target.gguf", "--set",
-                   "short_depth=64", "--arms", "plain:quant=q2_k,context=short", "--repeat", "1", env=qenv, timeout=900)
+                   "short_depth=64", "--arms", "plain:quant=q2_k*short", "--repeat", "1", env=qenv, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     arm = "plain:quant=q4_0-asked-q2_k,context=short"
     stored = db_rows(qenv, "SELECT arm, params->>'quant' AS quant, params->>'quant_asked' AS asked FROM runs")
