@@ -51,29 +51,37 @@ def real_build(orch_exe, cache_env):
     return load_build(Path(res.stdout.strip()).parent)
 
 
-def llama_servers_under(path) -> list:
+def llama_servers_under(path, session: Path | None = None) -> list:
     """Running llama-server binaries under path: the program itself, not any command line that names it (a
-    compiler building llama-server.dir in the same cache, for another test session, is no leftover server)."""
+    compiler building llama-server.dir in the same cache is no server). With `session`, only those this test
+    session started (their results file under its temporary root): another session sharing the cache, a CI run
+    beside a developer's, has servers of its own."""
     import psutil
 
     found = []
     for p in psutil.process_iter(["name", "cmdline"]):
         argv = p.info["cmdline"] or []
-        if argv and Path(argv[0]).name == "llama-server" and str(path) in argv[0]:
-            found.append(p)
+        if not (argv and Path(argv[0]).name == "llama-server" and str(path) in argv[0]):
+            continue
+        try:
+            if session is None or p.environ().get("ORCH_DB", "").startswith(str(session)):
+                found.append(p)
+        except psutil.Error:  # ended meanwhile, or not ours to read
+            continue
     return found
 
 
 @pytest.fixture(scope="session", autouse=True)
-def no_server_survives_the_suite():
-    """After the whole suite, no llama-server started from the test cache may still run."""
+def no_server_survives_the_suite(tmp_path_factory):
+    """After the whole suite, no llama-server this session started from the test cache may still run."""
     yield
     import time
 
+    session = tmp_path_factory.getbasetemp()
     deadline = time.monotonic() + 15
-    while llama_servers_under(CACHE) and time.monotonic() < deadline:
+    while llama_servers_under(CACHE, session) and time.monotonic() < deadline:
         time.sleep(0.5)
-    left = llama_servers_under(CACHE)
+    left = llama_servers_under(CACHE, session)
     for p in left:
         p.kill()
     assert not left, f"llama-server processes outlived the tests: {[p.pid for p in left]}"

@@ -153,7 +153,7 @@ def test_orch_killed_with_sigkill_leaves_no_llama_server(orch_exe, env):
     proc.wait()
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert alive == [], f"llama-server outlived orch: {[p.pid for p in alive]}"
-    assert not llama_servers_under(CACHE / "builds")
+    assert not llama_servers_under(CACHE / "builds", Path(env["ORCH_DB"]).parent)  # this test's, not another's
 
 
 def test_reparse_keeps_server_metrics(orch_exe, env):
