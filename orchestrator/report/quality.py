@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator import tables
+from orchestrator.analyze import cells
 from orchestrator.analyze.quality import pareto_front
 from orchestrator.report.data import SweepData
 from orchestrator.report.plots import plt, save
@@ -39,15 +40,13 @@ def section(sd: SweepData, out_dir: Path) -> list[str]:
 
 def table(sd: SweepData, rows: list[dict]) -> list[str]:
     numbers = sd.numbers
+    # The quality figures' cells, errors included, are the summary's (analyze/cells): one place for their digits
+    figures = {title: cells.texts(rows, column) for title, column in
+               (("PPL", "ppl"), ("ΔPPL", "dppl_pct"), ("KLD", "kld"), ("same top p", "same_top_p"))}
     shown = [{"#": numbers[r["arm"]], "arm": r["arm"], "est. memory": _mib(r.get("estimated_bytes")),
               "peak memory": _mib(r.get("peak_rss_bytes")), "prefill tok/s": _num(r.get("prompt_tps")),
-              "decode tok/s": _num(r.get("decode_tps")),
-              "PPL": None if r["ppl"] is None else f"{r['ppl']:.4g} ± {r['ppl_err'] or 0:.2g}",
-              "ΔPPL %": None if r.get("dppl_pct") is None else f"{r['dppl_pct']:+.2f}" + _err(r, "dppl_err"),
-              "KLD": None if r.get("kld") is None else f"{r['kld']:.4g}" + _err(r, "kld_err"),
-              "same top p": None if r.get("same_top_p") is None else f"{r['same_top_p']:.1f}%" +
-              _err(r, "same_top_p_err")}
-             for r in rows]
+              "decode tok/s": _num(r.get("decode_tps")), **{title: texts[i] for title, texts in figures.items()}}
+             for i, r in enumerate(rows)]
     return [tables.render(shown, "md")]
 
 
@@ -82,7 +81,7 @@ def speed_quality(sd: SweepData, rows: list[dict], path: Path) -> Path | None:
     ax.set_xlabel(label)
     ax.set_ylabel("decode tok/s (mean of ok runs, 95% interval)")
     ax.set_title(sd.figure_title("speed against quality"), fontsize=10)
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)  # beside the axes: never over a point
     ax.grid(alpha=0.3)
     return save(fig, path)
 
@@ -99,10 +98,6 @@ def _short(row: dict, varying: set[str]) -> str:
     params = row.get("params") or {}
     told = [str(params[k]) for k in QUALITY_PARAMS if k in varying and k in params]
     return ", ".join(told) or row["arm"]
-
-
-def _err(row: dict, key: str) -> str:
-    return "" if row.get(key) is None else f" ± {row[key]:.2g}"
 
 
 def setting(row: dict, varying: set[str]) -> str:
