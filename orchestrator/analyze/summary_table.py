@@ -62,7 +62,7 @@ class Parameters:
         self.texts = table.column(PARAMS)
         # Decided on the distinct parameter sets and the sets of them that occur together in a sweep, not per arm
         self.distinct = {t: param_dict(t) for t in dict.fromkeys(self.texts)}
-        shapes, start = set(), 0
+        start = 0
         self.per_sweep: list[frozenset[str]] = []  # each sweep's parameter sets, in table order
         for part in table.with_arms:
             self.per_sweep.append(frozenset(self.texts[start:start + part.arms]))
@@ -90,8 +90,7 @@ class Parameters:
         return ", ".join(f"{k}={tables.cell(cells.param_value(v, True))}" for k, v in values if v is not None)
 
     def _varies(self, shapes: set[frozenset[str]], name: str) -> bool:
-        text = {t: json.dumps(p[name], sort_keys=True, default=str) if name in p else None
-                for t, p in self.distinct.items()}
+        text = {t: self._value(t, name) for t in self.distinct}
         return len(set(text.values()) - {None}) > 1 or any(len({text[t] for t in shape}) > 1 for shape in shapes)
 
     def cells(self, name: str, compact: bool) -> list[str]:
@@ -141,8 +140,9 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
     else:
         titles = {} if "sweep" in chosen else table.titles()  # several sweeps: each named above its rows
         if titles and params.between_sweeps and not (columns or wide):
-            titles = {row: f"{title} ({params.sweep_values(i)})" if params.sweep_values(i) else title
-                      for i, (row, title) in enumerate(titles.items())}
+            values = [params.sweep_values(i) for i in range(len(titles))]
+            titles = {row: f"{title} ({told})" if told else title
+                      for (row, title), told in zip(titles.items(), values)}
         text, left_out = tables.column_table(shown, chosen, width=width, droppable=droppable, titles=titles,
                                              as_text=True)
     hidden += [c for c in chosen if c in left_out]
