@@ -282,3 +282,15 @@ class QuantizedSource(QuantizeFailed):
     to quantize it again unless allowed, and a label "f16" would be a lie)."""
 
     exit_code = 48
+
+
+class LoopingWorkload(OrchError):
+    """`orch tune` refused a workload whose plain decoding loops (an n-gram draft would win by copying the loop)."""
+
+    exit_code = 49
+
+
+class TuneResumeError(OrchError):
+    """`orch tune --resume` names no resumable tune, or its recipe changed since it started."""
+
+    exit_code = 50

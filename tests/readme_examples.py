@@ -73,7 +73,7 @@ def is_synopsis(command: str) -> bool:
                w == "..." for w in words(command))
 
 
-PLACEHOLDERS = {"RUN": "1", "SWEEP": "1", "N": "2", "DIR": "out", "COMMIT": "0c1e570", "RECIPE": "recipes/recipe_a.j2",
+PLACEHOLDERS = {"RUN": "1", "SWEEP": "1", "TUNE": "1", "N": "2", "DIR": "out", "COMMIT": "0c1e570", "RECIPE": "recipes/recipe_a.j2",
                 "URL": "https://example.invalid/llama.cpp.git", "PATH": "llama.cpp", "FILE": str(README)}
 
 

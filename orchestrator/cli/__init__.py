@@ -12,6 +12,7 @@ from orchestrator.cli import (  # noqa: F401  (register their commands)
     results,
     run,
     tools,
+    tune,
     watch,
 )
 from orchestrator.cli.group import main

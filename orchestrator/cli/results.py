@@ -283,8 +283,11 @@ def _readable(rows: list[dict]) -> list[dict]:
               help="Folder for report.md, report.html (the same page, self-contained) and the PNG plots.")
 @click.option("-n", "--last", type=COUNT, default=1, show_default=True, help="Report the newest N sweeps.")
 @click.option("--run", "run_id", type=ID, default=None, help="Run whose telemetry to plot (default: the longest).")
+@click.option("--tune", "tune_id", type=ID, default=None,
+              help="Report a tune instead: its answer per workload, the race drawn (candidates x rounds, where each "
+                   "was dropped) and every decision with its reason.")
 @db_option
-def report_command(sweeps, out, last, run_id, db):
+def report_command(sweeps, out, last, run_id, tune_id, db):
     """Write a report of sweeps to hand on: markdown, HTML and plots.
 
     Per sweep: its verdict, what ran (recipe, build, host and GPU settings, model files), the arms' parameters,
@@ -296,6 +299,14 @@ def report_command(sweeps, out, last, run_id, db):
     """
     from orchestrator.report.sweeps import build_report
 
+    if tune_id is not None:
+        from orchestrator.tune import race_report
+
+        if sweeps or run_id:
+            raise click.UsageError("--tune reports one tune; give no SWEEPS or --run with it")
+        with opened_db(db) as con:
+            click.echo(str(race_report.write(con, tune_id, out)))
+        return
     with opened_db(db) as con:
         path = build_report(con, list(sweeps), last=last, out=out, run_id=run_id)
     click.echo(str(path))

@@ -134,14 +134,19 @@ def read_vars(path: Path | None) -> dict:
 
 
 def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides: tuple[str, ...] = (),
-         repeat: int | None = None, models: Path | None = None) -> Plan:
+         repeat: int | None = None, models: Path | None = None, space: list[dict] | None = None) -> Plan:
     """Render every arm of the recipe at path. builtins: bin, build (and anything else fixed by orch); models: the
-    directory `{{ models }}` defaults to (`orch run --models`, else $ORCH_MODELS, else ./models)."""
+    directory `{{ models }}` defaults to (`orch run --models`, else $ORCH_MODELS, else ./models); space: grids
+    that replace the recipe's arms and matrix (`orch tune --space`), in variables the recipe has."""
     path = Path(path)
     source = read_recipe(path)
     held: list[str] = []  # the values of one render, in the order its placeholders name them
     env = _environment(held)
     meta = read_meta(env, source, str(path))
+    if space is not None:
+        _check_space(space, _used_variables(env, source, matrix.Cells(), meta.get("mode", parse_modes.DEFAULT_MODE))
+                     | set(meta.get("defaults", {})), path)
+        meta = {**{k: v for k, v in meta.items() if k not in ("arms", "matrix")}, "matrix": space}
     mode = meta.get("mode", parse_modes.DEFAULT_MODE)
     if mode not in parse_modes.MODES:  # what each one runs and how its logs are read: parse/modes.py
         raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(parse_modes.MODES)}")
@@ -170,6 +175,23 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
         plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
                              is_baseline=cells.is_baseline(name)))
     return plan
+
+
+def recipe_meta(path: Path) -> dict:
+    """The recipe's literal `meta` (its defaults, baseline and matrix), nothing rendered."""
+    source = read_recipe(Path(path))
+    return read_meta(_environment([]), source, str(path))
+
+
+def _check_space(space: list[dict], known: set[str], path: Path) -> None:
+    """A space's variable the recipe never reads would make candidates that differ in name only."""
+    for grid in space:
+        for key in grid:
+            if key != matrix.LABEL and key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                raise RecipeError(f"space: {key} is not a variable of {path}"
+                                  f"{f' (did you mean {close[0]}?)' if close else ''}; its variables: "
+                                  f"{', '.join(sorted(known))}")
 
 
 def choose_arms(plan: Plan, patterns: tuple[str, ...]) -> Plan:

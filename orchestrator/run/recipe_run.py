@@ -46,6 +46,7 @@ class RecipeRequest:
     translate: bool = True  # the build's flag dialect (--no-dialect: False)
     arms: tuple[str, ...] = ()  # --arms: globs on arm names; the baseline comes along, controls follow the arms
     db: Path | None = None  # None: $ORCH_DB or ./results.duckdb
+    space: tuple[dict, ...] | None = None  # orch tune: grids that replace the recipe's arms and matrix
 
 
 @dataclass
@@ -91,7 +92,8 @@ def prepare_recipe(request: RecipeRequest, build: Build | None = None, *, execut
         return prepare_crossed(request, refs, executor=executor)
     build = build or runnable_build(request.build_ref)
     plan = choose_arms(load(request.recipe, builtins=builtins(build), vars_file=request.vars_file,
-                            overrides=request.overrides, repeat=request.repeat, models=request.models), request.arms)
+                            overrides=request.overrides, repeat=request.repeat, models=request.models,
+                            space=None if request.space is None else list(request.space)), request.arms)
     if executor == "ray" and not mode_of(plan.mode).on_ray:  # its base logits and quants are made on this machine
         raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
                             "are made and cached on this machine; drop --executor ray")

@@ -41,6 +41,7 @@ def _files(d: Path) -> None:
     (d / "unknown.toml").write_text("no_such_variable = 1\n")
     (d / "digits.toml").write_text(f"n_predict = {DIGITS_5000}\n")
     (d / "bad.toml").write_text("n_predict = = 3\n")
+    (d / "space_var.toml").write_text('[[grid]]\nspec = "ngram-mod"\nngram_nn = [4, 8]\n')
     (d / "notgguf.gguf").write_text("not a model\n")
     (d / "short.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 8)
     (d / "text.duckdb").write_text("hello\n")
@@ -77,6 +78,7 @@ B = f"{R}/recipe_b.j2"
 A = f"{R}/recipe_a.j2"
 TINY_B = ("--vars", f"{R}/tiny_single.toml")
 TINY_A = ("--vars", f"{R}/tiny.toml")
+TUNE = ["tune", f"{R}/tune.j2", "--build", COMMIT, "--set", "target=tiny-target.gguf"]
 
 CASES = [
     # orch run: the recipe file
@@ -185,6 +187,16 @@ CASES = [
     ("export a sweep not stored", ["export", "7", "--out", "{d}/out", "--db", "{d}/made.duckdb"], 42, "no sweep 7"),
     ("compare builds not stored", ["compare", "--base", "aaaa", "--head", "bbbb", "--db", "{d}/made.duckdb"], 8,
      "aaaa"),
+    # orch tune
+    ("tune space file missing", [*TUNE, "--space", "{d}/nope.toml"], 10, "does not exist"),
+    ("tune space not built in", [*TUNE, "--space", "ngram-moo"], 10, "no such built-in space"),
+    ("tune space variable not the recipe's", [*TUNE, "--space", "{d}/space_var.toml"], 12,
+     "ngram_nn is not a variable"),
+    ("tune workload missing", [*TUNE, "--workload", "nope"], 10, "--workload nope"),
+    ("tune budget unreadable", [*TUNE, "--budget", "lots"], 2, "--budget"),
+    ("tune a server recipe", ["tune", f"{R}/server_spec.j2", *TINY_A, "--build", COMMIT], 10, "races CLI recipes"),
+    ("tune resume without a tune", ["tune", "--resume", "--db", "{d}/made.duckdb"], 50, "no unfinished tune"),
+    ("tune show without a tune", ["tune", "--show", "--db", "{d}/made.duckdb"], 50, "no finished tune"),
     ("compare with a bad threshold", ["compare", "--base", "a", "--head", "b", "--threshold", "lots", "--db",
                                       "{d}/made.duckdb"], 10, "--threshold"),
 ]
@@ -239,6 +251,7 @@ STOPPABLE = {  # a command that opens the results file, as a user runs it
     "summary": ["summary"], "query": ["query", "SELECT count(*) FROM runs"],
     "run": ["run", B, *TINY_B, "--set", "n_predict=8", "-r", "1", "--build", COMMIT],
     "bisect": ["bisect", B, *TINY_B, "--arm", "raw", "--metric", "decode_tps", "--good", "f49e917", "--bad", COMMIT],
+    "tune": [*TUNE, "--set", "threads=1", "--set", "n_predict=8", "--arms", "ngram-cache"],
 }
 
 

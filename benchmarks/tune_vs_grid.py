@@ -1,0 +1,142 @@
+"""orch tune against the full grid: does racing find the grid's best setting for a fraction of its runs?
+
+Per workload: the grid runs every candidate of the space (and plain decoding, and the controls) at 5 repeats, as
+`orch run` would, and reads each candidate's speedup over plain decoding with its 95% interval (paired by repeat,
+like for like in tokens: tune/race.block_scores); then `orch tune` races the same space with a budget of 30% of the
+grid's planned runs. Printed per workload: candidates, the grid's best cell and its interval, tune's outcome, the
+winner's speedup in the grid and whether it lies inside the best cell's interval, and the runs each spent. A
+benchmark: it prints figures (a machine's noise decides them; nothing is asserted).
+
+Real model (the README's table): Gemma 3 270M Q4_K_M on this CPU, a 49-candidate n-gram space, two workloads: a
+literally repetitive continuation (some setting can win) and prose that does not loop (none should).
+
+    .venv/bin/orch models get gemma-3-270m --out models
+    ORCH_MODELS=models .venv/bin/python benchmarks/tune_vs_grid.py [--build 0c1e570]
+    ORCH_MODELS=<tiny models> .venv/bin/python benchmarks/tune_vs_grid.py --quick   # tiny models, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from orchestrator import store  # noqa: E402
+from orchestrator.analyze import stats  # noqa: E402
+from orchestrator.build.on_disk import runnable_build  # noqa: E402
+from orchestrator.recipe import control  # noqa: E402
+from orchestrator.run import recipe_run  # noqa: E402
+from orchestrator.store import tune_queries  # noqa: E402
+from orchestrator.tune import guards, race, session  # noqa: E402
+from orchestrator.tune.driver import Budget  # noqa: E402
+
+RECIPE = ROOT / "recipes" / "tune.j2"
+REAL_SPACE = "ngram-mod,ngram-simple,ngram-map-k,ngram-cache"
+GRID_REPEAT = 5
+SHARE = 0.30
+
+
+def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
+    """Every candidate at GRID_REPEAT repeats in one interleaved sweep; each one's speedup and interval."""
+    grids, _, _ = session._space(request, build)
+    prepared = session._prepare(request, build, workload, grids)
+    prepared.database = store.Database(db)
+    prepared.plan.repeat = GRID_REPEAT
+    started = time.monotonic()
+    result = recipe_run.run_prepared(prepared, recipe_run.RunOptions(timeout=request.timeout, orch_argv=["grid"]))
+    seconds = time.monotonic() - started
+    with prepared.database.read() as con:
+        runs = tune_queries.race_runs(con, [result.sweep_id])
+    baseline = prepared.plan.baseline.name
+    names = {p.arm.name for p in prepared.arms if not p.arm.is_control}
+    speculating = {p.arm.name for p in prepared.arms if control.speculates(p.executed or p.arm.argv)}
+    out = guards.disqualified(runs, names - {baseline}, speculating, allow_output_change=False)
+    scores = race.block_scores(runs, baseline, names)
+    cells = {}
+    for name in names - set(out):
+        value = stats.paired_ratio([(1.0, math.exp(s)) for s in scores[name].values()]) if name != baseline else \
+            stats.Speedup(1.0, 1.0, 1.0, len(scores[baseline]))
+        if value:
+            cells[name] = value
+    best = max(cells, key=lambda n: cells[n].ratio)
+    return {"cells": cells, "best": best, "baseline": baseline, "planned": sum(1 for r in runs if r["planned"]),
+            "seconds": seconds, "candidates": len(names), "disqualified": len(out),
+            "loops": guards.looping_baseline(runs, baseline)}
+
+
+def tune(request: session.TuneRequest, workload: Path, budget_runs: int) -> dict:
+    started = time.monotonic()
+    found = session.start(session.TuneRequest(**{**request.__dict__, "workloads": (str(workload),),
+                                                 "budget": Budget(runs=budget_runs)}),
+                          argv=["tune_vs_grid"], say=lambda line: None)
+    return {"answer": found.answers[0], "seconds": time.monotonic() - started}
+
+
+def row(name: str, g: dict, t: dict) -> dict:
+    a = t["answer"]
+    best = g["cells"][g["best"]]
+    picked = a.winner or (a.tied[0] if a.tied else None)
+    in_grid = g["cells"].get(picked)
+    inside = in_grid is not None and best.ci_low is not None and best.ci_low <= in_grid.ratio <= best.ci_high
+    outcome = a.winner if a.state == race.WINNER else f"{a.state}: {', '.join(a.tied)}"
+    return {"workload": name, "candidates": g["candidates"],
+            "grid best": f"{g['best']} {_fig(best)}", "tune": outcome,
+            "tune pick in grid": f"{_fig(in_grid)} ({'inside' if inside else 'OUTSIDE'} best's interval)",
+            "grid runs": g["planned"], "tune runs": a.runs, "share": f"{a.runs / g['planned']:.0%}",
+            "grid s": f"{g['seconds']:.0f}", "tune s": f"{t['seconds']:.0f}"}
+
+
+def _fig(value) -> str:
+    if value is None:
+        return "-"
+    if value.ci_low is None:
+        return f"{value.ratio:.2f}x"
+    return f"{value.ratio:.2f}x [{value.ci_low:.2f}, {value.ci_high:.2f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="0c1e570")
+    parser.add_argument("--quick", action="store_true", help="tiny models, a 6-candidate draft space: seconds")
+    parser.add_argument("--workloads", default="repeat_list,prose")
+    args = parser.parse_args()
+    build = runnable_build(args.build)
+    with tempfile.TemporaryDirectory(prefix="tune-vs-grid-") as tmp:
+        if args.quick:
+            space = Path(tmp) / "space.toml"
+            space.write_text('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [2, 4, 8]\ndraft_min = [0, 2]\n')
+            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
+                                          overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1",
+                                                     "n_predict=32"), db=Path(tmp) / "tune.duckdb", timeout=120)
+            workloads = [ROOT / "recipes" / "workloads" / "short_fact.toml"]
+        else:
+            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=REAL_SPACE,
+                                          overrides=(f"threads={os.cpu_count()}",), db=Path(tmp) / "tune.duckdb")
+            workloads = [ROOT / "recipes" / "workloads" / f"{w}.toml" for w in args.workloads.split(",")]
+        rows = []
+        for workload in workloads:
+            g = grid(request, build, workload, Path(tmp) / f"grid-{workload.stem}.duckdb")
+            if g["loops"]:
+                print(f"{workload.stem}: plain decoding loops, so tune refuses it; skipped")
+                continue
+            t = tune(request, workload, int(SHARE * g["planned"]))
+            rows.append(row(workload.stem, g, t))
+            print(f"{workload.stem}: grid {g['planned']} runs in {g['seconds']:.0f}s; tune "
+                  f"{t['answer'].verdict}", flush=True)
+    from orchestrator import tables
+
+    print()
+    print(f"tune vs grid on build {build.name}, {'tiny models' if args.quick else 'Gemma 3 270M Q4_K_M'}, grid at "
+          f"{GRID_REPEAT} repeats, tune's budget {SHARE:.0%} of the grid's planned runs:")
+    print(tables.render(rows, "md" if not args.quick else "table"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""`orch tune`: race a recipe's candidates (or a search space) to the fastest settings on this machine."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from orchestrator.cli.group import Finite, db_option, main
+
+BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|runs?)?\s*$")
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+COLUMNS = ["candidate", "state", "runs", "vs_plain", "vs_control", "acceptance"]
+
+
+def parse_budget(text: str | None):
+    """`10m`, `90s`, `2h`, `200runs` (or `200`), or both comma-separated: the most one workload's race spends."""
+    from orchestrator.tune.driver import Budget
+
+    if not text:
+        return Budget()
+    runs = seconds = None
+    for part in text.split(","):
+        found = BUDGET_RE.match(part)
+        if not found or float(found.group(1)) <= 0:
+            raise click.BadParameter(f"{part!r} is not a budget; give e.g. 10m, 90s, 2h or 200runs",
+                                     param_hint="--budget")
+        value, unit = float(found.group(1)), found.group(2) or "runs"
+        if unit.startswith("run"):
+            runs = int(value)
+        else:
+            seconds = value * UNIT_SECONDS[unit]
+    return Budget(runs=runs, seconds=seconds)
+
+
+@main.command("tune")
+@click.argument("recipe_path", metavar="[RECIPE]", type=click.Path(path_type=Path), required=False)
+@click.option("--build", "build_ref", default=None, help="Build to tune on: commit prefix, tag or build name "
+              "(default: the build of the newest upstream commit).")
+@click.option("--space", default=None, metavar="FILE|NAME[,NAME]",
+              help="What to race instead of the recipe's arms: a TOML space file, or built-in spaces (ngram-mod, "
+                   "ngram-simple, ngram-map-k, ngram-cache, draft-simple, threads, gpu; all: every one this build "
+                   "and these variables can run).")
+@click.option("--workload", "workloads", default=None, metavar="NAME[,NAME]",
+              help="Race once per workload: recipes/workloads/NAME.toml (prompt, n_predict) or a TOML file "
+                   "(default: the recipe's own prompt).")
+@click.option("--budget", default=None, metavar="10m|200runs",
+              help="The most one workload's race spends, in wall time or runs (every run counts: baseline and "
+                   "controls too) [default: what the full grid would cost at 5 repeats].")
+@click.option("--allow-output-change", is_flag=True,
+              help="Keep candidates whose greedy output differs from their control's (said beside them).")
+@click.option("--max-runs", type=click.IntRange(3, 1000), default=10, show_default=True,
+              help="Runs per candidate after which more are not spent (survivors still apart are reported tied).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
+@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
+@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models).")
+@click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
+              help="Race only the candidates whose names match these globs (plain decoding always races).")
+@click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
+              help="Seconds before a run is killed.")
+@click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[TUNE]",
+              help="Continue an interrupted tune (default: the newest unfinished) with its own recipe and options.")
+@click.option("--show", "show", is_flag=False, flag_value="latest", default=None, metavar="[TUNE]",
+              help="Print a finished tune's answer again (default: the newest); runs nothing.")
+@click.option("--json", "as_json", is_flag=True, help="The answer as JSON on stdout (progress stays on stderr).")
+@db_option
+def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_change, max_runs, overrides,
+                 vars_file, models_dir, arm_patterns, timeout, resume, show, as_json, db):
+    """Race speculation settings to the fastest on this machine.
+
+    The candidates (the recipe's arms, or --space) run in rounds; in each block of a round they run beside plain
+    decoding (the baseline, itself the candidate "speculation off"), and each is scored by its decode speed over
+    the baseline's in that block. After each round, candidates confidently slower than the leader are dropped
+    (one-sided t on log speed ratios, noise pooled over candidates and controls, Holm-corrected at 5% per round);
+    survivors run again. Failing, non-drafting, output-changing and looping candidates are out; a workload whose
+    plain decoding loops is refused (exit 49). Ends with the winner and its command lines, a tied set, or "not
+    separated" when the budget ends first. Every run is an ordinary stored run; the tune is stored (tables tunes,
+    tune_rounds, tune_events); `orch report --tune N` draws the race. Ctrl-C stops it; --resume goes on.
+
+    Example: orch tune recipes/tune.j2 --workload repeat_list,code_edit --space ngram-mod,ngram-simple
+    """
+    from orchestrator import tables
+    from orchestrator.errors import InvalidOption, LoopingWorkload
+    from orchestrator.tune import race, session
+
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    if show:
+        result = _shown(show, db)
+    elif resume:
+        if recipe_path or space or workloads or budget:
+            raise InvalidOption("--resume continues a tune with its own recipe and options; give only --resume")
+        found = session.resume(resume, db, argv=sys.argv, say=say)
+        result = {"tune_id": found.tune_id, "answers": [a.to_dict() for a in found.answers], "verdict": found.verdict}
+    else:
+        if recipe_path is None:
+            raise click.UsageError("give a RECIPE (or --resume / --show a stored tune)")
+        request = session.TuneRequest(
+            recipe=recipe_path, build_ref=build_ref, vars_file=vars_file, overrides=tuple(overrides),
+            models=models_dir, arms=tuple(p.strip() for p in (arm_patterns or "").split(",") if p.strip()),
+            space=space, workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
+            budget=parse_budget(budget), rules=race.Rules(max_runs=max_runs),
+            allow_output_change=allow_output_change, timeout=timeout, db=db)
+        found = session.start(request, argv=sys.argv, say=say)
+        result = {"tune_id": found.tune_id, "answers": [a.to_dict() for a in found.answers],
+                  "verdict": found.verdict}
+    if as_json:
+        click.echo(json.dumps(result, indent=1, default=str))
+    else:
+        width = shutil.get_terminal_size((120, 24)).columns
+        for a in result["answers"]:
+            click.echo(_heading(a))
+            if a["rows"]:
+                text, _ = tables.text_table(a["rows"], COLUMNS, width=width, droppable=["vs_control", "acceptance"])
+                click.echo(text)
+                for row in a["rows"]:
+                    if row.get("why"):
+                        click.echo(tables.fill(f"  {row['candidate']}: {row['why']}", width))
+                if any((row.get("why") or "").startswith("dropped") for row in a["rows"]):
+                    click.echo(tables.fill("  " + race.METHOD.format(alpha=race.Rules().alpha), width))
+            if a.get("command"):
+                click.echo(f"run:    {a['command']}")
+            if a.get("server"):
+                click.echo(f"server: {a['server']}")
+            click.echo(f"cost:   {a['runs']} runs in {tables.clock(a['seconds'])}, against {a['grid_runs']} runs "
+                       f"(about {tables.clock(a['grid_seconds'])}) for every candidate at 5 repeats")
+            click.echo("")
+        click.echo(f"verdict: {result['verdict']}")
+    refused = [a["workload"] for a in result["answers"] if a["state"] == "refused"]
+    if refused and not show:
+        raise LoopingWorkload(f"tune {result['tune_id']}: refused {', '.join(refused)}: plain decoding loops there "
+                              f"(see the verdict); give a workload whose text does not loop")
+
+
+def _heading(a: dict) -> str:
+    return (f"== {a['workload']}: {a['candidates']} candidates, {a['rounds']} round(s): {a['state']} ==")
+
+
+def _shown(ref: str, db) -> dict:
+    from orchestrator.cli.group import opened_db
+    from orchestrator.errors import TuneResumeError
+    from orchestrator.store import tune_queries
+
+    with opened_db(db) as con:
+        row = tune_queries.latest_tune(con) if ref == "latest" else (
+            tune_queries.tune_row(con, int(ref)) if ref.isdigit() else None)
+    if row is None or row["state"] != "done":
+        what = "no finished tune" if row is None else f"tune {row['id']} is {row['state']}"
+        raise TuneResumeError(f"--show {ref}: {what}; list tunes with `orch query 'SELECT id, state, recipe_path "
+                              f"FROM tunes'`")
+    return {"tune_id": row["id"], **row["result"]}

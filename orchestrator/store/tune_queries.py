@@ -1,0 +1,60 @@
+"""Reads for `orch tune` and its report: tune rows, their rounds and events, and the runs a race scores."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+
+from orchestrator.store.db import rows_as_dicts
+from orchestrator.store.queries import PLANNED_RUN
+from orchestrator.store.tunes import JSON_COLUMNS
+
+Con = duckdb.DuckDBPyConnection
+
+
+def tune_row(con: Con, tune_id: int) -> dict | None:
+    rows = rows_as_dicts(con.execute("SELECT * FROM tunes WHERE id = ?", [tune_id]))
+    return _decoded(rows[0]) if rows else None
+
+
+def latest_tune(con: Con, unfinished: bool = False) -> dict | None:
+    where = "WHERE state <> 'done'" if unfinished else ""
+    rows = rows_as_dicts(con.execute(f"SELECT * FROM tunes {where} ORDER BY id DESC LIMIT 1"))
+    return _decoded(rows[0]) if rows else None
+
+
+def _decoded(row: dict) -> dict:
+    for k in (*JSON_COLUMNS, "result"):
+        if isinstance(row.get(k), str):
+            row[k] = json.loads(row[k])
+    return row
+
+
+def rounds(con: Con, tune_id: int) -> list[dict]:
+    rows = rows_as_dicts(con.execute('SELECT workload, round, sweep_id, blocks, arm_references AS "references" FROM tune_rounds '
+                                     'WHERE tune_id = ? ORDER BY id', [tune_id]))
+    for r in rows:
+        for k in ("blocks", "references"):
+            r[k] = json.loads(r[k]) if isinstance(r[k], str) else r[k]
+    return rows
+
+
+def events(con: Con, tune_id: int) -> list[dict]:
+    return rows_as_dicts(con.execute("SELECT workload, round, candidate, event, reason, speedup FROM tune_events "
+                                     "WHERE tune_id = ? ORDER BY id", [tune_id]))
+
+
+def race_runs(con: Con, sweep_ids: list[int]) -> list[dict]:
+    """Every measured run of these sweeps with what a race reads: speed, drafting, parity, loops, failure; `planned`
+    is false for a count-matched reference (an arm's control run again at the tokens it decoded: run/length_match)."""
+    if not sweep_ids:
+        return []
+    return rows_as_dicts(con.execute(f"""
+        SELECT r.sweep_id, r.arm, r.repeat_index, r.status, r.failure_class, r.is_baseline, r.is_control,
+               r.reference_arm, r.wall_s, m.decode_tps, m.n_drafted, m.n_accepted, m.acceptance,
+               m.outputs_compared, m.outputs_differ, m.first_diff_token, m.degenerate_loop,
+               {PLANNED_RUN.format(run="r")} AS planned
+        FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
+        WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
+        ORDER BY r.id""", [sweep_ids]))

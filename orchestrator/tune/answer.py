@@ -1,0 +1,200 @@
+"""A race's answer: the finalists' table, the winner's command lines, what it cost against the grid, one verdict.
+
+Speedups are against plain decoding (the baseline, "speculation off"), paired by block, with the 95% t-interval of
+the mean log ratio (analyze/stats.paired_ratio); beside them, where a candidate has a control, its speedup against
+that control (the same program drafting nothing: the like-for-like figure). The table never shows a speedup of a
+candidate that was disqualified as a result: its row says why it left.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scipy import stats as scipy_stats
+
+from orchestrator.analyze import stats
+from orchestrator.recipe import argv as flags
+from orchestrator.tune import race
+
+# What only a one-shot CLI run takes: the prompt, the conversation switch. The rest is common to llama-server.
+CLI_ONLY = {"-p": 1, "--prompt": 1, "-f": 1, "--file": 1, "-no-cnv": 0, "--no-conversation": 0, "-cnv": 0,
+            "-lv": 1, "--verbosity": 1, "--log-verbosity": 1}
+SHOWN_DROPPED = 4  # the best candidates that left the race, shown under the finalists
+
+
+@dataclass
+class Answer:
+    workload: str
+    state: str  # race.WINNER, EQUIVALENT, UNSEPARATED, or "refused"
+    winner: str | None = None
+    tied: list[str] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    command: str | None = None  # the winner's argv as one line to paste (display only: orch never runs a shell)
+    server: str | None = None  # the llama-server equivalent, or why there is none
+    runs: int = 0
+    seconds: float = 0.0
+    grid_runs: int = 0
+    grid_seconds: float = 0.0
+    rounds: int = 0
+    candidates: int = 0
+    reason: str | None = None  # refused: why
+    left: dict[str, str] = field(default_factory=dict)  # candidate -> why it left the race
+    noise: float | None = None  # the pooled spread of one score (log scale) when it ended
+    verdict: str = ""
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def speedup(scores: race.Scores, name: str, noise: race.Noise) -> stats.Speedup | None:
+    """name's speed over plain decoding's: exp of its mean score, with the 95% interval the race's own noise
+    model gives (the pooled spread and its degrees of freedom: race.py), so the table says what the race judged."""
+    values = list(scores.get(name, {}).values())
+    if not values:
+        return None
+    centre = race.mean(values)
+    if not noise.sd or not noise.df:
+        return stats.Speedup(math.exp(centre), None, None, len(values))
+    half = float(scipy_stats.t.ppf(0.975, noise.df)) * noise.sd / math.sqrt(len(values))
+    return stats.Speedup(math.exp(centre), math.exp(centre - half), math.exp(centre + half), len(values))
+
+
+def against_control(like_for_like: race.Scores, name: str) -> stats.Speedup | None:
+    """name's speed over its control's (the same program drafting nothing, on the same tokens), its own interval."""
+    return stats.paired_ratio([(1.0, math.exp(s)) for s in like_for_like.get(name, {}).values()])
+
+
+def figure(value: stats.Speedup | None) -> str | None:
+    if value is None:
+        return None
+    interval = f" [{value.ci_low:.2f}, {value.ci_high:.2f}]" if value.ci_low is not None else ""
+    return f"{value.ratio:.2f}x{interval}"
+
+
+def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: list[str], left: dict[str, str],
+          like_for_like: race.Scores, acceptance: dict[str, float | None], outcome: str, winner: str | None) -> list[dict]:
+    """The finalists (the survivors and plain decoding), then the fastest candidates that left, with why."""
+    def row(name: str, state: str) -> dict:
+        disqualified = state.startswith("disqualified") or state.startswith("infeasible")
+        return {"candidate": "off (plain decoding)" if name == reference else name, "state": state,
+                "runs": len(scores.get(name, {})),
+                "vs_plain": None if disqualified or name == reference else figure(speedup(scores, name, noise)),
+                "vs_control": None if disqualified else figure(against_control(like_for_like, name)),
+                "acceptance": None if acceptance.get(name) is None else f"{100 * acceptance[name]:.0f}%",
+                "why": left.get(name)}
+
+    def state_of(name: str) -> str:
+        if name == winner:
+            return "winner"
+        return {race.EQUIVALENT: "tied", race.UNSEPARATED: "not separated"}.get(outcome, "finalist")
+
+    finalists = sorted(survivors, key=lambda n: -_mean(scores, n))
+    rows = [row(n, state_of(n)) for n in finalists]
+    if reference not in survivors:
+        rows.append(row(reference, "dropped"))
+    others = sorted((n for n in left if n != reference), key=lambda n: -_mean(scores, n))
+    rows += [row(n, left[n].split(":", 1)[0] if left[n].startswith(("disqualified", "infeasible")) else "dropped")
+             for n in others[:SHOWN_DROPPED]]
+    return rows
+
+
+def _mean(scores: race.Scores, name: str) -> float:
+    values = list(scores.get(name, {}).values())
+    return race.mean(values) if values else -math.inf
+
+
+def command_line(argv: list[str]) -> str:
+    """The executed argv as one line to paste into a shell (quoted; orch itself never runs a shell string)."""
+    return shlex.join(_without_verbosity(argv))
+
+
+def _without_verbosity(argv: list[str]) -> list[str]:
+    """orch adds -lv to read the statistics; a user's command does not need it."""
+    out, skip = [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        if arg in flags.VERBOSITY[:3]:
+            skip = 1
+            continue
+        out.append(arg)
+    return out
+
+
+def server_line(argv: list[str], server_path: str | None, server_help: str | None) -> str:
+    """The winner's flags on this build's llama-server, or why it has none."""
+    if not server_path or not server_help:
+        return "no llama-server equivalent: this build has no llama-server"
+    out, skip = [server_path], 0
+    for arg in argv[1:]:
+        if skip:
+            skip -= 1
+            continue
+        name = arg.split("=", 1)[0]
+        if name in CLI_ONLY:
+            skip = CLI_ONLY[name] if "=" not in arg else 0
+            continue
+        out.append(arg)
+    missing = sorted(f for f in flags.flags_in(out[1:]) if f not in server_help and not _is_number(f))
+    if missing:
+        return f"no llama-server equivalent: llama-server at this build lacks {', '.join(missing)}"
+    return shlex.join([*out, "--host", "127.0.0.1", "--port", "8080"])
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def verdict(answer: Answer) -> str:
+    """One sentence: what to run for this workload, or why there is no single answer."""
+    w = answer.workload
+    cost = f"{answer.runs} runs against {answer.grid_runs} for the grid at 5 repeats"
+    if answer.state == "refused":
+        return f"{w}: refused: {answer.reason}"
+    first = answer.rows[0] if answer.rows else {}
+    if answer.state == race.WINNER and answer.winner and not first.get("candidate", "").startswith("off"):
+        return (f"{w}: {answer.winner} wins at {first.get('vs_plain')} plain decoding's speed "
+                f"({answer.candidates} candidates raced, {cost})")
+    if answer.state == race.WINNER:
+        return f"{w}: no speculation: {_why_none(answer.left)} ({cost})"
+    tied = [r["candidate"] for r in answer.rows if r["state"] in ("tied", "not separated")]
+    names = ", ".join(tied)
+    if answer.state == race.EQUIVALENT and any(n.startswith("off") for n in tied):
+        return (f"{w}: no speculation: no candidate is measurably faster than plain decoding (within 2%: {names}; "
+                f"{cost})")
+    if answer.state == race.EQUIVALENT:
+        return f"{w}: tied within 2%, any of them: {names} ({cost})"
+    noise = f" (run-to-run noise {100 * answer.noise:.1f}% per score)" if answer.noise else ""
+    return (f"{w}: not separated within the budget{noise}: {names}; no winner, raise --budget to separate them "
+            f"({cost})")
+
+
+def _why_none(left: dict[str, str]) -> str:
+    """Why plain decoding won: how many candidates were slower, drafted nothing, changed the output, failed."""
+    kinds = {"dropped as slower": lambda r: r.startswith("dropped"),
+             "drafted nothing": lambda r: "drafted nothing" in r,
+             "changed the output": lambda r: "differs from its control" in r,
+             "looped": lambda r: "loops" in r,
+             "failed or could not run": lambda r: r.startswith("infeasible") or "failed" in r or "timeout" in r}
+    counts = {k: sum(1 for r in left.values() if test(r)) for k, test in kinds.items()}
+    said = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+    return f"no candidate beat plain decoding ({said})" if said else "no candidate beat plain decoding"
+
+
+def grid_cost(candidates: int, controls: int, seconds_per_run: float | None) -> tuple[int, float]:
+    """The brute-force answer's cost: every candidate, the baseline and the controls at 5 repeats (planned runs;
+    the seconds at this race's wall time per planned run, its count-matched references included)."""
+    runs = (candidates + 1 + controls) * 5
+    return runs, runs * (seconds_per_run or 0.0)
+
+
+def workload_name(path: Path | None) -> str:
+    return path.stem if path else "custom"

@@ -1,0 +1,223 @@
+"""Racing candidates on paired log speed ratios: who is dropped after a round, when a race ends, the tied set.
+
+A block is one repeat of a round's sweep: the baseline (plain decoding, the candidate "speculation off"), the
+controls and a group of candidates, run together in shuffled order. A candidate's score in a block is the log of its
+decode speed over plain decoding's on the same tokens (block_scores: through its control and the count-matched rerun
+a run that decoded past -n gets): the runs beside it absorb drift (clocks, heat, a neighbour's job), so scores of
+different blocks and rounds compare. The baseline's own score is 0 in every block: it is the yardstick.
+
+Noise: a score is its candidate's mean plus noise of one spread s on the log scale, the same for every candidate
+(one machine, model and prompt). s is pooled over every candidate with two scores or more and over the controls
+(the same program drafting nothing, in every block), so single runs of forty candidates in round 1 can already be
+judged with s from the controls' spread over the round's blocks.
+
+Elimination, after every round: the leader is the survivor with the highest mean score; every other survivor is
+tested against it, one-sided t on the difference of means with the pooled s, and the p-values of the round are
+Holm-corrected: a candidate as fast as the leader is dropped in a round with probability at most alpha. Over R
+rounds that chance is at most R x alpha; the answer says so.
+
+The end: one survivor with min_runs scores (the winner; "speculation off" may be it); survivors all within
+tie_margin of the leader at 95% (practically equivalent: the tied set); or the budget, or max_runs, reached with
+survivors still apart from none of them (not separated: the tied set). Never a winner that the data do not single out.
+
+Pure functions over numbers and names; scipy.stats gives the t distribution.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass
+
+from scipy import stats as scipy_stats
+
+Block = tuple[int, int]  # (sweep id, repeat index)
+Scores = dict[str, dict[Block, float]]  # candidate -> block -> log(candidate tok/s / baseline tok/s)
+
+RACING, WINNER, EQUIVALENT, UNSEPARATED = "racing", "winner", "equivalent", "unseparated"
+METHOD = ("dropped: one-sided t on log speed ratios against the leader, noise pooled over candidates and controls, "
+          "Holm-corrected at {alpha:g} per round (a candidate as fast as the leader is dropped in a round with "
+          "probability at most {alpha:g})")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The racing rule, stored with the tune (a resume races by the same rule)."""
+
+    alpha: float = 0.05  # per round, over that round's comparisons with the leader (Holm)
+    tie_margin: float = 0.02  # survivors whose 95% bounds sit within 2% of the leader: practically the same
+    min_runs: int = 3  # scores a winner needs (its interval is reported)
+    max_runs: int = 10  # a candidate's scores after which more runs are not spent on it
+    group: int = 8  # candidates per block, beside the baseline and their controls
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Noise:
+    sd: float | None  # the pooled spread of one score, on the log scale
+    df: int  # its degrees of freedom (0: no spread known yet, so nothing can be dropped)
+
+
+@dataclass(frozen=True)
+class Drop:
+    name: str
+    reason: str
+    speedup: float  # exp(mean score) when dropped
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str  # RACING, WINNER, EQUIVALENT or UNSEPARATED
+    leader: str | None
+    survivors: tuple[str, ...]
+
+
+def block_scores(runs: list[dict], reference: str, names: set[str], planned: dict[str, str] | None = None) -> Scores:
+    """Each ok run of the named arms, scored against plain decoding in its block, like for like in tokens.
+
+    A run is first compared with its own reference run (run.reference_arm: its control, the same program drafting
+    nothing, or the baseline; a count-matched rerun of it where the run decoded past -n, run/length_match), then
+    the control's speed over the baseline's in the same block is added (the program difference), so the score is
+    log(speed over plain decoding) on the same tokens. runs: store/tune_queries.race_runs rows; planned: each arm's
+    reference in the plan (a count-matched rerun is named `control~ARM`, without the control's own name)."""
+    planned = planned or {}
+    speed = {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
+    out: Scores = {n: {} for n in names}
+    out[reference] = {(s, i): 0.0 for (s, i, arm) in speed if arm == reference}
+    for r in runs:
+        block = (r["sweep_id"], r["repeat_index"])
+        own = r.get("reference_arm") or reference
+        if r["arm"] not in names or r["arm"] == reference or not _speed(r) or block not in out[reference]:
+            continue
+        program = planned.get(r["arm"], own)  # `control~ARM`: that control, run again at ARM's count
+        against, plain = speed.get((*block, own)), speed.get((*block, program))
+        if against and plain:
+            out[r["arm"]][block] = math.log(r["decode_tps"] / against) + math.log(plain / speed[(*block, reference)])
+    return out
+
+
+def control_scores(runs: list[dict], names: set[str], reference: str, planned: dict[str, str] | None = None) -> Scores:
+    """Each ok run's log speed over its own reference run (its control, count-matched where it decoded past -n):
+    the like-for-like figure beside the race's, for the candidates that have a control."""
+    speed = {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
+    out: Scores = {}
+    for r in runs:
+        own = r.get("reference_arm")
+        block = (r["sweep_id"], r["repeat_index"])
+        if r["arm"] in names and own and (planned or {}).get(r["arm"], own) != reference and _speed(r) \
+                and speed.get((*block, own)):
+            out.setdefault(r["arm"], {})[block] = math.log(r["decode_tps"] / speed[(*block, own)])
+    return out
+
+
+def _speed(run: dict) -> bool:
+    return run["status"] == "ok" and bool(run.get("decode_tps")) and run["decode_tps"] > 0
+
+
+def mean(values) -> float | None:
+    values = list(values)
+    return math.fsum(values) / len(values) if values else None
+
+
+def pooled_noise(scores: Scores, names) -> Noise:
+    """The spread of one score, pooled over the named candidates (and controls) with two scores or more."""
+    squares, df = 0.0, 0
+    for name in names:
+        values = list(scores.get(name, {}).values())
+        if len(values) < 2:
+            continue
+        m = mean(values)
+        squares += math.fsum((v - m) ** 2 for v in values)
+        df += len(values) - 1
+    return Noise(math.sqrt(squares / df) if df else None, df)
+
+
+def _variance_of_mean(scores: Scores, name: str, reference: str, noise: Noise) -> float:
+    """The yardstick's mean is 0 by definition: its noise is already in every other candidate's scores."""
+    return 0.0 if name == reference else noise.sd ** 2 / len(scores[name])
+
+
+def leader(scores: Scores, survivors) -> str | None:
+    scored = [s for s in survivors if scores.get(s)]
+    return max(scored, key=lambda s: (mean(scores[s].values()), -len(scores[s]), s)) if scored else None
+
+
+def holm(p_values: dict[str, float], alpha: float) -> set[str]:
+    """The names whose hypotheses Holm's step-down procedure rejects at family-wise level alpha."""
+    rejected, m = set(), len(p_values)
+    for i, (name, p) in enumerate(sorted(p_values.items(), key=lambda kv: kv[1])):
+        if p > alpha / (m - i):
+            break
+        rejected.add(name)
+    return rejected
+
+
+def eliminate(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules) -> list[Drop]:
+    """The survivors confidently slower than the leader (one-sided t with pooled noise, Holm over the round)."""
+    top = leader(scores, survivors)
+    if top is None or not noise.df or not noise.sd:
+        return []
+    top_mean = mean(scores[top].values())
+    p_values, ratios = {}, {}
+    for name in survivors:
+        if name == top or not scores.get(name):
+            continue
+        diff = top_mean - mean(scores[name].values())
+        se = math.sqrt(_variance_of_mean(scores, top, reference, noise)
+                       + _variance_of_mean(scores, name, reference, noise))
+        p_values[name] = float(scipy_stats.t.sf(diff / se, noise.df)) if se > 0 else (0.0 if diff > 0 else 1.0)
+        ratios[name] = math.exp(-diff)
+    dropped = holm(p_values, rules.alpha)
+    leading = "plain decoding" if top == reference else top
+    return [Drop(name, f"slower than {leading}: {ratios[name]:.2f}x its speed after {len(scores[name])} run(s), "
+                       f"p={p_values[name]:.2g} (Holm over {len(p_values)})",
+                 math.exp(mean(scores[name].values())))
+            for name in sorted(dropped, key=lambda n: p_values[n])]
+
+
+def equivalent(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules) -> bool:
+    """Every other survivor's 95% upper bound on its shortfall behind the leader is within tie_margin."""
+    top = leader(scores, survivors)
+    others = [s for s in survivors if s != top]
+    if top is None or not others or not noise.df or not noise.sd:
+        return False
+    if any(not scores.get(s) for s in others):
+        return False
+    quantile = float(scipy_stats.t.ppf(0.95, noise.df))
+    top_mean = mean(scores[top].values())
+    for name in others:
+        se = math.sqrt(_variance_of_mean(scores, top, reference, noise)
+                       + _variance_of_mean(scores, name, reference, noise))
+        if top_mean - mean(scores[name].values()) + quantile * se >= math.log1p(rules.tie_margin):
+            return False
+    return True
+
+
+def decide(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules, *, budget_left: bool) -> Outcome:
+    """Where the race stands after a round's drops."""
+    survivors = tuple(survivors)
+    top = leader(scores, survivors)
+    if len(survivors) == 1:
+        only = survivors[0]
+        if only == reference or len(scores.get(only, {})) >= rules.min_runs or not budget_left:
+            return Outcome(WINNER, only, survivors)  # every other candidate was shown slower
+    elif equivalent(scores, survivors, reference, noise, rules):
+        return Outcome(EQUIVALENT, top, survivors)
+    if not budget_left or not needing_runs(scores, survivors, reference, rules):
+        return Outcome(UNSEPARATED, top, survivors)
+    return Outcome(RACING, top, survivors)
+
+
+def needing_runs(scores: Scores, survivors, reference: str, rules: Rules) -> list[str]:
+    """The survivors another round would run (the baseline runs in every block anyway)."""
+    return [s for s in survivors if s != reference and len(scores.get(s, {})) < rules.max_runs]
+
+
+def plan_round(runners: list[str], rules: Rules, rng: random.Random) -> list[list[str]]:
+    """The next round's blocks: every runner once, shuffled, in near-equal groups of at most rules.group."""
+    order = list(runners)
+    rng.shuffle(order)
+    count = math.ceil(len(order) / rules.group) if order else 0
+    return [order[i::count] for i in range(count)]

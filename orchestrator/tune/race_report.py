@@ -1,0 +1,131 @@
+"""`orch report --tune N`: a tune's page: its verdict, what was raced and by which rule, and per workload the
+answer table, the race drawn (each candidate's speedup over plain decoding as its runs came in, round by round,
+ending where it was dropped or disqualified) and every decision with its reason. report.md, report.html (the same
+page, self-contained) and one PNG per workload, written into the folder given.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+from orchestrator import tables
+from orchestrator.report import html
+from orchestrator.report.plots import plt, save
+from orchestrator.store import tune_queries
+from orchestrator.tune import race
+
+ANSWER_COLUMNS = ["candidate", "state", "runs", "vs_plain", "vs_control", "acceptance"]
+EVENT_COLUMNS = ["round", "candidate", "event", "reason"]
+SPEEDUP_TICKS = [0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2, 3, 5, 10]
+ENDED = {"dropped": ("x", "C3"), "disqualified": ("D", "dimgray"), "infeasible": ("s", "dimgray")}
+
+
+def write(con, tune_id: int, out_dir: Path) -> Path:
+    row = tune_queries.tune_row(con, tune_id)
+    if row is None:
+        from orchestrator.errors import TuneResumeError
+
+        raise TuneResumeError(f"no tune {tune_id} in this results file; list them with `orch query 'SELECT id, "
+                              f"state, recipe_path FROM tunes'`")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rounds, events = tune_queries.rounds(con, tune_id), tune_queries.events(con, tune_id)
+    runs = tune_queries.race_runs(con, [r["sweep_id"] for r in rounds])
+    result = row.get("result") or {}
+    title = f"orch report: tune {tune_id}"
+    lines = [f"# {title}", "", f"**Verdict:** {tables.md_text(result.get('verdict') or row['state'])}", "",
+             "## What was raced", "", *_what(row), ""]
+    answers = {a["workload"]: a for a in result.get("answers", [])}
+    for workload in dict.fromkeys([r["workload"] for r in rounds] + list(answers)):
+        lines += [f"## Workload {tables.md_text(workload)}", ""]
+        answer = answers.get(workload)
+        if answer:
+            lines += [tables.md_text(answer["verdict"]), "", tables.render(answer["rows"], "md", ANSWER_COLUMNS), ""]
+            if answer.get("command"):
+                lines += [f"Run it: {tables.md_code(answer['command'])}", ""]
+            if answer.get("server"):
+                lines += [f"Served: {tables.md_code(answer['server'])}", ""]
+        mine = [r for r in rounds if r["workload"] == workload]
+        png = draw(workload, mine, [e for e in events if e["workload"] == workload],
+                   [r for r in runs if r["sweep_id"] in {x["sweep_id"] for x in mine}],
+                   out_dir / f"race-tune{tune_id}-{_file_part(workload)}.png", f"tune {tune_id}, {workload}")
+        if png:
+            lines += ["Each line is a candidate's speedup over plain decoding (mean of its runs so far, paired by "
+                      "block) after each round; x: dropped as slower than the leader, diamond: disqualified.", "",
+                      f"![the race, {tables.md_text(workload)}]({png.name})", ""]
+        decided = [e for e in events if e["workload"] == workload]
+        if decided:
+            lines += ["Decisions:", "", tables.render(decided, "md", EVENT_COLUMNS), ""]
+    text = "\n".join(lines).rstrip() + "\n"
+    path = out_dir / "report.md"
+    path.write_text(text)
+    (out_dir / "report.html").write_text(html.render(text, out_dir, title))
+    return path
+
+
+def _what(row: dict) -> list[str]:
+    rules = row.get("rules") or {}
+    budget = row.get("budget") or {}
+    spent = ", ".join(f"{v} {k}" for k, v in budget.items() if v) or "the grid's cost at 5 repeats"
+    return [f"- recipe {tables.md_code(row['recipe_path'])} on build {tables.md_code(row['build_name'])}",
+            f"- candidates: {tables.md_text(row.get('space_source') or 'the recipe arms and matrix')}",
+            f"- budget per workload: {spent}; state {row['state']}",
+            f"- rule: one-sided t on log speed ratios, pooled noise, Holm at {rules.get('alpha', 0.05)} per round; "
+            f"tied within {100 * rules.get('tie_margin', 0.02):.0f}%; {rules.get('max_runs')} runs per candidate "
+            f"at most; output changes {'allowed' if rules.get('allow_output_change') else 'disqualify'}"]
+
+
+def _file_part(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:60]
+
+
+def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict], path: Path,
+         title: str) -> Path | None:
+    """Candidates x rounds: each candidate's running speedup, its end marked; plain decoding at 1x."""
+    if not rounds or not runs:
+        return None
+    baseline = next((r["arm"] for r in runs if r["is_baseline"]), None)
+    if baseline is None:
+        return None
+    names = {r["arm"] for r in runs if not r["is_control"] and r["planned"]}
+    round_of = {r["sweep_id"]: r["round"] for r in rounds}
+    planned = {k: v for r in rounds for k, v in (r.get("references") or {}).items()}
+    scores = race.block_scores(runs, baseline, names, planned)
+    ends = {e["candidate"]: e for e in events if e["event"] in ENDED}
+    finalists = {e["candidate"] for e in events if e["event"] in ("winner", "tied")}
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    last = max(round_of.values())
+    for name in sorted(names - {baseline}):
+        points = []
+        for n in range(1, last + 1):
+            values = [s for b, s in scores.get(name, {}).items() if round_of.get(b[0], 0) <= n]
+            if values and (not points or len(values) > points[-1][2]):
+                points.append((n, math.exp(race.mean(values)), len(values)))
+        if not points:
+            continue
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        if name in finalists:
+            ax.plot(xs, ys, "-o", linewidth=2.2, markersize=4, zorder=3)
+            ax.annotate(name, (xs[-1], ys[-1]), textcoords="offset points", xytext=(6, 0), fontsize=8,
+                        va="center")
+        else:
+            ax.plot(xs, ys, "-", color="lightgray", linewidth=1, zorder=1)
+            marker, color = ENDED.get(ends.get(name, {}).get("event"), ("o", "gray"))
+            ax.plot(xs[-1], ys[-1], marker, color=color, markersize=5, zorder=2)
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
+    ax.annotate("plain decoding" + (" (finalist)" if baseline in finalists else ""), (0.6, 1.0),
+                textcoords="offset points", xytext=(0, 4), fontsize=8)
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(FixedLocator(SPEEDUP_TICKS))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(0.5, last + 1.8)  # room for the finalists' names
+    ax.set_xticks(range(1, last + 1))
+    ax.set_xlabel("round (every survivor runs once more per round)")
+    ax.set_ylabel("speedup over plain decoding (log scale)")
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{title}: the race ({len(names) - 1} candidates, {last} rounds)", fontsize=10)
+    return save(fig, path)

@@ -1,0 +1,218 @@
+"""One `orch tune` from start (or resume) to answer: its `tunes` row, one race per workload, the answers.
+
+A workload is a TOML file of recipe variables (recipes/workloads/NAME.toml: the prompt, n_predict, its name), layered
+between --vars and --set; each gets its own race, so the answer can differ per workload ("code edit: ngram-mod ...;
+prose: no speculation"). Interrupted, the tune is stored `interrupted` with every round and decision so far, and
+`orch tune --resume` goes on with the same recipe, space, budget and rule.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator import store
+from orchestrator.build.finished import Build
+from orchestrator.build.on_disk import runnable_build
+from orchestrator.errors import Interrupted, OrchError, TuneResumeError
+from orchestrator.hashing import sha256_text
+from orchestrator.recipe.plan import read_vars, recipe_meta
+from orchestrator.run import recipe_run
+from orchestrator.run.recipe_run import RecipeRequest
+from orchestrator.store import tune_queries, tunes
+from orchestrator.tune import answer, driver, race, space
+from orchestrator.tune.driver import Budget
+
+
+@dataclass
+class TuneRequest:
+    recipe: Path
+    build_ref: str | None = None
+    vars_file: Path | None = None
+    overrides: tuple[str, ...] = ()
+    models: Path | None = None
+    arms: tuple[str, ...] = ()
+    space: str | None = None  # --space as given: a file or built-in names; None: the recipe's own arms
+    workloads: tuple[str, ...] = ()  # names (recipes/workloads/NAME.toml) or files; none: the recipe's own prompt
+    budget: Budget = field(default_factory=Budget)
+    rules: race.Rules = field(default_factory=race.Rules)
+    allow_output_change: bool = False
+    timeout: float = 600.0
+    db: Path | None = None
+
+
+@dataclass
+class TuneResult:
+    tune_id: int
+    answers: list[answer.Answer]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return f"tune {self.tune_id}: " + "; ".join(a.verdict for a in self.answers)
+
+
+def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
+    """Each --workload as a file: a path as given, else NAME.toml in the recipe's workloads/ folder."""
+    if not names:
+        return [None]
+    out = []
+    for name in names:
+        path = Path(name).expanduser()
+        if path.suffix != ".toml":
+            path = Path(recipe).parent / "workloads" / f"{name}.toml"
+        if not path.is_file():
+            there = sorted(p.stem for p in (Path(recipe).parent / "workloads").glob("*.toml"))
+            from orchestrator.errors import InvalidOption
+
+            raise InvalidOption(f"--workload {name}: no file {path}; give a TOML file of variables (prompt, "
+                                f"n_predict) or one of {', '.join(there) or 'none found'}")
+        out.append(path)
+    return out
+
+
+def _as_overrides(path: Path | None) -> tuple[str, ...]:
+    """A workload file's variables as --set items (TOML literals), so --vars stays the user's file."""
+    return tuple(f"{k}={json.dumps(v)}" for k, v in read_vars(path).items()) if path else ()
+
+
+def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
+    """Check everything (build, space, every workload's candidates) before the tune row exists, then race."""
+    build = runnable_build(request.build_ref)
+    files = workload_files(request.workloads, request.recipe)
+    grids, source, notes = _space(request, build)
+    prepared = {str(f): _prepare(request, build, f, grids) for f in files}
+    database = store.Database(request.db or _db())
+    given = {"vars_file": str(request.vars_file.absolute()) if request.vars_file else None,
+             "overrides": list(request.overrides), "arms": list(request.arms),
+             "models": str(request.models.absolute()) if request.models else None, "timeout": request.timeout}
+    with database.write() as con:
+        tune_id = tunes.create_tune(con, {
+            "recipe_path": str(request.recipe.absolute()), "recipe_hash": sha256_text(request.recipe.read_text()),
+            "build_name": build.name, "variables": given, "space": grids, "space_source": source,
+            "workloads": [str(f.absolute()) if f else None for f in files], "budget": request.budget.to_dict(),
+            "rules": {**request.rules.to_dict(), "allow_output_change": request.allow_output_change},
+            "argv": argv})
+    for note in notes:
+        say(f"orch: tune {tune_id}: {note}")
+    return _execute(database, tune_id, request, build, prepared, files, argv=argv, say=say, rounds=[], events=[])
+
+
+def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResult:
+    database = store.Database(db or _db())
+    row = stored(database, ref)
+    given = row["variables"] or {}
+    rules = dict(row["rules"])
+    allow = rules.pop("allow_output_change", False)
+    request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
+                          vars_file=Path(given["vars_file"]) if given.get("vars_file") else None,
+                          overrides=tuple(given.get("overrides") or ()), arms=tuple(given.get("arms") or ()),
+                          models=Path(given["models"]) if given.get("models") else None,
+                          budget=Budget(**row["budget"]), rules=race.Rules(**rules), allow_output_change=allow,
+                          timeout=given.get("timeout", 600.0), db=database.path)
+    build = runnable_build(row["build_name"])
+    files = [Path(w) if w else None for w in row["workloads"]]
+    prepared = {str(f): _prepare(request, build, f, row["space"]) for f in files}
+    with database.read() as con:
+        rounds, events = tune_queries.rounds(con, row["id"]), tune_queries.events(con, row["id"])
+    with database.write() as con:
+        tunes.set_tune_state(con, row["id"], "running")
+    say(f"orch: tune {row['id']}: resuming with {len(rounds)} round(s) already run")
+    return _execute(database, row["id"], request, build, prepared, files, argv=argv, say=say, rounds=rounds,
+                    events=events)
+
+
+def stored(database: store.Database, ref: str) -> dict:
+    """The tune --resume names (a number, or the newest unfinished), checked to be resumable."""
+    if not database.path.exists():
+        raise TuneResumeError(f"no results file {database.path}, so no tune to resume; start one with "
+                              f"`orch tune RECIPE`")
+    with database.read() as con:
+        if ref == "latest":
+            row = tune_queries.latest_tune(con, unfinished=True)
+        elif ref.isdigit():
+            row = tune_queries.tune_row(con, int(ref))
+        else:
+            raise TuneResumeError(f"--resume {ref}: give a tune number (the progress lines name it)")
+    if row is None:
+        what = "unfinished tune" if ref == "latest" else f"tune {ref}"
+        raise TuneResumeError(f"no {what} in {database.path}; start one with `orch tune RECIPE`")
+    if row["state"] == "done":
+        raise TuneResumeError(f"tune {row['id']} is done; nothing to resume (its answer: `orch tune --show "
+                              f"{row['id']}`)")
+    recipe = Path(row["recipe_path"])
+    if not recipe.exists() or sha256_text(recipe.read_text()) != row["recipe_hash"]:
+        raise TuneResumeError(f"tune {row['id']}'s recipe {recipe} is gone or has changed since it started, so its "
+                              f"runs would not compare; start a new tune")
+    return row
+
+
+def _db() -> Path:
+    from orchestrator import config
+
+    return config.db_path()
+
+
+def _space(request: TuneRequest, build: Build) -> tuple[list[dict] | None, str | None, list[str]]:
+    if not request.space:
+        return None, None, []
+    meta = recipe_meta(request.recipe)
+    baseline = meta.get("baseline") if isinstance(meta.get("baseline"), dict) else {}
+    variables = {**meta.get("defaults", {}), **read_vars(request.vars_file)}
+    found = space.resolve(request.space, baseline=baseline, backend=build.backend, variables=variables)
+    return found.grids, found.source, found.notes
+
+
+def _prepare(request: TuneRequest, build: Build, workload: Path | None, grids: list[dict] | None):
+    recipe = RecipeRequest(recipe=request.recipe, build_ref=build.name, vars_file=request.vars_file,
+                           overrides=_as_overrides(workload) + tuple(request.overrides), models=request.models,
+                           arms=request.arms, db=request.db, space=None if grids is None else tuple(grids))
+    prepared = recipe_run.prepare_recipe(recipe, build)
+    if prepared.plan.mode != "cli":
+        from orchestrator.errors import InvalidOption
+
+        raise InvalidOption(f"orch tune races CLI recipes; {request.recipe} is a {prepared.plan.mode} recipe "
+                            f"(recipes/tune.j2 is one made for it)")
+    if prepared.plan.baseline is None:
+        from orchestrator.errors import InvalidOption
+
+        raise InvalidOption(f"{request.recipe} has no baseline arm: tune measures every candidate against plain "
+                            f"decoding; give the recipe a baseline (`\"baseline\": {{...}}` in its meta)")
+    return prepared
+
+
+def _execute(database, tune_id: int, request: TuneRequest, build: Build, prepared: dict, files: list,
+             *, argv: list[str], say, rounds: list[dict], events: list[dict]) -> TuneResult:
+    answers = []
+    try:
+        for f in files:
+            name = answer.workload_name(f)
+            r = driver.Race(tune_id=tune_id, workload=name, prepared=prepared[str(f)], rules=request.rules,
+                            budget=request.budget, allow_output_change=request.allow_output_change,
+                            timeout=request.timeout, argv=argv, say=say,
+                            rounds=[x for x in rounds if x["workload"] == name])
+            for e in events:
+                if e["workload"] == name and e["event"] in driver.LEFT_EVENTS:
+                    r.left[e["candidate"]] = e["reason"] if e["reason"].startswith(e["event"]) else \
+                        f"{e['event']}: {e['reason']}"
+            r.ended = any(e["workload"] == name and e["event"] in driver.ENDS for e in events)
+            found = driver.run_race(r)
+            say(f"orch: tune {tune_id}: {found.verdict}")
+            answers.append(found)
+    except (KeyboardInterrupt, Interrupted):
+        _state(database, tune_id, "interrupted")
+        raise Interrupted(f"tune {tune_id} interrupted; every finished run and decision is stored: continue it with "
+                          f"`orch tune --resume {tune_id}`") from None
+    except OrchError as exc:
+        _state(database, tune_id, "failed", {"error": str(exc)})
+        raise
+    result = TuneResult(tune_id, answers)
+    _state(database, tune_id, "done", {"answers": [a.to_dict() for a in answers], "verdict": result.verdict,
+                                       "build": build.name})
+    return result
+
+
+def _state(database, tune_id: int, state: str, result: dict | None = None) -> None:
+    with database.write() as con:
+        tunes.set_tune_state(con, tune_id, state, result)

@@ -1,0 +1,165 @@
+"""What `orch tune` races: the recipe's own arms and matrix, or a space (`--space FILE` or built-in names).
+
+A space is a list of grids in the recipe matrix syntax (recipe/matrix.py), one method each, so a setting exists only
+with its method (draft_max for draft arms, ngram_n for the n-gram ones). In a TOML file:
+
+    sample = 48                      # optional: at most this many candidates (a Latin hypercube draws them)
+    [all]                            # optional: axes multiplied into every grid, and into plain decoding
+    threads = [1, 2]
+    [[grid]]
+    _label = "ngram-mod"
+    spec = "ngram-mod"
+    ngram_n = [4, 8, 12]
+    draft_min = {from = 1, to = 4}   # a range: from, to (inclusive), step (default 1)
+
+Built-in spaces (data/tune_spaces.toml) are named instead: `--space ngram-mod,ngram-simple,threads`, or `all` for
+every one this build and these variables can run (a draft model's space only where `draft` is set, threads on CPU
+builds, offload and cache types on CUDA builds). The variables must be the recipe's; a space the size of a large
+product is sampled by scipy's Latin hypercube (seeded: the same candidates every time), each grid in proportion.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from scipy.stats import qmc
+
+from orchestrator.errors import InvalidOption
+from orchestrator.recipe import matrix
+
+DEFAULT_SAMPLE = 64  # built-in spaces: more candidates than this are sampled
+ALL = "all"
+
+
+@dataclass
+class Space:
+    grids: list[dict]
+    source: str  # the file, or the built-in names
+    notes: list[str] = field(default_factory=list)  # what was left out or sampled, said before the race
+
+
+def builtin_spaces() -> dict:
+    return tomllib.loads(resources.files("orchestrator.data").joinpath("tune_spaces.toml").read_text())
+
+
+def resolve(arg: str, *, baseline: dict, backend: str, variables: dict) -> Space:
+    """`--space` as given: a TOML file, or comma-separated built-in names (or `all`)."""
+    path = Path(arg).expanduser()
+    if path.suffix == ".toml" or path.exists():
+        return from_file(path, baseline)
+    return from_names([n.strip() for n in arg.split(",") if n.strip()], baseline=baseline, backend=backend,
+                      variables=variables)
+
+
+def from_file(path: Path, baseline: dict) -> Space:
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InvalidOption(f"--space {path} does not exist; give a TOML space file or built-in names "
+                            f"({', '.join(builtin_spaces())}, {ALL})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidOption(f"--space {path} cannot be read ({exc}); give a TOML space file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidOption(f"--space {path} is not valid TOML: {exc}") from None
+    unknown = set(data) - {"grid", "all", "sample"}
+    if unknown or not isinstance(data.get("grid"), list) or not data["grid"]:
+        raise InvalidOption(f"--space {path}: a space is `[[grid]]` tables (one method each), with optional `[all]` "
+                            f"axes and `sample = N`; {'unknown keys ' + ', '.join(sorted(unknown)) if unknown else 'no [[grid]]'}")
+    sample = data.get("sample")
+    if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or sample < 1):
+        raise InvalidOption(f"--space {path}: sample = {sample!r} is not a positive whole number")
+    where = f"--space {path}"
+    grids = combine([expand_ranges(g, where) for g in data["grid"]], expand_ranges(data.get("all") or {}, where),
+                    baseline)
+    return limited(Space(grids, str(path)), sample)
+
+
+def from_names(names: list[str], *, baseline: dict, backend: str, variables: dict) -> Space:
+    known = builtin_spaces()
+    if not names:
+        raise InvalidOption(f"--space names no space; built-in: {', '.join(known)}, {ALL}")
+    unknown = [n for n in names if n != ALL and n not in known]
+    if unknown:
+        raise InvalidOption(f"--space {', '.join(unknown)}: no such built-in space; built-in: {', '.join(known)}, "
+                            f"{ALL} (or give a .toml file)")
+    chosen = list(known) if ALL in names else names
+    grids, axes, notes = [], {}, []
+    for name in chosen:
+        spec = known[name]
+        if spec.get("backend") and spec["backend"] != backend:
+            if ALL not in names:
+                notes.append(f"space {name} is for {spec['backend']} builds; this build is {backend}: left out")
+            continue
+        if spec.get("needs") and variables.get(spec["needs"]) in (None, ""):
+            notes.append(f"space {name} needs `{spec['needs']}` set (--set {spec['needs']}=FILE): left out")
+            continue
+        grids += [expand_ranges(g, f"space {name}") for g in spec.get("grid", [])]
+        axes.update({k: _cores() if v == "cores" else v for k, v in spec.get("all", {}).items()})
+    if not grids and not axes:
+        raise InvalidOption(f"--space {','.join(names)}: nothing to race on this build ({'; '.join(notes)})")
+    space = limited(Space(combine(grids, expand_ranges(axes, "space"), baseline), ",".join(names), notes),
+                    DEFAULT_SAMPLE)
+    return space
+
+
+def _cores() -> list[int]:
+    cores = os.cpu_count() or 1
+    return sorted({1, max(1, cores // 2), cores})
+
+
+def expand_ranges(grid: dict, where: str) -> dict:
+    """A grid with its {from, to, step} ranges written out as lists."""
+    if not isinstance(grid, dict):
+        raise InvalidOption(f"{where}: a grid is a table of variable = value, list or range; got {grid!r}")
+    return {k: _range(k, v, where) if isinstance(v, dict) else v for k, v in grid.items()}
+
+
+def _range(key: str, spec: dict, where: str) -> list:
+    start, stop, step = spec.get("from"), spec.get("to"), spec.get("step", 1)
+    numbers = (start, stop, step)
+    if set(spec) - {"from", "to", "step"} or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                     for x in numbers) or step <= 0 or stop < start:
+        raise InvalidOption(f"{where}: {key} = {spec!r} is not a range; write {{from = A, to = B, step = S}} with "
+                            f"A <= B and S > 0")
+    count = math.floor((stop - start) / step + 1e-9) + 1
+    if count > 1000:
+        raise InvalidOption(f"{where}: {key} has {count} values; give a larger step")
+    whole = all(isinstance(x, int) for x in numbers)
+    return [start + i * step if whole else round(start + i * step, 10) for i in range(count)]
+
+
+def combine(grids: list[dict], axes: dict, baseline: dict) -> list[dict]:
+    """The grids with the `all` axes in each; with axes, plain decoding at each of their values too."""
+    if not axes:
+        return grids
+    axes = {k: v if isinstance(v, list) else [v] for k, v in axes.items()}
+    off = {matrix.LABEL: "off", **baseline}
+    return [{**g, **axes} for g in [off, *grids]]
+
+
+def limited(space: Space, sample: int | None) -> Space:
+    """The space, or a Latin-hypercube sample of it of about `sample` candidates, each grid in proportion."""
+    sizes = [len(matrix.grid_cells(g, space.source)) for g in space.grids]
+    total = sum(sizes)
+    if not sample or total <= sample:
+        return space
+    grids = []
+    for grid, size in zip(space.grids, sizes):
+        share = max(1, round(sample * size / total))
+        grids += [grid] if share >= size else _sampled(grid, share)
+    kept = sum(len(matrix.grid_cells(g, space.source)) for g in grids)
+    space.notes.append(f"space of {total} candidates sampled to {kept} (Latin hypercube, seed 0)")
+    return Space(grids, space.source, space.notes)
+
+
+def _sampled(grid: dict, count: int) -> list[dict]:
+    """count cells of one grid, stratified along every axis; each a grid of one-value axes (so its name shows them)."""
+    axes = [k for k, v in grid.items() if isinstance(v, list)]
+    points = qmc.LatinHypercube(d=len(axes), seed=0).random(count)
+    cells = {tuple(min(int(u * len(grid[k])), len(grid[k]) - 1) for u, k in zip(point, axes)) for point in points}
+    return [{**grid, **{k: [grid[k][i]] for k, i in zip(axes, cell)}} for cell in sorted(cells)]

@@ -1,0 +1,154 @@
+"""orch tune on real binaries: a small race on the tiny models (stored as ordinary runs, answered, shown again,
+reported), Ctrl-C and SIGKILL in the middle of a round then --resume, and the real Gemma model: a looping workload
+refused, a repetitive one raced like for like in tokens. Behaviour, not speed: no test asserts who wins."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from integration.conftest import COMMIT, db_rows, run_orch
+from orchestrator.errors import LoopingWorkload, TuneResumeError
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = ROOT / "recipes" / "tune.j2"
+TINY = ("--set", "target=tiny-target.gguf", "--set", "draft=tiny-draft.gguf", "--set", "threads=1",
+        "--set", "n_predict=24")
+
+
+@pytest.fixture
+def space(tmp_path) -> Path:
+    path = tmp_path / "space.toml"
+    path.write_text('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [2, 4, 8]\ndraft_min = [0, 2]\n')
+    return path
+
+
+def tune_argv(orch_exe, space, *extra) -> list[str]:
+    return [orch_exe, "tune", str(RECIPE), "--build", COMMIT, "--space", str(space), *TINY, "--workload",
+            "short_fact", *extra]
+
+
+def _children_of_this_results_file(env) -> list[psutil.Process]:
+    """llama.cpp processes started for this test's results file (their environment names it)."""
+    out = []
+    for p in psutil.process_iter(["name"]):
+        try:
+            if (p.info["name"] or "").startswith("llama-") and p.environ().get("ORCH_DB") == env["ORCH_DB"]:
+                out.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+def _assert_consistent(env, tune_id: int = 1) -> dict:
+    """Every candidate ends once (left the race, or is in its end), every round is a stored sweep of ordinary runs."""
+    (tune,) = db_rows(env, "SELECT * FROM tunes WHERE id = ?", [tune_id])
+    assert tune["state"] == "done"
+    result = json.loads(tune["result"])
+    rounds = db_rows(env, "SELECT round, sweep_id FROM tune_rounds WHERE tune_id = ? ORDER BY id", [tune_id])
+    assert [r["round"] for r in rounds] == list(range(1, len(rounds) + 1))
+    sweeps = {r["sweep_id"] for r in db_rows(env, "SELECT DISTINCT sweep_id FROM runs")}
+    assert {r["sweep_id"] for r in rounds} <= sweeps
+    events = db_rows(env, "SELECT candidate, event FROM tune_events WHERE tune_id = ?", [tune_id])
+    left = [e["candidate"] for e in events if e["event"] in ("infeasible", "disqualified", "dropped")]
+    ends = [e["candidate"] for e in events if e["event"] in ("winner", "tied")]
+    assert len(left) == len(set(left)) and not set(left) & set(ends)
+    (answer,) = result["answers"]
+    assert answer["state"] in ("winner", "equivalent", "unseparated")
+    assert answer["candidates"] == 7 and len(set(left) | set(ends)) == 7  # six drafts and plain decoding
+    assert answer["runs"] <= answer["grid_runs"] == (6 + 1 + 1) * 5
+    return result
+
+
+def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(orch_exe, env, space, tmp_path):
+    res = subprocess.run(tune_argv(orch_exe, space), env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("== short_fact: 7 candidates, ") and lines[-1].startswith("verdict: tune 1: short_fact: ")
+    result = _assert_consistent(env)
+    answer = result["answers"][0]
+    if answer["state"] == "winner":  # the winner's command as executed, ready to paste
+        assert "run:    " in res.stdout and answer["command"].split()[0].endswith(("llama-completion",
+                                                                                  "llama-speculative-simple"))
+    # the tune's runs are ordinary runs: summary reads a round's sweep like any other
+    summary = run_orch(orch_exe, "summary", "1", env=env)
+    assert summary.returncode == 0 and "verdict: sweep 1" in summary.stdout
+    shown = run_orch(orch_exe, "tune", "--show", env=env)
+    assert shown.returncode == 0 and shown.stdout.splitlines()[-1] == lines[-1]
+    as_json = run_orch(orch_exe, "tune", "--show", "1", "--json", env=env)
+    assert json.loads(as_json.stdout)["verdict"] == result["verdict"]
+    out = tmp_path / "report"
+    report = run_orch(orch_exe, "report", "--tune", "1", "--out", str(out), env=env)
+    assert report.returncode == 0, report.stderr
+    page = (out / "report.md").read_text()
+    assert "## Workload short_fact" in page and "Decisions:" in page
+    assert (out / "race-tune1-short_fact.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = run_orch(orch_exe, "tune", "--resume", env=env)
+    assert again.returncode == TuneResumeError.exit_code and "no unfinished tune" in again.stderr
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
+def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, how):
+    proc = subprocess.Popen(tune_argv(orch_exe, space, "--max-runs", "4"), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen, in_round_two = [], False
+    deadline = time.monotonic() + 300
+    for line in proc.stderr:  # stop it once round 2 has run a run
+        seen.append(line)
+        in_round_two = in_round_two or "round 2:" in line
+        if (in_round_two and line.startswith("[1/")) or time.monotonic() > deadline:
+            break
+    assert in_round_two, "".join(seen)[-3000:]
+    if how == "ctrl-c":
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err
+        assert "tune 1 interrupted" in err and "orch tune --resume 1" in err
+        assert db_rows(env, "SELECT state FROM tunes") == [{"state": "interrupted"}]
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)  # orch and nothing else: the run in flight is in its own group
+        proc.communicate(timeout=120)
+        assert db_rows(env, "SELECT state FROM tunes") == [{"state": "running"}]
+    deadline = time.monotonic() + 60
+    while _children_of_this_results_file(env) and time.monotonic() < deadline:
+        time.sleep(0.2)  # a SIGKILLed orch cannot stop its child: it ends with its own short run
+    if how == "ctrl-c":
+        assert not _children_of_this_results_file(env)
+    rounds_before = len(db_rows(env, "SELECT * FROM tune_rounds"))
+    resumed = run_orch(orch_exe, "tune", "--resume", env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming with {rounds_before} round(s) already run" in resumed.stderr
+    assert resumed.stdout.splitlines()[-1].startswith("verdict: tune 1: short_fact: ")
+    _assert_consistent(env)
+    assert not _children_of_this_results_file(env)
+
+
+@pytest.fixture
+def real_env(cache_env, gemma_dir, real_build, tmp_path):
+    return {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(tmp_path / "results.duckdb"),
+            "COLUMNS": "100"}
+
+
+def test_on_gemma_a_looping_workload_is_refused_and_a_repetitive_one_raced_like_for_like(orch_exe, real_env):
+    res = run_orch(orch_exe, "tune", str(RECIPE), "--build", COMMIT, "--set", "threads=2", "--workload",
+                   "open_prose,repeat_list", "--arms", "ngram-simple:ngram_n=4*", "--max-runs", "3", env=real_env,
+                   timeout=1200)
+    assert res.returncode == LoopingWorkload.exit_code, res.stderr[-3000:]
+    assert "refused open_prose" in res.stderr
+    verdict = res.stdout.splitlines()[-1]
+    assert verdict.startswith("verdict: tune 1: open_prose: refused: plain decoding's text loops")
+    assert "; repeat_list: " in verdict
+    events = db_rows(real_env, "SELECT workload, candidate, event FROM tune_events")
+    assert {"workload": "open_prose", "candidate": "baseline", "event": "refused"} in events
+    answers = {a["workload"]: a for a in json.loads(db_rows(real_env, "SELECT result FROM tunes")[0]["result"])["answers"]}
+    repeat = answers["repeat_list"]
+    # its candidates decoded past -n, so their controls ran again at their counts, and their scores used those
+    reruns = db_rows(real_env, "SELECT DISTINCT arm FROM runs WHERE arm LIKE 'control~%'")
+    assert reruns, "no count-matched control on a list that ngram-simple drafts"
+    measured = [r for r in repeat["rows"] if r["candidate"].startswith("ngram-simple") and r["vs_plain"]]
+    assert measured and all(r["acceptance"] and r["vs_control"] for r in measured)

@@ -1,0 +1,191 @@
+"""orch tune's racing rule as pure functions: scores paired by block, pooled noise, elimination with Holm, ties,
+noise that cannot separate, the budget, and the guards that keep a candidate from winning whatever its speed."""
+
+import math
+import random
+
+import pytest
+
+from orchestrator.tune import guards, race
+from orchestrator.tune.answer import Answer, verdict
+
+RULES = race.Rules()
+BASE = "baseline"
+
+
+def _runs(speeds: dict[str, list[float]], sweep: int = 1, **extra) -> list[dict]:
+    """Runs in blocks: speeds[arm][i] is the arm's decode tok/s in block i (None: not run there)."""
+    out = []
+    for arm, values in speeds.items():
+        for i, v in enumerate(values):
+            if v is not None:
+                out.append({"sweep_id": sweep, "repeat_index": i, "arm": arm, "status": "ok", "decode_tps": v,
+                            **extra.get(arm, {})})
+    return out
+
+
+def _noisy(rng: random.Random, centre: float, n: int, sd: float) -> list[float]:
+    return [centre * math.exp(rng.gauss(0, sd)) for _ in range(n)]
+
+
+def test_scores_pair_each_run_with_the_baseline_of_its_own_block():
+    runs = _runs({BASE: [100.0, 50.0], "a": [120.0, 60.0]})
+    scores = race.block_scores(runs, BASE, {"a"})
+    # drift halved both arms in block 2: paired by block, a is 1.2x in both
+    assert [round(math.exp(v), 6) for v in scores["a"].values()] == [1.2, 1.2]
+    assert set(scores[BASE].values()) == {0.0}
+
+
+def test_a_speculating_run_is_scored_through_its_control_on_the_same_tokens():
+    """a decoded past -n: its control ran again at a's count (control~a); its score is a over that rerun, times the
+    control's speed over plain decoding in the block (the program difference)."""
+    runs = _runs({BASE: [100.0], "control": [90.0], "control~a": [92.0], "a": [180.0], "b": [150.0]},
+                 a={"reference_arm": "control~a"}, b={"reference_arm": "control"},
+                 control={"reference_arm": BASE})
+    planned = {"a": "control", "b": "control", "control": BASE}  # a's rerun `control~a` does not name its control
+    scores = race.block_scores(runs, BASE, {"a", "b", "control"}, planned)
+    assert math.exp(scores["a"][(1, 0)]) == pytest.approx(180 / 92 * 90 / 100)
+    assert math.exp(scores["b"][(1, 0)]) == pytest.approx(1.5)
+    assert math.exp(scores["control"][(1, 0)]) == pytest.approx(0.9)
+    like = race.control_scores(runs, {"a", "b", "control"}, BASE, planned)
+    assert math.exp(like["a"][(1, 0)]) == pytest.approx(180 / 92) and "control" not in like
+
+
+def test_a_run_without_its_blocks_baseline_is_not_scored_and_failed_runs_are_not_speeds():
+    runs = _runs({BASE: [100.0, None], "a": [110.0, 120.0]})
+    runs.append({"sweep_id": 1, "repeat_index": 2, "arm": "a", "status": "failed", "decode_tps": None})
+    assert list(race.block_scores(runs, BASE, {"a"})["a"]) == [(1, 0)]
+
+
+def test_pooled_noise_counts_degrees_of_freedom_of_every_candidate_with_two_scores():
+    scores = {"a": {(1, 0): 0.1, (1, 1): 0.3}, "b": {(1, 0): 0.0}, "c": {(1, 0): -0.1, (1, 1): -0.1, (1, 2): 0.2}}
+    noise = race.pooled_noise(scores, ["a", "b", "c"])
+    assert noise.df == 3
+    assert noise.sd == pytest.approx(math.sqrt((0.02 + 0.06) / 3))
+    assert race.pooled_noise({"b": {(1, 0): 0.0}}, ["b"]) == race.Noise(None, 0)
+
+
+def test_a_clearly_slower_candidate_is_dropped_and_a_close_one_is_not():
+    rng = random.Random(1)
+    speeds = {BASE: _noisy(rng, 100, 6, 0.02), "control": _noisy(rng, 97, 6, 0.02),
+              "fast": _noisy(rng, 130, 6, 0.02), "close": _noisy(rng, 129, 6, 0.02), "slow": _noisy(rng, 70, 6, 0.02)}
+    scores = race.block_scores(_runs(speeds), BASE, set(speeds))
+    noise = race.pooled_noise(scores, ["control", "fast", "close", "slow"])
+    drops = race.eliminate(scores, [BASE, "fast", "close", "slow"], BASE, noise, RULES)
+    assert {d.name for d in drops} == {"slow", BASE}
+    assert "Holm" in drops[0].reason and "slower than" in drops[0].reason
+
+
+def test_single_runs_are_judged_with_the_controls_noise_and_nothing_is_dropped_without_any():
+    rng = random.Random(2)
+    blocks = 5
+    speeds = {BASE: _noisy(rng, 100, blocks, 0.02), "control": _noisy(rng, 98, blocks, 0.02)}
+    # forty candidates, one run each, spread over the blocks: half of them near 0.6x
+    for i in range(40):
+        row = [None] * blocks
+        row[i % blocks] = 100 * (0.6 if i % 2 else 1.25) * math.exp(rng.gauss(0, 0.02))
+        speeds[f"c{i}"] = row
+    names = set(speeds)
+    scores = race.block_scores(_runs(speeds), BASE, names)
+    survivors = [BASE] + [f"c{i}" for i in range(40)]
+    noise = race.pooled_noise(scores, ["control"] + survivors[1:])
+    assert noise.df == blocks - 1
+    dropped = {d.name for d in race.eliminate(scores, survivors, BASE, noise, RULES)}
+    assert {f"c{i}" for i in range(1, 40, 2)} <= dropped  # every 0.6x candidate
+    assert not dropped & {f"c{i}" for i in range(0, 40, 2)}  # no 1.25x candidate
+    assert race.eliminate(scores, survivors, BASE, race.Noise(None, 0), RULES) == []
+
+
+def test_holm_rejects_step_down_and_stops_at_the_first_it_cannot():
+    assert race.holm({"a": 0.001, "b": 0.02, "c": 0.04}, 0.05) == {"a", "b", "c"}  # 0.0167, 0.025, 0.05
+    assert race.holm({"a": 0.001, "b": 0.03, "c": 0.04}, 0.05) == {"a"}  # 0.03 > 0.025: b and c stay
+    assert race.holm({}, 0.05) == set()
+
+
+def test_as_fast_candidates_are_rarely_dropped_the_stated_error_rate_holds():
+    """Ten equally fast candidates, many races: the share of rounds that drop any of them stays near alpha."""
+    rng = random.Random(3)
+    rounds_with_a_drop = 0
+    trials = 300
+    for _ in range(trials):
+        speeds = {BASE: _noisy(rng, 100, 4, 0.03), "control": _noisy(rng, 100, 4, 0.03)}
+        speeds.update({f"c{i}": _noisy(rng, 110, 4, 0.03) for i in range(10)})
+        scores = race.block_scores(_runs(speeds), BASE, set(speeds))
+        survivors = [f"c{i}" for i in range(10)]
+        noise = race.pooled_noise(scores, ["control", *survivors])
+        rounds_with_a_drop += bool(race.eliminate(scores, survivors, BASE, noise, RULES))
+    assert rounds_with_a_drop / trials <= 0.08  # 5% with sampling slack (300 trials: sd 1.3%)
+
+
+def test_one_survivor_wins_once_it_has_its_runs_and_plain_decoding_wins_at_once():
+    scores = {BASE: {(1, i): 0.0 for i in range(3)}, "a": {(1, 0): 0.2, (1, 1): 0.21}}
+    noise = race.Noise(0.02, 5)
+    assert race.decide(scores, ["a"], BASE, noise, RULES, budget_left=True).state == race.RACING
+    scores["a"][(1, 2)] = 0.19
+    assert race.decide(scores, ["a"], BASE, noise, RULES, budget_left=True) == race.Outcome(race.WINNER, "a", ("a",))
+    assert race.decide(scores, [BASE], BASE, noise, RULES, budget_left=True).leader == BASE
+
+
+def test_equivalent_survivors_end_as_a_tied_set_never_a_winner():
+    rng = random.Random(4)
+    scores = {BASE: {(1, i): 0.0 for i in range(10)},
+              "a": {(1, i): rng.gauss(0.100, 0.003) for i in range(10)},
+              "b": {(1, i): rng.gauss(0.099, 0.003) for i in range(10)}}
+    noise = race.pooled_noise(scores, ["a", "b"])
+    outcome = race.decide(scores, ["a", "b"], BASE, noise, RULES, budget_left=True)
+    assert outcome.state == race.EQUIVALENT and set(outcome.survivors) == {"a", "b"}
+
+
+def test_noise_too_large_for_the_budget_reports_the_survivors_not_separated():
+    rng = random.Random(5)
+    scores = {BASE: {(1, i): 0.0 for i in range(3)},
+              "a": {(1, i): rng.gauss(0.10, 0.3) for i in range(3)},
+              "b": {(1, i): rng.gauss(0.05, 0.3) for i in range(3)}}
+    noise = race.pooled_noise(scores, ["a", "b"])
+    assert race.eliminate(scores, ["a", "b"], BASE, noise, RULES) == []
+    assert race.decide(scores, ["a", "b"], BASE, noise, RULES, budget_left=True).state == race.RACING
+    out = race.decide(scores, ["a", "b"], BASE, noise, RULES, budget_left=False)
+    assert out.state == race.UNSEPARATED and out.leader in ("a", "b")
+    full = {**scores, "a": {(1, i): 0.1 for i in range(RULES.max_runs)}, "b": {(1, i): 0.1 for i in range(10)}}
+    assert race.needing_runs(full, ["a", "b", BASE], BASE, RULES) == []
+
+
+def test_rounds_run_every_runner_once_in_groups_and_the_shuffle_is_seeded():
+    runners = [f"c{i}" for i in range(20)]
+    blocks = race.plan_round(runners, RULES, random.Random("t"))
+    assert sorted(n for b in blocks for n in b) == sorted(runners)
+    assert len(blocks) == 3 and max(map(len, blocks)) <= RULES.group and min(map(len, blocks)) >= 6
+    assert blocks == race.plan_round(runners, RULES, random.Random("t"))
+    assert race.plan_round([], RULES, random.Random(0)) == []
+
+
+def test_guards_disqualify_failures_idle_drafts_output_changes_and_loops():
+    runs = _runs({"failed": [100.0], "idle": [100.0], "changed": [100.0], "loops": [100.0], "fine": [100.0],
+                  "plain": [100.0]},
+                 idle={"n_drafted": 0}, changed={"n_drafted": 9, "outputs_differ": 1, "first_diff_token": 7},
+                 loops={"n_drafted": 9, "degenerate_loop": True}, fine={"n_drafted": 9}, plain={"n_drafted": 0})
+    runs[0]["status"], runs[0]["failure_class"] = "failed", "model_load"
+    names = {"failed", "idle", "changed", "loops", "fine", "plain"}
+    speculating = names - {"plain"}
+    out = guards.disqualified(runs, names, speculating, allow_output_change=False)
+    assert set(out) == {"failed", "idle", "changed", "loops"}
+    assert "model_load" in out["failed"] and "drafted nothing" in out["idle"]
+    assert "token 7" in out["changed"] and "loops" in out["loops"]
+    kept = guards.disqualified(runs, names, speculating, allow_output_change=True)
+    assert "changed" not in kept and guards.output_changes(runs, names) == {"changed"}
+
+
+def test_a_looping_baseline_refuses_the_race():
+    runs = _runs({BASE: [100.0, 100.0]}, baseline={"degenerate_loop": True})
+    assert "loops" in guards.looping_baseline(runs, BASE)
+    assert guards.looping_baseline(_runs({BASE: [100.0]}), BASE) is None
+
+
+def test_the_verdict_never_calls_a_tied_set_a_winner():
+    tied = Answer(workload="prose", state=race.UNSEPARATED, tied=["a", "b"], noise=0.12,
+                  rows=[{"candidate": "a", "state": "not separated"}, {"candidate": "b", "state": "not separated"}])
+    text = verdict(tied)
+    assert "no winner" in text and "a, b" in text and "12.0%" in text and "wins" not in text
+    off = Answer(workload="prose", state=race.EQUIVALENT, tied=[BASE, "a"],
+                 rows=[{"candidate": "off (plain decoding)", "state": "tied"}, {"candidate": "a", "state": "tied"}])
+    assert verdict(off).startswith("prose: no speculation: no candidate is measurably faster")

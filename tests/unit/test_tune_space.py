@@ -1,0 +1,86 @@
+"""orch tune's search spaces: TOML files with ranges and `all` axes, built-in spaces by name, conditional on the
+build and the variables, sampled when large; a space variable the recipe does not have is refused."""
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import InvalidOption, RecipeError
+from orchestrator.recipe import matrix
+from orchestrator.recipe.plan import load
+from orchestrator.tune import space
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "tune.j2"
+BASELINE = {"spec": "none"}
+
+
+def _names(grids: list[dict]) -> list[str]:
+    return [name for g in grids for name, _ in matrix.grid_cells(g)]
+
+
+def test_a_space_file_gives_ranges_per_method_and_all_axes_to_every_grid_and_to_plain_decoding(tmp_path):
+    path = tmp_path / "space.toml"
+    path.write_text('[all]\nthreads = [1, 2]\n[[grid]]\n_label = "ngram-mod"\nspec = "ngram-mod"\n'
+                    'ngram_n = {from = 4, to = 12, step = 4}\n[[grid]]\n_label = "p"\nspec = "draft"\n'
+                    'p_min = {from = 0.0, to = 0.2, step = 0.1}\n')
+    found = space.from_file(path, BASELINE)
+    names = _names(found.grids)
+    assert "off:threads=1" in names and "off:threads=2" in names  # speculation off, at each thread count
+    assert "ngram-mod:ngram_n=12,threads=2" in names
+    assert "p:p_min=0.1,threads=1" in names  # a float range without float noise (0.1, not 0.30000000000000004)
+    assert len(names) == 2 + 3 * 2 + 3 * 2
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[[grid]]\nx = {from = 3, to = 1}\n", "not a range"),
+    ('grid = []\n', r"no \[\[grid\]\]"),
+    ('[[grid]]\nspec = "none"\n[extra]\n', "unknown keys extra"),
+    ('sample = 0\n[[grid]]\nspec = "none"\n', "not a positive whole number"),
+    ("[[grid\n", "not valid TOML"),
+])
+def test_a_bad_space_file_is_one_line_naming_the_fix(tmp_path, text, words):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(InvalidOption, match=words):
+        space.from_file(path, BASELINE)
+    with pytest.raises(InvalidOption, match="does not exist"):
+        space.from_file(tmp_path / "missing.toml", BASELINE)
+
+
+def test_builtin_spaces_follow_the_build_and_the_variables():
+    cpu = space.from_names(["all"], baseline=BASELINE, backend="cpu", variables={"draft": None})
+    labels = {g.get("_label") for g in cpu.grids}
+    assert {"ngram-mod", "ngram-simple", "ngram-map-k", "ngram-cache", "off"} <= labels
+    assert "draft" not in labels and any("needs `draft`" in n for n in cpu.notes)  # no draft model given
+    assert all("threads" in g for g in cpu.grids) and not any("ngl" in g for g in cpu.grids)
+    cuda = space.from_names(["ngram-mod", "gpu"], baseline=BASELINE, backend="cuda", variables={})
+    assert all(g["ngl"] and g["cache_type"] for g in cuda.grids)
+    with_draft = space.from_names(["draft-simple"], baseline=BASELINE, backend="cpu", variables={"draft": "d.gguf"})
+    assert len(_names(with_draft.grids)) == 24
+    with pytest.raises(InvalidOption, match="no such built-in space"):
+        space.from_names(["ngram-moo"], baseline=BASELINE, backend="cpu", variables={})
+    with pytest.raises(InvalidOption, match="nothing to race"):
+        space.from_names(["gpu"], baseline=BASELINE, backend="cpu", variables={})
+
+
+def test_a_large_space_is_sampled_reproducibly_and_in_proportion(tmp_path):
+    path = tmp_path / "big.toml"
+    path.write_text('sample = 30\n[[grid]]\n_label = "a"\nspec = "ngram-mod"\nngram_n = {from = 1, to = 20}\n'
+                    'draft_max = {from = 1, to = 20}\n[[grid]]\n_label = "b"\nspec = "ngram-cache"\n')
+    first = space.from_file(path, BASELINE)
+    names = _names(first.grids)
+    assert 25 <= len(names) <= 31 and "b" in names  # the one-cell grid keeps its cell
+    assert names == _names(space.from_file(path, BASELINE).grids)
+    a_cells = [g for g in first.grids if g["_label"] == "a"]
+    assert len({g["ngram_n"][0] for g in a_cells}) == 20  # stratified: every value of the axis drawn
+    assert any("sampled" in n for n in first.notes)
+
+
+def test_a_space_variable_the_recipe_does_not_have_is_refused_before_anything_runs():
+    builtins = {"bin": "/BIN", "build": {}}
+    grids = [{"_label": "m", "spec": "ngram-mod", "ngram_nn": [4, 8]}]
+    with pytest.raises(RecipeError, match="ngram_nn is not a variable of .*did you mean ngram_n"):
+        load(RECIPE, builtins=builtins, space=grids)
+    plan = load(RECIPE, builtins=builtins, space=[{"_label": "m", "spec": "ngram-mod", "ngram_n": [4, 8]}])
+    assert [a.name for a in plan.arms] == ["baseline", "m:ngram_n=4", "m:ngram_n=8"]  # the recipe's matrix replaced
+    assert "--spec-ngram-mod-n-match" in plan.arms[1].argv
