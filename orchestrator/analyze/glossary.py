@@ -1,4 +1,4 @@
-"""What each column of `orch summary` and `orch compare` means: one line each, for their --help and the README.
+"""What each column of `orch summary` and `orch compare` means: one line each, for their --help and the docs.
 
 Plain data (no imports), so the command-line help can show it without loading the analysis code.
 """
@@ -41,7 +41,7 @@ SUMMARY = {
                          "mean draft length and draft cost (draft time per token over the reference's time per "
                          "token), with verification costing what the sweep's other arms measured at its batch (one "
                          "target step without them); shown only within 25% of the measured speedup or inside its "
-                         "interval, - elsewhere (JSON: predicted_speedup_unchecked) (README, Predicted speedup)",
+                         "interval, - elsewhere (JSON: predicted_speedup_unchecked) (docs/telemetry.md, Predicted speedup)",
     "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "
           "table) where it has one, else the baseline",
     "outputs_differ": "at temperature 0, outputs that differ from the same program and target's without drafting "
@@ -53,7 +53,7 @@ SUMMARY = {
     "roofline_pct": "target passes per second (decode_tps over the tokens a pass yields) as a share of bound_tps; "
                     "above 100% the bandwidth was measured too low",
     "joules_per_token": "GPU energy per generated token (mean power of the busy GPUs over the generation window x "
-                        "its length / tokens; shown where NVML reported power: README, Energy per token)",
+                        "its length / tokens; shown where NVML reported power: docs/telemetry.md, Energy per token)",
     "ppl": "quality mode: the arm's target's perplexity on the evaluation text (llama-perplexity at quality_ctx, "
            "with the arm's KV-cache types; one measurement per model file, build, text, context and cache type)",
     "dppl_pct": "quality mode: perplexity over the base model's (quality_base) on the same text and context, "

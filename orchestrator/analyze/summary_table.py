@@ -9,8 +9,6 @@ several, and a last line naming what was left out; --wide shows every column, --
 from __future__ import annotations
 
 import json
-import shutil
-import textwrap
 
 from orchestrator import tables
 from orchestrator.analyze import cells, quality
@@ -40,10 +38,9 @@ def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: 
     warned = [f"warning: {line}" for line in (table.warning_lines() if explain else table.warning_gists())]
     if warned and not explain:
         warned[-1] += "; the full texts: orch summary --explain"
-    if fmt == "table":
-        width = width or shutil.get_terminal_size((80, 24)).columns
-        warned = [textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False) for line in warned]
-    prose = warned + table.verdict_lines()
+    prose = warned + table.verdict_lines(explain or fmt != "table")
+    if fmt == "table":  # prose fits the terminal (80 columns off one); Markdown and machine formats stay unwrapped
+        prose = [tables.fill(line, width) for line in prose]
     if fmt == "md":  # the lines under a Markdown table are Markdown too: names in them stay text
         prose = [tables.md_text(line) for line in prose]
     return "\n".join([table_text(table, fmt, columns=columns, wide=wide), *prose])
@@ -149,7 +146,8 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
     if hidden and table.arms:
         ids = [p.sweep for p in table.with_arms]
         again = f"orch summary {' '.join(map(str, ids))} --wide" if len(ids) <= 4 else "--wide"
-        text += "\n" + tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)", width)
+        note = f"not shown: {', '.join(hidden)} ({again} shows every column)"
+        text += "\n" + (tables.fill(note) if fmt == "table" else note)
     return text
 
 

@@ -205,6 +205,14 @@ class Summaries:
                 + "; ".join(f"sweep {sweep}: {', '.join(dict.fromkeys(names))}" for sweep, names in by_sweep.items())
                 + ")" for code, by_sweep in arms.items()]
 
-    def verdict_lines(self) -> list[str]:
-        lines = [f"verdict: {p.verdict}" for p in self.parts if p.verdict]
+    def verdict_lines(self, explain: bool = True) -> list[str]:
+        """One line per sweep. Without explain, a verdict's closing "Warnings: ..." (the arms each warning names,
+        already on the warning lines above it) is left to --explain."""
+        lines = [f"verdict: {p.verdict if explain else _without_warnings(p.verdict)}" for p in self.parts if p.verdict]
         return lines or [NO_ARMS_VERDICT]
+
+
+def _without_warnings(verdict: str) -> str:
+    """The verdict without its last sentence when that is the list of warned arms (analyze/verdict._notes)."""
+    head, sep, tail = verdict.rpartition(" Warnings: ")
+    return head if sep and tail.endswith(".") and ". " not in tail else verdict

@@ -71,13 +71,13 @@ def bisect_command(recipe_path, good, bad, commits, arm, metric, threshold, repe
     Example: orch bisect recipes/spec_defaults.j2 --vars recipes/tiny.toml --good f49e91787 --bad 0c1e57098
     --metric acceptance
     """
-    from orchestrator import config, store
+    from orchestrator import config, store, tables
     from orchestrator.bisect import candidates, driver, search, session
     from orchestrator.build.builder import choose_backend
     from orchestrator.source.mirror import Mirror
 
     database = store.Database(db or config.db_path())
-    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    say = lambda line: click.echo(tables.fill(line), err=True)  # noqa: E731
     if resume:
         row = _stored_bisect(database, resume)
         given = row["variables"] or {}
@@ -121,10 +121,9 @@ def bisect_command(recipe_path, good, bad, commits, arm, metric, threshold, repe
         f"{', '.join(setup.tools)}; at most {search.max_probes(len(cands.commits) - 2)} probes between the ends")
     result = session.execute(database, bisect_id, setup, cands, threshold=threshold_value, repeat=repeat,
                              max_repeat=max_repeat)
-    from orchestrator import tables
 
     click.echo(tables.render(session.evidence(result, cands, setup.metric), "table", session.EVIDENCE))
-    click.echo(f"bisect {bisect_id}: {result.sentence(setup.metric)}")
+    click.echo(tables.fill(f"bisect {bisect_id}: {result.sentence(setup.metric)}"))
 
 
 def _only_arm(setup) -> str:
@@ -211,5 +210,5 @@ def history_command(recipe, arm, metric, threshold, builds, png_path, db):
     path = png_path or Path(f"history-{arm}-{metric}.png")
     history.draw(points, recipe, arm, metric, path)
     for line in steps:
-        click.echo(line)
+        click.echo(tables.fill(line))
     click.echo(f"plot: {path}")

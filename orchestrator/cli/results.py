@@ -119,7 +119,8 @@ Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
 @click.option("--columns", "column_list", default=None, metavar="NAME,...",
               help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
 @click.option("--explain", is_flag=True, help="Every warning's full text, a line each (by default one line per "
-              "warning kind, naming its arms).")
+              "warning kind, naming its arms), and each verdict whole (by default without its closing list of "
+              "warned arms, which the warning lines give).")
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
     from orchestrator.analyze import summary, summary_cache, summary_table
@@ -234,12 +235,12 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
     click.echo(f"base {result.base}{on(base_host)}  ->  head {result.head}{on(head_host)}  (threshold "
                f"{limit:.0%})")
     if env_lines:
-        click.echo(f"the machines differ in: {'; '.join(env_lines)}" if len(env_lines) <= 3 else
-                   "the machines differ in:\n" + "\n".join(f"  {line}" for line in env_lines))
+        click.echo(tables.fill(f"the machines differ in: {'; '.join(env_lines)}") if len(env_lines) <= 3 else
+                   "the machines differ in:\n" + "\n".join(tables.fill(f"  {line}") for line in env_lines))
     if result.warning:
-        click.echo(f"warning: {result.warning}")
+        click.echo(tables.fill(f"warning: {result.warning}"))
     if result.timing:
-        click.echo(tables.fill(f"timing: {result.timing}", WIDTH))
+        click.echo(tables.fill(f"timing: {result.timing}"))
     shown = side_by_side.table(result.rows, wide=wide)
     rows = _readable(result.rows)
     if fmt == "md":
@@ -257,14 +258,14 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
         click.echo(tables.fill(f"{few} test{'s have' if few > 1 else ' has'} too few runs for a verdict: measured "
                                f"apart, a test needs {side_by_side.MIN_MANN_WHITNEY} runs a side (--repeat "
                                f"{side_by_side.MIN_MANN_WHITNEY}); run in one sweep (--build BASE,HEAD) they pair "
-                               f"from 2", WIDTH))
+                               f"from 2"))
     if hidden := shown.hidden + [c for c in shown.columns if c in left_out]:
         hosted = f" --base-host {base_host} --head-host {head_host}" if base_host else ""
         again = f"orch compare --base {base_ref} --head {head_ref}{hosted}{' --recipe ' + recipe if recipe else ''} --wide"
-        click.echo(tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)", WIDTH))
+        click.echo(tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)"))
 
 
-WIDTH = 120  # characters a table fits in unless --wide
+WIDTH = tables.TABLE_WIDTH  # characters a table fits in unless --wide
 
 
 def _readable(rows: list[dict]) -> list[dict]:

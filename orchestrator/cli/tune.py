@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 
@@ -88,7 +87,7 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
     from orchestrator.errors import InvalidOption, LoopingWorkload
     from orchestrator.tune import race, session
 
-    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    say = lambda line: click.echo(tables.fill(line), err=True)  # noqa: E731
     if show:
         result = _shown(show, db)
     elif resume:
@@ -111,29 +110,47 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
     if as_json:
         click.echo(json.dumps(result, indent=1, default=str))
     else:
-        width = shutil.get_terminal_size((120, 24)).columns
         for a in result["answers"]:
             click.echo(_heading(a))
             if a["rows"]:
-                text, _ = tables.text_table(a["rows"], COLUMNS, width=width, droppable=["vs_control", "acceptance"])
+                text, _ = tables.text_table(a["rows"], COLUMNS, width=tables.TABLE_WIDTH,
+                                            droppable=["vs_control", "acceptance"])
                 click.echo(text)
                 for row in a["rows"]:
                     if row.get("why"):
-                        click.echo(tables.fill(f"  {row['candidate']}: {row['why']}", width))
+                        click.echo(tables.fill(f"  {row['candidate']}: {row['why']}"))
                 if any((row.get("why") or "").startswith("dropped") for row in a["rows"]):
-                    click.echo(tables.fill("  " + race.METHOD.format(alpha=race.Rules().alpha), width))
-            if a.get("command"):
-                click.echo(f"run:    {a['command']}")
-            if a.get("server"):
-                click.echo(f"server: {a['server']}")
-            click.echo(f"cost:   {a['runs']} runs in {tables.clock(a['seconds'])}, against {a['grid_runs']} runs "
-                       f"(about {tables.clock(a['grid_seconds'])}) for every candidate at 5 repeats")
+                    click.echo(tables.fill("  " + race.METHOD.format(alpha=race.Rules().alpha)))
+            for label, line in (("run:", a.get("command")), ("server:", a.get("server"))):
+                if line and line.startswith("no llama-server"):
+                    click.echo(tables.fill(f"{label} {line}"))
+                elif line:  # a command to paste: broken between words with a shell continuation, never inside one
+                    click.echo(shell_lines(label, line))
+            click.echo(tables.fill(f"cost: {a['runs']} runs in {tables.clock(a['seconds'])}, against "
+                                   f"{a['grid_runs']} runs (about {tables.clock(a['grid_seconds'])}) for every "
+                                   f"candidate at 5 repeats"))
             click.echo("")
-        click.echo(f"verdict: {result['verdict']}")
+        click.echo(tables.fill(f"verdict: {result['verdict']}"))
     refused = [a["workload"] for a in result["answers"] if a["state"] == "refused"]
     if refused and not show:
         raise LoopingWorkload(f"tune {result['tune_id']}: refused {', '.join(refused)}: plain decoding loops there "
                               f"(see the verdict); give a workload whose text does not loop")
+
+
+def shell_lines(label: str, command: str) -> str:
+    """A command line as it pastes into a shell: its words as given, lines joined by ` \\` within the terminal."""
+    import shlex
+
+    from orchestrator import tables
+
+    width, words = tables.terminal_width(), [shlex.quote(w) for w in shlex.split(command)]
+    lines, current = [], label
+    for word in words:
+        if len(current) + 1 + len(word) + 2 > width and current.strip() != label:
+            lines.append(current + " \\")
+            current = "   "
+        current += " " + word
+    return "\n".join([*lines, current])
 
 
 def _heading(a: dict) -> str:

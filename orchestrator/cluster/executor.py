@@ -88,7 +88,7 @@ def dispatch(db: store.Database, plan: Plan, build: Build, prepared: list[Prepar
             ray.init(address=options.address, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ClusterUnavailable(f"no Ray cluster at --address {options.address} ({str(exc).splitlines()[0]}); "
-                                     f"start one with `ray start --head` (see README: Many machines)") from None
+                                     f"start one with `ray start --head` (see docs/many-machines.md)") from None
     cuda = build.cuda
     nodes = select_nodes(ray, options.hosts, cuda)
     reserve = {"num_gpus": options.gpus_per_run} if cuda else {

@@ -116,4 +116,4 @@ def _missing_message(missing: list[tuple[str, list[str]]], arms: list[Arm]) -> s
     return (f"{count} missing, so nothing was run or stored: {files}. Point the recipe at your GGUF files with "
             f"--set {variable}=FILE or a --vars TOML file of such keys (recipes/tiny.toml is one); FILE is an "
             f"absolute or ~ path, a name in the models directory (--models DIR, else $ORCH_MODELS, else ./models"
-            f"{where}), or {SPELLINGS} to fetch it from Hugging Face (README: \"Your own models\")")
+            f"{where}), or {SPELLINGS} to fetch it from Hugging Face (docs/models.md)")

@@ -46,7 +46,8 @@ def frame(con, sweep_id: int, now: datetime) -> Frame:
     if rows:
         table = Summaries(from_rows(rows))  # the table and the verdict from one summary of the rows
         lines += ["", summary_table.table_text(table)]
-        lines += [f"verdict{' so far' if p['status'] == 'running' else ''}: {s.verdict}" for s in table.with_arms]
+        lines += [tables.fill(f"verdict{' so far' if p['status'] == 'running' else ''}: {s.verdict}")
+                  for s in table.with_arms]
     failures = queries.recent_failures(con, sweep_id, FAILURES_SHOWN)
     if failures:
         lines += ["", f"last {len(failures)} failure(s):"]

@@ -1,11 +1,12 @@
-"""Sweep progress: one updating line on a terminal, plain lines otherwise (logs, CI, pipes)."""
+"""Sweep progress: one updating line on a terminal (cut to its width, so the carriage return rewrites it whole),
+plain lines otherwise (logs, CI, pipes), wrapped to 80 columns there and notes wrapped everywhere."""
 
 from __future__ import annotations
 
 import sys
 import time
 
-from orchestrator.tables import clock
+from orchestrator.tables import clock, fill, terminal_width
 
 
 class Progress:
@@ -28,19 +29,21 @@ class Progress:
         self.done += 1
         text = self.line(what)
         if self.tty:
+            room = terminal_width() - 1  # a line the terminal wraps could not be rewritten in place
+            text = text if len(text) <= room else text[:room - 3] + "..."
             pad = max(0, self.width - len(text))
             self.stream.write("\r" + text + " " * pad)
             self.width = len(text)
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(text + "\n")
+            self.stream.write(fill(text) + "\n")
         self.stream.flush()
 
     def note(self, message: str) -> None:
         """A message that must stay on screen (a skipped arm, a failure)."""
         if self.tty and self.width:
             self.stream.write("\r" + " " * self.width + "\r")
-        self.stream.write(message + "\n")
+        self.stream.write(fill(message) + "\n")
         self.stream.flush()
         self.width = 0

@@ -97,7 +97,9 @@ def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict]
     ends = {e["candidate"]: e for e in events if e["event"] in ENDED}
     finalists = {e["candidate"] for e in events if e["event"] in ("winner", "tied")}
     fig, ax = plt.subplots(figsize=(9, 5.5))
+    ax.set_yscale("log")
     last = max(round_of.values())
+    labels = []  # (x, y, name, colour) of each finalist's last point, named beside it once all are drawn
     for name in sorted(names - {baseline}):
         points = []
         for n in range(1, last + 1):
@@ -108,24 +110,39 @@ def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict]
             continue
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         if name in finalists:
-            ax.plot(xs, ys, "-o", linewidth=2.2, markersize=4, zorder=3)
-            ax.annotate(name, (xs[-1], ys[-1]), textcoords="offset points", xytext=(6, 0), fontsize=8,
-                        va="center")
+            line, = ax.plot(xs, ys, "-o", linewidth=2.2, markersize=4, zorder=3)
+            labels.append((xs[-1], ys[-1], name, line.get_color()))
         else:
             ax.plot(xs, ys, "-", color="lightgray", linewidth=1, zorder=1)
             marker, color = ENDED.get(ends.get(name, {}).get("event"), ("o", "gray"))
             ax.plot(xs[-1], ys[-1], marker, color=color, markersize=5, zorder=2)
+    _name_finalists(ax, labels, last)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
     ax.annotate("plain decoding" + (" (finalist)" if baseline in finalists else ""), (0.6, 1.0),
                 textcoords="offset points", xytext=(0, 4), fontsize=8)
-    ax.set_yscale("log")
     ax.yaxis.set_major_locator(FixedLocator(SPEEDUP_TICKS))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlim(0.5, last + 1.8)  # room for the finalists' names
+    ax.set_xlim(0.5, last + 2.2)  # room for the finalists' names
     ax.set_xticks(range(1, last + 1))
     ax.set_xlabel("round (every survivor runs once more per round)")
     ax.set_ylabel("speedup over plain decoding (log scale)")
     ax.grid(alpha=0.3)
     ax.set_title(f"{title}: the race ({len(names) - 1} candidates, {last} rounds)", fontsize=10)
     return save(fig, path)
+
+
+def _name_finalists(ax, labels: list[tuple], last: int) -> None:
+    """Each finalist's name right of the last round, in its line's colour, moved apart where names would overlap
+    (a thin line joins a moved name to its point)."""
+    if not labels:
+        return
+    logs = [math.log10(y) for _, y, _, _ in labels]
+    low, high = min(logs + [0.0]), max(logs + [0.0])
+    gap = max(high - low, 0.1) * 0.045  # about one line of 8-point text on this figure
+    placed: list[float] = []
+    for (x, y, name, colour), at in sorted(zip(labels, logs), key=lambda item: item[1]):
+        spot = max(at, placed[-1] + gap) if placed else at
+        placed.append(spot)
+        ax.annotate(name, (x, y), xytext=(last + 0.25, 10 ** spot), fontsize=8, va="center", color=colour,
+                    arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.5})

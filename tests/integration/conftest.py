@@ -25,7 +25,10 @@ def pytest_collection_modifyitems(items):
 def cache_env(tmp_path_factory):
     """Environment for orch: shared build cache, a per-session database, no reachable upstream."""
     session = tmp_path_factory.mktemp("orch")
-    env = {**os.environ, "ORCH_BUILDS_DIR": str(CACHE / "builds"), "ORCH_DB": str(session / "results.duckdb"),
+    # COLUMNS: prose (verdicts, warnings, progress) is wrapped to the terminal, 80 columns off one; the tests read
+    # whole sentences, so they give orch a wide one. test_output_width.py checks the wrapping itself.
+    env = {**os.environ, "COLUMNS": "1000", "ORCH_BUILDS_DIR": str(CACHE / "builds"),
+           "ORCH_DB": str(session / "results.duckdb"),
            # Deterministic offline resolution: the GitHub remote is replaced by a path that does not exist.
            "ORCH_LLAMA_REPO": str(session / "no-upstream")}
     env.pop("ORCH_SOURCE_DIR", None)

@@ -1,5 +1,5 @@
 """Bad input, as a hostile or careless user types it, through the real `orch` executable: every case ends in one
-line naming the thing and the fix, with a documented exit code (the README's table), no traceback, and nothing
+line naming the thing and the fix, with a documented exit code (docs/errors.md), no traceback, and nothing
 half-written (no results file made, no work directory left). Then the stop signals in every command: 130 for
 Ctrl-C, 143 for SIGTERM, never a traceback.
 
@@ -30,7 +30,7 @@ LONG_NAME = "m" * 100_000
 
 
 def documented_codes() -> set[int]:
-    table = (ROOT / "README.md").read_text().split("## Errors", 1)[1]
+    table = (ROOT / "docs" / "errors.md").read_text()
     return {int(c) for c in re.findall(r"^\| (\d+) \|", table, re.M)}
 
 

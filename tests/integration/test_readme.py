@@ -99,8 +99,10 @@ def test_the_readme_shows_the_tables_make_demo_and_make_demo_tiny_print(demo, re
 
 
 def whole_commands() -> list[str]:
-    return [c for b in readme_examples.blocks() if b.kind == "sh" for c in readme_examples.commands(b)
-            if not readme_examples.is_synopsis(c) and not c.startswith("make ")]
+    """Every whole command of the README and the docs pages, once."""
+    return list(dict.fromkeys(c for b in readme_examples.all_blocks() if b.kind == "sh"
+                              for c in readme_examples.commands(b)
+                              if not readme_examples.is_synopsis(c) and not c.startswith("make ")))
 
 
 def test_every_whole_readme_command_runs(orch_exe, demo):
@@ -124,7 +126,7 @@ def test_every_whole_readme_command_runs(orch_exe, demo):
 
 def test_the_readme_vars_file_names_recipe_a_variables(orch_exe, demo):
     work, env, _ = demo
-    (block,) = [b for b in readme_examples.blocks() if b.kind == "toml"]
+    (block,) = [b for b in readme_examples.all_blocks() if b.kind == "toml"]
     command = re.search(r"# \w+\.toml: (orch run .*)", block.text).group(1).split()
     (work / command[-1]).write_text(block.text)
     res = run_orch(orch_exe, *command[1:], env=env, cwd=work)

@@ -25,8 +25,7 @@ GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 
 @pytest.fixture
 def real_env(cache_env, gemma_dir, real_build, tmp_path):
-    return {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(tmp_path / "results.duckdb"),
-            "COLUMNS": "100"}
+    return {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}
 
 
 def _run(orch_exe, workload, env):

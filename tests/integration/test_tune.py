@@ -130,8 +130,7 @@ def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, ho
 
 @pytest.fixture
 def real_env(cache_env, gemma_dir, real_build, tmp_path):
-    return {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(tmp_path / "results.duckdb"),
-            "COLUMNS": "100"}
+    return {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}
 
 
 def test_on_gemma_a_looping_workload_is_refused_and_a_repetitive_one_raced_like_for_like(orch_exe, real_env):

@@ -1,4 +1,5 @@
-"""The README is the front door: every command is in it with help text, and its exit codes are errors.py's."""
+"""The README is the front door and docs/ the rest: every command is in them with help text, the exit-code table is
+errors.py's, every example parses, and the README's demo tables are the getting-started page's."""
 
 import re
 from pathlib import Path
@@ -9,7 +10,9 @@ import readme_examples
 from orchestrator import errors
 from orchestrator.cli import main
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+DOCS = "\n".join(page.read_text() for page in readme_examples.pages())
 
 
 def leaf_commands(group, prefix=()):
@@ -20,16 +23,34 @@ def leaf_commands(group, prefix=()):
             yield (*prefix, name), cmd
 
 
-def test_every_command_has_help_and_appears_in_the_readme():
+def test_every_command_has_help_and_appears_in_the_docs():
     commands = dict(leaf_commands(main))
     assert len(commands) >= 16
     for path, cmd in commands.items():
         assert cmd.help and "Example: orch " in cmd.help, f"orch {' '.join(path)} needs help text with an example"
-        assert re.search(rf"\borch {' '.join(path)}\b", README), f"orch {' '.join(path)} is not in the README"
+        assert re.search(rf"\borch {' '.join(path)}\b", DOCS), f"orch {' '.join(path)} is in no docs page"
 
 
-def test_the_readme_exit_code_table_lists_exactly_the_codes_orch_defines():
-    section = README.split("## Errors", 1)[1].split("\n## ", 1)[0]
+def test_the_readme_is_a_front_door_of_about_two_hundred_lines_linking_the_docs():
+    assert len(README.splitlines()) <= 200
+    for link in re.findall(r"\]\((docs/[\w.-]+\.md)", README):
+        assert (ROOT / link).exists(), link
+    assert "make docs" in README and "make demo" in README and "make test" in README
+
+
+def test_the_readmes_demo_tables_are_the_getting_started_pages():
+    page = readme_examples.blocks((ROOT / "docs" / "getting-started.md").read_text(), "docs/getting-started.md")
+    assert [b.text for b in readme_examples.blocks() if b.kind == "output"] == \
+        [b.text for b in page if b.kind == "output"]
+
+
+def test_every_docs_page_is_in_the_sites_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text().split("\nnav:", 1)[1]
+    assert sorted(re.findall(r": ([\w-]+\.md)$", nav, re.M)) == sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+
+
+def test_the_exit_code_table_lists_exactly_the_codes_orch_defines():
+    section = (ROOT / "docs" / "errors.md").read_text()
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.OrchError)
                and c is not errors.OrchError]
@@ -40,19 +61,19 @@ def test_the_readme_exit_code_table_lists_exactly_the_codes_orch_defines():
 
 # --- every README example is checked: parsed here, run in tests/integration/test_readme.py -------------------------
 
-def test_every_readme_block_has_a_kind_the_docs_tests_check():
-    found = readme_examples.blocks()
+def test_every_docs_block_has_a_kind_the_docs_tests_check():
+    found = readme_examples.all_blocks()
     assert len(found) >= 12
     for block in found:
-        assert block.kind in readme_examples.KINDS, f"README line {block.line}: a block needs a kind " \
+        assert block.kind in readme_examples.KINDS, f"{block.source} line {block.line}: a block needs a kind " \
             f"({', '.join(readme_examples.KINDS)}) so that a docs test checks it"
 
 
 def sh_commands() -> list[str]:
-    return [c for b in readme_examples.blocks() if b.kind == "sh" for c in readme_examples.commands(b)]
+    return [c for b in readme_examples.all_blocks() if b.kind == "sh" for c in readme_examples.commands(b)]
 
 
-def test_every_orch_command_line_in_the_readme_parses():
+def test_every_orch_command_line_in_the_docs_parses():
     """Each orch line, with its optional parts and without, each choice of A|B, is accepted by orch's own parser:
     the commands, options, choices and value types the README shows exist."""
     checked = 0
@@ -70,7 +91,7 @@ def test_every_orch_command_line_in_the_readme_parses():
             try:
                 cmd.make_context(f"orch {' '.join(path)}", list(args))
             except click.ClickException as exc:
-                raise AssertionError(f"README: {command!r} as {args}: {exc.format_message()}") from None
+                raise AssertionError(f"docs: {command!r} as {args}: {exc.format_message()}") from None
             checked += 1
     assert checked >= 40
 
@@ -81,21 +102,21 @@ def test_every_make_line_names_a_target_and_variables_the_makefile_has():
     assert lines
     for command in lines:
         target, *assignments = [w.strip("[]") for w in readme_examples.words(command)[1:]]
-        assert re.search(rf"^{target}:", makefile, re.M), f"README: make {target}: no such target"
+        assert re.search(rf"^{target}:", makefile, re.M), f"docs: make {target}: no such target"
         for name in (a.split("=")[0] for a in assignments):
-            assert f"$({name})" in makefile, f"README: make {target} {name}=...: the Makefile never reads {name}"
+            assert f"$({name})" in makefile, f"docs: make {target} {name}=...: the Makefile never reads {name}"
 
 
-def test_the_readme_toml_is_toml():
+def test_the_docs_toml_is_toml():
     import tomllib
 
-    (block,) = [b for b in readme_examples.blocks() if b.kind == "toml"]
+    (block,) = [b for b in readme_examples.all_blocks() if b.kind == "toml"]
     assert set(tomllib.loads(block.text)) == {"target", "draft"}  # run as --vars by test_readme.py
 
 
-def test_the_readme_layout_is_the_source_tree():
+def test_the_docs_layout_is_the_source_tree():
     root = Path(__file__).resolve().parents[2] / "orchestrator"
-    (block,) = [b for b in readme_examples.blocks() if b.kind == "tree"]
+    (block,) = [b for b in readme_examples.all_blocks() if b.kind == "tree"]
     packages = re.findall(r"^  (\w+)/", block.text, re.M)
     assert sorted(packages) == sorted(p.name for p in root.iterdir() if (p / "__init__.py").exists())
     files = re.findall(r"\b(\w+\.py)\b", block.text)

@@ -1,11 +1,13 @@
-"""Progress output: one updating line on a terminal, one line per run elsewhere."""
+"""Progress output: one updating line on a terminal (cut to its width), one line per run elsewhere (wrapped to 80
+columns off a terminal, notes too)."""
 
 import io
 
 from orchestrator.run.progress import Progress
 
 
-def test_plain_lines_when_not_a_terminal():
+def test_plain_lines_when_not_a_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")
     out = io.StringIO()
     p = Progress(2, stream=out, tty=False)
     p.advance("draft #1: ok, decode 500.0 tok/s, acceptance 47.0%")
@@ -17,7 +19,21 @@ def test_plain_lines_when_not_a_terminal():
     assert "\r" not in out.getvalue()
 
 
-def test_terminal_line_is_rewritten_in_place():
+def test_plain_lines_wrap_to_80_columns_off_a_terminal(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = io.StringIO()
+    p = Progress(1, stream=out, tty=False)
+    what = "ngram-mod:ngram_n=8,draft_max=16 #1: ok, decode 76.8 tok/s, acceptance 100.0%, " * 3
+    p.note("orch: " + what)
+    p.advance(what)
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines) and len(lines) > 4
+    assert lines[0].startswith("orch: ") and sum(line.startswith("[1/1]") for line in lines) == 1
+    assert all(line.startswith("  ") for line in lines if not line.startswith(("orch: ", "[1/1]")))
+
+
+def test_terminal_line_is_rewritten_in_place(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")
     out = io.StringIO()
     p = Progress(2, stream=out, tty=True)
     p.advance("a long description of the first run")
@@ -27,3 +43,12 @@ def test_terminal_line_is_rewritten_in_place():
     last = text.split("\r")[-1]
     assert last.startswith("[2/2]") and "short" in last
     assert len(last.rstrip("\n")) >= len("[1/2] 0:00:00 elapsed | a long description of the first run")  # padded
+
+
+def test_a_terminal_line_longer_than_the_terminal_is_cut_so_it_can_be_rewritten(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    out = io.StringIO()
+    p = Progress(2, stream=out, tty=True)
+    p.advance("x" * 200)
+    first = out.getvalue().split("\r")[-1]
+    assert len(first) == 59 and first.endswith("...")

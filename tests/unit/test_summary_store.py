@@ -250,7 +250,7 @@ def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path)
     # Rows of several sweeps sit under a line naming each sweep, recipe and build.
     assert f"sweep {sweeps[0]}: spec_matrix.j2 on 0c1e57098-cpu" in lines and \
         f"sweep {sweeps[1]}: spec_matrix.j2 on 0c1e57098-cpu" in lines
-    note = " ".join(lines[lines.index(next(x for x in lines if x.startswith("not shown: "))):])
+    note = " ".join(x.strip() for x in lines[lines.index(next(x for x in lines if x.startswith("not shown: "))):])
     assert "control_of" in note and f"orch summary {sweeps[0]} {sweeps[1]} --wide" in note
     assert all(c in note for c in summary_table.table_columns(rows) if c in ("spec", "draft_max") and c not in header)
     # A speculative arm's reference is its control, shown short; the control's is the baseline.
