@@ -151,10 +151,10 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((OFF_TERMINAL, 24)).columns
 
 
-def fill(text: str, width: int | None = None) -> str:
+def fill(text: str, width: int | None = None, indent: str = "  ") -> str:
     """A line of prose (a verdict, a warning, a note below a table), wrapped to `width` (default: the terminal's),
     continuation lines indented; a word longer than the width (a path) stays whole."""
-    return textwrap.fill(text, width or terminal_width(), subsequent_indent="  ", break_on_hyphens=False,
+    return textwrap.fill(text, width or terminal_width(), subsequent_indent=indent, break_on_hyphens=False,
                          break_long_words=False)
 
 

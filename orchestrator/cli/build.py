@@ -53,7 +53,9 @@ def _methods_cell(methods: dict[str, list[str]]) -> str | None:
 
 @main.command("builds")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
-def builds_command(as_json):
+@click.option("--wide", is_flag=True, help="One table row per build with every field, however wide (by default a "
+              "table of 120 columns, each build's tools, methods and folder on lines under it).")
+def builds_command(as_json, wide):
     """List complete builds, newest first, broken ones marked.
 
     Each build's tools and the speculation methods they offer (`--spec-type` values in the captured --help; a
@@ -71,13 +73,19 @@ def builds_command(as_json):
     if not builds:
         click.echo(f"no builds in {config.builds_root()}; run `orch build COMMIT`")
     else:
-        click.echo(tables.render([{"name": b["name"], "commit": b["upstream_commit"][:12], "backend": b["backend"],
-                                   "finished": b["finished_at"][:19].replace("T", " "),
-                                   "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else
-                                   f"{len(b['binaries'])} binaries",
-                                   "tools": ", ".join(x["name"].removeprefix("llama-") for x in b["binaries"]),
-                                   "spec methods": _methods_cell(b["spec_methods"]), "dir": b["dir"]}
-                                  for b in builds]))
+        rows = [{"name": b["name"], "commit": b["upstream_commit"][:12], "backend": b["backend"],
+                 "finished": b["finished_at"][:19].replace("T", " "),
+                 "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else f"{len(b['binaries'])} binaries",
+                 "tools": ", ".join(x["name"].removeprefix("llama-") for x in b["binaries"]),
+                 "spec methods": _methods_cell(b["spec_methods"]), "dir": b["dir"]} for b in builds]
+        if wide:
+            click.echo(tables.render(rows))
+        else:  # the long fields under the table, wrapped, so it fits a terminal
+            click.echo(tables.render(rows, "table", ["name", "commit", "backend", "finished", "state"]))
+            for row in rows:
+                click.echo(f"{row['name']}:")
+                for key in ("tools", "spec methods", "dir"):
+                    click.echo(tables.fill(f"  {key}: {row[key] or '-'}", indent="    "))
     for b in builds:
         if b["broken"]:  # `orch run` refuses these: say how to mend each
             click.echo(f"orch: {b['name']} is broken; rebuild it with `{b['rebuild']}`", err=True)

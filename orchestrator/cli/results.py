@@ -16,13 +16,15 @@ from orchestrator.cli.group import COUNT, ID, db_option, main, opened_db
 
 RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
                "decode_tps", "acceptance", "n_drafted", "n_accepted", "wall_s"]
+RUN_DROPPABLE = ["warmup", "n_accepted", "n_drafted", "build_name", "failure_class", "repeat_index"]  # first first
 
 
 @main.command("runs")
 @click.option("-n", "--last", type=COUNT, default=20, show_default=True, help="How many of the newest runs.")
 @click.option("--json", "as_json", is_flag=True, help="JSON objects with every canonical metric.")
+@click.option("--wide", is_flag=True, help="Every column, however wide (by default the table fits 120 columns).")
 @db_option
-def runs_command(last, as_json, db):
+def runs_command(last, as_json, wide, db):
     """List stored runs, newest last.
 
     Example: orch runs --last 10 --json
@@ -31,7 +33,13 @@ def runs_command(last, as_json, db):
 
     with opened_db(db) as con:
         rows = queries.recent_runs(con, last)
-    click.echo(tables.render(rows, "json") if as_json else tables.render(rows, "table", RUN_COLUMNS))
+    if as_json:
+        click.echo(tables.render(rows, "json"))
+        return
+    text, left_out = tables.text_table(rows, RUN_COLUMNS, width=None if wide else WIDTH, droppable=RUN_DROPPABLE)
+    click.echo(text)
+    if left_out:
+        click.echo(tables.fill(f"not shown: {', '.join(left_out)} (orch runs --wide shows every column)"))
 
 
 @main.command("show")

@@ -126,7 +126,7 @@ def test_every_whole_readme_command_runs(orch_exe, demo):
 
 def test_the_readme_vars_file_names_recipe_a_variables(orch_exe, demo):
     work, env, _ = demo
-    (block,) = [b for b in readme_examples.all_blocks() if b.kind == "toml"]
+    (block,) = [b for b in readme_examples.all_blocks() if b.kind == "toml" and "# mine.toml:" in b.text]
     command = re.search(r"# \w+\.toml: (orch run .*)", block.text).group(1).split()
     (work / command[-1]).write_text(block.text)
     res = run_orch(orch_exe, *command[1:], env=env, cwd=work)

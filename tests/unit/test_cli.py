@@ -148,8 +148,11 @@ def test_builds_and_mirror_tables_have_headers(orch_env):
                                               "binaries": []}))
     (d / "orch-stamp.json").write_text("{}")
     lines = CliRunner().invoke(main, ["builds"]).output.splitlines()
-    assert lines[0].split() == ["name", "commit", "backend", "finished", "state", "tools", "spec", "methods", "dir"]
-    assert lines[2].startswith("aaaaaaaaa-cpu")
+    assert lines[0].split() == ["name", "commit", "backend", "finished", "state"]
+    assert lines[2].startswith("aaaaaaaaa-cpu") and lines[3:5] == ["aaaaaaaaa-cpu:", "  tools: -"]
+    assert f"dir: {d}" in " ".join(x.strip() for x in lines)  # a long path on its own line, whole
+    wide = CliRunner().invoke(main, ["builds", "--wide"]).output.splitlines()
+    assert wide[0].split() == ["name", "commit", "backend", "finished", "state", "tools", "spec", "methods", "dir"]
 
 
 @pytest.mark.parametrize("commit,methods", [
@@ -174,7 +177,10 @@ def test_builds_show_each_builds_speculation_methods_from_its_captured_help(orch
                                               "binaries": binaries}))
     (d / "orch-stamp.json").write_text("{}")
     res = CliRunner().invoke(main, ["builds"])
-    assert res.exit_code == 0 and methods in res.output and "speculative-simple" in res.output
+    shown = " ".join(line.strip() for line in res.output.splitlines())  # the methods line, wrapped to the terminal
+    assert res.exit_code == 0 and methods in shown and "speculative-simple" in shown
+    assert max(map(len, res.output.splitlines())) <= 120
+    assert methods in CliRunner().invoke(main, ["builds", "--wide"]).output  # one row, however wide
     listed = json.loads(CliRunner().invoke(main, ["builds", "--json"]).output)[0]["spec_methods"]
     has_mtp = "draft-mtp" in listed.get("llama-speculative-simple", [])
     assert has_mtp == (commit == "0c1e57098") and "draft-simple" in listed["llama-server"]

@@ -107,11 +107,20 @@ def test_every_make_line_names_a_target_and_variables_the_makefile_has():
             assert f"$({name})" in makefile, f"docs: make {target} {name}=...: the Makefile never reads {name}"
 
 
-def test_the_docs_toml_is_toml():
+def test_the_docs_toml_is_toml_and_a_space_is_a_space_tune_reads(tmp_path):
     import tomllib
 
-    (block,) = [b for b in readme_examples.all_blocks() if b.kind == "toml"]
-    assert set(tomllib.loads(block.text)) == {"target", "draft"}  # run as --vars by test_readme.py
+    from orchestrator.tune import space
+
+    blocks = [b for b in readme_examples.all_blocks() if b.kind == "toml"]
+    (vars_block,) = [b for b in blocks if "# mine.toml:" in b.text]
+    assert set(tomllib.loads(vars_block.text)) == {"target", "draft"}  # run as --vars by test_readme.py
+    spaces = [b for b in blocks if "[[grid]]" in b.text]
+    assert spaces and len(blocks) == len(spaces) + 1
+    for block in spaces:
+        path = tmp_path / "space.toml"
+        path.write_text(block.text)
+        assert space.from_file(path, {"spec": "none"}).grids
 
 
 def test_the_docs_layout_is_the_source_tree():
