@@ -124,6 +124,16 @@ def run_race(r: Race) -> answer.Answer:
         _run_round(r, number + 1, blocks, rng)
 
 
+def first_round_runs(prepared: PreparedRecipe, rules: race.Rules) -> int:
+    """The planned runs of round 1 (every feasible candidate once, with plain decoding and the controls per block):
+    the least budget a race can start with."""
+    r = Race(tune_id=0, workload="", prepared=prepared, rules=rules, budget=Budget(), allow_output_change=False,
+             timeout=0, argv=[])
+    feasible = [p.arm.name for p in prepared.arms if not p.arm.is_control and not p.arm.is_baseline
+                and not _infeasible(p)]
+    return _round_size(r, race.plan_round(feasible, rules, random.Random(0)))
+
+
 def _infeasible(prepared) -> str | None:
     if prepared.stop_status:
         return f"infeasible: {prepared.stop_status} before launch: {prepared.stop_reason}"

@@ -83,6 +83,14 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
     files = workload_files(request.workloads, request.recipe)
     grids, source, notes = _space(request, build)
     prepared = {str(f): _prepare(request, build, f, grids) for f in files}
+    if request.budget.runs is not None:  # refused before the tune exists: a race needs its first round whole
+        least = max(driver.first_round_runs(p, request.rules) for p in prepared.values())
+        if request.budget.runs < least:
+            from orchestrator.errors import InvalidOption
+
+            raise InvalidOption(f"--budget {request.budget.runs}runs is less than one round (about {least} runs: "
+                                f"every candidate once, with plain decoding and the controls); give at least that, "
+                                f"or fewer candidates (--arms, --space)")
     database = store.Database(request.db or _db())
     given = {"vars_file": str(request.vars_file.absolute()) if request.vars_file else None,
              "overrides": list(request.overrides), "arms": list(request.arms),

@@ -194,6 +194,7 @@ CASES = [
      "ngram_nn is not a variable"),
     ("tune workload missing", [*TUNE, "--workload", "nope"], 10, "--workload nope"),
     ("tune budget unreadable", [*TUNE, "--budget", "lots"], 2, "--budget"),
+    ("tune budget below one round", [*TUNE, "--budget", "3runs"], 10, "less than one round"),
     ("tune a server recipe", ["tune", f"{R}/server_spec.j2", *TINY_A, "--build", COMMIT], 10, "races CLI recipes"),
     ("tune resume without a tune", ["tune", "--resume", "--db", "{d}/made.duckdb"], 50, "no unfinished tune"),
     ("tune show without a tune", ["tune", "--show", "--db", "{d}/made.duckdb"], 50, "no finished tune"),
