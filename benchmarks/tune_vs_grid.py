@@ -12,6 +12,7 @@ literally repetitive continuation (some setting can win) and prose that does not
 
     .venv/bin/orch models get gemma-3-270m --out models
     ORCH_MODELS=models .venv/bin/python benchmarks/tune_vs_grid.py [--build 0c1e570]
+    ORCH_MODELS=<tiny models> .venv/bin/python benchmarks/tune_vs_grid.py --tiny    # tiny models, 60 candidates
     ORCH_MODELS=<tiny models> .venv/bin/python benchmarks/tune_vs_grid.py --quick   # tiny models, seconds
 """
 
@@ -39,6 +40,7 @@ from orchestrator.tune.driver import Budget  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "tune.j2"
 REAL_SPACE = "ngram-mod,ngram-simple,ngram-map-k,ngram-cache"
+TINY_SPACE = "draft-simple,ngram-mod,ngram-simple"
 GRID_REPEAT = 5
 SHARE = 0.30
 
@@ -104,18 +106,25 @@ def _fig(value) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="0c1e570")
-    parser.add_argument("--quick", action="store_true", help="tiny models, a 6-candidate draft space: seconds")
+    parser.add_argument("--quick", action="store_true", help="tiny models, a 4-candidate draft space: seconds")
+    parser.add_argument("--tiny", action="store_true", help="tiny models (ORCH_MODELS), a 60-candidate space of "
+                        "draft and n-gram settings: minutes")
     parser.add_argument("--workloads", default="repeat_list,prose")
     args = parser.parse_args()
     build = runnable_build(args.build)
     with tempfile.TemporaryDirectory(prefix="tune-vs-grid-") as tmp:
         if args.quick:
             space = Path(tmp) / "space.toml"
-            space.write_text('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [2, 4, 8]\ndraft_min = [0, 2]\n')
+            space.write_text('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [2, 8]\ndraft_min = [0, 2]\n')
             request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
                                           overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1",
-                                                     "n_predict=32"), db=Path(tmp) / "tune.duckdb", timeout=120)
+                                                     "n_predict=16"), db=Path(tmp) / "tune.duckdb", timeout=120)
             workloads = [ROOT / "recipes" / "workloads" / "short_fact.toml"]
+        elif args.tiny:
+            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=TINY_SPACE,
+                                          overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1"),
+                                          db=Path(tmp) / "tune.duckdb", timeout=120)
+            workloads = [ROOT / "recipes" / "workloads" / f"{w}.toml" for w in args.workloads.split(",")]
         else:
             request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=REAL_SPACE,
                                           overrides=(f"threads={os.cpu_count()}",), db=Path(tmp) / "tune.duckdb")
@@ -133,7 +142,8 @@ def main() -> None:
     from orchestrator import tables
 
     print()
-    print(f"tune vs grid on build {build.name}, {'tiny models' if args.quick else 'Gemma 3 270M Q4_K_M'}, grid at "
+    models = "tiny models" if args.quick or args.tiny else "Gemma 3 270M Q4_K_M"
+    print(f"tune vs grid on build {build.name}, {models}, grid at "
           f"{GRID_REPEAT} repeats, tune's budget {SHARE:.0%} of the grid's planned runs:")
     print(tables.render(rows, "md" if not args.quick else "table"))
 

@@ -75,7 +75,8 @@ def figure(value: stats.Speedup | None) -> str | None:
 
 
 def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: list[str], left: dict[str, str],
-          like_for_like: race.Scores, acceptance: dict[str, float | None], outcome: str, winner: str | None) -> list[dict]:
+          like_for_like: race.Scores, acceptance: dict[str, float | None], outcome: str,
+          winner: str | None) -> list[dict]:
     """The finalists (the survivors and plain decoding), then the fastest candidates that left, with why."""
     def row(name: str, state: str) -> dict:
         disqualified = state.startswith("disqualified") or state.startswith("infeasible")

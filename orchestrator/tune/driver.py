@@ -245,7 +245,8 @@ def _answer(r: Race, runs: list[dict], state: str, winner: str | None, survivors
                         runs=count, seconds=seconds, grid_runs=grid_runs, grid_seconds=grid_seconds,
                         rounds=max((x["round"] for x in r.rounds), default=0), candidates=len(feasible) + 1,
                         reason=reason, left=dict(r.left), noise=noise.sd if noise else None)
-    out.rows = answer.table(scores, noise or race.Noise(None, 0), reference=r.baseline, survivors=survivors, left=r.left,
+    out.rows = answer.table(scores, noise or race.Noise(None, 0), reference=r.baseline, survivors=survivors,
+                            left=r.left,
                             like_for_like=race.control_scores(runs, set(r.candidates), r.baseline, r.planned),
                             acceptance=acceptance, outcome=state, winner=winner)
     if winner and winner != r.baseline:

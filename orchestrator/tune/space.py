@@ -68,8 +68,9 @@ def from_file(path: Path, baseline: dict) -> Space:
         raise InvalidOption(f"--space {path} is not valid TOML: {exc}") from None
     unknown = set(data) - {"grid", "all", "sample"}
     if unknown or not isinstance(data.get("grid"), list) or not data["grid"]:
+        what = f"unknown keys {', '.join(sorted(unknown))}" if unknown else "no [[grid]]"
         raise InvalidOption(f"--space {path}: a space is `[[grid]]` tables (one method each), with optional `[all]` "
-                            f"axes and `sample = N`; {'unknown keys ' + ', '.join(sorted(unknown)) if unknown else 'no [[grid]]'}")
+                            f"axes and `sample = N`; {what}")
     sample = data.get("sample")
     if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or sample < 1):
         raise InvalidOption(f"--space {path}: sample = {sample!r} is not a positive whole number")

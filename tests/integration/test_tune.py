@@ -69,7 +69,8 @@ def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(o
     res = subprocess.run(tune_argv(orch_exe, space), env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("== short_fact: 7 candidates, ") and lines[-1].startswith("verdict: tune 1: short_fact: ")
+    assert lines[0].startswith("== short_fact: 7 candidates, ")
+    assert lines[-1].startswith("verdict: tune 1: short_fact: ")
     result = _assert_consistent(env)
     answer = result["answers"][0]
     if answer["state"] == "winner":  # the winner's command as executed, ready to paste
@@ -144,7 +145,8 @@ def test_on_gemma_a_looping_workload_is_refused_and_a_repetitive_one_raced_like_
     assert "; repeat_list: " in verdict
     events = db_rows(real_env, "SELECT workload, candidate, event FROM tune_events")
     assert {"workload": "open_prose", "candidate": "baseline", "event": "refused"} in events
-    answers = {a["workload"]: a for a in json.loads(db_rows(real_env, "SELECT result FROM tunes")[0]["result"])["answers"]}
+    stored = json.loads(db_rows(real_env, "SELECT result FROM tunes")[0]["result"])
+    answers = {a["workload"]: a for a in stored["answers"]}
     repeat = answers["repeat_list"]
     # its candidates decoded past -n, so their controls ran again at their counts, and their scores used those
     reruns = db_rows(real_env, "SELECT DISTINCT arm FROM runs WHERE arm LIKE 'control~%'")
