@@ -84,7 +84,8 @@ def tune(request: session.TuneRequest, workload: Path, budget_runs: int) -> dict
 def row(name: str, g: dict, t: dict) -> dict:
     a = t["answer"]
     best = g["cells"][g["best"]]
-    picked = a.winner or (a.tied[0] if a.tied else None)
+    picked = a.winner or next((r["candidate"] for r in a.rows), None)  # the winner, or the tied set's leader
+    picked = g["baseline"] if picked and picked.startswith("off") else picked
     in_grid = g["cells"].get(picked)
     inside = in_grid is not None and best.ci_low is not None and best.ci_low <= in_grid.ratio <= best.ci_high
     outcome = a.winner if a.state == race.WINNER else f"{a.state}: {', '.join(a.tied)}"

