@@ -174,8 +174,10 @@ def verdict(answer: Answer) -> str:
     if answer.state == race.EQUIVALENT:
         return f"{w}: tied within 2%, any of them: {names} ({cost})"
     noise = f" (run-to-run noise {100 * answer.noise:.1f}% per score)" if answer.noise else ""
-    return (f"{w}: not separated within the budget{noise}: {names}; no winner, raise --budget to separate them "
-            f"({cost})")
+    lead = f"{tied[0]} leads at {answer.rows[0].get('vs_plain') or '1x'}" if tied else "no leader"
+    others = f", not told apart from {', '.join(tied[1:])}" if len(tied) > 1 else ""
+    return (f"{w}: not separated within the budget{noise}: {lead}{others}; no winner, raise --budget to separate "
+            f"them ({cost})")
 
 
 def _why_none(left: dict[str, str]) -> str:

@@ -116,8 +116,8 @@ def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict]
             ax.plot(xs, ys, "-", color="lightgray", linewidth=1, zorder=1)
             marker, color = ENDED.get(ends.get(name, {}).get("event"), ("o", "gray"))
             ax.plot(xs[-1], ys[-1], marker, color=color, markersize=5, zorder=2)
-    _name_finalists(ax, labels, last)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
+    _name_finalists(ax, labels, last)
     ax.annotate("plain decoding" + (" (finalist)" if baseline in finalists else ""), (0.6, 1.0),
                 textcoords="offset points", xytext=(0, 4), fontsize=8)
     ax.yaxis.set_major_locator(FixedLocator(SPEEDUP_TICKS))
@@ -138,8 +138,8 @@ def _name_finalists(ax, labels: list[tuple], last: int) -> None:
     if not labels:
         return
     logs = [math.log10(y) for _, y, _, _ in labels]
-    low, high = min(logs + [0.0]), max(logs + [0.0])
-    gap = max(high - low, 0.1) * 0.045  # about one line of 8-point text on this figure
+    bottom, top = (math.log10(v) for v in ax.get_ylim())
+    gap = (top - bottom) * 0.034  # one line of 8-point text on this figure's axes, in log10 units
     placed: list[float] = []
     for (x, y, name, colour), at in sorted(zip(labels, logs), key=lambda item: item[1]):
         spot = max(at, placed[-1] + gap) if placed else at

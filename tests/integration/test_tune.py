@@ -74,7 +74,7 @@ def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(o
     result = _assert_consistent(env)
     answer = result["answers"][0]
     if answer["state"] == "winner":  # the winner's command as executed, ready to paste
-        assert "run:    " in res.stdout and answer["command"].split()[0].endswith(("llama-completion",
+        assert "\nrun: " in res.stdout and answer["command"].split()[0].endswith(("llama-completion",
                                                                                   "llama-speculative-simple"))
     # the tune's runs are ordinary runs: summary reads a round's sweep like any other
     summary = run_orch(orch_exe, "summary", "1", env=env)
