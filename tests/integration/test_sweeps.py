@@ -54,7 +54,7 @@ def test_summary_has_intervals_speedup_and_acceptance(orch_exe, two_builds_db):
         assert base["n"] == 4 and base["speedup"] == 1.0 and base["ci_low"] <= base["decode_tps"] <= base["ci_high"]
         assert 0.3 < draft["acceptance"] < 0.9 and draft["draft_per_gen"] > 0
         assert draft["speedup_low"] <= draft["speedup"] <= draft["speedup_high"]
-    table = run_orch(orch_exe, "summary", "--last", "2", env=two_builds_db).stdout
+    table = run_orch(orch_exe, "summary", "--last", "2", env={**two_builds_db, "COLUMNS": "120"}).stdout
     lines = table.splitlines()
     assert {"arm", "decode_tps", "acceptance", "speedup", "speedup_ci95"} <= set(lines[0].split())
     assert "sweep 1: recipe_a.j2 on f49e91787-cpu" in lines and "sweep 2: recipe_a.j2 on 0c1e57098-cpu" in lines
@@ -62,7 +62,9 @@ def test_summary_has_intervals_speedup_and_acceptance(orch_exe, two_builds_db):
     assert max(map(len, shown)) <= 120, "\n".join(shown)  # the table and its note, for people: 120 columns
     verdicts = [line for line in lines if line.startswith("verdict: ")]
     assert [v.split(" (")[0] for v in verdicts] == ["verdict: sweep 1", "verdict: sweep 2"]  # one per sweep, last
-    assert table.rstrip().endswith(verdicts[-1]) and "%" in table  # shares print as percentages
+    last = max(i for i, line in enumerate(lines) if line.startswith("verdict: "))
+    assert all(line.startswith("  ") for line in lines[last + 1:]) and "%" in table  # the verdicts end it (wrapped
+    # to the terminal); shares print as percentages
     warned = [line for line in lines if line.startswith("warning: ")]  # one per kind, naming sweeps and arms
     assert all(re.match(r"warning: [a-z_]+: ", line) for line in warned) and len(warned) == len(
         {line.split(":")[1] for line in warned})
@@ -106,7 +108,9 @@ def test_compare_two_builds_and_a_build_with_itself(orch_exe, two_builds_db):
     same = json.loads(run_orch(orch_exe, "compare", "--base", "0c1e570", "--head", "0c1e57098-cpu", "--format",
                                "json", env=two_builds_db).stdout)
     assert same["same_build"] and {r["verdict"] for r in same["rows"]} == {"same build"}
-    table = run_orch(orch_exe, "compare", "--base", OLD_COMMIT, "--head", "0c1e570", env=two_builds_db).stdout
+    # On a terminal of 120 columns, table and prose fit it (conftest gives the others a wide one)
+    table = run_orch(orch_exe, "compare", "--base", OLD_COMMIT, "--head", "0c1e570",
+                     env={**two_builds_db, "COLUMNS": "120"}).stdout
     assert max(map(len, table.splitlines())) <= 120 and "recipe_hash" not in table and "sha256" not in table
     bad = run_orch(orch_exe, "compare", "--base", "deadbeef", "--head", COMMIT, env=two_builds_db)
     assert bad.returncode == 8 and "deadbeef" in bad.stderr
@@ -134,11 +138,12 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
     verdicts = {r["arm"]: r["verdict"] for r in result["rows"]}
     assert {verdicts[r["arm"]] for r in skipped} == {"newly skipped"}
     assert len(verdicts) == 16
-    # The matrix's summary fits 120 columns too, and names what it left out.
-    table = run_orch(orch_exe, "summary", "1", env=env).stdout.splitlines()
+    # The matrix's summary fits a 120-column terminal too, and names what it left out.
+    env120 = {**env, "COLUMNS": "120"}
+    table = run_orch(orch_exe, "summary", "1", env=env120).stdout.splitlines()
     shown = table[:next(i for i, line in enumerate(table) if line.startswith(("warning: ", "verdict: ")))]
     assert max(map(len, shown)) <= 120 and len(shown) >= 2 + 16 and shown[-1].startswith(("not shown: ", "  "))
-    compared = run_orch(orch_exe, "compare", "--base", COMMIT, "--head", OLD_COMMIT, env=env).stdout
+    compared = run_orch(orch_exe, "compare", "--base", COMMIT, "--head", OLD_COMMIT, env=env120).stdout
     assert max(map(len, compared.splitlines())) <= 120
     # An arm whose runs drafted nothing is flagged and has no speedup to be read as a speculation result.
     rows = json.loads(run_orch(orch_exe, "summary", "1", "--format", "json", env=env).stdout)  # the new build's
