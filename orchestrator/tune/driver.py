@@ -11,7 +11,6 @@ made count, the round in flight is run again from its next round.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field, replace
 
@@ -117,7 +116,8 @@ def run_race(r: Race) -> answer.Answer:
             outcome = race.Outcome(race.UNSEPARATED, outcome.leader, outcome.survivors)
         if outcome.state != race.RACING:
             _record(r, number, [{"candidate": n, "event": "winner" if outcome.state == race.WINNER else "tied",
-                                 "reason": outcome.state, "speedup": _exp_mean(scores, n)}
+                                 "reason": outcome.state, "speedup": answer.speedup(scores, n, noise).ratio
+                                 if scores.get(n) else None}
                                 for n in outcome.survivors])
             return _answer(r, runs, outcome.state, outcome.leader if outcome.state == race.WINNER else None,
                            list(outcome.survivors), scores=scores, noise=noise)
@@ -170,11 +170,6 @@ def _dropped_note(drops: list[race.Drop], out: dict[str, str]) -> str:
         parts.append(f"disqualified {len(out)} ({', '.join(f'{n}: {why}' for n, why in list(out.items())[:2])}"
                      f"{'; ...' if len(out) > 2 else ''})")
     return "; " + "; ".join(parts)
-
-
-def _exp_mean(scores: race.Scores, name: str) -> float | None:
-    values = list(scores.get(name, {}).values())
-    return math.exp(race.mean(values)) if values else None
 
 
 def _spent(runs: list[dict]) -> tuple[int, float]:

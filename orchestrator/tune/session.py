@@ -15,7 +15,7 @@ from pathlib import Path
 from orchestrator import store
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
-from orchestrator.errors import Interrupted, OrchError, TuneResumeError
+from orchestrator.errors import Interrupted, InvalidOption, OrchError, TuneResumeError
 from orchestrator.hashing import sha256_text
 from orchestrator.recipe.plan import read_vars, recipe_meta
 from orchestrator.run import recipe_run
@@ -64,8 +64,6 @@ def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
             path = Path(recipe).parent / "workloads" / f"{name}.toml"
         if not path.is_file():
             there = sorted(p.stem for p in (Path(recipe).parent / "workloads").glob("*.toml"))
-            from orchestrator.errors import InvalidOption
-
             raise InvalidOption(f"--workload {name}: no file {path}; give a TOML file of variables (prompt, "
                                 f"n_predict) or one of {', '.join(there) or 'none found'}")
         out.append(path)
@@ -86,8 +84,6 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
     if request.budget.runs is not None:  # refused before the tune exists: a race needs its first round whole
         least = max(driver.first_round_runs(p, request.rules) for p in prepared.values())
         if request.budget.runs < least:
-            from orchestrator.errors import InvalidOption
-
             raise InvalidOption(f"--budget {request.budget.runs}runs is less than one round (about {least} runs: "
                                 f"every candidate once, with plain decoding and the controls); give at least that, "
                                 f"or fewer candidates (--arms, --space)")
@@ -178,13 +174,9 @@ def _prepare(request: TuneRequest, build: Build, workload: Path | None, grids: l
                            arms=request.arms, db=request.db, space=None if grids is None else tuple(grids))
     prepared = recipe_run.prepare_recipe(recipe, build)
     if prepared.plan.mode != "cli":
-        from orchestrator.errors import InvalidOption
-
         raise InvalidOption(f"orch tune races CLI recipes; {request.recipe} is a {prepared.plan.mode} recipe "
                             f"(recipes/tune.j2 is one made for it)")
     if prepared.plan.baseline is None:
-        from orchestrator.errors import InvalidOption
-
         raise InvalidOption(f"{request.recipe} has no baseline arm: tune measures every candidate against plain "
                             f"decoding; give the recipe a baseline (`\"baseline\": {{...}}` in its meta)")
     return prepared
