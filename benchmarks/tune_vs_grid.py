@@ -19,6 +19,7 @@ literally repetitive continuation (some setting can win) and prose that does not
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -46,21 +47,32 @@ SHARE = 0.30
 
 
 def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
-    """Every candidate at GRID_REPEAT repeats in one interleaved sweep; each one's speedup and interval."""
+    """Every candidate at GRID_REPEAT repeats in one interleaved sweep; each one's speedup and interval.
+
+    A finished grid kept in `db` (--grids) is read instead of run again: the grid does not depend on tune's code,
+    and it is most of the benchmark's hour."""
     grids, _, _ = session._space(request, build)
     prepared = session._prepare(request, build, workload, grids)
     prepared.database = store.Database(db)
     prepared.plan.repeat = GRID_REPEAT
-    started = time.monotonic()
-    result = recipe_run.run_prepared(prepared, recipe_run.RunOptions(timeout=request.timeout, orch_argv=["grid"]))
-    seconds = time.monotonic() - started
+    timing = db.with_suffix(".json")
+    if timing.exists():
+        kept = json.loads(timing.read_text())
+        sweep_id, seconds = kept["sweep"], kept["seconds"]
+    else:
+        started = time.monotonic()
+        result = recipe_run.run_prepared(prepared, recipe_run.RunOptions(timeout=request.timeout,
+                                                                          orch_argv=["grid"]))
+        sweep_id, seconds = result.sweep_id, time.monotonic() - started
+        timing.write_text(json.dumps({"sweep": sweep_id, "seconds": seconds}))
     with prepared.database.read() as con:
-        runs = tune_queries.race_runs(con, [result.sweep_id])
+        runs = tune_queries.race_runs(con, [sweep_id])
     baseline = prepared.plan.baseline.name
     names = {p.arm.name for p in prepared.arms if not p.arm.is_control}
     speculating = {p.arm.name for p in prepared.arms if control.speculates(p.executed or p.arm.argv)}
     out = guards.disqualified(runs, names - {baseline}, speculating, allow_output_change=False)
-    scores = race.block_scores(runs, baseline, names)
+    planned = {p.arm.name: p.arm.reference for p in prepared.arms if p.arm.reference}
+    scores = race.block_scores(runs, baseline, names, planned, pool_programs=False)  # each repeat self-contained
     cells = {}
     for name in names - set(out):
         value = stats.paired_ratio([(1.0, math.exp(s)) for s in scores[name].values()]) if name != baseline else \
@@ -73,9 +85,9 @@ def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
             "loops": guards.looping_baseline(runs, baseline)}
 
 
-def tune(request: session.TuneRequest, workload: Path, budget_runs: int) -> dict:
+def tune(request: session.TuneRequest, workload: Path, budget_runs: int, db: Path) -> dict:
     started = time.monotonic()
-    found = session.start(session.TuneRequest(**{**request.__dict__, "workloads": (str(workload),),
+    found = session.start(session.TuneRequest(**{**request.__dict__, "workloads": (str(workload),), "db": db,
                                                  "budget": Budget(runs=budget_runs)}),
                           argv=["tune_vs_grid"], say=lambda line: None)
     return {"answer": found.answers[0], "seconds": time.monotonic() - started}
@@ -87,13 +99,35 @@ def row(name: str, g: dict, t: dict) -> dict:
     picked = a.winner or next((r["candidate"] for r in a.rows), None)  # the winner, or the tied set's leader
     picked = g["baseline"] if picked and picked.startswith("off") else picked
     in_grid = g["cells"].get(picked)
-    inside = in_grid is not None and best.ci_low is not None and best.ci_low <= in_grid.ratio <= best.ci_high
+    if g["best"] == g["baseline"]:  # plain decoding is exact (1x): the pick is as good if it is, or cannot be told
+        inside = picked == g["baseline"] or (in_grid is not None and in_grid.ci_low is not None
+                                             and in_grid.ci_low <= 1.0 <= in_grid.ci_high)
+    else:
+        inside = in_grid is not None and best.ci_low is not None and best.ci_low <= in_grid.ratio <= best.ci_high
     outcome = a.winner if a.state == race.WINNER else f"{a.state}: {', '.join(a.tied)}"
+    speculating = max((n for n in g["cells"] if n != g["baseline"]), key=lambda n: g["cells"][n].ratio, default=None)
+    best_text = f"{g['best']} {_fig(best)}"
+    if g["best"] == g["baseline"] and speculating:
+        best_text += f" (best setting {speculating} {_fig(g['cells'][speculating])})"
     return {"workload": name, "candidates": g["candidates"],
-            "grid best": f"{g['best']} {_fig(best)}", "tune": outcome,
-            "tune pick in grid": f"{_fig(in_grid)} ({'inside' if inside else 'OUTSIDE'} best's interval)",
+            "grid best": best_text, "tune": outcome,
+            "tune pick in grid": f"{picked} {_fig(in_grid)} (rank {_rank(g['cells'], picked)} of "
+                                 f"{len(g['cells'])}; {'inside' if inside else 'OUTSIDE'} best's interval, as are "
+                                 f"{_inside(g['cells'], best, g['best'] == g['baseline'])})",
             "grid runs": g["planned"], "tune runs": a.runs, "share": f"{a.runs / g['planned']:.0%}",
             "grid s": f"{g['seconds']:.0f}", "tune s": f"{t['seconds']:.0f}"}
+
+
+def _rank(cells: dict, name: str | None) -> str:
+    return str(1 + sorted(cells, key=lambda n: -cells[n].ratio).index(name)) if name in cells else "-"
+
+
+def _inside(cells: dict, best, baseline_best: bool) -> int:
+    """How many cells' speedups lie inside the best cell's interval: how much the grid itself can tell apart (with
+    plain decoding best, exact at 1x: the cells whose interval holds 1x)."""
+    if baseline_best:
+        return sum(1 for c in cells.values() if c.ci_low is not None and c.ci_low <= 1.0 <= c.ci_high) + 1
+    return sum(1 for c in cells.values() if best.ci_low <= c.ratio <= best.ci_high)
 
 
 def _fig(value) -> str:
@@ -111,6 +145,9 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="tiny models (ORCH_MODELS), a 60-candidate space of "
                         "draft and n-gram settings: minutes")
     parser.add_argument("--workloads", default="repeat_list,prose")
+    parser.add_argument("--grids", type=Path, help="keep each workload's finished grid here and read it on the next "
+                        "call instead of running it again (tune against the same grid)")
+    parser.add_argument("--grid-only", action="store_true", help="run (or read) the grids, not tune")
     args = parser.parse_args()
     build = runnable_build(args.build)
     with tempfile.TemporaryDirectory(prefix="tune-vs-grid-") as tmp:
@@ -131,12 +168,18 @@ def main() -> None:
                                           overrides=(f"threads={os.cpu_count()}",), db=Path(tmp) / "tune.duckdb")
             workloads = [ROOT / "recipes" / "workloads" / f"{w}.toml" for w in args.workloads.split(",")]
         rows = []
+        grids = args.grids or Path(tmp)
+        grids.mkdir(parents=True, exist_ok=True)
         for workload in workloads:
-            g = grid(request, build, workload, Path(tmp) / f"grid-{workload.stem}.duckdb")
+            g = grid(request, build, workload, grids / f"grid-{workload.stem}.duckdb")
             if g["loops"]:
                 print(f"{workload.stem}: plain decoding loops, so tune refuses it; skipped")
                 continue
-            t = tune(request, workload, int(SHARE * g["planned"]))
+            print(f"{workload.stem}: grid best {g['best']} {_fig(g['cells'][g['best']])}, {g['planned']} runs in "
+                  f"{g['seconds']:.0f}s", flush=True)
+            if args.grid_only:
+                continue
+            t = tune(request, workload, int(SHARE * g["planned"]), grids / f"tune-{workload.stem}.duckdb")
             rows.append(row(workload.stem, g, t))
             print(f"{workload.stem}: grid {g['planned']} runs in {g['seconds']:.0f}s; tune "
                   f"{t['answer'].verdict}", flush=True)

@@ -140,32 +140,13 @@ def _only_arm(setup) -> str:
 
 
 def _stored_bisect(database, ref: str) -> dict:
+    from orchestrator import resumable
     from orchestrator.errors import BisectResumeError
     from orchestrator.store import bisect_queries
 
-    if not database.path.exists():
-        raise BisectResumeError(f"no results file {database.path}, so no bisect to resume; start one with "
-                                f"`orch bisect RECIPE --good A --bad B`")
-    with database.read() as con:
-        if ref == "latest":
-            row = bisect_queries.latest_unfinished(con)
-        else:
-            if not ref.isdigit():
-                raise BisectResumeError(f"--resume {ref}: give a bisect number (the progress lines name it)")
-            row = bisect_queries.bisect_row(con, int(ref))
-    if row is None:
-        what = "unfinished bisect" if ref == "latest" else f"bisect {ref}"
-        raise BisectResumeError(f"no {what} in {database.path}; start one with `orch bisect RECIPE --good A --bad B`")
-    if row["state"] == "done":
-        raise BisectResumeError(f"bisect {row['id']} is done ({(row['result'] or {}).get('sentence', '')}); "
-                                f"nothing to resume")
-    recipe = Path(row["recipe_path"])
-    from orchestrator.hashing import sha256_text
-
-    if not recipe.exists() or sha256_text(recipe.read_text()) != row["recipe_hash"]:
-        raise BisectResumeError(f"bisect {row['id']}'s recipe {recipe} is gone or has changed since it started, so "
-                                f"its probes would not compare; start a new bisect")
-    return row
+    return resumable.stored_row(database, ref, resumable.Session(
+        "bisect", BisectResumeError, "orch bisect RECIPE --good A --bad B", bisect_queries.latest_unfinished,
+        bisect_queries.bisect_row, lambda row: f" ({(row['result'] or {}).get('sentence', '')})", units="probes"))
 
 
 def _dry_run(cands, setup, search) -> None:

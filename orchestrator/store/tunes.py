@@ -24,6 +24,12 @@ def create_tune(con: duckdb.DuckDBPyConnection, row: dict) -> int:
                        [row[c] for c in cols]).fetchone()[0]
 
 
+def set_owner(con: duckdb.DuckDBPyConnection, tune_id: int, *, host: str, pid: int, started: float) -> None:
+    """The orch process that runs the tune now (a start, or a resume taking it over)."""
+    con.execute("UPDATE tunes SET owner_host = ?, owner_pid = ?, owner_started = ? WHERE id = ?",
+                [host, pid, started, tune_id])
+
+
 def set_tune_state(con: duckdb.DuckDBPyConnection, tune_id: int, state: str, result: dict | None = None) -> None:
     ended = utcnow() if state != "running" else None
     con.execute("UPDATE tunes SET state = ?, result = coalesce(?, result), ended_at = ? WHERE id = ?",

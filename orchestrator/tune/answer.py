@@ -51,14 +51,15 @@ class Answer:
 
 def speedup(scores: race.Scores, name: str, noise: race.Noise) -> stats.Speedup | None:
     """name's speed over plain decoding's: exp of its mean score, with the 95% interval the race's own noise
-    model gives (the pooled spread and its degrees of freedom: race.py), so the table says what the race judged."""
+    model gives (the pooled spread, its degrees of freedom and the program term's uncertainty: race.py), so the
+    table says what the race judged."""
     values = list(scores.get(name, {}).values())
     if not values:
         return None
     centre = race.mean(values)
     if not noise.sd or not noise.df:
         return stats.Speedup(math.exp(centre), None, None, len(values))
-    half = float(scipy_stats.t.ppf(0.975, noise.df)) * noise.sd / math.sqrt(len(values))
+    half = float(scipy_stats.t.ppf(0.975, noise.df)) * math.sqrt(race.variance_of_mean(scores, name, "", noise))
     return stats.Speedup(math.exp(centre), math.exp(centre - half), math.exp(centre + half), len(values))
 
 
@@ -174,7 +175,9 @@ def verdict(answer: Answer) -> str:
     if answer.state == race.EQUIVALENT:
         return f"{w}: tied within 2%, any of them: {names} ({cost})"
     noise = f" (run-to-run noise {100 * answer.noise:.1f}% per score)" if answer.noise else ""
-    lead = f"{tied[0]} leads at {answer.rows[0].get('vs_plain') or '1x'}" if tied else "no leader"
+    runs = answer.rows[0].get("runs") if tied and not tied[0].startswith("off") else None
+    measured = f" ({runs} run{'s' if runs != 1 else ''})" if runs else ""
+    lead = f"{tied[0]} leads at {answer.rows[0].get('vs_plain') or '1x'}{measured}" if tied else "no leader"
     others = f", not told apart from {', '.join(tied[1:])}" if len(tied) > 1 else ""
     return (f"{w}: not separated within the budget{noise}: {lead}{others}; no winner, raise --budget to separate "
             f"them ({cost})")

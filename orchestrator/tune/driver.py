@@ -1,10 +1,11 @@
 """One workload's race: the recipe prepared once with the space, then rounds, each an ordinary stored sweep.
 
-A round runs every survivor once, in blocks (race.plan_round): a block is one repeat of the round's sweep holding
-the baseline, the controls its candidates are measured against, and the candidates, in shuffled order (seeded by
-the tune, the workload and the round: a rerun shuffles alike). The round is recorded (tune_rounds) before it runs,
-so a killed tune finds its runs; after it, the race reads every run of the workload's rounds back from the store
-(guards, scores, drops: race.py), records its decisions (tune_events), and either ends or plans the next round.
+A round runs every survivor once (the most promising that fit when the budget cannot: _next_round), in blocks
+(race.plan_round): a block is one repeat of the round's sweep holding the baseline, the controls its candidates are
+measured against, and the candidates, in shuffled order (seeded by the tune, the workload and the round: a rerun
+shuffles alike). The round is recorded (tune_rounds) before it runs, so a killed tune finds its runs; after it, the
+race reads every run of the workload's rounds back from the store (guards, scores, drops: race.py), records its
+decisions (tune_events), and either ends or plans the next round.
 A resume is the same loop entered with the stored rounds and decisions: what was decided stays, the runs already
 made count, the round in flight is run again from its next round.
 """
@@ -101,14 +102,16 @@ def run_race(r: Race) -> answer.Answer:
         _record(r, number, [{"candidate": n, "event": "disqualified", "reason": why} for n, why in out.items()])
         survivors = [c for c in survivors if c not in out]
         scores = race.block_scores(runs, baseline, set(r.candidates) | set(r.controls.values()), r.planned)
-        noise = race.pooled_noise(scores, [n for n in scores if n not in r.left and n != baseline])
+        noise = race.pooled_noise(scores, [n for n in scores if n not in r.left and n != baseline],
+                                  race.programs(scores, r.planned, baseline))
         drops = race.eliminate(scores, survivors, baseline, noise, r.rules)
         _record(r, number, [{"candidate": d.name, "event": "dropped", "reason": d.reason, "speedup": d.speedup}
                             for d in drops])
         survivors = [c for c in survivors if c not in r.left]
         rng = random.Random(f"{r.tune_id}:{r.workload}:{number + 1}")
-        blocks = race.plan_round(race.needing_runs(scores, survivors, baseline, r.rules), r.rules, rng)
-        outcome = race.decide(scores, survivors, baseline, noise, r.rules, budget_left=_affordable(r, runs, blocks))
+        runners = race.needing_runs(scores, survivors, baseline, r.rules)
+        blocks = _next_round(r, runs, race.by_promise(scores, runners), rng)
+        outcome = race.decide(scores, survivors, baseline, noise, r.rules, budget_left=bool(blocks))
         if number and (drops or out):
             r.say(f"orch: tune {r.tune_id} ({r.workload}): after round {number}, {len(survivors)} left"
                   f"{_dropped_note(drops, out)}")
@@ -121,7 +124,7 @@ def run_race(r: Race) -> answer.Answer:
                                 for n in outcome.survivors])
             return _answer(r, runs, outcome.state, outcome.leader if outcome.state == race.WINNER else None,
                            list(outcome.survivors), scores=scores, noise=noise)
-        _run_round(r, number + 1, blocks, rng)
+        _run_round(r, number + 1, blocks, rng, of=len(runners))
 
 
 def first_round_runs(prepared: PreparedRecipe, rules: race.Rules) -> int:
@@ -182,6 +185,17 @@ def _round_size(r: Race, blocks: list[list[str]]) -> int:
     return sum(len(_block_arms(r, b)) for b in blocks)
 
 
+def _next_round(r: Race, runs: list[dict], ranked: list[str], rng: random.Random) -> list[list[str]]:
+    """The next round's blocks: every runner once if the budget allows it, else the most promising that it does
+    (successive halving); none when not even the leader's next run fits. rng is drawn once, whatever was tried."""
+    seed = rng.random()
+    for count in range(len(ranked), 0, -1):
+        blocks = race.plan_round(ranked[:count], r.rules, random.Random(seed))
+        if _affordable(r, runs, blocks):
+            return blocks
+    return []
+
+
 def _affordable(r: Race, runs: list[dict], blocks: list[list[str]]) -> bool:
     if not blocks:
         return False
@@ -200,7 +214,7 @@ def _block_arms(r: Race, block: list[str]) -> list[str]:
     return [r.baseline, *controls, *block]
 
 
-def _run_round(r: Race, number: int, blocks: list[list[str]], rng: random.Random) -> None:
+def _run_round(r: Race, number: int, blocks: list[list[str]], rng: random.Random, *, of: int) -> None:
     slots = []
     for index, block in enumerate(blocks):
         arms = _block_arms(r, block)
@@ -210,8 +224,10 @@ def _run_round(r: Race, number: int, blocks: list[list[str]], rng: random.Random
     arms = [p for p in r.prepared.arms if p.arm.name in used]
     prepared = replace(r.prepared, plan=replace(r.prepared.plan, arms=[p.arm for p in arms], repeat=len(blocks)),
                        arms=arms)
-    r.say(f"orch: tune {r.tune_id} ({r.workload}): round {number}: {sum(len(b) for b in blocks)} candidate(s) in "
-          f"{len(blocks)} block(s), {len(slots)} runs")
+    running = sum(len(b) for b in blocks)
+    halved = f" (the {running} most promising of {of}: the budget does not run them all)" if running < of else ""
+    r.say(f"orch: tune {r.tune_id} ({r.workload}): round {number}: {running} candidate(s) in "
+          f"{len(blocks)} block(s), {len(slots)} runs{halved}")
     options = RunOptions(timeout=r.timeout, only=slots, orch_argv=r.argv)
     opened = recipe_run.open_sweep(prepared, options)
     with r.database.write() as con:

@@ -2,19 +2,28 @@
 
 A block is one repeat of a round's sweep: the baseline (plain decoding, the candidate "speculation off"), the
 controls and a group of candidates, run together in shuffled order. A candidate's score in a block is the log of its
-decode speed over plain decoding's on the same tokens (block_scores: through its control and the count-matched rerun
-a run that decoded past -n gets): the runs beside it absorb drift (clocks, heat, a neighbour's job), so scores of
-different blocks and rounds compare. The baseline's own score is 0 in every block: it is the yardstick.
+decode speed over plain decoding's on the same tokens (block_scores): its speed over its own reference run in the
+block (its control, the same program drafting nothing, or the count-matched rerun of it a run that decoded past -n
+gets), plus the program term, log(control over plain decoding), averaged over every block of the race. The run
+beside it absorbs drift (clocks, heat, a neighbour's job), so scores of different blocks and rounds compare; the
+program term is a property of two programs on one machine, so averaging it keeps one block's noise out of every
+score (two candidates of the same program differ by their own runs only). The baseline's score is 0: the yardstick.
 
 Noise: a score is its candidate's mean plus noise of one spread s on the log scale, the same for every candidate
 (one machine, model and prompt). s is pooled over every candidate with two scores or more and over the controls
-(the same program drafting nothing, in every block), so single runs of forty candidates in round 1 can already be
-judged with s from the controls' spread over the round's blocks.
+(their per-block log(control / plain decoding)), so single runs of forty candidates in round 1 can already be
+judged with s from the controls' spread over the round's blocks. A comparison of two means carries each one's s^2/n
+and, where their programs differ, each program term's s^2/blocks.
 
-Elimination, after every round: the leader is the survivor with the highest mean score; every other survivor is
-tested against it, one-sided t on the difference of means with the pooled s, and the p-values of the round are
-Holm-corrected: a candidate as fast as the leader is dropped in a round with probability at most alpha. Over R
-rounds that chance is at most R x alpha; the answer says so.
+Elimination, after every round: every survivor is tested against the yardstick, the best survivor measured at least
+twice (or plain decoding, exact by definition): the leader of forty single runs is their luckiest, and a single fast
+run must not drop the others. One-sided t on the difference of means with the pooled s; the p-values of the round
+are Holm-corrected: a candidate as fast as the yardstick is dropped in a round with probability at most alpha. Over
+R rounds that chance is at most R x alpha; the answer says so.
+
+Rounds: every survivor once more while the budget allows it; when it does not, as many survivors as it allows, the
+highest means first (by_promise: successive halving), so the budget buys the leaders' second and third runs instead
+of ending the race.
 
 The end: one survivor with min_runs scores (the winner; "speculation off" may be it); survivors all within
 tie_margin of the leader at 95% (practically equivalent: the tied set); or the budget, or max_runs, reached with
@@ -27,7 +36,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from scipy import stats as scipy_stats
 
@@ -58,6 +67,8 @@ class Rules:
 class Noise:
     sd: float | None  # the pooled spread of one score, on the log scale
     df: int  # its degrees of freedom (0: no spread known yet, so nothing can be dropped)
+    programs: dict[str, tuple[str, int]] = field(default_factory=dict)  # candidate -> (its control, the blocks its
+    # program term is averaged over); absent: a candidate measured against plain decoding directly
 
 
 @dataclass(frozen=True)
@@ -74,16 +85,20 @@ class Outcome:
     survivors: tuple[str, ...]
 
 
-def block_scores(runs: list[dict], reference: str, names: set[str], planned: dict[str, str] | None = None) -> Scores:
-    """Each ok run of the named arms, scored against plain decoding in its block, like for like in tokens.
+def block_scores(runs: list[dict], reference: str, names: set[str], planned: dict[str, str] | None = None, *,
+                 pool_programs: bool = True) -> Scores:
+    """Each ok run of the named arms, scored against plain decoding, like for like in tokens.
 
-    A run is first compared with its own reference run (run.reference_arm: its control, the same program drafting
-    nothing, or the baseline; a count-matched rerun of it where the run decoded past -n, run/length_match), then
-    the control's speed over the baseline's in the same block is added (the program difference), so the score is
-    log(speed over plain decoding) on the same tokens. runs: store/tune_queries.race_runs rows; planned: each arm's
-    reference in the plan (a count-matched rerun is named `control~ARM`, without the control's own name)."""
+    A run is compared with its own reference run in its block (run.reference_arm: its control, the same program
+    drafting nothing, or the baseline; a count-matched rerun of it where the run decoded past -n, run/length_match),
+    then its program's term is added (program_terms: log(control / plain decoding), averaged over the race's
+    blocks), so the score is log(speed over plain decoding) on the same tokens. runs: store/tune_queries.race_runs
+    rows; planned: each arm's reference in the plan (a count-matched rerun is named `control~ARM`, without the
+    control's own name). A control's own score stays per block: the spread of those is the round-1 noise.
+    pool_programs=False adds each block's own program term instead (a grid's classic paired-by-repeat figure)."""
     planned = planned or {}
     speed = {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
+    terms = {p: mean(v) for p, v in program_terms(runs, reference, set(planned.values())).items() if v}
     out: Scores = {n: {} for n in names}
     out[reference] = {(s, i): 0.0 for (s, i, arm) in speed if arm == reference}
     for r in runs:
@@ -92,10 +107,30 @@ def block_scores(runs: list[dict], reference: str, names: set[str], planned: dic
         if r["arm"] not in names or r["arm"] == reference or not _speed(r) or block not in out[reference]:
             continue
         program = planned.get(r["arm"], own)  # `control~ARM`: that control, run again at ARM's count
-        against, plain = speed.get((*block, own)), speed.get((*block, program))
-        if against and plain:
-            out[r["arm"]][block] = math.log(r["decode_tps"] / against) + math.log(plain / speed[(*block, reference)])
+        against = speed.get((*block, own))
+        if not pool_programs and program != reference:
+            plain = speed.get((*block, program))
+            term = math.log(plain / speed[(*block, reference)]) if plain else None
+        else:
+            term = 0.0 if program == reference else terms.get(program)
+        if against and term is not None:
+            out[r["arm"]][block] = math.log(r["decode_tps"] / against) + term
     return out
+
+
+def program_terms(runs: list[dict], reference: str, programs: set[str]) -> dict[str, list[float]]:
+    """Each control's log speed over plain decoding, per block where both ran (the same -n: no run of these two
+    decodes past it)."""
+    speed = {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
+    blocks = sorted({(s, i) for (s, i, arm) in speed if arm == reference})
+    return {p: [math.log(speed[(*b, p)] / speed[(*b, reference)]) for b in blocks if (*b, p) in speed]
+            for p in programs if p != reference}
+
+
+def programs(scores: Scores, planned: dict[str, str], reference: str) -> dict[str, tuple[str, int]]:
+    """candidate -> (its control, the blocks its program term is averaged over): the uncertainty of that average
+    (scores holds the controls' own per-block scores, names included)."""
+    return {c: (p, len(scores.get(p, {}))) for c, p in planned.items() if p != reference and c != p}
 
 
 def control_scores(runs: list[dict], names: set[str], reference: str, planned: dict[str, str] | None = None) -> Scores:
@@ -121,8 +156,9 @@ def mean(values) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def pooled_noise(scores: Scores, names) -> Noise:
-    """The spread of one score, pooled over the named candidates (and controls) with two scores or more."""
+def pooled_noise(scores: Scores, names, program_of: dict[str, tuple[str, int]] | None = None) -> Noise:
+    """The spread of one score, pooled over the named candidates (and controls) with two scores or more;
+    program_of (programs()) rides along for the comparisons."""
     squares, df = 0.0, 0
     for name in names:
         values = list(scores.get(name, {}).values())
@@ -131,12 +167,23 @@ def pooled_noise(scores: Scores, names) -> Noise:
         m = mean(values)
         squares += math.fsum((v - m) ** 2 for v in values)
         df += len(values) - 1
-    return Noise(math.sqrt(squares / df) if df else None, df)
+    return Noise(math.sqrt(squares / df) if df else None, df, dict(program_of or {}))
 
 
-def _variance_of_mean(scores: Scores, name: str, reference: str, noise: Noise) -> float:
-    """The yardstick's mean is 0 by definition: its noise is already in every other candidate's scores."""
-    return 0.0 if name == reference else noise.sd ** 2 / len(scores[name])
+def variance_of_mean(scores: Scores, name: str, reference: str, noise: Noise) -> float:
+    """The variance of name's mean score: its runs' noise and its program term's. Plain decoding's is 0 by
+    definition (its noise is already in every other candidate's scores)."""
+    if name == reference:
+        return 0.0
+    _, blocks = noise.programs.get(name, ("", 0))
+    return noise.sd ** 2 / len(scores[name]) + (noise.sd ** 2 / blocks if blocks else 0.0)
+
+
+def variance_of_difference(scores: Scores, a: str, b: str, reference: str, noise: Noise) -> float:
+    """The variance of mean(a) - mean(b): a program term both share is the same number in both, so it cancels."""
+    shared = noise.programs.get(a) is not None and noise.programs.get(a) == noise.programs.get(b)
+    total = variance_of_mean(scores, a, reference, noise) + variance_of_mean(scores, b, reference, noise)
+    return total - 2 * noise.sd ** 2 / noise.programs[a][1] if shared and noise.programs[a][1] else total
 
 
 def leader(scores: Scores, survivors) -> str | None:
@@ -154,9 +201,14 @@ def holm(p_values: dict[str, float], alpha: float) -> set[str]:
     return rejected
 
 
+def yardstick(scores: Scores, survivors, reference: str) -> str | None:
+    """The survivor others are tested against: the best measured at least twice, or plain decoding (exact)."""
+    return leader(scores, [s for s in survivors if s == reference or len(scores.get(s, {})) >= 2])
+
+
 def eliminate(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules) -> list[Drop]:
-    """The survivors confidently slower than the leader (one-sided t with pooled noise, Holm over the round)."""
-    top = leader(scores, survivors)
+    """The survivors confidently slower than the yardstick (one-sided t with pooled noise, Holm over the round)."""
+    top = yardstick(scores, survivors, reference)
     if top is None or not noise.df or not noise.sd:
         return []
     top_mean = mean(scores[top].values())
@@ -165,8 +217,7 @@ def eliminate(scores: Scores, survivors, reference: str, noise: Noise, rules: Ru
         if name == top or not scores.get(name):
             continue
         diff = top_mean - mean(scores[name].values())
-        se = math.sqrt(_variance_of_mean(scores, top, reference, noise)
-                       + _variance_of_mean(scores, name, reference, noise))
+        se = math.sqrt(variance_of_difference(scores, top, name, reference, noise))
         p_values[name] = float(scipy_stats.t.sf(diff / se, noise.df)) if se > 0 else (0.0 if diff > 0 else 1.0)
         ratios[name] = math.exp(-diff)
     dropped = holm(p_values, rules.alpha)
@@ -188,8 +239,7 @@ def equivalent(scores: Scores, survivors, reference: str, noise: Noise, rules: R
     quantile = float(scipy_stats.t.ppf(0.95, noise.df))
     top_mean = mean(scores[top].values())
     for name in others:
-        se = math.sqrt(_variance_of_mean(scores, top, reference, noise)
-                       + _variance_of_mean(scores, name, reference, noise))
+        se = math.sqrt(variance_of_difference(scores, top, name, reference, noise))
         if top_mean - mean(scores[name].values()) + quantile * se >= math.log1p(rules.tie_margin):
             return False
     return True
@@ -213,6 +263,13 @@ def decide(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules
 def needing_runs(scores: Scores, survivors, reference: str, rules: Rules) -> list[str]:
     """The survivors another round would run (the baseline runs in every block anyway)."""
     return [s for s in survivors if s != reference and len(scores.get(s, {})) < rules.max_runs]
+
+
+def by_promise(scores: Scores, runners: list[str]) -> list[str]:
+    """Who a round the budget cannot give everyone runs first: the highest mean first; an unmeasured runner (a
+    resumed round 1) before all."""
+    return sorted(runners, key=lambda s: (-mean(scores[s].values()) if scores.get(s) else -math.inf,
+                                          len(scores.get(s, {})), s))
 
 
 def plan_round(runners: list[str], rules: Rules, rng: random.Random) -> list[list[str]]:

@@ -125,7 +125,7 @@ def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict]
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlim(0.5, last + 2.2)  # room for the finalists' names
     ax.set_xticks(range(1, last + 1))
-    ax.set_xlabel("round (every survivor runs once more per round)")
+    ax.set_xlabel("round (survivors run once more; the most promising when the budget runs short)")
     ax.set_ylabel("speedup over plain decoding (log scale)")
     ax.grid(alpha=0.3)
     ax.set_title(f"{title}: the race ({len(names) - 1} candidates, {last} rounds)", fontsize=10)

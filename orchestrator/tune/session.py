@@ -12,12 +12,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator import store
+from orchestrator import resumable, store
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
 from orchestrator.errors import Interrupted, InvalidOption, OrchError, TuneResumeError
 from orchestrator.hashing import sha256_text
-from orchestrator.recipe.plan import read_vars, recipe_meta
+from orchestrator.proc import Owner, this_process
+from orchestrator.recipe.plan import parse_set, read_vars, recipe_meta
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest
 from orchestrator.store import tune_queries, tunes
@@ -98,6 +99,7 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
             "workloads": [str(f.absolute()) if f else None for f in files], "budget": request.budget.to_dict(),
             "rules": {**request.rules.to_dict(), "allow_output_change": request.allow_output_change},
             "argv": argv})
+        _own(con, tune_id)
     for note in notes:
         say(f"orch: tune {tune_id}: {note}")
     return _execute(database, tune_id, request, build, prepared, files, argv=argv, say=say, rounds=[], events=[])
@@ -122,34 +124,32 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
         rounds, events = tune_queries.rounds(con, row["id"]), tune_queries.events(con, row["id"])
     with database.write() as con:
         tunes.set_tune_state(con, row["id"], "running")
+        _own(con, row["id"])
     say(f"orch: tune {row['id']}: resuming with {len(rounds)} round(s) already run")
     return _execute(database, row["id"], request, build, prepared, files, argv=argv, say=say, rounds=rounds,
                     events=events)
 
 
 def stored(database: store.Database, ref: str) -> dict:
-    """The tune --resume names (a number, or the newest unfinished), checked to be resumable."""
-    if not database.path.exists():
-        raise TuneResumeError(f"no results file {database.path}, so no tune to resume; start one with "
-                              f"`orch tune RECIPE`")
-    with database.read() as con:
-        if ref == "latest":
-            row = tune_queries.latest_tune(con, unfinished=True)
-        elif ref.isdigit():
-            row = tune_queries.tune_row(con, int(ref))
-        else:
-            raise TuneResumeError(f"--resume {ref}: give a tune number (the progress lines name it)")
-    if row is None:
-        what = "unfinished tune" if ref == "latest" else f"tune {ref}"
-        raise TuneResumeError(f"no {what} in {database.path}; start one with `orch tune RECIPE`")
-    if row["state"] == "done":
-        raise TuneResumeError(f"tune {row['id']} is done; nothing to resume (its answer: `orch tune --show "
-                              f"{row['id']}`)")
-    recipe = Path(row["recipe_path"])
-    if not recipe.exists() or sha256_text(recipe.read_text()) != row["recipe_hash"]:
-        raise TuneResumeError(f"tune {row['id']}'s recipe {recipe} is gone or has changed since it started, so its "
-                              f"runs would not compare; start a new tune")
+    """The tune --resume names (a number, or the newest unfinished), checked to be resumable: also that no live
+    orch runs it still."""
+    row = resumable.stored_row(database, ref, resumable.Session(
+        "tune", TuneResumeError, "orch tune RECIPE", lambda con: tune_queries.latest_tune(con, unfinished=True),
+        tune_queries.tune_row, lambda row: f" (its answer: `orch tune --show {row['id']}`)"))
+    owner = Owner(row["owner_host"], row["owner_pid"], row["owner_started"]) if row.get("owner_pid") else None
+    alive = owner.alive() if owner and row["state"] == "running" else False
+    if alive:
+        raise TuneResumeError(f"tune {row['id']} is still running (orch pid {owner.pid}); wait for it, or stop it "
+                              f"(Ctrl-C there, or `kill {owner.pid}`) and resume then")
+    if alive is None:
+        raise TuneResumeError(f"tune {row['id']} is stored running by orch pid {owner.pid} on {owner.host}, which "
+                              f"cannot be checked from here; resume it on {owner.host}")
     return row
+
+
+def _own(con, tune_id: int) -> None:
+    me = this_process()
+    tunes.set_owner(con, tune_id, host=me.host, pid=me.pid, started=me.started)
 
 
 def _db() -> Path:
@@ -163,7 +163,7 @@ def _space(request: TuneRequest, build: Build) -> tuple[list[dict] | None, str |
         return None, None, []
     meta = recipe_meta(request.recipe)
     baseline = meta.get("baseline") if isinstance(meta.get("baseline"), dict) else {}
-    variables = {**meta.get("defaults", {}), **read_vars(request.vars_file)}
+    variables = {**meta.get("defaults", {}), **read_vars(request.vars_file), **parse_set(request.overrides)}
     found = space.resolve(request.space, baseline=baseline, backend=build.backend, variables=variables)
     return found.grids, found.source, found.notes
 

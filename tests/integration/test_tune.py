@@ -5,10 +5,12 @@ refused, a repetitive one raced like for like in tokens. Behaviour, not speed: n
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
 
+import duckdb
 import psutil
 import pytest
 
@@ -91,6 +93,29 @@ def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(o
     assert (out / "race-tune1-short_fact.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     again = run_orch(orch_exe, "tune", "--resume", env=env)
     assert again.returncode == TuneResumeError.exit_code and "no unfinished tune" in again.stderr
+
+
+def test_a_tune_whose_orch_still_runs_is_not_resumed_by_a_second_one(orch_exe, env, space):
+    """Stored `running` by a live process (a stand-in owner: host, pid and start time as orch records them), the
+    tune is refused to a second orch; once that process is gone, --resume takes it over."""
+    res = subprocess.run(tune_argv(orch_exe, space, "--max-runs", "3"), env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    owner = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        con = duckdb.connect(env["ORCH_DB"])
+        con.execute("UPDATE tunes SET state = 'running', owner_host = ?, owner_pid = ?, owner_started = ?",
+                    [socket.gethostname(), owner.pid, psutil.Process(owner.pid).create_time()])
+        con.close()
+        racing = run_orch(orch_exe, "tune", "--resume", env=env)
+        assert racing.returncode == TuneResumeError.exit_code, racing.stderr
+        assert f"tune 1 is still running (orch pid {owner.pid})" in racing.stderr
+    finally:
+        owner.kill()
+        owner.wait()
+    taken = run_orch(orch_exe, "tune", "--resume", env=env, timeout=600)
+    assert taken.returncode == 0, taken.stderr[-3000:]
+    assert taken.stdout.splitlines()[-1] == res.stdout.splitlines()[-1]  # decided before: the same answer
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])

@@ -51,6 +51,51 @@ def test_a_speculating_run_is_scored_through_its_control_on_the_same_tokens():
     assert math.exp(like["a"][(1, 0)]) == pytest.approx(180 / 92) and "control" not in like
 
 
+def test_the_program_term_is_averaged_over_the_race_so_one_blocks_plain_run_moves_no_score():
+    """a and b are 1.5x over their control, in different blocks; block 1's plain decoding ran fast. Per block, b
+    would read 0.6/0.9 of a; with the program term averaged over the race both read the same."""
+    runs = _runs({BASE: [100.0, 150.0], "control": [90.0, 90.0], "a": [135.0, None], "b": [None, 135.0]},
+                 a={"reference_arm": "control"}, b={"reference_arm": "control"}, control={"reference_arm": BASE})
+    planned = {"a": "control", "b": "control", "control": BASE}
+    pooled = race.block_scores(runs, BASE, {"a", "b", "control"}, planned)
+    assert pooled["a"][(1, 0)] == pytest.approx(pooled["b"][(1, 1)])
+    assert math.exp(pooled["a"][(1, 0)]) == pytest.approx(1.5 * math.sqrt(0.9 * 0.6))
+    assert [round(math.exp(v), 6) for v in pooled["control"].values()] == [0.9, 0.6]  # the round-1 noise
+    per_block = race.block_scores(runs, BASE, {"a", "b"}, planned, pool_programs=False)
+    assert math.exp(per_block["b"][(1, 1)] - per_block["a"][(1, 0)]) == pytest.approx(0.6 / 0.9)
+
+
+def test_a_shared_program_term_cancels_in_a_comparison_and_counts_against_plain_decoding():
+    scores = {BASE: {(1, i): 0.0 for i in range(8)}, "control": {(1, i): -0.1 for i in range(8)},
+              "a": {(1, 0): 0.4, (1, 1): 0.5}, "b": {(1, 2): 0.3}, "c": {(1, 3): 0.1}}
+    programs = race.programs(scores, {"a": "control", "b": "control", "control": BASE}, BASE)
+    assert programs == {"a": ("control", 8), "b": ("control", 8)}
+    noise = race.Noise(0.1, 10, programs)
+    assert race.variance_of_difference(scores, "a", "b", BASE, noise) == pytest.approx(0.01 / 2 + 0.01)
+    assert race.variance_of_difference(scores, "a", BASE, BASE, noise) == pytest.approx(0.01 / 2 + 0.01 / 8)
+    assert race.variance_of_difference(scores, "a", "c", BASE, noise) == pytest.approx(0.01 / 2 + 0.01 / 8 + 0.01)
+
+
+def test_a_single_lucky_run_drops_nobody_the_yardstick_is_measured_twice():
+    """Forty single runs: the fastest of them is their luckiest. Only a candidate measured twice (or plain
+    decoding) is a yardstick, so a 1.6x fluke drops none of the 1.2x candidates; measured twice at 1.6x, it does."""
+    scores = {BASE: {(1, i): 0.0 for i in range(5)}, "control": {(1, i): 0.02 * (-1) ** i for i in range(5)},
+              "lucky": {(1, 0): math.log(1.6)}}
+    scores.update({f"c{i}": {(1, i % 5): math.log(1.2) + 0.01 * (-1) ** i} for i in range(40)})
+    survivors = [BASE, "lucky", *(f"c{i}" for i in range(40))]
+    noise = race.pooled_noise(scores, ["control"])
+    assert race.yardstick(scores, survivors, BASE) == BASE and race.leader(scores, survivors) == "lucky"
+    assert race.eliminate(scores, survivors, BASE, noise, RULES) == []
+    scores["lucky"][(2, 0)] = math.log(1.6)
+    dropped = {d.name for d in race.eliminate(scores, survivors, BASE, noise, RULES)}
+    assert dropped == {BASE, *(f"c{i}" for i in range(40))}
+
+
+def test_a_short_budget_runs_the_most_promising_first():
+    scores = {"a": {(1, 0): 0.1}, "b": {(1, 1): 0.3}, "c": {(1, 2): 0.3, (2, 0): 0.3}, "d": {}}
+    assert race.by_promise(scores, ["a", "b", "c", "d"]) == ["d", "b", "c", "a"]
+
+
 def test_a_run_without_its_blocks_baseline_is_not_scored_and_failed_runs_are_not_speeds():
     runs = _runs({BASE: [100.0, None], "a": [110.0, 120.0]})
     runs.append({"sweep_id": 1, "repeat_index": 2, "arm": "a", "status": "failed", "decode_tps": None})

@@ -84,3 +84,22 @@ def test_a_space_variable_the_recipe_does_not_have_is_refused_before_anything_ru
     plan = load(RECIPE, builtins=builtins, space=[{"_label": "m", "spec": "ngram-mod", "ngram_n": [4, 8]}])
     assert [a.name for a in plan.arms] == ["baseline", "m:ngram_n=4", "m:ngram_n=8"]  # the recipe's matrix replaced
     assert "--spec-ngram-mod-n-match" in plan.arms[1].argv
+
+
+def test_a_draft_given_with_set_brings_the_draft_space_in(tmp_path):
+    """`orch tune --space draft-simple --set draft=FILE`: the space sees --set as the recipe does (it was left out
+    with "needs `draft` set" although the user had set it)."""
+    from types import SimpleNamespace
+
+    from orchestrator.tune import session
+
+    cpu = SimpleNamespace(backend="cpu")
+    given = session.TuneRequest(recipe=RECIPE, space="draft-simple", overrides=("draft=d.gguf",))
+    grids, _, notes = session._space(given, cpu)
+    assert len(_names(grids)) == 24 and not notes
+    vars_file = tmp_path / "v.toml"
+    vars_file.write_text('draft = "d.gguf"\n')
+    assert len(_names(session._space(session.TuneRequest(recipe=RECIPE, space="draft-simple", vars_file=vars_file),
+                                     cpu)[0])) == 24
+    grids, _, notes = session._space(session.TuneRequest(recipe=RECIPE, space="draft-simple,ngram-cache"), cpu)
+    assert "left out" in notes[0] and _names(grids) == ["ngram-cache"]

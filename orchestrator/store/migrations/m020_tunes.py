@@ -31,7 +31,7 @@ def m020_tunes(con: duckdb.DuckDBPyConnection) -> None:
             id INTEGER PRIMARY KEY DEFAULT nextval('tune_round_ids'),
             tune_id INTEGER NOT NULL,
             workload VARCHAR NOT NULL,
-            round INTEGER NOT NULL,          -- 1, 2, ...: every survivor runs once more in each round
+            round INTEGER NOT NULL,          -- 1, 2, ...: survivors run once more (the most promising if the budget is short)
             sweep_id INTEGER NOT NULL,       -- the round's runs: an ordinary stored sweep
             blocks JSON NOT NULL,            -- the candidates of each block (one repeat, with the baseline)
             arm_references JSON NOT NULL,    -- each arm's reference in the plan (its control, or the baseline)

@@ -1,0 +1,41 @@
+"""How the budget shapes the next round of a race (tune/driver): every survivor once when it fits, else the most
+promising that fit (successive halving), else none: the race ends."""
+
+import random
+from types import SimpleNamespace
+
+from orchestrator.tune import race
+from orchestrator.tune.driver import Budget, Race, _next_round
+
+BASE = "baseline"
+
+
+def _race(candidates: int, budget_runs: int) -> Race:
+    """A race of `candidates` drafts, each measured against one control, with plain decoding as the baseline."""
+    def arm(name, reference=None, **flags):
+        return SimpleNamespace(arm=SimpleNamespace(name=name, reference=reference, is_baseline=flags.get("base", False),
+                                                   is_control=flags.get("control", False)))
+    arms = [arm(BASE, base=True), arm("control", BASE, control=True)]
+    arms += [arm(f"c{i}", "control") for i in range(candidates)]
+    return Race(tune_id=1, workload="w", prepared=SimpleNamespace(arms=arms), rules=race.Rules(),
+                budget=Budget(runs=budget_runs), allow_output_change=False, timeout=0, argv=[])
+
+
+def _spent(n: int) -> list[dict]:
+    return [{"status": "ok", "planned": True, "wall_s": 1.0} for _ in range(n)]
+
+
+def test_a_round_that_fits_runs_every_survivor():
+    r = _race(12, budget_runs=100)
+    ranked = [f"c{i}" for i in range(12)]
+    blocks = _next_round(r, _spent(30), ranked, random.Random(1))
+    assert sorted(n for b in blocks for n in b) == sorted(ranked)
+
+
+def test_a_short_budget_runs_the_most_promising_that_fit_and_none_when_not_even_one_fits():
+    r = _race(12, budget_runs=40)
+    ranked = [f"c{i}" for i in range(12)]  # best first
+    blocks = _next_round(r, _spent(30), ranked, random.Random(1))  # 10 runs left: one block of 8, plain, control
+    assert sorted(n for b in blocks for n in b) == sorted(ranked[:8])
+    assert _next_round(r, _spent(38), ranked, random.Random(1)) == []  # 2 left: a block needs plain, control, one
+    assert sorted(n for b in _next_round(r, _spent(37), ranked, random.Random(1)) for n in b) == ["c0"]
