@@ -37,7 +37,7 @@ from orchestrator.recipe import control  # noqa: E402
 from orchestrator.run import recipe_run  # noqa: E402
 from orchestrator.store import tune_queries  # noqa: E402
 from orchestrator.tune import guards, race, session  # noqa: E402
-from orchestrator.tune.driver import Budget  # noqa: E402
+from orchestrator.tune.driver import Budget, plan_references  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "tune.j2"
 REAL_SPACE = "ngram-mod,ngram-simple,ngram-map-k,ngram-cache"
@@ -71,8 +71,7 @@ def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
     names = {p.arm.name for p in prepared.arms if not p.arm.is_control}
     speculating = {p.arm.name for p in prepared.arms if control.speculates(p.executed or p.arm.argv)}
     out = guards.disqualified(runs, names - {baseline}, speculating, allow_output_change=False)
-    planned = {p.arm.name: p.arm.reference for p in prepared.arms if p.arm.reference}
-    scores = race.block_scores(runs, baseline, names, planned, pool_programs=False)  # each repeat self-contained
+    scores = race.block_scores(runs, baseline, names, plan_references(prepared), pool_programs=False)  # each repeat self-contained
     cells = {}
     for name in names - set(out):
         value = stats.paired_ratio([(1.0, math.exp(s)) for s in scores[name].values()]) if name != baseline else \

@@ -72,14 +72,18 @@ class Race:
 
     @property
     def planned(self) -> dict[str, str]:
-        """arm -> its reference in the plan (its control, or the baseline): what a count-matched rerun stands for."""
-        return {p.arm.name: p.arm.reference for p in self.prepared.arms if p.arm.reference}
+        return plan_references(self.prepared)
 
     @property
     def controls(self) -> dict[str, str]:
         """candidate -> the control its like-for-like figure is against."""
         return {p.arm.name: p.arm.reference for p in self.prepared.arms
                 if not p.arm.is_control and p.arm.reference and p.arm.reference != self.baseline}
+
+
+def plan_references(prepared: PreparedRecipe) -> dict[str, str]:
+    """arm -> its reference in the plan (its control, or the baseline): what a count-matched rerun stands for."""
+    return {p.arm.name: p.arm.reference for p in prepared.arms if p.arm.reference}
 
 
 def run_race(r: Race) -> answer.Answer:

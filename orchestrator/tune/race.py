@@ -91,14 +91,15 @@ def block_scores(runs: list[dict], reference: str, names: set[str], planned: dic
 
     A run is compared with its own reference run in its block (run.reference_arm: its control, the same program
     drafting nothing, or the baseline; a count-matched rerun of it where the run decoded past -n, run/length_match),
-    then its program's term is added (program_terms: log(control / plain decoding), averaged over the race's
+    then its program's term is added (_program_terms: log(control / plain decoding), averaged over the race's
     blocks), so the score is log(speed over plain decoding) on the same tokens. runs: store/tune_queries.race_runs
     rows; planned: each arm's reference in the plan (a count-matched rerun is named `control~ARM`, without the
     control's own name). A control's own score stays per block: the spread of those is the round-1 noise.
     pool_programs=False adds each block's own program term instead (a grid's classic paired-by-repeat figure)."""
     planned = planned or {}
-    speed = {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
-    terms = {p: mean(v) for p, v in program_terms(runs, reference, set(planned.values())).items() if v}
+    speed = _speeds(runs)
+    terms = {p: mean(v) for p, v in _program_terms(speed, reference, set(planned.values())).items() if v} \
+        if pool_programs else {}
     out: Scores = {n: {} for n in names}
     out[reference] = {(s, i): 0.0 for (s, i, arm) in speed if arm == reference}
     for r in runs:
@@ -118,10 +119,14 @@ def block_scores(runs: list[dict], reference: str, names: set[str], planned: dic
     return out
 
 
-def program_terms(runs: list[dict], reference: str, programs: set[str]) -> dict[str, list[float]]:
+def _speeds(runs: list[dict]) -> dict[tuple[int, int, str], float]:
+    """(sweep, repeat, arm) -> decode tok/s of every ok run."""
+    return {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
+
+
+def _program_terms(speed: dict, reference: str, programs: set[str]) -> dict[str, list[float]]:
     """Each control's log speed over plain decoding, per block where both ran (the same -n: no run of these two
     decodes past it)."""
-    speed = {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
     blocks = sorted({(s, i) for (s, i, arm) in speed if arm == reference})
     return {p: [math.log(speed[(*b, p)] / speed[(*b, reference)]) for b in blocks if (*b, p) in speed]
             for p in programs if p != reference}
@@ -136,7 +141,7 @@ def programs(scores: Scores, planned: dict[str, str], reference: str) -> dict[st
 def control_scores(runs: list[dict], names: set[str], reference: str, planned: dict[str, str] | None = None) -> Scores:
     """Each ok run's log speed over its own reference run (its control, count-matched where it decoded past -n):
     the like-for-like figure beside the race's, for the candidates that have a control."""
-    speed = {(r["sweep_id"], r["repeat_index"], r["arm"]): r["decode_tps"] for r in runs if _speed(r)}
+    speed = _speeds(runs)
     out: Scores = {}
     for r in runs:
         own = r.get("reference_arm")
@@ -181,9 +186,11 @@ def variance_of_mean(scores: Scores, name: str, reference: str, noise: Noise) ->
 
 def variance_of_difference(scores: Scores, a: str, b: str, reference: str, noise: Noise) -> float:
     """The variance of mean(a) - mean(b): a program term both share is the same number in both, so it cancels."""
-    shared = noise.programs.get(a) is not None and noise.programs.get(a) == noise.programs.get(b)
     total = variance_of_mean(scores, a, reference, noise) + variance_of_mean(scores, b, reference, noise)
-    return total - 2 * noise.sd ** 2 / noise.programs[a][1] if shared and noise.programs[a][1] else total
+    shared = noise.programs.get(a)
+    if shared and shared == noise.programs.get(b) and shared[1]:
+        total -= 2 * noise.sd ** 2 / shared[1]
+    return total
 
 
 def leader(scores: Scores, survivors) -> str | None:
