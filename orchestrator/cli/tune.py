@@ -74,11 +74,12 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
 
     The candidates (the recipe's arms, or --space) run in rounds; in each block of a round they run beside plain
     decoding (the baseline, itself the candidate "speculation off"), and each is scored by its decode speed over
-    the baseline's in that block. After each round, candidates confidently slower than the leader are dropped
-    (one-sided t on log speed ratios, noise pooled over candidates and controls, Holm-corrected at 5% per round);
-    survivors run again. Failing, non-drafting, output-changing and looping candidates are out; a workload whose
-    plain decoding loops is refused (exit 49). Ends with the winner and its command lines, a tied set, or "not
-    separated" when the budget ends first. Every run is an ordinary stored run; the tune is stored (tables tunes,
+    the baseline's in that block. After each round, candidates confidently slower than the yardstick (the best
+    survivor measured at least twice, or plain decoding) are dropped (one-sided t on log speed ratios, noise pooled
+    over candidates and controls, Holm-corrected at 5% per round); survivors run again, the most promising first
+    when the budget cannot run them all. Failing, non-drafting, output-changing and looping candidates are out; a
+    workload whose plain decoding loops is refused (exit 49). Ends with the winner and its command lines, a tied
+    set, or "not separated" when the budget ends first (then the leader's command lines, labelled leader). Every run is an ordinary stored run; the tune is stored (tables tunes,
     tune_rounds, tune_events); `orch report --tune N` draws the race. Ctrl-C stops it; --resume goes on.
 
     Example: orch tune recipes/tune.j2 --workload repeat_list,code_edit --space ngram-mod,ngram-simple
@@ -121,7 +122,8 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
                         click.echo(tables.fill(f"  {row['candidate']}: {row['why']}"))
                 if any((row.get("why") or "").startswith("dropped") for row in a["rows"]):
                     click.echo(tables.fill("  " + race.METHOD.format(alpha=race.Rules().alpha)))
-            for label, line in (("run:", a.get("command")), ("server:", a.get("server"))):
+            run_label = "run:" if a["state"] == race.WINNER else "leader:"  # no winner: the leader's, said so
+            for label, line in ((run_label, a.get("command")), ("server:", a.get("server"))):
                 if line and line.startswith("no llama-server"):
                     click.echo(tables.fill(f"{label} {line}"))
                 elif line:  # a command to paste: broken between words with a shell continuation, never inside one

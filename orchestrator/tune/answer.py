@@ -1,4 +1,5 @@
-"""A race's answer: the finalists' table, the winner's command lines, what it cost against the grid, one verdict.
+"""A race's answer: the finalists' table, the winner's command lines (the leader's when none won), what it cost against
+the grid, one verdict.
 
 Speedups are against plain decoding (the baseline, "speculation off"), paired by block, with the 95% t-interval of
 the mean log ratio (analyze/stats.paired_ratio); beside them, where a candidate has a control, its speedup against
@@ -32,8 +33,10 @@ class Answer:
     winner: str | None = None
     tied: list[str] = field(default_factory=list)
     rows: list[dict] = field(default_factory=list)
-    command: str | None = None  # the winner's argv as one line to paste (display only: orch never runs a shell)
-    server: str | None = None  # the llama-server equivalent, or why there is none
+    # the winner's argv as one line to paste (display only: orch never runs a shell); with no winner (tied, not
+    # separated), the leader's, shown as the leader's
+    command: str | None = None
+    server: str | None = None  # the same candidate on llama-server, or why there is none
     runs: int = 0
     seconds: float = 0.0
     grid_runs: int = 0

@@ -171,7 +171,7 @@ def _record(r: Race, number: int, events: list[dict]) -> None:
 def _dropped_note(drops: list[race.Drop], out: dict[str, str]) -> str:
     parts = []
     if drops:
-        parts.append(f"dropped {len(drops)} slower than the leader ({', '.join(d.name for d in drops[:3])}"
+        parts.append(f"dropped {len(drops)} as slower ({', '.join(d.name for d in drops[:3])}"
                      f"{', ...' if len(drops) > 3 else ''})")
     if out:
         parts.append(f"disqualified {len(out)} ({', '.join(f'{n}: {why}' for n, why in list(out.items())[:2])}"
@@ -264,14 +264,13 @@ def _answer(r: Race, runs: list[dict], state: str, winner: str | None, survivors
                             left=r.left,
                             like_for_like=race.control_scores(runs, set(r.candidates), r.baseline, r.planned),
                             acceptance=acceptance, outcome=state, winner=winner)
-    if winner and winner != r.baseline:
-        prepared = next(p for p in r.prepared.arms if p.arm.name == winner)
+    shown = winner or race.leader(scores, survivors)  # tied or not separated: the leader's, labelled as such
+    if shown:
+        prepared = next(p for p in r.prepared.arms if p.arm.name == shown)
         argv = prepared.executed or prepared.arm.argv
         out.command = answer.command_line(argv)
-        build = r.prepared.build
-        out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
-    elif winner:
-        out.command = answer.command_line(next(p.executed or p.arm.argv for p in r.prepared.arms
-                                               if p.arm.name == winner))
+        if shown != r.baseline:
+            build = r.prepared.build
+            out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
     out.verdict = answer.verdict(out)
     return out

@@ -44,9 +44,9 @@ Block = tuple[int, int]  # (sweep id, repeat index)
 Scores = dict[str, dict[Block, float]]  # candidate -> block -> log(candidate tok/s / baseline tok/s)
 
 RACING, WINNER, EQUIVALENT, UNSEPARATED = "racing", "winner", "equivalent", "unseparated"
-METHOD = ("dropped: one-sided t on log speed ratios against the leader, noise pooled over candidates and controls, "
-          "Holm-corrected at {alpha:g} per round (a candidate as fast as the leader is dropped in a round with "
-          "probability at most {alpha:g})")
+METHOD = ("dropped: one-sided t on log speed ratios against the yardstick (the best survivor measured at least "
+          "twice, or plain decoding), noise pooled over candidates and controls, Holm-corrected at {alpha:g} per round "
+          "(a candidate as fast as the yardstick is dropped in a round with probability at most {alpha:g})")
 
 
 @dataclass(frozen=True)

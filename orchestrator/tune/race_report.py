@@ -45,7 +45,8 @@ def write(con, tune_id: int, out_dir: Path) -> Path:
         if answer:
             lines += [tables.md_text(answer["verdict"]), "", tables.render(answer["rows"], "md", ANSWER_COLUMNS), ""]
             if answer.get("command"):
-                lines += [f"Run it: {tables.md_code(answer['command'])}", ""]
+                said = "Run it" if answer["state"] == race.WINNER else "The leader (no winner)"
+                lines += [f"{said}: {tables.md_code(answer['command'])}", ""]
             if answer.get("server"):
                 lines += [f"Served: {tables.md_code(answer['server'])}", ""]
         mine = [r for r in rounds if r["workload"] == workload]
@@ -54,7 +55,8 @@ def write(con, tune_id: int, out_dir: Path) -> Path:
                    out_dir / f"race-tune{tune_id}-{_file_part(workload)}.png", f"tune {tune_id}, {workload}")
         if png:
             lines += ["Each line is a candidate's speedup over plain decoding (mean of its runs so far, paired by "
-                      "block) after each round; x: dropped as slower than the leader, diamond: disqualified.", "",
+                      "block) after each round; x: dropped as slower than the yardstick (the best survivor measured "
+                      "twice, or plain decoding), diamond: disqualified.", "",
                       f"![the race, {tables.md_text(workload)}]({png.name})", ""]
         decided = [e for e in events if e["workload"] == workload]
         if decided:

@@ -13,7 +13,7 @@ RECIPE_A = ("recipes/recipe_a.j2", "--vars", "recipes/tiny.toml")
 def _split(text: str) -> tuple[list[str], list[str]]:
     """(table lines, prose lines) of a summary or tune answer: the table runs from its header to the first prose."""
     lines = text.splitlines()
-    starts = ("not shown: ", "warning: ", "verdict: ", "  ", "run: ", "server: ", "cost: ", "==")
+    starts = ("not shown: ", "warning: ", "verdict: ", "  ", "run: ", "leader: ", "server: ", "cost: ", "==")
     table, prose, in_table = [], [], False
     for line in lines:
         if line.startswith(("arm ", "candidate ")):
@@ -57,10 +57,11 @@ def test_tune_fits_80_columns_and_its_command_pastes_whole(orch_exe, env, tmp_pa
     assert table and max(map(len, table)) <= 120
     assert max(map(len, prose)) <= 80, [x for x in prose if len(x) > 80]
     lines = res.stdout.splitlines()
-    first = next(i for i, x in enumerate(lines) if x.startswith("run: "))
+    # a winner's command, or with none (the race's outcome is the machine's), the leader's: printed either way
+    first = next(i for i, x in enumerate(lines) if x.startswith(("run: ", "leader: ")))
     command = [lines[first]]
     while command[-1].endswith(" \\"):
         command.append(lines[first + len(command)])
-    words = shlex.split(" ".join(x.removesuffix(" \\") for x in command).removeprefix("run: "))
+    words = shlex.split(" ".join(x.removesuffix(" \\") for x in command).split(": ", 1)[1])
     assert words[0].endswith(("llama-completion", "llama-speculative-simple"))
     assert words[words.index("-p") + 1] == "a prompt with spaces; and a quote"  # one word, as it was run

@@ -75,9 +75,10 @@ def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(o
     assert lines[-1].startswith("verdict: tune 1: short_fact: ")
     result = _assert_consistent(env)
     answer = result["answers"][0]
-    if answer["state"] == "winner":  # the winner's command as executed, ready to paste
-        assert "\nrun: " in res.stdout and answer["command"].split()[0].endswith(("llama-completion",
-                                                                                  "llama-speculative-simple"))
+    # the winner's command as executed, ready to paste; with no winner, the leader's, labelled as the leader's
+    label = "\nrun: " if answer["state"] == "winner" else "\nleader: "
+    assert label in res.stdout and answer["command"].split()[0].endswith(("llama-completion",
+                                                                         "llama-speculative-simple"))
     # the tune's runs are ordinary runs: summary reads a round's sweep like any other
     summary = run_orch(orch_exe, "summary", "1", env=env)
     assert summary.returncode == 0 and "verdict: sweep 1" in summary.stdout
