@@ -122,9 +122,7 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
     prepared = {str(f): _prepare(request, build, f, row["space"]) for f in files}
     with database.read() as con:
         rounds, events = tune_queries.rounds(con, row["id"]), tune_queries.events(con, row["id"])
-    with database.write() as con:
-        tunes.set_tune_state(con, row["id"], "running")
-        _own(con, row["id"])
+    take_over(database, row)
     say(f"orch: tune {row['id']}: resuming with {len(rounds)} round(s) already run")
     return _execute(database, row["id"], request, build, prepared, files, argv=argv, say=say, rounds=rounds,
                     events=events)
@@ -136,7 +134,7 @@ def stored(database: store.Database, ref: str) -> dict:
     row = resumable.stored_row(database, ref, resumable.Session(
         "tune", TuneResumeError, "orch tune RECIPE", lambda con: tune_queries.latest_tune(con, unfinished=True),
         tune_queries.tune_row, lambda row: f" (its answer: `orch tune --show {row['id']}`)"))
-    owner = Owner(row["owner_host"], row["owner_pid"], row["owner_started"]) if row.get("owner_pid") else None
+    owner = _owner(row)
     alive = owner.alive() if owner and row["state"] == "running" else False
     if alive:
         raise TuneResumeError(f"tune {row['id']} is still running (orch pid {owner.pid}); wait for it, or stop it "
@@ -145,6 +143,22 @@ def stored(database: store.Database, ref: str) -> dict:
         raise TuneResumeError(f"tune {row['id']} is stored running by orch pid {owner.pid} on {owner.host}, which "
                               f"cannot be checked from here; resume it on {owner.host}")
     return row
+
+
+def take_over(database: store.Database, row: dict) -> None:
+    """Make this orch the owner of the tune `stored` checked, unless another orch took it over since (two
+    --resume at once): the check and the take-over are one write, which one process holds at a time."""
+    with database.write() as con:
+        now = tune_queries.tune_row(con, row["id"])
+        if _owner(now) != _owner(row) or now["state"] != row["state"]:
+            raise TuneResumeError(f"tune {row['id']} was resumed by another orch (pid {now['owner_pid']}) a "
+                                  f"moment ago; let it finish, or stop it and resume then")
+        tunes.set_tune_state(con, row["id"], "running")
+        _own(con, row["id"])
+
+
+def _owner(row: dict) -> Owner | None:
+    return Owner(row["owner_host"], row["owner_pid"], row["owner_started"]) if row.get("owner_pid") else None
 
 
 def _own(con, tune_id: int) -> None:

@@ -1,0 +1,34 @@
+"""Two `orch tune --resume` at once on a tune whose orch died: each checks the stored owner, then takes the tune over
+in one write; the second finds the owner changed since its check and refuses, so the tune never runs twice."""
+
+import pytest
+
+from orchestrator import proc, store
+from orchestrator.errors import TuneResumeError
+from orchestrator.store import tune_queries, tunes
+from orchestrator.tune import session
+
+
+def _interrupted_tune(path) -> dict:
+    me = proc.this_process()
+    with store.opened(path) as con:
+        tune_id = tunes.create_tune(con, {"recipe_path": "r.j2", "recipe_hash": "h", "build_name": "b",
+                                          "variables": {}, "workloads": [None], "budget": {}, "rules": {},
+                                          "argv": []})
+        tunes.set_owner(con, tune_id, host=me.host, pid=me.pid, started=me.started - 1000)  # a dead orch
+        tunes.set_tune_state(con, tune_id, "interrupted")
+        return tune_queries.tune_row(con, tune_id)
+
+
+def test_the_first_resume_takes_the_tune_over_and_a_second_that_checked_before_it_refuses(tmp_path):
+    database = store.Database(tmp_path / "r.duckdb")
+    checked = _interrupted_tune(database.path)  # both orchs read this row and found its owner dead
+    session.take_over(database, checked)
+    with database.read() as con:
+        now = tune_queries.tune_row(con, checked["id"])
+    me = proc.this_process()
+    assert (now["state"], now["owner_pid"], now["owner_started"]) == ("running", me.pid, me.started)
+    with pytest.raises(TuneResumeError, match=f"tune {checked['id']} was resumed by another orch"):
+        session.take_over(database, checked)
+    with database.read() as con:
+        assert tune_queries.tune_row(con, checked["id"]) == now  # the refusal wrote nothing
