@@ -33,17 +33,23 @@ def executed_argv(orch: str, build: str) -> list[str]:
     return next(arm["executed"] for arm in json.loads(out)["arms"] if arm["arm"] == "draft")
 
 
-def bare(argv: list[str]) -> float:
-    res = subprocess.run(argv, capture_output=True, text=True, errors="replace", check=True)
-    return parse.parse_run(res.stdout, res.stderr).metrics["decode_tps"]
+def bare(argv: list[str], attempts: int = 3) -> float:
+    """The bare run's decode tok/s. A log that lost its last lines (llama.cpp's asynchronous logger at exit on a busy
+    machine: run/sweep.lost_its_tail) has no speed: run again, as orch does."""
+    for _ in range(attempts):
+        res = subprocess.run(argv, capture_output=True, text=True, errors="replace", check=True)
+        speed = parse.parse_run(res.stdout, res.stderr).metrics.get("decode_tps")
+        if speed:
+            return speed
+    raise SystemExit(f"the bare run printed no decode speed in {attempts} attempts: {' '.join(argv)}")
 
 
 def supervised(orch: str, build: str, db: Path, interval: float) -> float:
     subprocess.run([orch, *RECIPE, "--build", build, "--repeat", "1", "--telemetry-interval", str(interval),
                     "--db", str(db)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = subprocess.run([orch, "query", "SELECT m.decode_tps FROM runs r JOIN metrics m ON m.run_id = r.id WHERE "
-                          "r.sweep_id = (SELECT max(id) FROM sweeps) AND r.arm = 'draft'", "--format", "json",
-                          "--db", str(db)], check=True, capture_output=True, text=True).stdout
+                          "r.sweep_id = (SELECT max(id) FROM sweeps) AND r.arm = 'draft' AND r.status = 'ok'",
+                          "--format", "json", "--db", str(db)], check=True, capture_output=True, text=True).stdout
     return json.loads(out)[0]["decode_tps"]
 
 

@@ -71,6 +71,12 @@ class Race:
         return [p.arm.name for p in self.prepared.arms if not p.arm.is_control]
 
     @property
+    def feasible(self) -> list[str]:
+        """The candidates but plain decoding that this build can run (the grid would run them)."""
+        return [c for c in self.candidates if c != self.baseline
+                and not self.left.get(c, "").startswith("infeasible")]
+
+    @property
     def planned(self) -> dict[str, str]:
         return plan_references(self.prepared)
 
@@ -79,6 +85,12 @@ class Race:
         """candidate -> the control its like-for-like figure is against."""
         return {p.arm.name: p.arm.reference for p in self.prepared.arms
                 if not p.arm.is_control and p.arm.reference and p.arm.reference != self.baseline}
+
+
+def with_default(budget: Budget, *, grid_runs: int) -> Budget:
+    """No --budget: the race may spend what the grid would (every candidate, plain decoding and the controls at 5
+    repeats), never more; a budget given in runs or time stands as given."""
+    return Budget(runs=grid_runs) if budget.runs is None and budget.seconds is None else budget
 
 
 def plan_references(prepared: PreparedRecipe) -> dict[str, str]:
@@ -93,6 +105,8 @@ def run_race(r: Race) -> answer.Answer:
     if not r.rounds and not r.left:
         _record(r, 0, [{"candidate": p.arm.name, "event": "infeasible", "reason": _infeasible(p)}
                        for p in r.prepared.arms if not p.arm.is_control and _infeasible(p)])
+    r.budget = with_default(r.budget, grid_runs=answer.grid_cost(len(r.feasible), len(set(r.controls.values())),
+                                                                 None)[0])
     while True:
         runs = _runs(r)
         number = max((x["round"] for x in r.rounds), default=0)
@@ -248,8 +262,7 @@ def _answer(r: Race, runs: list[dict], state: str, winner: str | None, survivors
             ) -> answer.Answer:
     scores = scores if scores is not None else race.block_scores(runs, r.baseline, set(r.candidates), r.planned)
     count, seconds = _spent(runs)
-    feasible = [c for c in r.candidates if c != r.baseline and not r.left.get(c, "").startswith("infeasible")]
-    grid_runs, grid_seconds = answer.grid_cost(len(feasible), len(set(r.controls.values())),
+    grid_runs, grid_seconds = answer.grid_cost(len(r.feasible), len(set(r.controls.values())),
                                                seconds / count if count else None)
     acceptance = {}
     for name in r.candidates:
@@ -258,7 +271,7 @@ def _answer(r: Race, runs: list[dict], state: str, winner: str | None, survivors
         acceptance[name] = race.mean(values)
     out = answer.Answer(workload=r.workload, state=state, winner=winner, tied=[] if winner else survivors,
                         runs=count, seconds=seconds, grid_runs=grid_runs, grid_seconds=grid_seconds,
-                        rounds=max((x["round"] for x in r.rounds), default=0), candidates=len(feasible) + 1,
+                        rounds=max((x["round"] for x in r.rounds), default=0), candidates=len(r.feasible) + 1,
                         reason=reason, left=dict(r.left), noise=noise.sd if noise else None)
     out.rows = answer.table(scores, noise or race.Noise(None, 0), reference=r.baseline, survivors=survivors,
                             left=r.left,

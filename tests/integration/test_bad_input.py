@@ -313,10 +313,14 @@ def test_a_stop_at_any_moment_is_a_clean_end_or_an_interruption_never_a_tracebac
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
-        # -SIGINT with nothing said: the signal came before Python had its handler (a busy machine's slow start)
+        # -SIGINT with nothing said: the signal came before Python had its handler (a busy machine's slow start);
+        # exit 1 with Python's own KeyboardInterrupt and no frame of orch: it came while Python started (site, the
+        # standard library), before a line of orch ran (benchmarks/reliability.py reads it the same way)
         before_python = proc.returncode == -signal.SIGINT and not out + err
-        assert proc.returncode in (0, 130) or before_python, (delay, proc.returncode, err[-2000:])
-        assert "Traceback" not in out + err, (delay, err)
+        in_python_start = (proc.returncode == 1 and err.rstrip().endswith("KeyboardInterrupt")
+                           and "orchestrator" not in err)
+        assert proc.returncode in (0, 130) or before_python or in_python_start, (delay, proc.returncode, err[-2000:])
+        assert "Traceback" not in out + err or in_python_start, (delay, err)
 
 
 def _wait_until_waiting(proc: subprocess.Popen, timeout: float = 60) -> None:

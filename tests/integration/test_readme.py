@@ -82,14 +82,16 @@ def test_the_readme_shows_the_tables_make_demo_and_make_demo_tiny_print(demo, re
     # Real runs' warnings (high_cv, no_drafts, ...) come and go with the machine's noise, and the warnings column's
     # width with them, so which columns the table gives up may differ; which arms decode past -n (and so get a
     # control at their count, `control~ARM`) depends on the text a machine's arithmetic yields. The rest is the same.
+    # The tiny models' speeds differ by machine too (four digits here, five on a fast one), and a wider figure or
+    # one more warning can push one more column out of 120: the same comparison, without the header and the note.
     real, printed = shape(real_block.text), shape(real_demo)
     for table in (real, printed):
         table["arms"] = [arm for arm in table["arms"] if "~" not in arm]
-    assert {k: v for k, v in real.items() if k not in ("header", "note")} == \
-        {k: v for k, v in printed.items() if k not in ("header", "note")}
-    for columns in (real["header"], printed["header"]):
-        assert {"arm", "decode_tps", "acceptance", "speedup", "speedup_ci95", "warnings"} <= set(columns)
-    assert shape(tiny_block.text) == shape(demo[2])
+    for shown, made in ((real, printed), (shape(tiny_block.text), shape(demo[2]))):
+        assert {k: v for k, v in shown.items() if k not in ("header", "note")} == \
+            {k: v for k, v in made.items() if k not in ("header", "note")}
+        for columns in (shown["header"], made["header"]):
+            assert {"arm", "decode_tps", "acceptance", "speedup", "speedup_ci95", "warnings"} <= set(columns)
     for text in (real_block.text, real_demo, tiny_block.text, demo[2]):
         table = text.split("\nwarning: ", 1)[0].split("\nverdict: ", 1)[0]
         assert max(map(len, table.splitlines())) <= 120, table

@@ -29,10 +29,13 @@ def assert_named_files_exist(text):
         assert Path(path).exists(), f"message names {path}, which does not exist: {text}"
 
 
-@pytest.mark.parametrize("mode, phase", [("accept", "not healthy within 3s"), ("stall", "warm-up request failed")])
-def test_a_hung_server_is_stored_as_a_timeout_with_its_log(orch_exe, env, tmp_path, mode, phase):
+# stall answers /health at once: 30 s for it to start (a busy machine's Python), the stalled stream still ends at 3
+@pytest.mark.parametrize("mode, health_s, phase", [("accept", 3, "not healthy within 3s"),
+                                                   ("stall", 30, "warm-up request failed")])
+def test_a_hung_server_is_stored_as_a_timeout_with_its_log(orch_exe, env, tmp_path, mode, health_s, phase):
     start = time.monotonic()
-    res = orch_run(orch_exe, hung_recipe(tmp_path, mode), "--set", "server_timeout=3", "--timeout", "3", env=env)
+    res = orch_run(orch_exe, hung_recipe(tmp_path, mode), "--set", f"server_timeout={health_s}", "--timeout", "3",
+                   env=env)
     assert res.returncode == 15 and phase in res.stderr, res.stderr
     assert time.monotonic() - start < 60
     rows = db_rows(env, "SELECT id, status, failure_class, failure_detail FROM runs")

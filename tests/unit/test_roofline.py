@@ -1,7 +1,6 @@
 """Roofline: theoretical GPU bandwidth from NVML, the cached CPU copy benchmark, the bound and the percentage."""
 
 import json
-import time
 
 import pytest
 from nvml_fake import fake_nvml, no_nvml  # noqa: F401 (fixtures)
@@ -31,9 +30,7 @@ def test_no_gpu_bandwidth_without_nvml(no_nvml):
 
 
 def test_copy_benchmark_measures_something_plausible():
-    start = time.perf_counter()
     rate = roofline.copy_bandwidth(16 << 20, threads=2, repeats=3)
-    assert time.perf_counter() - start < 2
     assert 1e8 < rate < 1e13  # between 100 MB/s and 10 TB/s: a real number, not a unit slip
 
 

@@ -1,16 +1,16 @@
 """How the budget shapes the next round of a race (tune/driver): every survivor once when it fits, else the most
-promising that fit (successive halving), else none: the race ends."""
+promising that fit (successive halving), else none: the race ends. No --budget: what the grid would cost."""
 
 import random
 from types import SimpleNamespace
 
-from orchestrator.tune import race
-from orchestrator.tune.driver import Budget, Race, _next_round
+from orchestrator.tune import answer, race
+from orchestrator.tune.driver import Budget, Race, _next_round, with_default
 
 BASE = "baseline"
 
 
-def _race(candidates: int, budget_runs: int) -> Race:
+def _race(candidates: int, budget_runs: int | None) -> Race:
     """A race of `candidates` drafts, each measured against one control, with plain decoding as the baseline."""
     def arm(name, reference=None, **flags):
         return SimpleNamespace(arm=SimpleNamespace(name=name, reference=reference, is_baseline=flags.get("base", False),
@@ -39,3 +39,14 @@ def test_a_short_budget_runs_the_most_promising_that_fit_and_none_when_not_even_
     assert sorted(n for b in blocks for n in b) == sorted(ranked[:8])
     assert _next_round(r, _spent(38), ranked, random.Random(1)) == []  # 2 left: a block needs plain, control, one
     assert sorted(n for b in _next_round(r, _spent(37), ranked, random.Random(1)) for n in b) == ["c0"]
+
+
+def test_without_a_budget_a_race_spends_at_most_what_the_grid_would_and_a_given_budget_stands():
+    r = _race(12, budget_runs=None)
+    grid = answer.grid_cost(len(r.feasible), len(set(r.controls.values())), None)[0]
+    assert grid == (12 + 1 + 1) * 5  # twelve drafts, plain decoding and their control at 5 repeats
+    r.budget = with_default(r.budget, grid_runs=grid)
+    ranked = [f"c{i}" for i in range(12)]
+    assert _next_round(r, _spent(grid), ranked, random.Random(1)) == []  # the grid's runs spent: the race ends
+    assert with_default(Budget(seconds=60.0), grid_runs=grid) == Budget(seconds=60.0)
+    assert with_default(Budget(runs=500), grid_runs=grid) == Budget(runs=500)
