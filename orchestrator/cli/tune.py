@@ -78,9 +78,10 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
     survivor measured at least twice, or plain decoding) are dropped (one-sided t on log speed ratios, noise pooled
     over candidates and controls, Holm-corrected at 5% per round); survivors run again, the most promising first
     when the budget cannot run them all. Failing, non-drafting, output-changing and looping candidates are out; a
-    workload whose plain decoding loops is refused (exit 49). Ends with the winner and its command lines, a tied
-    set, or "not separated" when the budget ends first (then the leader's command lines, labelled leader). Every run is an ordinary stored run; the tune is stored (tables tunes,
-    tune_rounds, tune_events); `orch report --tune N` draws the race. Ctrl-C stops it; --resume goes on.
+    workload whose plain decoding loops is refused (exit 49). Ends with the winner and its command lines, or a
+    tied set, or "not separated" when the budget ends first (these two with the leader's, labelled leader). Every
+    run is an ordinary stored run; the tune is stored (tables tunes, tune_rounds, tune_events); `orch report --tune
+    N` draws the race. Ctrl-C stops it; --resume goes on.
 
     Example: orch tune recipes/tune.j2 --workload repeat_list,code_edit --space ngram-mod,ngram-simple
     """
