@@ -18,6 +18,7 @@ def main() -> None:
 
     try:
         with stops.on_signals():
+            stops.hold_stops_in_native_imports()
             try:
                 from orchestrator.cli import main as cli
 

@@ -20,6 +20,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.machinery import ExtensionFileLoader, PathFinder
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -120,3 +121,38 @@ def check() -> None:
         if stopper.lost:
             stopper.lost = False
             raise KeyboardInterrupt(stopper.first)
+
+
+class _HeldExtensionLoader(ExtensionFileLoader):
+    """Loads a native extension with a stop held until its initialisation ends. DuckDB's (nanobind) runs Python
+    code while it initialises; a KeyboardInterrupt raised there is a "Critical nanobind error" and an abort (exit
+    -6 and a traceback: 1 Ctrl-C in 150 landing while `orch repair` started, found by test_bad_input)."""
+
+    def create_module(self, spec):
+        with held():
+            return super().create_module(spec)
+
+    def exec_module(self, module):
+        with held():
+            super().exec_module(module)
+
+
+class _HeldExtensionFinder:
+    """Finds what the path finder finds; a native extension gets the loader above."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        spec = PathFinder.find_spec(name, path, target)
+        if spec is not None and type(spec.loader) is ExtensionFileLoader:
+            spec.loader = _HeldExtensionLoader(spec.loader.name, spec.loader.path)
+        return spec
+
+
+def hold_stops_in_native_imports() -> None:
+    """From now on a stop that lands while a native extension initialises is raised once it has (the entry point
+    calls this before the commands import DuckDB, matplotlib, scipy). Before the path finder: builtin and frozen
+    modules are found as before."""
+    if any(isinstance(f, _HeldExtensionFinder) for f in sys.meta_path):
+        return
+    at = next((i for i, f in enumerate(sys.meta_path) if f is PathFinder), len(sys.meta_path))
+    sys.meta_path.insert(at, _HeldExtensionFinder())
