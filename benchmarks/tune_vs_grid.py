@@ -71,7 +71,8 @@ def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
     names = {p.arm.name for p in prepared.arms if not p.arm.is_control}
     speculating = {p.arm.name for p in prepared.arms if control.speculates(p.executed or p.arm.argv)}
     out = guards.disqualified(runs, names - {baseline}, speculating, allow_output_change=False)
-    scores = race.block_scores(runs, baseline, names, plan_references(prepared), pool_programs=False)  # each repeat self-contained
+    # each repeat self-contained: its own program term, the classic grid figure
+    scores = race.block_scores(runs, baseline, names, plan_references(prepared), pool_programs=False)
     cells = {}
     for name in names - set(out):
         value = stats.paired_ratio([(1.0, math.exp(s)) for s in scores[name].values()]) if name != baseline else \

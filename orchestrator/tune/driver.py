@@ -76,6 +76,10 @@ class Race:
         return [c for c in self.candidates if c != self.baseline
                 and not self.left.get(c, "").startswith("infeasible")]
 
+    def grid_cost(self, seconds_per_run: float | None = None) -> tuple[int, float]:
+        """What the grid would spend on this race's candidates: answer.grid_cost of the feasible ones."""
+        return answer.grid_cost(len(self.feasible), len(set(self.controls.values())), seconds_per_run)
+
     @property
     def planned(self) -> dict[str, str]:
         return plan_references(self.prepared)
@@ -105,8 +109,7 @@ def run_race(r: Race) -> answer.Answer:
     if not r.rounds and not r.left:
         _record(r, 0, [{"candidate": p.arm.name, "event": "infeasible", "reason": _infeasible(p)}
                        for p in r.prepared.arms if not p.arm.is_control and _infeasible(p)])
-    r.budget = with_default(r.budget, grid_runs=answer.grid_cost(len(r.feasible), len(set(r.controls.values())),
-                                                                 None)[0])
+    r.budget = with_default(r.budget, grid_runs=r.grid_cost()[0])
     while True:
         runs = _runs(r)
         number = max((x["round"] for x in r.rounds), default=0)
@@ -262,8 +265,7 @@ def _answer(r: Race, runs: list[dict], state: str, winner: str | None, survivors
             ) -> answer.Answer:
     scores = scores if scores is not None else race.block_scores(runs, r.baseline, set(r.candidates), r.planned)
     count, seconds = _spent(runs)
-    grid_runs, grid_seconds = answer.grid_cost(len(r.feasible), len(set(r.controls.values())),
-                                               seconds / count if count else None)
+    grid_runs, grid_seconds = r.grid_cost(seconds / count if count else None)
     acceptance = {}
     for name in r.candidates:
         values = [x["acceptance"] for x in runs if x["arm"] == name and x["status"] == "ok"

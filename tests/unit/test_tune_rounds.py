@@ -4,7 +4,7 @@ promising that fit (successive halving), else none: the race ends. No --budget: 
 import random
 from types import SimpleNamespace
 
-from orchestrator.tune import answer, race
+from orchestrator.tune import race
 from orchestrator.tune.driver import Budget, Race, _next_round, with_default
 
 BASE = "baseline"
@@ -43,7 +43,7 @@ def test_a_short_budget_runs_the_most_promising_that_fit_and_none_when_not_even_
 
 def test_without_a_budget_a_race_spends_at_most_what_the_grid_would_and_a_given_budget_stands():
     r = _race(12, budget_runs=None)
-    grid = answer.grid_cost(len(r.feasible), len(set(r.controls.values())), None)[0]
+    grid = r.grid_cost()[0]
     assert grid == (12 + 1 + 1) * 5  # twelve drafts, plain decoding and their control at 5 repeats
     r.budget = with_default(r.budget, grid_runs=grid)
     ranked = [f"c{i}" for i in range(12)]
