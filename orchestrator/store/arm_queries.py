@@ -113,9 +113,8 @@ paired AS (
     GROUP BY a.sweep_id, a.arm),
 sweep_facts AS (  -- once per sweep, not per arm (its environment is JSON text)
     SELECT s.id AS sweep_id, regexp_extract(s.recipe_path, '[^/]+$') AS recipe, s.build_name AS build,
-           s.host_name AS host, s.host_id, s.host_gpus AS gpu,
-           -- a GPU decoded: a CUDA build, on a machine whose stored environment lists a GPU (or has none stored)
-           coalesce(b.backend = 'cuda' AND coalesce(json_array_length(s.env->'gpus'), 1) > 0, false) AS used_gpu
+           s.host_name AS host, s.host_id, s.host_gpus AS gpu, b.backend,
+           coalesce(json_array_length(s.env->'gpus'), 1) > 0 AS gpu_listed  -- or none stored
     FROM sweeps s LEFT JOIN builds b ON b.id = s.build_id WHERE s.id IN (SELECT unnest($ids::INTEGER[]))),
 positions AS (  -- per arm: the mean over its ok runs of each draft position's acceptance rate, in position order
     -- (per arm over its runs' lists: unnesting every run's rates into rows to group them costs twice the time).
@@ -131,7 +130,7 @@ positions AS (  -- per arm: the mean over its ok runs of each draft position's a
 rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
     SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
     GROUP BY sweep_id, arm HAVING count(*) >= 4)
-SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
+SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.host, s.host_id, s.gpu, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
        f.reference_arm, f.params, f.target_sha256, f.draft_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
        {log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
@@ -146,11 +145,14 @@ SELECT a.sweep_id AS sweep, s.recipe, s.build, s.host, s.host_id, s.gpu, a.arm,
        a.prompt_tps, a.bound_tps,
        {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps', 'a.tokens_per_step')} AS roofline_pct,
        f.bandwidth_label AS bound_label, a.tokens_per_step, a.failed, a.skipped, a.failures,
-       v.ok_decode_tps, q.request_rates, s.used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char,
+       v.ok_decode_tps, q.request_rates,
+       -- a GPU decoded: the arm's build is a CUDA build, on a machine whose stored environment lists a GPU
+       coalesce(coalesce(fb.backend, s.backend) = 'cuda' AND s.gpu_listed, false) AS used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char,
        a.first_diff_token, a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
        coalesce(p.unequal_pairs, 0) AS unequal_pairs, p.unequal_min, p.unequal_max, p.unequal_ref_min,
        p.unequal_ref_max
 FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
+     LEFT JOIN builds fb ON fb.id = f.build_id  -- the arm's own build (a crossed sweep holds two)
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
      LEFT JOIN rates q ON q.sweep_id = a.sweep_id AND q.arm = a.arm

@@ -126,9 +126,11 @@ def done_slots(con: Con, sweep_id: int) -> dict[tuple[str, int], str]:
 RECENT_RUNS_SQL = f"""
 SELECT * FROM (
     SELECT r.id AS run_id, r.sweep_id, r.arm, r.is_baseline, r.repeat_index, r.warmup, r.mode, r.status,
-           r.failure_class, r.failure_detail, s.build_name, s.upstream_commit, s.recipe_path, r.wall_s,
+           r.failure_class, r.failure_detail, coalesce(rb.name, s.build_name) AS build_name,
+           coalesce(rb.upstream_commit, s.upstream_commit) AS upstream_commit, s.recipe_path, r.wall_s,
            r.peak_rss_bytes, r.cpu_s, m.draft_per_generated, {", ".join(f"m.{c}" for c in METRIC_COLUMNS)}
-    FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
+    FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
+         LEFT JOIN metrics m ON m.run_id = r.id
     ORDER BY r.id DESC LIMIT ?) ORDER BY run_id
 """
 

@@ -224,6 +224,22 @@ def test_two_builds_in_one_sweep_alternate_and_compare_pairs_them(orch_exe, two_
     verdict = res.stdout.strip().splitlines()[-1]
     assert verdict.startswith(f"verdict: sweep 1 (recipe_a.j2, {old} and {new}, interleaved): ")
     assert f"Builds, plain decoding: {new}/baseline runs at " in verdict and f"{new}/baseline at" not in verdict
+    # Every view with a build column, the summary and `orch runs` name each run's own build and commit (the sweep
+    # row names only the first build: reading it there pooled the builds under one label)
+    views = [r["table_name"] for r in db_rows(env, "SELECT DISTINCT table_name FROM duckdb_columns() "
+                                                   "WHERE column_name = 'build_name' AND table_name IN "
+                                                   "(SELECT view_name FROM duckdb_views() WHERE NOT internal)")]
+    assert {"run_summary", "arm_summary"} <= set(views)
+    commits = {b["name"]: b["upstream_commit"] for b in db_rows(env, "SELECT name, upstream_commit FROM builds")}
+    for view in views:
+        labelled = db_rows(env, f"SELECT arm, build_name, upstream_commit FROM {view} WHERE sweep_id = 1")
+        assert {r["build_name"] for r in labelled} == {old, new}, view
+        assert all(r["arm"].startswith(r["build_name"] + "/") for r in labelled), view
+        assert all(r["upstream_commit"] == commits[r["build_name"]] for r in labelled), view
+    summary = json.loads(run_orch(orch_exe, "summary", "1", "--format", "json", env=env).stdout)
+    assert {r["build"] for r in summary} == {old, new} and all(r["arm"].startswith(r["build"] + "/") for r in summary)
+    listed = json.loads(run_orch(orch_exe, "runs", "--last", "12", "--json", env=env).stdout)
+    assert all(r["arm"].startswith(r["build_name"] + "/") for r in listed if r["sweep_id"] == 1)
     # With the two sweeps run apart in the same file, compare takes the interleaved one and pairs by repeat.
     for build in (OLD_COMMIT, COMMIT):
         assert run_orch(orch_exe, "run", str(RECIPE_A), "--build", build, "--vars", TINY_VARS, "--repeat", "2",
