@@ -165,7 +165,12 @@ def _commit_tree(tree: Path, mirror: Mirror, tag: str, version: str, upstream: s
     env = {**os.environ, "GIT_AUTHOR_NAME": "orch", "GIT_AUTHOR_EMAIL": "orch@localhost",
            "GIT_COMMITTER_NAME": "orch", "GIT_COMMITTER_EMAIL": "orch@localhost",
            "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
-    shutil.rmtree(tree / ".git", ignore_errors=True)
+    # A submodule's .git is a file pointing into the sdist's .git/modules: without that folder git refuses the tree
+    git_dir = tree / ".git"
+    if git_dir.is_dir() and not git_dir.is_symlink():
+        shutil.rmtree(git_dir)
+    else:
+        git_dir.unlink(missing_ok=True)
     for argv in (["git", "init", "--quiet"], ["git", "add", "--all", "--force"],
                  ["git", "commit", "--quiet", "--no-verify", "-m",
                   f"llama.cpp {upstream} as vendored by {PACKAGE} {version} (tree only, no upstream history)"]):

@@ -1,5 +1,6 @@
 """The llama-cpp-python release table and sdist imports (small sdists built here, same layout as PyPI's)."""
 
+import shutil
 import tarfile
 
 import pytest
@@ -122,3 +123,20 @@ def test_unreadable_sdist_is_a_clear_error(tmp_path):
 def test_version_must_look_like_one(tmp_path):
     with pytest.raises(sdist.SourceImportError, match="not a llama-cpp-python version"):
         sdist.download("latest; rm -rf /", tmp_path)
+
+
+def test_sdist_whose_submodule_git_dir_was_removed_commits_the_tree(tmp_path):
+    """A repacked sdist keeps vendor/llama.cpp/.git, the file naming ../../.git/modules/..., without that folder
+    (removed to save space): the tree is committed as a stand-in; git refused it while the dangling file stayed."""
+    tarball, _ = make_sdist(tmp_path, "0.3.36", with_gitdir=True)
+    unpacked = tmp_path / "repack"
+    with tarfile.open(tarball) as tar:
+        tar.extractall(unpacked, filter="data")
+    top = unpacked / "llama_cpp_python-0.3.36"
+    shutil.rmtree(top / ".git" / "modules")
+    assert (top / "vendor" / "llama.cpp" / ".git").is_file()
+    with tarfile.open(tarball, "w:gz") as tar:
+        tar.add(top, arcname=top.name)
+    mirror = Mirror(tmp_path / "src.git")
+    sha = sdist.import_sdist(tarball, "0.3.36", mirror)
+    assert "vendored tree" in mirror.origins()[sha]["method"] and mirror.origins()[sha]["upstream_commit"] == "0c1e57098"
