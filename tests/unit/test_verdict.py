@@ -18,6 +18,11 @@ def test_a_winner_needs_its_whole_interval_above_one():
     assert "best draft at 1.08x [0.97, 1.20], not distinguishable from the baseline" in verdict(rows)
 
 
+def test_an_arm_shown_to_win_is_named_before_a_higher_estimate_whose_interval_spans_one():
+    rows = [arm("baseline", baseline=True), arm("cache", 1.90, 0.95, 3.80), arm("mod", 1.83, 1.71, 1.97)]
+    assert verdict(rows) == "sweep 1 (recipe_a.j2, b-cpu): mod at 1.83x [1.71, 1.97] beats the baseline."
+
+
 def test_no_winner_names_the_best_and_everything_to_distrust():
     rows = [arm("baseline", baseline=True, warnings="high_cv"), arm("draft", 0.37, 0.14, 0.98),
             arm("ngram", None, idle=3, warnings="no_drafts"), arm("big", failed=2, failures="crash_signal"),
