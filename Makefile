@@ -21,9 +21,12 @@ install: $(VENV)/.installed  ## create .venv with orch, its test extra and (wher
 build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] [CUDA_ARCH=86]
 	$(ORCH) build $(COMMIT) --backend $(BACKEND) $(if $(CUDA_ARCH),--cuda-arch '$(CUDA_ARCH)')
 
-test: install docs  ## import direction (lint-imports), the docs site built strictly, then the whole suite
+# The suite's processes (pytest-xdist): a test file runs whole on one of them, so its module fixtures run once.
+TEST_WORKERS ?= 2
+
+test: install docs  ## import direction (lint-imports), the docs site built strictly, then the whole suite [TEST_WORKERS=2]
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -ra
+	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 docs: install  ## the documentation site from docs/ into site/, strictly: a broken link or a page left out fails
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

@@ -18,6 +18,19 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# --- how pytest-xdist shares the suite out (`make test`: -n 2 --dist loadfile) ---------------------------------------
+# A file runs whole on one worker, so its module fixtures run once. (Not loadgroup: with pytest 9.2 its groups are
+# silently ignored, pytest-xdist issue 1386.) Files run longest first: the last to start should be short.
+LONGEST_FIRST = ["integration/test_real_model.py", "integration/test_bad_input.py", "integration/test_tune.py",
+                 "integration/test_ray_cluster.py", "integration/test_benchmarks.py", "integration/test_quality.py",
+                 "integration/test_reliability.py", "integration/test_sweeps.py", "integration/test_readme.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(f"{item.path.parent.name}/{item.path.name}", len(rank)))  # stable
+
+
 class SpawnInUnitTest(AssertionError):
     pass
 
@@ -73,3 +86,71 @@ def git(*args, cwd=None, env=None):
                 "GIT_COMMITTER_EMAIL": "t@t", **(env or {})}
     return subprocess.run(["git", *args], cwd=cwd, env=full_env, check=True, capture_output=True,
                           text=True).stdout.strip()
+
+
+# --- nothing left behind: checked once the whole suite has ended (requirement of `make test`, not of one test) -----
+
+def _system_temp_leftovers() -> set[Path]:
+    """orch's temporary folders in the system temp folder, and Ray's session folders (Ray never deletes them)."""
+    import tempfile
+
+    temp = Path(tempfile.gettempdir())
+    ray = Path(os.environ.get("RAY_TMPDIR") or temp) / "ray"
+    return set(temp.glob("orch-*")) | set(ray.glob("session_*"))
+
+
+def _is_worker(config) -> bool:  # a pytest-xdist worker: the controller checks once, after every worker ended
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session):
+    if not _is_worker(session.config):
+        session.config.stash[_TEMP_BEFORE] = _system_temp_leftovers()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite fails when it leaves a temporary folder of orch's or a Ray session folder in the system temp
+    folder (made while it ran: another program's older ones are not its doing)."""
+    if _is_worker(session.config) or _TEMP_BEFORE not in session.config.stash:
+        return
+    left = sorted(map(str, _system_temp_leftovers() - session.config.stash[_TEMP_BEFORE]))
+    if left:
+        sys.stderr.write(f"\nsuite: left behind in the system temp folder: {', '.join(left)}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_TEMP_BEFORE = pytest.StashKey[set]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_outlives_the_suite():
+    """After the last test (of this process: each xdist worker checks its own), no process the tests started may
+    still run: servers, llama.cpp programs, Ray nodes, stand-ins. Those found are killed, and the suite fails."""
+    yield
+    import time
+
+    import psutil
+
+    def alive() -> list:
+        found = []
+        for p in psutil.Process().children(recursive=True):
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    found.append(p)
+            except psutil.Error:  # ended meanwhile
+                continue
+        return found
+
+    deadline = time.monotonic() + 15
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = alive()
+    names = []
+    for p in left:
+        try:
+            names.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+            p.kill()
+        except psutil.Error:
+            continue
+    assert not left, f"processes outlived the tests: {names}"
+

@@ -14,6 +14,7 @@ runs the ones that are complete commands against a real results file made by mak
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,3 +127,40 @@ def variants(command: str) -> list[list[str]]:
 def _choice(word: str) -> bool:
     """`a|b|c`: a value that may be any of them (never a quoted SQL or text argument)."""
     return "|" in word and " " not in word
+
+
+def shape(text: str) -> dict:
+    """What a demo's table must share with the README's copy, whatever the noise: columns, sweeps, arms, what
+    it leaves out, and a verdict per sweep."""
+    lines = text.splitlines()
+    noted, in_note = [], False
+    for x in lines:  # the note and its wrapped lines (a wrapped warning's lines are the warning's)
+        in_note = x.startswith("not shown: ") or (in_note and x.startswith("  "))
+        noted += [x.strip()] if in_note else []
+    note = " ".join(noted)
+    table = lines[2:next(i for i, x in enumerate(lines) if x.startswith(("not shown: ", "warning: ", "verdict: ")))]
+    return {"header": lines[0].split(), "titles": [x for x in table if x.startswith("sweep ")],
+            "arms": [x.split()[0] for x in table if not x.startswith("sweep ")], "note": note,
+            "verdicts": [x.split("): ")[0] for x in lines if x.startswith("verdict: ")]}
+
+
+def assert_shows(shown: str, printed: str) -> None:
+    """The README's copy of a demo's table (shown) and what the demo printed here: the same sweeps, arms, verdicts
+    and core columns. Real runs' warnings (high_cv, no_drafts, ...) come and go with the machine's noise, and the
+    warnings column's width with them, so which columns the table gives up may differ; which arms decode past -n
+    (and so get a control at their count, `control~ARM`) depends on the text a machine's arithmetic yields. Speeds
+    differ by machine too (four digits here, five on a fast one), and a wider figure or one more warning can push
+    one more column out of 120: compared without the header and the note."""
+    readme, made = shape(shown), shape(printed)
+    for table in (readme, made):
+        table["arms"] = [arm for arm in table["arms"] if "~" not in arm]
+    assert {k: v for k, v in readme.items() if k not in ("header", "note")} == \
+        {k: v for k, v in made.items() if k not in ("header", "note")}
+    for columns in (readme["header"], made["header"]):
+        assert {"arm", "decode_tps", "acceptance", "speedup", "speedup_ci95", "warnings"} <= set(columns)
+    for text in (shown, printed):
+        table = text.split("\nwarning: ", 1)[0].split("\nverdict: ", 1)[0]
+        assert max(map(len, table.splitlines())) <= 120, table
+        warnings = [x for x in text.splitlines() if x.startswith("warning: ")]
+        assert all(re.match(r"warning: [a-z_]+: ", x) for x in warnings), warnings  # a line per kind
+        assert "nvidia-smi" not in text  # a CPU build: no GPU advice

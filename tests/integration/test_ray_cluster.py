@@ -6,8 +6,10 @@ The head takes no runs (0 CPUs); two worker nodes of 1 CPU each take one round a
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,16 +46,24 @@ def add_node(cluster) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(cache_env, tiny_dir, tmp_path_factory):
+    """Ray's session folders go to a folder of the cluster's own (RAY_TMPDIR, short: Ray's socket paths must fit
+    107 bytes), removed with it, not to /tmp/ray, where Ray never deletes them; the nodes' workers, and so orch's
+    shards, have a system temp folder of their own (TMPDIR), which the tests check for leftovers."""
+    ray_tmp = tempfile.mkdtemp(prefix="ray-")
     env = {"ORCH_BUILDS_DIR": cache_env["ORCH_BUILDS_DIR"], "ORCH_MODELS": str(tiny_dir),
-           "ORCH_CACHE": str(tmp_path_factory.mktemp("ray-orch-cache")), "RAY_USAGE_STATS_ENABLED": "0"}
-    with node_env(env):
-        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 * 2**20})
-    c.orch_env = env
-    for _ in range(2):
-        add_node(c)
-    c.wait_for_nodes()
-    yield c
-    c.shutdown()
+           "ORCH_CACHE": str(tmp_path_factory.mktemp("ray-orch-cache")), "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_TMPDIR": ray_tmp, "TMPDIR": str(tmp_path_factory.mktemp("ray-node-tmp"))}
+    try:
+        with node_env(env):
+            c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 * 2**20})
+        c.orch_env = env
+        for _ in range(2):
+            add_node(c)
+        c.wait_for_nodes()
+        yield c
+        c.shutdown()
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def proc_alive(name: str) -> bool:
@@ -68,8 +78,12 @@ def orch_args(cluster, *extra):
             "--no-summary", *extra]
 
 
-def env_for(cache_env, tiny_dir, db):
-    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(db), "RAY_USAGE_STATS_ENABLED": "0"}
+def env_for(cache_env, tiny_dir, db, cluster):
+    """The driver's environment: its own system temp folder beside its results file, Ray's folder the cluster's."""
+    temp = Path(db).parent / "tmp"
+    temp.mkdir(exist_ok=True)
+    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(db), "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_TMPDIR": cluster.orch_env["RAY_TMPDIR"], "TMPDIR": str(temp)}
 
 
 def rows(db, sql):
@@ -92,7 +106,7 @@ def run_sweep(argv: list[str], env: dict) -> subprocess.CompletedProcess:
 
 
 def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
-    env = env_for(cache_env, tiny_dir, tmp_path / "r.duckdb")
+    env = env_for(cache_env, tiny_dir, tmp_path / "r.duckdb", cluster)
     start = time.monotonic()
     res = run_sweep([orch_exe, *orch_args(cluster, "--repeat", "2")], env)
     took = time.monotonic() - start
@@ -122,7 +136,8 @@ def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache
 
 def test_each_host_runs_the_whole_sweep_on_every_node(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
     db = tmp_path / "r.duckdb"
-    res = run_sweep([orch_exe, *orch_args(cluster, "--repeat", "1", "--each-host")], env_for(cache_env, tiny_dir, db))
+    res = run_sweep([orch_exe, *orch_args(cluster, "--repeat", "1", "--each-host")],
+                    env_for(cache_env, tiny_dir, db, cluster))
     assert res.returncode == 0, res.stderr
     per_sweep = rows(db, "SELECT sweep_id, count(*), count(*) FILTER (WHERE status = 'ok') FROM measured_runs "
                          f"WHERE {PLANNED} GROUP BY 1 ORDER BY 1")
@@ -151,7 +166,7 @@ def llamas(cluster) -> bool:
 def test_ctrl_c_cancels_the_tasks_and_stops_the_remote_llama_processes(orch_exe, cache_env, tiny_dir, cluster,
                                                                        tmp_path):
     proc = subprocess.Popen([orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=2048")],
-                            env=env_for(cache_env, tiny_dir, tmp_path / "r.duckdb"), stdout=subprocess.PIPE,
+                            env=env_for(cache_env, tiny_dir, tmp_path / "r.duckdb", cluster), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while not llamas(cluster) and time.monotonic() < deadline:
@@ -168,13 +183,11 @@ def test_ctrl_c_cancels_the_tasks_and_stops_the_remote_llama_processes(orch_exe,
 
 def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env, tiny_dir, cluster, tmp_path,
                                                              monkeypatch):
-    import tempfile
-
-    temp_before = set(Path(tempfile.gettempdir()).glob("orch-*"))
     db = tmp_path / "r.duckdb"
+    temps = [tmp_path / "tmp", Path(cluster.orch_env["TMPDIR"])]  # the driver's and the nodes' (env_for makes one)
     proc = subprocess.Popen([orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=512")],
-                            env=env_for(cache_env, tiny_dir, db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            env=env_for(cache_env, tiny_dir, db, cluster), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     victim = None
     deadline = time.monotonic() + 180
     while victim is None and time.monotonic() < deadline and proc.poll() is None:
@@ -197,7 +210,7 @@ def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env,
           f"{sum(c == 'node_lost' for *_, c in slots)} node_lost; rows stored {len(rows(db, 'SELECT id FROM runs'))}")
     # Nothing left behind: shards live in orch's work directory on each node (none in the system temp dir), and the
     # killed node's, whose owner died with it, goes at the next open of a results file on that node.
-    assert set(Path(tempfile.gettempdir()).glob("orch-*")) <= temp_before
+    assert not [p for temp in temps for p in temp.glob("orch-*")]
     from orchestrator import store
 
     monkeypatch.setenv("ORCH_CACHE", cluster.orch_env["ORCH_CACHE"])
@@ -220,6 +233,7 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
         monkeypatch.setenv(name, cache_env[name])
     monkeypatch.setenv("ORCH_MODELS", str(tiny_dir))
     monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAY_TMPDIR", cluster.orch_env["RAY_TMPDIR"])  # this process is the driver here
     build = runnable_build(COMMIT)
     builtins = {"bin": build.bin_dir, "build": build.described()}
     plan = load(RECIPE, builtins=builtins, vars_file=TINY, overrides=("n_predict=512",), repeat=2)

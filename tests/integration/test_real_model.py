@@ -1,25 +1,29 @@
-"""The real Gemma 3 270M on the real demo recipe (recipes/real_demo.j2), two of its workloads: behaviour, not
-timing. The base model loops on an open story at temperature 0, and copies a list the prompt repeats: the loop
-is flagged and never a win, the literal repetition is not flagged; parity is against the same program drafting
-nothing; every run stores how many tokens it generated, and each arm's speedup pairs runs of equal counts (its
-control runs again at the count an arm decoded past -n)."""
+"""The real Gemma 3 270M on the real demo recipe (recipes/real_demo.j2), read from `make demo`'s own sweeps (run
+once for the module: gemma_demo, whose table the README shows), two of its workloads: behaviour, not timing. The base model loops
+on an open story at temperature 0, and copies a list the prompt repeats: the loop is flagged and never a win, the
+literal repetition is not flagged; parity is against the same program drafting nothing; every run stores how many
+tokens it generated, and each arm's speedup pairs runs of equal counts (its control runs again at the count an arm
+decoded past -n)."""
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+import readme_examples
 
 from integration.conftest import (
     COMMIT,
     assert_prediction_checked,
     db_rows,
-    orch_run,
+    demo_commands,
     run_orch,
 )
 from orchestrator.models import tokens
 from orchestrator.parse import output
 
-RECIPE = "recipes/real_demo.j2"
+ROOT = Path(__file__).resolve().parents[2]
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 
 
@@ -28,38 +32,71 @@ def real_env(cache_env, gemma_dir, real_build, tmp_path):
     return {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}
 
 
-def _run(orch_exe, workload, env):
-    res = orch_run(orch_exe, RECIPE, "--vars", f"recipes/workloads/{workload}.toml", "--repeat", "2", env=env)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+@pytest.fixture(scope="module")
+def gemma_demo(orch_exe, cache_env, gemma_dir, real_build, tmp_path_factory) -> tuple[Path, str]:
+    """`make demo`'s own commands on the real Gemma 3 270M, once for the module: (its folder, holding
+    results.duckdb, and what its last command, the summary, printed). Sweeps 1-4: DEMO_SWEEPS."""
+    work = tmp_path_factory.mktemp("real-demo")
+    (work / "recipes").symlink_to(ROOT / "recipes")
+    env = {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(work / "results.duckdb")}
+    *runs, last = demo_commands("demo")
+    assert [c[:2] for c in runs] == [["run", "recipes/real_demo.j2"]] * 4
+    for command in runs:
+        res = subprocess.run([orch_exe, *command], env=env, cwd=work, capture_output=True, text=True, timeout=900)
+        assert res.returncode == 0, res.stderr
+    res = subprocess.run([orch_exe, *last], env=env, cwd=work, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return work, res.stdout
+
+
+@pytest.fixture
+def demo_env(gemma_demo, real_env):
+    """A copy of `make demo`'s results file: sweeps 1-4 are its workloads in the Makefile's order, three repeats
+    each."""
+    shutil.copy(gemma_demo[0] / "results.duckdb", real_env["ORCH_DB"])
+    return real_env
+
+
+def test_the_readme_shows_the_table_make_demo_prints(gemma_demo):
+    real_block = [b for b in readme_examples.blocks() if b.kind == "output"][0]
+    readme_examples.assert_shows(real_block.text, gemma_demo[1])
+
+
+DEMO_SWEEPS = {"code_edit": 1, "repeat_list": 2, "open_prose": 3, "short_fact": 4}
+
+
+def _verdict(orch_exe, workload, env) -> str:
+    """The verdict line `orch run` ends with (the same summary of the sweep)."""
+    res = run_orch(orch_exe, "summary", str(DEMO_SWEEPS[workload]), env=env)
+    assert res.returncode == 0, res.stderr
     return res.stdout.splitlines()[-1]
 
 
-def _runs(env):
+def _runs(env, sweep_id):
     return [{**r, "params": json.loads(r["params"] or "{}")} for r in db_rows(env, """
         SELECT r.sweep_id, r.arm, r.is_baseline, r.is_control, r.reference_arm, r.repeat_index, r.params,
                m.n_generated, m.n_drafted, m.loop_share, m.degenerate_loop, m.outputs_compared, m.outputs_differ
-        FROM measured_runs r JOIN metrics m ON m.run_id = r.id ORDER BY r.id""")]
+        FROM measured_runs r JOIN metrics m ON m.run_id = r.id WHERE r.sweep_id = ? ORDER BY r.id""", [sweep_id])]
 
 
-def test_a_looping_story_is_flagged_and_never_a_win_while_a_literal_list_is_not(orch_exe, real_env):
-    story = _run(orch_exe, "open_prose", real_env)
-    listed = _run(orch_exe, "repeat_list", real_env)
-    runs = _runs(real_env)
-    planned = [r for r in runs if "length_of" not in r["params"]]
-    assert len(planned) == 2 * 2 * 6  # two sweeps: baseline, four n-gram arms, the control; two repeats each
-    by_sweep = {s: [r for r in runs if r["sweep_id"] == s] for s in (1, 2)}
+def test_a_looping_story_is_flagged_and_never_a_win_while_a_literal_list_is_not(orch_exe, demo_env):
+    story, listed = _verdict(orch_exe, "open_prose", demo_env), _verdict(orch_exe, "repeat_list", demo_env)
+    by_sweep = {w: _runs(demo_env, DEMO_SWEEPS[w]) for w in ("open_prose", "repeat_list")}
+    for runs in by_sweep.values():  # baseline, four n-gram arms, the control; three repeats each
+        assert len([r for r in runs if "length_of" not in r["params"]]) == 6 * 3
     # the story loops for every program (its text is the same), the list continues the prompt's repetition
-    assert all(r["degenerate_loop"] for r in by_sweep[1]), [(r["arm"], r["loop_share"]) for r in by_sweep[1]]
-    assert not any(r["degenerate_loop"] for r in by_sweep[2]) and all(r["loop_share"] >= 0.9 for r in by_sweep[2])
-    assert story.startswith(f"verdict: sweep 1 (real_demo.j2 on open_prose, {COMMIT}-cpu): ")
+    assert all(r["degenerate_loop"] for r in by_sweep["open_prose"]), \
+        [(r["arm"], r["loop_share"]) for r in by_sweep["open_prose"]]
+    assert not any(r["degenerate_loop"] for r in by_sweep["repeat_list"])
+    assert all(r["loop_share"] >= 0.9 for r in by_sweep["repeat_list"])
+    assert story.startswith(f"verdict: sweep 3 (real_demo.j2 on open_prose, {COMMIT}-cpu): ")
     assert "beats" not in story and "loops" in story
     assert listed.startswith(f"verdict: sweep 2 (real_demo.j2 on repeat_list, {COMMIT}-cpu): ")
     assert "loops" not in listed
 
 
-def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe, real_env):
-    _run(orch_exe, "repeat_list", real_env)
-    runs = _runs(real_env)
+def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe, demo_env):
+    runs = _runs(demo_env, DEMO_SWEEPS["repeat_list"])
     control = next(r["arm"] for r in runs if r["is_control"])
     assert all(r["n_generated"] for r in runs)  # llama-completion's too (its eval runs + 1)
     assert {r["n_generated"] for r in runs if r["is_baseline"]} == {64}  # -n 64 in repeat_list.toml
@@ -76,7 +113,8 @@ def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe,
             assert reference["n_generated"] == r["n_generated"], (r["arm"], r["n_generated"], reference["arm"])
             assert r["reference_arm"] in (control, f"control~{r['arm']}")
             assert (r["outputs_compared"], r["outputs_differ"]) == (1, 0)
-    shown = json.loads(run_orch(orch_exe, "summary", "--format", "json", env=real_env).stdout)
+    shown = json.loads(run_orch(orch_exe, "summary", str(DEMO_SWEEPS["repeat_list"]), "--format", "json",
+                                env=demo_env).stdout)
     assert not [row["arm"] for row in shown if "unequal_tokens" in (row["warnings"] or "")]
     assert all(row["speedup"] is None for row in shown if row.get("length_of"))  # a yardstick, not an arm
     for row in shown:  # a prediction from the other arms' verification cost, shown only where measurement agrees
