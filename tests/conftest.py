@@ -31,6 +31,18 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(f"{item.path.parent.name}/{item.path.name}", len(rank)))  # stable
 
 
+@pytest.fixture(autouse=True)
+def signal_dispositions_restored():
+    """A test that leaves SIGINT, SIGTERM or SIGHUP ignored (orch ignores them once it has stopped: stops.py,
+    entry.py) would hand that to every process the rest of its pytest process starts, and their Ctrl-C tests would
+    wait for a stop that never comes: which tests follow which depends on how pytest-xdist shares them out."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in saved.items():
+        if handler is not None and signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
+
+
 class SpawnInUnitTest(AssertionError):
     pass
 

@@ -5,7 +5,7 @@ A test's time in the report is its setup, call and teardown: a session fixture's
 cold builds, the Gemma download, the shared demo), so the kind of that file carries it too. Under pytest-xdist the
 files run side by side on several workers: the sums are worker time, more than the wall time.
 
-    .venv/bin/python tools/suite_times.py FILE.xml [--files 40]
+    .venv/bin/python tools/suite_times.py [LABEL=]FILE.xml [[LABEL=]FILE.xml ...] [--files 40]
 """
 
 from __future__ import annotations
@@ -42,24 +42,39 @@ def file_times(xml_path: str) -> dict[str, tuple[float, int]]:
     return {path: (seconds, n) for path, (seconds, n) in times.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("xml")
-    parser.add_argument("--files", type=int, default=40, help="the slowest files listed (default 40)")
-    args = parser.parse_args()
-    times = file_times(args.xml)
-    total = sum(s for s, _ in times.values())
+def by_kind(times: dict[str, tuple[float, int]]) -> dict[str, tuple[float, int]]:
     kinds: dict[str, list] = defaultdict(lambda: [0.0, 0])
     for path, (seconds, n) in times.items():
         kinds[kind_of(path)][0] += seconds
         kinds[kind_of(path)][1] += n
-    print("| kind | tests | seconds | share |\n|---|---:|---:|---:|")
-    for kind, (seconds, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
-        print(f"| {kind} | {n} | {seconds:.0f} | {100 * seconds / total:.0f}% |")
-    print(f"| all | {sum(n for _, n in times.values())} | {total:.0f} | 100% |\n")
-    print("| file | kind | tests | seconds |\n|---|---|---:|---:|")
-    for path, (seconds, n) in sorted(times.items(), key=lambda kv: -kv[1][0])[:args.files]:
-        print(f"| {path.removeprefix('tests/')} | {kind_of(path)} | {n} | {seconds:.0f} |")
+    return {kind: (seconds, n) for kind, (seconds, n) in kinds.items()}
+
+
+def table(rows: dict[str, list[tuple[float, int] | None]], labels: list[str], first: str) -> list[str]:
+    """One row per key, a `seconds (tests)` column per report, slowest in the first report first."""
+    lines = [f"| {first} | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    order = sorted(rows, key=lambda k: -max((c[0] for c in rows[k][:1] if c), default=0))
+    for key in order:
+        cells = [f"{c[0]:.0f} ({c[1]})" if c else "-" for c in rows[key]]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("reports", nargs="+", metavar="LABEL=FILE.xml", help="one column per report")
+    parser.add_argument("--files", type=int, default=40, help="the slowest files listed (default 40)")
+    args = parser.parse_args()
+    labels = [r.split("=", 1)[0] if "=" in r else r for r in args.reports]
+    times = [file_times(r.split("=", 1)[-1]) for r in args.reports]
+    kinds = [by_kind(t) for t in times]
+    rows = {k: [kind.get(k) for kind in kinds] for k in dict.fromkeys(k for kind in kinds for k in kind)}
+    rows["all"] = [(sum(s for s, _ in t.values()), sum(n for _, n in t.values())) for t in times]
+    print("\n".join(table(rows, labels, "kind: seconds (tests)")) + "\n")
+    files = {f: [t.get(f) for t in times] for f in dict.fromkeys(f for t in times for f in t)}
+    slowest = dict(sorted(files.items(), key=lambda kv: -max(c[0] if c else 0 for c in kv[1]))[:args.files])
+    print("\n".join(table({f.removeprefix("tests/"): v for f, v in slowest.items()}, labels,
+                          "file: seconds (tests)")))
 
 
 if __name__ == "__main__":

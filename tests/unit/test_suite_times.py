@@ -25,3 +25,9 @@ def test_each_file_has_one_kind_by_what_it_starts():
     assert suite_times.kind_of("tests/integration/test_ray_cluster.py") == "Ray"
     assert suite_times.kind_of("tests/integration/test_readme.py") == "real model (Gemma)"
     assert suite_times.kind_of("tests/integration/test_bad_input.py") == "tiny-model integration"
+
+
+def test_reports_side_by_side_slowest_first_and_a_file_one_report_lacks_is_a_dash():
+    rows = {"a.py": [(1.0, 2), (3.0, 2)], "b.py": [(5.0, 1), None]}
+    assert suite_times.table(rows, ["before", "after"], "file") == [
+        "| file | before | after |", "|---|---:|---:|", "| b.py | 5 (1) | - |", "| a.py | 1 (2) | 3 (2) |"]
