@@ -26,7 +26,7 @@ TEST_WORKERS ?= 2
 
 test: install docs  ## import direction (lint-imports), the docs site built strictly, then the whole suite [TEST_WORKERS=2]
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 docs: install  ## the documentation site from docs/ into site/, strictly: a broken link or a page left out fails
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

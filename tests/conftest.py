@@ -20,7 +20,8 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 # --- how pytest-xdist shares the suite out (`make test`: -n 2 --dist loadfile) ---------------------------------------
 # A file runs whole on one worker, so its module fixtures run once. (Not loadgroup: with pytest 9.2 its groups are
-# silently ignored, pytest-xdist issue 1386.) Files run longest first: the last to start should be short.
+# silently ignored, pytest-xdist issue 1386.) Files run longest first, in this order (--no-loadscope-reorder: xdist
+# would order them by their number of tests): the last to start should be short.
 LONGEST_FIRST = ["integration/test_real_model.py", "integration/test_bad_input.py", "integration/test_tune.py",
                  "integration/test_ray_cluster.py", "integration/test_benchmarks.py", "integration/test_quality.py",
                  "integration/test_reliability.py", "integration/test_sweeps.py", "integration/test_readme.py"]
