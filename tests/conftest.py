@@ -101,7 +101,10 @@ def git(*args, cwd=None, env=None):
                           text=True).stdout.strip()
 
 
-# --- nothing left behind: checked once the whole suite has ended (requirement of `make test`, not of one test) -----
+# --- nothing left behind: checked once the whole suite has ended -------------------------------------------------
+
+_TEMP_BEFORE = pytest.StashKey[set]()  # the system temp folder's leftovers when the suite started
+
 
 def _system_temp_leftovers() -> set[Path]:
     """orch's temporary folders in the system temp folder, and Ray's session folders (Ray never deletes them)."""
@@ -130,9 +133,6 @@ def pytest_sessionfinish(session, exitstatus):
     if left:
         sys.stderr.write(f"\nsuite: left behind in the system temp folder: {', '.join(left)}\n")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-_TEMP_BEFORE = pytest.StashKey[set]()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,9 +1,9 @@
 """The real Gemma 3 270M on the real demo recipe (recipes/real_demo.j2), read from `make demo`'s own sweeps (run
-once for the module: gemma_demo, whose table the README shows), two of its workloads: behaviour, not timing. The base model loops
-on an open story at temperature 0, and copies a list the prompt repeats: the loop is flagged and never a win, the
-literal repetition is not flagged; parity is against the same program drafting nothing; every run stores how many
-tokens it generated, and each arm's speedup pairs runs of equal counts (its control runs again at the count an arm
-decoded past -n)."""
+once for the module: gemma_demo, whose table the README shows), two of its workloads: behaviour, not timing. The
+base model loops on an open story at temperature 0, and copies a list the prompt repeats: the loop is flagged and
+never a win, the literal repetition is not flagged; parity is against the same program drafting nothing; every run
+stores how many tokens it generated, and each arm's speedup pairs runs of equal counts (its control runs again at
+the count an arm decoded past -n)."""
 
 import json
 import shutil
@@ -63,7 +63,7 @@ def demo_env(gemma_demo, real_env):
 
 def test_the_readme_shows_the_table_make_demo_prints(gemma_demo):
     real_block = [b for b in readme_examples.blocks() if b.kind == "output"][0]
-    readme_examples.assert_shows(real_block.text, gemma_demo[1])
+    readme_examples.assert_shows(real_block.text, gemma_demo[1], real_model=True)
 
 
 DEMO_SWEEPS = {"code_edit": 1, "repeat_list": 2, "open_prose": 3, "short_fact": 4}
