@@ -23,10 +23,13 @@ build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] 
 
 # The suite's processes (pytest-xdist): a test file runs whole on one of them, so its module fixtures run once.
 TEST_WORKERS ?= 2
+# JUNIT=FILE keeps a JUnit report of the run: tools/suite_times.py sums it by file and kind (docs/benchmarks.md).
+JUNIT ?=
 
-test: install docs  ## import direction (lint-imports), the docs site built strictly, then the whole suite [TEST_WORKERS=2]
+test: install docs  ## import direction (lint-imports), the docs site built strictly, then the whole suite [TEST_WORKERS=2] [JUNIT=FILE]
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		$(if $(JUNIT),--junitxml=$(JUNIT))
 
 docs: install  ## the documentation site from docs/ into site/, strictly: a broken link or a page left out fails
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
