@@ -138,7 +138,11 @@ def missing_block(parsed: ParsedLog, tool: str) -> str | None:
     if tool in END_BLOCK_TOOLS:  # every era prints speed and counters together: a log without both was cut
         m = parsed.metrics
         whole = parsed.has_end_block and m["decode_tps"] is not None and m.get("n_drafted") is not None
-        return None if whole else "the speculative end block (decoded tokens and speed, drafted and accepted counts)"
+        if not whole:
+            return "the speculative end block (decoded tokens and speed, drafted and accepted counts)"
+        # The statistics line (draft calls, drafts made, their cost) and the target's perf block come after the end
+        # block: a log cut between them keeps the counters and loses the rest (seen with one core busy beside a run)
+        return None if "target" in parsed.perf else "the lines after the end block (statistics, the target's perf)"
     return None if parsed.metrics["decode_tps"] is not None else "the perf block (eval and total time)"
 
 

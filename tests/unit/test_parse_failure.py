@@ -174,6 +174,21 @@ def test_a_speculative_log_cut_before_its_figures_is_truncated_not_spec_not_enga
                              signal=None, timed_out=False, expects_speculation=True) == (None, None)
 
 
+def test_a_speculative_log_cut_after_its_counters_is_truncated():
+    """Cut after the end block's counters, before the statistics line and the target's perf block (a CI run with
+    one core busy beside it stored such an MTP run ok, without its draft statistics): truncated_log, run again."""
+    from orchestrator import parse
+
+    stdout = (LOGS / "0c1e57098" / "spec-simple-draft.stdout").read_text()
+    lines = (LOGS / "0c1e57098" / "spec-simple-draft.stderr").read_text().splitlines(keepends=True)
+    cut = "".join(lines[:next(i for i, line in enumerate(lines) if line.rstrip().endswith("draft:"))])
+    parsed = parse.parse_run(stdout, cut)
+    assert parsed.metrics["n_drafted"] and "draft_stats" not in parsed.extra  # the counters stayed, stats went
+    failure, missing = parse.run_failure(parsed, cut, tool="llama-speculative-simple", returncode=0, signal=None,
+                                         timed_out=False, expects_speculation=True)
+    assert (failure, missing) == ("truncated_log", "the lines after the end block (statistics, the target's perf)")
+
+
 def test_a_control_log_cut_after_its_speed_line_is_truncated_not_spec_not_engaged():
     """A control arm drafts nothing by design: its log cut after `decoded ... tokens` (counters and statistics
     lost) was stored spec_not_engaged (1 of ~330 runs in the issue-26 trials). Speed without counters is a cut
