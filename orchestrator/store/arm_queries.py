@@ -147,7 +147,8 @@ SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.hos
        f.bandwidth_label AS bound_label, a.tokens_per_step, a.failed, a.skipped, a.failures,
        v.ok_decode_tps, q.request_rates,
        -- a GPU decoded: the arm's build is a CUDA build, on a machine whose stored environment lists a GPU
-       coalesce(coalesce(fb.backend, s.backend) = 'cuda' AND s.gpu_listed, false) AS used_gpu, a.outputs_compared, a.outputs_differ, a.first_diff_char,
+       coalesce(coalesce(fb.backend, s.backend) = 'cuda' AND s.gpu_listed, false) AS used_gpu, a.outputs_compared,
+       a.outputs_differ, a.first_diff_char,
        a.first_diff_token, a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
        coalesce(p.unequal_pairs, 0) AS unequal_pairs, p.unequal_min, p.unequal_max, p.unequal_ref_min,
        p.unequal_ref_max

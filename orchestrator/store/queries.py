@@ -123,10 +123,12 @@ def done_slots(con: Con, sweep_id: int) -> dict[tuple[str, int], str]:
 
 # --- runs, one at a time ------------------------------------------------------------------------------------------
 
+RUN_BUILD = "coalesce(rb.name, s.build_name)"  # a run's build name (rb: its builds row), else its sweep's
+
 RECENT_RUNS_SQL = f"""
 SELECT * FROM (
     SELECT r.id AS run_id, r.sweep_id, r.arm, r.is_baseline, r.repeat_index, r.warmup, r.mode, r.status,
-           r.failure_class, r.failure_detail, coalesce(rb.name, s.build_name) AS build_name,
+           r.failure_class, r.failure_detail, {RUN_BUILD} AS build_name,
            coalesce(rb.upstream_commit, s.upstream_commit) AS upstream_commit, s.recipe_path, r.wall_s,
            r.peak_rss_bytes, r.cpu_s, m.draft_per_generated, {", ".join(f"m.{c}" for c in METRIC_COLUMNS)}
     FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
@@ -236,7 +238,6 @@ def sweep_ids_with_runs(con: Con) -> list[int]:
 
 # --- two builds side by side --------------------------------------------------------------------------------------
 
-RUN_BUILD = "coalesce(rb.name, s.build_name)"  # a run's build name (rb: its builds row), else its sweep's
 
 
 def crossed_sweeps(con: Con, base: str, head: str, recipe: str | None = None) -> list[int]:

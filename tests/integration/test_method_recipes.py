@@ -22,10 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC_METHODS = str(ROOT / "recipes" / "spec_methods.j2")
 SPEC_METHODS_SERVER = str(ROOT / "recipes" / "spec_methods_server.j2")
 TINY_METHODS = str(ROOT / "recipes" / "tiny_methods.toml")
-DRAFTING = ["draft-simple", "mtp:draft_max=1", "mtp:draft_max=2", "mtp:draft_max=3", "mtp:draft_max=4", "eagle3",
-            "dflash"]
 NEW_ARMS = {"mtp:draft_max=1": "draft-mtp", "mtp:draft_max=2": "draft-mtp", "mtp:draft_max=3": "draft-mtp",
             "mtp:draft_max=4": "draft-mtp", "eagle3": "draft-eagle3", "dflash": "draft-dflash"}
+DRAFTING = ["draft-simple", *NEW_ARMS]
 RUNS_SQL = ("SELECT r.arm, r.status, r.failure_class, r.failure_detail, r.executed_argv, m.n_drafted "
             f"FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.sweep_id = ? AND r.{PLANNED} ORDER BY r.id")
 
