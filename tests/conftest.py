@@ -22,9 +22,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # A file runs whole on one worker, so its module fixtures run once. (Not loadgroup: with pytest 9.2 its groups are
 # silently ignored, pytest-xdist issue 1386.) Files run longest first, in this order (--no-loadscope-reorder: xdist
 # would order them by their number of tests): the last to start should be short.
-LONGEST_FIRST = ["integration/test_real_model.py", "integration/test_bad_input.py", "integration/test_tune.py",
-                 "integration/test_ray_cluster.py", "integration/test_benchmarks.py", "integration/test_quality.py",
-                 "integration/test_reliability.py", "integration/test_sweeps.py", "integration/test_readme.py"]
+LONGEST_FIRST = ["integration/test_real_model.py", "integration/test_real_pair.py", "integration/test_bad_input.py",
+                 "integration/test_tune.py", "integration/test_ray_cluster.py", "integration/test_benchmarks.py",
+                 "integration/test_quality.py", "integration/test_reliability.py", "integration/test_sweeps.py",
+                 "integration/test_readme.py"]
 
 
 def pytest_collection_modifyitems(config, items):

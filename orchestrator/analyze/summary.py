@@ -16,7 +16,7 @@ from functools import lru_cache
 from itertools import groupby
 
 from orchestrator import tables
-from orchestrator.analyze import costs, glossary, quality, stats, warnings
+from orchestrator.analyze import costs, glossary, quality, stats, time_split, warnings
 from orchestrator.store import queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
@@ -70,6 +70,7 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
         energy_rows, cost_rows = side.result()
     energy = costs.arm_energy(energy_rows)
     step = costs.step_costs(cost_rows, rows)
+    splits = time_split.time_splits(cost_rows, rows)
     measured = quality.arm_quality(con, sweep_ids)
     for row in rows:
         key = (row["sweep"], row["arm"])
@@ -80,6 +81,10 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
         row["predicted_speedup_unchecked"] = cost.predicted_speedup if cost else None  # JSON only
         row["predicted_speedup"] = cost.checked_prediction(row["speedup"], row["speedup_low"],
                                                            row["speedup_high"]) if cost else None
+        split = splits.get(key)
+        row["time_split"] = split.fields() if split else None  # JSON only
+        lost = split and row["speedup"] is not None and row["speedup"] < 1
+        row["why_slower"] = split.sentence(row["speedup"], bool(row["draft_sha256"])) if lost else None
     return rows, step
 
 

@@ -126,10 +126,14 @@ def _notes(rows: list[dict]) -> list[str]:
                  for r in rows if r.get("is_control") and not r["ok_runs"]]
     noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
              if (codes := [c for c in (r["warnings"] or "").split(",") if c and c not in SAID_APART])]
+    # Where a drafting arm's time went, from the build's own statistics (analyze/time_split): why it lost
+    slower = [r["why_slower"] for r in rows if r.get("why_slower") and not (r["idle"] and r["idle"] == r["ok_runs"])]
     out = []
     for label, names in (("Builds, plain decoding:", builds), ("Program difference:", programs),
                          ("Drafted nothing:", idle), ("Failed:", failed),
                          ("Skipped:", skipped), ("Warnings:", noisy)):
         if names:
             out.append(f"{label} {', '.join(names)}.")
+        if label == "Program difference:" and slower:  # each arm's reason is a sentence of its own
+            out.append("Why slower: " + " ".join(f"{reason}." for reason in slower))
     return out

@@ -1,11 +1,10 @@
-"""Models published on PyPI as packages (`orch models get`): the catalogue, and the file assembled from its parts.
+"""Models published on PyPI as packages (`orch models get`): the file assembled from its parts.
 
-A model is one table of `orchestrator/data/packaged_models.toml` (more in $ORCH_MODEL_CATALOGUE): an assembler
-package carrying the license terms and SHA256SUMS, and part packages whose files, concatenated in order, are the
-model. Their wheels are fetched once into orch's cache (models/pypi.py) and read in place; the file is written under
-a temporary name beside its destination and renamed only once its size and sha256 are the catalogue's, so a failure
-leaves nothing partial. A file already there is trusted again while its size, mtime and inode are those it was
-verified with, so a second call neither downloads nor hashes.
+What a model is made of is the catalogue's (models/catalogue.py). Its wheels are fetched once into orch's cache
+(models/pypi.py, which checks each pinned wheel sha256) and read in place; the file is written under a temporary name
+beside its destination and renamed only once its size and sha256 are the catalogue's, so a failure leaves nothing
+partial. A file already there is trusted again while its size, mtime and inode are those it was verified with, so a
+second call neither downloads nor hashes.
 """
 
 from __future__ import annotations
@@ -14,101 +13,31 @@ import hashlib
 import json
 import os
 import tempfile
-import tomllib
 import zipfile
 import zlib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from orchestrator.errors import PackagedModelError
 from orchestrator.hashing import sha256_file
+from orchestrator.models.catalogue import PackagedModel
 from orchestrator.models.pypi import Package, download
 
 CHUNK = 1 << 20
-FIELDS = ("file", "size", "sha256", "license", "package", "sums", "terms", "parts")
 STAMPS = "verified.json"  # in the cache: destination path -> the stat and sha256 it was verified with
-
-
-@dataclass(frozen=True)
-class Part:
-    package: Package
-    member: str  # the part's file inside the wheel
-
-
-@dataclass(frozen=True)
-class PackagedModel:
-    name: str
-    file: str
-    size: int
-    sha256: str
-    license: str
-    package: Package  # the assembler: license terms and SHA256SUMS
-    sums: str  # SHA256SUMS inside the assembler's wheel
-    terms: str  # the license terms inside the assembler's wheel
-    parts: tuple[Part, ...]
-    description: str = ""
-
-    @property
-    def packages(self) -> list[Package]:
-        return [self.package, *(p.package for p in self.parts)]
-
-    def terms_name(self) -> str:
-        """The terms' file name beside the model: `gemma-3-270m-q4_k_m.GEMMA_TERMS.html`."""
-        return f"{Path(self.file).stem}.{Path(self.terms).name}"
 
 
 @dataclass
 class Got:
     model: PackagedModel
     path: Path
-    terms: Path
+    terms: Path | None  # the license terms kept beside the file, where the packages carry them
     fetched: list[str]  # requirements this call downloaded; empty when everything came from the cache
     assembled: bool  # False: the destination already held the verified file
 
     def license_line(self) -> str:
-        return f"{self.model.name}: {self.model.license} (terms kept at {self.terms})"
-
-
-def parse_catalogue(text: str, source: str) -> dict[str, PackagedModel]:
-    """The models of one catalogue file; PackagedModelError naming the file, the entry and what it lacks."""
-    try:
-        tables = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PackagedModelError(f"model catalogue {source} is not TOML ({exc}); fix it") from None
-    return {name: _entry(name, entry, source) for name, entry in tables.items()}
-
-
-def _entry(name: str, entry, source: str) -> PackagedModel:
-    where = f"model catalogue {source}, [{name}]"
-    lacking = [f for f in FIELDS if f not in entry] if isinstance(entry, dict) else ["its table"]
-    if lacking:
-        raise PackagedModelError(f"{where}: lacks {', '.join(lacking)}; every model needs {', '.join(FIELDS)}")
-    try:
-        parts = tuple(Part(Package(p["name"], str(p["version"])), p["member"]) for p in entry["parts"])
-        package = Package(entry["package"]["name"], str(entry["package"]["version"]))
-        sha256, size = entry["sha256"].lower(), int(entry["size"])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise PackagedModelError(f"{where}: package and parts need name and version, parts a member too, size a "
-                                 f"number ({type(exc).__name__}: {exc})") from None
-    if len(sha256) != 64 or not parts:
-        raise PackagedModelError(f"{where}: sha256 must be 64 hex digits and parts not empty")
-    return PackagedModel(name=name, file=entry["file"], size=size, sha256=sha256, license=entry["license"],
-                         package=package, sums=entry["sums"], terms=entry["terms"], parts=parts,
-                         description=entry.get("description", ""))
-
-
-def catalogue(extra: Path | None = None) -> dict[str, PackagedModel]:
-    """orch's packaged catalogue, then the entries of extra (a same name replaces orch's)."""
-    text = resources.files("orchestrator").joinpath("data/packaged_models.toml").read_text()
-    models = parse_catalogue(text, "orchestrator/data/packaged_models.toml")
-    if extra is not None:
-        try:
-            models.update(parse_catalogue(extra.read_text(), str(extra)))
-        except OSError as exc:
-            raise PackagedModelError(f"model catalogue {extra} cannot be read ({exc.strerror}); "
-                                     f"fix ORCH_MODEL_CATALOGUE") from None
-    return models
+        kept = f" (terms kept at {self.terms})" if self.terms else ""
+        return f"{self.model.name}: {self.model.license}{kept}"
 
 
 def cached(model: PackagedModel, cache: Path) -> list[Package]:
@@ -117,24 +46,28 @@ def cached(model: PackagedModel, cache: Path) -> list[Package]:
 
 
 def get(model: PackagedModel, out: Path, cache: Path) -> Got:
-    """The model at out/<file>, with its terms beside it: fetched (what the cache lacks), assembled and verified."""
+    """The model at out/<file>, with its terms beside it where it has some: fetched (what the cache lacks),
+    assembled and verified."""
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PackagedModelError(f"cannot make {out} ({exc.strerror}); give another --out") from None
-    target, terms = out / model.file, out / model.terms_name()
+    target = out / model.file
+    terms = out / model.terms_name() if model.terms else None
     done = _already_there(model, target, cache)
-    if done and terms.exists():
+    if done and (terms is None or terms.exists()):
         return Got(model, target, terms, [], assembled=False)
-    needed = [model.package] if done else model.packages
+    needed = ([model.package] if model.package else []) if done else model.packages
     missing = [p for p in needed if not p.find(cache)] if cache.is_dir() else needed
     if missing:
         download(missing, cache, model.name)
-    assembler = _wheel(model.package, cache)
-    check_sums(model, _read(assembler, model.sums).decode(errors="replace"))
+    assembler = _wheel(model.package, cache) if model.package else None
+    if assembler:
+        check_sums(model, _read(assembler, model.sums).decode(errors="replace"))
     if not done:
         assemble(model, [_wheel(p.package, cache) for p in model.parts], target, cache)
-    _write_atomically(terms, _read(assembler, model.terms))
+    if assembler and terms:
+        _write_atomically(terms, _read(assembler, model.terms))
     return Got(model, target, terms, [p.requirement for p in missing], assembled=not done)
 
 

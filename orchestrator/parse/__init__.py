@@ -18,6 +18,7 @@ from .acceptance import (
     SeqAcceptance,
     counts_from_rates,
     draft_outcomes,
+    rates_per_draft,
     seq_from_counts,
     seq_from_outcomes,
     window_from_log,
@@ -82,7 +83,8 @@ def parse_text(text: str) -> ParsedLog:
     primary = primary_stats(spec.stats)
     if primary:
         metrics["mean_accept_len"] = primary.mean_accept_len
-        metrics["accept_rate_per_pos"] = primary.accept_rate_per_pos
+        metrics["accept_rate_per_pos"] = rates_per_draft(primary.accept_rate_per_pos, primary.calls_accept,
+                                                         primary.gen_drafts)
         metrics["spec_type"] = primary.impl.replace("_", "-")  # early 2026 printed `ngram_mod`
     extra = _extra(spec, perf)
     window = end.n_draft

@@ -1,7 +1,7 @@
 """Canonical acceptance figures of a speculative run, whichever method drafted:
 
     mean_accept_len      1 + accepted draft tokens / verification steps (tokens gained per target step)
-    accept_rate_per_pos  [i] = share of verification steps that accepted draft position i (0-based)
+    accept_rate_per_pos  [i] = share of drafts made that had draft position i accepted (0-based)
     seq_acceptance       drafts accepted in full (every drafted token accepted) / drafts generated
     spec_type            the implementation that drafted, as the statistics line names it (`draft-mtp`, ...)
 
@@ -95,6 +95,16 @@ def window_from_log(lines: list[Line], requested: int | None) -> int | None:
         if m := CLAMP_RE.search(line.text):
             return to_int(m.group(1))
     return requested
+
+
+def rates_per_draft(rates: list[float] | None, steps: int | None, drafts: int | None) -> list[float] | None:
+    """Acceptance by position over the drafts made. The statistics line divides by accept calls, one per target step
+    once anything drafted, drafts thrown away included (draft_min, p_min): at the seed's p_min 0.9 on the Qwen pair,
+    3 drafts in 79 calls showed 4% at every position for drafts accepted in full. As printed where either count
+    is missing."""
+    if rates is None or not steps or not drafts or any(r is None for r in rates):
+        return rates
+    return [c / drafts for c in counts_from_rates(rates, steps)]
 
 
 def counts_from_rates(rates: list[float], steps: int) -> list[float]:

@@ -246,12 +246,27 @@ def _speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
     text = f"decode {m['decode_tps']:.1f} tok/s"
     if m.get("acceptance") is not None:
         text += f", acceptance {m['acceptance']:.1%}"
+    bound, pct = _roofline(m, p, measuring)
+    label = measuring.bandwidth.label if measuring.bandwidth else ""
+    return text + (f", target passes at {pct:.0f}% of the {bound:.0f}/s {label} bound" if pct is not None else "")
+
+
+def measured_bound_share(record: RunRecord, p: PreparedArm, measuring: MeasurementSettings) -> float | None:
+    """The run's target passes per second as a share (1 = 100%) of a measured (CPU) bandwidth's bound; None where
+    the bandwidth is theoretical (a GPU's) or a figure is missing."""
+    if not record.parsed or not measuring.bandwidth or measuring.bandwidth.label != roofline.MEASURED:
+        return None
+    _, pct = _roofline(record.parsed.metrics, p, measuring)
+    return None if pct is None else pct / 100
+
+
+def _roofline(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> tuple[float | None, float | None]:
     target = p.models.target if p.models else None
     bw = measuring.bandwidth
-    bound, pct = figures.run_roofline(m["decode_tps"], bw.bytes_per_s if bw else None,
-                                      target.decode_bytes if target else None, m.get("n_generated"),
-                                      m.get("n_accepted"))
-    return text + (f", target passes at {pct:.0f}% of the {bound:.0f}/s {bw.label} bound" if pct is not None else "")
+    if not m.get("decode_tps"):
+        return None, None
+    return figures.run_roofline(m["decode_tps"], bw.bytes_per_s if bw else None,
+                                target.decode_bytes if target else None, m.get("n_generated"), m.get("n_accepted"))
 
 
 def _read(path: Path) -> bytes:

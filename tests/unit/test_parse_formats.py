@@ -140,10 +140,12 @@ def test_primary_implementation_gives_mean_len_and_rates():
     text = ("0.01.000.000 I spec common_specu: statistics     ngram-mod: #calls(b,g,a) =    1     40      0, "
             "#gen drafts =      0, #acc drafts =     0, #gen tokens =      0, #acc tokens =     0, dur(b,g,a) = 0.1, 0.2, 0.0 ms\n"
             "0.01.000.001 I spec common_specu: statistics     draft-simple: #calls(b,g,a) =    1     30     20, "
-            "#gen drafts =     10, #acc drafts =     9, #gen tokens =     80, #acc tokens =    50, #mean acc len = 3.50, "
-            "#acc rate/pos = (0.900, 0.500), dur(b,g,a) = 0.001, 10.0, 0.01 ms\n")
+            "#gen drafts =     10, #acc drafts =     9, #gen tokens =     20, #acc tokens =    14, #mean acc len = 1.70, "
+            "#acc rate/pos = (0.450, 0.250), dur(b,g,a) = 0.001, 10.0, 0.01 ms\n")
     p = parse_text(text)
-    assert p.metrics["mean_accept_len"] == 3.5 and p.metrics["accept_rate_per_pos"] == [0.9, 0.5]
+    assert p.metrics["mean_accept_len"] == 1.7  # per accept call, as llama.cpp defines it
+    # by position over the 10 drafts made (the line's rates are over 20 accept calls): 9 and 5 of them
+    assert p.metrics["accept_rate_per_pos"] == pytest.approx([0.9, 0.5])
     assert [s["impl"] for s in p.extra["draft_stats"]] == ["ngram-mod", "draft-simple"]
 
 

@@ -1,0 +1,105 @@
+"""Where a drafting arm's decode time went, and so why it lost: the line under the summary's table.
+
+Pooled over the arm's ok runs, from the build's own figures (store/queries.arm_draft_costs): the end block's tokens
+and decode time, the statistics line's draft duration (`dur(b,g,a)`'s g), draft calls and drafts made. Per generated
+token the arm spent drafting (draft ms / tokens) plus the rest of its passes (verifying the drafts in one target
+batch, sampling, bookkeeping); its speedup is about its reference's ms per token over their sum (the summary's
+speedup pairs runs by repeat; this pools them). A draft call that made no draft (`#calls` g minus `#gen drafts`:
+shorter than draft_min, or cut to nothing by p_min) ran the draft model for nothing; with a draft model that waste
+is named. A verification pass is priced in target steps (its ms without drafting / the reference's ms per token):
+about one on a GPU whose target is memory-bound, several on a CPU, where a batch of k tokens costs nearly k steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TimeSplit:
+    arm: str
+    reference: str
+    ref_ms_per_token: float
+    tokens: int  # generated: one per pass plus the accepted draft tokens
+    passes: int
+    drafted: int
+    accepted: int
+    decode_ms: float
+    draft_ms: float | None  # None where a log printed no draft time
+    draft_calls: int | None = None  # None where a log printed no statistics line
+    drafts_made: int | None = None
+
+    @property
+    def drafting_per_token(self) -> float | None:
+        return None if self.draft_ms is None else self.draft_ms / self.tokens
+
+    @property
+    def rest_per_token(self) -> float:
+        return (self.decode_ms - (self.draft_ms or 0.0)) / self.tokens
+
+    @property
+    def pass_steps(self) -> float | None:
+        """A pass without its drafting, in target steps (the reference's ms per token)."""
+        if self.draft_ms is None:
+            return None
+        return (self.decode_ms - self.draft_ms) / self.passes / self.ref_ms_per_token
+
+    @property
+    def break_even(self) -> float:
+        """The acceptance (accepted / drafted) at which a pass pays for itself here: (k - 1) / g, k a pass in target
+        steps drafting included, g its drafted tokens (analyze/costs); above 1, no acceptance can."""
+        k = self.decode_ms / self.passes / self.ref_ms_per_token
+        return (k - 1) / (self.drafted / self.passes)
+
+    @property
+    def thrown_away(self) -> int | None:
+        if self.draft_calls is None or self.drafts_made is None:
+            return None
+        return max(self.draft_calls - self.drafts_made, 0)
+
+    def fields(self) -> dict:
+        """The summary row's `time_split` (JSON): ms per token by part, passes, draft calls and drafts made."""
+        return {"reference": self.reference, "reference_ms_per_token": self.ref_ms_per_token,
+                "drafting_ms_per_token": self.drafting_per_token, "rest_ms_per_token": self.rest_per_token,
+                "passes": self.passes, "tokens_per_pass": self.tokens / self.passes,
+                "pass_target_steps": self.pass_steps, "draft_calls": self.draft_calls,
+                "drafts_made": self.drafts_made, "drafts_thrown_away": self.thrown_away,
+                "break_even_acceptance": self.break_even}
+
+    def sentence(self, speedup: float, with_draft_model: bool) -> str:
+        """`draft-2 at 0.61x: a token cost 14.8 ms drafting + 42.5 ms verifying and the rest, against 34.8 ms for
+        control:...; 75 of 87 draft calls made no draft (...); a pass yielded 2.71 tokens (123 of 144 drafted
+        accepted) and cost 3.31 target steps besides drafting`."""
+        drafting = self.drafting_per_token
+        parts = (f"{drafting:.1f} ms drafting + {self.rest_per_token:.1f} ms verifying and the rest"
+                 if drafting is not None else f"{self.rest_per_token:.1f} ms (no draft time in its logs)")
+        out = (f"{self.arm} at {speedup:.2f}x: a token cost {parts}, against {self.ref_ms_per_token:.1f} ms for "
+               f"{self.reference}")
+        if with_draft_model and self.thrown_away and self.draft_calls:
+            out += (f"; {self.thrown_away} of {self.draft_calls} draft calls made no draft (shorter than draft_min "
+                    f"or under p_min: the draft model ran for nothing)")
+        if self.pass_steps is not None:
+            out += (f"; a pass yielded {self.tokens / self.passes:.2f} tokens ({self.accepted} of {self.drafted} "
+                    f"drafted accepted) and cost {self.pass_steps:.2f} target steps besides drafting")
+        even = self.break_even
+        return out + (f"; no acceptance could pay here (break-even at {even:.0%})" if even > 1 else
+                      f"; it breaks even at {even:.0%} acceptance here")
+
+
+def time_splits(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], TimeSplit]:
+    """Per (sweep, arm): cost_rows from queries.arm_draft_costs; the summary rows give each arm's reference and
+    its mean decode tok/s. Arms without a reference speed or without a pass are left out."""
+    by_arm = {(r["sweep"], r["arm"]): r for r in summary_rows}
+    out = {}
+    for c in cost_rows:
+        key = (c["sweep_id"], c["arm"])
+        ref = by_arm[key].get("vs") if key in by_arm else None
+        ref_tps = by_arm[(key[0], ref)].get("decode_tps") if ref and (key[0], ref) in by_arm else None
+        if not ref_tps or not c["passes"] or not c["drafted"]:
+            continue
+        out[key] = TimeSplit(arm=key[1], reference=ref, ref_ms_per_token=1000.0 / ref_tps,
+                             tokens=int(c["passes"] + c["accepted"]), passes=int(c["passes"]),
+                             drafted=int(c["drafted"]), accepted=int(c["accepted"]), decode_ms=c["decode_ms"],
+                             draft_ms=c.get("draft_ms"), draft_calls=c.get("draft_calls"),
+                             drafts_made=c.get("drafts_made"))
+    return out

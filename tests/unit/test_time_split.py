@@ -1,0 +1,34 @@
+"""Where a drafting arm's time went (analyze/time_split), from figures of the Qwen2.5-Coder pair's demo on 2 CPU
+cores (sweep 1, draft-seed: 3 runs pooled): the split, the draft calls thrown away, the break-even, the sentence."""
+
+import pytest
+
+from orchestrator.analyze import time_split
+
+# arm_draft_costs' row and the two summary rows it reads: the arm's reference and that reference's speed
+COSTS = {"sweep_id": 1, "arm": "draft-seed", "runs": 3, "decode_ms": 13_120.0, "passes": 86, "drafted": 108,
+         "accepted": 108, "draft_ms": 5_325.0, "draft_calls": 87, "drafts_made": 12}
+SUMMARY = [{"sweep": 1, "arm": "draft-seed", "vs": "control"}, {"sweep": 1, "arm": "control", "decode_tps": 28.7}]
+
+
+def test_the_split_adds_up_to_the_arms_time_and_names_what_was_thrown_away():
+    (split,) = time_split.time_splits([COSTS], SUMMARY).values()
+    assert split.tokens == 86 + 108 and split.thrown_away == 87 - 12
+    assert split.drafting_per_token + split.rest_per_token == pytest.approx(13_120 / 194)
+    assert split.pass_steps == pytest.approx((13_120 - 5_325) / 86 / (1000 / 28.7))
+    k = 13_120 / 86 / (1000 / 28.7)
+    assert split.break_even == pytest.approx((k - 1) / (108 / 86))
+    text = split.sentence(0.51, with_draft_model=True)
+    assert text.startswith("draft-seed at 0.51x: a token cost 27.4 ms drafting + 40.2 ms verifying and the rest, "
+                           "against 34.8 ms for control; 75 of 87 draft calls made no draft")
+    assert "a pass yielded 2.26 tokens (108 of 108 drafted accepted)" in text
+    assert "no acceptance could pay here (break-even at" in text
+    assert "draft calls" not in split.sentence(0.51, with_draft_model=False)  # an n-gram lookup that finds nothing
+
+
+def test_an_arm_without_a_reference_speed_or_a_pass_has_no_split():
+    assert time_split.time_splits([COSTS], SUMMARY[:1]) == {}
+    assert time_split.time_splits([{**COSTS, "passes": 0}], SUMMARY) == {}
+    no_stats = time_split.time_splits([{**COSTS, "draft_ms": None, "draft_calls": None}], SUMMARY)[(1, "draft-seed")]
+    assert no_stats.pass_steps is None and no_stats.thrown_away is None
+    assert "no draft time in its logs" in no_stats.sentence(0.5, with_draft_model=True)
