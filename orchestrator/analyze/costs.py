@@ -111,6 +111,25 @@ class StepCost:
         return self.break_even <= 1
 
 
+def withheld(cost: StepCost | None, row: dict) -> str | None:
+    """Why a drafting arm shows no predicted speedup (None where it shows one): the summary's JSON says it."""
+    if row.get("predicted_speedup") is not None:
+        return None
+    if cost is None:
+        return "no step cost: no ok run drafted, or its reference has no speed"
+    predicted = cost.predicted_speedup
+    if predicted is None:
+        return "its logs print no draft time (server mode, or an era without the statistics line)"
+    measured = row.get("speedup")
+    if not measured:
+        return f"nothing measured to check the model's {predicted:.2f}x by"
+    verify = ("verification priced at one target step (no other drafting arm of this target in the sweep to "
+              "measure it)" if cost.verify_slope is None else
+              f"verification priced at {cost.modelled_verify_cost:.2f} target steps from the sweep's other arms")
+    return (f"the model's {predicted:.2f}x is not within {PREDICTION_TOLERANCE:.0%} of the measured "
+            f"{measured:.2f}x nor inside its interval; {verify}")
+
+
 def step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
     """Per (sweep, arm): cost_rows from queries.arm_draft_costs; summary_rows (analyze/summary) give each arm's
     reference (`vs`) and that reference's mean decode tok/s. Arms without a reference speed are left out. Each

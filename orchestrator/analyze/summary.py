@@ -81,6 +81,8 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
         row["predicted_speedup_unchecked"] = cost.predicted_speedup if cost else None  # JSON only
         row["predicted_speedup"] = cost.checked_prediction(row["speedup"], row["speedup_low"],
                                                            row["speedup_high"]) if cost else None
+        speculated = row["drafted"] or row["idle"]  # an arm that speculates (idle: it drafted nothing)
+        row["prediction_withheld"] = costs.withheld(cost, row) if speculated else None  # JSON only
         split = splits.get(key)
         row["time_split"] = split.fields() if split else None  # JSON only
         lost = split and row["speedup"] is not None and row["speedup"] < 1
@@ -142,7 +144,7 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
                                    gpu=row["used_gpu"], other_target=row.pop("other_target"),
                                    outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
                                    first_diff_char=row["first_diff_char"],
-                                   first_diff_token=row["first_diff_token"],
+                                   first_diff_token=row["first_diff_token"], generated=row.get("generated_max"),
                                    looped=0 if row["length_of"] else row["looped"],  # said of its arm
                                    loop_share=row["loop_share"], tokens=_tokens(row),
                                    roofline=(row["roofline_pct"], row["bound_tps"], row["bound_label"]))

@@ -28,6 +28,12 @@ class TimeSplit:
     draft_ms: float | None  # None where a log printed no draft time
     draft_calls: int | None = None  # None where a log printed no statistics line
     drafts_made: int | None = None
+    sampling_ms: float | None = None  # the target's sampling (its perf block), part of the rest
+
+    @property
+    def draft_ms_per_drafted(self) -> float | None:
+        """The draft's own time per drafted token (the calls that made no draft included: they ran too)."""
+        return None if self.draft_ms is None else self.draft_ms / self.drafted
 
     @property
     def drafting_per_token(self) -> float | None:
@@ -64,15 +70,22 @@ class TimeSplit:
                 "passes": self.passes, "tokens_per_pass": self.tokens / self.passes,
                 "pass_target_steps": self.pass_steps, "draft_calls": self.draft_calls,
                 "drafts_made": self.drafts_made, "drafts_thrown_away": self.thrown_away,
+                "draft_ms_per_drafted_token": self.draft_ms_per_drafted,
+                "sampling_ms_per_token": None if self.sampling_ms is None else self.sampling_ms / self.tokens,
                 "break_even_acceptance": self.break_even}
 
     def sentence(self, speedup: float, with_draft_model: bool) -> str:
         """`draft-2 at 0.61x: a token cost 14.8 ms drafting + 42.5 ms verifying and the rest, against 34.8 ms for
         control:...; 75 of 87 draft calls made no draft (...); a pass yielded 2.71 tokens (123 of 144 drafted
         accepted) and cost 3.31 target steps besides drafting`."""
-        drafting = self.drafting_per_token
-        parts = (f"{drafting:.1f} ms drafting + {self.rest_per_token:.1f} ms verifying and the rest"
-                 if drafting is not None else f"{self.rest_per_token:.1f} ms (no draft time in its logs)")
+        drafting, rest = self.drafting_per_token, self.rest_per_token
+        if self.sampling_ms is not None and self.sampling_ms / self.tokens < rest:
+            sampling = self.sampling_ms / self.tokens
+            rest_text = f"{rest - sampling:.1f} ms verifying and the rest + {sampling:.1f} ms sampling"
+        else:
+            rest_text = f"{rest:.1f} ms verifying and the rest"
+        parts = (f"{drafting:.1f} ms drafting + {rest_text}" if drafting is not None
+                 else f"{rest:.1f} ms (no draft time in its logs)")
         out = (f"{self.arm} at {speedup:.2f}x: a token cost {parts}, against {self.ref_ms_per_token:.1f} ms for "
                f"{self.reference}")
         if with_draft_model and self.thrown_away and self.draft_calls:
@@ -82,8 +95,11 @@ class TimeSplit:
             out += (f"; a pass yielded {self.tokens / self.passes:.2f} tokens ({self.accepted} of {self.drafted} "
                     f"drafted accepted) and cost {self.pass_steps:.2f} target steps besides drafting")
         even = self.break_even
-        return out + (f"; no acceptance could pay here (break-even at {even:.0%})" if even > 1 else
-                      f"; it breaks even at {even:.0%} acceptance here")
+        # the pre-flight's break-even (models/draft_cost) prices a pass at one target step besides drafting
+        assumed = ", where the pre-flight's assumed one target step a pass" \
+            if self.pass_steps is not None and self.pass_steps > 1.5 else ""
+        return out + (f"; no acceptance could pay here (break-even at {even:.0%}{assumed})" if even > 1 else
+                      f"; it breaks even at {even:.0%} acceptance here{assumed}")
 
 
 def time_splits(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], TimeSplit]:
@@ -101,5 +117,5 @@ def time_splits(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[i
                              tokens=int(c["passes"] + c["accepted"]), passes=int(c["passes"]),
                              drafted=int(c["drafted"]), accepted=int(c["accepted"]), decode_ms=c["decode_ms"],
                              draft_ms=c.get("draft_ms"), draft_calls=c.get("draft_calls"),
-                             drafts_made=c.get("drafts_made"))
+                             drafts_made=c.get("drafts_made"), sampling_ms=c.get("sampling_ms"))
     return out

@@ -126,6 +126,9 @@ def _notes(rows: list[dict]) -> list[str]:
                  for r in rows if r.get("is_control") and not r["ok_runs"]]
     noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
              if (codes := [c for c in (r["warnings"] or "").split(",") if c and c not in SAID_APART])]
+    # Greedy text that changed under drafting (batched verification): a finding, and what the speedup still compares
+    differs = [f"{r['arm']} from token {r['first_diff_token']}" + (f" of {n}" if (n := r.get("generated_max")) else "")
+               for r in rows if r.get("outputs_differ") and r.get("first_diff_token") is not None]
     # Where a drafting arm's time went, from the build's own statistics (analyze/time_split): why it lost
     slower = [r["why_slower"] for r in rows if r.get("why_slower") and not (r["idle"] and r["idle"] == r["ok_runs"])]
     out = []
@@ -136,4 +139,7 @@ def _notes(rows: list[dict]) -> list[str]:
             out.append(f"{label} {', '.join(names)}.")
         if label == "Program difference:" and slower:  # each arm's reason is a sentence of its own
             out.append("Why slower: " + " ".join(f"{reason}." for reason in slower))
+        if label == "Program difference:" and differs:
+            out.append(f"Text differs from the control's: {', '.join(differs)} (batched verification flipped a near "
+                       f"tie; the speedup compares the same number of tokens, not the same text after it).")
     return out

@@ -28,8 +28,9 @@ The rules (each a constant below, with its code for JSON and its message templat
 - below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
 - output_differs: at temperature 0, outputs of the arm differ from those of the same program and target drafting
   nothing (its control's, or the baseline's where it runs the same program), for the same repeat and prompt
-  (store/parity.py counts them per run): greedy speculation verifies every token against the target, so the text
-  should not change.
+  (store/parity.py counts them per run): in exact arithmetic greedy speculation keeps the target's text, but a
+  batched verification can flip a near tie; the message names the first differing token and the share of the text
+  after it, and the verdict says so ("Text differs").
 - degenerate_loop: ok runs whose generated text loops (parse/repetition.py: in the last half of the generated text,
   LOOP_SHARE or more of the 4-grams repeat earlier ones, and the prompt did not ask for the repetition). A method
   that copies earlier text is accepted almost in full on a loop, so the speed says nothing about text a user wants:
@@ -104,9 +105,11 @@ OTHER_TARGET = WarningKind(
     gist="another target model than what it is compared with: no speedup shown")
 OUTPUT_DIFFERS = WarningKind(
     "output_differs", "{counted} outputs differ at temperature 0 from the same program and target's without drafting "
-    "(its control's, or the baseline's where it runs the same program){where}: greedy speculation should not "
-    "change the text; compare the runs' outputs (orch show RUN prints a run's output), and suspect the build or "
-    "backend (a batched verification that computes differently from single-token decoding)",
+    "(its control's, or the baseline's where it runs the same program){where}: in exact arithmetic a greedy draft "
+    "cannot change the target's text, but verifying a batch computes the target's logits in another order than "
+    "decoding one token, and a near tie can flip: a finding about this build and backend, not noise; its speedup "
+    "still compares the same number of tokens, not the same text after that token (orch show RUN prints a run's "
+    "output)",
     gist="outputs differ at temperature 0 from the same program's without drafting")
 DEGENERATE_LOOP = WarningKind(
     "degenerate_loop", "{looped} of {ok} ok runs generated text that loops ({share:.0%} of the 4-grams in its last "
@@ -134,7 +137,8 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
                  accepted: int | None = None, cv: float | None = None, idle: int = 0, ok: int = 0,
                  gpu: bool = False, idle_draft: bool = False, other_target: tuple[str, str, str] | None = None,
                  outputs_differ: int | None = None, outputs_compared: int | None = None,
-                 first_diff_char: int | None = None, first_diff_token: int | None = None, looped: int = 0,
+                 first_diff_char: int | None = None, first_diff_token: int | None = None,
+                 generated: int | None = None, looped: int = 0,
                  loop_share: float | None = None,
                  tokens: tuple[int, int, tuple[int, int], tuple[int, int]] | None = None,
                  roofline: tuple[float, float, str] | None = None) -> list[StatWarning]:
@@ -179,8 +183,11 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
         out.append(StatWarning(BELOW_BREAK_EVEN.code, BELOW_BREAK_EVEN.template.format(
             acceptance=acceptance, break_even=sweep_break_even)))
     if outputs_differ:
-        token = f"token {first_diff_token}, " if first_diff_token is not None else ""
-        where = f" (the first at {token}character {first_diff_char} of the generated text)" \
+        token = f"token {first_diff_token}{f' of {generated}' if generated else ''}, " \
+            if first_diff_token is not None else ""
+        after = f": the last {1 - first_diff_token / generated:.0%} of the text differs" \
+            if first_diff_token is not None and generated and first_diff_token <= generated else ""
+        where = f" (the first at {token}character {first_diff_char} of the generated text{after})" \
             if first_diff_char is not None else ""
         out.append(StatWarning(OUTPUT_DIFFERS.code, OUTPUT_DIFFERS.template.format(
             counted=f"{outputs_differ} of {outputs_compared}" if outputs_compared else outputs_differ, where=where)))

@@ -253,8 +253,12 @@ def _speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
 
 def measured_bound_share(record: RunRecord, p: PreparedArm, measuring: MeasurementSettings) -> float | None:
     """The run's target passes per second as a share (1 = 100%) of a measured (CPU) bandwidth's bound; None where
-    the bandwidth is theoretical (a GPU's) or a figure is missing."""
+    the bandwidth is theoretical (a GPU's), a figure is missing, or the target is smaller than the benchmark's
+    buffer (a tiny model decodes from the CPU's caches, faster than memory: no measure of the memory)."""
     if not record.parsed or not measuring.bandwidth or measuring.bandwidth.label != roofline.MEASURED:
+        return None
+    target = p.models.target if p.models else None
+    if not target or not target.decode_bytes or target.decode_bytes < roofline.DEFAULT_COPY_BYTES:
         return None
     _, pct = _roofline(record.parsed.metrics, p, measuring)
     return None if pct is None else pct / 100

@@ -79,8 +79,10 @@ _STAT = "list_sum(CAST(json_extract(m.extra, '$.draft_stats[*].{}') AS BIGINT[])
 def arm_draft_costs(con: Con, sweep_ids: list[int]) -> list[dict]:
     """Per sweep and arm that drafted: view run_draft_cost pooled over its ok runs (draft time only when every
     run's log gave one), with the statistics line's draft calls and the drafts they made (calls that made none:
-    thrown away by draft_min or p_min after the draft model ran), where every run's log gave them. list_contains, not IN (SELECT unnest(...)): DuckDB pushes it into the view, so one sweep's
-    summary reads that sweep's logs' figures, not every stored run's (0.007 s against 0.07 s at 49k runs)."""
+    thrown away by draft_min or p_min after the draft model ran) and the target's sampling time (its perf block),
+    where every run's log gave them. list_contains, not IN (SELECT unnest(...)): DuckDB pushes it into the view, so
+    one sweep's summary reads that sweep's logs' figures, not every stored run's (0.007 s against 0.07 s at 49k
+    runs)."""
     return rows_as_dicts(con.execute(f"""
         SELECT c.sweep_id, c.arm, count(*) AS runs, sum(c.decode_ms) AS decode_ms, sum(c.passes) AS passes,
                sum(c.drafted) AS drafted, sum(c.accepted) AS accepted,
@@ -88,7 +90,9 @@ def arm_draft_costs(con: Con, sweep_ids: list[int]) -> list[dict]:
                CASE WHEN count({_STAT.format("calls_gen")}) = count(*) THEN sum({_STAT.format("calls_gen")}) END
                    AS draft_calls,
                CASE WHEN count({_STAT.format("gen_drafts")}) = count(*) THEN sum({_STAT.format("gen_drafts")}) END
-                   AS drafts_made
+                   AS drafts_made,
+               CASE WHEN count(m.extra->>'sampling_ms') = count(*) THEN sum(CAST(m.extra->>'sampling_ms' AS DOUBLE))
+               END AS sampling_ms
         FROM run_draft_cost c JOIN metrics m ON m.run_id = c.run_id
         WHERE list_contains(?::INTEGER[], c.sweep_id) GROUP BY c.sweep_id, c.arm""", [sweep_ids]))
 

@@ -99,13 +99,18 @@ def from_names(names: list[str], *, baseline: dict, backend: str, variables: dic
         if spec.get("needs") and variables.get(spec["needs"]) in (None, ""):
             notes.append(f"space {name} needs `{spec['needs']}` set (--set {spec['needs']}=FILE): left out")
             continue
-        grids += [expand_ranges(g, f"space {name}") for g in spec.get("grid", [])]
-        axes.update({k: _cores() if v == "cores" else v for k, v in spec.get("all", {}).items()})
+        grids += [expand_ranges(_with_cores(g), f"space {name}") for g in spec.get("grid", [])]
+        axes.update(_with_cores(spec.get("all", {})))
     if not grids and not axes:
         raise InvalidOption(f"--space {','.join(names)}: nothing to race on this build ({'; '.join(notes)})")
     space = limited(Space(combine(grids, expand_ranges(axes, "space"), baseline), ",".join(names), notes),
                     DEFAULT_SAMPLE)
     return space
+
+
+def _with_cores(axes: dict) -> dict:
+    """The axes with "cores" filled in from this machine (1, half the cores, all of them)."""
+    return {k: _cores() if v == "cores" else v for k, v in axes.items()}
 
 
 def _cores() -> list[int]:

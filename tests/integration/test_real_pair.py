@@ -118,3 +118,48 @@ def test_the_readme_shows_what_make_demo_runs_and_prints_on_the_pair(pair_run):
     assert [a for a in first_sweep if "~" not in a] == [a for a in printed["arms"] if "~" not in a]
     assert shown["verdicts"][0] == printed["verdicts"][0]  # one sweep alone prints no title line
     assert {"arm", "decode_tps", "acceptance", "speedup", "speedup_ci95", "warnings"} <= set(shown["header"])
+
+
+SERVER_SPEC = ROOT / "recipes" / "server_spec.j2"
+CODE_PROMPTS = [{"id": "fib", "category": "code", "prompt": "def fibonacci(n: int) -> list[int]:\n"},
+                {"id": "sort", "category": "code", "prompt": "def bubble_sort(items: list[int]) -> list[int]:\n"},
+                {"id": "rev", "category": "code", "prompt": "def reverse_words(text: str) -> str:\n"},
+                {"id": "even", "category": "code", "prompt": "def is_even(n: int) -> bool:\n"}]
+
+
+@pytest.mark.parametrize("clients", [1, 4])
+def test_llama_server_with_the_real_draft_drafts_per_request_and_keeps_the_servers_text(orch_exe, cache_env,
+                                                                                        pair_dir, real_build,
+                                                                                        tmp_path, clients):
+    """llama-server --model-draft on the pair, one client and four: every request's drafted and accepted counts and
+    timings are stored, its text is compared with the same server's without a draft (a difference located), and
+    the summary's verdict follows the same rules as the CLI's."""
+    prompts = tmp_path / "code.jsonl"
+    prompts.write_text("".join(json.dumps(p) + "\n" for p in CODE_PROMPTS))
+    env = {**cache_env, "ORCH_MODELS": str(pair_dir), "ORCH_DB": str(tmp_path / "results.duckdb")}
+    res = run_orch(orch_exe, "run", str(SERVER_SPEC), "--build", COMMIT, "--set",
+                   "target=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "--set",
+                   "draft=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "--set", "ngl=0", "--set", "ngld=0", "--set",
+                   "ctx=1024", "--set", "draft_max=2", "--set", "p_min=0.5", "--set", "threads=1", "--set",
+                   "n_predict=24", "--set", f"prompt_set={prompts}", "--set", f"concurrency={clients}", env=env,
+                   timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    requests = db_rows(env, """
+        SELECT r.arm, q.client, q.draft_n, q.draft_n_accepted, q.predicted_n, q.predicted_ms, q.output_chars
+        FROM runs r JOIN requests q ON q.run_id = r.id WHERE r.status = 'ok'""")
+    drafted = [q for q in requests if q["arm"] == "draft"]
+    assert len(drafted) == len(CODE_PROMPTS) and len({q["client"] for q in drafted}) == clients
+    assert all(q["draft_n"] > 0 and q["predicted_n"] > 0 and q["predicted_ms"] > 0 for q in drafted)
+    assert sum(q["draft_n_accepted"] for q in drafted) > 0  # the same-family draft agrees with its target on code
+    assert all(q["draft_n"] == 0 for q in requests if q["arm"] == "baseline")
+    (draft,) = db_rows(env, "SELECT m.outputs_compared, m.outputs_differ, m.first_diff_char FROM runs r "
+                            "JOIN metrics m ON m.run_id = r.id WHERE r.arm = 'draft'")
+    assert draft["outputs_compared"] == len(CODE_PROMPTS)  # every request against the server without a draft
+    assert (draft["first_diff_char"] is not None) == bool(draft["outputs_differ"])
+    rows = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "1", "--format", "json", env=env).stdout)}
+    assert rows["draft"]["vs"] == "baseline" and rows["draft"]["speedup"] > 0  # the same server, drafting nothing
+    assert rows["draft"]["acceptance"] is not None and rows["draft"]["drafted"] > 0
+    verdict = " ".join(run_orch(orch_exe, "summary", "1", env=env).stdout.split("verdict: ", 1)[1].split())
+    assert verdict.startswith(f"sweep 1 (server_spec.j2, {COMMIT}-cpu): ")
+    if not rows["ngram"]["drafted"]:  # an n-gram arm that found nothing to draft is never the best arm
+        assert "best ngram" not in verdict and "ngram at" not in verdict.split(". ")[0]

@@ -69,7 +69,7 @@ def test_recipe_a_runs_and_stores_metrics_matching_the_log(orch_exe, env):
             assert run["eval_ms"] == pytest.approx(float(eval_line.group(1)))
             assert run["acceptance"] is None and run["n_drafted"] is None
     assert "speedup" in res.stdout and "draft" in res.stdout  # the per-arm table read back from DuckDB
-    assert res.stdout.rstrip().splitlines()[-1].startswith("verdict: sweep 1 (recipe_a.j2, 0c1e57098-cpu): ")
+    assert res.stdout.rsplit("\nverdict: ", 1)[-1].startswith("sweep 1 (recipe_a.j2, 0c1e57098-cpu): ")
     # The sweep's end kept its summary, current: `orch summary` reads it and prints what the run printed last
     assert db_rows(env, "SELECT sweep_id, arms FROM sweep_summaries") == [{"sweep_id": 1, "arms": 3}]
     assert _current(env) == {1}

@@ -122,7 +122,8 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
         res = run_orch(orch_exe, "run", str(SPEC_MATRIX), "--build", build, "--vars", TINY_VARS, "--repeat", "1",
                        "--set", "n_predict=48", env=env, timeout=900)
         assert res.returncode == 0, res.stderr
-    rows = db_rows(env, "SELECT s.build_name, r.arm, r.status, r.failure_class, r.failure_detail FROM runs r "
+    # measured_runs: a slot's newest run (one whose log lost its tail runs again: sweep.lost_its_tail)
+    rows = db_rows(env, "SELECT s.build_name, r.arm, r.status, r.failure_class, r.failure_detail FROM measured_runs r "
                         f"JOIN sweeps s ON s.id = r.sweep_id WHERE r.{PLANNED} ORDER BY r.id")
     new = [r for r in rows if r["build_name"].startswith("0c1e")]
     old = [r for r in rows if r["build_name"].startswith("f49e")]
@@ -223,7 +224,7 @@ def test_two_builds_in_one_sweep_alternate_and_compare_pairs_them(orch_exe, two_
     assert {r["reference_arm"] for r in runs if r["arm"] == f"{new}/draft"} == \
         {f"{new}/control:llama-speculative-simple"}
     # The summary names both builds; the verdict says how the builds' plain decoding compares, never as a win
-    verdict = res.stdout.strip().splitlines()[-1]
+    verdict = "verdict: " + " ".join(res.stdout.split("\nverdict: ")[-1].split())  # unwrapped
     assert verdict.startswith(f"verdict: sweep 1 (recipe_a.j2, {old} and {new}, interleaved): ")
     assert f"Builds, plain decoding: {new}/baseline runs at " in verdict and f"{new}/baseline at" not in verdict
     # Every view with a build column, the summary and `orch runs` name each run's own build and commit (the sweep

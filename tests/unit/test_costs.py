@@ -270,3 +270,19 @@ def test_verification_is_costed_from_the_other_arms_of_the_sweep():
     alone = found[(1, "other")]
     assert alone.verify_slope is None and alone.predicted_speedup == pytest.approx(5.0)  # E / (0 + 1)
     assert alone.checked_prediction(alone.speedup_at(1.0)) is None  # measured 5 / 9: withheld
+
+
+def test_a_drafting_arm_without_a_prediction_says_why():
+    rows = [{"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
+            {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 90.0}]
+    cost = costs.step_costs([{"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "decode_ms": 300.0,
+                              "draft_ms": 200.0, "accepted": 20}], rows)[(1, "draft")]
+    predicted = cost.predicted_speedup  # verification at one target step: the only drafting arm
+    assert costs.withheld(cost, {"predicted_speedup": predicted, "speedup": predicted}) is None
+    far = costs.withheld(cost, {"predicted_speedup": None, "speedup": predicted / 2})
+    assert far == (f"the model's {predicted:.2f}x is not within 25% of the measured {predicted / 2:.2f}x nor inside "
+                   f"its interval; verification priced at one target step (no other drafting arm of this target "
+                   f"in the sweep to measure it)")
+    assert "no ok run drafted" in costs.withheld(None, {"predicted_speedup": None})
+    no_time = costs.replace(cost, draft_cost=None)
+    assert "print no draft time" in costs.withheld(no_time, {"predicted_speedup": None, "speedup": 0.5})

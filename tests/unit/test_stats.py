@@ -262,4 +262,9 @@ def test_output_differs_names_the_count_and_where():
     # Rows stored before the count of compared outputs (server runs, outputs_differ only): the count alone.
     [old] = warnings.warnings_for([100.0], outputs_differ=2)
     assert old.message.startswith("2 outputs differ at temperature 0 from the same program and target's without "
-                                   "drafting (its control's, or the baseline's where it runs the same program): greedy")
+                                   "drafting (its control's, or the baseline's where it runs the same program): in "
+                                   "exact arithmetic")
+    [located] = warnings.warnings_for([100.0], outputs_differ=1, outputs_compared=1, first_diff_char=90,
+                                      first_diff_token=16, generated=64)
+    assert "(the first at token 16 of 64, character 90 of the generated text: the last 75% of the text differs)" \
+        in located.message and "its speedup still compares the same number of tokens" in located.message

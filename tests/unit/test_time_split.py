@@ -23,6 +23,7 @@ def test_the_split_adds_up_to_the_arms_time_and_names_what_was_thrown_away():
                            "against 34.8 ms for control; 75 of 87 draft calls made no draft")
     assert "a pass yielded 2.26 tokens (108 of 108 drafted accepted)" in text
     assert "no acceptance could pay here (break-even at" in text
+    assert "where the pre-flight's assumed one target step a pass)" in text  # 2.6 steps here
     assert "draft calls" not in split.sentence(0.51, with_draft_model=False)  # an n-gram lookup that finds nothing
 
 
@@ -32,3 +33,10 @@ def test_an_arm_without_a_reference_speed_or_a_pass_has_no_split():
     no_stats = time_split.time_splits([{**COSTS, "draft_ms": None, "draft_calls": None}], SUMMARY)[(1, "draft-seed")]
     assert no_stats.pass_steps is None and no_stats.thrown_away is None
     assert "no draft time in its logs" in no_stats.sentence(0.5, with_draft_model=True)
+
+
+def test_the_targets_sampling_time_is_split_out_of_the_rest_where_its_perf_block_gave_it():
+    (split,) = time_split.time_splits([{**COSTS, "sampling_ms": 194.0}], SUMMARY).values()
+    assert "+ 39.2 ms verifying and the rest + 1.0 ms sampling, against" in split.sentence(0.51, True)
+    assert split.fields()["sampling_ms_per_token"] == 1.0
+    assert split.fields()["draft_ms_per_drafted_token"] == pytest.approx(5_325 / 108)

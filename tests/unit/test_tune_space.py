@@ -56,7 +56,14 @@ def test_builtin_spaces_follow_the_build_and_the_variables():
     cuda = space.from_names(["ngram-mod", "gpu"], baseline=BASELINE, backend="cuda", variables={})
     assert all(g["ngl"] and g["cache_type"] for g in cuda.grids)
     with_draft = space.from_names(["draft-simple"], baseline=BASELINE, backend="cpu", variables={"draft": "d.gguf"})
-    assert len(_names(with_draft.grids)) == 24
+    # 96 cells (6 windows x 4 draft_min x 4 p_min) sampled reproducibly, every value of every axis kept
+    assert len(_names(with_draft.grids)) <= space.DEFAULT_SAMPLE and "96 candidates sampled" in with_draft.notes[0]
+    for axis, values in (("draft_max", {1, 2, 3, 4, 8, 16}), ("draft_min", {0, 1, 2, 5}), ("p_min", {0.0, 0.5, 0.8, 0.9})):
+        assert {g[axis][0] for g in with_draft.grids} == values, axis
+    model = space.from_names(["draft-model"], baseline=BASELINE, backend="cpu", variables={"draft": "d.gguf"})
+    (grid,) = model.grids  # the draft's threads from this machine's cores, its KV cache type
+    assert (grid["threads_draft"], grid["cache_type_draft"], grid["draft_max"]) == (space._cores(), ["f16", "q8_0"],
+                                                                                   [2, 4])
     with pytest.raises(InvalidOption, match="no such built-in space"):
         space.from_names(["ngram-moo"], baseline=BASELINE, backend="cpu", variables={})
     with pytest.raises(InvalidOption, match="nothing to race"):
@@ -96,10 +103,22 @@ def test_a_draft_given_with_set_brings_the_draft_space_in(tmp_path):
     cpu = SimpleNamespace(backend="cpu")
     given = session.TuneRequest(recipe=RECIPE, space="draft-simple", overrides=("draft=d.gguf",))
     grids, _, notes = session._space(given, cpu)
-    assert len(_names(grids)) == 24 and not notes
+    assert len(_names(grids)) == len(_names(space.from_names(["draft-simple"], baseline=BASELINE, backend="cpu",
+                                                             variables={"draft": "d.gguf"}).grids)) \
+        and all("sampled" in n for n in notes)
     vars_file = tmp_path / "v.toml"
     vars_file.write_text('draft = "d.gguf"\n')
     assert len(_names(session._space(session.TuneRequest(recipe=RECIPE, space="draft-simple", vars_file=vars_file),
-                                     cpu)[0])) == 24
+                                     cpu)[0])) == len(_names(grids))
     grids, _, notes = session._space(session.TuneRequest(recipe=RECIPE, space="draft-simple,ngram-cache"), cpu)
     assert "left out" in notes[0] and _names(grids) == ["ngram-cache"]
+
+
+def test_the_draft_model_space_renders_the_drafts_threads_and_kv_type():
+    spaced = space.from_names(["draft-model"], baseline=BASELINE, backend="cpu", variables={"draft": "d.gguf"})
+    plan = load(RECIPE, builtins={"bin": "/BIN", "build": {}}, overrides=("draft=d.gguf",), space=spaced.grids)
+    drafting = [a for a in plan.arms if "-md" in a.argv]
+    assert len(drafting) == 2 * len(space._cores()) * 2
+    for arm in drafting:
+        td, kv = arm.argv[arm.argv.index("-td") + 1], arm.argv[arm.argv.index("-ctkd") + 1]
+        assert int(td) in space._cores() and kv in ("f16", "q8_0") and arm.argv[arm.argv.index("-ctvd") + 1] == kv
