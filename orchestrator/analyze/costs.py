@@ -156,15 +156,21 @@ def leave_one_out_slopes(costs: dict[tuple[int, str], tuple[str | None, StepCost
     return out
 
 
-def _step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
+def with_reference(cost_rows: list[dict], summary_rows: list[dict]):
+    """(key, cost row, reference arm, its mean decode tok/s) for each queries.arm_draft_costs row whose arm has a
+    reference with a speed and whose runs made a pass that drafted; the others are left out."""
     by_arm = {(r["sweep"], r["arm"]): r for r in summary_rows}
-    out = {}
     for c in cost_rows:
         key = (c["sweep_id"], c["arm"])
         ref = by_arm[key].get("vs") if key in by_arm else None
         ref_tps = by_arm[(key[0], ref)].get("decode_tps") if ref and (key[0], ref) in by_arm else None
-        if not ref_tps or not c["passes"] or not c["drafted"]:
-            continue
+        if ref_tps and c["passes"] and c["drafted"]:
+            yield key, c, ref, ref_tps
+
+
+def _step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
+    out = {}
+    for key, c, ref, ref_tps in with_reference(cost_rows, summary_rows):
         t = 1000.0 / ref_tps
         g = c["drafted"] / c["passes"]
         k = c["decode_ms"] / c["passes"] / t

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.analyze.costs import with_reference
+
 
 @dataclass(frozen=True)
 class TimeSplit:
@@ -105,14 +107,8 @@ class TimeSplit:
 def time_splits(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], TimeSplit]:
     """Per (sweep, arm): cost_rows from queries.arm_draft_costs; the summary rows give each arm's reference and
     its mean decode tok/s. Arms without a reference speed or without a pass are left out."""
-    by_arm = {(r["sweep"], r["arm"]): r for r in summary_rows}
     out = {}
-    for c in cost_rows:
-        key = (c["sweep_id"], c["arm"])
-        ref = by_arm[key].get("vs") if key in by_arm else None
-        ref_tps = by_arm[(key[0], ref)].get("decode_tps") if ref and (key[0], ref) in by_arm else None
-        if not ref_tps or not c["passes"] or not c["drafted"]:
-            continue
+    for key, c, ref, ref_tps in with_reference(cost_rows, summary_rows):
         out[key] = TimeSplit(arm=key[1], reference=ref, ref_ms_per_token=1000.0 / ref_tps,
                              tokens=int(c["passes"] + c["accepted"]), passes=int(c["passes"]),
                              drafted=int(c["drafted"]), accepted=int(c["accepted"]), decode_ms=c["decode_ms"],
