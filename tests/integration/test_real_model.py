@@ -72,10 +72,11 @@ DEMO_SWEEPS = {"code_edit": 1, "repeat_list": 2, "open_prose": 3, "short_fact": 
 
 
 def _verdict(orch_exe, workload, env) -> str:
-    """The verdict line `orch run` ends with (the same summary of the sweep)."""
+    """The verdict `orch run` ends with (the same summary of the sweep), whole: a long one (a "Why slower" sentence
+    per losing arm) wraps onto more lines even at COLUMNS=1000."""
     res = run_orch(orch_exe, "summary", str(DEMO_SWEEPS[workload]), env=env)
     assert res.returncode == 0, res.stderr
-    return res.stdout.splitlines()[-1]
+    return "verdict: " + " ".join(res.stdout.rsplit("\nverdict: ", 1)[-1].split())
 
 
 def _runs(env, sweep_id):
