@@ -265,7 +265,8 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
         ray.shutdown()
         add_node(cluster)
     with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
-        slots = con.execute(f"SELECT arm, repeat_index, status, failure_class FROM runs WHERE {PLANNED} "
+        # measured_runs: each slot's newest run (a run whose log lost its tail ran again beside its failed attempt)
+        slots = con.execute(f"SELECT arm, repeat_index, status, failure_class FROM measured_runs WHERE {PLANNED} "
                             "ORDER BY 1, 2").fetchall()
     assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(2))
     lost = [s for s in slots if s[3] == "node_lost"]
