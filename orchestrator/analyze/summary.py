@@ -70,7 +70,7 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
         energy_rows, cost_rows = side.result()
     energy = costs.arm_energy(energy_rows)
     step = costs.step_costs(cost_rows, rows)
-    splits = time_split.time_splits(cost_rows, rows)
+    splits = time_split.time_splits(cost_rows, rows, step)
     measured = quality.arm_quality(con, sweep_ids)
     for row in rows:
         key = (row["sweep"], row["arm"])

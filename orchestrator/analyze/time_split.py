@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.analyze.costs import with_reference
+from orchestrator.analyze.costs import StepCost, with_reference
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class TimeSplit:
     accepted: int
     decode_ms: float
     draft_ms: float | None  # None where a log printed no draft time
+    cost: StepCost  # the same arm's step cost (analyze/costs): v and the break-even come from it
     draft_calls: int | None = None  # None where a log printed no statistics line
     drafts_made: int | None = None
     sampling_ms: float | None = None  # the target's sampling (its perf block), part of the rest
@@ -47,17 +48,14 @@ class TimeSplit:
 
     @property
     def pass_steps(self) -> float | None:
-        """A pass without its drafting, in target steps (the reference's ms per token)."""
-        if self.draft_ms is None:
-            return None
-        return (self.decode_ms - self.draft_ms) / self.passes / self.ref_ms_per_token
+        """A pass without its drafting, in target steps (the reference's ms per token): the step cost's v."""
+        return self.cost.verify_cost
 
     @property
     def break_even(self) -> float:
-        """The acceptance (accepted / drafted) at which a pass pays for itself here: (k - 1) / g, k a pass in target
-        steps drafting included, g its drafted tokens (analyze/costs); above 1, no acceptance can."""
-        k = self.decode_ms / self.passes / self.ref_ms_per_token
-        return (k - 1) / (self.drafted / self.passes)
+        """The acceptance (accepted / drafted) at which a pass pays for itself here (analyze/costs); above 1, no
+        acceptance can."""
+        return self.cost.break_even
 
     @property
     def thrown_away(self) -> int | None:
@@ -104,14 +102,16 @@ class TimeSplit:
                       f"; it breaks even at {even:.0%} acceptance here{assumed}")
 
 
-def time_splits(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], TimeSplit]:
+def time_splits(cost_rows: list[dict], summary_rows: list[dict],
+                steps: dict[tuple[int, str], StepCost]) -> dict[tuple[int, str], TimeSplit]:
     """Per (sweep, arm): cost_rows from queries.arm_draft_costs; the summary rows give each arm's reference and
-    its mean decode tok/s. Arms without a reference speed or without a pass are left out."""
+    its mean decode tok/s; steps: costs.step_costs of the same rows (the same arms: both keep those with a
+    reference speed and a pass that drafted)."""
     out = {}
     for key, c, ref, ref_tps in with_reference(cost_rows, summary_rows):
         out[key] = TimeSplit(arm=key[1], reference=ref, ref_ms_per_token=1000.0 / ref_tps,
                              tokens=int(c["passes"] + c["accepted"]), passes=int(c["passes"]),
                              drafted=int(c["drafted"]), accepted=int(c["accepted"]), decode_ms=c["decode_ms"],
                              draft_ms=c.get("draft_ms"), draft_calls=c.get("draft_calls"),
-                             drafts_made=c.get("drafts_made"), sampling_ms=c.get("sampling_ms"))
+                             drafts_made=c.get("drafts_made"), sampling_ms=c.get("sampling_ms"), cost=steps[key])
     return out

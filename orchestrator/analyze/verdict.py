@@ -129,17 +129,17 @@ def _notes(rows: list[dict]) -> list[str]:
     # Greedy text that changed under drafting (batched verification): a finding, and what the speedup still compares
     differs = [f"{r['arm']} from token {r['first_diff_token']}" + (f" of {n}" if (n := r.get("generated_max")) else "")
                for r in rows if r.get("outputs_differ") and r.get("first_diff_token") is not None]
-    # Where a drafting arm's time went, from the build's own statistics (analyze/time_split): why it lost
-    slower = [r["why_slower"] for r in rows if r.get("why_slower") and not (r["idle"] and r["idle"] == r["ok_runs"])]
-    out = []
-    for label, names in (("Builds, plain decoding:", builds), ("Program difference:", programs),
-                         ("Drafted nothing:", idle), ("Failed:", failed),
-                         ("Skipped:", skipped), ("Warnings:", noisy)):
-        if names:
-            out.append(f"{label} {', '.join(names)}.")
-        if label == "Program difference:" and slower:  # each arm's reason is a sentence of its own
-            out.append("Why slower: " + " ".join(f"{reason}." for reason in slower))
-        if label == "Program difference:" and differs:
-            out.append(f"Text differs from the control's: {', '.join(differs)} (batched verification flipped a near "
-                       f"tie; the speedup compares the same number of tokens, not the same text after it).")
-    return out
+    # Where a drafting arm's time went, from the build's own statistics (analyze/time_split): why it lost (an arm
+    # that drafted nothing has no split, so no sentence: "Drafted nothing" says it)
+    slower = [r["why_slower"] for r in rows if r.get("why_slower")]
+    notes = [_listed("Builds, plain decoding:", builds), _listed("Program difference:", programs),
+             "Why slower: " + " ".join(f"{reason}." for reason in slower) if slower else None,  # a sentence each
+             f"Text differs from the control's: {', '.join(differs)} (batched verification flipped a near tie; the "
+             f"speedup compares the same number of tokens, not the same text after it)." if differs else None,
+             _listed("Drafted nothing:", idle), _listed("Failed:", failed), _listed("Skipped:", skipped),
+             _listed("Warnings:", noisy)]
+    return [note for note in notes if note]
+
+
+def _listed(label: str, names: list[str]) -> str | None:
+    return f"{label} {', '.join(names)}." if names else None

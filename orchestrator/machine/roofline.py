@@ -69,9 +69,8 @@ def gpu_bandwidth(index: int = 0) -> Bandwidth | None:
 def cpu_bandwidth(cache_path: Path, *, size_bytes: int = DEFAULT_COPY_BYTES, threads: int | None = None,
                   repeats: int = 5, refresh: bool = False) -> Bandwidth:
     """This machine's measured copy bandwidth, read from cache_path when this host and CPU were measured."""
-    key = f"{socket.gethostname()}|{cpu_model()}"
     cache = _read_cache(cache_path)
-    entry = cache.get(key)
+    entry = cache.get(_host_key())
     fields = ("bytes_per_s", "label", "device", "detail")
     if not refresh and isinstance(entry, dict) and all(k in entry for k in fields) and not _stale(entry):
         return Bandwidth(**{k: entry[k] for k in fields})
@@ -83,9 +82,7 @@ def cpu_bandwidth(cache_path: Path, *, size_bytes: int = DEFAULT_COPY_BYTES, thr
     if others > QUIET_MAX_BUSY:  # the copies shared the memory bus and the cores: likely too low to keep
         bw.detail += (f"; other work used {others:.0%} of the CPUs meanwhile: provisional, measured again after "
                       f"{PROVISIONAL_S // 60} minutes")
-    cache[key] = {**bw.to_dict(), "busy_share": round(others, 3), "measured_at": _now().isoformat(timespec="seconds")}
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
-    cache_path.write_text(json.dumps(cache, indent=2) + "\n")
+    _keep(cache_path, bw, others)
     return bw
 
 
@@ -109,12 +106,21 @@ def raise_to(cache_path: Path, bandwidth: Bandwidth, bytes_per_s: float, run_id:
     raised = Bandwidth(bytes_per_s=bytes_per_s, label=MEASURED, device=bandwidth.device,
                        detail=f"the rate run {run_id} read its target's weights at (a copy benchmark measured "
                               f"{bandwidth.bytes_per_s / 1e9:.1f} GB/s)")
+    _keep(cache_path, raised, busy_share=0.0)
+    return raised
+
+
+def _host_key() -> str:
+    return f"{socket.gethostname()}|{cpu_model()}"
+
+
+def _keep(cache_path: Path, bw: Bandwidth, busy_share: float) -> None:
+    """This host's figure in the cache, with how busy the machine was while it was measured, and when."""
     cache = _read_cache(cache_path)
-    cache[f"{socket.gethostname()}|{cpu_model()}"] = {**raised.to_dict(), "busy_share": 0.0,
-                                                     "measured_at": _now().isoformat(timespec="seconds")}
+    cache[_host_key()] = {**bw.to_dict(), "busy_share": round(busy_share, 3),
+                          "measured_at": _now().isoformat(timespec="seconds")}
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     cache_path.write_text(json.dumps(cache, indent=2) + "\n")
-    return raised
 
 
 def _while_watching(measure):

@@ -3,7 +3,7 @@ cores (sweep 1, draft-seed: 3 runs pooled): the split, the draft calls thrown aw
 
 import pytest
 
-from orchestrator.analyze import time_split
+from orchestrator.analyze import costs, time_split
 
 # arm_draft_costs' row and the two summary rows it reads: the arm's reference and that reference's speed
 COSTS = {"sweep_id": 1, "arm": "draft-seed", "runs": 3, "decode_ms": 13_120.0, "passes": 86, "drafted": 108,
@@ -11,8 +11,12 @@ COSTS = {"sweep_id": 1, "arm": "draft-seed", "runs": 3, "decode_ms": 13_120.0, "
 SUMMARY = [{"sweep": 1, "arm": "draft-seed", "vs": "control"}, {"sweep": 1, "arm": "control", "decode_tps": 28.7}]
 
 
+def splits(cost_rows, summary=SUMMARY):
+    return time_split.time_splits(cost_rows, summary, costs.step_costs(cost_rows, summary))
+
+
 def test_the_split_adds_up_to_the_arms_time_and_names_what_was_thrown_away():
-    (split,) = time_split.time_splits([COSTS], SUMMARY).values()
+    (split,) = splits([COSTS]).values()
     assert split.tokens == 86 + 108 and split.thrown_away == 87 - 12
     assert split.drafting_per_token + split.rest_per_token == pytest.approx(13_120 / 194)
     assert split.pass_steps == pytest.approx((13_120 - 5_325) / 86 / (1000 / 28.7))
@@ -28,15 +32,15 @@ def test_the_split_adds_up_to_the_arms_time_and_names_what_was_thrown_away():
 
 
 def test_an_arm_without_a_reference_speed_or_a_pass_has_no_split():
-    assert time_split.time_splits([COSTS], SUMMARY[:1]) == {}
-    assert time_split.time_splits([{**COSTS, "passes": 0}], SUMMARY) == {}
-    no_stats = time_split.time_splits([{**COSTS, "draft_ms": None, "draft_calls": None}], SUMMARY)[(1, "draft-seed")]
+    assert splits([COSTS], SUMMARY[:1]) == {}
+    assert splits([{**COSTS, "passes": 0}]) == {}
+    no_stats = splits([{**COSTS, "draft_ms": None, "draft_calls": None}])[(1, "draft-seed")]
     assert no_stats.pass_steps is None and no_stats.thrown_away is None
     assert "no draft time in its logs" in no_stats.sentence(0.5, with_draft_model=True)
 
 
 def test_the_targets_sampling_time_is_split_out_of_the_rest_where_its_perf_block_gave_it():
-    (split,) = time_split.time_splits([{**COSTS, "sampling_ms": 194.0}], SUMMARY).values()
+    (split,) = splits([{**COSTS, "sampling_ms": 194.0}]).values()
     assert "+ 39.2 ms verifying and the rest + 1.0 ms sampling, against" in split.sentence(0.51, True)
     assert split.fields()["sampling_ms_per_token"] == 1.0
     assert split.fields()["draft_ms_per_drafted_token"] == pytest.approx(5_325 / 108)
