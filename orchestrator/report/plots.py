@@ -38,6 +38,17 @@ class ArmBar:
     note: str | None = None  # why there is no bar: "failed: vocab_mismatch (2 of 2 runs)"
 
 
+def interval(ax, axis: str, at: float, low: float | None, high: float | None, **style) -> None:
+    """A capped segment from low to high along `axis` ("x" or "y") at `at` on the other, where both are known. Drawn
+    as given, not as errors around a point: a speed's interval is that of its geometric mean (store/figures), and
+    the arithmetic mean a bar or point shows can lie outside it (matplotlib refuses negative errors)."""
+    if low is None or high is None:
+        return
+    mid, half = (low + high) / 2, (high - low) / 2
+    x, y = (mid, at) if axis == "x" else (at, mid)
+    ax.errorbar(x, y, **{f"{axis}err": half}, fmt="none", ecolor=style.pop("ecolor", "black"), **style)
+
+
 def decode_per_arm(arms: list[ArmBar], path: Path, title: str) -> Path | None:
     """Mean decode tok/s per arm with its 95% interval, every ok run as a dot, the baseline as a line."""
     if not arms:
@@ -51,9 +62,8 @@ def decode_per_arm(arms: list[ArmBar], path: Path, title: str) -> Path | None:
             ax.plot(0, y, "x", color=MISSING, markersize=8, markeredgewidth=2, clip_on=False, zorder=4)
             ax.text(top * 0.035, y, a.note or "no decode speed", va="center", fontsize=8, color=MISSING)
             continue
-        err = [[a.mean - a.ci_low], [a.ci_high - a.mean]] if a.ci_low is not None and a.ci_high is not None else None
-        ax.barh(y, a.mean, height=0.6, color=_bar_color(a), alpha=0.75, xerr=err, capsize=3,
-                error_kw={"elinewidth": 1.2})
+        ax.barh(y, a.mean, height=0.6, color=_bar_color(a), alpha=0.75)
+        interval(ax, "x", y, a.ci_low, a.ci_high, capsize=3, elinewidth=1.2)
         spread = [y + 0.18 * ((k % 3) - 1) for k in range(len(a.values))]  # a little apart, so repeats stay visible
         ax.scatter(a.values, spread, color="black", s=9, zorder=3)
         if a.note:

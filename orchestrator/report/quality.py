@@ -12,7 +12,7 @@ from orchestrator import tables
 from orchestrator.analyze import cells
 from orchestrator.analyze.quality import pareto_front
 from orchestrator.report.data import SweepData
-from orchestrator.report.plots import plt, save
+from orchestrator.report.plots import interval, plt, save
 
 # Parameters that choose what the quality row measures: arms differing only in these share one front.
 Z95 = 1.96  # a standard error to a 95% interval, for llama-perplexity's errors (its sample is thousands of tokens)
@@ -72,8 +72,8 @@ def speed_quality(sd: SweepData, rows: list[dict], path: Path) -> Path | None:
         spans = [_point(r, key, err) for r in arms]
         front = sorted((spans[j] for j in pareto_front(spans)), key=lambda p: p[0])
         for (x, x_low, x_high, y, y_low, y_high), r in zip(spans, arms):
-            ax.errorbar(x, y, xerr=[[x - x_low], [x_high - x]], yerr=[[y - y_low], [y_high - y]], fmt="o",
-                        color=color, alpha=0.6, capsize=2, zorder=2)
+            ax.errorbar(x, y, xerr=[[x - x_low], [x_high - x]], fmt="o", color=color, alpha=0.6, capsize=2, zorder=2)
+            interval(ax, "y", x, y_low, y_high, ecolor=color, alpha=0.6, capsize=2, zorder=2)  # may not hold y
             ax.annotate(f"{sd.numbers[r['arm']]} {_short(r, varying)}", (x, y), textcoords="offset points",
                         xytext=(5, 4), fontsize=7)
         ax.plot([p[0] for p in front], [p[3] for p in front], "-", color=color, zorder=3,
