@@ -56,11 +56,15 @@ class Sampler(threading.Thread):
         self._t0 = 0.0
 
     def start(self) -> None:
+        # The first sample is taken here, not by the thread: on a busy machine the thread can be scheduled only
+        # after a short run has ended, and every run that started should have its t=0 row.
         self._t0 = time.monotonic()
+        self.sample()
         super().start()
 
     def run(self) -> None:
-        tick = 0
+        tick = 1
+        self._done.wait(max(0.0, self._t0 + self.interval - time.monotonic()))
         while not self._done.is_set():
             self.sample()
             tick += 1

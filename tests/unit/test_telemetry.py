@@ -77,6 +77,20 @@ def test_without_nvml_init_is_tried_once_and_gpu_fields_are_none(no_nvml):
     assert gpu_keys and all(summary[k] is None for k in gpu_keys)
 
 
+@pytest.mark.integration  # starts a process
+def test_a_run_stopped_before_the_first_tick_still_has_its_start_row(no_nvml):
+    """A run shorter than a tick (or ending before the sampler's thread is scheduled) still gets its t=0 row."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sampler = Sampler(child.pid, interval=3600)
+        sampler.start()
+        samples = sampler.stop()
+    finally:
+        child.kill()
+        child.wait()
+    assert len(samples) == 1 and samples[0].gpu is None and samples[0].rss_bytes > 0 and samples[0].cpu_pct is None
+
+
 @pytest.mark.integration  # starts processes
 def test_a_process_that_has_exited_gives_no_host_rows(no_nvml):
     child = subprocess.Popen([sys.executable, "-c", "pass"])
