@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -145,10 +146,11 @@ def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: fl
         expected = {-signal.SIGKILL} if kind == "SIGKILL" else {stop_code}
         if not db.exists() and kind != "SIGKILL":  # it may have landed while Python was still starting orch
             expected.add(-getattr(signal, kind.removeprefix("double-")))
-        # A Ctrl-C while the interpreter itself starts (site, imports of the standard library: before any line of
-        # orch runs) ends it with Python's own traceback and exit 1; nothing exists yet to store or leave behind.
-        in_python_start = (kind == "double-SIGINT" and not db.exists() and result.exit_code == 1
-                           and stderr.rstrip().endswith("KeyboardInterrupt") and "orchestrator" not in stderr)
+        # A Ctrl-C while the interpreter itself starts (site, the standard library, orch's modules loading: before
+        # orch's main runs and can hold it) ends it with Python's own traceback; nothing exists yet to store or leave.
+        in_python_start = (kind == "double-SIGINT" and not db.exists() and result.exit_code in (1, -signal.SIGINT)
+                           and stderr.rstrip().endswith("KeyboardInterrupt")
+                           and not re.search(r'File "[^"]*/orchestrator/[^"]+", line \d+, in (?!<module>)', stderr))
         if in_python_start:
             result.note = "landed while Python started (its own traceback, nothing of orch ran)"
         elif result.exit_code not in expected:

@@ -14,6 +14,12 @@ literally repetitive continuation (some setting can win) and prose that does not
     ORCH_MODELS=models .venv/bin/python benchmarks/tune_vs_grid.py [--build 0c1e570]
     ORCH_MODELS=<tiny models> .venv/bin/python benchmarks/tune_vs_grid.py --tiny    # tiny models, 60 candidates
     ORCH_MODELS=<tiny models> .venv/bin/python benchmarks/tune_vs_grid.py --quick   # tiny models, seconds
+
+Real draft model (docs/tune.md): the Qwen2.5-Coder 1.5B target with its 0.5B draft, a 24-candidate draft space
+(draft_max x draft_min x p_min), the code completion workload, where a draft model should pay if the machine lets it.
+
+    .venv/bin/orch models get qwen2.5-coder-pair --out models
+    ORCH_MODELS=models .venv/bin/python benchmarks/tune_vs_grid.py --pair
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ REAL_SPACE = "ngram-mod,ngram-simple,ngram-map-k,ngram-cache"
 TINY_SPACE = "draft-simple,ngram-mod,ngram-simple"
 GRID_REPEAT = 5
 SHARE = 0.30
+PAIR_SPACE = ('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [1, 2, 4, 8]\ndraft_min = [0, 2]\n'
+              'p_min = [0.0, 0.5, 0.9]\n')
+PAIR_MODELS = ("target=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "draft=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 
 
 def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
@@ -138,13 +147,20 @@ def _fig(value) -> str:
     return f"{value.ratio:.2f}x [{value.ci_low:.2f}, {value.ci_high:.2f}]"
 
 
+def _workloads(names: str) -> list[Path]:
+    return [ROOT / "recipes" / "workloads" / f"{w}.toml" for w in names.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--quick", action="store_true", help="tiny models, a 4-candidate draft space: seconds")
     parser.add_argument("--tiny", action="store_true", help="tiny models (ORCH_MODELS), a 60-candidate space of "
                         "draft and n-gram settings: minutes")
-    parser.add_argument("--workloads", default="repeat_list,prose")
+    parser.add_argument("--pair", action="store_true", help="the Qwen2.5-Coder 1.5B target and 0.5B draft "
+                        "(ORCH_MODELS), a 24-candidate draft space, the code completion workload: about 20 minutes")
+    parser.add_argument("--workloads", help="comma-separated names in recipes/workloads/ (default: repeat_list,prose; "
+                        "code_complete with --pair)")
     parser.add_argument("--grids", type=Path, help="keep each workload's finished grid here and read it on the next "
                         "call instead of running it again (tune against the same grid)")
     parser.add_argument("--grid-only", action="store_true", help="run (or read) the grids, not tune")
@@ -158,15 +174,22 @@ def main() -> None:
                                           overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1",
                                                      "n_predict=16"), db=Path(tmp) / "tune.duckdb", timeout=120)
             workloads = [ROOT / "recipes" / "workloads" / "short_fact.toml"]
+        elif args.pair:
+            space = Path(tmp) / "space.toml"
+            space.write_text(PAIR_SPACE)
+            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
+                                          overrides=(*PAIR_MODELS, f"threads={os.cpu_count()}"),
+                                          db=Path(tmp) / "tune.duckdb")
+            workloads = _workloads(args.workloads or "code_complete")
         elif args.tiny:
             request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=TINY_SPACE,
                                           overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1"),
                                           db=Path(tmp) / "tune.duckdb", timeout=120)
-            workloads = [ROOT / "recipes" / "workloads" / f"{w}.toml" for w in args.workloads.split(",")]
+            workloads = _workloads(args.workloads or "repeat_list,prose")
         else:
             request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=REAL_SPACE,
                                           overrides=(f"threads={os.cpu_count()}",), db=Path(tmp) / "tune.duckdb")
-            workloads = [ROOT / "recipes" / "workloads" / f"{w}.toml" for w in args.workloads.split(",")]
+            workloads = _workloads(args.workloads or "repeat_list,prose")
         rows = []
         grids = args.grids or Path(tmp)
         grids.mkdir(parents=True, exist_ok=True)
@@ -186,7 +209,8 @@ def main() -> None:
     from orchestrator import tables
 
     print()
-    models = "tiny models" if args.quick or args.tiny else "Gemma 3 270M Q4_K_M"
+    models = ("tiny models" if args.quick or args.tiny else
+              "Qwen2.5-Coder 1.5B Q4_K_M with its 0.5B draft" if args.pair else "Gemma 3 270M Q4_K_M")
     print(f"tune vs grid on build {build.name}, {models}, grid at "
           f"{GRID_REPEAT} repeats, tune's budget {SHARE:.0%} of the grid's planned runs:")
     print(tables.render(rows, "md" if not args.quick else "table"))

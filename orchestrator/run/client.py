@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import requests
@@ -58,7 +57,7 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
     `timeout` bounds each socket wait; `deadline` (time.monotonic) bounds the whole run: a server that keeps
     streaming slowly is cut off there and the request is marked TIMED_OUT.
     """
-    # Pool threads are named client_0, client_1, ...: the number says which client sent the request.
+    # Client threads are named client_0, client_1, ...: the number says which client sent the request.
     name = threading.current_thread().name
     client = int(name.rsplit("_", 1)[1]) if name.startswith("client_") else 0
     result = RequestResult(prompt=prompt, client=client, status="error", started=time.time())
@@ -128,8 +127,24 @@ def send_all(base_url: str, prompts: list[Prompt], options: RequestOptions, *, c
         return complete(base_url, p, options, timeout=left, deadline=deadline)
 
     if concurrency <= 1:
-        results = [one(p) for p in prompts]
-    else:
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="client") as pool:
-            results = list(pool.map(one, prompts))
+        return [one(p) for p in prompts], time.monotonic() - start
+    # `concurrency` clients, client k sending prompt k first and then the next prompt left until none is (a pool
+    # starts threads lazily, and a fast first request could leave a client that never sent): results in prompt order.
+    results: list[RequestResult | None] = [None] * len(prompts)
+    clients = min(concurrency, len(prompts))
+    pending = iter(range(clients, len(prompts)))
+    lock = threading.Lock()
+
+    def client(first: int) -> None:
+        i: int | None = first
+        while i is not None:
+            results[i] = one(prompts[i])
+            with lock:
+                i = next(pending, None)
+
+    threads = [threading.Thread(target=client, args=(k,), name=f"client_{k}", daemon=True) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     return results, time.monotonic() - start

@@ -40,6 +40,10 @@ def cache_env(tmp_path_factory):
 # The runs a sweep planned: without the references run again at an arm's count of tokens (run/length_match.py,
 # arms `control~ARM`), which come and go with how many tokens an arm decoded past -n.
 PLANNED = "params->>'length_of' IS NULL"
+# A slot's place in the plan, for ORDER BY over runs aliased r: its first attempt's id (a run whose log lost its tail
+# under load runs again under a later id).
+SLOT_ORDER = ("(SELECT min(x.id) FROM runs x WHERE x.sweep_id = r.sweep_id AND x.arm = r.arm "
+              "AND x.repeat_index = r.repeat_index)")
 
 
 def run_orch(orch_exe, *args, env, timeout=3600):

@@ -33,9 +33,10 @@ def read_back(orch_exe, env, run_id, out: Path) -> dict:
     return json.loads(parsed.stdout)
 
 
-def stored(env) -> list[dict]:
+def stored(env, table: str = "runs") -> list[dict]:
+    """Every stored run, or one per slot (measured_runs: a run whose log lost its tail under load runs again)."""
     rows = db_rows(env, f"SELECT r.id, r.arm, r.mode, r.status, r.failure_class, {', '.join('m.' + k for k in METRICS)} "
-                        "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
+                        f"FROM {table} r LEFT JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
     for row in rows:
         row["accept_rate_per_pos"] = json.loads(row["accept_rate_per_pos"] or "null")
     return rows
@@ -69,9 +70,11 @@ def assert_same_metrics(got: dict, want: dict, *, server: bool):
 def test_cli_runs_read_back_to_their_stored_metrics(orch_exe, env, tmp_path):
     res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--set", "n_predict=32", env=env)
     assert res.returncode == 0, res.stderr
-    runs = stored(env)
+    runs = stored(env, "measured_runs")
     # baseline, draft, control; and the control again at the draft's count where it decoded past -n
     assert [r["status"] for r in runs] in (["ok"] * 3, ["ok"] * 4)
+    for lost in [r for r in stored(env) if r["id"] not in {m["id"] for m in runs}]:  # lost its tail: run again
+        assert read_back(orch_exe, env, lost["id"], tmp_path / "lost")["failure_class"] == "truncated_log"
     kinds = {}
     for run in runs:
         reading = read_back(orch_exe, env, run["id"], tmp_path / "out")
@@ -112,8 +115,8 @@ def test_failed_runs_read_back_to_their_stored_class(orch_exe, env, tmp_path):
                         "-t 1\n")
     assert orch_run(orch_exe, fallback, "--no-dialect", "--set", "n_predict=8", env=env).returncode == 15
     failed = [r for r in stored(env) if r["status"] != "ok"]
-    assert [(r["mode"], r["failure_class"]) for r in failed] == [("cli", "unknown_flag"),
-                                                                ("server", "spec_not_engaged")]
+    assert [(r["mode"], r["failure_class"]) for r in failed if r["failure_class"] != "truncated_log"] == [
+        ("cli", "unknown_flag"), ("server", "spec_not_engaged")]  # and any run whose log lost its tail under load
     for run in failed:
         reading = read_back(orch_exe, env, run["id"], tmp_path / f"run-{run['id']}")
         assert reading["failure_class"] == run["failure_class"], reading

@@ -125,8 +125,7 @@ def test_taken_port_is_retried_on_another(real_build, tiny_dir, tmp_path):
 
 def test_server_that_never_becomes_healthy_times_out_cleanly(orch_exe, env, tmp_path):
     script = tmp_path / "mute_server.py"
-    script.write_text(f"import time\nopen({str(tmp_path / 'pid')!r}, 'w').write(str(__import__('os').getpid()))\n"
-                      "time.sleep(600)\n")
+    script.write_text("import time\ntime.sleep(600)\n")
     recipe = tmp_path / "mute.j2"
     recipe.write_text('{% set meta = {"mode": "server", "arms": {"mute": {}}} %}\n' f"{sys.executable} {script}\n")
     start = time.monotonic()
@@ -134,8 +133,8 @@ def test_server_that_never_becomes_healthy_times_out_cleanly(orch_exe, env, tmp_
     assert res.returncode == 15 and "not healthy within 3s" in res.stderr
     assert time.monotonic() - start < 60
     assert db_rows(env, "SELECT status, failure_class FROM runs") == [{"status": "timeout", "failure_class": "timeout"}]
-    pid = int((tmp_path / "pid").read_text())
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    # nothing of it left (found by its command line: on a busy machine it may be killed before it could say its pid)
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(script) in " ".join(p.info["cmdline"] or [])]
 
 
 def test_orch_killed_with_sigkill_leaves_no_llama_server(orch_exe, env):

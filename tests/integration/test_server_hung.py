@@ -29,8 +29,9 @@ def assert_named_files_exist(text):
         assert Path(path).exists(), f"message names {path}, which does not exist: {text}"
 
 
-# stall answers /health at once: 30 s for it to start (a busy machine's Python), the stalled stream still ends at 3
-@pytest.mark.parametrize("mode, health_s, phase", [("accept", 3, "not healthy within 3s"),
+# 10 s and 30 s for the stand-in to start (a busy machine's Python) and say it listens; the stalled stream still ends
+# at 3 (stall answers /health at once)
+@pytest.mark.parametrize("mode, health_s, phase", [("accept", 10, "not healthy within 10s"),
                                                    ("stall", 30, "warm-up request failed")])
 def test_a_hung_server_is_stored_as_a_timeout_with_its_log(orch_exe, env, tmp_path, mode, health_s, phase):
     start = time.monotonic()

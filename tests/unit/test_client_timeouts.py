@@ -57,3 +57,16 @@ def test_a_refused_connection_is_an_error_not_a_timeout():
         res = client.complete(f"http://127.0.0.1:{port}", Prompt("p", "", "hi"),
                               client.RequestOptions(n_predict=8, seed=1), timeout=5)
     assert res.status == "error" and "ConnectionError" in res.error
+
+
+def test_every_client_sends_even_when_requests_end_at_once():
+    """`concurrency` N means N clients sending: with requests that end at once (a refused port), every client still
+    sends at least one, and the results keep the prompts' order."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        prompts = [Prompt(f"p{i}", "", "hi") for i in range(7)]
+        results, _ = client.send_all(f"http://127.0.0.1:{s.getsockname()[1]}", prompts,
+                                     client.RequestOptions(n_predict=8, seed=1), concurrency=3, timeout=30)
+    assert [r.prompt.id for r in results] == [p.id for p in prompts]
+    assert {r.client for r in results} == {0, 1, 2} and [r.client for r in results[:3]] == [0, 1, 2]
+    assert all(r.status == "error" for r in results)

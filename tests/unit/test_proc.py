@@ -15,13 +15,9 @@ from orchestrator.errors import MissingTool
 
 pytestmark = pytest.mark.integration  # every test here starts real processes
 
-# Spawns a grandchild that would outlive a careless kill, prints its pid, then hangs.
-HANGER = textwrap.dedent("""
-    import subprocess, sys, time
-    g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    print(g.pid, flush=True)
-    time.sleep(300)
-""")
+# Spawns a grandchild that would outlive a careless kill, prints its pid, then hangs. A shell, not Python: it starts
+# in milliseconds, so even a busy machine prints the pid well before the 2 s timeout.
+HANGER = "sleep 300 &\necho $!\nexec sleep 300\n"
 
 
 def alive(pid, wait_s=5.0):
@@ -58,7 +54,7 @@ def test_log_gets_stdout_and_stderr(tmp_path):
 
 def test_timeout_kills_the_whole_tree(tmp_path):
     log = tmp_path / "hang.log"
-    res = proc.run([sys.executable, "-c", HANGER], log=log, timeout=2)
+    res = proc.run(["sh", "-c", HANGER], log=log, timeout=2)
     assert res.timed_out and not res.ok and "timed out" in res.describe()
     grandchild = int(log.read_text().split()[0])
     assert not alive(grandchild)
@@ -76,7 +72,7 @@ def test_ctrl_c_kills_the_child_group(tmp_path):
         import sys
         from orchestrator import proc
         try:
-            proc.run([sys.executable, "-c", {HANGER!r}], log={str(log)!r})
+            proc.run(["sh", "-c", {HANGER!r}], log={str(log)!r})
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             sys.exit(130)

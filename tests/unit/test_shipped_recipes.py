@@ -206,3 +206,28 @@ def test_draft_size_on_both_dialects(models):
         assert (value(new[name], "-ngl"), value(new[name], "-ngld")) == (ngl, ngld)
         assert value(new[name], "--spec-draft-n-max") == "16" and value(new[name], "--spec-type") == "draft-simple"
         assert value(old[name], "--draft-max") == "16" and "--spec-type" not in old[name]
+
+
+PAIR_SWEEP = RECIPES / "pair_draft_sweep.j2"
+
+
+def test_the_pairs_draft_sweep_crosses_window_cuts_and_thread_split(models):
+    """The seed's draft-size experiment on the Qwen pair: draft_max, draft_min and p_min as written on every arm,
+    -td only where the arm splits the cores, plain completion as the baseline; the tiny vars run it anywhere."""
+    sweep = arms(PAIR_SWEEP, RECIPES / "workloads" / "code_complete.toml")
+    cuts = {name: (int(value(a.argv, "--draft-max")), int(value(a.argv, "--draft-min")),
+                   float(value(a.argv, "--draft-p-min"))) for name, a in sweep.items() if name != "baseline"}
+    assert cuts == {**{f"keep-all:draft_max={n}": (n, 0, 0.0) for n in (1, 2, 4, 8)},
+                    **{f"p50:draft_max={n}": (n, 0, 0.5) for n in (2, 4, 8)},
+                    "min2-p80": (8, 2, 0.8), "seed": (16, 5, 0.9),
+                    **{f"draft-1-thread:draft_max={n}": (n, 0, 0.0) for n in (2, 4)}}
+    assert {name for name, a in sweep.items() if "-td" in a.argv} == {"draft-1-thread:draft_max=2",
+                                                                       "draft-1-thread:draft_max=4"}
+    assert all(value(a.argv, "-td") == "1" for name, a in sweep.items() if "-td" in a.argv)
+    assert all(value(a.argv, "-md") == "/m/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" for n, a in sweep.items()
+               if n != "baseline")
+    base = sweep["baseline"].argv
+    assert base[0] == "/b/bin/llama-completion" and not {"-md", "--draft-max", "-td"} & set(base)
+    assert value(base, "-m") == "/m/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" and value(base, "-t") == "2"
+    tiny = arms(PAIR_SWEEP, TINY)
+    assert value(tiny["seed"].argv, "-md") == "/m/tiny-draft.gguf" and value(tiny["seed"].argv, "-t") == "1"
