@@ -158,7 +158,7 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="tiny models (ORCH_MODELS), a 60-candidate space of "
                         "draft and n-gram settings: minutes")
     parser.add_argument("--pair", action="store_true", help="the Qwen2.5-Coder 1.5B target and 0.5B draft "
-                        "(ORCH_MODELS), a 24-candidate draft space, the code completion workload: about 20 minutes")
+                        "(ORCH_MODELS), a 24-candidate draft space, the code completion workload: about 22 minutes")
     parser.add_argument("--workloads", help="comma-separated names in recipes/workloads/ (default: repeat_list,prose; "
                         "code_complete with --pair)")
     parser.add_argument("--grids", type=Path, help="keep each workload's finished grid here and read it on the next "

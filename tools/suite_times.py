@@ -1,5 +1,5 @@
-"""Where the test suite's time goes: a JUnit XML report of a run (`pytest --junitxml FILE`, which `make test` passes
-through PYTEST_ADDOPTS) summed by test file and by kind, as Markdown tables for docs/benchmarks.md.
+"""Where the test suite's time goes: a JUnit XML report of a run (`make test JUNIT=FILE`, which passes
+`--junitxml FILE` to pytest) summed by test file and by kind, as Markdown tables for docs/benchmarks.md.
 
 A test's time in the report is its setup, call and teardown: a session fixture's first user carries its cost (the
 cold builds, the Gemma download, the shared demo), so the kind of that file carries it too. Under pytest-xdist the

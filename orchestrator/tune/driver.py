@@ -284,8 +284,7 @@ def _answer(r: Race, runs: list[dict], state: str, winner: str | None, survivors
         prepared = next(p for p in r.prepared.arms if p.arm.name == shown)
         argv = prepared.executed or prepared.arm.argv
         out.command = answer.command_line(argv)
-        if shown != r.baseline:
-            build = r.prepared.build
-            out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
+        build = r.prepared.build  # plain decoding too: "no speculation" is served without a draft
+        out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
     out.verdict = answer.verdict(out)
     return out

@@ -235,3 +235,25 @@ def test_the_verdict_never_calls_a_tied_set_a_winner():
     off = Answer(workload="prose", state=race.EQUIVALENT, tied=[BASE, "a"],
                  rows=[{"candidate": "off (plain decoding)", "state": "tied"}, {"candidate": "a", "state": "tied"}])
     assert verdict(off).startswith("prose: no speculation: no candidate is measurably faster")
+
+
+def test_an_answer_is_served_as_it_was_run_plain_decoding_too():
+    """The winner's llama-server line keeps every shared flag and drops what only a one-shot CLI run takes (prompt,
+    conversation switch, orch's -lv); "no speculation" is served too, without a draft; a flag this build's server
+    lacks is said, not dropped."""
+    from pathlib import Path
+
+    from orchestrator.tune.answer import server_line
+
+    help_text = (Path(__file__).resolve().parents[1] / "fixtures" / "help" / "0c1e57098" /
+                 "llama-server.help.txt").read_text()
+    plain = ["/b/llama-completion", "-m", "/m/t.gguf", "-c", "1024", "-no-cnv", "-t", "2", "--temp", "0", "--top-k",
+             "1", "--seed", "42", "-n", "64", "-p", "def f():"]
+    assert server_line(plain, "/b/llama-server", help_text) == (
+        "/b/llama-server -m /m/t.gguf -c 1024 -t 2 --temp 0 --top-k 1 --seed 42 -n 64 --host 127.0.0.1 --port 8080")
+    draft = ["/b/llama-speculative-simple", "-m", "/m/t.gguf", "-md", "/m/d.gguf", "--spec-draft-n-max", "2",
+             "-lv", "4", "-p", "x"]
+    assert server_line(draft, "/b/llama-server", help_text) == (
+        "/b/llama-server -m /m/t.gguf -md /m/d.gguf --spec-draft-n-max 2 --host 127.0.0.1 --port 8080")
+    assert server_line([*plain, "--no-such-flag"], "/b/llama-server", help_text) == \
+        "no llama-server equivalent: llama-server at this build lacks --no-such-flag"
