@@ -10,7 +10,7 @@ signal(s), and then checks what a user relies on:
   - `--resume` finishes the sweep with exactly one measured ok run per arm and repeat.
 It prints one line per trial and a table of counts. The integration tests run a few of these; this runs many.
 
-    export ORCH_BUILDS_DIR=~/.cache/orch-test/builds ORCH_MODELS=~/.cache/orch-test/tiny-models
+    make build    # the build in ./builds; tiny models made in ./models if missing ($ORCH_BUILDS_DIR, $ORCH_MODELS)
     .venv/bin/python benchmarks/reliability.py --trials 10 [--quick]
 """
 
@@ -32,6 +32,7 @@ import duckdb
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
 SWEEPS = {  # mode -> (recipe, extra args, measured runs per complete sweep)
     "cli": (ROOT / "recipes" / "recipe_a.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "3",
                                                "--set", "n_predict=32"], 9),
@@ -243,6 +244,7 @@ def main() -> None:
     parser.add_argument("--orch", default=str(Path(sys.executable).parent / "orch"))
     parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    args.build = _where.project(args.build)
     if args.quick:
         args.trials, args.kinds, args.modes = 1, "SIGTERM", "cli"
     rng = random.Random(args.seed)

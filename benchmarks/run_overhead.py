@@ -7,7 +7,7 @@ the telemetry sampler, progress lines, and the sweep's end (output parity, the k
 wall, the sum of the runs' wall (each child's own, from launch to exit), the difference per run, and the split.
 A benchmark: it prints figures.
 
-    export ORCH_BUILDS_DIR=~/.cache/orch-test/builds ORCH_MODELS=~/.cache/orch-test/tiny-models
+    make build    # the build in ./builds; tiny models made in ./models if missing ($ORCH_BUILDS_DIR, $ORCH_MODELS)
     .venv/bin/python benchmarks/run_overhead.py [--runs 200] [--build 0c1e570] [--quick]
 """
 
@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
 SPENT: dict[str, float] = defaultdict(float)
 CALLS: dict[str, int] = defaultdict(int)
 
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--quick", action="store_true", help="10 runs: a check that the benchmark works")
     args = parser.parse_args()
+    args.build = _where.project(args.build)
     runs = 10 if args.quick else args.runs
 
     from orchestrator import parse, proc, store
@@ -105,6 +107,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("ORCH_MODELS", str(Path.home() / ".cache" / "orch-test" / "tiny-models"))
-    os.environ.setdefault("ORCH_BUILDS_DIR", str(Path.home() / ".cache" / "orch-test" / "builds"))
     main()

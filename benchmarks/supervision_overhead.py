@@ -24,6 +24,7 @@ from orchestrator import parse
 from orchestrator.analyze import stats
 
 ROOT = Path(__file__).resolve().parents[1]
+import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
 RECIPE = ["run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "recipes" / "tiny.toml")]
 
 
@@ -60,6 +61,7 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.2, help="telemetry interval of the orch side")
     parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    args.build = _where.project(args.build)
     if args.quick:
         args.pairs = 2
     orch = str(Path(sys.executable).parent / "orch")
@@ -83,5 +85,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("ORCH_MODELS", str(Path.home() / ".cache" / "orch-test" / "tiny-models"))
     main()

@@ -19,6 +19,7 @@ from pathlib import Path
 from orchestrator.analyze import stats
 
 ROOT = Path(__file__).resolve().parents[1]
+import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
 
 
 def one_sweep(orch: str, build: str, interval: float, db: Path, repeat: int) -> list[float]:
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.2)
     parser.add_argument("--quick", action="store_true", help="the smallest inputs, seconds: a check that it works")
     args = parser.parse_args()
+    args.build = _where.project(args.build)
     if args.quick:
         args.pairs, args.repeat = 2, 1
     orch = str(Path(sys.executable).parent / "orch")
@@ -57,5 +59,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("ORCH_MODELS", str(Path.home() / ".cache" / "orch-test" / "tiny-models"))
     main()

@@ -34,12 +34,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
 sys.path.insert(0, str(ROOT))
 
 from orchestrator import store  # noqa: E402
 from orchestrator.analyze import stats  # noqa: E402
 from orchestrator.build.on_disk import runnable_build  # noqa: E402
 from orchestrator.recipe import control  # noqa: E402
+from orchestrator.recipe.plan import read_vars  # noqa: E402
 from orchestrator.run import recipe_run  # noqa: E402
 from orchestrator.store import tune_queries  # noqa: E402
 from orchestrator.tune import guards, race, session  # noqa: E402
@@ -61,7 +63,7 @@ def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
     A finished grid kept in `db` (--grids) is read instead of run again: the grid does not depend on tune's code,
     and it is most of the benchmark's hour."""
     grids, _, _ = session._space(request, build)
-    prepared = session._prepare(request, build, workload, grids)
+    prepared = session._prepare(request, build, read_vars(workload), grids)
     prepared.database = store.Database(db)
     prepared.plan.repeat = GRID_REPEAT
     timing = db.with_suffix(".json")
@@ -165,7 +167,7 @@ def main() -> None:
                         "call instead of running it again (tune against the same grid)")
     parser.add_argument("--grid-only", action="store_true", help="run (or read) the grids, not tune")
     args = parser.parse_args()
-    build = runnable_build(args.build)
+    build = runnable_build(_where.project(args.build, tiny=args.quick or args.tiny))
     with tempfile.TemporaryDirectory(prefix="tune-vs-grid-") as tmp:
         if args.quick:
             space = Path(tmp) / "space.toml"

@@ -294,3 +294,17 @@ class TuneResumeError(OrchError):
     """`orch tune --resume` names no resumable tune, or its recipe changed since it started."""
 
     exit_code = 50
+
+
+class ExportRowRefused(BadExport):
+    """`orch import` of an export or results file holding a row orch never writes: a key that is NULL or repeated,
+    a log row that is not gzip or not its stated size; refused before anything is written, naming table and row."""
+
+    exit_code = 51
+
+
+class StoredLogDamaged(OrchError):
+    """A stored log row that does not unpack (an import from before rows were checked, a hand edit): `orch logs`
+    stops on it, `orch show` says so in place of that stream, `orch reparse` keeps the run as stored."""
+
+    exit_code = 52

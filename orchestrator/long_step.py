@@ -15,6 +15,13 @@ EVERY_S = 15.0  # a plain line at least this often in a log, so a long step visi
 REFRESH_S = 0.5
 
 
+def rewrite(stream, text: str) -> None:
+    """Back to the line's start, then `text`. The carriage return goes to the stream under orch's inert wrapper
+    (cli/group.InertStream strips every CR from text, which could hide what a line said); the text goes through it."""
+    getattr(stream, "underlying", stream).write("\r")
+    stream.write(text)
+
+
 class StatusLine:
     """One line of status on `stream`: rewritten in place on a terminal, printed as lines elsewhere."""
 
@@ -45,7 +52,7 @@ class StatusLine:
     def _rewrite(self, text: str) -> None:
         columns = shutil.get_terminal_size((100, 24)).columns
         text = text[:columns - 1]  # a wrapped line cannot be rewritten in place
-        self.stream.write("\r" + text + " " * max(0, self.width - len(text)))
+        rewrite(self.stream, text + " " * max(0, self.width - len(text)))
         self.stream.flush()
         self.width = len(text)
 

@@ -234,8 +234,9 @@ def this_process() -> Owner:
     return Owner(socket.gethostname(), os.getpid(), psutil.Process().create_time())
 
 
-WORK_DIR_KINDS = ("sweep", "shard", "import")  # a sweep's run logs, a Ray round's shard, an import's staging
-WORK_DIR = re.compile(r"(?P<kind>sweep|shard|import)-(?P<host>[^/]*)--(?P<pid>\d+)-(?P<started>\d+\.\d+)-")
+# a sweep's run logs, a Ray round's shard, an import's staging; a file or folder being downloaded (store/workdirs)
+WORK_DIR_KINDS = ("sweep", "shard", "import", "part")
+WORK_DIR = re.compile(r"(?P<kind>sweep|shard|import|part)-(?P<host>[^/]*)--(?P<pid>\d+)-(?P<started>\d+\.\d+)-")
 
 
 def work_dir_prefix(owner: Owner, kind: str = "sweep") -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -14,6 +13,8 @@ from decimal import Decimal
 from functools import lru_cache
 
 import orjson
+
+from orchestrator import csv_text
 
 
 def _json_default(value):
@@ -59,15 +60,16 @@ def to_json(value, **options) -> str:
 
 
 # What a terminal acts on instead of showing: escape sequences (CSI colours and cursor moves, OSC titles and
-# hyperlinks, DCS/PM/APC strings, two-character escapes), other C0 and C1 controls, and the bidirectional overrides
-# that make text read differently from what it is. Text from a model, a prompt or a file never carries them out.
+# hyperlinks, DCS/PM/APC strings, two-character escapes), other C0 and C1 controls (a carriage return too: it lets
+# later text overwrite a line), and the bidirectional overrides that make text read differently from what it is.
+# Text from a model, a prompt or a file never carries them out.
 _ACTIVE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
-                     r"|\x1b[\s\S]?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+                     r"|\x1b[\s\S]?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _LINE_BREAKS = re.compile(r"[\t\n\r]")
 
 
 def printable(text: str) -> str:
-    """text without anything a terminal would act on (tabs, newlines and carriage returns stay)."""
+    """text without anything a terminal would act on (tabs and newlines stay)."""
     return _ACTIVE.sub("", text) if _ACTIVE.search(text) else text
 
 
@@ -193,9 +195,7 @@ def csv_lines(rows: list[dict], columns: list[str] | None = None) -> str:
 
 
 def _csv(lines: list[list]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(lines)
-    return buf.getvalue().rstrip("\n")
+    return csv_text.text(lines)
 
 
 def text_table(rows: list[dict], columns: list[str], *, width: int | None = None, droppable: list[str] = (),

@@ -18,6 +18,7 @@ from collections import defaultdict
 KINDS = {
     "real builds": ("test_build_real", "test_build_additions", "test_default_build", "test_relocate", "test_bisect"),
     "real model (Gemma)": ("test_real_model", "test_models_get", "test_tune"),
+    "real pair (Qwen2.5-Coder)": ("test_real_pair",),
     "Ray": ("test_ray_cluster",),
     # the README's and the docs' examples run (until the suite ran on two workers, test_readme also ran the Gemma demo)
     "docs": ("test_readme", "test_docs_figures", "test_docs", "test_output_width"),

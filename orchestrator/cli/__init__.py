@@ -9,6 +9,7 @@ from orchestrator.cli import (  # noqa: F401  (register their commands)
     database,
     exchange,
     models,
+    query,
     results,
     run,
     tools,

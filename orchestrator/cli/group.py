@@ -102,6 +102,17 @@ class Finite(click.FloatRange):
         return number
 
 
+def arm_choice(text: str | None) -> tuple[str, ...]:
+    """--arms PATTERN[,PATTERN] as its patterns; left out, every arm (()). Given but naming nothing (`--arms ''`)
+    is refused: it once meant every arm."""
+    if text is None:
+        return ()
+    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not patterns:
+        raise click.BadParameter(f"{text!r} names no arm; leave --arms out to run every arm", param_hint="--arms")
+    return patterns
+
+
 ID = click.IntRange(1, 2**63 - 1)  # a stored sweep or run number
 COUNT = click.IntRange(1, 2**31 - 1)  # --last N and the like
 

@@ -1,4 +1,4 @@
-"""`orch runs`, `show`, `query`, `summary`, `compare`, `report`: reading stored results."""
+"""`orch runs`, `show`, `summary`, `compare`, `report`: reading stored results (`orch query`: cli/query.py)."""
 
 from __future__ import annotations
 
@@ -52,11 +52,12 @@ def show_command(run_id, logs, db):
     Example: orch show 12 --no-logs
     """
     from orchestrator.errors import NoSuchRun
+    from orchestrator.store import logs as logs_store
     from orchestrator.store import queries
 
     with opened_db(db) as con:
         run, metrics = queries.run_row(con, run_id), queries.metrics_row(con, run_id)
-        texts = queries.read_logs(con, run_id) if logs and run else {}
+        texts = logs_store.read_logs(con, run_id, damaged_as_note=True) if logs and run else {}
     if not run:
         raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
     for key, value in run.items():
@@ -66,38 +67,6 @@ def show_command(run_id, logs, db):
             click.echo(f"{key:>16}: {value}")
     for stream, text in texts.items():
         click.echo(f"----- {stream} ({len(text)} chars) -----\n{text}")
-
-
-@main.command("query")
-@click.argument("sql")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-              show_default=True)
-@click.option("--write", is_flag=True, help="Open the database for writing, so that the SQL may change or drop "
-              "data and read or write other files (without it the database is read-only, and COPY, read_csv, ATTACH "
-              "and the like fail: nothing outside the results file is touched).")
-@db_option
-def query_command(sql, fmt, write, db):
-    """Run SQL against the results database (read-only unless --write).
-
-    Example: orch query "SELECT arm, avg(decode_tps) FROM run_summary GROUP BY arm"
-    """
-    import duckdb
-
-    from orchestrator.errors import QueryFailed
-    from orchestrator.store import queries
-
-    with opened_db(db, write=write) as con:
-        if not write:  # no file outside the results file is read or written, whatever the SQL asks
-            con.execute("SET enable_external_access = false")
-        try:
-            columns, rows = queries.run_sql(con, sql)
-        except duckdb.Error as exc:
-            hint = (" (the database is read-only: pass --write to change it)" if "read-only" in str(exc) else
-                    " (without --write, orch query reads the results file only: no other file is read or written)"
-                    if "disabled by configuration" in str(exc) else "")
-            raise QueryFailed(f"query failed: {str(exc).splitlines()[0]}{hint}; tables: {', '.join(queries.TABLES)}; "
-                              f"views: {', '.join(queries.VIEWS)}") from None
-    click.echo(tables.render(rows, fmt, columns))
 
 
 SUMMARY_HELP = f"""Per-arm speed with intervals, speedup, warnings.

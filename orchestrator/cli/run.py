@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import Finite, db_option, main
+from orchestrator.cli.group import Finite, arm_choice, db_option, main
 
 
 @main.command("run")
@@ -90,7 +90,7 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
                                        overrides=tuple(overrides), models=models_dir, repeat=repeat,
                                        translate=not no_dialect, db=db,
-                                       arms=tuple(p.strip() for p in (arm_patterns or "").split(",") if p.strip()))
+                                       arms=arm_choice(arm_patterns))
     build = None
     if not build_ref:  # say which build, and which others were there to choose from, before anything else
         from orchestrator.build.on_disk import default_build, runnable

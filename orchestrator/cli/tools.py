@@ -68,9 +68,15 @@ def parse_command(logfiles, as_json):
 
     Example: orch parse run-12.stderr.log run-12.stdout.log --json
     """
+    from orchestrator import input_files
     from orchestrator.parse.saved_logs import LogFile, read_logs
 
-    reading = read_logs([LogFile(str(p), p.read_bytes()) for p in logfiles])
+    try:
+        files = [LogFile(str(p), input_files.read_bytes(p, input_files.LOG_CAP)) for p in logfiles]
+    except OSError as exc:
+        raise click.BadParameter(f"{exc.filename} cannot be read ({exc.strerror or exc})",
+                                 param_hint="LOGFILES") from None
+    reading = read_logs(files)
     if as_json:
         click.echo(json.dumps(reading.to_dict(), indent=2, default=str))
     else:
@@ -92,11 +98,12 @@ def logs_command(run_id, out_dir, db):
     """
     from orchestrator import config
     from orchestrator.errors import InvalidOption, NoStoredLogs, NoSuchRun
+    from orchestrator.store import logs as logs_store
     from orchestrator.store import queries
 
     with opened_db(db) as con:
         run = queries.run_row(con, run_id)
-        logs = queries.stored_logs(con, run_id) if run else {}
+        logs = logs_store.stored_logs(con, run_id) if run else {}
     if not run:
         raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
     if not logs:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import Finite, db_option, main
+from orchestrator.cli.group import Finite, arm_choice, db_option, main
 
 BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|runs?)?\s*$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
@@ -30,6 +30,8 @@ def parse_budget(text: str | None):
                                      param_hint="--budget")
         value, unit = float(found.group(1)), found.group(2) or "runs"
         if unit.startswith("run"):
+            if value != int(value):
+                raise click.BadParameter(f"{part!r}: runs are counted whole; give e.g. 200runs", param_hint="--budget")
             runs = int(value)
         else:
             seconds = value * UNIT_SECONDS[unit]
@@ -102,7 +104,7 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
             raise click.UsageError("give a RECIPE (or --resume / --show a stored tune)")
         request = session.TuneRequest(
             recipe=recipe_path, build_ref=build_ref, vars_file=vars_file, overrides=tuple(overrides),
-            models=models_dir, arms=tuple(p.strip() for p in (arm_patterns or "").split(",") if p.strip()),
+            models=models_dir, arms=arm_choice(arm_patterns),
             space=space, workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
             budget=parse_budget(budget), rules=race.Rules(max_runs=max_runs),
             allow_output_change=allow_output_change, timeout=timeout, db=db)

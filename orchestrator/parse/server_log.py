@@ -21,7 +21,9 @@ from .spec import SERVER_ACC_RE
 SERVER_TAG_RE = re.compile(r"^(?:srv|slot|que)\s+\S{1,12}: ")
 TIMING_RE = re.compile(r"print_timing: id\s+(-?\d+) \| task (-?\d+) \|\s?(.*)$")
 PROMPT_RE = re.compile(r"^\s*prompt eval time =\s+([\d.]+) ms /\s+(\d+) tokens")
-EVAL_RE = re.compile(r"^\s*eval time =\s+([\d.]+) ms /\s+(\d+) tokens")
+# ... and the rate the build prints for it (n / t before 2026, (n - 1) / t at 0c1e57098: parse.server.decode_steps)
+EVAL_RE = re.compile(r"^\s*eval time =\s+([\d.]+) ms /\s+(\d+) tokens"
+                     r"(?:\s*\(\s*[\d.]+ ms per token,\s*([\d.]+) tokens per second)?")
 LAUNCH_RE = re.compile(r"id\s+(-?\d+) \| task (-?\d+) \| processing task")
 RELEASE_RE = re.compile(r"id\s+(-?\d+) \| task (-?\d+) \| stop processing")
 # `srv  llama_server: model loaded` (2026-05+) or `main: model loaded` / `main: server is listening on` (before).
@@ -45,12 +47,15 @@ class TimedRequest:
     prompt_ms: float | None = None
     predicted_n: int | None = None
     predicted_ms: float | None = None
+    predicted_rate: float | None = None  # as the log prints it
     draft_n: int = 0
     draft_n_accepted: int = 0
 
     def row(self) -> dict:
         """The request in the `requests` table's shape, as server_metrics reads it."""
-        rate = self.predicted_n / self.predicted_ms * 1000 if self.predicted_ms and self.predicted_n else None
+        rate = self.predicted_rate
+        if rate is None and self.predicted_ms and self.predicted_n:
+            rate = self.predicted_n / self.predicted_ms * 1000
         return {"status": "ok", "prompt_n": self.prompt_n, "prompt_ms": self.prompt_ms,
                 "predicted_n": self.predicted_n, "predicted_ms": self.predicted_ms, "draft_n": self.draft_n,
                 "draft_n_accepted": self.draft_n_accepted, "predicted_per_second": rate, "ttft_ms": None}
@@ -133,6 +138,7 @@ def _read_field(req: TimedRequest, text: str, i: int) -> bool:
         req.prompt_ms, req.prompt_n = to_float(m.group(1)), to_int(m.group(2))
     elif m := EVAL_RE.match(text):
         req.predicted_ms, req.predicted_n = to_float(m.group(1)), to_int(m.group(2))
+        req.predicted_rate = to_float(m.group(3)) if m.group(3) else None
     elif m := SERVER_ACC_RE.search(text):
         req.draft_n_accepted, req.draft_n = to_int(m.group(2)) or 0, to_int(m.group(3)) or 0
     elif not re.match(r"^\s*(?:total time|graphs reused|acc per pos) =", text):

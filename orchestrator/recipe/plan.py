@@ -1,8 +1,7 @@
 """Jinja2 recipes -> a Plan: arms, each one argv (a list, never a shell string).
 
-A recipe's body renders to one command line. Every `{{ expression }}` becomes a placeholder before the
-text is split on whitespace, so a value with spaces, quotes or `;` lands in exactly one argv element and
-no shell ever sees it. Metadata is a literal `{% set meta = {...} %}` at the top, read from the template's
+A recipe's body renders to one command line (recipe/render.py: every `{{ expression }}` one argv element, no shell,
+nothing unbounded). Metadata is a literal `{% set meta = {...} %}` at the top, read from the template's
 syntax tree without rendering anything.
 
 Recipes are shared and downloaded like data, so they render in Jinja2's immutable sandbox: no attribute that
@@ -14,26 +13,21 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import jinja2
 import jinja2.meta
-import jinja2.sandbox
 from jinja2 import nodes
 
-from orchestrator import config
+from orchestrator import config, input_files
 from orchestrator.errors import AddressInRecipe, InvalidOption, RecipeError
 from orchestrator.hashing import sha256_text
 from orchestrator.parse import modes as parse_modes
 from orchestrator.recipe import argv as flags
-from orchestrator.recipe import depth, limits, matrix, modelref, prompts
+from orchestrator.recipe import limits, matrix, prompts, render
 
-PLACEHOLDER = "\x00{}\x00"
-PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
-FLAG_HEAD_RE = re.compile(r"--?[\w-]+=")  # `--model=` in `--model={{ models }}/{{ target }}`
 # Quality mode's measurement (run/quality.py): variables of every quality recipe. Empty base: perplexity only;
 # empty text: orch's default evaluation text; quality_ctx: llama-perplexity's context (not the speed run's -c).
 QUALITY_DEFAULTS = {"quality_base": "", "quality_text": "", "quality_ctx": 256}
@@ -117,7 +111,7 @@ def read_vars(path: Path | None) -> dict:
     if path is None:
         return {}
     try:
-        return tomllib.loads(Path(path).read_text())
+        return tomllib.loads(input_files.read_text(path))
     except FileNotFoundError:
         raise RecipeError(f"vars file {path} does not exist") from None
     except IsADirectoryError:
@@ -141,7 +135,7 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     path = Path(path)
     source = read_recipe(path)
     held: list[str] = []  # the values of one render, in the order its placeholders name them
-    env = _environment(held)
+    env = render.environment(held)
     meta = read_meta(env, source, str(path))
     if space is not None:
         _check_space(space, _used_variables(env, source, matrix.Cells(), meta.get("mode", parse_modes.DEFAULT_MODE))
@@ -163,12 +157,12 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
         limits.check_variable(key, value, f"{path}: variable")
     plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=sha256_text(source),
                 mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables)
-    template = _compile(env, source, path)
+    template = render.compile_template(env, source, path)
     for name, overrides in cells.cells.items():
         params = {**variables, **overrides}
         for key, value in overrides.items():
             limits.check_variable(key, value, f"{path}: arm {name}")
-        argv, literal = render_argv(template, held, {**params, **builtins}, str(path))
+        argv, literal = render.render_argv(template, held, {**params, **builtins}, str(path))
         limits.check_argv(argv, literal, params, f"{path}: arm {name}")
         if mode == "server":
             _check_server_arm(name, argv, params, path)
@@ -180,7 +174,7 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
 def recipe_meta(path: Path) -> dict:
     """The recipe's literal `meta` (its defaults, baseline and matrix), nothing rendered."""
     source = read_recipe(Path(path))
-    return read_meta(_environment([]), source, str(path))
+    return read_meta(render.environment([]), source, str(path))
 
 
 def _check_space(space: list[dict], known: set[str], path: Path) -> None:
@@ -212,7 +206,7 @@ def choose_arms(plan: Plan, patterns: tuple[str, ...]) -> Plan:
 def read_recipe(path: Path) -> str:
     """The recipe's text; RecipeError when it is not there or not a text file."""
     try:
-        return Path(path).read_text()
+        return input_files.read_text(path)
     except FileNotFoundError:
         raise RecipeError(f"recipe {path} does not exist") from None
     except IsADirectoryError:
@@ -270,66 +264,3 @@ def _check_server_arm(name: str, argv: list[str], params: dict, path: Path) -> N
         value = _typed(key, params.get(key, default), default, f"{path}: arm {name}")
         if key in REQUEST_MINIMA and value < REQUEST_MINIMA[key]:
             raise RecipeError(f"{path}: arm {name}: {key}={value!r} is below its least value {REQUEST_MINIMA[key]}")
-
-
-def _compile(env: jinja2.Environment, source: str, path: Path) -> jinja2.Template:
-    try:
-        return env.from_string(source)
-    except jinja2.TemplateSyntaxError as exc:
-        raise RecipeError(f"{path}:{exc.lineno}: {exc.message}") from None
-
-
-def _environment(values: list[str]) -> jinja2.Environment:
-    @jinja2.pass_eval_context
-    def hold(eval_ctx, value):
-        # Every {{ expression }} becomes a placeholder; values never meet the whitespace split. Taking the
-        # evaluation context keeps Jinja from calling this at compile time for a constant (`{{ 4096 }}`): a
-        # placeholder made then would name an index of the compile-time list, another value at render time.
-        values.append("" if value is None else str(value))
-        return PLACEHOLDER.format(len(values) - 1)
-
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
-                                                       finalize=hold)
-    env.globals["depth_prompt"] = depth.prompt_file  # `-f {{ depth_prompt(8192) }}`: 8K of context filled
-    return env
-
-
-def render_argv(template: jinja2.Template, values: list[str], context: dict, path: str) -> tuple[list[str], list[bool]]:
-    """Render with `values` (the list the environment's finalize appends to) and split into argv."""
-    values.clear()
-    try:
-        text = template.render(context)
-    except jinja2.sandbox.SecurityError as exc:
-        raise RecipeError(f"{path}: unsafe recipe, refused: {str(exc.message).rstrip('.')}; a recipe may use its "
-                          f"variables, filters and tests, never Python internals") from None
-    except jinja2.UndefinedError as exc:
-        known = ", ".join(sorted(k for k in context if k != "meta"))
-        raise RecipeError(f"{path}: {exc.message}; known variables: {known}") from None
-    except Exception as exc:  # noqa: BLE001  (1/0, an include without a loader, a too-long range: a bad recipe)
-        raise RecipeError(f"{path}: cannot render: {type(exc).__name__}: {exc}") from None
-    argv, literal = [], []
-    for token in text.split():
-        whole = PLACEHOLDER_RE.fullmatch(token)
-        if whole and values[int(whole.group(1))] == "":
-            continue  # an empty value adds no argument
-        token = _standing_alone(token, values)
-        argv.append(PLACEHOLDER_RE.sub(lambda m: values[int(m.group(1))], token))
-        literal.append(not PLACEHOLDER_RE.search(token))
-    if not argv:
-        raise RecipeError(f"{path}: the recipe renders to an empty command line")
-    return argv, literal
-
-
-def _standing_alone(token: str, values: list[str]) -> str:
-    """`{{ models }}/{{ target }}` where target is an absolute or ~ path or a Hugging Face reference is that value
-    alone, as os.path.join drops what comes before an absolute component: so `--set target=/data/x.gguf` works in
-    every recipe that joins a name onto the models directory. Only values and slashes are dropped, never recipe
-    text; a `--flag=` head stays."""
-    head = FLAG_HEAD_RE.match(token)
-    start = head.end() if head else 0
-    for m in reversed(list(PLACEHOLDER_RE.finditer(token, start))):
-        before = token[start:m.start()]
-        if (before.endswith("/") and not PLACEHOLDER_RE.sub("", before).strip("/")
-                and modelref.stands_alone(values[int(m.group(1))])):
-            return token[:start] + token[m.start():]
-    return token

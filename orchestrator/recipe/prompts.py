@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from orchestrator import input_files
 from orchestrator.errors import RecipeError
 from orchestrator.hashing import sha256_text
 
@@ -33,10 +34,15 @@ def load(source: str | Path = DEFAULT) -> tuple[str, list[Prompt]]:
         return str(source), _from_records(_jsonl(text, where), where)
     path = Path(source)
     try:
-        text = path.read_text()
+        text = input_files.read_text(path)
     except FileNotFoundError:
         raise RecipeError(f"prompt set {path} does not exist; give a .jsonl or .toml file, or a built-in set: "
                           f"{', '.join(BUILT_IN)}") from None
+    except UnicodeDecodeError:
+        raise RecipeError(f"prompt set {path} is not text (not UTF-8); give a .jsonl or .toml file") from None
+    except OSError as exc:
+        raise RecipeError(f"prompt set {path} cannot be read ({exc.strerror or exc}); give a .jsonl or .toml "
+                          f"file") from None
     if path.suffix == ".toml":
         try:
             records = tomllib.loads(text).get("prompts", [])

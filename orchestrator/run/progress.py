@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
+from orchestrator.long_step import rewrite
 from orchestrator.tables import clock, fill, terminal_width
 
 
@@ -32,7 +33,7 @@ class Progress:
             room = terminal_width() - 1  # a line the terminal wraps could not be rewritten in place
             text = text if len(text) <= room else text[:room - 3] + "..."
             pad = max(0, self.width - len(text))
-            self.stream.write("\r" + text + " " * pad)
+            rewrite(self.stream, text + " " * pad)
             self.width = len(text)
             if self.done == self.total:
                 self.stream.write("\n")
@@ -43,7 +44,8 @@ class Progress:
     def note(self, message: str) -> None:
         """A message that must stay on screen (a skipped arm, a failure)."""
         if self.tty and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
+            rewrite(self.stream, " " * self.width)
+            rewrite(self.stream, "")
         self.stream.write(fill(message) + "\n")
         self.stream.flush()
         self.width = 0

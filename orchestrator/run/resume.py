@@ -27,14 +27,14 @@ MAX_VALUE_CHARS = 40
 UNSET = object()
 
 
-def resumable(con, plan: Plan, build: Build, ref: str) -> int:
+def resumable(con, plan: Plan, build: Build, ref: str, arms: list[str]) -> int:
     """The sweep to continue: `ref` is a sweep id or "latest" (the newest matching one).
 
     A resume never starts a new sweep: when nothing matches, the error names what was looked for and the stored
     sweeps of the same recipe, each with what differs (build, recipe text, which variables).
     """
     sweeps = queries.sweep_keys(con)
-    differing = {s["id"]: differences(s, plan, build) for s in sweeps}
+    differing = {s["id"]: differences(s, plan, build, arms) for s in sweeps}
     if ref == "latest":
         match = next((s["id"] for s in sweeps if not differing[s["id"]]), None)
         if match is None:
@@ -48,12 +48,14 @@ def resumable(con, plan: Plan, build: Build, ref: str) -> int:
         raise NoSuchSweep(f"no sweep {wanted} to resume; list sweeps with `orch query 'SELECT * FROM sweeps'`")
     if differing[wanted]:
         raise ResumeMismatch(f"sweep {wanted} cannot be resumed by this run: it differs in "
-                             f"{'; '.join(differing[wanted])}; resume needs the same recipe text, build and variables")
+                             f"{'; '.join(differing[wanted])}; resume needs the same recipe text, builds, variables "
+                             f"and arms (--build, --arms as the sweep was run)")
     return wanted
 
 
-def differences(sweep: dict, plan: Plan, build: Build) -> list[str]:
-    """What keeps a stored sweep from being the one this run continues, in words ([] when it is that sweep)."""
+def differences(sweep: dict, plan: Plan, build: Build, arms: list[str]) -> list[str]:
+    """What keeps a stored sweep from being the one this run continues, in words ([] when it is that sweep): its
+    recipe text, build, variables, and the arms it planned (a crossed sweep's name both builds)."""
     out = []
     if sweep["recipe_hash"] != plan.recipe_hash:
         out.append(f"recipe text (it ran another text of {sweep['recipe_path']})")
@@ -64,7 +66,17 @@ def differences(sweep: dict, plan: Plan, build: Build) -> list[str]:
         there, here = theirs.get(key, UNSET), plan.variables.get(key, UNSET)
         if _json(there) != _json(here):
             out.append(f"{key} ({_shown(there)} there, {_shown(here)} here)")
+    planned = json.loads(sweep["arm_names"]) if sweep.get("arm_names") else None
+    if planned is not None and set(planned) != set(arms):
+        only_there, only_here = sorted(set(planned) - set(arms)), sorted(set(arms) - set(planned))
+        out.append("arms (" + "; ".join(part for part in (
+            f"{_listed(only_there)} there only" if only_there else "",
+            f"{_listed(only_here)} here only" if only_here else "") if part) + ")")
     return out
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
 
 
 def _json(value) -> str | None:

@@ -100,7 +100,7 @@ def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[Prep
              "work_dir": str(work_dir)}
     try:
         with db.write() as con:
-            sweep_id = resume.resumable(con, plan, build, resume_ref) if resume_ref else None
+            sweep_id = resume.resumable(con, plan, build, resume_ref, arms) if resume_ref else None
             resumed = sweep_id is not None
             if resumed:
                 repeat = plan.repeat if repeat_given else queries.sweep_repeat(con, sweep_id)
@@ -112,7 +112,8 @@ def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[Prep
                 sweep_id = store.create_sweep(con, {**({"uid": uid} if uid else {}),
                     "host_name": host.name, "host_id": host.id, "host_gpus": host.gpu_names,
                     "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
-                    "variables": plan.variables, "mode": plan.mode, "repeat": plan.repeat, "build_id": build.id,
+                    "variables": plan.variables, "arm_names": arms, "mode": plan.mode, "repeat": plan.repeat,
+                    "build_id": build.id,
                     "build_name": build.name, "commit": build.commit,
                     "upstream_commit": build.upstream_commit, "host": host_info(), "argv": orch_argv,
                     "status": "running", "started_at": store.utcnow(), "run_order": order,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import duckdb
 
 from orchestrator.store.db import rows_as_dicts
+from orchestrator.store.migrations.m023_request_rates import REQUEST_RATE
 from orchestrator.store.figures import (
     LOG_RATIO,
     PAIRED_WITH,
@@ -87,9 +88,10 @@ samples AS (  -- view decode_samples over the picked runs (read through the view
     FROM picked WHERE {_OK} AND decode_tps > 0 AND mode IS DISTINCT FROM 'server'
     UNION ALL
     SELECT o.sweep_id, o.arm, o.is_baseline, o.reference_arm, o.mode, o.repeat_index, q.prompt_id,
-           q.predicted_n / q.predicted_ms * 1000, q.predicted_n
+           {REQUEST_RATE}, q.predicted_n
     FROM picked o JOIN requests q ON q.run_id = o.id
-    WHERE o.{_OK} AND o.decode_tps > 0 AND o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0),
+    WHERE o.{_OK} AND o.decode_tps > 0 AND o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0
+          AND {REQUEST_RATE} > 0),
 paired AS (
     SELECT a.sweep_id, a.arm,
            count(*) FILTER ({PAIRED_WITH["reference"]}) AS n_ref,

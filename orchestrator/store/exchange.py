@@ -31,7 +31,7 @@ import duckdb
 
 from orchestrator import __version__
 from orchestrator.errors import BadExport, ExportDamaged
-from orchestrator.store import migrations, workdirs
+from orchestrator.store import import_checks, migrations, workdirs
 from orchestrator.store.exchange_tables import BY_NAME, TABLES, Table
 
 FORMAT = "orch-export"
@@ -107,6 +107,9 @@ def staged(source: Path) -> Iterator[Path]:
             _stage_export(source if source.is_dir() else source.parent, staging)
         elif source.is_file():
             _stage_database(source, staging)
+        elif source.exists():  # /dev/null, a FIFO: nothing an export or a results file is
+            raise BadExport(f"{source} is not a regular file; give an `orch export` directory or a results .duckdb "
+                            f"file")
         else:
             raise BadExport(f"{source} does not exist; give an `orch export` directory or a results .duckdb file")
         yield staging
@@ -115,6 +118,7 @@ def staged(source: Path) -> Iterator[Path]:
 def _stage_export(directory: Path, staging: Path) -> None:
     manifest = _manifest(directory)
     _refuse_newer(set(manifest["migrations"]), str(directory), manifest.get("orch_version"))
+    import_checks.check_migrations(set(manifest["migrations"]), str(directory))
     counts, digests = manifest["tables"], manifest.get("sha256") or {}
     for name in counts:
         _check_file(directory / f"{name}.parquet", name, counts[name], digests.get(name))
@@ -127,6 +131,7 @@ def _stage_export(directory: Path, staging: Path) -> None:
                                 f"(its manifest.json does not list them): an incomplete export; export it again")
         for name in counts:
             _stage_table(con, directory / f"{name}.parquet", name, counts[name])
+        import_checks.check_staged(con, str(directory))
         migrations.apply(con)  # then what this orch adds since: global ids, hosts, ...
     finally:
         con.close()
@@ -190,18 +195,23 @@ def _type(name: str | None) -> str | None:
 
 def _stage_database(source: Path, staging: Path) -> None:
     shutil.copyfile(source, staging)  # a copy: the source is read, never migrated in place
+
+    def reason(exc: Exception) -> str:  # DuckDB names the file it opened: the user's is the one to name
+        return _first_line(exc).replace(f'"{staging}"', str(source)).replace(str(staging), str(source))
+
     try:
         con = duckdb.connect(str(staging))
     except duckdb.Error as exc:
-        reason = _first_line(exc).replace(f'"{staging}"', str(source)).replace(str(staging), str(source))
-        raise BadExport(f"{source} is not a DuckDB results file ({reason})") from None
+        raise BadExport(f"{source} is not a DuckDB results file ({reason(exc)})") from None
     try:
         if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = '_migrations'").fetchone():
             raise BadExport(f"{source} is a DuckDB file but not an orch results database (no _migrations table)")
         _refuse_newer(set(migrations.done_numbers(con)), str(source), None)
+        import_checks.check_migrations(set(migrations.done_numbers(con)), str(source))
+        import_checks.check_staged(con, str(source))
         migrations.apply(con)
     except duckdb.Error as exc:
-        raise BadExport(f"{source} cannot be read as an orch results file ({_first_line(exc)}); give an `orch "
+        raise BadExport(f"{source} cannot be read as an orch results file ({reason(exc)}); give an `orch "
                         f"export` directory or an undamaged results file") from None
     finally:
         con.close()

@@ -15,7 +15,7 @@ import duckdb
 
 from orchestrator.parse import output
 from orchestrator.parse.repetition import Repetition, repetition
-from orchestrator.store import queries
+from orchestrator.store import logs, queries
 
 Con = duckdb.DuckDBPyConnection
 
@@ -32,7 +32,7 @@ def mark_loops(con: Con, sweep_id: int) -> int:
                 found.append((r["run_id"], worst))
             continue
         argv = json.loads(r["argv"] or "[]")
-        text = output.generated_text(queries.read_logs(con, r["run_id"]).get("stdout", ""), argv)
+        text = output.generated_text(logs.stdout_text(con, r["run_id"]) or "", argv)
         if text:
             found.append((r["run_id"], repetition(text, output.prompt_of(argv))))
     if found:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import duckdb
 
 from orchestrator.parse import output
-from orchestrator.store import loops, queries
+from orchestrator.store import logs, loops, queries
 
 Con = duckdb.DuckDBPyConnection
 # (generated text, the argv of the run that generated it) -> its token ids, or None where they cannot be had.
@@ -76,7 +76,8 @@ def _cli(con: Con, sweep_id: int, tokenize: Tokenize | None) -> list[tuple]:
 
     def text(run_id: int, argv: list[str]) -> str | None:
         if run_id not in texts:
-            texts[run_id] = output.generated_text(queries.read_logs(con, run_id).get("stdout", ""), argv)
+            stdout = logs.stdout_text(con, run_id)  # None: a damaged row, nothing to compare by
+            texts[run_id] = None if stdout is None else output.generated_text(stdout, argv)
         return texts[run_id]
 
     for r in queries.cli_output_pairs(con, sweep_id):

@@ -7,7 +7,6 @@ summarising 100k stored runs moves a few thousand rows into Python, not 100k.
 
 from __future__ import annotations
 
-import gzip
 import json
 
 import duckdb
@@ -97,10 +96,10 @@ def recent_failures(con: Con, sweep_id: int, n: int) -> list[dict]:
 
 
 def sweep_keys(con: Con) -> list[dict]:
-    """What resume matches on, newest sweep first: recipe hash, build id and variables (JSON text), with the recipe
-    path and build name that name a candidate."""
-    return rows_as_dicts(con.execute("SELECT id, recipe_path, recipe_hash, build_id, build_name, variables FROM sweeps "
-                                     "ORDER BY id DESC"))
+    """What resume matches on, newest sweep first: recipe hash, build id, variables and planned arms (JSON text),
+    with the recipe path and build name that name a candidate."""
+    return rows_as_dicts(con.execute("SELECT id, recipe_path, recipe_hash, build_id, build_name, variables, arm_names "
+                                     "FROM sweeps ORDER BY id DESC"))
 
 
 def sweep_repeat(con: Con, sweep_id: int) -> int | None:
@@ -154,11 +153,6 @@ def run_row(con: Con, run_id: int) -> dict | None:
 def metrics_row(con: Con, run_id: int) -> dict | None:
     rows = rows_as_dicts(con.execute("SELECT * FROM metrics WHERE run_id = ?", [run_id]))
     return rows[0] if rows else None
-
-
-def read_logs(con: Con, run_id: int) -> dict[str, str]:
-    rows = con.execute("SELECT stream, gz FROM run_logs WHERE run_id = ?", [run_id]).fetchall()
-    return {stream: gzip.decompress(gz).decode(errors="replace") for stream, gz in rows}
 
 
 def request_rows(con: Con, run_id: int) -> list[dict]:
@@ -308,12 +302,6 @@ def run_sql(con: Con, sql: str) -> tuple[list[str], list[dict]]:
 
 
 # --- stored logs --------------------------------------------------------------------------------------------------
-
-def stored_logs(con: Con, run_id: int) -> dict[str, bytes]:
-    """A run's raw logs by stream name (stdout, stderr, server_tail), exactly as captured, in stream order."""
-    rows = con.execute("SELECT stream, gz FROM run_logs WHERE run_id = ? ORDER BY stream", [run_id]).fetchall()
-    return {stream: gzip.decompress(gz) for stream, gz in rows}
-
 
 def sweep_ids_by_uid(con: Con, uids: list[str]) -> dict[str, int]:
     """The local ids of sweeps named by global id (those stored)."""

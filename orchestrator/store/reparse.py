@@ -12,6 +12,7 @@ from orchestrator import parse
 from orchestrator.errors import OrchError
 from orchestrator.parse.modes import mode_of
 from orchestrator.parse.server import measured_log, server_metrics
+from orchestrator.store import logs as stored_logs
 from orchestrator.store import parity, queries, writes
 
 JSON_COLUMNS = ("accept_rate_per_pos",)  # metrics columns stored as JSON text (store/writes.measured_values)
@@ -34,8 +35,8 @@ class Reparsed:
 def reparse_all(con) -> Reparsed:
     result = Reparsed()
     for run in queries.runs_to_reparse(con):
-        logs = queries.read_logs(con, run["id"])
         try:
+            logs = stored_logs.read_logs(con, run["id"])  # StoredLogDamaged: reported, kept as stored
             parsed = _parse(con, run, logs)
             parse.check_ranges(parsed)
         except OrchError as exc:

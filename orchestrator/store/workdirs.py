@@ -1,4 +1,5 @@
-"""orch's own work directories: where a sweep's run logs grow, a Ray round's shard is made, an import is staged.
+"""orch's own work directories: where a sweep's run logs grow, a Ray round's shard is made, an import is staged;
+and the partial files of a download, beside where the whole file will be (partial_file, remove_dead_partials).
 
 They all live in one root, `$ORCH_CACHE/work`, under names that carry their kind and owner (proc.work_dir_prefix).
 So the next orch can remove what a dead one left behind, and nothing else: recovery never removes or reads a path
@@ -8,6 +9,7 @@ import, and imports are data, never instructions).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -62,5 +64,30 @@ def remove_orphans() -> list[Path]:
         owner = proc.work_dir_owner(path.name)
         if owner is not None and path.is_dir() and not path.is_symlink() and owner.alive() is False:
             shutil.rmtree(path, ignore_errors=True)
+            gone.append(path)
+    return gone
+
+
+def partial_prefix() -> str:
+    """How a partial download of this process is named (hidden, its owner in the name): `.part-HOST--PID-START-`."""
+    return "." + proc.work_dir_prefix(proc.this_process(), "part")
+
+
+def partial_file(folder: Path, name: str) -> Path:
+    """An empty file in folder to write `name` into before renaming it over `name`: a SIGKILL leaves it for the next
+    call's remove_dead_partials."""
+    fd, path = tempfile.mkstemp(prefix=partial_prefix(), suffix=f".{name}.part", dir=folder)
+    os.close(fd)
+    return Path(path)
+
+
+def remove_dead_partials(folder: Path) -> list[Path]:
+    """The partial downloads in folder whose orch died on this host (a kill mid-download left a file as large as
+    the model): removed, with the paths returned; a live orch's and any other file are left alone."""
+    gone = []
+    for path in sorted(folder.glob(".part-*")) if folder.is_dir() else ():
+        owner = proc.work_dir_owner(path.name[1:])
+        if owner is not None and not path.is_symlink() and owner.alive() is False:
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
             gone.append(path)
     return gone

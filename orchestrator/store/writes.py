@@ -68,7 +68,7 @@ def record_model(con: duckdb.DuckDBPyConnection, info: dict) -> None:
 
 
 def create_sweep(con: duckdb.DuckDBPyConnection, row: dict) -> int:
-    row = {k: to_json(v) if k in ("variables", "host", "argv", "env") else v for k, v in row.items()}
+    row = {k: to_json(v) if k in ("variables", "host", "argv", "env", "arm_names") else v for k, v in row.items()}
     cols = list(row)
     return con.execute(f"INSERT INTO sweeps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
                        [row[c] for c in cols]).fetchone()[0]

@@ -15,10 +15,16 @@ from pathlib import Path
 from orchestrator import resumable, store
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
-from orchestrator.errors import Interrupted, InvalidOption, OrchError, TuneResumeError
+from orchestrator.errors import (
+    Interrupted,
+    InvalidOption,
+    OrchError,
+    RecipeError,
+    TuneResumeError,
+)
 from orchestrator.hashing import sha256_text
 from orchestrator.proc import Owner, this_process
-from orchestrator.recipe.plan import parse_set, read_vars, recipe_meta
+from orchestrator.recipe.plan import parse_set, read_recipe, read_vars, recipe_meta
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest
 from orchestrator.store import tune_queries, tunes
@@ -71,9 +77,27 @@ def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
     return out
 
 
-def _as_overrides(path: Path | None) -> tuple[str, ...]:
-    """A workload file's variables as --set items (TOML literals), so --vars stays the user's file."""
-    return tuple(f"{k}={json.dumps(v)}" for k, v in read_vars(path).items()) if path else ()
+def _as_overrides(values: dict) -> tuple[str, ...]:
+    """A workload's (or a stored vars file's) variables as --set items (TOML literals), so --vars stays the user's."""
+    return tuple(f"{k}={json.dumps(v)}" for k, v in values.items())
+
+
+def _key(workload: Path | None) -> str:
+    """How a workload's stored values are found again: its absolute path, as the tune row lists it."""
+    return str(workload.absolute()) if workload else "None"
+
+
+def _check_recipe(row: dict) -> None:
+    """A resume races what was started: the recipe must be the one the tune stored (its sha256)."""
+    path = Path(row["recipe_path"])
+    try:
+        now = sha256_text(read_recipe(path))
+    except RecipeError:
+        now = None
+    if now != row["recipe_hash"]:
+        what = "is gone" if now is None else "changed"
+        raise TuneResumeError(f"tune {row['id']}: its recipe {path} {what} since the tune started; a resume races "
+                              f"what was started: restore the recipe, or start a new tune")
 
 
 def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
@@ -81,7 +105,8 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
     build = runnable_build(request.build_ref)
     files = workload_files(request.workloads, request.recipe)
     grids, source, notes = _space(request, build)
-    prepared = {str(f): _prepare(request, build, f, grids) for f in files}
+    workloads = {_key(f): read_vars(f) if f else {} for f in files}  # their values: what a resume races again
+    prepared = {str(f): _prepare(request, build, workloads[_key(f)], grids) for f in files}
     if request.budget.runs is not None:  # refused before the tune exists: a race needs its first round whole
         least = max(driver.first_round_runs(p, request.rules) for p in prepared.values())
         if request.budget.runs < least:
@@ -90,6 +115,7 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
                                 f"or fewer candidates (--arms, --space)")
     database = store.Database(request.db or _db())
     given = {"vars_file": str(request.vars_file.absolute()) if request.vars_file else None,
+             "vars_values": read_vars(request.vars_file), "workload_values": workloads,
              "overrides": list(request.overrides), "arms": list(request.arms),
              "models": str(request.models.absolute()) if request.models else None, "timeout": request.timeout}
     with database.write() as con:
@@ -108,18 +134,27 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
 def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResult:
     database = store.Database(db or _db())
     row = stored(database, ref)
-    given = row["variables"] or {}
-    rules = dict(row["rules"])
-    allow = rules.pop("allow_output_change", False)
-    request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
-                          vars_file=Path(given["vars_file"]) if given.get("vars_file") else None,
-                          overrides=tuple(given.get("overrides") or ()), arms=tuple(given.get("arms") or ()),
-                          models=Path(given["models"]) if given.get("models") else None,
-                          budget=Budget(**row["budget"]), rules=race.Rules(**rules), allow_output_change=allow,
-                          timeout=given.get("timeout", 600.0), db=database.path)
+    _check_recipe(row)
+    try:  # a stored row is data: one that does not read is one line, never a traceback
+        given = row["variables"] or {}
+        rules = dict(row["rules"])
+        allow = rules.pop("allow_output_change", False)
+        kept = "vars_values" in given  # the files' values as the tune started (tunes stored before: their paths)
+        request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
+                              vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
+                              overrides=(*(_as_overrides(given["vars_values"]) if kept else ()),
+                                         *(given.get("overrides") or ())), arms=tuple(given.get("arms") or ()),
+                              models=Path(given["models"]) if given.get("models") else None,
+                              budget=Budget(**row["budget"]), rules=race.Rules(**rules), allow_output_change=allow,
+                              timeout=float(given.get("timeout", 600.0)), db=database.path)
+        files = [Path(w) if w else None for w in row["workloads"]]
+        values = given["workload_values"] if kept else {_key(f): read_vars(f) if f else {} for f in files}
+        values = {str(f): values[_key(f)] for f in files}
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise TuneResumeError(f"tune {row['id']}: its stored settings do not read ({type(exc).__name__}: {exc}); "
+                              f"it cannot be resumed: start a new tune") from None
     build = runnable_build(row["build_name"])
-    files = [Path(w) if w else None for w in row["workloads"]]
-    prepared = {str(f): _prepare(request, build, f, row["space"]) for f in files}
+    prepared = {str(f): _prepare(request, build, values[str(f)], row["space"]) for f in files}
     with database.read() as con:
         rounds, events = tune_queries.rounds(con, row["id"]), tune_queries.events(con, row["id"])
     take_over(database, row)
@@ -182,7 +217,7 @@ def _space(request: TuneRequest, build: Build) -> tuple[list[dict] | None, str |
     return found.grids, found.source, found.notes
 
 
-def _prepare(request: TuneRequest, build: Build, workload: Path | None, grids: list[dict] | None):
+def _prepare(request: TuneRequest, build: Build, workload: dict, grids: list[dict] | None):
     recipe = RecipeRequest(recipe=request.recipe, build_ref=build.name, vars_file=request.vars_file,
                            overrides=_as_overrides(workload) + tuple(request.overrides), models=request.models,
                            arms=request.arms, db=request.db, space=None if grids is None else tuple(grids))

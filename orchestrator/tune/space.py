@@ -29,10 +29,14 @@ from pathlib import Path
 
 from scipy.stats import qmc
 
+from orchestrator import input_files
 from orchestrator.errors import InvalidOption
 from orchestrator.recipe import matrix
 
 DEFAULT_SAMPLE = 64  # built-in spaces: more candidates than this are sampled
+MAX_RACED = 1000  # candidates a race takes unsampled (a space of 10^4 ran 200 s without an answer); more: `sample`
+MAX_SPACE = 10**12  # candidates a space may describe at all, sampled or not
+MODEL_FILES = ("target", "draft", "model", "models")  # a race compares settings of one model pair, never models
 ALL = "all"
 
 
@@ -58,12 +62,14 @@ def resolve(arg: str, *, baseline: dict, backend: str, variables: dict) -> Space
 
 def from_file(path: Path, baseline: dict) -> Space:
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(input_files.read_text(path))
     except FileNotFoundError:
         raise InvalidOption(f"--space {path} does not exist; give a TOML space file or built-in names "
                             f"({', '.join(builtin_spaces())}, {ALL})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidOption(f"--space {path} cannot be read ({exc}); give a TOML space file") from None
+    except UnicodeDecodeError:
+        raise InvalidOption(f"--space {path} is not text (not UTF-8); give a TOML space file") from None
+    except OSError as exc:
+        raise InvalidOption(f"--space {path} cannot be read ({exc.strerror or exc}); give a TOML space file") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidOption(f"--space {path} is not valid TOML: {exc}") from None
     unknown = set(data) - {"grid", "all", "sample"}
@@ -72,11 +78,21 @@ def from_file(path: Path, baseline: dict) -> Space:
         raise InvalidOption(f"--space {path}: a space is `[[grid]]` tables (one method each), with optional `[all]` "
                             f"axes and `sample = N`; {what}")
     sample = data.get("sample")
-    if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or sample < 1):
-        raise InvalidOption(f"--space {path}: sample = {sample!r} is not a positive whole number")
+    if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or not 1 <= sample <= MAX_RACED):
+        raise InvalidOption(f"--space {path}: sample = {sample!r} is not a whole number from 1 to {MAX_RACED}")
     where = f"--space {path}"
+    for table in [*data["grid"], data.get("all") or {}]:
+        named = sorted(set(table) & set(MODEL_FILES)) if isinstance(table, dict) else []
+        if named:
+            raise InvalidOption(f"{where}: sets {', '.join(named)}: a space races settings of one model pair, never "
+                                f"the models; give them with --set (one tune per pair)")
     grids = combine([expand_ranges(g, where) for g in data["grid"]], expand_ranges(data.get("all") or {}, where),
                     baseline)
+    total = sum(grid_size(g) for g in grids)
+    if total > MAX_SPACE or (sample is None and total > MAX_RACED):
+        raise InvalidOption(f"{where}: {total:,} candidates; " + (
+            f"a space may describe at most {MAX_SPACE:,}" if total > MAX_SPACE else
+            f"a race takes at most {MAX_RACED:,} unsampled: add `sample = N` (a Latin hypercube of N)"))
     return limited(Space(grids, str(path)), sample)
 
 
@@ -150,7 +166,7 @@ def combine(grids: list[dict], axes: dict, baseline: dict) -> list[dict]:
 
 def limited(space: Space, sample: int | None) -> Space:
     """The space, or a Latin-hypercube sample of it of about `sample` candidates, each grid in proportion."""
-    sizes = [len(matrix.grid_cells(g, space.source)) for g in space.grids]
+    sizes = [grid_size(g) for g in space.grids]  # counted, never expanded: a grid of 10^9 cells is sampled by index
     total = sum(sizes)
     if not sample or total <= sample:
         return space
@@ -161,6 +177,11 @@ def limited(space: Space, sample: int | None) -> Space:
     kept = sum(len(matrix.grid_cells(g, space.source)) for g in grids)
     space.notes.append(f"space of {total} candidates sampled to {kept} (Latin hypercube, seed 0)")
     return Space(grids, space.source, space.notes)
+
+
+def grid_size(grid: dict) -> int:
+    """How many cells a grid makes (the product of its axes' lengths), without making them."""
+    return math.prod(len(v) for v in grid.values() if isinstance(v, (list, tuple)))
 
 
 def _sampled(grid: dict, count: int) -> list[dict]:

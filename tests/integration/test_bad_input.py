@@ -43,6 +43,7 @@ def _files(d: Path, empty_results: Path) -> None:
     (d / "bad.toml").write_text("n_predict = = 3\n")
     (d / "space_var.toml").write_text('[[grid]]\nspec = "ngram-mod"\nngram_nn = [4, 8]\n')
     (d / "notgguf.gguf").write_text("not a model\n")
+    (d / "empty.log").write_text("")
     (d / "short.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 8)
     (d / "text.duckdb").write_text("hello\n")
     (d / "random.duckdb").write_bytes(os.urandom(5000))
@@ -154,7 +155,8 @@ CASES = [
     ("import a text file", ["import", "{d}/text.duckdb"], 42, "not a DuckDB results file"),
     # orch parse and models inspect: files that are not what they say
     ("parse binary", ["parse", "{d}/binary.bin"], 28, "binary data"),
-    ("parse empty", ["parse", "/dev/null"], 28, "empty"),
+    ("parse empty", ["parse", "{d}/empty.log"], 28, "empty"),
+    ("parse a device", ["parse", "/dev/null"], 2, "not a regular file"),
     ("parse a directory", ["parse", "{d}/adir"], 2, "is a directory"),
     ("inspect not a GGUF", ["models", "inspect", "{d}/notgguf.gguf"], 11, "not a readable GGUF"),
     ("inspect truncated GGUF", ["models", "inspect", "{d}/short.gguf"], 11, "GGUF"),
@@ -192,6 +194,9 @@ CASES = [
     ("tune workload missing", [*TUNE, "--workload", "nope"], 10, "--workload nope"),
     ("tune budget unreadable", [*TUNE, "--budget", "lots"], 2, "--budget"),
     ("tune budget below one round", [*TUNE, "--budget", "3runs"], 10, "less than one round"),
+    ("tune budget of a fraction of a run", [*TUNE, "--budget", "1.5runs"], 2, "runs are counted whole"),
+    ("tune arms naming nothing", [*TUNE, "--arms", " , "], 2, "names no arm; leave --arms out"),
+    ("run arms naming nothing", ["run", f"{R}/recipe_a.j2", *TINY_A, "--arms", "", "--dry-run"], 2, "names no arm"),
     ("tune a server recipe", ["tune", f"{R}/server_spec.j2", *TINY_A, "--build", COMMIT], 10, "races CLI recipes"),
     ("tune resume without a tune", ["tune", "--resume", "--db", "{d}/made.duckdb"], 50, "no unfinished tune"),
     ("tune show without a tune", ["tune", "--show", "--db", "{d}/made.duckdb"], 50, "no finished tune"),

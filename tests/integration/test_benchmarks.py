@@ -12,7 +12,7 @@ import pytest
 from tests.integration.conftest import COMMIT, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
+SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))  # _where: a helper
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +46,23 @@ def test_each_benchmark_runs_in_its_quick_mode(script, cache_env, tiny_dir, seed
     assert "Traceback" not in res.stderr
     assert not [p for p in tmp_path.iterdir() if p.name not in ("cache", "results.duckdb", "tmp")], "left files in its cwd"
     assert not list(temp.iterdir()), "left temporary files behind"
+
+
+def test_a_benchmark_uses_the_projects_build_and_makes_the_tiny_models_it_lacks(cache_env, tmp_path):
+    """After `make build`, a benchmark found no build: they looked in the test suite's cache. Now they take
+    $ORCH_BUILDS_DIR / $ORCH_MODELS or the project's ./builds and ./models, make tiny models that are missing from
+    the build's vocabularies, say so in one line, and name the fix when there is no build."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import _where; _where.project({COMMIT!r})"
+    models = tmp_path / "models"
+    res = subprocess.run([sys.executable, "-c", code], env={**cache_env, "ORCH_MODELS": str(models)},
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.splitlines() == [f"using build {COMMIT}-cpu from {cache_env['ORCH_BUILDS_DIR']} and models from "
+                                       f"{models} (tiny models made there now)"]
+    assert (models / "tiny-target.gguf").is_file() and (models / "tiny-draft.gguf").is_file()
+    empty = tmp_path / "no-builds"
+    empty.mkdir()
+    res = subprocess.run([sys.executable, "-c", code], env={**cache_env, "ORCH_BUILDS_DIR": str(empty)},
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 1 and "run `make build` in" in res.stderr and str(empty) in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr

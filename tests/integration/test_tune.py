@@ -126,8 +126,15 @@ def test_a_tune_whose_orch_still_runs_is_not_resumed_by_a_second_one(orch_exe, e
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
-def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, how):
-    proc = subprocess.Popen(tune_argv(orch_exe, space, "--max-runs", "4"), env=env, stdout=subprocess.PIPE,
+def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, how, tmp_path):
+    """Stopped in round 2 and resumed, the race ends with an answer, and races what it started: the workload file
+    edited in between changes nothing (its values were stored, not its path)."""
+    workload = tmp_path / "mine" / "short_fact.toml"
+    workload.parent.mkdir()
+    workload.write_text((ROOT / "recipes" / "workloads" / "short_fact.toml").read_text())
+    argv = tune_argv(orch_exe, space, "--max-runs", "4")
+    argv[argv.index("short_fact")] = str(workload)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     seen, in_round_two = [], False
     deadline = time.monotonic() + 300
@@ -153,10 +160,13 @@ def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, ho
     if how == "ctrl-c":
         assert not _children_of_this_results_file(env)
     rounds_before = len(db_rows(env, "SELECT * FROM tune_rounds"))
+    workload.write_text('workload = "short_fact"\nprompt = "an edited prompt"\nn_predict = 7\n')
     resumed = run_orch(orch_exe, "tune", "--resume", env=env, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resuming with {rounds_before} round(s) already run" in resumed.stderr
     assert resumed.stdout.splitlines()[-1].startswith("verdict: tune 1: short_fact: ")
+    argvs = [json.loads(r["argv"]) for r in db_rows(env, "SELECT rendered_argv AS argv FROM runs")]
+    assert argvs and all("an edited prompt" not in a and a[a.index("-n") + 1] != "7" for a in argvs)
     _assert_consistent(env)
     assert not _children_of_this_results_file(env)
 

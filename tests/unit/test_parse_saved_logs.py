@@ -153,6 +153,27 @@ def test_the_warm_up_is_left_out_only_where_the_log_holds_the_start_up():
     assert fresh.parsed.version["commit"] == "0c1e570"
 
 
+PRINTED = re.compile(r"(?<!prompt )\beval time =\s+([\d.]+) ms /\s+(\d+) tokens \(\s*[\d.]+ ms per token,\s+([\d.]+) tokens per")
+
+
+@pytest.mark.parametrize("era,name,steps", [("0c1e57098", "server-baseline", "n - 1"),
+                                            ("0c1e57098", "server-draft-unmarked", "n - 1"),
+                                            ("7841fc723", "server-baseline", "n"),
+                                            ("f49e91787", "server-draft-concurrency2", "n")])
+def test_a_server_logs_decode_rate_is_the_one_its_build_prints(era, name, steps):
+    """Each era's own definition, read from the log's own figures: every request's rate as orch reads it is the
+    rate the log prints, and the pooled rate is the printed rates weighted by their times (0c1e57098 counts n - 1
+    tokens, the first being free; earlier eras n). Before, orch pooled n / t everywhere: 6.7% high at 16 tokens."""
+    reading = read_logs(streams(era, name))
+    text = "\n".join(f.data.decode() for f in streams(era, name))
+    printed = [(float(ms), int(n), float(rate)) for ms, n, rate in PRINTED.findall(text)]
+    counted = printed[-reading.parsed.extra["n_requests"]:]  # the run's requests, after any warm-up
+    assert all(rate == pytest.approx(((n - 1) if steps == "n - 1" else n) / ms * 1000, rel=0.01)
+               for ms, n, rate in counted)
+    pooled = sum(rate * ms for ms, _, rate in counted) / sum(ms for ms, _, _ in counted)
+    assert reading.parsed.metrics["decode_tps"] == pytest.approx(pooled, rel=2e-3)
+
+
 def test_a_server_log_orch_did_not_mark_counts_every_request():
     """A log from outside orch (here, one an orch stored before it marked its warm-up) is read whole: its first
     request after the start-up counts like any other, and the reading says so (issue 24: a log holding one request

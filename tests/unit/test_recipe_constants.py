@@ -30,9 +30,9 @@ def render(tmp_path, body: str, meta: str = META, overrides=("prompt=hi",)) -> l
 
 @pytest.mark.parametrize("expression, expected", [
     ("4096", ["4096"]), ("0", ["0"]), ("-1", ["-1"]), ("1.0", ["1.0"]), ("0.0", ["0.0"]), ("2.5e-3", ["0.0025"]),
-    ('"x"', ["x"]), ("'a-b'", ["a-b"]), ('"a b"', ["a b"]), ("true", ["True"]), ("false", ["False"]),
+    ('"x"', ["x"]), ("'a-b'", ["a-b"]), ('"a b"', ["a b"]),
     ("2*2048", ["4096"]), ("10 // 3", ["3"]), ('"a" ~ "b"', ["ab"]), ('"ab" | upper', ["AB"]),
-    ("[1, 2] | length", ["2"]), ("(1, 2)[1]", ["2"]), ('{"k": 7}["k"]', ["7"]), ("none", []), ('""', []),
+    ("[1, 2] | length", ["2"]), ("(1, 2)[1]", ["2"]), ('{"k": 7}["k"]', ["7"]), ('""', []),
     ("1 if true else 2", ["1"]), ('"%d" % 5', ["5"]), ("[8, 16] | max", ["16"]),
 ])
 def test_every_literal_kind_renders_as_itself(tmp_path, expression, expected):
@@ -63,6 +63,39 @@ def test_every_literal_kind_renders_as_itself(tmp_path, expression, expected):
             assert argv.count("-x") == argv.count("-y") == 1 and argv[-4:] == ["-c", "512", "-p", "hi"], argv
             if expected:
                 assert argv[argv.index("-x") + 1] == argv[argv.index("-y") + 1] == expected[0], argv
+
+
+@pytest.mark.parametrize("expression, shown", [("none", "none"), ("true", "true"), ("false", "false"),
+                                               ("missing_ok", "none"), ("ctx > 1", "true")])
+def test_a_none_or_a_boolean_in_an_argument_is_a_render_error(tmp_path, expression, shown):
+    """`--seed {{ none }} --x` once made --x the seed's value, and `{{ true }}` rendered True: an expression that
+    gives no argument stops the recipe in one line saying how to write a guarded flag or a switch."""
+    meta = '{% set meta = {"mode": "cli", "defaults": {"target": "t.gguf", "ctx": 512, "missing_ok": none}} %}\n'
+    with pytest.raises(RecipeError, match=rf"r\.j2: an expression renders {shown}, which is no argument: "
+                                          r"(guard its flag|write \{% if x %\}--flag)"):
+        render(tmp_path, f"{{{{ bin }}}}/llama-completion -m {{{{ models }}}}/{{{{ target }}}} --seed "
+                         f"{{{{ {expression} }}}} --x -c {{{{ ctx }}}} -p {{{{ prompt }}}}", meta=meta)
+    guarded = render(tmp_path, "{{ bin }}/llama-completion -m {{ models }}/{{ target }} {% if missing_ok is not none %}"
+                               "--seed {{ missing_ok }}{% endif %} -p {{ prompt }}", meta=meta)
+    assert "--seed" not in guarded
+
+
+@pytest.mark.parametrize("expression", ["'x' * 10**9", "['x'] * 10**7", "2 ** 1000000", "'ab' * 600000"])
+def test_repetition_is_refused_before_it_is_built(tmp_path, expression):
+    """`{{ 'x' * 10**9 }}` built a gigabyte before any check (Jinja even folds it at compile time); the sandbox
+    refuses the repetition itself, in one line."""
+    with pytest.raises(RecipeError, match=r"r\.j2: (a repetition makes [\d,]+ items|.* is a number of more than)"):
+        render(tmp_path, f"{{{{ bin }}}}/llama-completion -m {{{{ models }}}}/{{{{ target }}}} -x {{{{ {expression} }}}}"
+                         " -p {{ prompt }}")
+    assert render(tmp_path, "{{ bin }}/llama-completion -m {{ models }}/{{ target }} -x {{ 'ab' * 3 }} -y {{ 2 ** 10 }}"
+                            " -p {{ prompt }}")[-6:] == ["-x", "ababab", "-y", "1024", "-p", "hi"]
+
+
+def test_a_render_too_long_for_a_command_line_is_refused(tmp_path):
+    body = ("{{ bin }}/llama-completion -m {{ models }}/{{ target }} {% for i in range(100000) %}{{ 'abcdefghij' * 10 }}"
+            " {% endfor %} -p {{ prompt }}")
+    with pytest.raises(RecipeError, match=r"r\.j2: the rendered values exceed 1,048,576 characters"):
+        render(tmp_path, body)
 
 
 def test_constants_in_meta_and_in_control_flow_render_as_themselves(tmp_path):

@@ -56,6 +56,20 @@ def test_server_metrics_pool_requests():
     assert none.metrics["acceptance"] is None
 
 
+def test_each_request_counts_as_its_build_counts_it():
+    """0c1e57098's server gives a request's rate over n - 1 tokens (the first token is free), older ones over n, in
+    the same time window: the pooled rate counts each request the way its build's own rate says."""
+    n_rate = [row(16, 8.0), row(16, 2.0)]  # rates 2000 and 8000: n / t
+    new_era = [{**r, "predicted_per_second": (r["predicted_n"] - 1) / r["predicted_ms"] * 1000} for r in n_rate]
+    assert server_metrics(n_rate, "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics["decode_tps"] == \
+        pytest.approx(32 / 10.0 * 1000)
+    assert server_metrics(new_era, "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics["decode_tps"] == \
+        pytest.approx(30 / 10.0 * 1000)
+    one = {**row(1, 0.001), "predicted_per_second": 0.0}  # one token: no decode step at 0c1e57098
+    assert server_metrics([*new_era, one], "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics["decode_tps"] == \
+        pytest.approx(30 / 10.001 * 1000)
+
+
 def test_measured_log_drops_startup_and_warmup():
     logs = {"stdout": b"", "stderr": b"start-up\nwarm-up\nmeasured\n"}
     assert measured_log(logs, {"stderr": len(b"start-up\nwarm-up\n")}).strip() == "measured"

@@ -262,3 +262,18 @@ def test_runs_a_dead_orch_had_not_stored_yet_are_stored_interrupted_with_their_l
     assert [(r[0], r[1], json.loads(r[2]), r[3]) for r in runs] == [(i, "interrupted", {"x": 1}, True) for i in ids]
     assert logs == [(ids[0], "stderr"), (ids[0], "stdout"), (ids[1], "stderr")] and status == "interrupted"
     assert not work.exists()
+
+
+def test_query_cannot_change_duckdbs_settings(tmp_path):
+    """`CALL enable_logging(storage='file', ...)` made DuckDB abort orch (exit 134) on a read-only query: settings
+    are locked for the SQL of orch query, with or without --write, in one line."""
+    db = make_db(tmp_path / "r.duckdb", sweeps=1)
+    for sql in (f"CALL enable_logging(storage='file', storage_config={{'path': '{tmp_path / 'log'}'}})",
+                "SET threads = 1", "SET enable_external_access = true"):
+        for write in ([], ["--write"]):
+            result = CliRunner().invoke(main, ["query", sql, *write, "--db", str(db)])
+            assert result.exit_code == 20 and "leaves DuckDB's settings as they are" in result.output, result.output
+            assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "log").exists()
+    assert CliRunner().invoke(main, ["query", "SELECT count(*) AS n FROM sweeps", "--db", str(db), "-f", "csv"]
+                              ).output.splitlines() == ["n", "1"]

@@ -24,6 +24,7 @@ def test_each_file_has_one_kind_by_what_it_starts():
     assert suite_times.kind_of("tests/unit/test_docs.py") == "docs"
     assert suite_times.kind_of("tests/integration/test_ray_cluster.py") == "Ray"
     assert suite_times.kind_of("tests/integration/test_real_model.py") == "real model (Gemma)"
+    assert suite_times.kind_of("tests/integration/test_real_pair.py") == "real pair (Qwen2.5-Coder)"
     assert suite_times.kind_of("tests/integration/test_bad_input.py") == "tiny-model integration"
 
 

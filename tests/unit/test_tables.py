@@ -82,3 +82,23 @@ def test_titles_stand_above_their_rows():
 def test_a_note_is_wrapped_to_the_tables_width():
     note = tables.fill("not shown: " + ", ".join(f"column_{i}" for i in range(30)), 60)
     assert all(len(line) <= 60 for line in note.splitlines()) and note.splitlines()[1].startswith("  ")
+
+
+def test_csv_quotes_a_carriage_return_and_neutralises_formulas():
+    """A CR in a name went out unquoted (Python's csv reader then failed on `orch summary -f csv`), and a cell
+    starting with = ran as a formula in a spreadsheet: both are data now, numbers stay numbers."""
+    import csv
+    import io
+
+    rows = [{"arm": "a\rb", "note": "=HYPERLINK(\"x\")", "p": "+1", "at": "@sum", "dash": "-x", "neg": "-1.5", "n": -2,
+             "line": "two\nlines"}]
+    text = tables.render(rows, "csv")
+    back = list(csv.reader(io.StringIO(text, newline="")))
+    assert back == [list(rows[0]), ["a\rb", "'=HYPERLINK(\"x\")", "'+1", "'@sum", "'-x", "-1.5", "-2", "two\nlines"]]
+    assert text.count("\n") == 2 and text.endswith('"two\nlines"')  # one line break between rows, one inside a field
+
+
+def test_terminal_text_keeps_no_carriage_return():
+    """A CR lets later text overwrite what a line said: gone from every printed line, newlines and tabs kept."""
+    assert tables.printable("real\rfake\r\nnext\tcol") == "realfake\nnext\tcol"
+    assert tables.cell("a\rb") == "ab"

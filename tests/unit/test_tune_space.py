@@ -35,7 +35,7 @@ def test_a_space_file_gives_ranges_per_method_and_all_axes_to_every_grid_and_to_
     ("[[grid]]\nx = {from = 3, to = 1}\n", "not a range"),
     ('grid = []\n', r"no \[\[grid\]\]"),
     ('[[grid]]\nspec = "none"\n[extra]\n', "unknown keys extra"),
-    ('sample = 0\n[[grid]]\nspec = "none"\n', "not a positive whole number"),
+    ('sample = 0\n[[grid]]\nspec = "none"\n', "is not a whole number from 1 to 1000"),
     ("[[grid\n", "not valid TOML"),
 ])
 def test_a_bad_space_file_is_one_line_naming_the_fix(tmp_path, text, words):
@@ -122,3 +122,44 @@ def test_the_draft_model_space_renders_the_drafts_threads_and_kv_type():
     for arm in drafting:
         td, kv = arm.argv[arm.argv.index("-td") + 1], arm.argv[arm.argv.index("-ctkd") + 1]
         assert int(td) in space._cores() and kv in ("f16", "q8_0") and arm.argv[arm.argv.index("-ctvd") + 1] == kv
+
+
+@pytest.mark.parametrize("text, words", [
+    ('sample = 10\n[[grid]]\nspec = "ngram-mod"\n' + "".join(f"a{i} = {list(range(10))}\n" for i in range(9)),
+     None),  # 10^9 cells, sampled by index: never expanded (MemoryError before)
+    ('[[grid]]\nspec = "ngram-mod"\na = {from = 1, to = 100}\nb = {from = 1, to = 100}\n',
+     r"10,000 candidates; a race takes at most 1,000 unsampled: add `sample = N`"),
+    ('sample = 10\n[[grid]]\nspec = "ngram-mod"\n' + "".join(f"a{i} = {list(range(100))}\n" for i in range(7)),
+     r"100,000,000,000,000 candidates; a space may describe at most"),
+    ('sample = 100000\n[[grid]]\nspec = "ngram-mod"\na = [1, 2]\n', r"sample = 100000 is not a whole number from 1"),
+    ('[[grid]]\nspec = "draft"\ntarget = ["/etc/passwd"]\n', r"sets target: a space races settings of one model pair"),
+    ('[all]\ndraft = "small.gguf"\n[[grid]]\nspec = "draft"\n', r"sets draft: a space races settings"),
+])
+def test_a_space_is_counted_before_it_is_expanded_and_never_varies_the_models(tmp_path, text, words):
+    path = tmp_path / "space.toml"
+    path.write_text(text)
+    if words is None:
+        sampled = space.from_file(path, {"spec": "none"})
+        assert sum(space.grid_size(g) for g in sampled.grids) <= 12
+        assert sampled.notes[0].startswith("space of 1000000000 candidates sampled to")
+        return
+    with pytest.raises(InvalidOption, match=words):
+        space.from_file(path, {"spec": "none"})
+
+
+def test_a_tune_resumes_only_with_the_recipe_it_started_with(tmp_path):
+    """The recipe is read again on --resume: a changed or removed one is refused in one line, not raced."""
+    from orchestrator.errors import TuneResumeError
+    from orchestrator.hashing import sha256_text
+    from orchestrator.tune.session import _check_recipe
+
+    recipe = tmp_path / "r.j2"
+    recipe.write_text("{{ bin }}/llama-completion -m x -p {{ prompt }}\n")
+    row = {"id": 3, "recipe_path": str(recipe), "recipe_hash": sha256_text(recipe.read_text())}
+    _check_recipe(row)  # the same recipe: resumed
+    recipe.write_text("{{ bin }}/llama-completion -m y -p {{ prompt }}\n")
+    with pytest.raises(TuneResumeError, match=rf"tune 3: its recipe {recipe} changed since the tune started"):
+        _check_recipe(row)
+    recipe.unlink()
+    with pytest.raises(TuneResumeError, match=r"is gone since the tune started"):
+        _check_recipe(row)

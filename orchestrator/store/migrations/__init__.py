@@ -35,13 +35,16 @@ from orchestrator.store.migrations.m019_roofline_per_step import m019_roofline_p
 from orchestrator.store.migrations.m020_tunes import m020_tunes
 from orchestrator.store.migrations.m021_tune_owner import m021_tune_owner
 from orchestrator.store.migrations.m022_run_build_views import m022_run_build_views
+from orchestrator.store.migrations.m023_request_rates import m023_request_rates
+from orchestrator.store.migrations.m024_sweep_arms import m024_sweep_arms
 from orchestrator.store.times import utcnow
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
               m007_samples_and_controls, m008_sweep_owner, m009_costs, m010_seq_acceptance, m011_output_parity,
               m012_quality, m013_bisects, m014_global_ids, m015_sweep_summaries, m016_derived_views,
               m017_generated_and_loops, m018_first_diff_token,
-              m019_roofline_per_step, m020_tunes, m021_tune_owner, m022_run_build_views]
+              m019_roofline_per_step, m020_tunes, m021_tune_owner, m022_run_build_views,
+              m023_request_rates, m024_sweep_arms]
 
 
 def number(migration) -> int:

@@ -1,0 +1,66 @@
+"""What an import checks in its staging database before anything merges, row by row: rows are data someone else
+made. Refused (ExportRowRefused, one line naming the table, the row and the check; nothing written anywhere):
+schema migrations that skip a number; a key column (exchange_tables.TABLES: what names a row in every database)
+that is NULL or names two rows; a run_logs row that is not gzip, decompresses to another size than its size_bytes,
+or past the cap (checked in pieces, never whole in memory). Before, a repeated sweep uid multiplied runs, a repeated
+run uid ended in a traceback, a NULL uid imported under a fresh one, and a bad log row broke `orch show` later."""
+
+from __future__ import annotations
+
+import duckdb
+
+from orchestrator.errors import ExportRowRefused
+from orchestrator.store import logs
+from orchestrator.store.exchange_tables import TABLES
+
+
+def check_migrations(migrations: set[int], where: str) -> None:
+    """The source's schema migrations are 1..N: a gap is no schema orch makes (and staging it failed in a traceback)."""
+    if missing := sorted(set(range(1, max(migrations, default=0) + 1)) - migrations):
+        _refuse(where, "_migrations", None, f"its schema skips migration{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(map(str, missing[:5]))}: not a schema orch makes")
+
+
+def check_staged(con: duckdb.DuckDBPyConnection, where: str) -> None:
+    """The key and log-row checks on the staged rows, at the source's own schema (before this orch's migrations)."""
+    present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    for table in TABLES:
+        if table.name in present:
+            _keys(con, where, table.name, [k for k in table.key if k in _columns(con, table.name)])
+    if "run_logs" in present:
+        _log_rows(con, where)
+
+
+def _columns(con, table: str) -> set[str]:
+    return {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?",
+                                      [table]).fetchall()}
+
+
+def _keys(con, where: str, table: str, keys: list[str]) -> None:
+    if not keys:
+        return
+    cols = ", ".join(keys)
+    null = con.execute(f"SELECT rowid + 1 FROM {table} WHERE {' OR '.join(f'{k} IS NULL' for k in keys)} "
+                       f"ORDER BY rowid LIMIT 1").fetchone()
+    if null:
+        _refuse(where, table, f"row {null[0]}", f"its key ({cols}) is NULL")
+    twice = con.execute(f"SELECT {cols}, count(*) FROM {table} GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchone()
+    if twice:
+        named = ", ".join(f"{k}={str(v)[:60]}" for k, v in zip(keys, twice))
+        _refuse(where, table, named, f"{twice[-1]} rows share this key, which names one row")
+
+
+def _log_rows(con, where: str) -> None:
+    cursor = con.execute("SELECT run_id, stream, size_bytes, gz FROM run_logs ORDER BY run_id, stream")
+    while row := cursor.fetchone():
+        run_id, stream, size, gz = row
+        try:
+            logs.unpacked(gz, size, keep=False)
+        except ValueError as exc:
+            _refuse(where, "run_logs", f"run_id={run_id}, stream={str(stream)[:40]}", str(exc))
+
+
+def _refuse(where: str, table: str, row: str | None, check: str) -> None:
+    at = f"table {table}, {row}" if row else f"table {table}"
+    raise ExportRowRefused(f"{where}: {at}: {check}; nothing was imported: export it again from an undamaged "
+                           f"results file")

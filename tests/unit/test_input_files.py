@@ -1,0 +1,56 @@
+"""Files a user names are read only when regular and under a cap: `--vars /dev/zero` grew orch to 24 GB and a FIFO
+as `--vars` or as an `orch parse` file blocked for ever. Each refusal is one line naming the file and why."""
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator import input_files
+from orchestrator.cli import main
+from orchestrator.errors import InvalidOption, RecipeError
+from orchestrator.recipe import plan, prompts
+from orchestrator.tune import space
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILTINS = {"bin": "/b/bin", "build": {"commit": "0c1e57098", "backend": "cpu"}}
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "pipe.toml"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.fixture
+def huge(tmp_path, monkeypatch):
+    monkeypatch.setattr(input_files, "TEXT_CAP", 8000)
+    path = tmp_path / "huge.toml"
+    path.write_text("# " + "x" * 9000 + "\n")
+    return path
+
+
+def test_a_fifo_or_a_device_is_refused_without_reading(fifo, monkeypatch):
+    monkeypatch.setenv("ORCH_MODELS", "/m")
+    for given in (fifo, Path("/dev/zero")):
+        with pytest.raises(RecipeError, match=rf"vars file {given} cannot be read \(not a regular file but a FIFO"):
+            plan.load(ROOT / "recipes" / "recipe_a.j2", builtins=BUILTINS, vars_file=given)
+    with pytest.raises(RecipeError, match=rf"recipe {fifo} cannot be read \(not a regular file"):
+        plan.read_recipe(fifo)
+    with pytest.raises(InvalidOption, match=rf"--space {fifo} cannot be read \(not a regular file"):
+        space.from_file(fifo, {})
+    with pytest.raises(RecipeError, match=rf"prompt set {fifo} cannot be read \(not a regular file"):
+        prompts.load(fifo)
+    result = CliRunner().invoke(main, ["parse", str(fifo)])
+    assert result.exit_code == 2 and f"{fifo} cannot be read (not a regular file" in result.output
+
+
+def test_a_file_over_the_cap_is_refused(huge, monkeypatch):
+    monkeypatch.setenv("ORCH_MODELS", "/m")
+    with pytest.raises(RecipeError, match=rf"vars file {huge} cannot be read \(larger than 8000 bytes, more than orch reads"):
+        plan.load(ROOT / "recipes" / "recipe_a.j2", builtins=BUILTINS, vars_file=huge)
+    with pytest.raises(InvalidOption, match=r"cannot be read \(larger than"):
+        space.from_file(huge, {})
+    assert input_files.read_text(huge, cap=20000).startswith("# x")  # the same file under a cap it fits
