@@ -46,6 +46,8 @@ class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
 
 def environment(values: list[str]) -> jinja2.Environment:
+    held = [0]  # characters in values so far: a running sum (a render of many values stays linear)
+
     @jinja2.pass_eval_context
     def hold(eval_ctx, value):
         # Every {{ expression }} becomes a placeholder; values never meet the whitespace split. Taking the
@@ -56,8 +58,11 @@ def environment(values: list[str]) -> jinja2.Environment:
                            "argument: " + ("guard its flag with {% if x is not none %}--flag {{ x }}{% endif %} or "
                                            "give the variable a value" if value is None else
                                            "write {% if x %}--flag{% endif %} for a switch"))
+        if not values:  # render_argv cleared them: a new render
+            held[0] = 0
         values.append(str(value))
-        if sum(map(len, values)) > MAX_RENDERED:
+        held[0] += len(values[-1])
+        if held[0] > MAX_RENDERED:
             raise _Refused(f"the rendered values exceed {MAX_RENDERED:,} characters; a long prompt belongs in a "
                            f"prompt file")
         return PLACEHOLDER.format(len(values) - 1)
