@@ -14,19 +14,11 @@ from hypothesis import strategies as st
 from orchestrator import store
 from orchestrator.cli import main
 from orchestrator.errors import ExportRowRefused, StoredLogDamaged
-from orchestrator.store import exchange, logs
+from orchestrator.store import logs
 from tests.unit.test_exchange import add_sweep
-from tests.unit.test_import_safety import _manifest, _rewrite
+from tests.unit.test_import_safety import _manifest, _rewrite, export_dir, made_export  # noqa: F401 (fixture)
 
 REFUSED = ExportRowRefused.exit_code
-
-
-@pytest.fixture
-def export_dir(tmp_path):
-    with store.opened(tmp_path / "a.duckdb") as con:
-        add_sweep(con), add_sweep(con, "recipes/b.j2")
-        exchange.export(con, tmp_path / "out")
-    return tmp_path / "out"
 
 
 def _import(tmp_path, source, monkeypatch):
@@ -120,9 +112,7 @@ FORGERIES = st.sampled_from([
 @given(forgeries=st.lists(FORGERIES, min_size=1, max_size=3))
 def test_an_import_of_a_forged_export_refuses_or_adds_exactly_its_rows(tmp_path_factory, forgeries):
     tmp = tmp_path_factory.mktemp("forged")
-    with store.opened(tmp / "a.duckdb") as con:
-        add_sweep(con), add_sweep(con, "recipes/b.j2")
-        exchange.export(con, tmp / "out")
+    made_export(tmp)
     for table, sql in forgeries:
         _rewrite(tmp / "out", table, sql)
     with duckdb.connect() as reader:

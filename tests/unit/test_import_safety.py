@@ -18,12 +18,17 @@ from orchestrator.store import exchange
 from tests.unit.test_exchange import add_sweep
 
 
+def made_export(folder):
+    """Two sweeps stored in folder/a.duckdb and exported to folder/out (returned)."""
+    with store.opened(folder / "a.duckdb") as con:
+        add_sweep(con), add_sweep(con, "recipes/b.j2")
+        exchange.export(con, folder / "out")
+    return folder / "out"
+
+
 @pytest.fixture
 def export_dir(tmp_path):
-    with store.opened(tmp_path / "a.duckdb") as con:
-        add_sweep(con), add_sweep(con, "recipes/b.j2")
-        exchange.export(con, tmp_path / "out")
-    return tmp_path / "out"
+    return made_export(tmp_path)
 
 
 def _rewrite(export, table: str, sql: str, *, fix_manifest: bool = True) -> None:
