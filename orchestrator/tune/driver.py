@@ -7,7 +7,7 @@ shuffles alike). The round is recorded (tune_rounds) before it runs, so a killed
 race reads every run of the workload's rounds back from the store (guards, scores, drops: race.py), records its
 decisions (tune_events), and either ends or plans the next round.
 A resume is the same loop entered with the stored rounds and decisions: what was decided stays, the runs already
-made count, the round in flight is run again from its next round.
+started count against the budget (the one a stop cut short too), and the race goes on with its next round.
 """
 
 from __future__ import annotations
@@ -197,9 +197,10 @@ def _dropped_note(drops: list[race.Drop], out: dict[str, str]) -> str:
 
 
 def _spent(runs: list[dict]) -> tuple[int, float]:
-    """(planned runs made, wall seconds of every run made)."""
-    done = [x for x in runs if x["status"] not in ("skipped", "interrupted")]
-    return sum(1 for x in done if x["planned"]), sum(x["wall_s"] or 0.0 for x in done)
+    """(planned runs started, wall seconds of every run started). A run stopped by Ctrl-C or a kill counts: it was
+    spent, and a tune stopped and resumed three times would otherwise overspend its budget by three runs."""
+    started = [x for x in runs if x["status"] != "skipped"]
+    return sum(1 for x in started if x["planned"]), sum(x["wall_s"] or 0.0 for x in started)
 
 
 def _round_size(r: Race, blocks: list[list[str]]) -> int:

@@ -125,14 +125,18 @@ def test_a_tune_whose_orch_still_runs_is_not_resumed_by_a_second_one(orch_exe, e
     _assert_consistent(env)
 
 
+BUDGET = 30  # runs: round 1 is 8 (six drafts, plain decoding, their control), so the stop lands before it is spent
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
 def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, how, tmp_path):
-    """Stopped in round 2 and resumed, the race ends with an answer, and races what it started: the workload file
-    edited in between changes nothing (its values were stored, not its path)."""
+    """Stopped in round 2 and resumed, the race ends with an answer within its budget (the run the stop cut short
+    counted), and races what it started: the workload file edited in between changes nothing (its values were
+    stored, not its path)."""
     workload = tmp_path / "mine" / "short_fact.toml"
     workload.parent.mkdir()
     workload.write_text((ROOT / "recipes" / "workloads" / "short_fact.toml").read_text())
-    argv = tune_argv(orch_exe, space, "--max-runs", "4")
+    argv = tune_argv(orch_exe, space, "--max-runs", "4", "--budget", f"{BUDGET}runs")
     argv[argv.index("short_fact")] = str(workload)
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -169,6 +173,9 @@ def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, ho
     assert argvs and all("an edited prompt" not in a and a[a.index("-n") + 1] != "7" for a in argvs)
     _assert_consistent(env)
     assert not _children_of_this_results_file(env)
+    (started,) = db_rows(env, "SELECT count(*) AS n FROM measured_runs r JOIN tune_rounds t ON t.sweep_id = "
+                              "r.sweep_id WHERE r.status <> 'skipped' AND r.params->>'length_of' IS NULL")
+    assert started["n"] <= BUDGET
 
 
 @pytest.fixture

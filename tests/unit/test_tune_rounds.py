@@ -50,3 +50,14 @@ def test_without_a_budget_a_race_spends_at_most_what_the_grid_would_and_a_given_
     assert _next_round(r, _spent(grid), ranked, random.Random(1)) == []  # the grid's runs spent: the race ends
     assert with_default(Budget(seconds=60.0), grid_runs=grid) == Budget(seconds=60.0)
     assert with_default(Budget(runs=500), grid_runs=grid) == Budget(runs=500)
+
+
+def test_a_run_cut_short_by_a_stop_counts_against_the_budget():
+    """A tune stopped (Ctrl-C, a kill) and resumed spent the run in flight: three stops must not buy three runs more
+    than the budget (a resumed tune once spent 123 runs of 120)."""
+    r = _race(12, budget_runs=40)
+    ranked = [f"c{i}" for i in range(12)]
+    cut = {"status": "interrupted", "planned": True, "wall_s": None}
+    assert _next_round(r, [*_spent(37), cut], ranked, random.Random(1)) == []  # 38 spent: no block of three fits
+    skipped = {"status": "skipped", "planned": True, "wall_s": None}  # never launched: nothing spent
+    assert _next_round(r, [*_spent(37), skipped], ranked, random.Random(1)) != []
