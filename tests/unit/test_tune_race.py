@@ -257,3 +257,18 @@ def test_an_answer_is_served_as_it_was_run_plain_decoding_too():
         "/b/llama-server -m /m/t.gguf -md /m/d.gguf --spec-draft-n-max 2 --host 127.0.0.1 --port 8080")
     assert server_line([*plain, "--no-such-flag"], "/b/llama-server", help_text) == \
         "no llama-server equivalent: llama-server at this build lacks --no-such-flag"
+
+
+def test_where_plain_decoding_leads_the_fastest_setting_that_ran_is_named_with_its_figure():
+    """"No speculation" still says what the space's best setting costs here (a user on another machine starts from
+    it), with its speedup: never a candidate disqualified or one that could not run, never plain decoding."""
+    from orchestrator.tune.answer import best_speculating
+
+    scores = race.block_scores(_runs({BASE: [30, 31, 30], "a": [18, 19, 18], "b": [21, 20, 21],
+                                      "c": [29, 30, 29], "d": [None, None, None]}), BASE, {"a", "b", "c", "d"})
+    noise = race.pooled_noise(scores, ["a", "b", "c"])
+    left = {"a": "dropped: slower", "b": "dropped: slower", "c": "disqualified: its output differs from its "
+            "control's", "d": "infeasible: failed before launch"}
+    best = best_speculating(scores, noise, [BASE, "a", "b", "c", "d"], BASE, left)
+    assert best["candidate"] == "b" and best["vs_plain"].startswith("0.6")
+    assert best_speculating(scores, noise, [BASE, "c", "d"], BASE, left) is None

@@ -163,3 +163,26 @@ def test_a_tune_resumes_only_with_the_recipe_it_started_with(tmp_path):
     recipe.unlink()
     with pytest.raises(TuneResumeError, match=r"is gone since the tune started"):
         _check_recipe(row)
+
+
+def test_make_demos_tune_races_draft_settings_of_the_catalogues_pair_on_a_workload_that_exists():
+    """`make demo` ends with `orch tune` on the Qwen pair: its space file loads (draft settings only, a handful:
+    the demo has minutes), its vars name the catalogue's two files, its workload is a shipped one."""
+    import shlex
+    import tomllib
+
+    from orchestrator.models.catalogue import catalogue
+
+    root = RECIPE.parents[1]
+    makefile = (root / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    (line,) = [ln.strip() for ln in makefile.splitlines() if ln.strip().startswith("$(ORCH) tune")]
+    argv = shlex.split(line)
+    option = {k: v for k, v in zip(argv, argv[1:]) if k.startswith("--")}
+    found = space.from_file(root / option["--space"], BASELINE)
+    cells = [values for g in found.grids for _, values in matrix.grid_cells(g)]
+    assert 2 <= len(cells) <= 12 and {c["spec"] for c in cells} == {"draft"}  # plain decoding races anyway
+    pair = tomllib.loads((root / option["--vars"]).read_text())
+    files = {m.file for m in catalogue().resolve("qwen2.5-coder-pair")}
+    assert {pair["target"], pair["draft"]} == files
+    assert (root / "recipes" / "workloads" / f"{option['--workload']}.toml").is_file()
+    assert option["--budget"].endswith("m")  # bounded in time: the demo's ten minutes
