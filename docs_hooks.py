@@ -1,5 +1,7 @@
 """mkdocs hooks for orch's docs (mkdocs.yml `hooks:`): the schema page is made from the migrations when the site
-is built, so it is the schema a results file has today, never a copy that drifts.
+is built, so it is the schema a results file has today, never a copy that drifts; and the CLI reference shows each
+option's real default (click 8.3 and later mark "no default given" with a sentinel that mkdocs-click prints as
+`Sentinel.UNSET`: a flag is off, any other option has none).
 
 `<!-- schema -->` on a page becomes every table and view with its columns (a results file made in a temporary
 folder, migrated as `orch` migrates one) and the list of migrations with what each one did (its docstring).
@@ -11,6 +13,34 @@ import tempfile
 from pathlib import Path
 
 MARKER = "<!-- schema -->"
+
+
+def on_config(config):
+    import click
+
+    from orchestrator.cli import main
+
+    unset = getattr(click.core, "UNSET", object())
+    for command in _commands(main):
+        for param in command.params:
+            if isinstance(param, click.Option) and param.default is unset:
+                param.default = False if param.is_flag and not param.multiple else None
+    made = click.Command.get_help_option  # --help is made afresh for each listing, with no default either
+
+    def help_option(self, ctx):
+        option = made(self, ctx)
+        if option is not None and option.default is unset:
+            option.default = False
+        return option
+
+    click.Command.get_help_option = help_option
+    return config
+
+
+def _commands(command):
+    yield command
+    for sub in getattr(command, "commands", {}).values():
+        yield from _commands(sub)
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

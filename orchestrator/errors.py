@@ -308,3 +308,10 @@ class StoredLogDamaged(OrchError):
     stops on it, `orch show` says so in place of that stream, `orch reparse` keeps the run as stored."""
 
     exit_code = 52
+
+
+class Regressed(OrchError):
+    """`orch compare --fail-on regression`: a test the head build is measurably slower on (beyond the threshold and
+    statistically different); the comparison is printed first, as without the option (asv continuous's gate)."""
+
+    exit_code = 53

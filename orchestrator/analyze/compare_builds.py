@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from orchestrator.analyze import side_by_side
 from orchestrator.errors import NoSuchBuild
-from orchestrator.store import queries
+from orchestrator.store import compare_queries
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,13 @@ def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: 
                    head_host: str | None = None) -> Comparison:
     """Head vs base build (stored build names) per test, the rows carrying every parameter that differs. Sweeps that
     ran both builds interleaved are preferred: where there are some (and no sweeps were named), only they count."""
-    crossed = [] if base == head else queries.crossed_sweeps(con, base, head, recipe)
+    crossed = [] if base == head else compare_queries.crossed_sweeps(con, base, head, recipe)
     if sweep_ids:
         crossed = [s for s in crossed if s in sweep_ids]
     elif crossed and not (base_host or head_host):
         sweep_ids = crossed
-    base_groups = queries.compare_groups(con, base, recipe=recipe, sweep_ids=sweep_ids, host=base_host)
-    head_groups = queries.compare_groups(con, head, recipe=recipe, sweep_ids=sweep_ids, host=head_host)
+    base_groups = compare_queries.compare_groups(con, base, recipe=recipe, sweep_ids=sweep_ids, host=base_host)
+    head_groups = compare_queries.compare_groups(con, head, recipe=recipe, sweep_ids=sweep_ids, host=head_host)
     if not base_groups or not head_groups:
         missing = base if not base_groups else head
         host = base_host if not base_groups else head_host

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from orchestrator.analyze import stats
+
 # A prediction is shown only where the measurement bears it out: within this share of the measured speedup, or
 # inside its 95% interval. On Gemma 3 270M on 2 CPU cores, n-gram arms verifying 9 tokens a pass paid 4-5 target
 # steps for it: the model (verification at one step) said 9.0x where 1.65x was measured, so it is withheld there.
@@ -227,11 +229,11 @@ class Energy:
 
 
 def arm_energy(rows: list[dict]) -> dict[tuple[int, str], Energy]:
-    """Per (sweep, arm) from queries.arm_energy rows."""
+    """Per (sweep, arm) from queries.arm_energy rows, the interval on the moments of the logs (stats.log_interval)."""
     out = {}
     for r in rows:
-        out[(r["sweep_id"], r["arm"])] = Energy(joules_per_token=r["mean"] if r["n"] else None, low=r["low"],
-                                                high=r["high"],
+        low, high = stats.log_interval(r["n"], r["mean_log"], r["sd_log"])
+        out[(r["sweep_id"], r["arm"])] = Energy(joules_per_token=r["mean"] if r["n"] else None, low=low, high=high,
                                                 runs=r["n"], power_w=r["power_w"], min_samples=r["min_samples"],
                                                 gpu_idle_runs=r["gpu_idle_runs"])
     return out

@@ -87,7 +87,7 @@ def _sides(rows: list[dict], metric: str) -> dict[tuple, Side]:
 
 
 def sides_from_groups(groups: list[dict]) -> dict[tuple, Side]:
-    """Sides from store/queries.compare_groups rows (already counted per stored params text).
+    """Sides from store/compare_queries.compare_groups rows (already counted per stored params text).
 
     Groups whose params differ only in machine-specific variables (LOCAL_PARAMS) are the same test: merged.
     Each distinct params text is parsed once.

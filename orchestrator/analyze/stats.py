@@ -1,9 +1,12 @@
-"""Per-arm statistics: summaries with 95% t-intervals, ratios of means, Mann-Whitney U, and the statistics the
-warnings (analyze/warnings) read: clusters, outliers, the break-even acceptance. The paired speedup and the
-intervals on logs are computed by the store, in SQL, from the one definition in store/figures.
+"""Per-arm statistics: every 95% interval orch prints, ratios of means, Mann-Whitney U, and the statistics the
+warnings (analyze/warnings) read: clusters, outliers, the break-even acceptance.
 
-Pure functions over lists of numbers; no scipy (not a dependency). The t quantiles are a table (below),
-the normal tail is `math.erfc`, and the exact Mann-Whitney distribution is a small dynamic programme.
+The one home of the intervals: a mean's t-interval (`mean_interval`, `from_moments`), a positive quantity's interval
+on its logs (`log_interval`: speeds, paired speedups, energy), the paired ratio (`paired_ratio`) and the unpaired one
+(`ratio_of_means`, Welch). The store's SQL only gathers the moments these take (count, mean, sample stdev, of logs
+where they are logs); `orch summary`, `orch compare`, `orch tune` and the report read the ends from here, so one
+comparison gets one interval wherever it is printed. The t quantile is scipy's at the exact, possibly fractional,
+degrees of freedom. The normal tail is `math.erfc`, and the exact Mann-Whitney distribution a small dynamic programme.
 Everything that needs a spread (stdev, intervals) is None below two samples instead of inventing one.
 """
 
@@ -13,30 +16,53 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-# Two-sided 95% Student-t quantiles t(0.975, df), as printed in every textbook table (checked against
-# scipy.stats.t.ppf to 3 decimals). Between tabulated df the next smaller df is used (a slightly wider,
-# conservative interval); beyond 120 the normal 1.96.
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
-        20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048,
-        29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
-Z975 = 1.96
 EXACT_MW_MAX = 100  # n_a * n_b up to this: exact Mann-Whitney distribution, beyond: normal approximation
 
 
 def t975(df: float) -> float:
-    """The 97.5% t quantile for df degrees of freedom (fractional df, as from Welch, round down)."""
-    if df < 1:
-        raise ValueError(f"t quantile needs df >= 1, got {df}")
-    if df > 120:
-        return Z975
-    return T975.get(df) or T975[max(d for d in T975 if d <= df)]
+    """The 97.5% quantile of Student's t at df degrees of freedom, exact at any df > 0 (Welch's are fractional):
+    scipy.stats.t.ppf(0.975, df)."""
+    if not df > 0:
+        raise ValueError(f"t quantile needs df > 0, got {df}")
+    return _t975(float(df))
 
 
-# t975 by whole degrees of freedom 1..121, the last standing for every larger df: the table the store's SQL
-# indexes to put intervals on its grouped moments (store/figures.log_interval: speedups, speeds, energy).
-T975_BY_DF = [t975(df) for df in range(1, 122)]
+@lru_cache(maxsize=4096)  # a summary asks for the same few whole df thousands of times
+def _t975(df: float) -> float:
+    # scipy.special.stdtrit is the function scipy.stats.t.ppf evaluates (equal bit for bit, tests/unit/test_stats);
+    # imported here, not scipy.stats: 0.35 s of start-up instead of 0.9, paid only by a command that prints one.
+    from scipy import special
+
+    return float(special.stdtrit(df, 0.975))
+
+
+Z975 = 1.959963984540054  # scipy.stats.norm.ppf(0.975): a standard error to a 95% interval
+
+
+def error_interval(value: float, standard_error: float | None) -> tuple[float, float]:
+    """The 95% normal interval value -/+ z * standard error, for a figure that comes with its own standard error
+    from thousands of tokens (llama-perplexity's); the value alone where none is known."""
+    half = Z975 * (standard_error or 0.0)
+    return value - half, value + half
+
+
+def mean_interval(n: int, mean: float | None, sd: float | None) -> tuple[float | None, float | None]:
+    """The 95% t-interval (low, high) of a mean from its sample's count, mean and sample stdev (n - 1): mean -/+
+    t975(n - 1) * sd / sqrt(n); (None, None) below two values or without a stdev."""
+    if n is None or n < 2 or sd is None or mean is None:
+        return None, None
+    half = t975(n - 1) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def log_interval(n: int, mean_log: float | None, sd_log: float | None) -> tuple[float | None, float | None]:
+    """The 95% interval (low, high) of a positive quantity from the moments of its n logs: exp of the t-interval of
+    the mean log, asymmetric and never below zero (a t-interval on raw speeds with a CV of 30% and three runs
+    reaches below zero). (None, None) below two values. A paired speedup's is this over its log ratios."""
+    low, high = mean_interval(n, mean_log, sd_log)
+    return (None, None) if low is None else (math.exp(low), math.exp(high))
 
 
 @dataclass(frozen=True)
@@ -67,9 +93,9 @@ def from_moments(n: int, mean: float | None, sd: float | None, *, median: float 
         return Stats(n=0)
     if n < 2 or sd is None:
         return Stats(n=n, mean=mean, median=median, min=low, max=high)
-    half = t975(n - 1) * sd / math.sqrt(n)
+    ci_low, ci_high = mean_interval(n, mean, sd)
     return Stats(n=n, mean=mean, median=median, min=low, max=high, stdev=sd, cv=sd / mean if mean else None,
-                 ci_low=mean - half, ci_high=mean + half)
+                 ci_low=ci_low, ci_high=ci_high)
 
 
 @dataclass(frozen=True)
@@ -108,10 +134,8 @@ def paired_ratio(pairs: Sequence[tuple[float, float]]) -> Speedup | None:
     logs = [math.log(h / b) for b, h in pairs if _positive(b) and _positive(h)]
     if not logs:
         return None
-    d = describe(logs)
-    if d.ci_low is None:
-        return Speedup(math.exp(d.mean), None, None, d.n)
-    return Speedup(math.exp(d.mean), math.exp(d.ci_low), math.exp(d.ci_high), d.n)
+    n, mean = len(logs), statistics.fmean(logs)
+    return Speedup(math.exp(mean), *log_interval(n, mean, sample_stdev(logs) if n > 1 else None), n)
 
 
 def _positive(x) -> bool:
@@ -275,5 +299,6 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-__all__ = ["Stats", "Speedup", "describe", "from_moments", "ratio_of_means", "mann_whitney_u", "midranks", "t975", "clean", "sample_stdev", "bimodal_split",
+__all__ = ["Stats", "Speedup", "describe", "from_moments", "error_interval", "mean_interval", "log_interval", "paired_ratio",
+           "ratio_of_means", "mann_whitney_u", "midranks", "t975", "clean", "sample_stdev", "bimodal_split",
            "mad_outliers", "break_even"]

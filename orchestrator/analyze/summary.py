@@ -1,9 +1,10 @@
 """Per-arm summaries of stored sweeps: intervals, speedup against each arm's reference (its control, else the
 baseline) paired by repeat (and prompt in server mode), the roofline share, and the fixed set of warnings.
 
-The numbers come grouped and computed from store/queries.arm_summaries (one SQL pass over every sweep asked
-for, never a scan per sweep); this module names them, applies the per-sweep rules (break-even, reference arm, arms
-that drafted nothing) and the warnings. `arm_rows(con, ids)` is the one call that reads them.
+The numbers come grouped from store/queries.arm_summaries (one SQL pass over every sweep asked for, never a scan
+per sweep); this module puts the 95% intervals on its moments (analyze/stats, as `orch compare` and `orch tune` do),
+names them, applies the per-sweep rules (break-even, reference arm, arms that drafted nothing) and the warnings.
+`arm_rows(con, ids)` is the one call that reads them.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
     # JSON) runs in DuckDB while this thread turns the arms into Python objects, which holds one core alone.
     with ThreadPoolExecutor(max_workers=1) as pool:
         side = pool.submit(_energy_and_draft_costs, con.cursor(), sweep_ids)
-        rows = summarize(queries.arm_summaries(con, sweep_ids, stats.T975_BY_DF))
+        rows = summarize(queries.arm_summaries(con, sweep_ids))
         energy_rows, cost_rows = side.result()
     energy = costs.arm_energy(energy_rows)
     step = costs.step_costs(cost_rows, rows)
@@ -92,7 +93,7 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
 
 def _energy_and_draft_costs(cursor, sweep_ids: list[int]) -> tuple[list[dict], list[dict]]:
     try:
-        return (queries.arm_energy(cursor, sweep_ids, stats.T975_BY_DF),
+        return (queries.arm_energy(cursor, sweep_ids),
                 queries.arm_draft_costs(cursor, sweep_ids))
     finally:
         cursor.close()
@@ -111,6 +112,7 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
     base = next((r["arm"] for r in rows if r["is_baseline"]), None)
     targets = {r["arm"]: r["target_sha256"] for r in rows}
     for row in rows:
+        _intervals(row)
         row["params"] = params = _params(row["params"])
         row["method"] = method = params.get("spec", "draft")
         row["ok"] = f"{row['ok_runs']}/{row['runs']}"
@@ -163,6 +165,14 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
         # Decode speed as a share of the bandwidth bound (store/figures), moved here: its place in JSON and CSV.
         row["roofline_pct"] = row.pop("roofline_pct")
     return rows
+
+
+def _intervals(row: dict) -> None:
+    """Fills the row's 95% intervals (decode tok/s on its logs; the speedup on its paired log ratios) from the
+    moments the store gathered, which leave the row: its keys stay those of the summary's JSON and CSV."""
+    row["ci_low"], row["ci_high"] = stats.log_interval(row.pop("log_n"), row.pop("log_mean"), row.pop("log_sd"))
+    row["speedup_low"], row["speedup_high"] = stats.log_interval(row["ref_pairs"], row.pop("ref_mean_log"),
+                                                                 row.pop("ref_sd_log"))
 
 
 def _tokens(row: dict) -> tuple[int, int, tuple[int, int], tuple[int, int]] | None:

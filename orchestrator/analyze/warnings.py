@@ -9,48 +9,18 @@ One call per arm:
                  drafted=1200, accepted=744,                 # counters, quoted in the 100%-acceptance message
                  sweep_break_even=stats.break_even([(acc, speedup) for every non-baseline arm of the sweep]))
 
-The rules (each a constant below, with its code for JSON and its message template):
-- high_cv: sample CV of the per-run speeds above 5% (n >= 2). The advice names GPU clocks only when the runs
-  used a GPU (`gpu=True`: a CUDA build on a machine with a GPU), CPU frequency otherwise.
-- bimodal: the sorted values split into a low and a high cluster, each of >= 2 values, where the gap between
-  the clusters is >= 10% of the median AND >= 4 times the larger within-cluster standard deviation (so an
-  ordinary noisy spread never qualifies, and a 59-67 tok/s group beside ~135 tok/s does). n >= 4.
-- outliers: modified z-score 0.6745 * (x - median) / MAD above 3.5 (Iglewicz and Hoaglin); when MAD is 0
-  (most values equal) the mean absolute deviation scaled by 1.2533 stands in. n >= 5: with three runs the MAD is
-  one distance, and any spread flags a run (seen on real sweeps: 1582 beside 1672 and 1683 tok/s).
-- no_drafts: a speculative arm (not the baseline) whose ok runs drafted nothing (n_drafted = 0): speculation
-  started but never proposed a token, so its speed says nothing about speculation (spec_not_engaged, a failure
-  class, is the run where speculation never started). With a draft model (`idle_draft`) the draft still ran at
-  every step: its speedup stays, as what the draft cost; without one the arm decoded plainly and has no speedup.
-- other_target: the arm's target model file (sha256) is not its reference's: its ratio to the reference compares
-  two models (an MTP target beside a plain one), so the summary shows no speedup for it.
-- full_acceptance_slowdown: acceptance of 100% (>= 99.95%) while the speedup is below 1.
-- below_break_even: acceptance below the sweep's break-even acceptance (see `break_even`).
-- output_differs: at temperature 0, outputs of the arm differ from those of the same program and target drafting
-  nothing (its control's, or the baseline's where it runs the same program), for the same repeat and prompt
-  (store/parity.py counts them per run): in exact arithmetic greedy speculation keeps the target's text, but a
-  batched verification can flip a near tie; the message names the first differing token and the share of the text
-  after it, and the verdict says so ("Text differs").
-- degenerate_loop: ok runs whose generated text loops (parse/repetition.py: in the last half of the generated text,
-  LOOP_SHARE or more of the 4-grams repeat earlier ones, and the prompt did not ask for the repetition). A method
-  that copies earlier text is accepted almost in full on a loop, so the speed says nothing about text a user wants:
-  the verdict never calls such an arm a win.
-- unequal_tokens: some of the arm's pairs with its reference generated counts of tokens more than one apart, so
-  their speeds cover different text. orch gives a CLI arm's reference the count the arm decoded (run/length_match.py:
-  llama-speculative-simple can pass -n by a whole draft); what is left is a count that could not be matched (a
-  reference that stopped early, a server request, a program whose count orch cannot set).
-- bound_exceeded: the arm's target passes per second (store/figures: tok/s over the tokens a pass yields) above the
-  roofline bound. A pass reads the weights once, so that cannot be: the bound is no bound, most often a CPU
-  bandwidth measured while something else ran.
+Each rule is a WarningKind below: its code (JSON, CSV, `orch summary --explain CODE`), its message template, its
+gist (the one line per kind under a table), when it fires (`rule`) and what to do (`action`). docs/warnings.md is
+made from this table (analyze/warning_docs.py), so the page and the code cannot disagree.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orchestrator import config
 from orchestrator.analyze import stats
 from orchestrator.parse import repetition
 
@@ -63,6 +33,8 @@ class WarningKind:
     code: str
     template: str  # str.format fields are filled by warnings_for
     gist: str = ""  # what it means, in a few words: the one line per kind under a table (the full text: --explain)
+    rule: str = ""  # when it fires, exactly (docs/warnings.md and `orch summary --explain CODE`)
+    action: str = ""  # what to do about it
 
 
 @dataclass(frozen=True)
@@ -71,38 +43,85 @@ class StatWarning:
     message: str
 
 
-HIGH_CV = WarningKind("high_cv", "decode speed varies {cv:.1%} between runs (above 5%): raise --repeat, {pin}, and keep "
-                      "other work off the machine",
-                      gist="decode speed varies more than 5% between runs")
+HIGH_CV = WarningKind(
+    "high_cv", "decode speed varies {cv:.1%} between runs (above 5%): raise --repeat, {pin}, and keep "
+    "other work off the machine",
+    gist="decode speed varies more than 5% between runs",
+    rule=("the sample coefficient of variation (stdev / mean) of the arm's per-run decode speeds is above 5%, with "
+          "two runs or more."),
+    action=("Raise --repeat; keep other work off the machine (llama.cpp's threads spin: a neighbour's job halves a "
+            "run); pin threads (-t) and, on a CPU, the frequency governor (cpupower frequency-set -g performance), "
+            "on a GPU its clocks (nvidia-smi -lgc). A high_cv arm's interval is wide: read it before its mean."))
 # What steadies the runs depends on where they ran: GPU clocks only matter where a GPU decoded.
 PIN_GPU = "pin GPU clocks (nvidia-smi -lgc) and threads (-t)"
 PIN_CPU = "pin threads (-t) and the CPU frequency (cpupower frequency-set -g performance)"
-BIMODAL = WarningKind("bimodal", "speeds split into two clusters, {low} beside {high} tok/s, so the mean describes "
-                      "neither: look at each cluster's runs or prompts (orch runs; the requests table in server "
-                      "mode), split the prompt set, or add --warmup if the slow ones are the first runs",
-                      gist="speeds split into two clusters")
-OUTLIERS = WarningKind("outliers", "{count} of {n} runs far from the median (modified z-score above 3.5: {values} "
-                       "tok/s): inspect them with orch show RUN; add --warmup 1 if the first run is slow, or raise "
-                       "--repeat",
-                       gist="runs far from the median")
+BIMODAL = WarningKind(
+    "bimodal", "speeds split into two clusters, {low} beside {high} tok/s, so the mean describes "
+    "neither: look at each cluster's runs or prompts (orch runs; the requests table in server "
+    "mode), split the prompt set, or add --warmup if the slow ones are the first runs",
+    gist="speeds split into two clusters",
+    rule=("with four values or more (runs, or per-prompt speeds in server mode), the sorted values split into a low "
+          "and a high cluster of two or more each, the gap between them at least 10% of the median and at least 4 "
+          "times the larger cluster's standard deviation (an ordinary noisy spread never qualifies)."),
+    action=("Look at each cluster's runs (`orch runs`, `orch show RUN`) or prompts (the requests table in server "
+            "mode): slow first runs want --warmup; two kinds of prompt want two prompt sets."))
+OUTLIERS = WarningKind(
+    "outliers", "{count} of {n} runs far from the median (modified z-score above 3.5: {values} "
+    "tok/s): inspect them with orch show RUN; add --warmup 1 if the first run is slow, or raise "
+    "--repeat",
+    gist="runs far from the median",
+    rule=("with five runs or more, a run's modified z-score 0.6745 (x - median) / MAD is above 3.5 (Iglewicz and "
+          "Hoaglin; where the MAD is 0, the mean absolute deviation times 1.2533 stands in). Fewer runs never flag: "
+          "with three the MAD is one distance."),
+    action='Inspect the run with `orch show RUN`; add --warmup 1 if the first run is slow; raise --repeat.')
+SLOW_FIRST = 0.5  # a first run below this share of every other run's speed is "far slower"
+SLOW_FIRST_RUN = WarningKind(
+    "slow_first_run", "its first run decoded at {first:.1f} tok/s, {times:.1f}x slower than the median of the rest "
+    "({rest:.1f} tok/s): a cold start (the model not yet in the page cache, clocks still ramping up); add --warmup 1, "
+    "or \"warmup\": 1 in the recipe's meta, and run it again",
+    gist="first run far slower than the rest: a cold start",
+    rule=(f"with three ok runs or more, the arm's first measured run (in the order they ran) decoded at less than "
+          f"{SLOW_FIRST:.0%} of the slowest of its other runs (as hyperfine warns of a slow first run)."),
+    action=("Add warm-up runs: `--warmup 1` on `orch run`, or `\"warmup\": 1` in the recipe's meta (then every run "
+            "of it warms up each arm first); warm-up runs are stored, never counted. Until then the arm's mean and "
+            "interval carry the cold run."))
 FULL_ACCEPTANCE_SLOWDOWN = WarningKind(
     "full_acceptance_slowdown", "100% acceptance yet {speedup:.2f}x the baseline{counters}: check the drafted and "
     "accepted counters with orch show RUN; a draft that is never rejected but slows decoding usually means "
     "speculation is not set up as intended (tiny drafts, draft_max too low, or the counters misread)",
-    gist="100% acceptance yet slower than what it is compared with")
+    gist="100% acceptance yet slower than what it is compared with",
+    rule='acceptance of 100% (at least 99.95%) while the speedup is below 1x.',
+    action=("Check the drafted and accepted counters (`orch show RUN`): a draft never rejected that still slows "
+            "decoding pays more per token than it saves (on a CPU a verification pass of k tokens costs about k "
+            "target steps: the verdict's \"Why slower\" says so), or speculation is not set up as intended (tiny "
+            "drafts, draft_max too low)."))
 NO_DRAFTS = WarningKind(
     "no_drafts", "drafted nothing in {idle} of {ok} ok runs: {what}; an n-gram method needs repeats in the prompt, "
     "a draft needs draft_min at most draft_max and a p_min its tokens reach (orch show RUN shows the counters)",
-    gist="drafted nothing in some runs")
+    gist="drafted nothing in some runs",
+    rule=("a speculating arm (not the baseline) whose ok runs drafted nothing (n_drafted = 0): speculation started "
+          "but never proposed a token. With a draft model the draft still ran at every step, so its speedup stays, "
+          "as what the draft cost; without one the arm decoded plainly and is shown with no speedup. "
+          "(spec_not_engaged, a failure class, is a run where speculation never started.)"),
+    action=("An n-gram method needs repeats in the prompt; a draft model needs draft_min at most draft_max and a "
+            "p_min its tokens reach. The counters are in `orch show RUN`. Such an arm is never the verdict's best."))
 BELOW_BREAK_EVEN = WarningKind(
     "below_break_even", "acceptance {acceptance:.1%} is below this sweep's break-even {break_even:.1%} (where "
     "speedup crosses 1x): these drafts cost more than they save here; lower draft_max, raise p_min or draft_min, "
     "or use a draft that agrees more with the target",
-    gist="acceptance below the sweep's break-even")
+    gist="acceptance below the sweep's break-even",
+    rule=("the arm's acceptance is below the sweep's break-even acceptance: the acceptance where the speedup "
+          "crosses 1x, read from the sweep's own drafting arms (a line through their acceptance and speedup), when "
+          "they span it."),
+    action=("These drafts cost more than they save here: lower draft_max, raise p_min or draft_min, or use a draft "
+            "model that agrees more with the target."))
 OTHER_TARGET = WarningKind(
     "other_target", "its target model is not {vs}'s ({mine} vs {theirs}): a ratio between them compares two "
     "models, not speculation, so it is shown with no speedup; give each target its own baseline or control arm",
-    gist="another target model than what it is compared with: no speedup shown")
+    gist="another target model than what it is compared with: no speedup shown",
+    rule=("the arm's target model file (its sha256) is not its reference's: its ratio to the reference would "
+          "compare two models (an MTP target beside a plain one), so no speedup is shown."),
+    action='Give each target its own baseline or control arm in the recipe.')
 OUTPUT_DIFFERS = WarningKind(
     "output_differs", "{counted} outputs differ at temperature 0 from the same program and target's without drafting "
     "(its control's, or the baseline's where it runs the same program){where}: in exact arithmetic a greedy draft "
@@ -110,25 +129,51 @@ OUTPUT_DIFFERS = WarningKind(
     "decoding one token, and a near tie can flip: a finding about this build and backend, not noise; its speedup "
     "still compares the same number of tokens, not the same text after that token (orch show RUN prints a run's "
     "output)",
-    gist="outputs differ at temperature 0 from the same program's without drafting")
+    gist="outputs differ at temperature 0 from the same program's without drafting",
+    rule=("at temperature 0, outputs of the arm differ from those of the same program and target drafting nothing "
+          "(its control's, or the baseline's where it runs the same program), for the same repeat and prompt. In "
+          "exact arithmetic greedy speculation keeps the target's text; a batched verification computes the logits "
+          "in another order and can flip a near tie."),
+    action=("Read the first differing token and the share of text after it (the message and `orch show RUN`); the "
+            "speedup still compares the same number of tokens, not the same text. A finding about the build and "
+            "backend, not noise; `orch tune` leaves such settings out unless --allow-output-change."))
 DEGENERATE_LOOP = WarningKind(
     "degenerate_loop", "{looped} of {ok} ok runs generated text that loops ({share:.0%} of the 4-grams in its last "
     "half repeat earlier ones; text that goes on stays below {limit:.0%}): a method that copies earlier text is "
     "accepted almost in full on a loop, so this speed says nothing about real text and is never called a win; use a "
     "prompt the model continues without looping (a chat model with its template, or fewer tokens with -n)",
-    gist="generated text that loops: its speed is no win")
+    gist="generated text that loops: its speed is no win",
+    rule=("ok runs whose generated text loops: in the last half of the generated text 50% or more of the 4-grams "
+          "repeat earlier ones, and the prompt did not ask for the repetition (parse/repetition.py). Judged on the "
+          "same tokens as the arm's reference."),
+    action=("Use a prompt the model continues without looping (a chat model with its template, or fewer tokens with "
+            "-n). A method that copies earlier text is accepted almost in full on a loop, so such an arm is never "
+            "called a win."))
 UNEQUAL_TOKENS = WarningKind(
     "unequal_tokens", "in {unequal} of {pairs} pairs it generated {mine} tokens where its reference generated "
     "{theirs}: those speeds cover different text; see the runs' counts with orch runs (n_generated) and compare "
     "over longer generations (a higher -n), where the difference is a small share",
-    gist="another number of tokens than what it is compared with")
+    gist="another number of tokens than what it is compared with",
+    rule=("some of the arm's pairs with its reference generated counts of tokens more than one apart, so their "
+          "speeds cover different text. orch gives a CLI arm's reference the count the arm decoded (a count-matched "
+          "rerun); what is left is a count that could not be matched (a reference that stopped early, a server "
+          "request, a program whose count orch cannot set)."),
+    action=("See the runs' counts with `orch runs` (n_generated); compare over longer generations (a higher -n), "
+            "where the difference is a small share."))
 BOUND_EXCEEDED = WarningKind(
     "bound_exceeded", "its target passes ran at {pct:.0f}% of the {bound:.0f}/s roofline bound ({label} bandwidth), "
     "and a pass cannot beat the bound, since it reads the weights at least once: the bandwidth was measured too "
-    "low (a CPU copy benchmark while the machine was busy); delete {cache} on this machine to measure it again "
-    "when it is idle, and read roofline_pct as unknown until then",
-    gist="faster than the measured bandwidth allows: the bound was measured too low")
-WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
+    "low (a CPU copy benchmark while the machine was busy); read roofline_pct as unknown here (orch measures it "
+    "again after 5 minutes, and raises it to the rate such a run read)",
+    gist="faster than the measured bandwidth allows: the bound was measured too low",
+    rule=("the arm's target passes per second (tok/s over the tokens one pass yields) are above the roofline bound "
+          "(memory bandwidth over the bytes a decode step reads). A pass reads the weights at least once, so this "
+          "cannot be: the bandwidth was measured too low, most often a CPU copy benchmark run while something else "
+          "ran."),
+    action=("Read roofline_pct as unknown for that sweep. orch keeps a bandwidth measured beside other work only 5 "
+            "minutes, and a run that passes the bound raises it to that run's read rate for the runs after it; "
+            "measure with nothing else running."))
+WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, SLOW_FIRST_RUN, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
                  OUTPUT_DIFFERS, DEGENERATE_LOOP, UNEQUAL_TOKENS, BOUND_EXCEEDED)
 
 
@@ -142,7 +187,7 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
                  loop_share: float | None = None,
                  tokens: tuple[int, int, tuple[int, int], tuple[int, int]] | None = None,
                  roofline: tuple[float, float, str] | None = None) -> list[StatWarning]:
-    """The warnings that apply to one arm, in WARNING_KINDS order (see the module docstring for each rule).
+    """The warnings that apply to one arm, in WARNING_KINDS order (each kind's `rule` says when it fires).
 
     `cv` given (computed where the runs are stored) stands in for the runs' own; the runs may then be left out
     when there are fewer than BIMODAL_MIN_N of them, since no other rule reads so few. other_target: (reference arm,
@@ -166,6 +211,11 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
     if outliers:
         out.append(StatWarning(OUTLIERS.code, OUTLIERS.template.format(
             count=len(outliers), n=len(xs), values=", ".join(f"{x:.1f}" for x in outliers))))
+    # below every other run by far, not merely in a low cluster (bimodal says that)
+    if len(xs) >= 3 and xs[0] < SLOW_FIRST * min(xs[1:]):
+        rest = statistics.median(xs[1:])
+        out.append(StatWarning(SLOW_FIRST_RUN.code, SLOW_FIRST_RUN.template.format(
+            first=xs[0], times=rest / xs[0] if xs[0] else math.inf, rest=rest)))
     if idle:
         what = ("its draft model still ran at every step, so its speedup is what the draft cost" if idle == ok
                 and idle_draft else "its speed is plain decoding, so it is shown with no speedup" if idle == ok else
@@ -201,7 +251,7 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
     if roofline and roofline[0] is not None and roofline[0] > 100:
         pct, bound, label = roofline
         out.append(StatWarning(BOUND_EXCEEDED.code, BOUND_EXCEEDED.template.format(
-            pct=pct, bound=bound, label=label or "measured", cache=config.bandwidth_cache())))
+            pct=pct, bound=bound, label=label or "measured")))
     return out
 
 

@@ -93,6 +93,9 @@ def bisect_command(recipe_path, good, bad, commits, arm, metric, threshold, repe
     else:
         if recipe_path is None:
             raise click.UsageError("give a RECIPE (or --resume to continue a stored bisect)")
+        from orchestrator.recipe.set_lists import refuse_lists
+
+        refuse_lists(tuple(overrides), "orch bisect", "bisect one setting; run the others with orch run --set")
         if commits:
             cands = candidates.given([c.strip() for c in commits.split(",") if c.strip()], good, bad)
         elif good and bad:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from orchestrator import config, tables
 from orchestrator.cli.group import db_option, main
+from orchestrator.cli.output import echo_json_or_text
 
 
 @main.command("build")
@@ -67,28 +66,30 @@ def builds_command(as_json, wide):
 
     builds = [{**b.record, "broken": list(b.broken), "rebuild": b.rebuild, "spec_methods": _spec_methods(b)}
               for b in list_builds()]
+    echo_json_or_text(builds, as_json, lambda: _builds_text(builds, wide))
     if as_json:
-        click.echo(json.dumps(builds, indent=2))
         return
-    if not builds:
-        click.echo(f"no builds in {config.builds_root()}; run `orch build COMMIT`")
-    else:
-        rows = [{"name": b["name"], "commit": b["upstream_commit"][:12], "backend": b["backend"],
-                 "finished": b["finished_at"][:19].replace("T", " "),
-                 "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else f"{len(b['binaries'])} binaries",
-                 "tools": ", ".join(x["name"].removeprefix("llama-") for x in b["binaries"]),
-                 "spec methods": _methods_cell(b["spec_methods"]), "dir": b["dir"]} for b in builds]
-        if wide:
-            click.echo(tables.render(rows))
-        else:  # the long fields under the table, wrapped, so it fits a terminal
-            click.echo(tables.render(rows, "table", ["name", "commit", "backend", "finished", "state"]))
-            for row in rows:
-                click.echo(f"{row['name']}:")
-                for key in ("tools", "spec methods", "dir"):
-                    click.echo(tables.fill(f"  {key}: {row[key] or '-'}", indent="    "))
     for b in builds:
         if b["broken"]:  # `orch run` refuses these: say how to mend each
             click.echo(f"orch: {b['name']} is broken; rebuild it with `{b['rebuild']}`", err=True)
+
+
+def _builds_text(builds: list[dict], wide: bool) -> str:
+    if not builds:
+        return f"no builds in {config.builds_root()}; run `orch build COMMIT`"
+    rows = [{"name": b["name"], "commit": b["upstream_commit"][:12], "backend": b["backend"],
+             "finished": b["finished_at"][:19].replace("T", " "),
+             "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else f"{len(b['binaries'])} binaries",
+             "tools": ", ".join(x["name"].removeprefix("llama-") for x in b["binaries"]),
+             "spec methods": _methods_cell(b["spec_methods"]), "dir": b["dir"]} for b in builds]
+    if wide:
+        return tables.render(rows)
+    # The long fields under the table, wrapped, so it fits a terminal.
+    lines = [tables.render(rows, "table", ["name", "commit", "backend", "finished", "state"])]
+    for row in rows:
+        lines.append(f"{row['name']}:")
+        lines += [tables.fill(f"  {key}: {row[key] or '-'}", indent="    ") for key in ("tools", "spec methods", "dir")]
+    return "\n".join(lines)
 
 
 @main.group("mirror")
@@ -123,11 +124,11 @@ def mirror_list(as_json):
 
     mirror = Mirror(config.mirror_dir())
     rows = mirror.list_commits()
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
+    echo_json_or_text(rows, as_json, lambda: _commits_text(mirror.path, rows))
+
+
+def _commits_text(path, rows: list[dict]) -> str:
     if not rows:
-        click.echo(f"mirror {mirror.path} is empty; run `orch mirror sdist VERSION` or `orch build COMMIT`")
-    else:
-        click.echo(tables.render([{"commit": r["commit"][:12], "date": r["date"][:10],
-                                   "refs": ", ".join(r["refs"]) or None, "source": r["source"]} for r in rows]))
+        return f"mirror {path} is empty; run `orch mirror sdist VERSION` or `orch build COMMIT`"
+    return tables.render([{"commit": r["commit"][:12], "date": r["date"][:10], "refs": ", ".join(r["refs"]) or None,
+                           "source": r["source"]} for r in rows])

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.output import echo_json_or_text
 
 
 @main.group("models")
@@ -104,11 +104,7 @@ def models_inspect(path, as_json, db):
     info = gguf_info.inspect(path).to_dict()
     with opened_db(db, write=True) as con:
         store.record_model(con, info)  # runs join models on sha256
-    if as_json:
-        click.echo(json.dumps(info, indent=2))
-        return
-    for key, value in info.items():
-        click.echo(f"{key:>18}: {value}")
+    echo_json_or_text(info, as_json, lambda: "\n".join(f"{key:>18}: {value}" for key, value in info.items()))
 
 
 @models_group.command("quantize")
@@ -147,12 +143,12 @@ def models_quantize(model, types_text, build_ref, out, allow_requantize, as_json
         for q in quants:
             store.record_model(con, gguf_info.inspect(q.path).to_dict())
             store.record_quant(con, q.to_dict())
-    if as_json:
-        click.echo(json.dumps([q.to_dict() for q in quants], indent=2))
-        return
-    for q in quants:
-        note = f"  ({len(q.fallbacks)} tensors fell back: {_fallback_summary(q.fallbacks)})" if q.fallbacks else ""
-        click.echo(f"{q.label}\t{q.size_bytes / 2**20:.2f} MiB\t{q.path}{note}")
+    echo_json_or_text([q.to_dict() for q in quants], as_json, lambda: "\n".join(_quant_line(q) for q in quants))
+
+
+def _quant_line(q) -> str:
+    note = f"  ({len(q.fallbacks)} tensors fell back: {_fallback_summary(q.fallbacks)})" if q.fallbacks else ""
+    return f"{q.label}\t{q.size_bytes / 2**20:.2f} MiB\t{q.path}{note}"
 
 
 def _fallback_summary(fallbacks: list[dict]) -> str:

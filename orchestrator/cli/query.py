@@ -29,7 +29,7 @@ def query_command(sql, fmt, write, db):
     import duckdb
 
     from orchestrator.errors import QueryFailed
-    from orchestrator.store import queries
+    from orchestrator.store import queries, schema
 
     with opened_db(db, write=write) as con:
         if not write:  # no file outside the results file is read or written, whatever the SQL asks
@@ -38,7 +38,11 @@ def query_command(sql, fmt, write, db):
         try:
             columns, rows = queries.run_sql(con, sql)
         except duckdb.Error as exc:
+            said = str(exc).splitlines()
             hint = next((h for words, h in QUERY_HINTS if words in str(exc)), "")
-            raise QueryFailed(f"query failed: {str(exc).splitlines()[0]}{hint}; tables: {', '.join(queries.TABLES)}; "
-                              f"views: {', '.join(queries.VIEWS)}") from None
+            # an unknown column: DuckDB names the columns it could have meant, which say more than the tables
+            close = next((f" ({line.strip()})" for line in said if line.startswith("Candidate bindings")), "")
+            held, views = schema.present(con)
+            raise QueryFailed(f"query failed: {said[0]}{close}{hint}; tables: {', '.join(held)}; views: "
+                              f"{', '.join(views)} (orch query \"DESCRIBE runs\" lists a table's columns)") from None
     click.echo(tables.render(rows, fmt, columns))

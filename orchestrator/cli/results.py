@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -16,6 +14,7 @@ from orchestrator.cli.group import COUNT, ID, db_option, main, opened_db
 
 RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
                "decode_tps", "acceptance", "n_drafted", "n_accepted", "wall_s"]
+WIDTH = tables.TABLE_WIDTH  # characters a table fits in unless --wide
 RUN_DROPPABLE = ["warmup", "n_accepted", "n_drafted", "build_name", "failure_class", "repeat_index"]  # first first
 
 
@@ -87,6 +86,9 @@ Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
 """
 
 
+EVERY_WARNING = "all"  # --explain without a code
+
+
 @main.command("summary", help=SUMMARY_HELP)
 @click.argument("sweeps", nargs=-1, type=ID)
 @click.option("-n", "--last", type=COUNT, default=1, show_default=True, help="Summarise the newest N sweeps.")
@@ -95,21 +97,33 @@ Example: orch summary --last 2 --columns arm,draft_max,speedup,speedup_ci95
 @click.option("--wide", is_flag=True, help="Every column (see Columns), however wide the table gets.")
 @click.option("--columns", "column_list", default=None, metavar="NAME,...",
               help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
-@click.option("--explain", is_flag=True, help="Every warning's full text, a line each (by default one line per "
-              "warning kind, naming its arms), and each verdict whole (by default without its closing list of "
-              "warned arms, which the warning lines give).")
+@click.option("--explain", is_flag=False, flag_value=EVERY_WARNING, default=None, metavar="[CODE]",
+              help="Every warning's full text, a line each (by default one line per warning kind, naming its arms), "
+                   "and each verdict whole (by default without its closing list of warned arms, which the warning "
+                   "lines give). --explain CODE: what one warning code means, when it fires and what to do "
+                   "(docs/warnings.md); nothing is read.")
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
-    from orchestrator.analyze import summary, summary_cache, summary_table
+    from orchestrator.analyze import summary, summary_cache, summary_table, warning_docs
     from orchestrator.analyze.sweep_summary import Summaries, from_rows
-    from orchestrator.errors import NoSuchSweep
+    from orchestrator.errors import InvalidOption, NoSuchSweep
     from orchestrator.store import queries
 
+    if explain not in (None, EVERY_WARNING):
+        if explain.isdigit():  # `--explain 3`: sweep 3, explained, as before the option took a code
+            sweeps, explain = (*sweeps, int(explain)), EVERY_WARNING
+        elif found := warning_docs.kind(explain):
+            click.echo("\n".join(tables.fill(line) for line in warning_docs.explained(found)))
+            return
+        else:
+            raise InvalidOption(f"--explain {explain}: no such warning code; the codes: "
+                                f"{', '.join(warning_docs.codes())} (docs/warnings.md)")
+    explain = explain is not None
     if wide and column_list:
         raise click.UsageError("--wide and --columns exclude each other: --wide shows every column")
     with opened_db(db) as con, summary.collector_paused():  # millions of objects for a big summary, none in a cycle
         if missing := sorted(set(sweeps) - queries.existing_sweeps(con, list(sweeps))):
-            raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list sweeps with `orch summary --last 10`")
+            raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list them with `orch sweeps`")
         ids = list(sweeps) or queries.last_sweeps(con, last)
         if column_list and fmt in ("csv", "json"):  # some columns, every value as it is: the rows, computed now
             rows = summary.arm_rows(con, ids)
@@ -152,109 +166,6 @@ def _write_json(*chunks: str | bytes) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left unflushed goes nowhere
 
 
-COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
-
-Runs join on recipe text, arm parameters, model hashes, prompt set and mode. A change is marked only when
-beyond the threshold and statistically different (Mann-Whitney U, or interval overlap for small n). The table
-fits in 120 characters: the recipe where there are several, the arm, the parameters that tell one recipe's arms
-apart, a key column only where two tests would look alike without it, and the figures; its last line names
-what it left out. --wide shows every parameter and key column that differs. Base and head naming the same
-build is a warning, and no ratio is shown.
-
-{glossary.help_block(glossary.COMPARE, "Columns:")}
-
-Example: orch compare --base f49e917 --head 0c1e570 --format json
-"""
-
-
-@main.command("compare", help=COMPARE_HELP)
-@click.option("--base", "base_ref", default=None, help="Base build: commit prefix, tag or build name.")
-@click.option("--head", "head_ref", default=None, help="Head build: commit prefix, tag or build name.")
-@click.option("--base-host", default=None, metavar="HOST",
-              help="Only the base side's runs on this machine (hostname or host id); with --head-host, --base and "
-                   "--head default to the newest build both ran, and what differs between the machines is listed.")
-@click.option("--head-host", default=None, metavar="HOST", help="Only the head side's runs on this machine.")
-@click.option("--recipe", default=None, help="Only runs of this recipe (path or file name).")
-@click.option("--threshold", default="5%", show_default=True, help="Smallest change worth a verdict.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table",
-              show_default=True)
-@click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
-@db_option
-def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, db):
-    from orchestrator.analyze import hosts, side_by_side
-    from orchestrator.analyze.compare_builds import compare_builds
-    from orchestrator.build.in_results import resolve_stored_build
-    from orchestrator.errors import InvalidOption
-
-    try:
-        limit = side_by_side.parse_threshold(threshold)
-    except ValueError:
-        raise InvalidOption(f"--threshold {threshold!r} is not a number or percentage, e.g. 5%") from None
-    if not (base_host or head_host) and not (base_ref and head_ref):
-        raise click.UsageError("name two builds (--base and --head) or two hosts (--base-host and --head-host)")
-    env_lines = []
-    with opened_db(db) as con:
-        if base_host or head_host:
-            base_host = hosts.resolve_host(con, base_host or head_host)
-            head_host = hosts.resolve_host(con, head_host or base_host)
-            base_ref, head_ref = hosts.build_for_hosts(con, base_host, head_host, base_ref, head_ref)
-        base, head = resolve_stored_build(con, base_ref), resolve_stored_build(con, head_ref)
-        result = compare_builds(con, base, head, recipe=recipe, threshold=limit, base_host=base_host,
-                                head_host=head_host)
-        if base_host != head_host:
-            env_lines = hosts.differences(con, base_host, base, head_host, head)
-    if fmt == "json":
-        click.echo(json.dumps({**asdict(result), "host_differences": env_lines}, indent=2, default=str))
-        if result.warning:
-            click.echo(f"warning: {result.warning}", err=True)
-        return
-    on = (lambda h: f" on {h}" if h else "")
-    click.echo(f"base {result.base}{on(base_host)}  ->  head {result.head}{on(head_host)}  (threshold "
-               f"{limit:.0%})")
-    if env_lines:
-        click.echo(tables.fill(f"the machines differ in: {'; '.join(env_lines)}") if len(env_lines) <= 3 else
-                   "the machines differ in:\n" + "\n".join(tables.fill(f"  {line}") for line in env_lines))
-    if result.warning:
-        click.echo(tables.fill(f"warning: {result.warning}"))
-    if result.timing:
-        click.echo(tables.fill(f"timing: {result.timing}"))
-    shown = side_by_side.table(result.rows, wide=wide)
-    rows = _readable(result.rows)
-    if fmt == "md":
-        kept, left_out = tables.fit(rows, shown.columns, WIDTH, shown.droppable)
-        text = tables.render(rows, "md", kept)
-    else:
-        titles, columns = {}, shown.columns
-        if "recipe" in columns and not wide:  # a line above each recipe's rows instead of a column
-            rows, titles = side_by_side.by_recipe(rows)
-            columns = [c for c in columns if c != "recipe"]
-        text, left_out = tables.text_table(rows, columns, width=None if wide else WIDTH,
-                                           droppable=shown.droppable, titles=titles)
-    click.echo(text)
-    if few := sum(str(r.get("test") or "").startswith("too few runs") for r in result.rows):
-        click.echo(tables.fill(f"{few} test{'s have' if few > 1 else ' has'} too few runs for a verdict: measured "
-                               f"apart, a test needs {side_by_side.MIN_MANN_WHITNEY} runs a side (--repeat "
-                               f"{side_by_side.MIN_MANN_WHITNEY}); run in one sweep (--build BASE,HEAD) they pair "
-                               f"from 2"))
-    if hidden := shown.hidden + [c for c in shown.columns if c in left_out]:
-        hosted = f" --base-host {base_host} --head-host {head_host}" if base_host else ""
-        again = f"orch compare --base {base_ref} --head {head_ref}{hosted}{' --recipe ' + recipe if recipe else ''} --wide"
-        click.echo(tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)"))
-
-
-WIDTH = tables.TABLE_WIDTH  # characters a table fits in unless --wide
-
-
-def _readable(rows: list[dict]) -> list[dict]:
-    """The interval as one cell, model and recipe hashes cut to 12 hex digits (enough to tell them apart)."""
-    for row in rows:
-        low, high = row.get("ratio_low"), row.get("ratio_high")
-        row["ratio_ci95"] = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else None
-        for key in ("recipe_hash", "target_sha256", "draft_sha256"):
-            row[key] = row[key][:12] if row.get(key) else row.get(key)
-    return rows
-
-
 @main.command("report")
 @click.argument("sweeps", nargs=-1, type=ID)
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
@@ -264,8 +175,11 @@ def _readable(rows: list[dict]) -> list[dict]:
 @click.option("--tune", "tune_id", type=ID, default=None,
               help="Report a tune instead: its answer per workload, the race drawn (candidates x rounds, where each "
                    "was dropped) and every decision with its reason.")
+@click.option("--anonymize", is_flag=True, help="For a report to share: this machine's folders become <builds>, "
+              "<models>, <cache>, <results>, . and ~, other absolute folders are cut to their last part, and its "
+              "host name becomes <host>.")
 @db_option
-def report_command(sweeps, out, last, run_id, tune_id, db):
+def report_command(sweeps, out, last, run_id, tune_id, anonymize, db):
     """Write a report of sweeps to hand on: markdown, HTML and plots.
 
     Per sweep: its verdict, what ran (recipe, build, host and GPU settings, model files), the arms' parameters,
@@ -283,8 +197,13 @@ def report_command(sweeps, out, last, run_id, tune_id, db):
         if sweeps or run_id:
             raise click.UsageError("--tune reports one tune; give no SWEEPS or --run with it")
         with opened_db(db) as con:
-            click.echo(str(race_report.write(con, tune_id, out)))
-        return
-    with opened_db(db) as con:
-        path = build_report(con, list(sweeps), last=last, out=out, run_id=run_id)
-    click.echo(str(path))
+            path = race_report.write(con, tune_id, out)
+    else:
+        with opened_db(db) as con:
+            path = build_report(con, list(sweeps), last=last, out=out, run_id=run_id)
+    pages = [path, *([path.with_suffix(".html")] if path.with_suffix(".html").exists() else [])]
+    if anonymize:
+        from orchestrator.report import anonymize as scrubbed
+
+        scrubbed.rewrite(pages, db)
+    click.echo("\n".join(str(p) for p in pages))  # both pages: the markdown and the self-contained HTML

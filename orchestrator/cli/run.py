@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -17,7 +16,9 @@ from orchestrator.cli.group import Finite, arm_choice, db_option, main
               help="Build to use: commit prefix, tag or build name (default: the build of the newest upstream "
                    "commit, by commit date, with every tool; named on the first line). Several, A,B: one sweep "
                    "with every arm on each build, interleaved, for `orch compare` (CLI and bench recipes).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Set a recipe variable (repeatable). A comma list, KEY=8,16 (numbers, booleans or bare words), "
+                   "runs one sweep per value, every combination of the lists, each with its own baseline.")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
 @click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models); a `models` "
@@ -26,8 +27,9 @@ from orchestrator.cli.group import Finite, arm_choice, db_option, main
 @click.option("-r", "--repeat", type=click.IntRange(1, 10000), default=None, help="Repeats per arm (default: recipe's).")
 @click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
-@click.option("-w", "--warmup", type=click.IntRange(0, 1000), default=0, show_default=True,
-              help="Warm-up runs per arm before measuring (stored, never counted).")
+@click.option("-w", "--warmup", type=click.IntRange(0, 1000), default=None,
+              help="Warm-up runs per arm before measuring (stored, never counted) [default: the recipe's meta "
+                   "`warmup`, else 0].")
 @click.option("--order", type=click.Choice(["interleaved", "sequential", "latin"]), default="interleaved",
               show_default=True, help="Run order: round-robin arms per repeat, arm by arm, or a Latin square.")
 @click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[SWEEP]",
@@ -71,68 +73,98 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     # Every command runs under stops.on_signals (cli/group.py): Ctrl-C, SIGTERM or SIGHUP before the sweep exists
     # ends the command (130, 143, 129) with nothing half-written; during the sweep the run in flight is stored
     # interrupted, once.
-    from orchestrator.analyze import summary_cache
-    from orchestrator.analyze.summary_table import summary_text
     from orchestrator.errors import InvalidOption
-    from orchestrator.run import prepare, recipe_run
+    from orchestrator.run import recipe_run
 
     if as_json and not dry_run:
         raise InvalidOption("--json goes with --dry-run (a sweep's results: orch summary --format json)")
     if executor == "local" and (each_host or hosts or address != "auto" or gpus_per_run != 1):
         raise InvalidOption("--address, --gpus-per-run, --hosts and --each-host need --executor ray")
+    ray = None
     if executor == "ray":
-        from orchestrator.cluster.executor import require_ray
+        from orchestrator.cluster.executor import RayOptions, require_ray
 
         require_ray()  # before any work: the error says how to install it
         if resume:
             raise InvalidOption("--resume works with the local executor only; run the rest with --executor local "
                                 "or start a new sweep")
+        ray = RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h), each_host)
     request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
                                        overrides=tuple(overrides), models=models_dir, repeat=repeat,
-                                       translate=not no_dialect, db=db,
-                                       arms=arm_choice(arm_patterns))
+                                       translate=not no_dialect, db=db, arms=arm_choice(arm_patterns))
+    options = recipe_run.RunOptions(timeout=timeout, telemetry_interval=telemetry_interval, order=order,
+                                    warmup=warmup, resume=resume, repeat_given=repeat is not None)
+    run_recipe(request, options, ray, dry_run=dry_run, as_json=as_json, summary=not no_summary)
+
+
+def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: bool) -> None:
+    """The recipe prepared (the default build named first when none was given), then its arms printed (--dry-run)
+    or run here or on Ray, once per combination of --set lists (recipe/set_lists.py), and the summary of the sweeps
+    it stored."""
+    from dataclasses import replace
+
+    from orchestrator.analyze import summary_cache
+    from orchestrator.analyze.summary_table import summary_text
+    from orchestrator.errors import InvalidOption
+    from orchestrator.recipe import set_lists
+    from orchestrator.run import recipe_run
+
     build = None
-    if not build_ref:  # say which build, and which others were there to choose from, before anything else
+    if not request.build_ref:  # say which build, and which others were there to choose from, before anything else
         from orchestrator.build.on_disk import default_build, runnable
 
         chosen = default_build()
         click.echo(chosen.line(), err=True)
         build = runnable(chosen.build)
-    prepared = recipe_run.prepare_recipe(request, build, executor=executor)
-    build = prepared.build
-    names = ",".join(b.name for b in prepared.builds) or build.name
-    if dry_run and as_json:
-        click.echo(json.dumps({"build": names, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
-                               "arms": prepare.dry_run_rows(prepared.arms)}, indent=1))
-        return
+    each = set_lists.combinations(request.overrides)
+    if len(each) > 1 and options.resume:
+        raise InvalidOption("--resume continues one sweep; give one value per --set variable")
+    executor = "ray" if ray else "local"  # every combination checked before the first runs
+    prepared = [recipe_run.prepare_recipe(replace(request, overrides=o), build, executor=executor) for o in each]
     if dry_run:
-        where = f"builds {names}, crossed and interleaved" if prepared.builds else f"build {build.name} ({build.dir})"
-        click.echo(f"{where}, {prepared.plan.repeat} repeat(s)")
-        click.echo("\n".join(prepare.dry_run_lines(prepared.arms)))
+        listed = [[o for o in overrides if o not in request.overrides] for overrides in each]
+        if as_json:
+            shown = [_dry_run_json(p, items) for p, items in zip(prepared, listed)]
+            click.echo(json.dumps(shown[0] if len(shown) == 1 else shown, indent=1))
+        else:
+            for p, items in zip(prepared, listed):
+                _dry_run_text(p, items)
         return
-    options = recipe_run.RunOptions(timeout=timeout, telemetry_interval=telemetry_interval, order=order,
-                                    warmup=warmup, resume=resume, repeat_given=repeat is not None)
-    database = prepared.database
-    if executor == "ray":
+    results = []
+    for one in prepared:
+        results += _run(one, options, ray)
+        if any(r.status == "interrupted" for r in results):
+            break  # Ctrl-C stops the command, not one combination of it
+    if summary:
+        with prepared[0].database.read() as con:
+            click.echo(summary_text(summary_cache.read(con, [r.sweep_id for r in results]).summaries))
+    for result in results:
+        result.raise_for_status()
+
+
+def _dry_run_json(prepared, listed: list[str]) -> dict:
+    from orchestrator.run import prepare
+
+    names = ",".join(b.name for b in prepared.builds) or prepared.build.name
+    return {"build": names, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
+            **({"set": listed} if listed else {}), "arms": prepare.dry_run_rows(prepared.arms)}
+
+
+def _dry_run_text(prepared, listed: list[str]) -> None:
+    from orchestrator.run import prepare
+
+    where = f"builds {','.join(b.name for b in prepared.builds)}, crossed and interleaved" if prepared.builds else \
+        f"build {prepared.build.name} ({prepared.build.dir})"
+    click.echo(f"{where}, {prepared.plan.repeat} repeat(s){', --set ' + ' '.join(listed) if listed else ''}")
+    click.echo("\n".join(prepare.dry_run_lines(prepared.arms)))
+
+
+def _run(prepared, options, ray) -> list:
+    """One sweep of the prepared recipe, here or on Ray (one per host there)."""
+    if ray:
         from orchestrator.cluster import executor as ray_executor
 
-        recipe_run.record_setup(prepared)
-        ray = ray_executor.RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h),
-                                      each_host)
-        results = ray_executor.dispatch(database, prepared.plan, build, prepared.arms, ray, orch_argv=sys.argv,
-                                        order=order, warmup=warmup, timeout=timeout,
-                                        telemetry_interval=telemetry_interval, translate=not no_dialect)
-        if not no_summary:
-            with database.read() as con:
-                click.echo(summary_text(summary_cache.read(con, [r.sweep_id for r in results]).summaries))
-        for result in results:
-            result.raise_for_status()
-        return
-    opened = recipe_run.open_sweep(prepared, options)
-    try:
-        result = recipe_run.execute(prepared, opened, options)
-    finally:  # the sweep this command stored, complete or not
-        if not no_summary:
-            with database.read() as con:
-                click.echo(summary_text(summary_cache.read(con, [opened.id]).summaries))
-    result.raise_for_status()
+        return ray_executor.run_prepared_on_ray(prepared, options, ray)
+    from orchestrator.run import recipe_run
+
+    return [recipe_run.run_prepared(prepared, options)]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from pathlib import Path
 
 import click
 
 from orchestrator.cli.group import ID, db_option, main, opened_db
+from orchestrator.cli.output import echo_json_or_text
 
 
 @main.command("env")
@@ -34,7 +34,7 @@ def env_command(fmt, build_ref):
             raise
         build = None
     snap = envinfo.snapshot(build.record if build else None)
-    click.echo(json.dumps(snap, indent=2, default=str) if fmt == "json" else envinfo.to_markdown(snap))
+    echo_json_or_text(snap, fmt == "json", lambda: envinfo.to_markdown(snap))
 
 
 @main.command("reparse")
@@ -77,10 +77,7 @@ def parse_command(logfiles, as_json):
         raise click.BadParameter(f"{exc.filename} cannot be read ({exc.strerror or exc})",
                                  param_hint="LOGFILES") from None
     reading = read_logs(files)
-    if as_json:
-        click.echo(json.dumps(reading.to_dict(), indent=2, default=str))
-    else:
-        click.echo("\n".join(reading.lines()))
+    echo_json_or_text(reading.to_dict(), as_json, lambda: "\n".join(reading.lines()))
 
 
 @main.command("logs")

@@ -6,10 +6,16 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from orchestrator.cli.group import Finite, arm_choice, db_option, main
+from orchestrator.tune.rules import GRID_REPEATS, Rules
+
+if TYPE_CHECKING:
+    from orchestrator.tune.answer import Answer
+    from orchestrator.tune.session import TuneResult
 
 BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|runs?)?\s*$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
@@ -51,10 +57,10 @@ def parse_budget(text: str | None):
                    "(default: the recipe's own prompt).")
 @click.option("--budget", default=None, metavar="10m|200runs",
               help="The most one workload's race spends, in wall time or runs (every run counts: baseline and "
-                   "controls too) [default: what the full grid would cost at 5 repeats].")
+                   f"controls too) [default: what the full grid would cost at {GRID_REPEATS} repeats].")
 @click.option("--allow-output-change", is_flag=True,
               help="Keep candidates whose greedy output differs from their control's (said beside them).")
-@click.option("--max-runs", type=click.IntRange(3, 1000), default=10, show_default=True,
+@click.option("--max-runs", type=click.IntRange(3, 1000), default=Rules.max_runs, show_default=True,
               help="Runs per candidate after which more are not spent (survivors still apart are reported tied).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
 @click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
@@ -68,10 +74,13 @@ def parse_budget(text: str | None):
               help="Continue an interrupted tune (default: the newest unfinished) with its own recipe and options.")
 @click.option("--show", "show", is_flag=False, flag_value="latest", default=None, metavar="[TUNE]",
               help="Print a finished tune's answer again (default: the newest); runs nothing.")
+@click.option("--dry-run", is_flag=True, help="Check the tune and print what it would race per workload (the "
+              "candidates, those that cannot run here and why, round 1's runs, the grid's, the budget); runs and "
+              "stores nothing.")
 @click.option("--json", "as_json", is_flag=True, help="The answer as JSON on stdout (progress stays on stderr).")
 @db_option
 def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_change, max_runs, overrides,
-                 vars_file, models_dir, arm_patterns, timeout, resume, show, as_json, db):
+                 vars_file, models_dir, arm_patterns, timeout, resume, show, dry_run, as_json, db):
     """Race speculation settings to the fastest on this machine.
 
     The candidates (the recipe's arms, or --space) run in rounds; in each block of a round they run beside plain
@@ -89,16 +98,17 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
     """
     from orchestrator import tables
     from orchestrator.errors import InvalidOption, LoopingWorkload
-    from orchestrator.tune import race, session
+    from orchestrator.tune import session
 
     say = lambda line: click.echo(tables.fill(line), err=True)  # noqa: E731
+    if dry_run and (show or resume):
+        raise click.UsageError("--dry-run checks a new tune; --show and --resume read a stored one")
     if show:
-        result = _shown(show, db)
+        found = _shown(show, db)
     elif resume:
         if recipe_path or space or workloads or budget:
             raise InvalidOption("--resume continues a tune with its own recipe and options; give only --resume")
         found = session.resume(resume, db, argv=sys.argv, say=say)
-        result = {"tune_id": found.tune_id, "answers": [a.to_dict() for a in found.answers], "verdict": found.verdict}
     else:
         if recipe_path is None:
             raise click.UsageError("give a RECIPE (or --resume / --show a stored tune)")
@@ -106,45 +116,69 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
             recipe=recipe_path, build_ref=build_ref, vars_file=vars_file, overrides=tuple(overrides),
             models=models_dir, arms=arm_choice(arm_patterns),
             space=space, workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
-            budget=parse_budget(budget), rules=race.Rules(max_runs=max_runs),
+            budget=parse_budget(budget), rules=Rules(max_runs=max_runs),
             allow_output_change=allow_output_change, timeout=timeout, db=db)
+        if dry_run:
+            return _print_preview(request, as_json)
         found = session.start(request, argv=sys.argv, say=say)
-        result = {"tune_id": found.tune_id, "answers": [a.to_dict() for a in found.answers],
-                  "verdict": found.verdict}
     if as_json:
-        click.echo(json.dumps(result, indent=1, default=str))
+        click.echo(json.dumps(found.to_dict(), indent=1, default=str))
     else:
-        for a in result["answers"]:
-            click.echo(_heading(a))
-            if a["rows"]:
-                text, _ = tables.text_table(a["rows"], COLUMNS, width=tables.TABLE_WIDTH,
-                                            droppable=["vs_control", "acceptance"])
-                click.echo(text)
-                for row in a["rows"]:
-                    if row.get("why"):
-                        click.echo(tables.fill(f"  {row['candidate']}: {row['why']}"))
-                if any((row.get("why") or "").startswith("dropped") for row in a["rows"]):
-                    click.echo(tables.fill("  " + race.METHOD.format(alpha=race.Rules().alpha)))
-            run_label = "run:" if a["state"] == race.WINNER else "leader:"  # no winner: the leader's, said so
-            for label, line in ((run_label, a.get("command")), ("server:", a.get("server"))):
-                if line and line.startswith("no llama-server"):
-                    click.echo(tables.fill(f"{label} {line}"))
-                elif line:  # a command to paste: broken between words with a shell continuation, never inside one
-                    click.echo(shell_lines(label, line))
-            best = a.get("best_speculating")
-            if best:  # plain decoding leads: what the space's best setting costs here, never as advice
-                click.echo(tables.fill(f"best speculating setting: {best['candidate']} at {best['vs_plain'] or '?'} "
-                                       f"plain decoding's speed, behind it here:"))
-                click.echo(shell_lines("  ", best["command"]))
-            click.echo(tables.fill(f"cost: {a['runs']} runs in {tables.clock(a['seconds'])}, against "
-                                   f"{a['grid_runs']} runs (about {tables.clock(a['grid_seconds'])}) for every "
-                                   f"candidate at 5 repeats"))
-            click.echo("")
-        click.echo(tables.fill(f"verdict: {result['verdict']}"))
-    refused = [a["workload"] for a in result["answers"] if a["state"] == "refused"]
+        for a in found.answers:
+            click.echo(printed(a))
+        click.echo(tables.fill(f"verdict: {found.verdict}"))
+    refused = [a.workload for a in found.answers if a.state == "refused"]
     if refused and not show:
-        raise LoopingWorkload(f"tune {result['tune_id']}: refused {', '.join(refused)}: plain decoding loops there "
+        raise LoopingWorkload(f"tune {found.tune_id}: refused {', '.join(refused)}: plain decoding loops there "
                               f"(see the verdict); give a workload whose text does not loop")
+
+
+def _print_preview(request, as_json: bool) -> None:
+    from dataclasses import asdict
+
+    from orchestrator import tables
+    from orchestrator.tune.preview import preview
+
+    shown = preview(request)
+    if as_json:
+        click.echo(json.dumps([asdict(p) for p in shown], indent=1))
+        return
+    for p in shown:
+        click.echo(tables.fill(f"== {p.workload}: {len(p.candidates)} candidates (plain decoding first), round 1 "
+                               f"{p.first_round_runs} runs, the grid {p.grid_runs}, budget {p.budget} =="))
+        for name in p.candidates:
+            click.echo(tables.fill(f"  {name}" + (f": cannot run here: {p.infeasible[name]}"
+                                                    if name in p.infeasible else ""), indent="    "))
+        for note in p.notes:
+            click.echo(tables.fill(f"note: {note}"))
+
+
+def printed(a: Answer) -> str:
+    """One workload's answer as the terminal shows it: heading, table, why each left, command lines, cost."""
+    from orchestrator import tables
+    from orchestrator.tune import race
+
+    lines = [f"== {a.workload}: {a.candidates} candidates, {a.rounds} round(s): {a.state} =="]
+    if a.rows:
+        text, _ = tables.text_table(a.rows, COLUMNS, width=tables.TABLE_WIDTH, droppable=["vs_control", "acceptance"])
+        lines.append(text)
+        lines += [tables.fill(f"  {row['candidate']}: {row['why']}") for row in a.rows if row.get("why")]
+        if any(row["state"] == "dropped" and row.get("why") for row in a.rows):  # a drop is shown: by which rule
+            lines.append(tables.fill("  " + race.METHOD.format(alpha=a.rules.alpha)))
+    run_label = "run:" if a.state == race.WINNER else "leader:"  # no winner: the leader's, said so
+    for label, line in ((run_label, a.command), ("server:", a.server)):
+        if line and line.startswith("no llama-server"):
+            lines.append(tables.fill(f"{label} {line}"))
+        elif line:  # a command to paste: broken between words with a shell continuation, never inside one
+            lines.append(shell_lines(label, line))
+    best = a.best_speculating
+    if best:  # plain decoding leads: what the space's best setting costs here, never as advice
+        lines.append(tables.fill(f"best speculating setting: {best['candidate']} at {best['vs_plain'] or '?'} "
+                                 f"plain decoding's speed, behind it here:"))
+        lines.append(shell_lines("  ", best["command"]))
+    lines.append(tables.fill(f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs (about "
+                             f"{tables.clock(a.grid_seconds)}) for every candidate at {a.rules.grid_repeats} repeats"))
+    return "\n".join(lines) + "\n"
 
 
 def shell_lines(label: str, command: str) -> str:
@@ -163,14 +197,12 @@ def shell_lines(label: str, command: str) -> str:
     return "\n".join([*lines, current])
 
 
-def _heading(a: dict) -> str:
-    return (f"== {a['workload']}: {a['candidates']} candidates, {a['rounds']} round(s): {a['state']} ==")
-
-
-def _shown(ref: str, db) -> dict:
+def _shown(ref: str, db) -> TuneResult:
+    """The finished tune --show names, read back into its answers (session.TuneResult)."""
     from orchestrator.cli.group import opened_db
     from orchestrator.errors import TuneResumeError
     from orchestrator.store import tune_queries
+    from orchestrator.tune import session
 
     with opened_db(db) as con:
         row = tune_queries.latest_tune(con) if ref == "latest" else (
@@ -179,4 +211,4 @@ def _shown(ref: str, db) -> dict:
         what = "no finished tune" if row is None else f"tune {row['id']} is {row['state']}"
         raise TuneResumeError(f"--show {ref}: {what}; list tunes with `orch query 'SELECT id, state, recipe_path "
                               f"FROM tunes'`")
-    return {"tune_id": row["id"], **row["result"]}
+    return session.TuneResult.stored(row)

@@ -36,7 +36,7 @@ def watch_command(sweep, interval, once, db):
         with opened_db(db) as con:  # opened per frame: the sweep's writer gets the file in between
             sweep_id = queries.watched_sweep(con, sweep)
             if sweep_id is None:
-                raise NoSuchSweep(f"no sweep {sweep}; list sweeps with `orch summary --last 10`" if sweep is not None
+                raise NoSuchSweep(f"no sweep {sweep}; list them with `orch sweeps`" if sweep is not None
                                   else "no sweep stored yet; start one with orch run RECIPE, then watch it")
             sweep = sweep_id  # follow this one to its end, even when a newer one starts
             shown = frame(con, sweep_id, utcnow())

@@ -1,6 +1,9 @@
 """`orch run --executor ray`: a sweep's rounds as Ray tasks over a cluster, every shard merged as it arrives.
 
-    results = dispatch(db, plan, build, prepared, options, orch_argv=sys.argv)   # one SweepResult per host sweep
+    results = run_prepared_on_ray(prepared, RunOptions(...), RayOptions(...))   # one SweepResult per host sweep
+
+The sibling of recipe_run.run_prepared: the same prepared recipe, its setup recorded the same way, every run's row
+built by the same row builder (a lost one too: one_run.lost_record), every sweep ended by the same sweep.end.
 
 A task is one round (repeat r of every arm, after the warm-up slots): the speedup pairs an arm's repeat with the
 baseline's, so a pair always runs on one host, close in time. Each task reserves a whole GPU (--gpus-per-run) for
@@ -21,16 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import store
-from orchestrator.analyze import summary_cache
-from orchestrator.build.finished import Build
 from orchestrator.cluster import worker as ray_worker
 from orchestrator.errors import ClusterUnavailable, Interrupted, RayMissing
-from orchestrator.models import tokens
+from orchestrator.message_lines import last_line
 from orchestrator.recipe import schedule
-from orchestrator.recipe.plan import Plan
-from orchestrator.run import sweep
-from orchestrator.run.prepare import PreparedArm
+from orchestrator.run import one_run, recipe_run, sweep
+from orchestrator.run.pending import Pending
 from orchestrator.run.progress import Progress
+from orchestrator.run.recipe_run import PreparedRecipe, RunOptions
 from orchestrator.store import exchange, queries, workdirs
 
 MAX_RETRIES = 2  # a task whose node or worker died runs again elsewhere, up to this many times
@@ -78,10 +79,16 @@ def select_nodes(ray, hosts: tuple[str, ...], cuda: bool) -> list[dict]:
     return chosen
 
 
-def dispatch(db: store.Database, plan: Plan, build: Build, prepared: list[PreparedArm], options: RayOptions, *,
-             orch_argv: list[str], order: str = "interleaved", warmup: int = 0, timeout: float | None = None,
-             telemetry_interval: float = 0.2, translate: bool = True,
-             progress: Progress | None = None) -> list[sweep.SweepResult]:
+def run_prepared_on_ray(prepared: PreparedRecipe, run: RunOptions, options: RayOptions) -> list[sweep.SweepResult]:
+    """The prepared recipe's slots as Ray tasks, every shard merged into prepared.database: one sweep per host (per
+    node with --each-host), each ended here as a local sweep ends."""
+    recipe_run.record_setup(prepared)
+    return _dispatch(prepared, run, options)
+
+
+def _dispatch(recipe: PreparedRecipe, run: RunOptions, options: RayOptions) -> list[sweep.SweepResult]:
+    plan, build, prepared = recipe.plan, recipe.build, recipe.arms
+    order, warmup = run.order, run.warmup_for(recipe.plan)
     ray = require_ray()
     if not ray.is_initialized():
         try:
@@ -106,19 +113,20 @@ def dispatch(db: store.Database, plan: Plan, build: Build, prepared: list[Prepar
             node = target or (nodes[i % len(nodes)] if pinned else None)
             strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=not options.each_host) if node else "DEFAULT"
             task = ray_worker.RoundTask(plan, build.name, build.bin_dir, dispatch_id, round_slots, order, warmup,
-                                        timeout, telemetry_interval, orch_argv, translate,
+                                        run.timeout, run.telemetry_interval, run.orch_argv, recipe.translate,
                                         node=target["NodeID"] if target else None)
             pending[remote.options(scheduling_strategy=strategy, **reserve).remote(task)] = (task, node)
     total = sum(len(t.slots) for t, _ in pending.values())
-    progress = progress or Progress(total)
+    progress = run.progress or Progress(total)
     progress.total = total
     progress.note(f"orch: {total} runs in {len(pending)} Ray tasks over {len(nodes)} node(s) "
                   f"({'each runs the whole sweep' if options.each_host else 'one round each'})")
-    return _collect(ray, db, plan, build, prepared, pending, progress, orch_argv, options.retries)
+    return _collect(ray, recipe, pending, progress, run.orch_argv, options.retries)
 
 
-def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, orch_argv,
+def _collect(ray, recipe: PreparedRecipe, pending: dict, progress: Progress, orch_argv,
              retries: int) -> list[sweep.SweepResult]:
+    db = recipe.database
     uids: dict[str, list[int]] = {}  # sweep uid -> [runs ended, of which failed]
     interrupted = False
     try:
@@ -133,11 +141,12 @@ def _collect(ray, db, plan, build, prepared, pending: dict, progress: Progress, 
                 # The task's own error, or its node or worker lost after every retry
                 lost = not isinstance(exc, ray.exceptions.RayTaskError)
                 failure = "node_lost" if lost else "other"
-                uid = _store_lost(db, plan, build, prepared, task, failure, _first_line(exc), orch_argv)
+                said = last_line(exc, limit=300)  # Ray's error ends with the cause
+                uid = _store_lost(recipe, task, failure, said, orch_argv)
                 _count(uids, uid, len(task.slots), len(task.slots))
                 _advance_failed(progress, task, failure)
                 progress.note(f"orch: {len(task.slots)} runs lost with their node after {retries} retries; stored as "
-                              f"failed (node_lost)" if lost else f"orch: a Ray task failed ({_first_line(exc)}); its "
+                              f"failed (node_lost)" if lost else f"orch: a Ray task failed ({said}); its "
                               f"{len(task.slots)} runs are stored as failed")
                 continue
             conflicts = _import_shard(db, shard)
@@ -176,28 +185,26 @@ def _import_shard(db: store.Database, shard: ray_worker.Shard) -> list[exchange.
             return exchange.merge(con, staging, str(tmp)).conflicts
 
 
-def _store_lost(db, plan, build, prepared, task: ray_worker.RoundTask, failure: str, detail: str, orch_argv) -> str:
+def _store_lost(recipe: PreparedRecipe, task: ray_worker.RoundTask, failure: str, detail: str, orch_argv) -> str:
     """The slots of a task that never came back, as failed runs of a sweep on this (the driver's) host."""
+    db, plan, build = recipe.database, recipe.plan, recipe.build
     uid = str(uuid.uuid5(ray_worker.NAMESPACE, f"{task.dispatch}/lost/{task.node or ''}"))
     with db.read() as con:
         known = queries.sweep_ids_by_uid(con, [uid]).get(uid)
     if not known:
-        opened = sweep.open_sweep(db, plan, build, prepared, orch_argv=orch_argv, order=task.order,
+        opened = sweep.open_sweep(db, plan, build, recipe.arms, orch_argv=orch_argv, order=task.order,
                                   warmup=task.warmup, uid=uid, only=[])
         shutil.rmtree(opened.work_dir, ignore_errors=True)  # no run of it executes here
         known = opened.id
-    sweep_id = known
-    by_name = {p.arm.name: p for p in prepared}
+    by_name = {p.arm.name: p for p in recipe.arms}
+    measuring = one_run.MeasurementSettings(telemetry_interval=task.telemetry_interval)  # the node's, unknown here
+    pending = Pending(db)
     with db.write() as con:
-        for slot in task.slots:
-            arm = by_name[slot.arm].arm
-            store.insert_run(con, {"sweep_id": sweep_id, "build_id": build.id, "arm": arm.name,
-                                   "is_baseline": arm.is_baseline, "is_control": arm.is_control,
-                                   "reference_arm": arm.reference, "params": arm.params,
-                                   "repeat_index": slot.repeat_index, "warmup": slot.warmup, "mode": plan.mode,
-                                   "rendered_argv": arm.argv, "status": "failed", "failure_class": failure,
-                                   "failure_detail": detail[:500], "started_at": store.utcnow(),
-                                   "ended_at": store.utcnow()})
+        run_ids = store.reserve_run_ids(con, len(task.slots))
+    for slot, run_id in zip(task.slots, run_ids):
+        s = one_run.RunInputs(known, run_id, build, plan, by_name[slot.arm], slot, Path(), measuring)
+        pending.add(one_run.lost_record(s, failure, detail))
+    pending.flush()
     return uid
 
 
@@ -206,17 +213,6 @@ def _finish(db: store.Database, uids: dict[str, list[int]], status: str) -> list
     with db.write() as con:
         ids = queries.sweep_ids_by_uid(con, list(uids))
         for uid, (done, failed) in uids.items():
-            if status == "done":
-                # over the whole sweep, every round merged
-                store.check_outputs(con, ids[uid], tokens.RunTokenizer())
-            store.end_sweep(con, ids[uid], status)
-            if status == "done":
-                summary_cache.keep(con, [ids[uid]])
+            sweep.end(con, ids[uid], status)  # over the whole sweep, every round merged
             results.append(sweep.SweepResult(ids[uid], done, done, failed, status))
     return sorted(results, key=lambda r: r.sweep_id)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else type(exc).__name__
-

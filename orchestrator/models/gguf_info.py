@@ -21,6 +21,7 @@ from typing import Any
 
 from orchestrator.errors import ModelError
 from orchestrator.hashing import sha256_file
+from orchestrator.message_lines import first_line
 from orchestrator.models import ggml_types
 from orchestrator.models.gguf_read import (
     ArraySpan,
@@ -156,7 +157,7 @@ def _open(path: Path, hash_arrays: bool = True) -> Header:
     try:
         return read_header(path, hash_arrays=hash_arrays)
     except (GGUFFormatError, OSError) as exc:
-        raise ModelError(f"{path} is not a readable GGUF file ({_first_line(exc)}); "
+        raise ModelError(f"{path} is not a readable GGUF file ({first_line(exc)}); "
                          f"pass a .gguf model, not a safetensors/bin file") from exc
 
 
@@ -188,8 +189,3 @@ def _largest(value: Any) -> int | None:
     if isinstance(value, list):
         return max(value) if value else None
     return value
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.errors import HubError
+from orchestrator.message_lines import first_line
 from orchestrator.recipe.modelref import DEFAULT_QUANTS, SPELLINGS, HubRef
 
 # llama.cpp's -hf leaves these out when it picks a model file: projectors, importance matrices, sidecar drafts.
@@ -116,9 +117,9 @@ def _hub_error(hf, ref: HubRef, exc: Exception) -> HubError:
         why = (f"cannot reach {where} and the file is not in the cache {hf.constants.HF_HUB_CACHE} "
                f"(check the network, or HF_ENDPOINT for a mirror)")
     elif isinstance(exc, ValueError):
-        why = f"{_first_line(exc)}; write {SPELLINGS}"
+        why = f"{first_line(exc)}; write {SPELLINGS}"
     else:
-        why = f"{where}: {type(exc).__name__}: {_first_line(exc)}"
+        why = f"{where}: {type(exc).__name__}: {first_line(exc)}"
     return HubError(f"cannot fetch {ref.text}: {why}")
 
 
@@ -130,10 +131,6 @@ def _is_network(exc: Exception) -> bool:
 
 def _endpoint(hf) -> str:
     return hf.constants.ENDPOINT
-
-
-def _first_line(exc: Exception) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def _split_index(path: str) -> int | None:

@@ -23,14 +23,23 @@ from .acceptance import (
     seq_from_outcomes,
     window_from_log,
 )
-from .failure import FAILURE_CLASSES, classify_failure, match_signature
+from .failure import (
+    END_BLOCK_TOOLS,
+    FAILURE_CLASSES,
+    Ended,
+    Failure,
+    classify_failure,
+    decide_failure,
+    missing_block,
+    run_failure,
+)
 from .lines import clean_lines
 from .perf import PerfBlock, cli_speeds, parse_perf_blocks
 from .spec import SpecInfo, parse_spec, primary_stats, split_sections
 from .version import parse_version
 
-__all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "ParsedLog", "parse_text", "parse_run", "check_ranges",
-           "missing_block", "classify_failure", "run_failure"]
+__all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "END_BLOCK_TOOLS", "ParsedLog", "parse_text", "parse_run",
+           "check_ranges", "missing_block", "classify_failure", "run_failure", "decide_failure", "Ended", "Failure"]
 
 METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
                "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
@@ -42,8 +51,6 @@ ACCEPT_TOLERANCE = 0.0005
 INT32_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "prompt_eval_tokens", "eval_runs",
               "n_generated")
 INT32_MAX = 2**31 - 1
-# Tools whose run ends with the speculative end block; every other CLI tool must print the perf block.
-END_BLOCK_TOOLS = ("llama-speculative-simple", "llama-speculative")
 
 
 @dataclass
@@ -133,35 +140,6 @@ def check_ranges(parsed: ParsedLog) -> None:
             bad.append(f"{key} {m[key]:.1%} is outside 0-100%")
     if bad:
         raise ParseError(f"the log's figures cannot be true: {'; '.join(bad)}")
-
-
-def missing_block(parsed: ParsedLog, tool: str) -> str | None:
-    """What a run of `tool` that exited 0 should have printed and did not (its metrics are then unknown)."""
-    if tool in END_BLOCK_TOOLS:  # every era prints speed and counters together: a log without both was cut
-        m = parsed.metrics
-        whole = parsed.has_end_block and m["decode_tps"] is not None and m.get("n_drafted") is not None
-        if not whole:
-            return "the speculative end block (decoded tokens and speed, drafted and accepted counts)"
-        # The statistics line (draft calls, drafts made, their cost) and the target's perf block come after the end
-        # block: a log cut between them keeps the counters and loses the rest (seen with one core busy beside a run)
-        return None if "target" in parsed.perf else "the lines after the end block (statistics, the target's perf)"
-    return None if parsed.metrics["decode_tps"] is not None else "the perf block (eval and total time)"
-
-
-def run_failure(parsed: ParsedLog, stderr: str, *, tool: str, returncode: int | None, signal: int | None,
-                timed_out: bool, expects_speculation: bool) -> tuple[str | None, str | None]:
-    """(failure class or None, what the log lacks or None) of a finished CLI run, as orch stores it.
-
-    Exit 0 without the block every run of the tool prints is truncated_log: its last lines were lost (llama.cpp's
-    log thread, under load), and the statistics line may be among them, so "speculation never engaged" would be a
-    guess; an error line in the log still names its own class.
-    """
-    failure = classify_failure(stderr, returncode=returncode, signal=signal, timed_out=timed_out,
-                               expects_speculation=expects_speculation)
-    missing = missing_block(parsed, tool) if returncode == 0 and not timed_out else None
-    if missing and (failure is None or (failure == "spec_not_engaged" and not match_signature(stderr))):
-        return "truncated_log", missing
-    return failure, None
 
 
 def _perf_by_role(lines) -> dict[str, PerfBlock]:

@@ -1,16 +1,20 @@
-"""Failure classes from a run's log text and exit status.
+"""Failure classes from a run's log text and, where known, how its process ended: the one definition both a run
+(run/one_run.py, run/server.py) and `orch parse` of saved logs (parse/saved_logs.py) use.
 
 Precedence: a timeout explains everything after it; then the log's own words (most specific first); then a
-killing signal; then "exit 0 but nothing was drafted" for runs that were meant to speculate; then any other
-non-zero exit. The log wins over the signal because llama.cpp turns several clean errors into aborts
-(an uncaught vocab-mismatch exception is SIGABRT, a missing target model segfaults speculative-simple).
+killing signal (for a saved log, whose exit status is unknown, an abort's line stands for it); then any other
+non-zero exit; then, for an exit 0, a log without the block its tool always prints (truncated_log); then "nothing
+was drafted" for runs that were meant to speculate. The log wins over the signal because llama.cpp turns several
+clean errors into aborts (an uncaught vocab-mismatch exception is SIGABRT, a missing target model segfaults
+speculative-simple).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from .lines import clean_lines
+from .lines import clean_lines, strip_prefixes
 from .spec import parse_spec
 
 FAILURE_CLASSES = ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
@@ -72,6 +76,33 @@ SIGNATURES: list[tuple[str, re.Pattern]] = [
 TRANSLATED = "tokens will be translated between the two"
 # Exit statuses a shell reports for a signal (128 + N), for callers that only have the number.
 SHELL_SIGNAL_MIN = 129
+# What an abort or a crash leaves in a log: where the exit status is unknown (a saved log), the signal's trace.
+CRASH_RE = re.compile(r"terminate called after throwing|GGML_ASSERT\(|ggml_abort|Segmentation fault"
+                      r"|Aborted \(core dumped\)|double free or corruption")
+# Tools whose run ends with the speculative end block; every other CLI tool must print the perf block.
+END_BLOCK_TOOLS = ("llama-speculative-simple", "llama-speculative")
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a run's process ended: known at run time, not from a saved log."""
+
+    returncode: int | None  # None when a signal ended it
+    signal: int | None
+    timed_out: bool = False
+
+    def killed(self) -> bool:
+        return self.signal is not None or (self.returncode is not None and
+                                           (self.returncode < 0 or self.returncode >= SHELL_SIGNAL_MIN))
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failure class and what decided it, for the callers that explain it."""
+
+    name: str  # one of FAILURE_CLASSES
+    line: str | None = None  # the log line that says it: a known error, an abort
+    missing: str | None = None  # truncated_log: what the log lacks
 
 
 def match_signature(text: str) -> str | None:
@@ -94,20 +125,80 @@ def failure_signature(text: str) -> str | None:
     return found
 
 
+def decide_failure(text: str, *, expects_speculation: bool, parsed=None, tool: str | None = None,
+                   ended: Ended | None = None) -> Failure | None:
+    """The failure of a run whose log (its stderr, or the server's log) is `text`; None for a successful one.
+
+    `parsed` (the run's ParsedLog) and `tool` (the binary's name) let a log cut before its block be told apart
+    from a run that never drafted. `ended` None means the exit status is unknown (a saved log): an abort's line
+    counts as the signal, and a log without an error line is judged as an exit 0 would be.
+    """
+    if ended and ended.timed_out:
+        return Failure("timeout")
+    if found := signature_failure(text):
+        return found
+    if ended is None:
+        if crash := CRASH_RE.search(text):
+            return Failure("crash_signal", line=line_at(text, crash.start()))
+    elif ended.killed():
+        return Failure("crash_signal")
+    elif ended.returncode != 0:
+        return Failure("other")
+    # Before "never drafted": the lost last lines may have held the statistics that show drafting.
+    if tool and parsed is not None and (missing := missing_block(parsed, tool)):
+        return Failure("truncated_log", missing=missing)
+    if expects_speculation and not speculation_ran(text):
+        return Failure("spec_not_engaged")
+    return None
+
+
 def classify_failure(text: str, *, returncode: int | None, signal: int | None, timed_out: bool,
                      expects_speculation: bool) -> str | None:
-    """One of FAILURE_CLASSES, or None for a successful run."""
-    if timed_out:
-        return "timeout"
-    if found := failure_signature(text):
-        return found
-    if signal is not None or (returncode is not None and (returncode < 0 or returncode >= SHELL_SIGNAL_MIN)):
-        return "crash_signal"
-    if returncode == 0:
-        if expects_speculation and not speculation_ran(text):
-            return "spec_not_engaged"
+    """One of FAILURE_CLASSES, or None for a successful run, from the log and the exit alone (no block check)."""
+    found = decide_failure(text, expects_speculation=expects_speculation, ended=Ended(returncode, signal, timed_out))
+    return found.name if found else None
+
+
+def run_failure(parsed, stderr: str, *, tool: str, returncode: int | None, signal: int | None,
+                timed_out: bool, expects_speculation: bool) -> tuple[str | None, str | None]:
+    """(failure class or None, what the log lacks or None) of a finished CLI run, as orch stores it.
+
+    Exit 0 without the block every run of the tool prints is truncated_log: its last lines were lost (llama.cpp's
+    log thread, under load), and the statistics line may be among them, so "speculation never engaged" would be a
+    guess; an error line in the log still names its own class.
+    """
+    found = decide_failure(stderr, expects_speculation=expects_speculation, parsed=parsed, tool=tool,
+                           ended=Ended(returncode, signal, timed_out))
+    return (found.name, found.missing) if found else (None, None)
+
+
+def signature_failure(text: str) -> Failure | None:
+    """The class a known error line gives the run (failure_signature) and that line."""
+    found = failure_signature(text)
+    if not found:
         return None
-    return "other"
+    return Failure(found, line=line_at(text, dict(SIGNATURES)[found].search(text).start()))
+
+
+def missing_block(parsed, tool: str) -> str | None:
+    """What a run of `tool` that exited 0 should have printed and did not (its metrics are then unknown), from its
+    ParsedLog."""
+    if tool in END_BLOCK_TOOLS:  # every era prints speed and counters together: a log without both was cut
+        m = parsed.metrics
+        whole = parsed.has_end_block and m["decode_tps"] is not None and m.get("n_drafted") is not None
+        if not whole:
+            return "the speculative end block (decoded tokens and speed, drafted and accepted counts)"
+        # The statistics line (draft calls, drafts made, their cost) and the target's perf block come after the end
+        # block: a log cut between them keeps the counters and loses the rest (seen with one core busy beside a run)
+        return None if "target" in parsed.perf else "the lines after the end block (statistics, the target's perf)"
+    return None if parsed.metrics["decode_tps"] is not None else "the perf block (eval and total time)"
+
+
+def line_at(text: str, pos: int) -> str:
+    """The log line holding position pos, without its timestamp or tag, cut at 200 characters."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return strip_prefixes(text[start:end if end >= 0 else len(text)])[0].strip()[:200]
 
 
 def speculation_ran(text: str) -> bool:

@@ -16,11 +16,17 @@ from dataclasses import dataclass, field
 
 from orchestrator.errors import NothingRecognised, ParseError
 
-from . import METRIC_KEYS, ParsedLog, check_ranges, missing_block, parse_run
+from . import METRIC_KEYS, ParsedLog, check_ranges, parse_run
 from .bench import parse_bench
-from .failure import SIGNATURES, failure_signature, match_signature, speculation_ran
+from .failure import (
+    CRASH_RE,
+    decide_failure,
+    line_at,
+    match_signature,
+    signature_failure,
+)
 from .lines import clean_lines, strip_prefixes
-from .modes import MODES
+from .modes import parse_bench_run
 from .server import server_metrics
 from .server_log import ServerLog, read_server_log
 from .version import parse_version
@@ -41,9 +47,6 @@ LOG_LINE_RE = re.compile(r"^(?:\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |(?:srv|slot|spec
 # Lines only llama.cpp's start-up prints: a log cut off after them is a run that never got to its figures.
 START_RE = re.compile(r"^(?:llama_\w+|common_\w+|load_tensors|print_info|gguf_\w+|ggml_\w+|sched_reserve"
                       r"|system_info|llama_completion): ")
-# What an abort or a crash leaves: stored runs killed by a signal without a known error line are crash_signal.
-CRASH_RE = re.compile(r"terminate called after throwing|GGML_ASSERT\(|ggml_abort|Segmentation fault"
-                      r"|Aborted \(core dumped\)|double free or corruption")
 # The chat llama-cli's stdout: its banner and speed line (its stderr carries next to nothing).
 CHAT_RE = re.compile(r"^\[ Prompt: .* t/s \| Generation: .* t/s \]$|^build\s+: b\d+-[0-9a-f]+$"
                      r"|^available commands:$", re.M)
@@ -202,7 +205,7 @@ def _is_bench(text: str) -> bool:
 def _bench_reading(stdout: str, stderr: str, roles: list[FileRole]) -> LogReading:
     """As a bench-mode run reads it (parse/modes.py): one test, or a parse error saying how to split them."""
     try:
-        parsed = MODES["bench"].parse(stdout, stderr)
+        parsed = parse_bench_run(stdout, stderr)
     except ParseError as exc:
         return LogReading(kind="bench", parsed=ParsedLog(metrics=dict.fromkeys(METRIC_KEYS)),
                           failure_class="parse_error", failure_detail=str(exc), files=roles)
@@ -216,55 +219,45 @@ def _server_failure(server: ServerLog, text: str) -> tuple[str, str] | None:
     stored classes come from HTTP, which the log mirrors."""
     crash = CRASH_RE.search(text)
     if not server.serving:
-        if found := _signature(text):
-            return found
+        if found := signature_failure(text):
+            return found.name, f"the log says: {found.line}"
         if crash:
-            return "crash_signal", f"the server aborted before serving: {_line_of(text, crash.start())}"
+            return "crash_signal", f"the server aborted before serving: {line_at(text, crash.start())}"
         return "timeout", ("the log ends before the server listened, with no error: a server still loading at "
                            "server_timeout is stored as timeout (one that exited without a word, as other)")
     if server.loads_draft and not server.engaged and not any(r.draft_n for r in server.requests):
         return "spec_not_engaged", ("a draft model was loaded but the log shows no drafts (llama-server before "
                                     "mid-2025 logs none at its default verbosity)")
     if crash:
-        return "other", f"the server aborted mid-run ({_line_of(text, crash.start())}): its requests failed"
+        return "other", f"the server aborted mid-run ({line_at(text, crash.start())}): its requests failed"
     if server.unfinished:
         return "timeout", (f"request task {server.unfinished[0]} never finished: a request past --timeout stops "
                            "the run (stored as timeout)")
     return None
 
 
+# The tool whose block a log of each kind must hold (its figures are read as that tool's run).
+KIND_TOOLS = {"speculative": "llama-speculative-simple", "completion": "llama-completion",
+              "chat-cli": "llama-completion"}
+
+
 def _cli_failure(kind: str, parsed: ParsedLog, text: str) -> tuple[str, str] | None:
-    """The class parse.classify_failure and missing_block give a stored CLI run, as far as the log tells."""
-    if found := _signature(text):
-        return found
-    if m := CRASH_RE.search(text):
-        return "crash_signal", f"aborted: {_line_of(text, m.start())}"
-    tool = {"speculative": "llama-speculative-simple", "completion": "llama-completion",
-            "chat-cli": "llama-completion"}.get(kind)
-    if tool and (missing := missing_block(parsed, tool)):  # before the next: lost lines may hold the statistics
-        return "truncated_log", f"the log lacks {missing}: its last lines were lost"
-    if kind == "speculative" and not speculation_ran(text):
-        return "spec_not_engaged", "the speculative tool ran but never drafted (no draft tokens, no statistics)"
-    if kind == "failed-run":
-        return "truncated_log", ("the log stops before any figure, with no error line: a stored run is "
-                                 "truncated_log (exit 0), crash_signal (killed by a signal) or timeout; the log "
-                                 "alone cannot tell which")
-    return None
-
-
-def _signature(text: str) -> tuple[str, str] | None:
-    """A known error line (parse.failure.failure_signature, as a stored run's) and the line that says it."""
-    found = failure_signature(text)
-    if not found:
+    """The class a stored CLI run gets (parse.failure.decide_failure, as run time calls it), as far as the log
+    tells: without the exit status, an abort's line stands for the signal."""
+    found = decide_failure(text, expects_speculation=kind == "speculative", parsed=parsed, tool=KIND_TOOLS.get(kind))
+    if found is None:
+        if kind == "failed-run":
+            return "truncated_log", ("the log stops before any figure, with no error line: a stored run is "
+                                     "truncated_log (exit 0), crash_signal (killed by a signal) or timeout; the log "
+                                     "alone cannot tell which")
         return None
-    m = dict(SIGNATURES)[found].search(text)
-    return found, f"the log says: {_line_of(text, m.start())}"
-
-
-def _line_of(text: str, pos: int) -> str:
-    start = text.rfind("\n", 0, pos) + 1
-    end = text.find("\n", pos)
-    return strip_prefixes(text[start:end if end >= 0 else len(text)])[0].strip()[:200]
+    if found.missing:
+        return found.name, f"the log lacks {found.missing}: its last lines were lost"
+    if found.name == "crash_signal":
+        return found.name, f"aborted: {found.line}"
+    if found.line:  # a known error line
+        return found.name, f"the log says: {found.line}"
+    return found.name, "the speculative tool ran but never drafted (no draft tokens, no statistics)"
 
 
 def _log_lines(text: str) -> int:

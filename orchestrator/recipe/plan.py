@@ -26,15 +26,9 @@ from orchestrator.errors import AddressInRecipe, InvalidOption, RecipeError
 from orchestrator.hashing import sha256_text
 from orchestrator.parse import modes as parse_modes
 from orchestrator.recipe import argv as flags
-from orchestrator.recipe import limits, matrix, prompts, render
+from orchestrator.recipe import limits, matrix, render
 
-# Quality mode's measurement (run/quality.py): variables of every quality recipe. Empty base: perplexity only;
-# empty text: orch's default evaluation text; quality_ctx: llama-perplexity's context (not the speed run's -c).
-QUALITY_DEFAULTS = {"quality_base": "", "quality_text": "", "quality_ctx": 256}
 META_VARIABLES = ("concurrency",)  # metadata that is also a variable (server mode's client threads)
-# Server mode's request options: variables of every server recipe, whether its text names them or not.
-SERVER_DEFAULTS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": False, "prompt_set": prompts.DEFAULT,
-                   "concurrency": 1, "server_timeout": 120}
 # The least each server request option may be (n_predict -1: until the model stops); checked before anything runs.
 REQUEST_MINIMA = {"n_predict": -1, "temperature": 0, "concurrency": 1, "server_timeout": 1}
 BUILTIN_DEFAULTS = {
@@ -64,6 +58,7 @@ class Plan:
     repeat: int
     variables: dict
     arms: list[Arm] = field(default_factory=list)
+    warmup: int = 0  # the recipe's own warm-up runs per arm (meta "warmup"); --warmup replaces it
 
     @property
     def baseline(self) -> Arm | None:
@@ -138,25 +133,26 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
     env = render.environment(held)
     meta = read_meta(env, source, str(path))
     if space is not None:
-        _check_space(space, _used_variables(env, source, matrix.Cells(), meta.get("mode", parse_modes.DEFAULT_MODE))
+        _check_space(space, _used_variables(env, source, matrix.Cells(), parse_modes.mode_of(meta.get("mode")))
                      | set(meta.get("defaults", {})), path)
         meta = {**{k: v for k, v in meta.items() if k not in ("arms", "matrix")}, "matrix": space}
     mode = meta.get("mode", parse_modes.DEFAULT_MODE)
     if mode not in parse_modes.MODES:  # what each one runs and how its logs are read: parse/modes.py
         raise RecipeError(f"{path}: mode {mode!r} is not one of {', '.join(parse_modes.MODES)}")
+    how = parse_modes.mode_of(mode)
     cells = matrix.expand(meta, where=str(path))
-    defaults = {**BUILTIN_DEFAULTS, **(QUALITY_DEFAULTS if mode == "quality" else {}),
-                "models": str(config.models_dir(models)),
+    defaults = {**BUILTIN_DEFAULTS, **how.variables, "models": str(config.models_dir(models)),
                 **{k: meta[k] for k in META_VARIABLES if k in meta}, **meta.get("defaults", {})}
-    known = _used_variables(env, source, cells, mode) | set(meta.get("defaults", {}))
-    types = {**(SERVER_DEFAULTS if mode == "server" else {}), **defaults}  # what each value is checked against
+    known = _used_variables(env, source, cells, how) | set(meta.get("defaults", {}))
+    types = {**how.requests, **defaults}  # what each value is checked against
     given = {**_checked(read_vars(vars_file), f"vars file {vars_file}", known, types, path),
              **_checked(parse_set(overrides), "--set", known, types, path)}
     variables = {**defaults, **given}
     for key, value in variables.items():
         limits.check_variable(key, value, f"{path}: variable")
     plan = Plan(recipe_path=str(path), recipe_text=source, recipe_hash=sha256_text(source),
-                mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables)
+                mode=mode, repeat=int(repeat or meta.get("repeat", 1)), variables=variables,
+                warmup=_warmup(meta, path))
     template = render.compile_template(env, source, path)
     for name, overrides in cells.cells.items():
         params = {**variables, **overrides}
@@ -164,11 +160,22 @@ def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides
             limits.check_variable(key, value, f"{path}: arm {name}")
         argv, literal = render.render_argv(template, held, {**params, **builtins}, str(path))
         limits.check_argv(argv, literal, params, f"{path}: arm {name}")
-        if mode == "server":
-            _check_server_arm(name, argv, params, path)
+        if how.serves:
+            _check_server_arm(name, argv, params, how.requests, path)
         plan.arms.append(Arm(name=name, params=params, argv=argv, literal=literal,
                              is_baseline=cells.is_baseline(name)))
     return plan
+
+
+def _warmup(meta: dict, path: Path) -> int:
+    value = meta.get("warmup", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WARMUP:
+        raise RecipeError(f"{path}: meta warmup = {value!r}: give a whole number of warm-up runs per arm, 0 to "
+                          f"{MAX_WARMUP}")
+    return value
+
+
+MAX_WARMUP = 1000  # as --warmup
 
 
 def recipe_meta(path: Path) -> dict:
@@ -218,16 +225,14 @@ def read_recipe(path: Path) -> str:
         raise RecipeError(f"recipe {path} cannot be read ({exc.strerror or exc})") from None
 
 
-def _used_variables(env: jinja2.Environment, source: str, cells: matrix.Cells, mode: str) -> set[str]:
-    """The variables a recipe uses: named in its text, varied by its arms and matrix, and in server mode the
-    request options (orch sends them, the text need not name them)."""
+def _used_variables(env: jinja2.Environment, source: str, cells: matrix.Cells, mode: parse_modes.Mode) -> set[str]:
+    """The variables a recipe uses: named in its text, varied by its arms and matrix, its mode's own, and the
+    request options its mode sends (orch sends them, the text need not name them)."""
     used = jinja2.meta.find_undeclared_variables(env.parse(source)) - {"bin", "build", "meta", "depth_prompt"}
     used |= {k for overrides in cells.cells.values() for k in overrides}
-    if mode == "server":
-        used |= set(SERVER_DEFAULTS) | {"n_predict", "seed"}
-    if mode == "quality":
-        used |= set(QUALITY_DEFAULTS)
-    return used
+    if mode.requests:
+        used |= set(mode.requests) | {"n_predict", "seed"}
+    return used | set(mode.variables)
 
 
 def _checked(given: dict, source: str, known: set[str], defaults: dict, path: Path) -> dict:
@@ -253,13 +258,13 @@ def _typed(key: str, value, default, source: str):
                       f"{default!r}")
 
 
-def _check_server_arm(name: str, argv: list[str], params: dict, path: Path) -> None:
+def _check_server_arm(name: str, argv: list[str], params: dict, requests: dict, path: Path) -> None:
     """A server arm must leave host and port to orch, and its request options must be ones a request can carry;
     both are refused here, before a sweep row exists, rather than mid-sweep."""
     if address := flags.flags_in(argv) & set(flags.ADDRESS):
         raise AddressInRecipe(f"{path}: arm {name} sets {' and '.join(sorted(address))}: orch binds llama-server to "
                               f"127.0.0.1 on a free port itself; remove the flag from the recipe")
-    defaults = {**SERVER_DEFAULTS, "n_predict": BUILTIN_DEFAULTS["n_predict"], "seed": BUILTIN_DEFAULTS["seed"]}
+    defaults = {**requests, "n_predict": BUILTIN_DEFAULTS["n_predict"], "seed": BUILTIN_DEFAULTS["seed"]}
     for key, default in defaults.items():
         value = _typed(key, params.get(key, default), default, f"{path}: arm {name}")
         if key in REQUEST_MINIMA and value < REQUEST_MINIMA[key]:

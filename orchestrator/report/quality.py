@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator import tables
-from orchestrator.analyze import cells
+from orchestrator.analyze import cells, stats
 from orchestrator.analyze.quality import pareto_front
 from orchestrator.report.data import SweepData
 from orchestrator.report.plots import interval, plt, save
 
 # Parameters that choose what the quality row measures: arms differing only in these share one front.
-Z95 = 1.96  # a standard error to a 95% interval, for llama-perplexity's errors (its sample is thousands of tokens)
 QUALITY_PARAMS = ("quant", "cache_type", "cache_type_k", "cache_type_v", "target", "model")  # in label order
 METHOD = (
     "Quality is measured once per model file, build, text, context and KV-cache type with llama-perplexity on the "
@@ -87,10 +86,11 @@ def speed_quality(sd: SweepData, rows: list[dict], path: Path) -> Path | None:
 
 
 def _point(row: dict, key: str, err: str) -> tuple[float, float, float, float, float, float]:
-    """(loss, low, high, speed, low, high): both in their 95% intervals (loss ± 1.96 standard errors; either its
-    value alone where no error is known)."""
-    loss, e, speed = row[key], Z95 * (row.get(err) or 0.0), row["decode_tps"]
-    return (loss, loss - e, loss + e, speed, row.get("ci_low") or speed, row.get("ci_high") or speed)
+    """(loss, low, high, speed, low, high): both in their 95% intervals (the loss's from its standard error; either
+    its value alone where no error is known)."""
+    loss, speed = row[key], row["decode_tps"]
+    return (loss, *stats.error_interval(loss, row.get(err)), speed, row.get("ci_low") or speed,
+            row.get("ci_high") or speed)
 
 
 def _short(row: dict, varying: set[str]) -> str:

@@ -23,8 +23,8 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
         raise NoSuchSweep("no sweeps stored yet; run a recipe first (orch run RECIPE)")
     runs = queries.report_runs(con, ids)
     if not runs:
-        raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list sweeps with "
-                          f"`orch query 'SELECT id, recipe_path, build_name FROM sweeps'`")
+        raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list them with "
+                          f"`orch sweeps`")
     rows, step_costs = summary.arm_rows_and_costs(con, ids)  # energy per token included
     verdicts = dict(zip(dict.fromkeys(r["sweep"] for r in rows), verdict.sweep_verdicts(rows)))
     models = _models(con, ids)

@@ -1,5 +1,5 @@
-"""Before launch: does each arm's context depth fit the machine? (quality and bench modes, where depth is the
-point of the recipe and a run that cannot allocate its KV cache measures nothing.)
+"""Before launch: does each arm's context depth fit the machine? (the modes that fit depth, quality and bench,
+where depth is the point of the recipe and a run that cannot allocate its KV cache measures nothing.)
 
 The estimate is memfit's (weights plus KV cache at the arm's context: -c, or for llama-bench -p + -n + -d). On a
 CUDA build it is weighed against free GPU memory (memfit's own verdict), on a CPU build against available RAM.
@@ -13,6 +13,7 @@ import psutil
 from orchestrator.build.finished import Build
 from orchestrator.errors import ContextDoesNotFit
 from orchestrator.models import memfit
+from orchestrator.parse.modes import Mode
 from orchestrator.recipe.argv import flag_value
 from orchestrator.run.prepare import PreparedArm
 
@@ -27,11 +28,11 @@ def bench_context(argv: list[str]) -> int:
     return largest(("-p", "--n-prompt")) + largest(("-n", "--n-gen")) + largest(("-d", "--n-depth"))
 
 
-def estimate(p: PreparedArm, mode: str) -> memfit.MemFit | None:
+def estimate(p: PreparedArm, mode: Mode) -> memfit.MemFit | None:
     if not p.models or not p.models.target or p.stop_reason:
         return None
     argv = list(p.executed)
-    if mode == "bench":
+    if mode.bench_tests:  # its context is what its tests fill
         argv += ["-c", str(bench_context(argv))]
     try:
         return memfit.from_argv(argv, p.models.target, p.models.draft,
@@ -40,7 +41,7 @@ def estimate(p: PreparedArm, mode: str) -> memfit.MemFit | None:
         return None
 
 
-def check(prepared: list[PreparedArm], build: Build, mode: str, available: int | None = None) -> None:
+def check(prepared: list[PreparedArm], build: Build, mode: Mode, available: int | None = None) -> None:
     """ContextDoesNotFit naming every arm whose weights and KV cache exceed the memory it would run in."""
     cpu = not build.cuda
     available = available if available is not None else psutil.virtual_memory().available

@@ -69,7 +69,7 @@ def expects_speculation(argv: list[str]) -> bool:
 
 
 @dataclass
-class Slot:
+class RunInputs:
     """Everything one run needs besides its launcher: the sweep, the build and plan, the arm and its place."""
 
     sweep_id: int
@@ -110,7 +110,7 @@ class Slot:
         return row, folder
 
 
-def stopped_record(s: Slot, params: dict) -> RunRecord | None:
+def stopped_record(s: RunInputs, params: dict) -> RunRecord | None:
     """An arm stopped before launch is stored finished, with its reason."""
     p = s.p
     if not p.stop_reason:
@@ -120,7 +120,14 @@ def stopped_record(s: Slot, params: dict) -> RunRecord | None:
     return RunRecord(s.run_id, row)
 
 
-def run_server_slot(s: Slot, timeout: float | None, pool: server_run.ServerPool) -> tuple[RunRecord, str]:
+def lost_record(s: RunInputs, failure: str, detail: str) -> RunRecord:
+    """A run that never came back (its Ray node or task lost): stored failed from the same row as every run."""
+    row = {**s.row(s.p.arm.params), "status": "failed", "failure_class": failure, "failure_detail": detail[:500],
+           "ended_at": store.utcnow()}
+    return RunRecord(s.run_id, row)
+
+
+def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.ServerPool) -> tuple[RunRecord, str]:
     """One server run: its record and its progress line. Ctrl-C: an interrupted record on the exception."""
     p = s.p
     params = server_run.request_params(p.arm.params)
@@ -161,7 +168,7 @@ def run_server_slot(s: Slot, timeout: float | None, pool: server_run.ServerPool)
                     f"({out.wall_s:.1f}s) run {s.run_id}")
 
 
-def run_cli_slot(s: Slot, timeout: float | None) -> tuple[RunRecord, str]:
+def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
     """One CLI run: its record and its progress line. Its logs grow in its folder until the record is stored;
     Ctrl-C: an interrupted record (with the logs so far) on the exception."""
     p = s.p

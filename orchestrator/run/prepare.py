@@ -40,7 +40,8 @@ def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[Prepare
     """Dialect translation and pre-flight for every arm; problems are recorded on the arm, not raised, but for
     missing model files (MissingModels) and hub references that cannot be fetched (HubError)."""
     helps = build.help_texts()  # what the dialect layer reads flags from
-    arms = control.with_controls(plan.arms) if mode_of(plan.mode).controls else plan.arms
+    mode = mode_of(plan.mode)
+    arms = control.with_controls(plan.arms) if mode.controls else plan.arms
     located = resolve.locate(arms)
     inspected: dict = {}
 
@@ -63,10 +64,10 @@ def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[Prepare
                 p.draft_warning = cost.warning()
             t = dialect.translate(argv, arm.literal, helps, build.name, enabled=translate, bin_dir=build.bin_dir)
             p.executed, p.notes = t.argv, t.notes
-            if plan.mode == "bench":  # machine output, one JSON object per test, whatever the recipe asked
+            if mode.bench_tests:  # machine output, one JSON object per test, whatever the recipe asked
                 p.executed = bench_argv(p.executed)
             p.memfit = _memory_estimate(p, build)
-            if plan.mode == "server":
+            if mode.serves:  # the prompts its requests send
                 name, items = prompts.load(request_params(arm.params)["prompt_set"])
                 p.prompt_set = prompts.identity(name, items)
         except DialectError as exc:

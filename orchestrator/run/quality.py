@@ -81,6 +81,9 @@ def setup(p: PreparedArm, build: Build) -> Setup:
                  base_sha256=sha256_file(base) if base else None)
 
 
+TOOLS = ("llama-quantize", "llama-perplexity")  # what quality mode runs besides the recipe's tools
+
+
 def make_quants(plan, build: Build) -> list:
     """The quantized files a quality recipe's arms name (variables `quant` and `target`, quant not f16), made
     with the build's llama-quantize into <models>/quants (or found there) before the models are checked; then

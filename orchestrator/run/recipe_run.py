@@ -23,14 +23,12 @@ from orchestrator.build.builder import register, tool_path
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
 from orchestrator.errors import InvalidOption
-from orchestrator.parse.modes import mode_of
+from orchestrator.parse.modes import mode_of, names_where
 from orchestrator.recipe.plan import Plan, choose_arms, load
 from orchestrator.recipe.schedule import Slot
 from orchestrator.run import depth_fit, prepare, quality, sweep
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
-
-CROSSED_MODES = ("cli", "bench")  # the modes one sweep may cross with several builds
 
 
 @dataclass(frozen=True)
@@ -59,6 +57,7 @@ class PreparedRecipe:
     database: store.Database
     quants: list = field(default_factory=list)  # quality mode: the quantized files its arms measure
     builds: list[Build] = field(default_factory=list)  # `--build A,B`: every build its arms are crossed with
+    translate: bool = True  # flags in the build's dialect (a Ray node prepares the plan again, as this was)
 
 
 @dataclass
@@ -68,7 +67,7 @@ class RunOptions:
     timeout: float | None = 600.0
     telemetry_interval: float = 0.2
     order: str = "interleaved"
-    warmup: int = 0
+    warmup: int | None = None  # warm-up runs per arm; None: the recipe's own (meta "warmup", else none)
     resume: str | None = None  # a sweep number, "latest", or None for a new sweep
     repeat_given: bool = False  # --repeat was given: a resumed sweep takes it instead of its own
     orch_argv: list[str] = field(default_factory=lambda: list(sys.argv))
@@ -76,6 +75,9 @@ class RunOptions:
     keep_summary: bool = True  # False for a file that is only exported (a Ray shard)
     uid: str | None = None  # a Ray shard: the sweep's global id
     only: list[Slot] | None = None  # a Ray shard: the slots it was given
+
+    def warmup_for(self, plan: Plan) -> int:
+        return plan.warmup if self.warmup is None else self.warmup
 
 
 def builtins(build: Build) -> dict:
@@ -95,23 +97,23 @@ def prepare_recipe(request: RecipeRequest, build: Build | None = None, *, execut
                             overrides=request.overrides, repeat=request.repeat, models=request.models,
                             space=None if request.space is None else list(request.space)), request.arms)
     if executor == "ray" and not mode_of(plan.mode).on_ray:  # its base logits and quants are made on this machine
-        raise InvalidOption("quality mode runs with the local executor only: its base logits and quantized files "
-                            "are made and cached on this machine; drop --executor ray")
+        raise InvalidOption(f"{plan.mode} mode runs with the local executor only: its base logits and quantized "
+                            f"files are made and cached on this machine; drop --executor ray")
     return prepare_plan(plan, build, database=store.Database(request.db or config.db_path()),
                         translate=request.translate)
 
 
 def prepare_plan(plan: Plan, build: Build, *, database: store.Database, translate: bool = True) -> PreparedRecipe:
     """A rendered plan's mode pre-steps, dialect and pre-flight, and depth fit, on this build."""
-    quants = []
-    if plan.mode == "quality":  # a build made before quality mode gets its tools added (same binaries, same id)
-        for tool in ("llama-quantize", "llama-perplexity"):
+    quants, mode = [], mode_of(plan.mode)
+    if mode.measures_quality:  # a build made before quality mode gets its tools added (same binaries, same id)
+        for tool in quality.TOOLS:
             build, _ = tool_path(build.name, tool)
         quants = quality.make_quants(plan, build)
     arms = prepare.prepare(plan, build, translate=translate)
-    if plan.mode in ("quality", "bench"):  # depth is their point: say before launch when one does not fit
-        depth_fit.check(arms, build, plan.mode)
-    return PreparedRecipe(build, plan, arms, database, quants)
+    if mode.fits_depth:  # depth is their point: say before launch when one does not fit
+        depth_fit.check(arms, build, mode)
+    return PreparedRecipe(build, plan, arms, database, quants, translate=translate)
 
 
 def prepare_crossed(request: RecipeRequest, refs: list[str], *, executor: str = "local") -> PreparedRecipe:
@@ -131,8 +133,9 @@ def prepare_crossed(request: RecipeRequest, refs: list[str], *, executor: str = 
                             "machine; drop --executor ray (or run each build there and compare them)")
     each = [prepare_recipe(replace(request, build_ref=b.name), b) for b in builds]
     mode = each[0].plan.mode
-    if mode not in CROSSED_MODES:
-        raise InvalidOption(f"--build with several builds crosses CLI and bench recipes; this is a {mode} recipe: run "
+    if not mode_of(mode).crosses_builds:
+        crossing = " and ".join(names_where("crosses_builds"))
+        raise InvalidOption(f"--build with several builds crosses {crossing} recipes; this is a {mode} recipe: run "
                             f"it once per build (--build {builds[0].name}, then --build {builds[1].name}) and compare "
                             f"them with `orch compare --base {builds[0].name} --head {builds[1].name}`")
     first_baseline = next((p.arm.name for p in each[0].arms if p.arm.is_baseline), None)
@@ -157,7 +160,7 @@ def record_setup(prepared: PreparedRecipe) -> None:
             register(con, build, only_if_missing=True)
         for q in prepared.quants:
             store.record_quant(con, q.to_dict())
-    if prepared.plan.mode == "quality":
+    if mode_of(prepared.plan.mode).measures_quality:
         quality.prepare_bases(prepared.database, prepared.build, prepared.arms)
 
 
@@ -165,9 +168,9 @@ def open_sweep(prepared: PreparedRecipe, options: RunOptions) -> sweep.Sweep:
     """record_setup, then the sweep row (new, resumed, or a shard's)."""
     record_setup(prepared)
     return sweep.open_sweep(prepared.database, prepared.plan, prepared.build, prepared.arms,
-                            orch_argv=options.orch_argv, order=options.order, warmup=options.warmup,
-                            resume_ref=options.resume, repeat_given=options.repeat_given, uid=options.uid,
-                            only=options.only)
+                            orch_argv=options.orch_argv, order=options.order,
+                            warmup=options.warmup_for(prepared.plan), resume_ref=options.resume,
+                            repeat_given=options.repeat_given, uid=options.uid, only=options.only)
 
 
 def run_prepared(prepared: PreparedRecipe, options: RunOptions | None = None) -> sweep.SweepResult:

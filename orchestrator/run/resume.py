@@ -45,7 +45,7 @@ def resumable(con, plan: Plan, build: Build, ref: str, arms: list[str]) -> int:
     except ValueError:
         raise InvalidOption(f"--resume {ref!r} is not a sweep id; give one from `orch summary` or no value") from None
     if wanted not in differing:
-        raise NoSuchSweep(f"no sweep {wanted} to resume; list sweeps with `orch query 'SELECT * FROM sweeps'`")
+        raise NoSuchSweep(f"no sweep {wanted} to resume; list them with `orch sweeps`")
     if differing[wanted]:
         raise ResumeMismatch(f"sweep {wanted} cannot be resumed by this run: it differs in "
                              f"{'; '.join(differing[wanted])}; resume needs the same recipe text, builds, variables "

@@ -23,6 +23,7 @@ from orchestrator.build.finished import Build
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import envinfo, identity, nvml, roofline
 from orchestrator.models import tokens
+from orchestrator.parse.modes import mode_of
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.run import length_match, one_run, quality, resume, server_run
@@ -147,23 +148,24 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         progress.note(sweep.note)
     by_name = {p.arm.name: p for p in sweep.prepared}
     failed = 0
-    pool = server_run.ServerPool(sweep.build.help_texts(), sweep.work_dir) if sweep.plan.mode == "server" else None
+    mode = mode_of(sweep.plan.mode)
+    pool = server_run.ServerPool(sweep.build.help_texts(), sweep.work_dir) if mode.serves else None
     pending = Pending(db)
     try:
         _record_models_and_notes(db, sweep.prepared, progress)
         for slot, run_id in zip(sweep.slots, sweep.run_ids):
             stops.check()
             p = by_name[slot.arm]
-            s = one_run.Slot(sweep.id, run_id, p.build or sweep.build, sweep.plan, p, slot, sweep.work_dir,
+            s = one_run.RunInputs(sweep.id, run_id, p.build or sweep.build, sweep.plan, p, slot, sweep.work_dir,
                              measuring)
             if pool:
                 record, line = one_run.run_server_slot(s, timeout, pool)
             else:
                 s, record, line = _run_cli(db, s, timeout, pending, progress)
-            if sweep.plan.mode == "cli" and not slot.warmup:
+            if mode.matches_length and not slot.warmup:
                 line = _match_length(db, s, record, line, by_name, timeout, pending, progress)
             pending.add(record)
-            if sweep.plan.mode == "quality" and not slot.warmup and record.status != "skipped":
+            if mode.measures_quality and not slot.warmup and record.status != "skipped":
                 pending.flush()  # the measurement links its quality row to the stored run
                 line = _with_quality(line, quality.measure(db, sweep.build, s.p, s.run_id))
             failed += record.status in ("failed", "timeout")
@@ -179,31 +181,38 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         if record := getattr(stop, "record", None):  # the run in flight, with its logs so far
             pending.records.append(record)
         pending.flush()
-        with db.write() as con:
-            store.end_sweep(con, sweep.id, "interrupted")
-        shutil.rmtree(sweep.work_dir, ignore_errors=True)
+        _end_here(db, sweep, "interrupted", keep_summary)
         return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "interrupted")
     except Exception:
         _stop_pool(pool)
         pending.flush()  # what ran is stored; the run that raised is not (its folder goes with the work directory)
-        with db.write() as con:
-            store.end_sweep(con, sweep.id, "failed")
-        shutil.rmtree(sweep.work_dir, ignore_errors=True)
+        _end_here(db, sweep, "failed", keep_summary)
         raise
     _stop_pool(pool)
     pending.flush()
-    with db.write() as con:
-        # the summary's output_differs and degenerate_loop warnings
-        store.check_outputs(con, sweep.id, tokens.RunTokenizer())
-        store.end_sweep(con, sweep.id, "done")
-        if keep_summary:
-            summary_cache.keep(con, [sweep.id])
-    shutil.rmtree(sweep.work_dir, ignore_errors=True)
+    _end_here(db, sweep, "done", keep_summary)
     return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
 
 
-def _run_cli(db: store.Database, s: one_run.Slot, timeout: float | None, pending: Pending,
-             progress: Progress) -> tuple[one_run.Slot, one_run.RunRecord, str]:
+def end(con, sweep_id: int, status: str, *, keep_summary: bool = True) -> None:
+    """A sweep's end, wherever its runs ran (here, or on Ray's nodes and merged here): a finished sweep's outputs
+    checked over all its runs (the summary's output_differs and degenerate_loop) and its summary kept
+    (keep_summary=False: a file only exported, a Ray shard's); every sweep's status and end time stored."""
+    if status == "done":
+        store.check_outputs(con, sweep_id, tokens.RunTokenizer())
+    store.end_sweep(con, sweep_id, status)
+    if status == "done" and keep_summary:
+        summary_cache.keep(con, [sweep_id])
+
+
+def _end_here(db: store.Database, sweep: Sweep, status: str, keep_summary: bool) -> None:
+    with db.write() as con:
+        end(con, sweep.id, status, keep_summary=keep_summary)
+    shutil.rmtree(sweep.work_dir, ignore_errors=True)
+
+
+def _run_cli(db: store.Database, s: one_run.RunInputs, timeout: float | None, pending: Pending,
+             progress: Progress) -> tuple[one_run.RunInputs, one_run.RunRecord, str]:
     """One CLI run of the slot, again (up to LOST_TAIL_ATTEMPTS in all) while its log loses its tail
     (lost_its_tail): the slot as it ran last, its record and progress line."""
     record, line = one_run.run_cli_slot(s, timeout)
@@ -220,7 +229,7 @@ def _run_cli(db: store.Database, s: one_run.Slot, timeout: float | None, pending
     return s, record, line
 
 
-def _match_length(db: store.Database, s: one_run.Slot, record: one_run.RunRecord, line: str,
+def _match_length(db: store.Database, s: one_run.RunInputs, record: one_run.RunRecord, line: str,
                   by_name: dict[str, PreparedArm], timeout: float | None, pending: Pending,
                   progress: Progress) -> str:
     """Where the arm decoded another count of tokens than its reference does, run the reference at that count now,
@@ -250,7 +259,7 @@ def lost_its_tail(record: one_run.RunRecord) -> bool:
     arm. Such a slot runs again (its lost attempts stay stored, failed); the measured_runs view counts the
     newest run of a slot, as after a resume."""
     row = record.row
-    return (row.get("mode") != "server" and row.get("failure_class") == "truncated_log" and row.get("exit_code") == 0
+    return (not mode_of(row.get("mode")).serves and row.get("failure_class") == "truncated_log" and row.get("exit_code") == 0
             and not row.get("signal"))
 
 

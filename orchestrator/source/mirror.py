@@ -17,11 +17,14 @@ from pathlib import Path
 
 from orchestrator import proc
 from orchestrator.errors import AmbiguousCommit, SourceImportError, UnknownCommit
+from orchestrator.message_lines import first_line
 
 ORIGINS_FILE = "orch-origins.json"
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
 FETCH_TIMEOUT_S = 600
+# git prints hints before its error: the line that says what failed starts with one of these.
+GIT_ERRORS = ("fatal:", "error:")
 
 
 @dataclass
@@ -47,7 +50,8 @@ class Mirror:
     def _checked(self, *args: str, timeout: float = 120, git_dir: bool = True) -> str:
         res = self.git(*args, timeout=timeout, git_dir=git_dir)
         if not res.ok:
-            raise SourceImportError(f"git {' '.join(args)} failed ({res.describe()}): {_first_line(res.stderr)}")
+            why = first_line(res.stderr, prefer=GIT_ERRORS)
+            raise SourceImportError(f"git {' '.join(args)} failed ({res.describe()}): {why}")
         return res.stdout
 
     def resolve(self, ref: str) -> str | None:
@@ -77,7 +81,7 @@ class Mirror:
             refspecs = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
         res = self.git("fetch", "--quiet", "--update-shallow", "--", remote, *refspecs, timeout=FETCH_TIMEOUT_S)
         if not res.ok:
-            raise SourceImportError(_first_line(res.stderr) or res.describe())
+            raise SourceImportError(first_line(res.stderr, prefer=GIT_ERRORS) or res.describe())
         sha = self.resolve(ref)
         if sha:
             self.record_origin(sha, {"source": remote, "method": "git fetch"})
@@ -177,9 +181,3 @@ def resolve_commit(ref: str, mirror: Mirror, remote: str, *, import_sdist=None) 
             return mirror.describe(sha)
     raise UnknownCommit(f"commit {ref} not found in: {'; '.join(tried)}; "
                         f"check the sha, pass --source URL|PATH, or import it with `orch mirror sdist VERSION`")
-
-
-def _first_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
-    return (errors or lines or [""])[0]

@@ -11,7 +11,7 @@ from orchestrator.store.figures import (
     LOG_RATIO,
     PAIRED_WITH,
     bound_tps,
-    log_interval,
+    mode_is,
     roofline_pct,
     speedup,
     tokens_per_step,
@@ -20,11 +20,13 @@ from orchestrator.store.figures import (
 Con = duckdb.DuckDBPyConnection
 
 
-# One row per (sweep, arm) over measured runs, every number computed here in one pass (0.6 s of CPU over 129k
-# stored runs, most of it on DuckDB's threads): counts, decode tok/s moments and the 95% interval on logs, means, the
-# speedup paired with the arm's reference and with the baseline, the roofline share (store/figures defines them),
-# and the values a warning rule reads (runs from 4, server per-request rates from 4), NULL elsewhere. The first
-# run (lowest id) names the arm's constant columns, joined once per arm rather than carried through the grouping.
+# One row per (sweep, arm) over measured runs, every number gathered here in one pass (0.6 s of CPU over 129k
+# stored runs, most of it on DuckDB's threads): counts, decode tok/s moments (also of its logs), means, the speedup
+# paired with the arm's reference (with the moments of its log ratios) and with the baseline, the roofline share
+# (store/figures defines them), and the values a warning rule reads (runs from 4, server per-request rates from 4),
+# NULL elsewhere. No interval is computed here: analyze/summary puts them on the moments with analyze/stats, the one
+# definition `orch compare` and `orch tune` use too. The first run (lowest id) names the arm's constant columns,
+# joined once per arm rather than carried through the grouping.
 _OK = "status = 'ok'"
 ARM_SUMMARY_SQL = f"""
 WITH picked AS (
@@ -78,19 +80,20 @@ arms AS (
            min(n_generated) FILTER ({_OK}) AS generated_min, max(n_generated) FILTER ({_OK}) AS generated_max,
            count(*) FILTER ({_OK} AND degenerate_loop) AS looped, max(loop_share) FILTER ({_OK}) AS loop_share
     FROM picked GROUP BY sweep_id, arm),
-run_values AS (  -- the runs' speeds, only for arms where a rule reads them (bimodality from 4, outliers from 5)
+run_values AS (  -- the runs' speeds in the order they ran, only for arms where a rule reads them (a slow first run
+    -- from 3, bimodality from 4, outliers from 5)
     SELECT p.sweep_id, p.arm, list(p.decode_tps ORDER BY p.id) AS ok_decode_tps
-    FROM picked p SEMI JOIN arms a ON a.sweep_id = p.sweep_id AND a.arm = p.arm AND a.n >= 4
+    FROM picked p SEMI JOIN arms a ON a.sweep_id = p.sweep_id AND a.arm = p.arm AND a.n >= 3
     WHERE p.{_OK} GROUP BY p.sweep_id, p.arm),
 samples AS (  -- view decode_samples over the picked runs (read through the view, measured_runs is ranked twice)
     SELECT sweep_id, arm, is_baseline, reference_arm, mode, repeat_index, '' AS prompt_id, decode_tps AS tps,
            n_generated
-    FROM picked WHERE {_OK} AND decode_tps > 0 AND mode IS DISTINCT FROM 'server'
+    FROM picked WHERE {_OK} AND decode_tps > 0 AND NOT {mode_is('mode', 'serves')}
     UNION ALL
     SELECT o.sweep_id, o.arm, o.is_baseline, o.reference_arm, o.mode, o.repeat_index, q.prompt_id,
            {REQUEST_RATE}, q.predicted_n
     FROM picked o JOIN requests q ON q.run_id = o.id
-    WHERE o.{_OK} AND o.decode_tps > 0 AND o.mode = 'server' AND q.status = 'ok' AND q.predicted_ms > 0
+    WHERE o.{_OK} AND o.decode_tps > 0 AND {mode_is('o.mode', 'serves')} AND q.status = 'ok' AND q.predicted_ms > 0
           AND {REQUEST_RATE} > 0),
 paired AS (
     SELECT a.sweep_id, a.arm,
@@ -130,19 +133,18 @@ positions AS (  -- per arm: the mean over its ok runs of each draft position's a
                 WHERE {_OK} AND accept_rate_per_pos IS NOT NULL)
           WHERE r IS NOT NULL GROUP BY sweep_id, arm)),
 rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
-    SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE mode = 'server'
+    SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE {mode_is('mode', 'serves')}
     GROUP BY sweep_id, arm HAVING count(*) >= 4)
 SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.host, s.host_id, s.gpu, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
        f.reference_arm, f.params, f.target_sha256, f.draft_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
-       {log_interval("a.n_log", "a.mean_log", "a.sd_log", "low")} AS ci_low,
-       {log_interval("a.n_log", "a.mean_log", "a.sd_log", "high")} AS ci_high,
+       -- the 95% intervals, filled in by analyze/summary from the moments at the end (here: their place in JSON, CSV)
+       NULL::DOUBLE AS ci_low, NULL::DOUBLE AS ci_high,
        a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,
        a.acceptance, a.draft_per_gen, a.mean_accept_len, ps.accept_rate_per_pos, a.seq_acceptance,
        a.seq_acceptance_low, a.seq_acceptance_high, a.drafted, a.accepted, a.idle,
        {speedup("p.n_ref", "p.mean_ref")} AS speedup,
-       {log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "low")} AS speedup_low,
-       {log_interval("p.n_ref", "p.mean_ref", "p.sd_ref", "high")} AS speedup_high,
+       NULL::DOUBLE AS speedup_low, NULL::DOUBLE AS speedup_high,
        {speedup("p.n_base", "p.mean_base")} AS speedup_vs_baseline,
        a.prompt_tps, a.bound_tps,
        {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps', 'a.tokens_per_step')} AS roofline_pct,
@@ -153,7 +155,11 @@ SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.hos
        a.outputs_differ, a.first_diff_char,
        a.first_diff_token, a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
        coalesce(p.unequal_pairs, 0) AS unequal_pairs, p.unequal_min, p.unequal_max, p.unequal_ref_min,
-       p.unequal_ref_max
+       p.unequal_ref_max,
+       -- the moments the intervals come from: decode tok/s's logs, and the log ratios paired with the reference
+       -- (their count: ref_pairs)
+       a.n_log AS log_n, a.mean_log AS log_mean, a.sd_log AS log_sd, p.mean_ref AS ref_mean_log,
+       p.sd_ref AS ref_sd_log
 FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id = a.sweep_id
      LEFT JOIN builds fb ON fb.id = f.build_id  -- the arm's own build (a crossed sweep holds two)
      LEFT JOIN paired p ON p.sweep_id = a.sweep_id AND p.arm = a.arm
@@ -164,9 +170,9 @@ ORDER BY a.sweep_id, a.first_run
 """
 
 
-def arm_summaries(con: Con, sweep_ids: list[int], t975: list[float]) -> list[dict]:
+def arm_summaries(con: Con, sweep_ids: list[int]) -> list[dict]:
     """Per (sweep, arm), in sweep order and arms in the order they first ran: constant columns, counts, decode
-    tok/s mean, stdev and 95% interval, means, paired speedups with intervals, and the values warnings read
-    (ok_decode_tps, request_rates). Named as analyze/summary's rows name them.
-    t975: the 97.5% t quantile for 1, 2, ... degrees of freedom, the last entry standing for every larger df."""
-    return rows_as_dicts(con.execute(ARM_SUMMARY_SQL, {"ids": sweep_ids, "t975": t975}))
+    tok/s mean and stdev, means, paired speedups, the moments their 95% intervals come from (log_n, log_mean,
+    log_sd; ref_pairs, ref_mean_log, ref_sd_log) and the values warnings read (ok_decode_tps, request_rates).
+    Named as analyze/summary's rows name them; it fills ci_low, ci_high, speedup_low and speedup_high."""
+    return rows_as_dicts(con.execute(ARM_SUMMARY_SQL, {"ids": sweep_ids}))

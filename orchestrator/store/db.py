@@ -16,6 +16,7 @@ import duckdb
 
 from orchestrator import stops
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
+from orchestrator.message_lines import first_line
 from orchestrator.store import migrations, recovery, schema
 from orchestrator.store.times import (
     utc as utc,  # naive UTC, as every TIMESTAMP column stores time
@@ -95,7 +96,7 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.Error as exc:
             if "could not set lock" not in str(exc).lower():
-                raise DatabaseUnavailable(f"cannot open results database {path}: {_first_line(exc)}; pass --db with "
+                raise DatabaseUnavailable(f"cannot open results database {path}: {first_line(exc)}; pass --db with "
                                           f"an orch results file") from None
             if time.monotonic() >= deadline:
                 raise DatabaseUnavailable(f"results database {path} stayed locked for {wait_s:.0f}s "
@@ -110,13 +111,9 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
 TELL_WAIT_S = 2.0  # a writer's gap is milliseconds: a wait this long is someone else's long write
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0]
-
-
 def _holder(exc: Exception) -> str:
     found = re.search(r"held in (.+?) \(PID (\d+)\)", str(exc))
-    return f"held by {Path(found.group(1)).name} pid {found.group(2)}" if found else _first_line(exc)
+    return f"held by {Path(found.group(1)).name} pid {found.group(2)}" if found else first_line(exc)
 
 
 @contextmanager

@@ -31,11 +31,13 @@ import duckdb
 
 from orchestrator import __version__
 from orchestrator.errors import BadExport, ExportDamaged
+from orchestrator.message_lines import first_line
 from orchestrator.store import import_checks, migrations, workdirs
 from orchestrator.store.exchange_tables import BY_NAME, TABLES, Table
 
 FORMAT = "orch-export"
 MAX_CONFLICTS_SHOWN = 5
+LINE_LIMIT = 300  # characters of a DuckDB error line shown: one can hold a whole query
 
 
 @dataclass
@@ -181,8 +183,8 @@ def _stage_table(con: duckdb.DuckDBPyConnection, path: Path, name: str, rows: in
                                 f"export it again")
         read = con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM read_parquet('{_sql_path(path)}')").fetchone()[0]
     except duckdb.Error as exc:
-        raise ExportDamaged(f"{path} cannot be read as the {name} table ({_first_line(exc)}): truncated or damaged; "
-                            f"export it again") from None
+        raise ExportDamaged(f"{path} cannot be read as the {name} table ({first_line(exc, limit=LINE_LIMIT)}): "
+                            f"truncated or damaged; export it again") from None
     if read != rows:
         raise ExportDamaged(f"{path} holds {read} {name} rows where manifest.json lists {rows}: altered or "
                             f"damaged; export it again")
@@ -197,7 +199,7 @@ def _stage_database(source: Path, staging: Path) -> None:
     shutil.copyfile(source, staging)  # a copy: the source is read, never migrated in place
 
     def reason(exc: Exception) -> str:  # DuckDB names the file it opened: the user's is the one to name
-        return _first_line(exc).replace(f'"{staging}"', str(source)).replace(str(staging), str(source))
+        return first_line(exc, limit=LINE_LIMIT).replace(f'"{staging}"', str(source)).replace(str(staging), str(source))
 
     try:
         con = duckdb.connect(str(staging))
@@ -230,10 +232,6 @@ def _sha256(path: Path) -> str:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
 
 
 def merge(con: duckdb.DuckDBPyConnection, staging: Path, source: str) -> ImportReport:

@@ -37,6 +37,11 @@ BUILDS = f"SELECT build_id FROM sweeps WHERE id IN ({SWEEPS}) UNION SELECT build
 MODELS = (f"SELECT target_sha256 FROM runs WHERE id IN ({RUNS}) "
           f"UNION SELECT draft_sha256 FROM runs WHERE id IN ({RUNS})")
 
+# A tune travels with its sweeps when every round of it does (a round's sweep left behind would leave it dangling).
+TUNES = (f"SELECT tune_id FROM tune_rounds GROUP BY tune_id HAVING bool_and(sweep_id IN ({SWEEPS}))")
+TUNE_INERT = {"owner_host": "NULL", "owner_pid": "NULL", "owner_started": "NULL",
+              "state": "CASE WHEN t.state = 'running' THEN 'interrupted' ELSE t.state END"}
+
 TABLES = (
     # Where a build or model lies differs between machines and says nothing about what it is.
     Table("builds", ("id",), f"id IN ({BUILDS})", volatile=("dir", "log_path")),
@@ -58,6 +63,15 @@ TABLES = (
     Table("run_logs", ("run_id", "stream"), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
     Table("requests", ("uid",), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
     Table("telemetry", ("uid",), f"run_id IN ({RUNS})", links={"run_id": "runs"}),
+    # orch tune (m020, m025, m026): the tune, its rounds (each an exported sweep) and its decisions. Its answer and
+    # state change while it runs; what it raced (recipe, space, rules, budget) must not.
+    Table("tunes", ("uid",), f"id IN ({TUNES})", local_id="id",
+          volatile=("state", "result", "ended_at", "argv", "owner_host", "owner_pid", "owner_started"),
+          inert=TUNE_INERT),
+    Table("tune_rounds", ("tune_id", "workload", "round"), f"tune_id IN ({TUNES})", local_id="id",
+          links={"tune_id": "tunes", "sweep_id": "sweeps"}, volatile=("recorded_at",)),
+    Table("tune_events", ("uid",), f"tune_id IN ({TUNES})", local_id="id", links={"tune_id": "tunes"},
+          volatile=("recorded_at",)),
 )
 
 BY_NAME = {t.name: t for t in TABLES}

@@ -1,10 +1,10 @@
 """The figures derived from stored measurements, each defined once, as SQL: the views (migrations m016) and the
-queries (arm_queries, report_queries) build their columns from these, so no two places can compute one differently.
+queries (arm_queries) build their columns from these, so no two places can compute one differently.
 
 - A speedup: exp of the mean log ratio of paired speeds (arm a over its partner b), a geometric mean that pairing
-  keeps free of the drift both arms of a repeat share; its 95% interval is `log_interval` of those log ratios.
-- `log_interval`: the 95% interval of a positive quantity from its logs, exp of the t-interval of the mean log:
-  asymmetric and never below zero (a t-interval on raw speeds with a CV of 30% and three runs reaches below zero).
+  keeps free of the drift both arms of a repeat share. Its 95% interval is not SQL: the queries gather the count,
+  mean and sample stdev of those log ratios (of log speeds, of log joules per token), and analyze/stats puts every
+  interval on them (log_interval), the one definition `orch summary`, `orch compare` and `orch tune` share.
 - The decode roofline: memory bandwidth / bytes read per decode step = the target passes per second no decoding
   can beat (machine/roofline says where the bandwidth comes from). The share is counted per step: the measured
   target passes per second (tok/s over the tokens one pass yields: generated / (generated - accepted) for a
@@ -22,20 +22,14 @@ import threading
 
 import duckdb
 
+from orchestrator.parse import modes
+
 LOG_RATIO = "ln(a.tps / b.tps)"  # one paired sample: arm a's speed over its partner b's, same repeat (and prompt)
 
 
 def speedup(n: str, mean_log: str) -> str:
     """SQL for a paired speedup from its n log ratios' mean; NULL where nothing paired."""
     return f"CASE WHEN {n} > 0 THEN exp({mean_log}) END"
-
-
-def log_interval(n: str, mean_log: str, sd_log: str, side: str) -> str:
-    """SQL for one end (low, high) of a 95% interval of a positive quantity from its n logs: exp(mean -/+ t * sd /
-    sqrt(n)), NULL below two values. $t975 is the t quantile by degrees of freedom (stats.T975_BY_DF), 1-based."""
-    sign = {"low": "-", "high": "+"}[side]
-    return (f"CASE WHEN {n} >= 2 AND {sd_log} IS NOT NULL "
-            f"THEN exp({mean_log} {sign} $t975[least({n} - 1, len($t975))] * {sd_log} / sqrt({n})) END")
 
 
 def bound_tps(bandwidth_bytes_per_s: str, decode_bytes: str) -> str:
@@ -74,6 +68,13 @@ def run_roofline(decode_tps: float | None, bandwidth_bytes_per_s: float | None, 
                                                     "bytes": int(decode_bytes), "tps": decode_tps,
                                                     "gen": generated, "acc": accepted}).fetchone()
     return bound, pct
+
+
+def mode_is(column: str, field: str) -> str:
+    """SQL: the stored run's mode (NULL: before modes existed, the default) is one whose `field` is true in the mode
+    table (parse/modes.py): `mode_is("r.mode", "serves")`, so no query names a mode."""
+    names = ", ".join(f"'{name}'" for name in modes.names_where(field)) or "NULL"
+    return f"(coalesce({column}, '{modes.DEFAULT_MODE}') IN ({names}))"
 
 
 # How an arm's samples pair: with the sweep's baseline, or with the arm's reference (its control; the baseline for

@@ -14,6 +14,7 @@ import json
 import duckdb
 
 from orchestrator.parse import output
+from orchestrator.parse.modes import mode_of
 from orchestrator.parse.repetition import Repetition, repetition
 from orchestrator.store import logs, queries
 
@@ -24,7 +25,7 @@ def mark_loops(con: Con, sweep_id: int) -> int:
     """Store the loop measure on the sweep's ok runs that have a readable generated text; how many loop."""
     found: list[tuple[int, Repetition]] = []
     for r in queries.runs_for_loops(con, sweep_id):
-        if r["mode"] == "server":
+        if mode_of(r["mode"]).serves:  # a text per request
             measured = [repetition(text) for text in r["outputs"] or [] if text]
             shares = [m for m in measured if m.loop_share is not None]
             if shares:

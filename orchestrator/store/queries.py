@@ -1,5 +1,6 @@
 """Every read of the results file: one function per question, plain rows out, nothing written. The per-arm
-summary (arm_queries) and the report's reads (report_queries) live beside it and are re-exported here.
+summary (arm_queries) and the report's reads (report_queries) live beside it and are re-exported here; the reads of
+`orch compare` (compare_queries) and `orch tune` (tune_queries) live beside it and build on its SQL pieces.
 
 Reads that would be slow at scale group in SQL (one row per arm or per test, samples as lists), so
 summarising 100k stored runs moves a few thousand rows into Python, not 100k.
@@ -15,6 +16,7 @@ from orchestrator.parse import METRIC_KEYS as METRIC_COLUMNS
 from orchestrator.store import schema
 from orchestrator.store.arm_queries import ARM_SUMMARY_SQL, arm_summaries  # noqa: F401 (the one entry point)
 from orchestrator.store.db import rows_as_dicts
+from orchestrator.store.figures import mode_is
 from orchestrator.store.report_queries import (  # noqa: F401 (the one entry point)
     arm_draft_costs,
     arm_energy,
@@ -201,7 +203,7 @@ def output_differences(con: Con, sweep_id: int) -> list[dict]:
         FROM pairs p
         JOIN requests q ON q.run_id = p.run_id AND q.status = 'ok'
         JOIN requests b ON b.run_id = p.ref_run AND b.prompt_id = q.prompt_id AND b.status = 'ok'
-        WHERE p.mode = 'server'
+        WHERE {mode_is('p.mode', 'serves')}
           AND CAST(p.params->>'temperature' AS DOUBLE) = 0 AND CAST(p.ref_params->>'temperature' AS DOUBLE) = 0
         GROUP BY p.run_id, p.arm, p.argv, p.ref_argv ORDER BY p.run_id""", [sweep_id]))
 
@@ -212,7 +214,7 @@ def cli_output_pairs(con: Con, sweep_id: int) -> list[dict]:
     return rows_as_dicts(con.execute(f"""
         WITH pairs AS ({_PARITY_PAIRS})
         SELECT run_id, arm, argv, ref_run, ref_argv FROM pairs
-        WHERE mode IS DISTINCT FROM 'server' AND run_id IN (SELECT run_id FROM metrics) ORDER BY run_id""",
+        WHERE NOT {mode_is('mode', 'serves')} AND run_id IN (SELECT run_id FROM metrics) ORDER BY run_id""",
                                      [sweep_id]))
 
 
@@ -228,68 +230,6 @@ def runs_for_loops(con: Con, sweep_id: int) -> list[dict]:
 
 def sweep_ids_with_runs(con: Con) -> list[int]:
     return [r[0] for r in con.execute("SELECT DISTINCT sweep_id FROM runs ORDER BY 1").fetchall()]
-
-
-# --- two builds side by side --------------------------------------------------------------------------------------
-
-
-
-def crossed_sweeps(con: Con, base: str, head: str, recipe: str | None = None) -> list[int]:
-    """Sweeps that ran both builds interleaved (`orch run --build A,B`): ok runs of each in one sweep."""
-    where, args = ["r.status = 'ok'", PLANNED_RUN.format(run="r")], []
-    if recipe:
-        where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
-        args += [recipe, recipe.lstrip("./")]
-    return [row[0] for row in con.execute(f"""
-        SELECT r.sweep_id
-        FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
-        WHERE {" AND ".join(where)}
-        GROUP BY r.sweep_id HAVING count(*) FILTER ({RUN_BUILD} = ?) > 0 AND count(*) FILTER ({RUN_BUILD} = ?) > 0
-        ORDER BY r.sweep_id""", [*args, base, head]).fetchall()]
-
-
-def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: list[int] | None,
-                   host: str | None = None) -> list[dict]:
-    """A build's measured runs (on `host`: its hostname or host id prefix) grouped by the columns that make "the
-    same test" (params as stored text).
-
-    Per group: the first run's arm and recipe file name, run counts by outcome, the ok runs' decode tok/s as a
-    list, and for each of those "sweep:repeat" (what pairs it with another build's run of one interleaved sweep),
-    and when the group's runs started and ended. A run is its own build's (a sweep of several builds, `orch run
-    --build A,B`, holds runs of each), the sweep's for rows stored before runs named theirs.
-    """
-    where, args = [f"{RUN_BUILD} = ?", "r.status <> 'running'", PLANNED_RUN.format(run="r")], [build_name]
-    if recipe:
-        where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
-        args += [recipe, recipe.lstrip("./")]
-    if sweep_ids:
-        where.append("r.sweep_id IN (SELECT unnest(?::INTEGER[]))")
-        args.append(sweep_ids)
-    if host:
-        where.append(HOST_MATCH)
-        args += [host, host]
-    return rows_as_dicts(con.execute(f"""
-        SELECT s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, '') AS prompt_set,
-               -- the arm's name without the build a crossed sweep puts before it (BUILD/ARM)
-               r.mode, arg_min(CASE WHEN starts_with(r.arm, {RUN_BUILD} || '/')
-                                    THEN substr(r.arm, length({RUN_BUILD}) + 2) ELSE r.arm END, r.id) AS arm,
-               arg_min(regexp_extract(s.recipe_path, '[^/]+$'), r.id) AS recipe,
-               min(r.id) AS first_run, count(*) AS runs,
-               count(*) FILTER (WHERE r.status IN ('failed', 'timeout')) AS failed,
-               count(*) FILTER (WHERE r.status = 'skipped') AS skipped,
-               -- A bench-mode prefill test (pp) has no decode speed: its prefill tok/s is what it measures.
-               coalesce(list(coalesce(m.decode_tps, CASE WHEN r.mode = 'bench' THEN m.encode_tps END) ORDER BY r.id)
-                   FILTER (WHERE r.status = 'ok' AND coalesce(m.decode_tps, CASE WHEN r.mode = 'bench'
-                                                              THEN m.encode_tps END) IS NOT NULL), []) AS samples,
-               coalesce(list(r.sweep_id || ':' || r.repeat_index ORDER BY r.id)
-                   FILTER (WHERE r.status = 'ok' AND coalesce(m.decode_tps, CASE WHEN r.mode = 'bench'
-                                                              THEN m.encode_tps END) IS NOT NULL), []) AS sample_keys,
-               min(r.started_at) AS started, max(r.ended_at) AS ended
-        FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
-             LEFT JOIN builds rb ON rb.id = r.build_id
-        WHERE {" AND ".join(where)}
-        GROUP BY s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, ''), r.mode
-        ORDER BY first_run""", args))
 
 
 # --- ad hoc SQL ---------------------------------------------------------------------------------------------------

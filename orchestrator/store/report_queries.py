@@ -6,7 +6,6 @@ from __future__ import annotations
 import duckdb
 
 from orchestrator.store.db import rows_as_dicts
-from orchestrator.store.figures import log_interval
 
 Con = duckdb.DuckDBPyConnection
 
@@ -97,22 +96,20 @@ def arm_draft_costs(con: Con, sweep_ids: list[int]) -> list[dict]:
         GROUP BY sweep_id, arm""", [sweep_ids]))
 
 
-def arm_energy(con: Con, sweep_ids: list[int], t975: list[float]) -> list[dict]:
+def arm_energy(con: Con, sweep_ids: list[int]) -> list[dict]:
     """Per sweep and arm with GPU power samples: joules per generated token over the runs that have one (count,
-    mean, sample stdev, and its 95% interval on logs, low and high, which stays above zero: store/figures), mean
-    power, fewest samples in a measured window, and runs whose GPUs idled through generation (no figure: not this
-    run's energy). t975: as for arm_queries.arm_summaries."""
-    return rows_as_dicts(con.execute(f"""
-        SELECT *, {log_interval("n", "mean_log", "sd_log", "low")} AS low,
-               {log_interval("n", "mean_log", "sd_log", "high")} AS high
-        FROM (SELECT sweep_id, arm, count(*) AS runs, count(joules_per_token) AS n, avg(joules_per_token) AS mean,
-                     stddev_samp(joules_per_token) AS sd, avg(ln(joules_per_token)) AS mean_log,
-                     stddev_samp(ln(joules_per_token)) AS sd_log, avg(power_w) AS power_w,
-                     min(samples) FILTER (WHERE joules_per_token IS NOT NULL) AS min_samples,
-                     count(*) FILTER (WHERE samples > 0 AND gpus = 0) AS gpu_idle_runs
-              FROM run_energy
-              WHERE sweep_id IN (SELECT unnest($ids::INTEGER[])) AND (joules_per_token > 0 OR joules IS NULL)
-              GROUP BY sweep_id, arm)""", {"ids": sweep_ids, "t975": t975}))
+    mean, sample stdev, and the mean and sample stdev of its logs, which analyze/costs puts its 95% interval on:
+    it stays above zero), mean power, fewest samples in a measured window, and runs whose GPUs idled through
+    generation (no figure: not this run's energy)."""
+    return rows_as_dicts(con.execute("""
+        SELECT sweep_id, arm, count(*) AS runs, count(joules_per_token) AS n, avg(joules_per_token) AS mean,
+               stddev_samp(joules_per_token) AS sd, avg(ln(joules_per_token)) AS mean_log,
+               stddev_samp(ln(joules_per_token)) AS sd_log, avg(power_w) AS power_w,
+               min(samples) FILTER (WHERE joules_per_token IS NOT NULL) AS min_samples,
+               count(*) FILTER (WHERE samples > 0 AND gpus = 0) AS gpu_idle_runs
+        FROM run_energy
+        WHERE sweep_id IN (SELECT unnest($ids::INTEGER[])) AND (joules_per_token > 0 OR joules IS NULL)
+        GROUP BY sweep_id, arm""", {"ids": sweep_ids}))
 
 
 def run_energy_row(con: Con, run_id: int) -> dict | None:

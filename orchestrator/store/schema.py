@@ -54,6 +54,12 @@ def missing(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [f"table {t}" for t in TABLES if t not in tables] + [f"view {v}" for v in VIEWS if v not in views]
 
 
+def present(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
+    """The tables and views this file holds now (orch's bookkeeping table left out), each sorted: what `orch query`
+    names when a query fails."""
+    return sorted(_tables(con) - {"_migrations"}), sorted(_views(con))
+
+
 def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
 

@@ -41,8 +41,17 @@ def rounds(con: Con, tune_id: int) -> list[dict]:
 
 
 def events(con: Con, tune_id: int) -> list[dict]:
-    return rows_as_dicts(con.execute("SELECT workload, round, candidate, event, reason, speedup FROM tune_events "
-                                     "WHERE tune_id = ? ORDER BY id", [tune_id]))
+    """A tune's decisions in the order made; `detail` decoded (tune/decisions.from_row reads a row back). A detail
+    that is not JSON stays text: the reader says which row does not read."""
+    rows = rows_as_dicts(con.execute("SELECT workload, round, candidate, event, kind, reason, speedup, detail "
+                                     "FROM tune_events WHERE tune_id = ? ORDER BY id", [tune_id]))
+    for r in rows:
+        if isinstance(r["detail"], str):
+            try:
+                r["detail"] = json.loads(r["detail"])
+            except ValueError:
+                pass
+    return rows
 
 
 def race_runs(con: Con, sweep_ids: list[int]) -> list[dict]:

@@ -1,8 +1,9 @@
 """`orch tune`'s tables: one `tunes` row per tune, a `tune_rounds` row per round (its sweep and blocks), and a
-`tune_events` row per decision (a candidate infeasible, disqualified, dropped, the winner or the tied set).
+`tune_events` row per decision (a candidate infeasible, disqualified, dropped, the winner or the tied set: its event,
+its kind and numbers as tune/decisions.py stores them, and its words).
 
 Every run a tune makes is an ordinary stored run of its round's sweep, so summary, compare, report and SQL see
-them. Writes here; the tables in migrations/m020_tunes.py; reads in tune_queries.py.
+them. Writes here; the tables in migrations/m020_tunes.py (and m021, m025); reads in tune_queries.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from orchestrator.store.times import utcnow
 from orchestrator.tables import to_json
 
 JSON_COLUMNS = ("variables", "space", "workloads", "budget", "rules", "argv")
-EVENT_COLUMNS = ("tune_id", "workload", "round", "candidate", "event", "reason", "speedup")
+EVENT_COLUMNS = ("tune_id", "workload", "round", "candidate", "event", "kind", "reason", "speedup", "detail")
 
 
 def create_tune(con: duckdb.DuckDBPyConnection, row: dict) -> int:
@@ -44,6 +45,8 @@ def insert_round(con: duckdb.DuckDBPyConnection, tune_id: int, workload: str, nu
 
 
 def insert_events(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
+    """Decisions as tune/decisions.to_row gives them, with their tune and workload; detail is stored as JSON."""
     for row in rows:
+        row = {**row, "detail": to_json(row["detail"]) if row.get("detail") is not None else None}
         con.execute(f"INSERT INTO tune_events ({', '.join(EVENT_COLUMNS)}, recorded_at) VALUES "
                     f"({', '.join('?' * (len(EVENT_COLUMNS) + 1))})", [row.get(c) for c in EVENT_COLUMNS] + [utcnow()])

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-
-from scipy import stats as scipy_stats
 
 from orchestrator.analyze import stats
 from orchestrator.recipe import argv as flags
-from orchestrator.tune import race
+from orchestrator.tune import decisions, race
+from orchestrator.tune.decisions import Decision
+from orchestrator.tune.rules import Rules, percent
 
 # What only a one-shot CLI run takes: the prompt, the conversation switch. The rest is common to llama-server.
 CLI_ONLY = {"-p": 1, "--prompt": 1, "-f": 1, "--file": 1, "-no-cnv": 0, "--no-conversation": 0, "-cnv": 0,
@@ -44,14 +44,26 @@ class Answer:
     rounds: int = 0
     candidates: int = 0
     reason: str | None = None  # refused: why
-    left: dict[str, str] = field(default_factory=dict)  # candidate -> why it left the race
+    left: dict[str, Decision] = field(default_factory=dict)  # candidate -> why it left the race
     noise: float | None = None  # the pooled spread of one score (log scale) when it ended
     # plain decoding leads: the fastest candidate that speculates (candidate, vs_plain, command), never a winner
     best_speculating: dict | None = None
+    rules: Rules = field(default_factory=Rules)  # the rule it was raced by: the verdict's tie margin, the grid's cost
     verdict: str = ""
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        """As `--json` prints it and the tune's stored result holds it."""
+        return {**self.__dict__, "left": {n: d.to_dict() for n, d in self.left.items()}, "rules": self.rules.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Answer:
+        """An answer back from its JSON (`orch tune --show`); one stored before rules and typed decisions were
+        (its `left` in words) reads too. KeyError, TypeError or ValueError where it does not read."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["left"] = {n: Decision.from_dict(n, d) for n, d in (data.get("left") or {}).items()}
+        values["rules"] = Rules(**(data.get("rules") or {}))
+        return cls(**values)
 
 
 def speedup(scores: race.Scores, name: str, noise: race.Noise) -> stats.Speedup | None:
@@ -64,7 +76,7 @@ def speedup(scores: race.Scores, name: str, noise: race.Noise) -> stats.Speedup 
     centre = race.mean(values)
     if not noise.sd or not noise.df:
         return stats.Speedup(math.exp(centre), None, None, len(values))
-    half = float(scipy_stats.t.ppf(0.975, noise.df)) * math.sqrt(race.variance_of_mean(scores, name, "", noise))
+    half = stats.t975(noise.df) * math.sqrt(race.variance_of_mean(scores, name, "", noise))
     return stats.Speedup(math.exp(centre), math.exp(centre - half), math.exp(centre + half), len(values))
 
 
@@ -80,18 +92,18 @@ def figure(value: stats.Speedup | None) -> str | None:
     return f"{value.ratio:.2f}x{interval}"
 
 
-def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: list[str], left: dict[str, str],
-          like_for_like: race.Scores, acceptance: dict[str, float | None], outcome: str,
+def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: list[str],
+          left: dict[str, Decision], like_for_like: race.Scores, acceptance: dict[str, float | None], outcome: str,
           winner: str | None) -> list[dict]:
     """The finalists (the survivors and plain decoding), then the fastest candidates that left, with why."""
     def row(name: str, state: str) -> dict:
-        disqualified = state.startswith("disqualified") or state.startswith("infeasible")
+        disqualified = name in left and left[name].kind.not_a_result
         return {"candidate": "off (plain decoding)" if name == reference else name, "state": state,
                 "runs": len(scores.get(name, {})),
                 "vs_plain": None if disqualified or name == reference else figure(speedup(scores, name, noise)),
                 "vs_control": None if disqualified else figure(against_control(like_for_like, name)),
                 "acceptance": None if acceptance.get(name) is None else f"{100 * acceptance[name]:.0f}%",
-                "why": left.get(name)}
+                "why": decisions.words(left[name]) if name in left else None}
 
     def state_of(name: str) -> str:
         if name == winner:
@@ -103,17 +115,16 @@ def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: 
     if reference not in survivors:
         rows.append(row(reference, "dropped"))
     others = sorted((n for n in left if n != reference), key=lambda n: -_mean(scores, n))
-    rows += [row(n, left[n].split(":", 1)[0] if left[n].startswith(("disqualified", "infeasible")) else "dropped")
-             for n in others[:SHOWN_DROPPED]]
+    rows += [row(n, left[n].kind.event if left[n].kind.not_a_result else "dropped") for n in others[:SHOWN_DROPPED]]
     return rows
 
 
 def best_speculating(scores: race.Scores, noise: race.Noise, candidates: list[str], reference: str,
-                     left: dict[str, str]) -> dict | None:
+                     left: dict[str, Decision]) -> dict | None:
     """Where plain decoding leads, the fastest candidate that ran as raced (not disqualified, not infeasible): what
     the best setting of the space costs here, shown with its figure so it is never read as a recommendation."""
     measured = [n for n in candidates if n != reference and scores.get(n)
-                and not left.get(n, "").startswith(("disqualified", "infeasible"))]
+                and not (n in left and left[n].kind.not_a_result)]
     if not measured:
         return None
     name = max(measured, key=lambda n: _mean(scores, n))
@@ -175,7 +186,8 @@ def _is_number(text: str) -> bool:
 def verdict(answer: Answer) -> str:
     """One sentence: what to run for this workload, or why there is no single answer."""
     w = answer.workload
-    cost = f"{answer.runs} runs against {answer.grid_runs} for the grid at 5 repeats"
+    cost = f"{answer.runs} runs against {answer.grid_runs} for the grid at {answer.rules.grid_repeats} repeats"
+    margin = percent(answer.rules.tie_margin)
     if answer.state == "refused":
         return f"{w}: refused: {answer.reason}"
     first = answer.rows[0] if answer.rows else {}
@@ -187,10 +199,10 @@ def verdict(answer: Answer) -> str:
     tied = [r["candidate"] for r in answer.rows if r["state"] in ("tied", "not separated")]
     names = ", ".join(tied)
     if answer.state == race.EQUIVALENT and any(n.startswith("off") for n in tied):
-        return (f"{w}: no speculation: no candidate is measurably faster than plain decoding (within 2%: {names}; "
-                f"{cost})")
+        return (f"{w}: no speculation: no candidate is measurably faster than plain decoding (within {margin}: "
+                f"{names}; {cost})")
     if answer.state == race.EQUIVALENT:
-        return f"{w}: tied within 2%, any of them: {names} ({cost})"
+        return f"{w}: tied within {margin}, any of them: {names} ({cost})"
     noise = f" (run-to-run noise {100 * answer.noise:.1f}% per score)" if answer.noise else ""
     runs = answer.rows[0].get("runs") if tied and not tied[0].startswith("off") else None
     measured = f" ({runs} run{'s' if runs != 1 else ''})" if runs else ""
@@ -200,22 +212,17 @@ def verdict(answer: Answer) -> str:
             f"them ({cost})")
 
 
-def _why_none(left: dict[str, str]) -> str:
-    """Why plain decoding won: how many candidates were slower, drafted nothing, changed the output, failed."""
-    kinds = {"dropped as slower": lambda r: r.startswith("dropped"),
-             "drafted nothing": lambda r: "drafted nothing" in r,
-             "changed the output": lambda r: "differs from its control" in r,
-             "looped": lambda r: "loops" in r,
-             "failed or could not run": lambda r: r.startswith("infeasible") or "failed" in r or "timeout" in r}
-    counts = {k: sum(1 for r in left.values() if test(r)) for k, test in kinds.items()}
-    said = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+def _why_none(left: dict[str, Decision]) -> str:
+    """Why plain decoding won: how many candidates were slower, drafted nothing, changed the output, failed (counted
+    by kind: the words of a decision never change a verdict)."""
+    said = decisions.counted(left)
     return f"no candidate beat plain decoding ({said})" if said else "no candidate beat plain decoding"
 
 
-def grid_cost(candidates: int, controls: int, seconds_per_run: float | None) -> tuple[int, float]:
-    """The brute-force answer's cost: every candidate, the baseline and the controls at 5 repeats (planned runs;
-    the seconds at this race's wall time per planned run, its count-matched references included)."""
-    runs = (candidates + 1 + controls) * 5
+def grid_cost(candidates: int, controls: int, seconds_per_run: float | None, repeats: int) -> tuple[int, float]:
+    """The brute-force answer's cost: every candidate, the baseline and the controls at the grid's repeats (planned
+    runs; the seconds at this race's wall time per planned run, its count-matched references included)."""
+    runs = (candidates + 1 + controls) * repeats
     return runs, runs * (seconds_per_run or 0.0)
 
 

@@ -7,37 +7,37 @@
 - One whose text loops where plain decoding's does not is copying its own loop: out.
 - Plain decoding's own text looping (the baseline) refuses the whole race: an n-gram method wins on a loop by
   copying it, which says nothing about real text (`looping_baseline`).
-Pure functions over the rows of store/tune_queries.race_runs.
+Pure functions over the rows of store/tune_queries.race_runs; each reason a decisions.Decision (worded there).
 """
 
 from __future__ import annotations
+
+from orchestrator.tune.decisions import Decision, Exit
 
 FAILED = ("failed", "timeout")
 
 
 def disqualified(runs: list[dict], candidates: set[str], speculating: set[str], *,
-                 allow_output_change: bool) -> dict[str, str]:
-    """candidate -> why it leaves the race (the first reason its runs give, in run order)."""
-    out: dict[str, str] = {}
+                 allow_output_change: bool) -> dict[str, Decision]:
+    """candidate -> why it leaves the race (the first reason its runs give, in run order), with the run that gave it."""
+    out: dict[str, Decision] = {}
     for r in runs:
         name = r["arm"]
         if name not in candidates or name in out:
             continue
-        where = f"sweep {r['sweep_id']}, repeat {r['repeat_index'] + 1}"
+        where = {"sweep_id": r["sweep_id"], "repeat": r["repeat_index"] + 1}
         if r["status"] in FAILED:
-            out[name] = f"{r['status']} ({r.get('failure_class') or 'no class'}) in {where}"
+            out[name] = Decision(name, Exit.FAILED, status=r["status"], failure_class=r.get("failure_class"), **where)
         elif r["status"] != "ok":
             continue  # interrupted: run again after a resume; skipped arms are infeasible before the race
         elif not r.get("decode_tps"):
-            out[name] = f"no decode speed could be read in {where}"
+            out[name] = Decision(name, Exit.NO_SPEED, **where)
         elif name in speculating and r.get("n_drafted") == 0:
-            out[name] = f"drafted nothing in {where}: no speculation result"
+            out[name] = Decision(name, Exit.DRAFTED_NOTHING, **where)
         elif r.get("outputs_differ") and not allow_output_change:
-            token = r.get("first_diff_token")
-            out[name] = (f"its output at temperature 0 differs from its control's ({where}"
-                         f"{f', first at token {token}' if token is not None else ''}); --allow-output-change keeps it")
+            out[name] = Decision(name, Exit.OUTPUT_CHANGED, first_diff_token=r.get("first_diff_token"), **where)
         elif r.get("degenerate_loop"):
-            out[name] = f"its output loops ({where}) where plain decoding's does not"
+            out[name] = Decision(name, Exit.LOOPS, **where)
     return out
 
 
@@ -46,12 +46,9 @@ def output_changes(runs: list[dict], candidates: set[str]) -> set[str]:
     return {r["arm"] for r in runs if r["arm"] in candidates and r["status"] == "ok" and r.get("outputs_differ")}
 
 
-def looping_baseline(runs: list[dict], baseline: str) -> str | None:
-    """Why the race is refused, where plain decoding's own text loops."""
+def looping_baseline(runs: list[dict], baseline: str) -> Decision | None:
+    """The race refused, where plain decoding's own text loops (the first run that shows it)."""
     looped = [r for r in runs if r["arm"] == baseline and r["status"] == "ok" and r.get("degenerate_loop")]
     if not looped:
         return None
-    r = looped[0]
-    return (f"plain decoding's text loops on this workload (sweep {r['sweep_id']}, repeat {r['repeat_index'] + 1}): "
-            f"an n-gram draft wins there by copying the loop, which says nothing about real text; give a prompt "
-            f"whose continuation does not loop")
+    return Decision(baseline, Exit.REFUSED, sweep_id=looped[0]["sweep_id"], repeat=looped[0]["repeat_index"] + 1)

@@ -36,9 +36,12 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from scipy import stats as scipy_stats
+
+from orchestrator.tune.decisions import Decision, Exit
+from orchestrator.tune.rules import GRID_REPEATS, Rules  # noqa: F401  (race.Rules, race.GRID_REPEATS: the rule)
 
 Block = tuple[int, int]  # (sweep id, repeat index)
 Scores = dict[str, dict[Block, float]]  # candidate -> block -> log(candidate tok/s / baseline tok/s)
@@ -50,32 +53,11 @@ METHOD = ("dropped: one-sided t on log speed ratios against the yardstick (the b
 
 
 @dataclass(frozen=True)
-class Rules:
-    """The racing rule, stored with the tune (a resume races by the same rule)."""
-
-    alpha: float = 0.05  # per round, over that round's comparisons with the leader (Holm)
-    tie_margin: float = 0.02  # survivors whose 95% bounds sit within 2% of the leader: practically the same
-    min_runs: int = 3  # scores a winner needs (its interval is reported)
-    max_runs: int = 10  # a candidate's scores after which more runs are not spent on it
-    group: int = 8  # candidates per block, beside the baseline and their controls
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class Noise:
     sd: float | None  # the pooled spread of one score, on the log scale
     df: int  # its degrees of freedom (0: no spread known yet, so nothing can be dropped)
     programs: dict[str, tuple[str, int]] = field(default_factory=dict)  # candidate -> (its control, the blocks its
     # program term is averaged over); absent: a candidate measured against plain decoding directly
-
-
-@dataclass(frozen=True)
-class Drop:
-    name: str
-    reason: str
-    speedup: float  # exp(mean score) when dropped
 
 
 @dataclass(frozen=True)
@@ -213,8 +195,9 @@ def yardstick(scores: Scores, survivors, reference: str) -> str | None:
     return leader(scores, [s for s in survivors if s == reference or len(scores.get(s, {})) >= 2])
 
 
-def eliminate(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules) -> list[Drop]:
-    """The survivors confidently slower than the yardstick (one-sided t with pooled noise, Holm over the round)."""
+def eliminate(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules) -> list[Decision]:
+    """The survivors confidently slower than the yardstick (one-sided t with pooled noise, Holm over the round),
+    each dropped with its numbers (decisions.words says them)."""
     top = yardstick(scores, survivors, reference)
     if top is None or not noise.df or not noise.sd:
         return []
@@ -228,10 +211,9 @@ def eliminate(scores: Scores, survivors, reference: str, noise: Noise, rules: Ru
         p_values[name] = float(scipy_stats.t.sf(diff / se, noise.df)) if se > 0 else (0.0 if diff > 0 else 1.0)
         ratios[name] = math.exp(-diff)
     dropped = holm(p_values, rules.alpha)
-    leading = "plain decoding" if top == reference else top
-    return [Drop(name, f"slower than {leading}: {ratios[name]:.2f}x its speed after {len(scores[name])} run(s), "
-                       f"p={p_values[name]:.2g} (Holm over {len(p_values)})",
-                 math.exp(mean(scores[name].values())))
+    return [Decision(name, Exit.DROPPED, speedup=math.exp(mean(scores[name].values())),
+                     against=None if top == reference else top, ratio=ratios[name], runs=len(scores[name]),
+                     p=p_values[name], family=len(p_values))
             for name in sorted(dropped, key=lambda n: p_values[n])]
 
 

@@ -15,7 +15,9 @@ from orchestrator import tables
 from orchestrator.report import html
 from orchestrator.report.plots import plt, save
 from orchestrator.store import tune_queries
-from orchestrator.tune import race
+from orchestrator.tune import decisions, race
+from orchestrator.tune.answer import Answer
+from orchestrator.tune.rules import Rules, percent
 
 ANSWER_COLUMNS = ["candidate", "state", "runs", "vs_plain", "vs_control", "acceptance"]
 EVENT_COLUMNS = ["round", "candidate", "event", "reason"]
@@ -38,17 +40,17 @@ def write(con, tune_id: int, out_dir: Path) -> Path:
     title = f"orch report: tune {tune_id}"
     lines = [f"# {title}", "", f"**Verdict:** {tables.md_text(result.get('verdict') or row['state'])}", "",
              "## What was raced", "", *_what(row), ""]
-    answers = {a["workload"]: a for a in result.get("answers", [])}
+    answers = {a.workload: a for a in _answers(tune_id, result)}
     for workload in dict.fromkeys([r["workload"] for r in rounds] + list(answers)):
         lines += [f"## Workload {tables.md_text(workload)}", ""]
         answer = answers.get(workload)
         if answer:
-            lines += [tables.md_text(answer["verdict"]), "", tables.render(answer["rows"], "md", ANSWER_COLUMNS), ""]
-            if answer.get("command"):
-                said = "Run it" if answer["state"] == race.WINNER else "The leader (no winner)"
-                lines += [f"{said}: {tables.md_code(answer['command'])}", ""]
-            if answer.get("server"):
-                lines += [f"Served: {tables.md_code(answer['server'])}", ""]
+            lines += [tables.md_text(answer.verdict), "", tables.render(answer.rows, "md", ANSWER_COLUMNS), ""]
+            if answer.command:
+                said = "Run it" if answer.state == race.WINNER else "The leader (no winner)"
+                lines += [f"{said}: {tables.md_code(answer.command)}", ""]
+            if answer.server:
+                lines += [f"Served: {tables.md_code(answer.server)}", ""]
         mine = [r for r in rounds if r["workload"] == workload]
         png = draw(workload, mine, [e for e in events if e["workload"] == workload],
                    [r for r in runs if r["sweep_id"] in {x["sweep_id"] for x in mine}],
@@ -58,7 +60,7 @@ def write(con, tune_id: int, out_dir: Path) -> Path:
                       "block) after each round; x: dropped as slower than the yardstick (the best survivor measured "
                       "twice, or plain decoding), diamond: disqualified.", "",
                       f"![the race, {tables.md_text(workload)}]({png.name})", ""]
-        decided = [e for e in events if e["workload"] == workload]
+        decided = [{**e, "reason": _reason(e)} for e in events if e["workload"] == workload]
         if decided:
             lines += ["Decisions:", "", tables.render(decided, "md", EVENT_COLUMNS), ""]
     text = "\n".join(lines).rstrip() + "\n"
@@ -68,15 +70,35 @@ def write(con, tune_id: int, out_dir: Path) -> Path:
     return path
 
 
+def _answers(tune_id: int, result: dict) -> list[Answer]:
+    try:
+        return [Answer.from_dict(a) for a in result.get("answers", [])]
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        from orchestrator.errors import TuneResumeError
+
+        raise TuneResumeError(f"tune {tune_id}: its stored answer does not read ({type(exc).__name__}: {exc})"
+                              ) from None
+
+
+def _reason(event: dict) -> str | None:
+    """A decision as decisions.words says it now; a row whose kind was never told (before m025), as stored."""
+    try:
+        return decisions.words(decisions.from_row(event), event=False)
+    except ValueError:
+        return event["reason"]
+
+
 def _what(row: dict) -> list[str]:
     rules = row.get("rules") or {}
     budget = row.get("budget") or {}
-    spent = ", ".join(f"{v} {k}" for k, v in budget.items() if v) or "the grid's cost at 5 repeats"
+    repeats = rules.get("grid_repeats", Rules.grid_repeats)  # a tune stored before it: the grid of 5 it was
+    alpha, margin = rules.get("alpha", Rules.alpha), percent(rules.get("tie_margin", Rules.tie_margin))
+    spent = ", ".join(f"{v} {k}" for k, v in budget.items() if v) or f"the grid's cost at {repeats} repeats"
     return [f"- recipe {tables.md_code(row['recipe_path'])} on build {tables.md_code(row['build_name'])}",
             f"- candidates: {tables.md_text(row.get('space_source') or 'the recipe arms and matrix')}",
             f"- budget per workload: {spent}; state {row['state']}",
-            f"- rule: one-sided t on log speed ratios, pooled noise, Holm at {rules.get('alpha', 0.05)} per round; "
-            f"tied within {100 * rules.get('tie_margin', 0.02):.0f}%; {rules.get('max_runs')} runs per candidate "
+            f"- rule: one-sided t on log speed ratios, pooled noise, Holm at {alpha} per round; "
+            f"tied within {margin}; {rules.get('max_runs')} runs per candidate "
             f"at most; output changes {'allowed' if rules.get('allow_output_change') else 'disqualify'}"]
 
 

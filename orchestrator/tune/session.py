@@ -24,11 +24,14 @@ from orchestrator.errors import (
 )
 from orchestrator.hashing import sha256_text
 from orchestrator.proc import Owner, this_process
+from orchestrator.parse.modes import mode_of, names_where
 from orchestrator.recipe.plan import parse_set, read_recipe, read_vars, recipe_meta
+from orchestrator.recipe.set_lists import refuse_lists
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest
 from orchestrator.store import tune_queries, tunes
-from orchestrator.tune import answer, driver, race, space
+from orchestrator.tune import answer, decisions, driver, race, space
+from orchestrator.tune.decisions import Decision
 from orchestrator.tune.driver import Budget
 
 
@@ -54,10 +57,26 @@ class TuneResult:
     tune_id: int
     answers: list[answer.Answer]
     notes: list[str] = field(default_factory=list)
+    build: str | None = None  # the build raced on, as the stored result names it (`--show`)
 
     @property
     def verdict(self) -> str:
         return f"tune {self.tune_id}: " + "; ".join(a.verdict for a in self.answers)
+
+    def to_dict(self) -> dict:
+        """As `orch tune --json` prints it: the stored result (answers, verdict, build) with the tune's id."""
+        out = {"tune_id": self.tune_id, "answers": [a.to_dict() for a in self.answers], "verdict": self.verdict}
+        return {**out, "build": self.build} if self.build else out
+
+    @classmethod
+    def stored(cls, row: dict) -> TuneResult:
+        """A finished tune's answers read back from its row (`--show`); one line where they do not read."""
+        try:
+            return cls(row["id"], [answer.Answer.from_dict(a) for a in row["result"]["answers"]],
+                       build=row["result"].get("build"))
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise TuneResumeError(f"tune {row['id']}: its stored answer does not read ({type(exc).__name__}: "
+                                  f"{exc}); `orch report --tune {row['id']}` shows its decisions") from None
 
 
 def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
@@ -100,12 +119,26 @@ def _check_recipe(row: dict) -> None:
                               f"what was started: restore the recipe, or start a new tune")
 
 
-def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
-    """Check everything (build, space, every workload's candidates) before the tune row exists, then race."""
+@dataclass
+class Checked:
+    """A tune as a start checks it, before anything is stored: its build, space and every workload's candidates."""
+
+    build: Build
+    files: list[Path | None]
+    grids: list[dict] | None
+    source: str | None
+    notes: list[str]
+    workloads: dict[str, dict]  # each workload file's values (its key: _key), what a resume races again
+    prepared: dict[str, recipe_run.PreparedRecipe]  # by str(file)
+
+
+def check(request: TuneRequest) -> Checked:
+    """Everything a tune needs, checked (build, space, candidates, the budget against one round); nothing stored."""
+    refuse_lists(request.overrides, "orch tune", "race values with --space, or run them with orch run --set")
     build = runnable_build(request.build_ref)
     files = workload_files(request.workloads, request.recipe)
     grids, source, notes = _space(request, build)
-    workloads = {_key(f): read_vars(f) if f else {} for f in files}  # their values: what a resume races again
+    workloads = {_key(f): read_vars(f) if f else {} for f in files}
     prepared = {str(f): _prepare(request, build, workloads[_key(f)], grids) for f in files}
     if request.budget.runs is not None:  # refused before the tune exists: a race needs its first round whole
         least = max(driver.first_round_runs(p, request.rules) for p in prepared.values())
@@ -113,6 +146,14 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
             raise InvalidOption(f"--budget {request.budget.runs}runs is less than one round (about {least} runs: "
                                 f"every candidate once, with plain decoding and the controls); give at least that, "
                                 f"or fewer candidates (--arms, --space)")
+    return Checked(build, files, grids, source, notes, workloads, prepared)
+
+
+def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
+    """Check everything (build, space, every workload's candidates) before the tune row exists, then race."""
+    found = check(request)
+    build, files, grids, source, notes, workloads, prepared = (found.build, found.files, found.grids, found.source,
+                                                               found.notes, found.workloads, found.prepared)
     database = store.Database(request.db or _db())
     given = {"vars_file": str(request.vars_file.absolute()) if request.vars_file else None,
              "vars_values": read_vars(request.vars_file), "workload_values": workloads,
@@ -128,7 +169,7 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
         _own(con, tune_id)
     for note in notes:
         say(f"orch: tune {tune_id}: {note}")
-    return _execute(database, tune_id, request, build, prepared, files, argv=argv, say=say, rounds=[], events=[])
+    return _execute(database, tune_id, request, build, prepared, files, argv=argv, say=say, rounds=[], decided=[])
 
 
 def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResult:
@@ -137,15 +178,14 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
     _check_recipe(row)
     try:  # a stored row is data: one that does not read is one line, never a traceback
         given = row["variables"] or {}
-        rules = dict(row["rules"])
-        allow = rules.pop("allow_output_change", False)
+        rules, allow = stored_rules(row)
         kept = "vars_values" in given  # the files' values as the tune started (tunes stored before: their paths)
         request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
                               vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
                               overrides=(*(_as_overrides(given["vars_values"]) if kept else ()),
                                          *(given.get("overrides") or ())), arms=tuple(given.get("arms") or ()),
                               models=Path(given["models"]) if given.get("models") else None,
-                              budget=Budget(**row["budget"]), rules=race.Rules(**rules), allow_output_change=allow,
+                              budget=Budget(**row["budget"]), rules=rules, allow_output_change=allow,
                               timeout=float(given.get("timeout", 600.0)), db=database.path)
         files = [Path(w) if w else None for w in row["workloads"]]
         values = given["workload_values"] if kept else {_key(f): read_vars(f) if f else {} for f in files}
@@ -153,14 +193,27 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise TuneResumeError(f"tune {row['id']}: its stored settings do not read ({type(exc).__name__}: {exc}); "
                               f"it cannot be resumed: start a new tune") from None
-    build = runnable_build(row["build_name"])
-    prepared = {str(f): _prepare(request, build, values[str(f)], row["space"]) for f in files}
     with database.read() as con:
         rounds, events = tune_queries.rounds(con, row["id"]), tune_queries.events(con, row["id"])
+    try:  # decisions are read back typed; a row whose kind m025 could not tell refuses the resume in one line
+        decided = [(e["workload"], decisions.from_row(e)) for e in events]
+    except ValueError as exc:
+        raise TuneResumeError(f"tune {row['id']}: a stored decision does not read ({exc}); it cannot be resumed: "
+                              f"start a new tune (`orch report --tune {row['id']}` shows what it decided)") from None
+    build = runnable_build(row["build_name"])
+    prepared = {str(f): _prepare(request, build, values[str(f)], row["space"]) for f in files}
     take_over(database, row)
     say(f"orch: tune {row['id']}: resuming with {len(rounds)} round(s) already run")
     return _execute(database, row["id"], request, build, prepared, files, argv=argv, say=say, rounds=rounds,
-                    events=events)
+                    decided=decided)
+
+
+def stored_rules(row: dict) -> tuple[race.Rules, bool]:
+    """The rule a tune was started with, and whether it allows output changes: what its resume races by (a tune
+    stored before a rule existed takes its default; one that names no rule this orch knows raises TypeError)."""
+    rules = dict(row["rules"])
+    allow = bool(rules.pop("allow_output_change", False))
+    return race.Rules(**rules), allow
 
 
 def stored(database: store.Database, ref: str) -> dict:
@@ -222,9 +275,9 @@ def _prepare(request: TuneRequest, build: Build, workload: dict, grids: list[dic
                            overrides=_as_overrides(workload) + tuple(request.overrides), models=request.models,
                            arms=request.arms, db=request.db, space=None if grids is None else tuple(grids))
     prepared = recipe_run.prepare_recipe(recipe, build)
-    if prepared.plan.mode != "cli":
-        raise InvalidOption(f"orch tune races CLI recipes; {request.recipe} is a {prepared.plan.mode} recipe "
-                            f"(recipes/tune.j2 is one made for it)")
+    if not mode_of(prepared.plan.mode).races:
+        raise InvalidOption(f"orch tune races {' and '.join(names_where('races'))} recipes; {request.recipe} is a "
+                            f"{prepared.plan.mode} recipe (recipes/tune.j2 is one made for it)")
     if prepared.plan.baseline is None:
         raise InvalidOption(f"{request.recipe} has no baseline arm: tune measures every candidate against plain "
                             f"decoding; give the recipe a baseline (`\"baseline\": {{...}}` in its meta)")
@@ -232,21 +285,18 @@ def _prepare(request: TuneRequest, build: Build, workload: dict, grids: list[dic
 
 
 def _execute(database, tune_id: int, request: TuneRequest, build: Build, prepared: dict, files: list,
-             *, argv: list[str], say, rounds: list[dict], events: list[dict]) -> TuneResult:
+             *, argv: list[str], say, rounds: list[dict], decided: list[tuple[str, Decision]]) -> TuneResult:
     answers = []
     try:
         for f in files:
             name = answer.workload_name(f)
-            r = driver.Race(tune_id=tune_id, workload=name, prepared=prepared[str(f)], rules=request.rules,
-                            budget=request.budget, allow_output_change=request.allow_output_change,
-                            timeout=request.timeout, argv=argv, say=say,
-                            rounds=[x for x in rounds if x["workload"] == name])
-            for e in events:
-                if e["workload"] == name and e["event"] in driver.LEFT_EVENTS:
-                    r.left[e["candidate"]] = e["reason"] if e["reason"].startswith(e["event"]) else \
-                        f"{e['event']}: {e['reason']}"
-            r.ended = any(e["workload"] == name and e["event"] in driver.ENDS for e in events)
-            found = driver.run_race(r)
+            settings = driver.RaceSettings(tune_id=tune_id, workload=name, prepared=prepared[str(f)],
+                                           rules=request.rules, budget=request.budget,
+                                           allow_output_change=request.allow_output_change, timeout=request.timeout,
+                                           argv=argv, say=say)
+            state = driver.RaceState.stored([x for x in rounds if x["workload"] == name],
+                                            [d for w, d in decided if w == name])
+            found = driver.run_race(settings, state)
             say(f"orch: tune {tune_id}: {found.verdict}")
             answers.append(found)
     except (KeyboardInterrupt, Interrupted):

@@ -197,7 +197,7 @@ CASES = [
     ("tune budget of a fraction of a run", [*TUNE, "--budget", "1.5runs"], 2, "runs are counted whole"),
     ("tune arms naming nothing", [*TUNE, "--arms", " , "], 2, "names no arm; leave --arms out"),
     ("run arms naming nothing", ["run", f"{R}/recipe_a.j2", *TINY_A, "--arms", "", "--dry-run"], 2, "names no arm"),
-    ("tune a server recipe", ["tune", f"{R}/server_spec.j2", *TINY_A, "--build", COMMIT], 10, "races CLI recipes"),
+    ("tune a server recipe", ["tune", f"{R}/server_spec.j2", *TINY_A, "--build", COMMIT], 10, "races cli recipes"),
     ("tune resume without a tune", ["tune", "--resume", "--db", "{d}/made.duckdb"], 50, "no unfinished tune"),
     ("tune show without a tune", ["tune", "--show", "--db", "{d}/made.duckdb"], 50, "no finished tune"),
     ("compare with a bad threshold", ["compare", "--base", "a", "--head", "b", "--threshold", "lots", "--db",
@@ -384,7 +384,7 @@ def test_the_worst_values_a_user_can_type_are_stored_and_every_read_command_read
     assert res.returncode == 0, res.stderr
     reads = [["summary"], ["summary", "--format", "md"], ["summary", "--format", "csv"], ["summary", "--format",
              "json"], ["summary", "--wide"], ["runs"], ["runs", "--json"], ["show", "1"], ["show", "1", "--no-logs"],
-             ["watch", "--once"], ["query", "SELECT * FROM sweeps"], ["report", "-o", str(tmp_path / "rep")],
+             ["watch", "--once"], ["sweeps"], ["query", "SELECT * FROM sweeps"], ["report", "-o", str(tmp_path / "rep")],
              ["export", "--out", str(tmp_path / "exp")], ["import", str(tmp_path / "exp"), "--db",
              str(tmp_path / "b.duckdb")], ["repair"], ["reparse"], ["logs", "1", "--out", str(tmp_path / "logs")]]
     for read in reads:

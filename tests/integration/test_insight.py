@@ -189,3 +189,28 @@ def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
     assert "No energy per token: orch reads power from NVIDIA GPUs (NVML)" in page
     html = (tmp_path / "report" / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(pngs) and "<h2>Verdict</h2>" in html
+
+
+def test_a_report_to_share_names_no_folder_or_host_of_this_machine(orch_exe, sweep_env, tmp_path):
+    """--anonymize: this machine's folders (models, the checkout the recipe was run from) and its host name are
+    placeholders in both pages, the pictures still decode; without it the page names them."""
+    import base64
+    import re
+    import socket
+
+    plain = run_orch(orch_exe, "report", "1", "--out", str(tmp_path / "plain"), env=sweep_env)
+    shared = run_orch(orch_exe, "report", "1", "--out", str(tmp_path / "shared"), "--anonymize", env=sweep_env)
+    assert plain.returncode == shared.returncode == 0, shared.stderr
+    assert shared.stdout.split() == [str(tmp_path / "shared" / "report.md"), str(tmp_path / "shared" / "report.html")]
+    host = re.compile(rf"\b{re.escape(socket.gethostname())}\b")
+    local = [sweep_env["ORCH_MODELS"], str(ROOT)]
+    before = (tmp_path / "plain" / "report.md").read_text()
+    assert all(folder in before for folder in local) and host.search(before)
+    for name in ("report.md", "report.html"):
+        page = (tmp_path / "shared" / name).read_text()
+        assert not [folder for folder in local if folder in page] and not host.search(page), name
+    page = (tmp_path / "shared" / "report.md").read_text()
+    assert "<models>" in page and "<host>" in page
+    html = (tmp_path / "shared" / "report.html").read_text()
+    for encoded in html.split("data:image/png;base64,")[1:]:
+        assert base64.b64decode(encoded.split('"', 1)[0])[:8] == b"\x89PNG\r\n\x1a\n"  # pictures left whole

@@ -227,7 +227,7 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
     from orchestrator.build.on_disk import runnable_build
     from orchestrator.cluster import executor
     from orchestrator.recipe.plan import load
-    from orchestrator.run import prepare
+    from orchestrator.run import recipe_run
 
     for name in ("ORCH_BUILDS_DIR", "ORCH_LLAMA_REPO"):
         monkeypatch.setenv(name, cache_env[name])
@@ -237,12 +237,7 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
     build = runnable_build(COMMIT)
     builtins = {"bin": build.bin_dir, "build": build.described()}
     plan = load(RECIPE, builtins=builtins, vars_file=TINY, overrides=("n_predict=512",), repeat=2)
-    prepared = prepare.prepare(plan, build)
-    db = store.Database(tmp_path / "r.duckdb")
-    with db.write() as con:
-        from orchestrator.build.builder import register
-
-        register(con, build, only_if_missing=True)
+    prepared = recipe_run.prepare_plan(plan, build, database=store.Database(tmp_path / "r.duckdb"))
     ray.init(address=cluster.address, log_to_driver=False)
     victims = []
 
@@ -258,8 +253,8 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
     killer = threading.Thread(target=kill_one)
     killer.start()
     try:
-        results = executor.dispatch(db, plan, build, prepared, executor.RayOptions(cluster.address, retries=0),
-                                    orch_argv=["test"])
+        results = executor.run_prepared_on_ray(prepared, recipe_run.RunOptions(orch_argv=["test"]),
+                                               executor.RayOptions(cluster.address, retries=0))
     finally:
         killer.join()
         ray.shutdown()

@@ -21,7 +21,7 @@ from integration.conftest import (
     orch_run,
     run_orch,
 )
-from orchestrator.errors import MissingModels, NoSuchRun
+from orchestrator.errors import MissingModels, NoSuchRun, RecipeError, RunsFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = str(ROOT / "recipes" / "recipe_a.j2")
@@ -109,6 +109,28 @@ def test_dry_run_prints_rendered_and_executed_argv(orch_exe, env):
     assert res.returncode == 0, res.stderr
     assert "arm draft (against control:llama-speculative-simple):" in res.stdout and '"--draft-max"' in res.stdout and '"--spec-draft-n-max"' in res.stdout
     assert not Path(env["ORCH_DB"]).exists()  # nothing ran, nothing stored
+
+
+def test_a_comma_list_in_set_runs_one_sweep_per_value_each_with_its_own_baseline(orch_exe, env):
+    """--set draft_max=2,4 (llama-bench's -p 512,1024): one sweep per value, both checked before either runs;
+    the dry run shows each, and a bad value in any combination stops the command before a run."""
+    shown = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--set", "draft_max=2,4", "--dry-run", "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    plans = json.loads(shown.stdout)
+    assert [p["set"] for p in plans] == [["draft_max=2"], ["draft_max=4"]]
+    drafts = [next(a["rendered"] for a in p["arms"] if a["arm"] == "draft") for p in plans]
+    assert [argv[argv.index("--draft-max") + 1] for argv in drafts] == ["2", "4"]
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--set", "draft_max=2,4", "--set", "n_predict=8",
+                   "--repeat", "1", env=env)
+    assert res.returncode in (0, RunsFailed.exit_code), res.stderr
+    sweeps = db_rows(env, "SELECT id, variables->>'draft_max' AS draft_max FROM sweeps ORDER BY id")
+    assert [s["draft_max"] for s in sweeps] == ["2", "4"]
+    baselines = db_rows(env, "SELECT sweep_id, count(*) AS n FROM runs WHERE is_baseline GROUP BY 1 ORDER BY 1")
+    assert [b["n"] for b in baselines] == [1, 1]
+    bad = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--set", "draft_max=2,x", "--set", "n_predict=8",
+                   env=env)
+    assert bad.returncode == RecipeError.exit_code and "draft_max" in bad.stderr
+    assert len(db_rows(env, "SELECT id FROM sweeps")) == 2  # nothing more ran
 
 
 def test_a_drafts_cost_is_said_before_launch_and_one_that_cannot_pay_is_warned(orch_exe, env, tiny_dir):

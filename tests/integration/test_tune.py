@@ -94,6 +94,21 @@ def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(o
     assert (out / "race-tune1-short_fact.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     again = run_orch(orch_exe, "tune", "--resume", env=env)
     assert again.returncode == TuneResumeError.exit_code and "no unfinished tune" in again.stderr
+    # A tune travels with its sweeps: exported, imported into another file, shown there alike, its rounds on the
+    # imported sweeps; imported twice, nothing doubles.
+    export = tmp_path / "export"
+    assert run_orch(orch_exe, "export", "--out", str(export), env=env).returncode == 0
+    other = {**env, "ORCH_DB": str(tmp_path / "other.duckdb")}
+    for _ in range(2):
+        imported = run_orch(orch_exe, "import", str(export), env=other)
+        assert imported.returncode == 0, imported.stderr
+    there = run_orch(orch_exe, "tune", "--show", "1", env=other)
+    assert there.returncode == 0 and there.stdout.splitlines()[-1] == lines[-1]
+    count = "SELECT (SELECT count(*) FROM tunes) AS tunes, (SELECT count(*) FROM tune_rounds) AS rounds, " \
+            "(SELECT count(*) FROM tune_events) AS events"
+    assert db_rows(other, count) == db_rows(env, count)
+    assert db_rows(other, "SELECT count(*) AS n FROM tune_rounds t LEFT JOIN sweeps s ON s.id = t.sweep_id "
+                          "WHERE s.id IS NULL") == [{"n": 0}]
 
 
 def test_a_tune_whose_orch_still_runs_is_not_resumed_by_a_second_one(orch_exe, env, space):
@@ -203,3 +218,17 @@ def test_on_gemma_a_looping_workload_is_refused_and_a_repetitive_one_raced_like_
     assert reruns, "no count-matched control on a list that ngram-simple drafts"
     measured = [r for r in repeat["rows"] if r["candidate"].startswith("ngram-simple") and r["vs_plain"]]
     assert measured and all(r["acceptance"] and r["vs_control"] for r in measured)
+
+
+def test_a_dry_run_says_what_a_tune_would_race_and_stores_nothing(orch_exe, env, space):
+    shown = run_orch(orch_exe, *tune_argv(orch_exe, space, "--dry-run", "--json")[1:], env=env)
+    assert shown.returncode == 0, shown.stderr
+    (preview,) = json.loads(shown.stdout)
+    assert preview["workload"] == "short_fact" and preview["candidates"][0] == "baseline"
+    assert len(preview["candidates"]) == 7 and preview["first_round_runs"] == 8  # six drafts, plain, their control
+    assert preview["grid_runs"] == (6 + 1 + 1) * 5 and preview["budget"].startswith("40 runs")
+    text = run_orch(orch_exe, *tune_argv(orch_exe, space, "--dry-run")[1:], env=env)
+    assert text.returncode == 0 and "== short_fact: 7 candidates" in text.stdout and "draft:draft_max=8" in text.stdout
+    assert not Path(env["ORCH_DB"]).exists()  # nothing ran, nothing stored
+    listed = run_orch(orch_exe, *tune_argv(orch_exe, space, "--set", "n_predict=8,16", "--dry-run")[1:], env=env)
+    assert listed.returncode == 12 and "`orch tune` takes one value per variable" in listed.stderr

@@ -65,17 +65,18 @@ def test_mirror_list_on_an_empty_mirror(orch_env):
     assert result.exit_code == 0 and "is empty" in result.output
 
 
-def stored_sweep(db, build="0c1e57098-cpu"):
+def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0)):
     """A real results file with one noisy two-arm sweep on `build`."""
     from orchestrator import store
 
     con = store.connect(db)
     con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) VALUES "
-                "(?, ?, '0c1e57098bba', '0c1e57098bba', 'cpu', 'ok', 'd') ON CONFLICT DO NOTHING", [build + "@1", build])
+                "(?, ?, ?, ?, 'cpu', 'ok', 'd') ON CONFLICT DO NOTHING", [build + "@1", build, build[:9] + "bba",
+                                                                           build[:9] + "bba"])
     sweep = store.create_sweep(con, {"recipe_path": "recipes/recipe_a.j2", "recipe_hash": "h", "recipe_text": "t",
-                                     "mode": "cli", "repeat": 3, "build_name": build, "build_id": build + "@1",
-                                     "status": "done"})
-    for rep, tps in enumerate((100.0, 130.0, 90.0)):
+                                     "mode": "cli", "repeat": len(speeds), "build_name": build,
+                                     "build_id": build + "@1", "status": "done"})
+    for rep, tps in enumerate(speeds):
         for arm in ("baseline", "draft"):
             run = store.insert_run(con, {"sweep_id": sweep, "build_id": build + "@1", "arm": arm,
                                          "is_baseline": arm == "baseline",
@@ -124,6 +125,7 @@ def test_summary_columns_and_their_errors(orch_env):
     assert "orch summary --explain" in wide
     explained = CliRunner().invoke(main, ["summary", "--wide", "--explain"]).output
     assert "warning: sweep 1, arm baseline (high_cv): decode speed varies" in explained
+    assert CliRunner().invoke(main, ["summary", "--wide", "--explain", "1"]).output == explained  # sweep 1, not a code
 
 
 def test_comparing_a_build_with_itself_is_flagged(orch_env):
@@ -184,3 +186,40 @@ def test_builds_show_each_builds_speculation_methods_from_its_captured_help(orch
     listed = json.loads(CliRunner().invoke(main, ["builds", "--json"]).output)[0]["spec_methods"]
     has_mtp = "draft-mtp" in listed.get("llama-speculative-simple", [])
     assert has_mtp == (commit == "0c1e57098") and "draft-simple" in listed["llama-server"]
+
+
+def test_sweeps_lists_every_sweep_with_its_builds_runs_and_status_and_hints_point_there(orch_env):
+    from orchestrator import store
+
+    db = orch_env / "results.duckdb"
+    store.connect(db).close()
+    empty = CliRunner().invoke(main, ["sweeps"])
+    assert empty.exit_code == 0 and "no sweeps stored yet" in empty.output
+    stored_sweep(db)
+    stored_sweep(db, build="f49e91787-cpu")
+    listed = CliRunner().invoke(main, ["sweeps", "--format", "json"])
+    rows = json.loads(listed.stdout)
+    assert [(r["sweep"], r["recipe"], r["builds"], r["runs"], r["ok"], r["status"]) for r in rows] == [
+        (1, "recipe_a.j2", "0c1e57098-cpu", 6, 6, "done"), (2, "recipe_a.j2", "f49e91787-cpu", 6, 6, "done")]
+    assert CliRunner().invoke(main, ["sweeps", "--last", "1"]).output.splitlines()[-1].split()[:2] == ["2",
+                                                                                                        "recipe_a.j2"]
+    missing = CliRunner().invoke(main, ["summary", "7"])
+    assert missing.exit_code != 0 and "orch sweeps" in missing.output
+
+
+def test_compare_fails_on_a_regression_only_when_asked_after_printing_the_comparison(orch_env):
+    """--fail-on regression: exit 53 (asv continuous's gate) where a test is beyond the threshold and
+    statistically slower; the table is printed first either way, and no regression exits 0."""
+    from orchestrator.errors import Regressed
+
+    stored_sweep(orch_env / "results.duckdb", "aaaaaaaaa-cpu", speeds=(100.0, 101.0, 99.0, 100.5, 100.2))
+    stored_sweep(orch_env / "results.duckdb", "bbbbbbbbb-cpu", speeds=(80.0, 81.0, 79.5, 80.2, 80.6))
+    plain = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb"])
+    assert plain.exit_code == 0 and "regression" in plain.output
+    gated = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb", "--fail-on",
+                                      "regression"])
+    assert gated.exit_code == Regressed.exit_code and gated.output.startswith(plain.output)
+    assert "2 test(s) regressed from aaaaaaaaa-cpu to bbbbbbbbb-cpu: baseline, draft" in gated.output
+    better = CliRunner().invoke(main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on",
+                                       "regression", "--format", "json"])
+    assert better.exit_code == 0 and {r["verdict"] for r in json.loads(better.stdout)["rows"]} == {"improvement"}

@@ -83,7 +83,7 @@ def test_no_figure_without_a_busy_gpu_sample_in_the_window_and_no_row_without_gp
     assert queries.run_energy_row(con, cpu_only) is None  # no GPU power: no energy row, not a zero
     idle = queries.run_energy_row(con, cpu_build)
     assert idle["samples"] == 9 and idle["gpus"] == 0 and idle["joules_per_token"] is None  # not its energy
-    (arm,) = queries.arm_energy(con, [sweep], stats.T975_BY_DF)
+    (arm,) = queries.arm_energy(con, [sweep])
     assert arm["runs"] == 2 and arm["n"] == 0 and arm["gpu_idle_runs"] == 1
     energy = costs.arm_energy([arm])[(sweep, "draft")]
     assert energy.joules_per_token is None and energy.fields()["energy_runs"] == 0
@@ -96,7 +96,7 @@ def test_arm_energy_is_the_mean_with_an_interval_on_logs(tmp_path):
         run = a_run(con, sweep, repeat=rep)
         store.insert_telemetry(con, run, samples(decode_w=watts))
     per_run = [w * 4.0 / 400 for w in (280.0, 300.0, 330.0)]
-    energy = costs.arm_energy(queries.arm_energy(con, [sweep], stats.T975_BY_DF))[(sweep, "draft")]
+    energy = costs.arm_energy(queries.arm_energy(con, [sweep]))[(sweep, "draft")]
     logs = stats.describe([math.log(j) for j in per_run])
     assert energy.joules_per_token == pytest.approx(sum(per_run) / 3)
     assert (energy.low, energy.high) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))

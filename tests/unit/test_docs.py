@@ -133,3 +133,22 @@ def test_the_docs_layout_is_the_source_tree():
     assert sorted(packages) == sorted(p.name for p in root.iterdir() if (p / "__init__.py").exists())
     files = re.findall(r"\b(\w+\.py)\b", block.text)
     assert files and all(list(root.rglob(f)) for f in files), files
+
+
+def test_the_cli_reference_shows_real_defaults_not_clicks_sentinel(monkeypatch):
+    """click 8.3+ marks an option without a default with a sentinel that mkdocs-click printed as `Sentinel.UNSET` (63
+    times): docs_hooks gives a flag False and any other option None, --help included, when the site is built."""
+    import click
+    import docs_hooks
+    from mkdocs_click._docs import make_command_docs
+
+    from orchestrator.cli import main
+
+    monkeypatch.setattr(click.Command, "get_help_option", click.Command.get_help_option)  # restored after
+    every = [p for c in docs_hooks._commands(main) for p in c.params]
+    for param in every:
+        monkeypatch.setattr(param, "default", param.default)
+    docs_hooks.on_config({})
+    text = "\n".join(make_command_docs("orch", main, depth=1, style="table", list_subcommands=True))
+    assert "Sentinel" not in text and "UNSET" not in text
+    assert "| `--json` | boolean | " in text and "| `False` |" in text

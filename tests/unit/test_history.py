@@ -16,7 +16,8 @@ def test_only_a_change_beyond_the_threshold_and_significant_is_a_step(tmp_path):
               point("d", [70, 95, 82], "2026-01-04")]  # noisy: not significant
     lines = history.mark_steps(points, 0.05)
     assert [p.get("step") for p in points] == [None, False, True, False]
-    assert lines == ["step: b -> c: regression, 0.777x [0.754, 0.800] (threshold 5%, intervals)"]
+    # Welch df 3.77 between b and c: t 2.845 at that df (a rounded-down table said t(3) 3.182, [0.754, 0.800])
+    assert lines == ["step: b -> c: regression, 0.777x [0.757, 0.797] (threshold 5%, intervals)"]
     rows = history.rows(points)
     assert [r["step"] for r in rows] == [None, None, "regression", None]
     assert rows[2]["vs_previous"] == "0.777x" and rows[0]["ci95"] == "[97.5, 102.5]"

@@ -2,6 +2,9 @@
 plus its reader: the recipe loader accepts it and `orch reparse` reads its runs with it."""
 
 
+import re
+from pathlib import Path
+
 import pytest
 
 from orchestrator import store
@@ -17,6 +20,29 @@ def test_the_four_modes_and_what_their_table_says():
     assert modes.MODES["server"].parse is None  # read from its requests, not from its logs alone
     assert not modes.MODES["quality"].on_ray and modes.MODES["bench"].exit_first
     assert {m.name for m in modes.MODES.values() if m.controls} == {"cli", "quality"}
+    assert modes.names_where("serves") == ["server"] and modes.names_where("crosses_builds") == ["cli", "bench"]
+    assert modes.names_where("fits_depth") == ["quality", "bench"] and modes.names_where("races") == ["cli"]
+    assert set(modes.MODES["quality"].variables) == {"quality_base", "quality_text", "quality_ctx"}
+
+
+def test_the_server_modes_default_prompt_set_is_orchs_own():
+    from orchestrator.recipe import prompts
+
+    assert modes.REQUEST_OPTIONS["prompt_set"] == prompts.DEFAULT
+
+
+MODE_NAME = re.compile(r"""(==|!=|\bin\b|=|\bFROM)\s*\(?\s*["'](cli|server|quality|bench)["']|MODES\[["']""")
+
+
+def test_no_stage_names_a_mode_outside_the_table():
+    """What differs between modes is read from their entry (modes.py); a comparison with a mode's name elsewhere is a
+    behaviour the table does not hold. Shipped migrations keep the SQL they had."""
+    root = Path(modes.__file__).resolve().parents[1]
+    found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
+             for path in sorted(root.rglob("*.py")) if path.name != "modes.py" and "migrations" not in path.parts
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if MODE_NAME.search(line) and "mode" in line.lower()]
+    assert found == []
 
 
 def read_words(stdout: str, stderr: str) -> ParsedLog:

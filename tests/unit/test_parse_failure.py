@@ -208,3 +208,55 @@ def test_a_control_log_cut_after_its_speed_line_is_truncated_not_spec_not_engage
     whole = "".join(lines)
     assert parse.run_failure(parse.parse_run(stdout, whole), whole, tool="llama-speculative-simple", returncode=0,
                              signal=None, timed_out=False, expects_speculation=True) == (None, None)
+
+
+# --- decide_failure: the one decision, at run time (the exit known) and for saved logs (parse/saved_logs.py) -------
+
+ABORT = "load_tensors: loading model\n/src/ggml.c:123: GGML_ASSERT(n > 0) failed\n"
+
+
+def test_an_abort_line_stands_for_the_signal_only_where_the_exit_is_unknown():
+    from orchestrator.parse import Ended, Failure, decide_failure
+
+    saved = decide_failure(ABORT, expects_speculation=True)
+    assert saved == Failure("crash_signal", line="/src/ggml.c:123: GGML_ASSERT(n > 0) failed")
+    assert decide_failure(ABORT, expects_speculation=True, ended=Ended(None, 6)) == Failure("crash_signal")
+    assert decide_failure(ABORT, expects_speculation=True, ended=Ended(1, None)) == Failure("other")  # the exit says
+    assert decide_failure(ABORT, expects_speculation=True, ended=Ended(None, 9, timed_out=True)) == Failure("timeout")
+
+
+def test_a_known_error_line_comes_with_its_line_whatever_the_exit():
+    from orchestrator.parse import Ended, decide_failure
+
+    text = both("0c1e57098", "fail-removed-flag")
+    for ended in (None, Ended(1, None), Ended(None, 6)):
+        found = decide_failure(text, expects_speculation=True, ended=ended)
+        assert found.name == "unknown_flag" and "argument" in found.line and found.missing is None
+
+
+def test_a_cut_log_is_truncated_the_same_at_run_time_and_from_saved_logs():
+    from orchestrator import parse
+    from orchestrator.parse.saved_logs import LogFile, read_logs
+
+    lines = (LOGS / "0c1e57098" / "spec-simple-draft.stderr").read_text().splitlines(keepends=True)
+    cut = "".join(lines[:next(i for i, line in enumerate(lines) if line.rstrip().endswith("draft:"))])  # counters kept
+    parsed = parse.parse_run("", cut)
+    at_run = parse.decide_failure(cut, expects_speculation=True, parsed=parsed, tool="llama-speculative-simple",
+                                  ended=parse.Ended(0, None))
+    saved = parse.decide_failure(cut, expects_speculation=True, parsed=parsed, tool="llama-speculative-simple")
+    assert at_run == saved and at_run.name == "truncated_log" and "statistics" in at_run.missing
+    reading = read_logs([LogFile("run.stderr", cut.encode())])
+    assert (reading.kind, reading.failure_class) == ("speculative", "truncated_log")
+    assert at_run.missing in reading.failure_detail
+
+
+def test_the_block_check_comes_before_never_drafted():
+    from orchestrator import parse
+
+    lines = (LOGS / "0c1e57098" / "spec-simple-draft.stderr").read_text().splitlines(keepends=True)
+    cut = "".join(lines[:250])  # before the end block and the statistics line: drafting cannot be told
+    exit_0 = parse.Ended(0, None)
+    assert parse.decide_failure(cut, expects_speculation=True, ended=exit_0).name == "spec_not_engaged"
+    checked = parse.decide_failure(cut, expects_speculation=True, parsed=parse.parse_run("", cut),
+                                   tool="llama-speculative-simple", ended=exit_0)
+    assert checked.name == "truncated_log"

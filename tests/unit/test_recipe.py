@@ -77,6 +77,8 @@ def test_set_values_are_typed_like_toml():
     ('{% set meta = {"mode": "batch"} %}x', "mode 'batch'"),
     ('{% set meta = {"arms": {"a": {}}, "baseline": "b"} %}x', "baseline 'b'"),
     ('{% set meta = {"repeat": n} %}x', "must be a literal"),
+    ('{% set meta = {"warmup": -1} %}x', "meta warmup = -1: give a whole number"),
+    ('{% set meta = {"warmup": "1"} %}x', "meta warmup = '1'"),
     ("{% if %}", "r.j2:1"),
 ])
 def test_bad_metadata_is_reported(tmp_path, body, message):
@@ -231,3 +233,14 @@ def test_good_server_request_options_pass(tmp_path):
     plan = recipe.load(server_recipe(tmp_path, arms='{"a": {"temperature": 1}, "b": {"n_predict": -1}}'),
                        builtins=BUILTINS, overrides=("n_predict=8", "concurrency=2"))
     assert [a.params["n_predict"] for a in plan.arms] == [8, -1]
+
+
+def test_a_recipe_sets_its_own_warm_up_and_the_run_options_may_replace_it(tmp_path):
+    from orchestrator.run.recipe_run import RunOptions
+
+    path = tmp_path / "r.j2"
+    path.write_text('{% set meta = {"warmup": 2} %}/bin/tool -n {{ n_predict }}')
+    loaded = recipe.load(path, builtins=BUILTINS)
+    assert loaded.warmup == 2 and RunOptions().warmup_for(loaded) == 2 and RunOptions(warmup=0).warmup_for(loaded) == 0
+    path.write_text('/bin/tool -n {{ n_predict }}')
+    assert recipe.load(path, builtins=BUILTINS).warmup == 0

@@ -1,6 +1,7 @@
 """Statistics against values computed by hand (the arithmetic is in the comments) and small known cases."""
 
 import itertools
+import math
 
 import pytest
 
@@ -16,20 +17,20 @@ from orchestrator.analyze.warnings import (
 
 def test_describe_three_samples():
     # [10, 12, 14]: mean 12, deviations -2 0 2, sum of squares 8, / (n-1) = 4, stdev 2, cv 2/12.
-    # t(0.975, df=2) = 4.303; half width 4.303 * 2 / sqrt(3) = 4.303 * 1.154701 = 4.968676.
+    # t(0.975, df=2) = 4.302653; half width 4.302653 * 2 / sqrt(3) = 4.302653 * 1.154701 = 4.968275.
     s = stats.describe([14, 10, 12])
     assert (s.n, s.mean, s.median, s.min, s.max, s.stdev) == (3, 12, 12, 10, 14, 2)
     assert s.cv == pytest.approx(1 / 6)
-    assert s.ci_low == pytest.approx(12 - 4.968676, abs=1e-6)
-    assert s.ci_high == pytest.approx(12 + 4.968676, abs=1e-6)
+    assert s.ci_low == pytest.approx(12 - 4.968275, abs=1e-6)
+    assert s.ci_high == pytest.approx(12 + 4.968275, abs=1e-6)
 
 
 def test_describe_five_samples():
     # [100, 102, 98, 101, 99]: mean 100, median 100; squares 0 4 4 1 1 = 10, / 4 = 2.5, stdev 1.581139.
-    # t(df=4) = 2.776; half 2.776 * 1.581139 / sqrt(5) = 2.776 * 0.707107 = 1.962928.
+    # t(df=4) = 2.776445; half 2.776445 * 1.581139 / sqrt(5) = 2.776445 * 0.707107 = 1.963243.
     s = stats.describe([100, 102, 98, 101, 99])
     assert s.stdev == pytest.approx(1.581139, abs=1e-6)
-    assert (s.ci_low, s.ci_high) == pytest.approx((98.037072, 101.962928), abs=1e-6)
+    assert (s.ci_low, s.ci_high) == pytest.approx((98.036757, 101.963243), abs=1e-6)
     assert s.cv == pytest.approx(0.01581139, abs=1e-8)
 
 
@@ -43,24 +44,38 @@ def test_describe_small_and_dirty_inputs():
     assert stats.describe([0, 0]).cv is None  # no CV around a zero mean
 
 
-def test_t_table_lookup():
-    assert stats.t975(1) == 12.706 and stats.t975(30) == 2.042
-    assert stats.t975(35) == 2.042  # between 30 and 40: the smaller df, a slightly wider interval
-    assert stats.t975(60) == 2.000 and stats.t975(119.5) == 2.000 and stats.t975(120) == 1.980
-    assert stats.t975(121) == 1.96 and stats.t975(10_000) == 1.96
-    assert stats.t975(2.7) == 4.303  # Welch's fractional df round down
-    with pytest.raises(ValueError):
-        stats.t975(0.5)
+def test_t_quantile_at_the_exact_degrees_of_freedom():
+    # The textbook table's values to 3 decimals where it has them; between them and past 120 the exact quantile, not
+    # the next smaller df's or 1.96 (scipy's own at fractional df: tests/unit/test_intervals_agree).
+    assert round(stats.t975(1), 3) == 12.706 and round(stats.t975(30), 3) == 2.042
+    assert stats.t975(35) == pytest.approx(2.030108, abs=1e-6)
+    assert stats.t975(119.5) == pytest.approx(1.980015, abs=1e-6) and round(stats.t975(120), 3) == 1.980
+    assert stats.t975(121) == pytest.approx(1.979764, abs=1e-6) and stats.t975(10_000) == pytest.approx(1.9602, abs=1e-4)
+    assert stats.t975(2.7) == pytest.approx(3.392148, abs=1e-6)  # Welch's fractional df, not rounded down
+    assert stats.t975(0.5) > stats.t975(1)
+    for df in (0, -1, float("nan")):
+        with pytest.raises(ValueError):
+            stats.t975(df)
+
+
+def test_intervals_from_moments():
+    # n 3, mean 12, sd 2: the describe case above, from its moments; on logs, exp of the same ends.
+    assert stats.mean_interval(3, 12.0, 2.0) == pytest.approx((12 - 4.968275, 12 + 4.968275), abs=1e-6)
+    assert stats.log_interval(3, 0.1, 0.05) == pytest.approx(
+        tuple(math.exp(x) for x in stats.mean_interval(3, 0.1, 0.05)))
+    for n, mean, sd in ((1, 0.1, None), (0, None, None), (None, None, None), (2, 0.1, None)):
+        assert stats.mean_interval(n, mean, sd) == (None, None) == stats.log_interval(n, mean, sd)
 
 
 def test_ratio_of_means_delta_method():
     # base [98, 100, 102]: mean 100, stdev 2, cv 0.02; head [88, 90, 92]: mean 90, stdev 2, cv 0.022222.
     # var(log ratio) = 0.02^2/3 + 0.022222^2/3 = 0.000133333 + 0.000164609 = 0.000297942, se 0.0172610.
-    # Welch df = 0.000297942^2 / (0.000133333^2/2 + 0.000164609^2/2) = 8.87690e-8 / 2.24366e-8 = 3.956 -> t(3) 3.182.
-    # ratio 0.9, interval 0.9 * e^(-/+ 3.182 * 0.0172610) = 0.9 * e^(-/+0.0549245) = 0.851904, 0.950812.
+    # Welch df = 0.000297942^2 / (0.000133333^2/2 + 0.000164609^2/2) = 8.87690e-8 / 2.24366e-8 = 3.956404,
+    # t(3.956404) = 2.788553; ratio 0.9, interval 0.9 * e^(-/+ 2.788553 * 0.0172610) = 0.9 * e^(-/+0.0481332)
+    # = 0.857706, 0.944379.
     r = stats.ratio_of_means([98, 100, 102], [88, 90, 92])
     assert r.ratio == pytest.approx(0.9) and not r.paired
-    assert (r.ci_low, r.ci_high) == pytest.approx((0.851904, 0.950812), abs=1e-5)
+    assert (r.ci_low, r.ci_high) == pytest.approx((0.857706, 0.944379), abs=1e-6)
     assert stats.ratio_of_means([100], [90]).ci_low is None
     assert stats.ratio_of_means([], [90]) is None
     same = stats.ratio_of_means([5, 5], [10, 10])
@@ -126,7 +141,8 @@ def codes(ws):
 
 
 def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
-    assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "no_drafts", "other_target",
+    assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "slow_first_run", "no_drafts",
+                                               "other_target",
                                                "full_acceptance_slowdown", "below_break_even", "output_differs",
                                                "degenerate_loop", "unequal_tokens", "bound_exceeded"]
     assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
@@ -137,7 +153,7 @@ def test_a_roofline_share_above_the_bound_is_a_measurement_problem_with_its_caus
     assert warnings.warnings_for([60.0], roofline=(99.0, 67.0, "measured")) == []
     [found] = warnings.warnings_for([61.0], roofline=(102.0, 67.0, "measured"))
     assert found.code == "bound_exceeded" and "102% of the 67/s roofline bound (measured bandwidth)" in found.message
-    assert "measured too low" in found.message and "bandwidth.json" in found.message
+    assert "measured too low" in found.message and "measures it again" in found.message
     assert warnings.warnings_for([61.0], roofline=(None, None, None)) == []
 
 
@@ -268,3 +284,22 @@ def test_output_differs_names_the_count_and_where():
                                       first_diff_token=16, generated=64)
     assert "(the first at token 16 of 64, character 90 of the generated text: the last 75% of the text differs)" \
         in located.message and "its speedup still compares the same number of tokens" in located.message
+
+
+def test_a_figure_with_its_own_standard_error_gets_the_normal_interval():
+    from scipy.stats import norm
+
+    assert stats.Z975 == norm.ppf(0.975)
+    low, high = stats.error_interval(2.0, 0.1)
+    assert (low, high) == (2.0 - norm.ppf(0.975) * 0.1, 2.0 + norm.ppf(0.975) * 0.1)
+    assert stats.error_interval(2.0, None) == (2.0, 2.0)
+
+
+def test_a_first_run_far_slower_than_the_rest_hints_at_a_warm_up():
+    """hyperfine's habit: a first run far slower than the others is a cold start; the hint names --warmup and the
+    recipe's meta. Not below three runs, not for a merely slower first run, not for a slow later run."""
+    [hint] = [w for w in warnings.warnings_for([9.0, 40.0, 42.0, 41.0]) if w.code == "slow_first_run"]
+    assert "9.0 tok/s, 4.6x slower than the median of the rest (41.0 tok/s)" in hint.message
+    assert "--warmup 1" in hint.message and '"warmup": 1' in hint.message
+    for runs in ([9.0, 40.0], [30.0, 40.0, 42.0], [40.0, 9.0, 42.0]):
+        assert "slow_first_run" not in codes(warnings.warnings_for(runs)), runs

@@ -277,3 +277,13 @@ def test_query_cannot_change_duckdbs_settings(tmp_path):
     assert not (tmp_path / "log").exists()
     assert CliRunner().invoke(main, ["query", "SELECT count(*) AS n FROM sweeps", "--db", str(db), "-f", "csv"]
                               ).output.splitlines() == ["n", "1"]
+
+
+def test_a_failed_query_names_every_table_the_file_holds_and_the_columns_duckdb_could_have_meant(tmp_path):
+    db = make_db(tmp_path / "r.duckdb", sweeps=1)
+    table = CliRunner().invoke(main, ["query", "SELECT * FROM nosuch", "--db", str(db)])
+    assert table.exit_code == 20
+    for name in ("tunes", "tune_events", "bisects", "bisect_probes", "quality", "quants", "sweep_summaries"):
+        assert name in table.output, name
+    column = CliRunner().invoke(main, ["query", "SELECT nosuch FROM runs", "--db", str(db)])
+    assert column.exit_code == 20 and "Candidate bindings" in column.output and 'DESCRIBE runs' in column.output

@@ -39,7 +39,8 @@ def test_rows_of_values_no_reader_can_hold_are_read_by_every_command(tmp_path):
     for args in (["summary", "--last", "2"], ["summary", "--last", "2", "--format", "json"],
                  ["summary", "--last", "2", "--format", "csv"], ["summary", "--last", "2", "--format", "md"],
                  ["summary", "--last", "2", "--wide"], ["runs", "--json"], ["runs"], ["show", "1"],
-                 ["watch", "--once"], ["query", "SELECT * FROM sweeps", "--format", "json"], ["repair"],
+                 ["watch", "--once"], ["sweeps"], ["sweeps", "--format", "json"],
+                 ["query", "SELECT * FROM sweeps", "--format", "json"], ["repair"],
                  ["reparse"], ["export", "--out", str(tmp_path / "out")],  # report: in the integration test
                  ["import", str(tmp_path / "out"), "--db", str(tmp_path / "b.duckdb")]):
         result = CliRunner().invoke(main, [*args, *(["--db", str(db)] if "--db" not in args else [])])

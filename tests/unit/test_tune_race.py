@@ -8,6 +8,7 @@ import pytest
 
 from orchestrator.tune import guards, race
 from orchestrator.tune.answer import Answer, verdict
+from orchestrator.tune.decisions import Decision, Exit, words
 
 RULES = race.Rules()
 BASE = "baseline"
@@ -87,7 +88,7 @@ def test_a_single_lucky_run_drops_nobody_the_yardstick_is_measured_twice():
     assert race.yardstick(scores, survivors, BASE) == BASE and race.leader(scores, survivors) == "lucky"
     assert race.eliminate(scores, survivors, BASE, noise, RULES) == []
     scores["lucky"][(2, 0)] = math.log(1.6)
-    dropped = {d.name for d in race.eliminate(scores, survivors, BASE, noise, RULES)}
+    dropped = {d.candidate for d in race.eliminate(scores, survivors, BASE, noise, RULES)}
     assert dropped == {BASE, *(f"c{i}" for i in range(40))}
 
 
@@ -117,8 +118,10 @@ def test_a_clearly_slower_candidate_is_dropped_and_a_close_one_is_not():
     scores = race.block_scores(_runs(speeds), BASE, set(speeds))
     noise = race.pooled_noise(scores, ["control", "fast", "close", "slow"])
     drops = race.eliminate(scores, [BASE, "fast", "close", "slow"], BASE, noise, RULES)
-    assert {d.name for d in drops} == {"slow", BASE}
-    assert "Holm" in drops[0].reason and "slower than" in drops[0].reason
+    assert {d.candidate for d in drops} == {"slow", BASE}
+    said = words(drops[0])
+    assert said.startswith("dropped: slower than") and "slower than fast" in said and "Holm over 3" in said
+    assert drops[0].ratio < 1 and drops[0].p < RULES.alpha and drops[0].runs == 6 and drops[0].family == 3
 
 
 def test_single_runs_are_judged_with_the_controls_noise_and_nothing_is_dropped_without_any():
@@ -135,7 +138,7 @@ def test_single_runs_are_judged_with_the_controls_noise_and_nothing_is_dropped_w
     survivors = [BASE] + [f"c{i}" for i in range(40)]
     noise = race.pooled_noise(scores, ["control"] + survivors[1:])
     assert noise.df == blocks - 1
-    dropped = {d.name for d in race.eliminate(scores, survivors, BASE, noise, RULES)}
+    dropped = {d.candidate for d in race.eliminate(scores, survivors, BASE, noise, RULES)}
     assert {f"c{i}" for i in range(1, 40, 2)} <= dropped  # every 0.6x candidate
     assert not dropped & {f"c{i}" for i in range(0, 40, 2)}  # no 1.25x candidate
     assert race.eliminate(scores, survivors, BASE, race.Noise(None, 0), RULES) == []
@@ -213,16 +216,19 @@ def test_guards_disqualify_failures_idle_drafts_output_changes_and_loops():
     names = {"failed", "idle", "changed", "loops", "fine", "plain"}
     speculating = names - {"plain"}
     out = guards.disqualified(runs, names, speculating, allow_output_change=False)
-    assert set(out) == {"failed", "idle", "changed", "loops"}
-    assert "model_load" in out["failed"] and "drafted nothing" in out["idle"]
-    assert "token 7" in out["changed"] and "loops" in out["loops"]
+    assert {n: d.kind for n, d in out.items()} == {"failed": Exit.FAILED, "idle": Exit.DRAFTED_NOTHING,
+                                                    "changed": Exit.OUTPUT_CHANGED, "loops": Exit.LOOPS}
+    assert out["failed"].failure_class == "model_load" and out["changed"].first_diff_token == 7
+    assert "model_load" in words(out["failed"]) and "drafted nothing" in words(out["idle"])
+    assert "token 7" in words(out["changed"]) and "loops" in words(out["loops"])
     kept = guards.disqualified(runs, names, speculating, allow_output_change=True)
     assert "changed" not in kept and guards.output_changes(runs, names) == {"changed"}
 
 
 def test_a_looping_baseline_refuses_the_race():
     runs = _runs({BASE: [100.0, 100.0]}, baseline={"degenerate_loop": True})
-    assert "loops" in guards.looping_baseline(runs, BASE)
+    refusal = guards.looping_baseline(runs, BASE)
+    assert refusal.kind is Exit.REFUSED and "loops" in words(refusal)
     assert guards.looping_baseline(_runs({BASE: [100.0]}), BASE) is None
 
 
@@ -267,8 +273,8 @@ def test_where_plain_decoding_leads_the_fastest_setting_that_ran_is_named_with_i
     scores = race.block_scores(_runs({BASE: [30, 31, 30], "a": [18, 19, 18], "b": [21, 20, 21],
                                       "c": [29, 30, 29], "d": [None, None, None]}), BASE, {"a", "b", "c", "d"})
     noise = race.pooled_noise(scores, ["a", "b", "c"])
-    left = {"a": "dropped: slower", "b": "dropped: slower", "c": "disqualified: its output differs from its "
-            "control's", "d": "infeasible: failed before launch"}
+    left = {"a": Decision("a", Exit.DROPPED), "b": Decision("b", Exit.DROPPED),
+            "c": Decision("c", Exit.OUTPUT_CHANGED), "d": Decision("d", Exit.INFEASIBLE, status="failed")}
     best = best_speculating(scores, noise, [BASE, "a", "b", "c", "d"], BASE, left)
     assert best["candidate"] == "b" and best["vs_plain"].startswith("0.6")
     assert best_speculating(scores, noise, [BASE, "c", "d"], BASE, left) is None

@@ -2,23 +2,31 @@
 promising that fit (successive halving), else none: the race ends. No --budget: what the grid would cost."""
 
 import random
+from dataclasses import replace
 from types import SimpleNamespace
 
 from orchestrator.tune import race
-from orchestrator.tune.driver import Budget, Race, _next_round, with_default
+from orchestrator.tune.driver import (
+    Budget,
+    RaceSettings,
+    RaceState,
+    _next_round,
+    grid_cost,
+    with_default,
+)
 
 BASE = "baseline"
 
 
-def _race(candidates: int, budget_runs: int | None) -> Race:
+def _race(candidates: int, budget_runs: int | None) -> RaceSettings:
     """A race of `candidates` drafts, each measured against one control, with plain decoding as the baseline."""
     def arm(name, reference=None, **flags):
         return SimpleNamespace(arm=SimpleNamespace(name=name, reference=reference, is_baseline=flags.get("base", False),
                                                    is_control=flags.get("control", False)))
     arms = [arm(BASE, base=True), arm("control", BASE, control=True)]
     arms += [arm(f"c{i}", "control") for i in range(candidates)]
-    return Race(tune_id=1, workload="w", prepared=SimpleNamespace(arms=arms), rules=race.Rules(),
-                budget=Budget(runs=budget_runs), allow_output_change=False, timeout=0, argv=[])
+    return RaceSettings(tune_id=1, workload="w", prepared=SimpleNamespace(arms=arms), rules=race.Rules(),
+                        budget=Budget(runs=budget_runs), allow_output_change=False, timeout=0, argv=[])
 
 
 def _spent(n: int) -> list[dict]:
@@ -43,9 +51,9 @@ def test_a_short_budget_runs_the_most_promising_that_fit_and_none_when_not_even_
 
 def test_without_a_budget_a_race_spends_at_most_what_the_grid_would_and_a_given_budget_stands():
     r = _race(12, budget_runs=None)
-    grid = r.grid_cost()[0]
-    assert grid == (12 + 1 + 1) * 5  # twelve drafts, plain decoding and their control at 5 repeats
-    r.budget = with_default(r.budget, grid_runs=grid)
+    grid = grid_cost(r, RaceState())[0]
+    assert grid == (12 + 1 + 1) * race.GRID_REPEATS  # twelve drafts, plain decoding and their control
+    r = replace(r, budget=with_default(r.budget, grid_runs=grid))
     ranked = [f"c{i}" for i in range(12)]
     assert _next_round(r, _spent(grid), ranked, random.Random(1)) == []  # the grid's runs spent: the race ends
     assert with_default(Budget(seconds=60.0), grid_runs=grid) == Budget(seconds=60.0)
