@@ -155,9 +155,26 @@ def terminal_width() -> int:
 
 def fill(text: str, width: int | None = None, indent: str = "  ") -> str:
     """A line of prose (a verdict, a warning, a note below a table), wrapped to `width` (default: the terminal's),
-    continuation lines indented; a word longer than the width (a path) stays whole."""
-    return textwrap.fill(text, width or terminal_width(), subsequent_indent=indent, break_on_hyphens=False,
-                         break_long_words=False)
+    continuation lines indented; a word longer than the width (a path) stays whole. textwrap's result, made by one
+    regular expression per line width where the text is words between single spaces (a summary of 4,000 sweeps
+    wraps 4,000 verdicts: textwrap took most of its second)."""
+    width = width or terminal_width()
+    if not _PLAIN.match(text) or width - len(indent) < 2:  # tabs, runs of spaces, line breaks: textwrap's rules
+        return textwrap.fill(text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
+    first = _line_at(width).match(text)
+    if first.end() == len(text):
+        return text
+    rest = _line_at(width - len(indent)).findall(text, first.end() + 1)
+    return "\n".join([first.group(), *(indent + line for line in rest)])
+
+
+_PLAIN = re.compile(r"\S+(?: \S+)*\Z")  # words between single spaces, nothing else
+
+
+@lru_cache(maxsize=16)
+def _line_at(width: int) -> re.Pattern:
+    """One wrapped line: as many words as fit in `width`, else one longer word whole."""
+    return re.compile(rf"\S.{{0,{width - 1}}}(?= |\Z)|\S+")
 
 
 def interval(low, high, digits: int = 1) -> str | None:

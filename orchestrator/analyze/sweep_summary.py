@@ -11,7 +11,6 @@ are their cells one after the other.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -27,10 +26,23 @@ from orchestrator.analyze.warnings import WARNING_KINDS
 COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a control named `control`)
 PARAMS = "params"  # the cells column holding each arm's parameters, as canonical JSON text
 NO_ARMS_VERDICT = "verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"
-# A full warning line as SweepSummary keeps it; the code is matched among the known kinds (an arm name may hold
-# parentheses too).
-_WARNING_LINE = re.compile(r"^sweep \d+, arm (?P<arm>.*) \((?P<code>" + "|".join(k.code for k in WARNING_KINDS)
-                           + r")\): ")
+# A full warning line as SweepSummary keeps it, "sweep N, arm ARM (CODE): message": the code is one of the known
+# kinds (an arm name may hold parentheses too). Read with str.find, not a regular expression: a summary of every
+# sweep reads 40,000 of them.
+_CODES = frozenset(k.code for k in WARNING_KINDS)
+
+
+def _arm_and_code(line: str) -> tuple[str, str] | None:
+    start = line.find(", arm ") + len(", arm ")
+    if not line.startswith("sweep ") or start < len(", arm "):
+        return None
+    opening = line.find(" (", start)
+    while opening != -1:
+        closing = line.find("): ", opening)
+        if closing != -1 and line[opening + 2:closing] in _CODES:
+            return line[start:opening], line[opening + 2:closing]
+        opening = line.find(" (", opening + 2)
+    return None
 
 
 @dataclass
@@ -198,8 +210,9 @@ class Summaries:
         arms: dict[str, dict[int, list[str]]] = {}
         for p in self.parts:
             for line in p.warnings:
-                if found := _WARNING_LINE.match(line):
-                    arms.setdefault(found["code"], {}).setdefault(p.sweep, []).append(found["arm"])
+                if found := _arm_and_code(line):
+                    arm, code = found
+                    arms.setdefault(code, {}).setdefault(p.sweep, []).append(arm)
         gists = {k.code: k.gist for k in WARNING_KINDS}
         return [f"{code}: {gists.get(code, '')} ("
                 + "; ".join(f"sweep {sweep}: {', '.join(dict.fromkeys(names))}" for sweep, names in by_sweep.items())

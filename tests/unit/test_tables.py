@@ -5,6 +5,9 @@ import json
 from datetime import datetime
 from decimal import Decimal
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from orchestrator import tables
 
 ROWS = [{"arm": "baseline", "decode_tps": 135.25, "speedup": None, "note": "a|b"},
@@ -102,3 +105,17 @@ def test_terminal_text_keeps_no_carriage_return():
     """A CR lets later text overwrite what a line said: gone from every printed line, newlines and tabs kept."""
     assert tables.printable("real\rfake\r\nnext\tcol") == "realfake\nnext\tcol"
     assert tables.cell("a\rb") == "ab"
+
+
+@given(words=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp")), min_size=1,
+                              max_size=30), min_size=1, max_size=60),
+       width=st.integers(min_value=3, max_value=130), indent=st.sampled_from(["", "  ", "    "]),
+       joiner=st.sampled_from([" ", "  ", " \t", "\n"]))
+def test_prose_wraps_exactly_as_textwrap_does(words, width, indent, joiner):
+    """tables.fill's fast path (words between single spaces, one regular expression a line) gives textwrap's lines;
+    anything else is textwrap's own."""
+    import textwrap
+
+    text = joiner.join(words)
+    assert tables.fill(text, width, indent) == textwrap.fill(text, width, subsequent_indent=indent,
+                                                             break_on_hyphens=False, break_long_words=False)
