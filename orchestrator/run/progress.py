@@ -38,7 +38,7 @@ class Progress:
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(fill(text) + "\n")
+            self.stream.write(_without_orphan(text) + "\n")
         self.stream.flush()
 
     def note(self, message: str) -> None:
@@ -49,3 +49,15 @@ class Progress:
         self.stream.write(fill(message) + "\n")
         self.stream.flush()
         self.width = 0
+
+
+GLUE = "\x00"  # never in a progress line: holds its last two words on one line while wrapping
+
+
+def _without_orphan(text: str) -> str:
+    """The line wrapped to 80 columns, its last two words kept together ("run 54", never "54" alone on a line)."""
+    head, sep, last = text.rpartition(" ")
+    if not sep or GLUE in text:
+        return fill(text)
+    before, sep2, word = head.rpartition(" ")
+    return fill(f"{before}{sep2}{word}{GLUE}{last}").replace(GLUE, " ")

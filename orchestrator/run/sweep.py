@@ -143,7 +143,8 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     progress = progress or Progress(len(sweep.slots))
     progress.total = len(sweep.slots)
     progress.note(f"orch: sweep {sweep.id}: {len(sweep.slots)} runs ({len(sweep.prepared)} arms, {sweep.repeat} "
-                  f"repeats{f', {sweep.warmup} warm-up' if sweep.warmup else ''}, {sweep.order})")
+                  f"repeat{'s' if sweep.repeat != 1 else ''}{f', {sweep.warmup} warm-up' if sweep.warmup else ''}, "
+                  f"{sweep.order})")
     if sweep.note:
         progress.note(sweep.note)
     by_name = {p.arm.name: p for p in sweep.prepared}

@@ -53,3 +53,6 @@ def test_orch_run_names_the_build_it_uses_first(orch_exe, cache_env, tiny_dir, r
     first = res.stderr.splitlines()[0]
     assert first.startswith(f"orch: build {COMMIT}") and f"{OLD_COMMIT}" in first, first
     assert res.stdout.startswith(f"build {real_build.name} ")
+    missing = run_orch(orch_exe, "run", str(ROOT / "recipes" / "nosuch.j2"), env=env)  # said first, alone
+    assert missing.returncode == 12 and missing.stderr.strip().splitlines() == [
+        f"orch: error: recipe {ROOT / 'recipes' / 'nosuch.j2'} does not exist"]

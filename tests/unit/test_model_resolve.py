@@ -126,6 +126,20 @@ def test_every_missing_file_is_named_once_with_its_variable_and_the_ways_to_poin
     assert fetched == []  # nothing is downloaded while a local file is missing
 
 
+def test_a_missing_file_orch_can_get_names_the_command_that_gets_it(tmp_path):
+    """Gemma or the Qwen pair, not yet fetched: the line says `orch models get NAME` for each."""
+    pair = [arm("spec", ["tool", "-m", f"{tmp_path}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "-md",
+                         f"{tmp_path}/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"])]
+    with pytest.raises(MissingModels) as caught:
+        resolve.locate(pair)
+    text = str(caught.value)
+    assert "orch models get qwen2.5-coder-1.5b qwen2.5-coder-0.5b" in text and "\n" not in text
+    mixed = [arm("spec", ["tool", "-m", f"{tmp_path}/gemma-3-270m-q4_k_m.gguf", "-md", f"{tmp_path}/mine.gguf"])]
+    with pytest.raises(MissingModels) as caught:
+        resolve.locate(mixed)
+    assert "orch models get" not in str(caught.value) and "--set" in str(caught.value)  # not all of them: the ways
+
+
 class FakeFetch:
     def __init__(self, tmp_path):
         self.tmp_path, self.calls = tmp_path, []

@@ -53,3 +53,19 @@ def test_a_terminal_line_longer_than_the_terminal_is_cut_so_it_can_be_rewritten(
     p.advance("x" * 200)
     first = out.getvalue().split("\r")[-1]
     assert len(first) == 59 and first.endswith("...")
+
+
+def test_a_wrapped_line_never_ends_with_a_word_alone(monkeypatch):
+    """Off a terminal a long run line wraps at 80 columns; its last two words stay together ("run 54", where a plain
+    wrap left "54" alone on a line)."""
+    from orchestrator.tables import fill
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    pad = next(n for n in range(80) if fill("x" * n + " decode 29.9 tok/s, the bound (3.7s) run 54").endswith("\n  54"))
+    out = io.StringIO()
+    Progress(10, stream=out, tty=False).note("")  # the stream's first line, as a sweep's note is
+    p = Progress(10, stream=out, tty=False)
+    p.line = lambda what: what  # this line's text exactly, without its clock
+    p.advance("x" * pad + " decode 29.9 tok/s, the bound (3.7s) run 54")
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "  run 54" and all(len(line) <= 80 for line in lines)
