@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import Finite, db_option, main, opened_db
+from orchestrator.cli.group import Finite, data_format, db_option, main, opened_db
 
 METRIC_CHOICES = ("decode_tps", "acceptance", "speedup", "mean_accept_len", "draft_per_generated", "encode_tps",
                   "n_drafted", "n_accepted")
@@ -172,8 +172,9 @@ def _dry_run(cands, setup, search) -> None:
               help="Only these builds (names or commit prefixes); default: every build that ran the recipe.")
 @click.option("--png", "png_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to draw the PNG [default: history-<arm>-<metric>.png].")
+@data_format("table", "md", "csv", "json")
 @db_option
-def history_command(recipe, arm, metric, threshold, builds, png_path, db):
+def history_command(recipe, arm, metric, threshold, builds, png_path, fmt, db):
     """Draw a recipe arm's metric across builds, in commit order.
 
     A table and a PNG (means with 95% interval bars, every run a dot). Steps where the metric changes from one commit to the next beyond --threshold and significantly (the rule of
@@ -190,9 +191,10 @@ def history_command(recipe, arm, metric, threshold, builds, png_path, db):
         wanted = [resolve_stored_build(con, b) for b in builds.split(",") if b.strip()] if builds else None
         points = history.points(con, recipe, arm, metric, wanted, Mirror(config.mirror_dir()))
     steps = history.mark_steps(points, _threshold(threshold))
-    click.echo(tables.render(history.rows(points), "table", history.COLUMNS))
+    click.echo(tables.render(history.rows(points), fmt, history.COLUMNS))
     path = png_path or Path(f"history-{arm}-{metric}.png")
     history.draw(points, recipe, arm, metric, path)
+    prose = fmt == "table"  # other formats stay parseable on stdout: the sentences go to stderr
     for line in steps:
-        click.echo(tables.fill(line))
-    click.echo(f"plot: {path}")
+        click.echo(tables.fill(line) if prose else line, err=not prose)
+    click.echo(f"plot: {path}", err=not prose)

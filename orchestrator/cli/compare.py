@@ -9,7 +9,7 @@ import click
 
 from orchestrator import tables
 from orchestrator.analyze import glossary
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import data_format, db_option, main, opened_db
 
 
 COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
@@ -36,8 +36,7 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
 @click.option("--head-host", default=None, metavar="HOST", help="Only the head side's runs on this machine.")
 @click.option("--recipe", default=None, help="Only runs of this recipe (path or file name).")
 @click.option("--threshold", default="5%", show_default=True, help="Smallest change worth a verdict.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "json"]), default="table",
-              show_default=True)
+@data_format("table", "md", "json")
 @click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["regression"]), default=None,
               help="Exit 53 after the comparison when a test regressed (beyond --threshold and statistically "

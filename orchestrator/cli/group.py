@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 from pathlib import Path
@@ -131,3 +132,19 @@ def opened_db(db: Path | None, *, write: bool = False, create: bool = True):
     from orchestrator import store
 
     return store.opened(db or config.db_path(), read_only=not write, create=create)
+
+
+def data_format(*formats: str, default: str = "table"):
+    """The one output convention of a command that prints data: `-f/--format` among `formats`, and `--json`, the same
+    as `--format json` on every such command (commands with JSON only take `--json` alone). The command receives
+    `fmt`; `--json` with another `--format` is refused."""
+    def decorate(command):
+        @functools.wraps(command)
+        def chosen(*args, as_json: bool = False, **kwargs):
+            if as_json and kwargs["fmt"] not in (default, "json"):
+                raise click.UsageError(f"--json is --format json; it excludes --format {kwargs['fmt']}")
+            return command(*args, **{**kwargs, "fmt": "json" if as_json else kwargs["fmt"]})
+        chosen = click.option("--json", "as_json", is_flag=True, help="JSON: the same as --format json.")(chosen)
+        return click.option("-f", "--format", "fmt", type=click.Choice(list(formats)), default=default,
+                             show_default=True)(chosen)
+    return decorate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from orchestrator import tables
-from orchestrator.cli.group import db_option, main, opened_db
+from orchestrator.cli.group import data_format, db_option, main, opened_db
 
 QUERY_HINTS = (("read-only", " (the database is read-only: pass --write to change it)"),
                ("disabled by configuration", (" (without --write, orch query reads the results file only: no other "
@@ -15,8 +15,7 @@ QUERY_HINTS = (("read-only", " (the database is read-only: pass --write to chang
 
 @main.command("query")
 @click.argument("sql")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-              show_default=True)
+@data_format("table", "csv", "json")
 @click.option("--write", is_flag=True, help="Open the database for writing, so that the SQL may change or drop "
               "data and read or write other files (without it the database is read-only, and COPY, read_csv, ATTACH "
               "and the like fail: nothing outside the results file is touched).")

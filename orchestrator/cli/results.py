@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import click
 
 from orchestrator import config, tables
 from orchestrator.analyze import glossary
-from orchestrator.cli.group import COUNT, ID, db_option, main, opened_db
+from orchestrator.cli.group import COUNT, ID, data_format, db_option, main, opened_db
 
 RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
                "decode_tps", "acceptance", "n_drafted", "n_accepted", "wall_s"]
@@ -44,8 +45,9 @@ def runs_command(last, as_json, wide, db):
 @main.command("show")
 @click.argument("run_id", type=ID)
 @click.option("--logs/--no-logs", default=True, show_default=True, help="Print the raw stdout and stderr too.")
+@click.option("--json", "as_json", is_flag=True, help="JSON: the run's row, its metrics and (with --logs) its logs.")
 @db_option
-def show_command(run_id, logs, db):
+def show_command(run_id, logs, as_json, db):
     """Show one run: argv, status, metrics, logs.
 
     Example: orch show 12 --no-logs
@@ -59,6 +61,10 @@ def show_command(run_id, logs, db):
         texts = logs_store.read_logs(con, run_id, damaged_as_note=True) if logs and run else {}
     if not run:
         raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
+    if as_json:
+        decoded = {k: _json_column(v) for k, v in run.items()}  # the stored JSON columns as JSON, not as text
+        click.echo(tables.to_json({"run": decoded, "metrics": metrics, "logs": texts}, indent=1))
+        return
     for key, value in run.items():
         click.echo(f"{key:>16}: {value}")
     for key, value in (metrics or {}).items():
@@ -66,6 +72,15 @@ def show_command(run_id, logs, db):
             click.echo(f"{key:>16}: {value}")
     for stream, text in texts.items():
         click.echo(f"----- {stream} ({len(text)} chars) -----\n{text}")
+
+
+def _json_column(value):
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 SUMMARY_HELP = f"""Per-arm speed with intervals, speedup, warnings.
@@ -92,8 +107,7 @@ EVERY_WARNING = "all"  # --explain without a code
 @main.command("summary", help=SUMMARY_HELP)
 @click.argument("sweeps", nargs=-1, type=ID)
 @click.option("-n", "--last", type=COUNT, default=1, show_default=True, help="Summarise the newest N sweeps.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "csv", "json"]), default="table",
-              show_default=True)
+@data_format("table", "md", "csv", "json")
 @click.option("--wide", is_flag=True, help="Every column (see Columns), however wide the table gets.")
 @click.option("--columns", "column_list", default=None, metavar="NAME,...",
               help="Exactly these columns, in this order: names from Columns, a parameter by its name.")

@@ -5,15 +5,14 @@ from __future__ import annotations
 import click
 
 from orchestrator import tables
-from orchestrator.cli.group import COUNT, db_option, main, opened_db
+from orchestrator.cli.group import COUNT, data_format, db_option, main, opened_db
 
 COLUMNS = ["sweep", "recipe", "builds", "workload", "mode", "runs", "ok", "planned", "status", "started", "part_of"]
 
 
 @main.command("sweeps")
 @click.option("-n", "--last", type=COUNT, default=20, show_default=True, help="How many of the newest sweeps.")
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "md", "csv", "json"]), default="table",
-              show_default=True)
+@data_format("table", "md", "csv", "json")
 @db_option
 def sweeps_command(last, fmt, db):
     """List stored sweeps, newest last.

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import ID, db_option, main, opened_db
+from orchestrator.cli.group import ID, data_format, db_option, main, opened_db
 from orchestrator.cli.output import echo_json_or_text
 
 
 @main.command("env")
-@click.option("-f", "--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@data_format("md", "json", default="md")
 @click.option("--build", "build_ref", default=None, help="Include this build's CMake options (default: newest).")
 def env_command(fmt, build_ref):
     """Print this machine's benchmark environment.

@@ -12,12 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import textwrap
+
 from orchestrator.analyze.costs import PREDICTION_TOLERANCE, StepCost
 from orchestrator.report.plots import DPI, MISSING, plt, save
 
 FONT_PT = 8  # the numbers beside the points
-KEY_PT = 7
+# The key sits under the plot, the figure 9 inches wide (990 px): an HTML report 1,000 px wide shows it near its own
+# size, so the key's 8 points read as about 12 px (beside the plot, 12.5 inches wide, its 7 points read as 6 px).
+KEY_PT = 8
 KEY_LINE_PT = KEY_PT * 1.45
+WIDTH_IN, PLOT_IN = 9.0, 3.6
 # Offsets (points) tried in order around a point: right, above, left, below, then further out.
 OFFSETS = [(6, 2), (6, -10), (-6, 2), (-6, -10), (0, 8), (0, -16), (12, 10), (12, -18), (-14, 10), (-14, -18),
            (20, -4), (-22, -4), (0, 20), (0, -28)]
@@ -51,10 +56,11 @@ def draw(points: list[Point], title: str):
         return None
     colors = {p.number: f"C{i % 10}" for i, p in enumerate(shown)}
     key_lines = _key(points)
-    height = max(4.8, (len(key_lines) + 5) * KEY_LINE_PT / 72 / 0.76 + 0.3)
-    fig = plt.figure(figsize=(12.5, height))
-    ax = fig.add_axes((0.07, 0.12, 0.42, 0.76))
-    key = fig.add_axes((0.52, 0.12, 0.47, 0.76))
+    key_in = (len(key_lines) + 5) * KEY_LINE_PT / 72  # the lines, then the legend's four and a gap
+    height = PLOT_IN + 1.35 + key_in  # the two-line title above the plot, its axis label under it
+    fig = plt.figure(figsize=(WIDTH_IN, height))
+    ax = fig.add_axes((0.09, (key_in + 0.75) / height, 0.88, PLOT_IN / height))
+    key = fig.add_axes((0.02, 0.05 / height, 0.96, key_in / height))
     key.axis("off")
     top = max([p.high or p.speedup for p in shown] + [1.15])
     for p in shown:
@@ -73,7 +79,7 @@ def draw(points: list[Point], title: str):
     ax.set_ylabel("speedup over its reference (95% interval)")
     ax.grid(alpha=0.3)
     _number_points(ax, fig, shown)
-    step = KEY_LINE_PT / (0.76 * height * 72)  # one key line in key-axes fractions
+    step = KEY_LINE_PT / (key_in * 72)  # one key line in key-axes fractions
     for i, (number, line) in enumerate(key_lines):
         key.text(0, 1 - i * step, line, va="top", ha="left", family="DejaVu Sans Mono", fontsize=KEY_PT,
                  color=colors.get(number, "black" if number is None else MISSING), transform=key.transAxes)
@@ -101,8 +107,11 @@ def _key(points: list[Point]) -> list[tuple[int | None, str]]:
         lines.append((p.number, f"{p.number:>2}   {p.arm:<{width}}  {f'{p.speedup:.2f}x{interval}':<20}  "
                                 f"{100 * p.acceptance:5.1f}%  {predicted_text(p):>9}  "
                                 f"{break_even_text(p.cost)}"))
-    lines += [(None, ""), (None, PREDICTED_MEANS)]
+    lines += [(None, ""), *((None, part) for part in textwrap.wrap(PREDICTED_MEANS, KEY_CHARS))]
     return lines
+
+
+KEY_CHARS = 100  # a key line's characters at most where orch writes it (arm names may make a line longer)
 
 
 PREDICTED_MEANS = (f"predicted: Leviathan et al.'s speedup, verification costed by the other arms (else one step), "

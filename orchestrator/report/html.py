@@ -14,6 +14,7 @@ IMAGE_RE = re.compile(r"^!\[([^\]]*)\]\(([^)]+)\)$")
 CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }
+.wide { overflow-x: auto; max-width: 100%; }  /* a table wider than the window scrolls, the page does not */
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; vertical-align: top; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -63,14 +64,14 @@ def _table(block: list[str]) -> str:
     aligned = len(rows) > 1 and all(re.fullmatch(r":?-+:?", c.strip()) for c in rows[1])
     right = [c.strip().endswith(":") for c in rows[1]] if aligned else []
     head, body = (rows[0], rows[2:]) if aligned else ([], rows)
-    out = ["<table>"]
+    out = ['<div class="wide"><table>']
     if head:
         out.append("<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>")
     for row in body:
         cells = [("<td class=\"num\">" if k < len(right) and right[k] else "<td>") + _inline(c) + "</td>"
                  for k, c in enumerate(row)]
         out.append("<tr>" + "".join(cells) + "</tr>")
-    return "".join(out) + "</table>"
+    return "".join(out) + "</table></div>"
 
 
 def _cells(line: str) -> list[str]:

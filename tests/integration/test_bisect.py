@@ -5,6 +5,7 @@ on the tiny models accepts 44.5% of drafts on one and 77.3% on the other, every 
 that cannot be had stands between them, as a probe that does not build.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -75,6 +76,10 @@ def test_bisect_finds_the_real_step_resumes_after_ctrl_c_and_history_draws_it(or
     assert "improvement" in out[3]
     assert any(line.startswith("step: f49e91787-cpu -> 0c1e57098-cpu: improvement, 1.736x") for line in out)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    as_json = run_orch(orch_exe, "history", "spec_defaults.j2", "--arm", "draft", "--metric", "acceptance",
+                       "--png", str(png), "--json", env=env)
+    rows = json.loads(as_json.stdout)  # the table as data; the step sentences on stderr
+    assert [r["build"] for r in rows][:2] == ["f49e91787-cpu", "0c1e57098-cpu"] and "step: " in as_json.stderr
 
     none = run_orch(orch_exe, "history", "spec_defaults.j2", "--arm", "nope", env=env)
     assert none.returncode == NoHistory.exit_code and "no stored ok runs of arm nope" in none.stderr

@@ -223,3 +223,24 @@ def test_compare_fails_on_a_regression_only_when_asked_after_printing_the_compar
     better = CliRunner().invoke(main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on",
                                        "regression", "--format", "json"])
     assert better.exit_code == 0 and {r["verdict"] for r in json.loads(better.stdout)["rows"]} == {"improvement"}
+
+
+def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_json(orch_env):
+    """One convention: --json on every data command, the same bytes as --format json where --format exists."""
+    from orchestrator.cli.group import main as group
+
+    stored_sweep(orch_env / "results.duckdb")
+    for argv in (["summary"], ["sweeps"], ["query", "SELECT count(*) AS n FROM runs"]):
+        by_flag = CliRunner().invoke(main, [*argv, "--json"])
+        by_format = CliRunner().invoke(main, [*argv, "--format", "json"])
+        assert by_flag.exit_code == by_format.exit_code == 0 and by_flag.stdout == by_format.stdout, argv
+        json.loads(by_flag.stdout)
+    both = CliRunner().invoke(main, ["summary", "--json", "--format", "csv"])
+    assert both.exit_code == 2 and "--json is --format json" in both.output
+    shown = json.loads(CliRunner().invoke(main, ["show", "1", "--json"]).stdout)
+    assert shown["run"]["arm"] == "baseline" and shown["run"]["params"]["draft_max"] == 16
+    assert shown["metrics"]["decode_tps"] == 100.0 and shown["logs"] == {}
+    printing = {"runs", "show", "summary", "sweeps", "compare", "query", "builds", "history", "env", "parse", "tune"}
+    lacking = [name for name in sorted(printing)
+               if "--json" not in {o for p in group.commands[name].params for o in p.opts}]
+    assert lacking == []

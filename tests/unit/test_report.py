@@ -277,7 +277,7 @@ def test_the_key_shows_the_predicted_speedup_beside_the_measured_one():
                        acceptance=0.5)
     # server mode: no draft time, no prediction
     assert acceptance_plot.predicted_text(Point(1, "a", 0.5, 1.36, cost=no_time)) == "-"
-    assert acceptance_plot.PREDICTED_MEANS in lines
+    assert acceptance_plot.PREDICTED_MEANS in " ".join(lines)  # wrapped under the table
 
 
 def test_a_prediction_the_measurement_does_not_bear_out_is_not_shown():
@@ -290,3 +290,20 @@ def test_a_prediction_the_measurement_does_not_bear_out_is_not_shown():
     assert cost.checked_prediction(7.5) == pytest.approx(9.0)  # 20% off: shown
     assert cost.checked_prediction(5.0, 4.0, 9.5) == pytest.approx(9.0)  # inside the interval: shown
     assert cost.checked_prediction(None) is None  # nothing measured to check it by
+
+
+def test_the_report_reads_at_1000_px_tables_scroll_and_the_acceptance_key_is_legible(tmp_path):
+    """The HTML page at a 1,000 px window: a wide table scrolls inside its box (the page does not), and the acceptance
+    figure, shown at most 968 px wide there, keeps its key's text at 10 px or more."""
+    from PIL import Image
+
+    from orchestrator.report.plots import DPI
+
+    page = html.render("| a | b |\n|---|---|\n| 1 | 2 |\n", tmp_path, "t")
+    assert '<div class="wide"><table>' in page and ".wide { overflow-x: auto" in page
+    cost = StepCost(1, "control:llama-speculative-simple", "base", draft_length=4.0, pass_cost=2.2, draft_cost=0.2,
+                    break_even=0.3)
+    points = [Point(n, f"draft-{n}-with-a-long-name", 0.5 + 0.05 * n, 0.6, 0.5, 0.7, cost) for n in range(1, 8)]
+    path = acceptance_plot.acceptance_speedup(points, tmp_path / "a.png", "a title\nits second line")
+    shown = min(1.0, 968 / Image.open(path).size[0])
+    assert acceptance_plot.KEY_PT * DPI / 72 * shown >= 10
