@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|runs?)?\s*$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 COLUMNS = ["candidate", "state", "runs", "vs_plain", "vs_control", "acceptance"]
+SHOWN_FINALISTS = 8  # finalists the answer's table shows; --explain shows every one
 
 
 def parse_budget(text: str | None):
@@ -78,9 +79,11 @@ def parse_budget(text: str | None):
               "candidates, those that cannot run here and why, round 1's runs, the grid's, the budget); runs and "
               "stores nothing.")
 @click.option("--json", "as_json", is_flag=True, help="The answer as JSON on stdout (progress stays on stderr).")
+@click.option("--explain", is_flag=True, help=f"Every finalist in the answer's table (by default the first "
+              f"{SHOWN_FINALISTS}, the rest counted).")
 @db_option
 def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_change, max_runs, overrides,
-                 vars_file, models_dir, arm_patterns, timeout, resume, show, dry_run, as_json, db):
+                 vars_file, models_dir, arm_patterns, timeout, resume, show, dry_run, as_json, explain, db):
     """Race speculation settings to the fastest on this machine.
 
     The candidates (the recipe's arms, or --space) run in rounds; in each block of a round they run beside plain
@@ -125,7 +128,7 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
         click.echo(json.dumps(found.to_dict(), indent=1, default=str))
     else:
         for a in found.answers:
-            click.echo(printed(a))
+            click.echo(printed(a, explain))
         click.echo(tables.fill(f"verdict: {found.verdict}"))
     refused = [a.workload for a in found.answers if a.state == "refused"]
     if refused and not show:
@@ -153,15 +156,27 @@ def _print_preview(request, as_json: bool) -> None:
             click.echo(tables.fill(f"note: {note}"))
 
 
-def printed(a: Answer) -> str:
+def printed(a: Answer, explain: bool = False) -> str:
     """One workload's answer as the terminal shows it: heading, table, why each left, command lines, cost."""
     from orchestrator import tables
     from orchestrator.tune import race
 
     lines = [f"== {a.workload}: {a.candidates} candidates, {a.rounds} round(s): {a.state} =="]
     if a.rows:
-        text, _ = tables.text_table(a.rows, COLUMNS, width=tables.TABLE_WIDTH, droppable=["vs_control", "acceptance"])
+        finalists = [r for r in a.rows if r["state"] in ("tied", "not separated", "finalist")]
+        hidden = finalists[SHOWN_FINALISTS:] if not explain else []
+        rows = [r for r in a.rows if r not in hidden]
+        text, _ = tables.text_table(rows, COLUMNS, width=tables.TABLE_WIDTH, droppable=["vs_control", "acceptance"])
         lines.append(text)
+        if hidden:
+            lines.append(tables.fill(f"  and {len(hidden)} more finalists within the noise (orch tune --show "
+                                     f"--explain lists every one)"))
+        said = {race.EQUIVALENT: "tied", race.UNSEPARATED: "not separated"}.get(a.state)
+        if said:  # the intervals are each candidate's own; the decisions are not
+            lines.append(tables.fill(f"  vs_plain: each candidate's own 95% interval, not adjusted for the race's "
+                                     f"many comparisons; a candidate is dropped only by a one-sided test "
+                                     f"Holm-corrected over its round's (at {a.rules.alpha:g}), so an interval that "
+                                     f"excludes 1x can still be {said}"))
         lines += [tables.fill(f"  {row['candidate']}: {row['why']}") for row in a.rows if row.get("why")]
         if any(row["state"] == "dropped" and row.get("why") for row in a.rows):  # a drop is shown: by which rule
             lines.append(tables.fill("  " + race.METHOD.format(alpha=a.rules.alpha)))

@@ -197,7 +197,7 @@ def verdict(answer: Answer) -> str:
     if answer.state == race.WINNER:
         return f"{w}: no speculation: {_why_none(answer.left)} ({cost})"
     tied = [r["candidate"] for r in answer.rows if r["state"] in ("tied", "not separated")]
-    names = ", ".join(tied)
+    names = _summarised(tied)
     if answer.state == race.EQUIVALENT and any(n.startswith("off") for n in tied):
         return (f"{w}: no speculation: no candidate is measurably faster than plain decoding (within {margin}: "
                 f"{names}; {cost})")
@@ -207,9 +207,17 @@ def verdict(answer: Answer) -> str:
     runs = answer.rows[0].get("runs") if tied and not tied[0].startswith("off") else None
     measured = f" ({runs} run{'s' if runs != 1 else ''})" if runs else ""
     lead = f"{tied[0]} leads at {answer.rows[0].get('vs_plain') or '1x'}{measured}" if tied else "no leader"
-    others = f", not told apart from {', '.join(tied[1:])}" if len(tied) > 1 else ""
+    others = f", not told apart from {_summarised(tied[1:])}" if len(tied) > 1 else ""
     return (f"{w}: not separated within the budget{noise}: {lead}{others}; no winner, raise --budget to separate "
             f"them ({cost})")
+
+
+NAMED = 4  # finalists a verdict names; more are counted ("and 21 others"), the table lists them
+
+
+def _summarised(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= NAMED else \
+        f"{', '.join(names[:NAMED - 1])} and {len(names) - NAMED + 1} others"
 
 
 def _why_none(left: dict[str, Decision]) -> str:

@@ -156,17 +156,29 @@ def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict]
     return save(fig, path)
 
 
+NAMED_FINALISTS = 12  # names beside the plot; more finalists are counted under them (the answer's table has all)
+
+
 def _name_finalists(ax, labels: list[tuple], last: int) -> None:
-    """Each finalist's name right of the last round, in its line's colour, moved apart where names would overlap
-    (a thin line joins a moved name to its point)."""
+    """The fastest finalists' names right of the last round, in their lines' colours, moved apart where names would
+    overlap (a thin line joins a moved name to its point) and kept inside the axes; at 50 finalists the rest are
+    counted, never stacked over the title."""
     if not labels:
         return
-    logs = [math.log10(y) for _, y, _, _ in labels]
+    named = sorted(labels, key=lambda item: -item[1])[:NAMED_FINALISTS]
     bottom, top = (math.log10(v) for v in ax.get_ylim())
     gap = (top - bottom) * 0.034  # one line of 8-point text on this figure's axes, in log10 units
     placed: list[float] = []
-    for (x, y, name, colour), at in sorted(zip(labels, logs), key=lambda item: item[1]):
-        spot = max(at, placed[-1] + gap) if placed else at
-        placed.append(spot)
-        ax.annotate(name, (x, y), xytext=(last + 0.25, 10 ** spot), fontsize=8, va="center", color=colour,
-                    arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.5})
+    for x, y, name, colour in sorted(named, key=lambda item: item[1]):
+        at = math.log10(y)
+        placed.append(max(at, placed[-1] + gap) if placed else at)
+    # all names move together: the highest under the top of the axes, then the lowest above its bottom
+    shift = max(0.0, placed[-1] - (top - gap))
+    shift -= max(0.0, (bottom + gap) - (placed[0] - shift))
+    for (x, y, name, colour), spot in zip(sorted(named, key=lambda item: item[1]), placed):
+        ax.annotate(name, (x, y), xytext=(last + 0.25, 10 ** (spot - shift)), fontsize=8,
+                    va="center", color=colour, arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.5})
+    if len(labels) > len(named):
+        ax.annotate(f"and {len(labels) - len(named)} more finalists (the answer's table)", (1, 0),
+                    xycoords="axes fraction", xytext=(-4, 4), textcoords="offset points", ha="right", va="bottom",
+                    fontsize=8, color="gray")
