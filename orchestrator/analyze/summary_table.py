@@ -40,6 +40,7 @@ def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: 
         warned[-1] += "; the full texts: orch summary --explain"
     prose = warned + table.verdict_lines(explain or fmt != "table")
     if fmt == "table":  # prose fits the terminal (80 columns off one); Markdown and machine formats stay unwrapped
+        width = width or tables.terminal_width()  # asked once, not once a line: a summary can wrap 40,000
         prose = [tables.fill(line, width) for line in prose]
     if fmt == "md":  # the lines under a Markdown table are Markdown too: names in them stay text
         prose = [tables.md_text(line) for line in prose]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -57,13 +56,13 @@ def show_command(run_id, logs, as_json, db):
     from orchestrator.store import queries
 
     with opened_db(db) as con:
-        run, metrics = queries.run_row(con, run_id), queries.metrics_row(con, run_id)
+        run = queries.run_row(con, run_id, decode_json=as_json)
+        metrics = queries.metrics_row(con, run_id, decode_json=as_json)
         texts = logs_store.read_logs(con, run_id, damaged_as_note=True) if logs and run else {}
     if not run:
         raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
     if as_json:
-        decoded = {k: _json_column(v) for k, v in run.items()}  # the stored JSON columns as JSON, not as text
-        click.echo(tables.to_json({"run": decoded, "metrics": metrics, "logs": texts}, indent=1))
+        click.echo(tables.to_json({"run": run, "metrics": metrics, "logs": texts}, indent=1))
         return
     for key, value in run.items():
         click.echo(f"{key:>16}: {value}")
@@ -72,15 +71,6 @@ def show_command(run_id, logs, as_json, db):
             click.echo(f"{key:>16}: {value}")
     for stream, text in texts.items():
         click.echo(f"----- {stream} ({len(text)} chars) -----\n{text}")
-
-
-def _json_column(value):
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 SUMMARY_HELP = f"""Per-arm speed with intervals, speedup, warnings.

@@ -4,6 +4,7 @@ another process holds the lock), migrated, checked and recovered on open; time a
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sys
 import time
@@ -144,6 +145,13 @@ class Database:
         return opened(self.path, read_only=True)
 
 
-def rows_as_dicts(cursor) -> list[dict]:
+def rows_as_dicts(cursor, *, decode_json: bool = False) -> list[dict]:
+    """The rows as dicts; decode_json: columns of type JSON as their values, not their text (DuckDB hands JSON to
+    Python as text)."""
     names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+    if decode_json:
+        typed = [d[0] for d in cursor.description if str(d[1]) == "JSON"]
+        for row in rows:
+            row.update({k: json.loads(row[k]) for k in typed if row[k] is not None})
+    return rows

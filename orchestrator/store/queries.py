@@ -147,13 +147,13 @@ def recent_runs(con: Con, last: int) -> list[dict]:
     return rows
 
 
-def run_row(con: Con, run_id: int) -> dict | None:
-    rows = rows_as_dicts(con.execute("SELECT * FROM runs WHERE id = ?", [run_id]))
+def run_row(con: Con, run_id: int, *, decode_json: bool = False) -> dict | None:
+    rows = rows_as_dicts(con.execute("SELECT * FROM runs WHERE id = ?", [run_id]), decode_json=decode_json)
     return rows[0] if rows else None
 
 
-def metrics_row(con: Con, run_id: int) -> dict | None:
-    rows = rows_as_dicts(con.execute("SELECT * FROM metrics WHERE run_id = ?", [run_id]))
+def metrics_row(con: Con, run_id: int, *, decode_json: bool = False) -> dict | None:
+    rows = rows_as_dicts(con.execute("SELECT * FROM metrics WHERE run_id = ?", [run_id]), decode_json=decode_json)
     return rows[0] if rows else None
 
 

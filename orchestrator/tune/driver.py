@@ -121,7 +121,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
     baseline = s.baseline
     speculating = {p.arm.name for p in s.prepared.arms if control.speculates(p.executed or p.arm.argv)}
     if not state.rounds and not state.left:
-        _record(s, state, 0, [d for p in s.prepared.arms if not p.arm.is_control and (d := infeasible(p))])
+        _record(s, state, 0, infeasible(s.prepared))
     s = replace(s, budget=with_default(s.budget, grid_runs=grid_cost(s, state)[0]))
     while True:
         runs = _runs(s, state)
@@ -164,17 +164,24 @@ def first_round_runs(prepared: PreparedRecipe, rules: race.Rules) -> int:
     the least budget a race can start with."""
     s = RaceSettings(tune_id=0, workload="", prepared=prepared, rules=rules, budget=Budget(),
                      allow_output_change=False, timeout=0, argv=[])
+    out = {d.candidate for d in infeasible(prepared)}
     ready = [p.arm.name for p in prepared.arms if not p.arm.is_control and not p.arm.is_baseline
-             and not infeasible(p)]
+             and p.arm.name not in out]
     return _round_size(s, race.plan_round(ready, rules, random.Random(0)))
 
 
-def infeasible(prepared) -> Decision | None:
-    if prepared.stop_status:
-        return Decision(prepared.arm.name, Exit.INFEASIBLE, status=prepared.stop_status, note=prepared.stop_reason)
-    if prepared.draft_warning:
-        return Decision(prepared.arm.name, Exit.INFEASIBLE, note=prepared.draft_warning)
-    return None
+def infeasible(prepared: PreparedRecipe) -> list[Decision]:
+    """The candidates this build or machine cannot run (stopped before launch, or a draft no acceptance can pay):
+    out of the race before it starts."""
+    out = []
+    for p in prepared.arms:
+        if p.arm.is_control:
+            continue
+        if p.stop_status:
+            out.append(Decision(p.arm.name, Exit.INFEASIBLE, status=p.stop_status, note=p.stop_reason))
+        elif p.draft_warning:
+            out.append(Decision(p.arm.name, Exit.INFEASIBLE, note=p.draft_warning))
+    return out
 
 
 def _runs(s: RaceSettings, state: RaceState) -> list[dict]:

@@ -28,7 +28,7 @@ def preview(request: TuneRequest) -> list[Preview]:
         s = driver.RaceSettings(tune_id=0, workload=answer.workload_name(file), prepared=prepared,
                                 rules=request.rules, budget=request.budget, allow_output_change=False, timeout=0,
                                 argv=[])
-        left = {p.arm.name: why for p in prepared.arms if not p.arm.is_control and (why := driver.infeasible(p))}
+        left = {d.candidate: d for d in driver.infeasible(prepared)}
         stopped = {name: decisions.words(why, event=False) for name, why in left.items()}
         state = driver.RaceState(left=left)
         grid = driver.grid_cost(s, state)[0]

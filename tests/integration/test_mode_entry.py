@@ -3,7 +3,6 @@ program on this machine, goes through the recipe loader, `orch run`'s runner (pr
 read by its reader) and `orch reparse` with nothing else changed. In-process: the table is patched here."""
 
 from orchestrator import store
-from orchestrator.build.on_disk import runnable_build
 from orchestrator.parse import METRIC_KEYS, ParsedLog, modes
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest, RunOptions

@@ -237,8 +237,14 @@ def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_
         json.loads(by_flag.stdout)
     both = CliRunner().invoke(main, ["summary", "--json", "--format", "csv"])
     assert both.exit_code == 2 and "--json is --format json" in both.output
+    import duckdb
+
+    with duckdb.connect(str(orch_env / "results.duckdb")) as con:  # text that reads as JSON stays text
+        con.execute("UPDATE runs SET failure_detail = '[1]' WHERE id = 1")
+        con.execute("UPDATE metrics SET extra = '{\"k\": 2}' WHERE run_id = 1")
     shown = json.loads(CliRunner().invoke(main, ["show", "1", "--json"]).stdout)
     assert shown["run"]["arm"] == "baseline" and shown["run"]["params"]["draft_max"] == 16
+    assert shown["run"]["failure_detail"] == "[1]" and shown["metrics"]["extra"] == {"k": 2}
     assert shown["metrics"]["decode_tps"] == 100.0 and shown["logs"] == {}
     printing = {"runs", "show", "summary", "sweeps", "compare", "query", "builds", "history", "env", "parse", "tune"}
     lacking = [name for name in sorted(printing)
