@@ -198,6 +198,8 @@ def test_a_report_to_share_names_no_folder_or_host_of_this_machine(orch_exe, swe
     import re
     import socket
 
+    from orchestrator.report.anonymize import EMBEDDED
+
     plain = run_orch(orch_exe, "report", "1", "--out", str(tmp_path / "plain"), env=sweep_env)
     shared = run_orch(orch_exe, "report", "1", "--out", str(tmp_path / "shared"), "--anonymize", env=sweep_env)
     assert plain.returncode == shared.returncode == 0, shared.stderr
@@ -207,7 +209,8 @@ def test_a_report_to_share_names_no_folder_or_host_of_this_machine(orch_exe, swe
     before = (tmp_path / "plain" / "report.md").read_text()
     assert all(folder in before for folder in local) and host.search(before)
     for name in ("report.md", "report.html"):
-        page = (tmp_path / "shared" / name).read_text()
+        # The pictures are kept byte for byte: their base64 can spell a short host name ("vm") by chance.
+        page = EMBEDDED.sub("", (tmp_path / "shared" / name).read_text())
         assert not [folder for folder in local if folder in page] and not host.search(page), name
     page = (tmp_path / "shared" / "report.md").read_text()
     assert "<models>" in page and "<host>" in page
