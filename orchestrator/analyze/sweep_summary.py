@@ -26,31 +26,12 @@ from orchestrator.analyze.warnings import WARNING_KINDS
 COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a control named `control`)
 PARAMS = "params"  # the cells column holding each arm's parameters, as canonical JSON text
 NO_ARMS_VERDICT = "verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"
-# A full warning line as SweepSummary keeps it, "sweep N, arm ARM (CODE): message": the code is one of the known
-# kinds (an arm name may hold parentheses too). Read with str.find, not a regular expression: a summary of every
-# sweep reads 40,000 of them.
-_CODES = frozenset(k.code for k in WARNING_KINDS)
-
-
-def _arm_and_code(line: str) -> tuple[str, str] | None:
-    start = line.find(", arm ") + len(", arm ")
-    if not line.startswith("sweep ") or start < len(", arm "):
-        return None
-    opening = line.find(" (", start)
-    while opening != -1:
-        closing = line.find("): ", opening)
-        if closing != -1 and line[opening + 2:closing] in _CODES:
-            return line[start:opening], line[opening + 2:closing]
-        opening = line.find(" (", opening + 2)
-    return None
-
-
 @dataclass
 class SweepSummary:
     sweep: int
     arms: int
-    facts: dict  # present: columns some arm has a value in; prefill; hosts; title; host_title
-    warnings: list[str]  # "sweep 3, arm x (code): message", the full texts (`orch summary --explain`)
+    facts: dict  # present: columns some arm has a value in; prefill; hosts; title; host_title; warned
+    warnings: list[str] | None  # "sweep 3, arm x (code): message", the full texts (--explain); None: kept, unread
     verdict: str | None  # None: no arm
     csv_header: str = ""  # the CSV's header line (the same for every sweep: every row has the same keys)
     rows: list[dict] | None = None  # computed now: its rows (None: kept in the file, read from there)
@@ -109,7 +90,11 @@ def _summary(rows: list[dict]) -> SweepSummary:
              "prefill": any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows),  # bench mode's tests
              "hosts": list(dict.fromkeys(r.get("host_id") or r.get("host") for r in rows)),
              "title": title,
-             "host_title": f"{title}, host {first['host']}" + (f" ({first['gpu']})" if first.get("gpu") else "")}
+             "host_title": f"{title}, host {first['host']}" + (f" ({first['gpu']})" if first.get("gpu") else ""),
+             # [code, arm] of each warning, in order: what the lines under a table name (never parsed back from
+             # the full texts: a summary of every sweep holds 40,000)
+             "warned": [[code, r["arm"]] for r in rows
+                        for code, _ in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))]}
     return SweepSummary(
         first["sweep"], len(rows), facts,
         [f"sweep {r['sweep']}, arm {r['arm']} ({code}): {msg}" for r in rows
@@ -135,6 +120,7 @@ class Summaries:
     parts: list[SweepSummary]
     read_rows: Callable[[list[int], str], list[str]] = lambda ids, kind: []
     read_cells: Callable[[list[int], list[str]], dict] = lambda ids, names: {}
+    read_warnings: Callable[[list[int]], dict[int, list[str]]] = lambda ids: {}
     _columns: dict[str, list[str]] = field(default_factory=dict, repr=False)  # read or made, by name
 
     @cached_property
@@ -202,17 +188,17 @@ class Summaries:
 
     def warning_lines(self) -> list[str]:
         """Every warning's full text, a line each (`orch summary --explain`)."""
-        return [line for p in self.parts for line in p.warnings]
+        unread = [p.sweep for p in self.parts if p.warnings is None]
+        kept = self.read_warnings(unread) if unread else {}
+        return [line for p in self.parts for line in (kept.get(p.sweep, []) if p.warnings is None else p.warnings)]
 
     def warning_gists(self) -> list[str]:
         """One line per warning kind, naming its sweeps' arms, with what the kind means in a few words: what a
         person reads under the table (the full texts: warning_lines)."""
         arms: dict[str, dict[int, list[str]]] = {}
         for p in self.parts:
-            for line in p.warnings:
-                if found := _arm_and_code(line):
-                    arm, code = found
-                    arms.setdefault(code, {}).setdefault(p.sweep, []).append(arm)
+            for code, arm in p.facts.get("warned", ()):
+                arms.setdefault(code, {}).setdefault(p.sweep, []).append(arm)
         gists = {k.code: k.gist for k in WARNING_KINDS}
         return [f"{code}: {gists.get(code, '')} ("
                 + "; ".join(f"sweep {sweep}: {', '.join(dict.fromkeys(names))}" for sweep, names in by_sweep.items())

@@ -14,12 +14,15 @@ from orchestrator.cli.group import data_format, db_option, main, opened_db
 
 COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
 
-Runs join on recipe text, arm parameters, model hashes, prompt set and mode. A change is marked only when
-beyond the threshold and statistically different (Mann-Whitney U, or interval overlap for small n). The table
-fits in 120 characters: the recipe where there are several, the arm, the parameters that tell one recipe's arms
-apart, a key column only where two tests would look alike without it, and the figures; its last line names
-what it left out. --wide shows every parameter and key column that differs. Base and head naming the same
-build is a warning, and no ratio is shown.
+Runs join on recipe text, arm parameters, model hashes, prompt set and mode. A change is marked only when beyond
+the threshold and statistically different. Where both builds ran interleaved in one sweep (orch run RECIPE --build
+BASE,HEAD), only such sweeps count and the test is paired: the runs pair by sweep and repeat, and the ratio (the
+geometric mean of the paired ratios) differs where its 95% t-interval excludes 1, from 2 pairs. Runs measured apart
+are unpaired: Mann-Whitney U from 4 runs a side, and below that no verdict (too few runs). The table fits in 120
+characters: the recipe where there are several, the arm, the parameters that tell one recipe's arms apart, a key
+column only where two tests would look alike without it, and the figures; its last line names what it left out.
+--wide shows every parameter and key column that differs. Base and head naming the same build is a warning, and no
+ratio is shown.
 
 {glossary.help_block(glossary.COMPARE, "Columns:")}
 
@@ -43,10 +46,12 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
                    "different): a CI gate, as asv continuous fails a job.")
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, fail_on, db):
-    from orchestrator.analyze import hosts, side_by_side
+    from orchestrator.analyze import hosts, side_by_side, stats
     from orchestrator.analyze.compare_builds import compare_builds
     from orchestrator.build.in_results import resolve_stored_build
     from orchestrator.errors import InvalidOption
+
+    stats.import_quantiles_meanwhile()  # while the queries run
 
     try:
         limit = side_by_side.parse_threshold(threshold)

@@ -21,28 +21,30 @@ from orchestrator.recipe.modelref import HUB_PREFIX, SPELLINGS, HubRef, parse_hu
 from orchestrator.recipe.plan import Arm
 
 ROLES = {flags.TARGET_MODEL: "target", flags.DRAFT_MODEL: "draft"}
+MODEL_FLAGS = flags.TARGET_MODEL + flags.DRAFT_MODEL
 
 
 @dataclass
 class Located:
-    """Each model value as rendered -> the local file to run; hub references with what was fetched."""
+    """Each model value as rendered -> the local file to run; hub references with what was fetched; and each
+    arm's model values by role ("target", "draft"), read from its argv once."""
 
     paths: dict[str, str] = field(default_factory=dict)
     fetched: dict[str, tuple[HubRef, hub.Fetched]] = field(default_factory=dict)
+    named: dict[str, dict[str, str]] = field(default_factory=dict)  # arm name -> role -> value
 
-    def localised(self, argv: list[str]) -> list[str]:
-        for role in ROLES:
-            argv = flags.with_values(argv, role, lambda value: self.paths.get(value, value))
-        return argv
+    def localised(self, arm: Arm) -> list[str]:
+        """The arm's argv with each model value as the local file to run (~ expanded, hub references fetched)."""
+        return flags.with_values(arm.argv, MODEL_FLAGS, lambda value: self.paths.get(value, value))
 
-    def notes(self, argv: list[str]) -> list[str]:
-        values = [flags.flag_value(argv, role) for role in ROLES]
-        return [self.fetched[v][1].note(self.fetched[v][0]) for v in values if v in self.fetched]
+    def notes(self, arm: Arm) -> list[str]:
+        """Which fetched file each of the arm's hub references is."""
+        return [self.fetched[v][1].note(self.fetched[v][0]) for v in self.named[arm.name].values() if v in self.fetched]
 
-    def verify(self, argv: list[str], used: ModelsUsed) -> None:
+    def verify(self, arm: Arm, used: ModelsUsed) -> None:
         """A fetched file whose sha256 is not the hub's (a cut-off or altered download) is never measured."""
-        for role, info in zip(ROLES, (used.target, used.draft)):
-            value = flags.flag_value(argv, role)
+        for role, info in (("target", used.target), ("draft", used.draft)):
+            value = self.named[arm.name].get(role)
             if info and value in self.fetched:
                 ref, got = self.fetched[value]
                 if got.hub_sha256 and got.hub_sha256 != info.sha256:
@@ -53,22 +55,21 @@ class Located:
 def locate(arms: list[Arm], fetch=hub.fetch) -> Located:
     """Find every arm's target and draft file; MissingModels naming all missing ones, HubError for a reference
     that cannot be fetched."""
+    located = Located()
+    for arm in arms:  # the argv read once: each arm's values by role
+        found = zip(ROLES.values(), flags.flag_values(arm.argv, list(ROLES)))
+        located.named[arm.name] = {role: value for role, value in found if value}
+    values = dict.fromkeys(v for named in located.named.values() for v in named.values())  # first seen first
+    located.paths = {v: path for v in values if not v.startswith(HUB_PREFIX)
+                     and _is_file(path := os.path.expanduser(v))}
+    refs = {v: ref for v in values if v not in located.paths and (ref := parse_hub(v))}
     uses: dict[str, list[str]] = {}  # value -> the variables it came from (else its role)
     for arm in arms:
-        for role, name in ROLES.items():
-            value = flags.flag_value(arm.argv, role)
-            if value:
-                named = uses.setdefault(value, [])
-                named += [v for v in _variables(value, arm.params) or [f"{name} model"] if v not in named]
-    located, refs, missing = Located(), {}, []
-    for value, named in uses.items():
-        path = os.path.expanduser(value)
-        if not value.startswith(HUB_PREFIX) and _is_file(path):
-            located.paths[value] = path
-        elif ref := parse_hub(value):
-            refs[value] = ref
-        else:
-            missing.append((path, named))
+        for role, value in located.named[arm.name].items():
+            named = uses.setdefault(value, [])
+            named += [v for v in _variables(value, arm.params) or [f"{role} model"] if v not in named]
+    missing = [(os.path.expanduser(value), named) for value, named in uses.items()
+               if value not in located.paths and value not in refs]
     if missing:
         raise MissingModels(_missing_message(missing, arms))
     for value, ref in refs.items():

@@ -48,6 +48,11 @@ def flag_value(argv: list[str], flags: tuple[str, ...]) -> str | None:
     return found
 
 
+def flag_values(argv: list[str], roles: list[tuple[str, ...]]) -> list[str | None]:
+    """flag_value of each role (a tuple of a flag's spellings), in one read of argv."""
+    return [flag_value(argv, flags) for flags in roles]
+
+
 def flags_in(argv: list[str]) -> set[str]:
     """The flag names an argv uses, `--name=value` counted as `--name`."""
     return {a.split("=", 1)[0] for a in argv if a.startswith("-")}

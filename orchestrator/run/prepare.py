@@ -52,13 +52,13 @@ def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[Prepare
 
     prepared = []
     for arm in arms:
-        p = PreparedArm(arm, model_notes=located.notes(arm.argv))
-        argv = located.localised(arm.argv)  # ~ expanded, hub references as their files in the cache
+        p = PreparedArm(arm, model_notes=located.notes(arm))
+        argv = located.localised(arm)  # ~ expanded, hub references as their files in the cache
         try:
             # Models first (their flags read the same in every dialect): a skipped arm keeps its model hashes,
             # so compare can still pair it with the other build's runs.
             p.models = preflight.check(argv, inspect=inspect_once)
-            located.verify(arm.argv, p.models)
+            located.verify(arm, p.models)
             if cost := draft_cost.draft_cost(p.models.target, p.models.draft):
                 p.model_notes.append(cost.note())
                 p.draft_warning = cost.warning()

@@ -23,7 +23,7 @@ from orchestrator.errors import QualityInputError
 from orchestrator.hashing import sha256_file
 from orchestrator.models import quantize
 from orchestrator.parse.perplexity import parse_perplexity, problem
-from orchestrator.recipe.argv import flag_value
+from orchestrator.recipe.argv import flag_values
 from orchestrator.run.prepare import PreparedArm
 
 DEFAULT_TEXT = Path(__file__).resolve().parent.parent / "data" / "eval" / "declaration.txt"
@@ -144,17 +144,16 @@ def prepare_bases(db: store.Database, build: Build, prepared: list[PreparedArm])
             continue
         s = setup(p, build)
         if s.logits and s.logits not in done:
-            _base_logits(db, build, s, _copied(p.executed))
+            _base_logits(db, build, s, _ran_with(p.executed)[2])
             done.add(s.logits)
 
 
-def _copied(argv: list[str]) -> list[str]:
-    out = []
-    for flags in COPIED:
-        value = flag_value(argv, flags)
-        if value is not None:
-            out += [flags[0], value]
-    return out
+def _ran_with(argv: list[str]) -> tuple[str, str, list[str]]:
+    """What an arm ran with that its quality depends on: its K and V cache types (f16 where it set none) and the
+    flags llama-perplexity is given as the arm had them (COPIED)."""
+    cache_k, cache_v, *copied = flag_values(argv, [CACHE_K, CACHE_V, *COPIED])
+    return cache_k or "f16", cache_v or "f16", [f for flags, value in zip(COPIED, copied) if value is not None
+                                                for f in (flags[0], value)]
 
 
 def _base_logits(db: store.Database, build: Build, s: Setup, extra: list[str]) -> None:
@@ -187,15 +186,13 @@ def measure(db: store.Database, build: Build, p: PreparedArm, run_id: int) -> st
     short text for the progress line."""
     s = setup(p, build)
     target = p.models.target
+    cache_k, cache_v, copied = _ran_with(p.executed)
     key = {"model_sha256": target.sha256, "build_id": build.id, "text_sha256": s.text_sha256, "n_ctx": s.ctx,
-           "cache_type_k": flag_value(p.executed, CACHE_K) or "f16",
-           "cache_type_v": flag_value(p.executed, CACHE_V) or "f16", "base_sha256": s.base_sha256}
+           "cache_type_k": cache_k, "cache_type_v": cache_v, "base_sha256": s.base_sha256}
     with db.write() as con:
         found = store.find_quality(con, key)
     if found is None:
-        argv = [s.exe, "-m", target.path, "-c", str(s.ctx), *_copied(p.executed)]
-        argv += [f for flags, v in ((CACHE_K, key["cache_type_k"]), (CACHE_V, key["cache_type_v"]))
-                 for f in (flags[0], v)]
+        argv = [s.exe, "-m", target.path, "-c", str(s.ctx), *copied, CACHE_K[0], cache_k, CACHE_V[0], cache_v]
         argv += ["--kl-divergence-base", str(s.logits), "--kl-divergence"] if s.logits else ["-f", str(s.text)]
         res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
         parsed = parse_perplexity(res.stderr + "\n" + res.stdout)

@@ -152,6 +152,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     mode = mode_of(sweep.plan.mode)
     pool = server_run.ServerPool(sweep.build.help_texts(), sweep.work_dir) if mode.serves else None
     pending = Pending(db)
+    status = "failed"  # what an exception leaves it (the exception goes on)
     try:
         _record_models_and_notes(db, sweep.prepared, progress)
         for slot, run_id in zip(sweep.slots, sweep.run_ids):
@@ -177,22 +178,16 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             if record.status in ("failed", "timeout"):
                 progress.note(f"orch: {what}")
         stops.check()
+        status = "done"
     except KeyboardInterrupt as stop:
-        _stop_pool(pool)
         if record := getattr(stop, "record", None):  # the run in flight, with its logs so far
             pending.records.append(record)
-        pending.flush()
-        _end_here(db, sweep, "interrupted", keep_summary)
-        return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "interrupted")
-    except Exception:
+        status = "interrupted"
+    finally:  # what ran is stored (a run that raised is not: its folder goes with the work directory)
         _stop_pool(pool)
-        pending.flush()  # what ran is stored; the run that raised is not (its folder goes with the work directory)
-        _end_here(db, sweep, "failed", keep_summary)
-        raise
-    _stop_pool(pool)
-    pending.flush()
-    _end_here(db, sweep, "done", keep_summary)
-    return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, "done")
+        pending.flush()
+        _end_here(db, sweep, status, keep_summary)
+    return SweepResult(sweep.id, len(sweep.slots), progress.done, failed, status)
 
 
 def end(con, sweep_id: int, status: str, *, keep_summary: bool = True) -> None:

@@ -101,9 +101,9 @@ def test_absolute_and_home_paths_resolve_and_are_expanded(tmp_path, monkeypatch)
     (tmp_path / "d.gguf").write_bytes(b"x")
     arms = [arm("spec", ["tool", "-m", "~/t.gguf", "--model-draft", str(tmp_path / "d.gguf")])]
     located = resolve.locate(arms, fetch=None)
-    assert located.localised(arms[0].argv) == ["tool", "-m", str(tmp_path / "t.gguf"), "--model-draft",
+    assert located.localised(arms[0]) == ["tool", "-m", str(tmp_path / "t.gguf"), "--model-draft",
                                                str(tmp_path / "d.gguf")]
-    assert located.notes(arms[0].argv) == []
+    assert located.notes(arms[0]) == []
 
 
 def test_every_missing_file_is_named_once_with_its_variable_and_the_ways_to_point_at_models(tmp_path):
@@ -158,23 +158,24 @@ def test_hub_references_are_fetched_once_each_and_noted(tmp_path):
             arm("spec", ["tool", "-m", "hf:o/R/t.gguf", "-md", "o/D:Q8_0"])]
     located = resolve.locate(arms, fetch=fetch)
     assert fetch.calls == ["hf:o/R/t.gguf", "o/D:Q8_0"]
-    argv = located.localised(arms[1].argv)
+    argv = located.localised(arms[1])
     assert argv == ["tool", "-m", str(tmp_path / "snapshots/c0ffee/t.gguf"), "-md",
                     str(tmp_path / "snapshots/c0ffee/picked.gguf")]
-    assert located.notes(arms[1].argv) == [
+    assert located.notes(arms[1]) == [
         f"model hf:o/R/t.gguf is {tmp_path}/snapshots/c0ffee/t.gguf (Hugging Face at commit c0ffee)",
         f"model o/D:Q8_0 is {tmp_path}/snapshots/c0ffee/picked.gguf (Hugging Face at commit c0ffee)"]
 
 
 def test_a_fetched_file_whose_sha256_is_not_the_hubs_is_refused(tmp_path):
-    located = resolve.locate([arm("a", ["tool", "-m", "hf:o/R/t.gguf"])], fetch=FakeFetch(tmp_path))
+    hubbed = arm("a", ["tool", "-m", "hf:o/R/t.gguf"])
+    located = resolve.locate([hubbed], fetch=FakeFetch(tmp_path))
 
     def used(sha256):
         return ModelsUsed(target=ModelInfo("t.gguf", sha256, 1, "llama", *[None] * 12), draft=None)
 
-    located.verify(["tool", "-m", "hf:o/R/t.gguf"], used("a" * 64))  # the hub's sha256: fine
+    located.verify(hubbed, used("a" * 64))  # the hub's sha256: fine
     with pytest.raises(HubError, match="has sha256 b+, the hub's is a+; delete it from the cache"):
-        located.verify(["tool", "-m", "hf:o/R/t.gguf"], used("b" * 64))
+        located.verify(hubbed, used("b" * 64))
 
 
 FILES = ["README.md", "Qwen3-4B-Q4_K_M.gguf", "Qwen3-4B-IQ4_K_M.gguf", "qwen3-4b-q8_0.gguf",

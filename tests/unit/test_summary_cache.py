@@ -16,7 +16,8 @@ from orchestrator.store import quality, sweep_summaries
 
 # Every output of `orch summary` that kept summaries serve, over several sweeps, one, and two
 OUTPUTS = [[], ["--wide"], ["--format", "md"], ["--format", "md", "--wide"], ["--format", "json"], ["--format", "csv"],
-           ["--columns", "arm,draft_max,speedup,warnings"], ["--format", "md", "--columns", "sweep,arm,ngram_n"]]
+           ["--columns", "arm,draft_max,speedup,warnings"], ["--format", "md", "--columns", "sweep,arm,ngram_n"],
+           ["--explain"]]
 PICKS = [["--last", "10"], ["3"], ["1", "4"]]
 
 
@@ -52,8 +53,15 @@ def changed_outputs(db) -> dict[str, tuple[str, str]]:
 
 
 def current(db, ids: list[int]) -> set[int]:
+    """The sweeps whose kept summary is current, judged by their rows (the stamp: stamped)."""
     with store.opened(db, read_only=True) as con:
-        return {h["sweep_id"] for h in sweep_summaries.current(con, ids, summary_cache.code_key())}
+        return {h["sweep_id"] for h in sweep_summaries.current_by_rows(con, ids, summary_cache.code_key())}
+
+
+def stamped(db) -> set[int] | None:
+    with store.opened(db, read_only=True) as con:
+        found = sweep_summaries.stamped_current(con, summary_cache.code_key())
+    return None if found is None else set(found)
 
 
 def test_summary_cache_print_exactly_what_the_runs_give_and_reading_keeps_nothing(tmp_path):
@@ -64,7 +72,7 @@ def test_summary_cache_print_exactly_what_the_runs_give_and_reading_keeps_nothin
         assert con.execute("SELECT count(*) FROM sweep_summaries").fetchone()[0] == 0  # a read wrote nothing
         rows = summary.arm_rows(con, ids)
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == f"kept the summaries of {len(ids)} sweeps"
-    assert current(db, ids) == set(ids)
+    assert current(db, ids) == set(ids) == stamped(db)  # read by the file's stamp: one hash a table
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == "every finished sweep's summary is kept"
     assert outputs(db) == computed  # every format, byte for byte, stdout and stderr
     # ... and what the row formatters make of the rows computed now
@@ -102,6 +110,7 @@ def test_a_kept_summary_is_not_used_once_a_row_it_was_made_from_changes(tmp_path
     orch("repair", "--db", str(db))
     with store.opened(db) as con:
         con.execute(CHANGES[table])
+    assert stamped(db) is None  # the file is not as the stamp found it: each sweep's rows are hashed
     # sweep 1 only: sweep 2 shares the build (and so stops being current with a change to it)
     assert current(db, ids) == set(ids) - ({1, 2} if table == "builds" else {1})
     changed = changed_outputs(db)
@@ -115,7 +124,7 @@ def test_a_kept_summary_made_by_other_code_is_not_used(tmp_path, monkeypatch):
     ids = many_sweeps(db)
     orch("repair", "--db", str(db))
     monkeypatch.setattr(summary_cache, "code_key", lambda: "another orch")
-    assert current(db, ids) == set()
+    assert current(db, ids) == set() and stamped(db) is None
     with store.opened(db, read_only=True) as con:
         assert summary_cache.read(con, ids).computed == len(ids)
 
@@ -137,7 +146,19 @@ def test_import_and_reparse_keep_the_summaries_of_what_they_changed(tmp_path):
     orch("import", str(source), "--db", str(target))
     assert current(target, ids) == set(ids)
     assert outputs(target) == outputs(source)  # the same sweeps, numbered alike in an empty file
+    assert stamped(target) == set(ids)
     orch("reparse", "--db", str(target))  # their logs give no metrics: the summaries change, and are kept again
-    assert current(target, ids) == set(ids)
+    assert current(target, ids) == set(ids) == stamped(target)
     with store.opened(target, read_only=True) as con:
         assert {r["decode_tps"] for r in summary.arm_rows(con, ids[:2])} == {None}
+
+
+def test_a_kept_summary_changed_by_hand_is_not_vouched_for_by_the_stamp(tmp_path):
+    """The stamp covers the kept summaries too: one whose fingerprint was changed (or that was deleted) since is
+    judged by its own rows again."""
+    db = tmp_path / "r.duckdb"
+    ids = many_sweeps(db)
+    orch("repair", "--db", str(db))
+    with store.opened(db) as con:
+        con.execute("UPDATE sweep_summaries SET fingerprint = fingerprint + 1 WHERE sweep_id = 1")
+    assert stamped(db) is None and current(db, ids) == set(ids) - {1}

@@ -107,6 +107,18 @@ def test_terminal_text_keeps_no_carriage_return():
     assert tables.cell("a\rb") == "ab"
 
 
+_TERMINAL = st.text(alphabet=st.sampled_from(["a", " ", "\t", "\n", "\r", "\x1b", "[", "]", "0", ";", "m", "\x07", "\\",
+                                              "P", "\x9b", "\u202e", "\u2067", "é", "\x7f"]), max_size=40)
+
+
+@given(text=_TERMINAL, column=st.lists(_TERMINAL, max_size=5))
+def test_the_fast_scans_decide_as_the_full_pattern_would(text, column):
+    """printable and a table column's cleaning decide by one character class, not the escape patterns themselves:
+    the same text comes out as if every line were cleaned by the patterns."""
+    assert tables.printable(text) == tables._ACTIVE.sub("", text)
+    assert tables._cleaned(column) == [tables._LINE_BREAKS.sub(" ", tables._ACTIVE.sub("", v)) for v in column]
+
+
 @given(words=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp")), min_size=1,
                               max_size=30), min_size=1, max_size=60),
        width=st.integers(min_value=3, max_value=130), indent=st.sampled_from(["", "  ", "    "]),
