@@ -42,8 +42,8 @@ def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: 
         crossed = [s for s in crossed if s in sweep_ids]
     elif crossed and not (base_host or head_host):
         sweep_ids = crossed
-    base_groups = compare_queries.compare_groups(con, base, recipe=recipe, sweep_ids=sweep_ids, host=base_host)
-    head_groups = compare_queries.compare_groups(con, head, recipe=recipe, sweep_ids=sweep_ids, host=head_host)
+    base_groups, head_groups = compare_queries.compare_groups(con, [(base, base_host), (head, head_host)],
+                                                              recipe=recipe, sweep_ids=sweep_ids)
     if not base_groups or not head_groups:
         missing = base if not base_groups else head
         host = base_host if not base_groups else head_host

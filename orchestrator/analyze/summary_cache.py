@@ -86,9 +86,11 @@ def _keep(con, sweep_ids: list[int]) -> None:
 
 
 def keep_stale(con) -> int:
-    """Keep the summaries of every finished sweep whose kept one is missing or not current; how many."""
+    """Keep the summaries of every finished sweep whose kept one is missing, not current or damaged (cells not
+    one per arm); how many."""
     ids = sweep_summaries.finished_sweeps(con)
     current = {h["sweep_id"] for h in sweep_summaries.current(con, ids, code_key())}
+    current -= set(sweep_summaries.unlike_their_arms(con))
     stale = [i for i in ids if i not in current]
     for start in range(0, len(stale), 2048):  # a bounded batch: its rows are held in memory while stored
         _keep(con, stale[start:start + 2048])

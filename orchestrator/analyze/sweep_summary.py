@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from itertools import chain
 
 import orjson
 
@@ -22,6 +21,7 @@ from orchestrator import tables
 from orchestrator.analyze import cells, verdict
 from orchestrator.analyze.summary import TABLE_COLUMNS
 from orchestrator.analyze.warnings import WARNING_KINDS
+from orchestrator.errors import DamagedSchema
 
 COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a control named `control`)
 PARAMS = "params"  # the cells column holding each arm's parameters, as canonical JSON text
@@ -153,14 +153,24 @@ class Summaries:
         return self._columns[name]
 
     def load(self, names: list[str]) -> None:
-        """Read these columns for every arm at once (one query for the kept sweeps)."""
+        """Read these columns for every arm at once (one query for the kept sweeps: their cells one after the
+        other, cut by each sweep's arms)."""
         names = [n for n in dict.fromkeys(names) if n not in self._columns]
-        kept = [p.sweep for p in self.with_arms if not p.computed]
-        read = self.read_cells(kept, names) if kept and names else {}
+        kept = [p for p in self.with_arms if not p.computed]
+        read = self.read_cells([p.sweep for p in kept], names) if kept and names else {}
         for name in names:
-            stored = dict(orjson.loads(read.get(name, "[]")))
-            parts = (p.cells(name) if p.computed else stored[p.sweep] for p in self.with_arms)
-            self._columns[name] = list(chain.from_iterable(parts))
+            stored = orjson.loads(read.get(name, "[]"))
+            if len(stored) != sum(p.arms for p in kept):
+                raise DamagedSchema(f"the kept summaries' {name!r} cells are not one per arm (sweep_summary_cells "
+                                    f"changed by hand?): `orch repair` keeps them anew")
+            if len(kept) == len(self.with_arms):  # every sweep kept: the column as read
+                self._columns[name] = stored
+                continue
+            column, at = [], 0
+            for p in self.with_arms:
+                column += p.cells(name) if p.computed else stored[at:at + p.arms]
+                at += 0 if p.computed else p.arms
+            self._columns[name] = column
 
     def present(self, column: str) -> bool:
         """Whether some arm has a value in this column."""

@@ -28,4 +28,5 @@ def repair_command(db):
         restored = schema.repair(con)
         summaries = summary_cache.keep_stale(con)
     click.echo(f"restored {', '.join(restored)} in {path}" if restored else f"nothing to repair in {path}")
-    click.echo(f"kept the summaries of {summaries} sweeps" if summaries else "every finished sweep's summary is kept")
+    kept = "the summary of 1 sweep" if summaries == 1 else f"the summaries of {summaries} sweeps"
+    click.echo(f"kept {kept}" if summaries else "every finished sweep's summary is kept")

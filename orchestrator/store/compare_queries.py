@@ -8,7 +8,7 @@ import duckdb
 
 from orchestrator.store.db import rows_as_dicts
 from orchestrator.store.figures import mode_is
-from orchestrator.store.queries import HOST_MATCH, PLANNED_RUN, RUN_BUILD
+from orchestrator.store.queries import PLANNED_RUN, RUN_BUILD
 
 BENCH = mode_is("r.mode", "bench_tests")  # a bench test's speed: its prefill tok/s where it decodes none
 
@@ -16,41 +16,55 @@ Con = duckdb.DuckDBPyConnection
 
 
 def crossed_sweeps(con: Con, base: str, head: str, recipe: str | None = None) -> list[int]:
-    """Sweeps that ran both builds interleaved (`orch run --build A,B`): ok runs of each in one sweep."""
-    where, args = ["r.status = 'ok'", PLANNED_RUN.format(run="r")], []
+    """Sweeps that ran both builds interleaved (`orch run --build A,B`): ok runs of each in one sweep. Read from
+    runs, not measured_runs: an ok run is never run again, so no newer row hides it, and the view's window over
+    every run costs 0.2 s at 100,000."""
+    where, args = ["r.status = 'ok'", "NOT coalesce(r.warmup, false)", PLANNED_RUN.format(run="r")], []
     if recipe:
         where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
         args += [recipe, recipe.lstrip("./")]
     return [row[0] for row in con.execute(f"""
         SELECT r.sweep_id
-        FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
+        FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
         WHERE {" AND ".join(where)}
         GROUP BY r.sweep_id HAVING count(*) FILTER ({RUN_BUILD} = ?) > 0 AND count(*) FILTER ({RUN_BUILD} = ?) > 0
         ORDER BY r.sweep_id""", [*args, base, head]).fetchall()]
 
 
-def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: list[int] | None,
-                   host: str | None = None) -> list[dict]:
-    """A build's measured runs (on `host`: its hostname or host id prefix) grouped by the columns that make "the
-    same test" (params as stored text).
+def compare_groups(con: Con, sides: list[tuple[str, str | None]], *, recipe: str | None,
+                   sweep_ids: list[int] | None) -> list[list[dict]]:
+    """Each side's measured runs, a side being a build name and, where given, a host (its hostname or host id
+    prefix), grouped by the columns that make "the same test" (params as stored text): one pass over the runs for
+    both sides of a comparison (each side read alone scanned them twice: 0.36 s at 100,000 runs, not 0.2).
 
     Per group: the first run's arm and recipe file name, run counts by outcome, the ok runs' decode tok/s as a
     list, and for each of those "sweep:repeat" (what pairs it with another build's run of one interleaved sweep),
     and when the group's runs started and ended. A run is its own build's (a sweep of several builds, `orch run
-    --build A,B`, holds runs of each), the sweep's for rows stored before runs named theirs.
+    --build A,B`, holds runs of each), the sweep's for rows stored before runs named theirs. Two sides that are
+    one (a build compared with itself) are read once.
     """
-    where, args = [f"{RUN_BUILD} = ?", "r.status <> 'running'", PLANNED_RUN.format(run="r")], [build_name]
+    if len(set(sides)) < len(sides):
+        return [compare_groups(con, sides[:1], recipe=recipe, sweep_ids=sweep_ids)[0]] * len(sides)
+    args: dict = {}
+    cases = []
+    for i, (build, host) in enumerate(sides):
+        args[f"build{i}"] = build
+        on_host = ""
+        if host:
+            args[f"host{i}"] = host
+            on_host = f" AND (s.host_name = $host{i} OR starts_with(s.host_id, $host{i}))"
+        cases.append(f"WHEN {RUN_BUILD} = $build{i}{on_host} THEN {i}")
+    side = f"CASE {' '.join(cases)} END"
+    where = ["r.status <> 'running'", PLANNED_RUN.format(run="r"), f"{side} IS NOT NULL"]
     if recipe:
-        where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
-        args += [recipe, recipe.lstrip("./")]
+        where.append("(s.recipe_path = $recipe OR ends_with(s.recipe_path, '/' || $recipe_file))")
+        args.update(recipe=recipe, recipe_file=recipe.lstrip("./"))
     if sweep_ids:
-        where.append("r.sweep_id IN (SELECT unnest(?::INTEGER[]))")
-        args.append(sweep_ids)
-    if host:
-        where.append(HOST_MATCH)
-        args += [host, host]
-    return rows_as_dicts(con.execute(f"""
-        SELECT s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, '') AS prompt_set,
+        where.append("r.sweep_id IN (SELECT unnest($sweeps::INTEGER[]))")
+        args["sweeps"] = sweep_ids
+    rows = rows_as_dicts(con.execute(f"""
+        SELECT {side} AS side, s.recipe_hash, r.params, r.target_sha256, r.draft_sha256,
+               coalesce(r.prompt_set, '') AS prompt_set,
                -- the arm's name without the build a crossed sweep puts before it (BUILD/ARM)
                r.mode, arg_min(CASE WHEN starts_with(r.arm, {RUN_BUILD} || '/')
                                     THEN substr(r.arm, length({RUN_BUILD}) + 2) ELSE r.arm END, r.id) AS arm,
@@ -69,5 +83,7 @@ def compare_groups(con: Con, build_name: str, *, recipe: str | None, sweep_ids: 
         FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN metrics m ON m.run_id = r.id
              LEFT JOIN builds rb ON rb.id = r.build_id
         WHERE {" AND ".join(where)}
-        GROUP BY s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, ''), r.mode
+        GROUP BY side, s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, ''), r.mode
         ORDER BY first_run""", args))
+    return [[{k: v for k, v in row.items() if k != "side"} for row in rows if row["side"] == i]
+            for i in range(len(sides))]

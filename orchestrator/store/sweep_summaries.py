@@ -119,12 +119,21 @@ def row_texts(con: Con, sweep_ids: list[int], kind: str) -> list[str]:
 
 
 def cells(con: Con, sweep_ids: list[int], names: list[str]) -> dict[str, str]:
-    """Per column name: a JSON array of [sweep id, that sweep's cells] (in no set order: ordering inside the
-    aggregate doubles its time, and each sweep's cells carry its id)."""
+    """Per column name: one JSON array of these sweeps' cells, sweep after sweep in sweep order (each sweep's
+    array without its brackets, joined: one parse of the whole column, a third of the time of one per sweep)."""
     return dict(con.execute("""
-        SELECT name, '[' || string_agg('[' || sweep_id || ',' || cells || ']', ',') || ']' FROM sweep_summary_cells
+        SELECT name, '[' || string_agg(cells[2:-2], ',' ORDER BY sweep_id) || ']' FROM sweep_summary_cells
         WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) AND name IN (SELECT unnest(?::VARCHAR[]))
         GROUP BY name""", [sweep_ids, names]).fetchall())
+
+
+def unlike_their_arms(con: Con) -> list[int]:
+    """The sweeps whose kept cells are not one per arm in every column (changed by hand): kept anew by repair."""
+    return [r[0] for r in con.execute("""
+        SELECT k.sweep_id FROM sweep_summaries k LEFT JOIN sweep_summary_cells c ON c.sweep_id = k.sweep_id
+        WHERE k.arms > 0 GROUP BY k.sweep_id, k.arms
+        HAVING count(c.name) <> count(DISTINCT c.name) OR bool_or(json_array_length(c.cells) <> k.arms)
+            OR count(c.name) = 0 ORDER BY k.sweep_id""").fetchall()]
 
 
 def keep(con: Con, code: str, fingerprint: dict[int, int], summaries: list[dict]) -> None:

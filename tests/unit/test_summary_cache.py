@@ -162,3 +162,19 @@ def test_a_kept_summary_changed_by_hand_is_not_vouched_for_by_the_stamp(tmp_path
     with store.opened(db) as con:
         con.execute("UPDATE sweep_summaries SET fingerprint = fingerprint + 1 WHERE sweep_id = 1")
     assert stamped(db) is None and current(db, ids) == set(ids) - {1}
+
+
+def test_kept_cells_changed_by_hand_stop_the_summary_and_repair_keeps_them_anew(tmp_path):
+    """A table's cells are read one after another and cut by each sweep's arms: cells that are not one per arm
+    (a row deleted or edited by hand) are refused with the fix, never shown against the wrong arms."""
+    db = tmp_path / "r.duckdb"
+    ids = many_sweeps(db)
+    orch("repair", "--db", str(db))
+    before = orch("summary", "--last", "10", "--db", str(db))
+    with store.opened(db) as con:
+        con.execute("UPDATE sweep_summary_cells SET cells = '[\"x\"]' WHERE sweep_id = 1 AND name = 'arm'")
+    result = CliRunner().invoke(main, ["summary", "--last", "10", "--db", str(db)])
+    assert result.exit_code == 25 and "'arm' cells are not one per arm" in result.stderr
+    assert "orch repair" in result.stderr
+    assert orch("repair", "--db", str(db))[0].splitlines()[-1] == "kept the summary of 1 sweep"
+    assert orch("summary", "--last", "10", "--db", str(db)) == before and current(db, ids) == set(ids)

@@ -119,6 +119,16 @@ def test_the_fast_scans_decide_as_the_full_pattern_would(text, column):
     assert tables._cleaned(column) == [tables._LINE_BREAKS.sub(" ", tables._ACTIVE.sub("", v)) for v in column]
 
 
+@given(text=st.text(alphabet=st.sampled_from(["a", " ", "\\", "`", "*", "[", "]", "<", ">", "|", "\n", "_"]),
+                    max_size=30))
+def test_markdown_text_escapes_each_active_character_once(text):
+    """md_text escapes by one replace a character: the same as one substitution of them all, a backslash
+    included (its escape is never escaped again)."""
+    import re
+
+    assert tables.md_text(text) == re.sub(r"([\\`*\[\]<>|])", r"\\\1", tables._one_line(text))
+
+
 @given(words=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp")), min_size=1,
                               max_size=30), min_size=1, max_size=60),
        width=st.integers(min_value=3, max_value=130), indent=st.sampled_from(["", "  ", "    "]),
