@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -45,11 +46,14 @@ class Read:
     computed_s: float  # the time that took
 
 
-def read(con, sweep_ids: list[int]) -> Read:
+def read(con, sweep_ids: list[int], cells: list[str] = ()) -> Read:
     """The summaries of these sweeps (in sweep order): kept ones where current, the rest computed. Kept JSON and
-    cells are read through `con` when drawn: draw them before closing it."""
+    cells are read through `con` when drawn: draw them before closing it. `cells`: kept cells columns to start
+    reading at once, on another thread, while the rest is read and computed (Summaries.prefetch)."""
     ids = sorted(set(sweep_ids))
     heads = {h["sweep_id"]: h for h in sweep_summaries.current(con, ids, code_key())}
+    with_arms = [i for i in ids if i in heads and heads[i]["arms"]]  # the kept sweeps whose cells a table reads
+    early = (list(cells), _cells_meanwhile(con, with_arms, list(cells))) if cells and with_arms else None
     start = time.perf_counter()
     missing = [i for i in ids if i not in heads]
     computed = {s.sweep: s for s in from_rows(summary.arm_rows(con, missing))} if missing else {}
@@ -57,8 +61,19 @@ def read(con, sweep_ids: list[int]) -> Read:
     parts = [_kept(heads[i]) if i in heads else computed.get(i) or no_arms(i) for i in ids]
     return Read(Summaries(parts, read_rows=lambda kept, kind: sweep_summaries.row_texts(con, kept, kind),
                           read_cells=lambda kept, names: sweep_summaries.cells(con, kept, names),
-                          read_warnings=lambda kept: sweep_summaries.warning_lines(con, kept)),
+                          read_warnings=lambda kept: sweep_summaries.warning_lines(con, kept),
+                          read_cells_meanwhile=lambda kept, names: _cells_meanwhile(con, kept, names),
+                          prefetched=early),
                 len(missing), seconds)
+
+
+def _cells_meanwhile(con, kept: list[int], names: list[str]) -> Future:
+    """sweep_summaries.cells on a thread of its own, through a connection of its own to the file (a cursor)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orch-cells")
+    try:
+        return pool.submit(sweep_summaries.cells, con.cursor(), kept, names)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its query
 
 
 def _kept(head: dict) -> SweepSummary:

@@ -35,6 +35,7 @@ def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: 
     verdict per sweep: what `orch summary` prints, and `orch run` at its end. Lines under a table are wrapped to
     `width` (the terminal's; 80 columns off a terminal)."""
     table = _summaries(table)
+    table.prefetch(_loaded(table, fmt, columns, wide))  # read while the lines under the table are made
     warned = [f"warning: {line}" for line in (table.warning_lines() if explain else table.warning_gists())]
     if warned and not explain:
         warned[-1] += "; the full texts: orch summary --explain"
@@ -106,7 +107,7 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
     """The arm table (table or md). `wide`: every column; `columns`: those (picked_columns)."""
     table = _summaries(table)
     compact = not (columns or wide)
-    table.load([PARAMS, *_stored(_candidates(table, columns, wide), compact), *(["sweep"] if fmt == "md" else [])])
+    table.load(_loaded(table, fmt, columns, wide))
     params = Parameters(table)
     if columns:
         chosen, droppable, hidden = list(columns), [], []
@@ -156,13 +157,26 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
     return text
 
 
-def _candidates(table: Summaries, columns: list[str] | None, wide: bool) -> list[str]:
+def cells_to_read(fmt: str, *, wide: bool) -> list[str]:
+    """The cells columns the table of every column (wide) or of the default ones may draw, before the summaries
+    say which of the optional ones some arm has: what summary_cache.read starts reading at once."""
+    return [PARAMS, *_stored(_candidates(None, None, wide), not wide), *(["sweep"] if fmt == "md" else [])]
+
+
+def _loaded(table: Summaries, fmt: str, columns: list[str] | None, wide: bool) -> list[str]:
+    """The cells columns table_text reads."""
+    compact = not (columns or wide)
+    return [PARAMS, *_stored(_candidates(table, columns, wide), compact), *(["sweep"] if fmt == "md" else [])]
+
+
+def _candidates(table: Summaries | None, columns: list[str] | None, wide: bool) -> list[str]:
     """The summary columns the table may draw, read in one query before it chooses (kept cells are read by
-    column: one query for all of them costs little more than one for a few)."""
+    column: one query for all of them costs little more than one for a few); table None: each one some arm may
+    have."""
     if columns or wide:
         return [c for c in columns or TABLE_COLUMNS if c in TABLE_COLUMNS]
     optional = ["host", "joules_per_token", "prompt_tps", *quality.COLUMNS]
-    return [*DEFAULT_COLUMNS, *(c for c in optional if table.present(c))]
+    return [*DEFAULT_COLUMNS, *(c for c in optional if table is None or table.present(c))]
 
 
 def _stored(columns: list[str], compact: bool) -> list[str]:

@@ -12,6 +12,7 @@ are their cells one after the other.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -121,7 +122,9 @@ class Summaries:
     read_rows: Callable[[list[int], str], list[str]] = lambda ids, kind: []
     read_cells: Callable[[list[int], list[str]], dict] = lambda ids, names: {}
     read_warnings: Callable[[list[int]], dict[int, list[str]]] = lambda ids: {}
+    read_cells_meanwhile: Callable[[list[int], list[str]], Future] | None = None  # read_cells on another thread
     _columns: dict[str, list[str]] = field(default_factory=dict, repr=False)  # read or made, by name
+    prefetched: tuple[list[str], Future] | None = field(default=None, repr=False)  # columns being read, and how
 
     @cached_property
     def arms(self) -> int:
@@ -152,15 +155,29 @@ class Summaries:
             self.load([name])
         return self._columns[name]
 
+    def prefetch(self, names: list[str]) -> None:
+        """Start reading these columns' kept cells on another thread (DuckDB lets Python run while it reads): what
+        is drawn before the table is made meanwhile, and load takes what was read."""
+        kept = [p.sweep for p in self.with_arms if not p.computed]
+        names = [n for n in dict.fromkeys(names) if n not in self._columns]
+        if self.prefetched and set(names) <= set(self.prefetched[0]):
+            return  # being read already
+        if kept and names and self.read_cells_meanwhile:
+            self.prefetched = (names, self.read_cells_meanwhile(kept, names))
+
     def load(self, names: list[str]) -> None:
         """Read these columns for every arm at once (one query for the kept sweeps: their cells one after the
         other, cut by each sweep's arms)."""
         names = [n for n in dict.fromkeys(names) if n not in self._columns]
         kept = [p for p in self.with_arms if not p.computed]
-        read = self.read_cells([p.sweep for p in kept], names) if kept and names else {}
+        if self.prefetched and set(names) <= set(self.prefetched[0]):
+            read = self.prefetched[1].result()
+        else:
+            read = self.read_cells([p.sweep for p in kept], names) if kept and names else {}
+        kept_arms = sum(p.arms for p in kept)
         for name in names:
             stored = orjson.loads(read.get(name, "[]"))
-            if len(stored) != sum(p.arms for p in kept):
+            if len(stored) != kept_arms:
                 raise DamagedSchema(f"the kept summaries' {name!r} cells are not one per arm (sweep_summary_cells "
                                     f"changed by hand?): `orch repair` keeps them anew")
             if len(kept) == len(self.with_arms):  # every sweep kept: the column as read

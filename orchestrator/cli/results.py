@@ -138,7 +138,8 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
                 click.echo(tables.render(rows, fmt, columns))
             click.echo("\n".join(Summaries(from_rows(rows)).verdict_lines()), err=True)
             return
-        read = summary_cache.read(con, ids)
+        early = summary_table.cells_to_read(fmt, wide=wide) if fmt in ("table", "md") and not column_list else ()
+        read = summary_cache.read(con, ids, early)
         if read.computed and read.computed_s > SLOW_S:
             click.echo(f"orch: {read.computed} of {len(set(ids))} sweeps summarized from their runs "
                        f"({read.computed_s:.1f}s): no current summary is kept for them (stored by another orch "

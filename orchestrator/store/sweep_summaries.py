@@ -56,12 +56,15 @@ _FILE_FINGERPRINT = "SELECT " + " || ',' || ".join(
 _KEPT = "SELECT k.sweep_id, k.arms, k.facts, k.verdict, k.csv_header FROM sweep_summaries k"
 
 
+FEW_SWEEPS = 64  # up to this many, hashing their rows is quicker than one hash of every table (the stamp)
+
+
 def current(con: Con, sweep_ids: list[int], code: str) -> list[dict]:
     """The kept summaries of these sweeps that are current (fingerprint and code), without their JSON and cells
     (row_texts, cells) and warnings (warning_lines): sweep_id, arms, facts, verdict, csv_header; in sweep order.
-    Where the file is
-    as the stamp found it (stamp), the stamp says which; else each sweep's rows are hashed now."""
-    stamped = stamped_current(con, code)
+    For more than FEW_SWEEPS, where the file is as the stamp found it (stamp), the stamp says which; else each
+    sweep's rows are hashed now."""
+    stamped = stamped_current(con, code) if len(sweep_ids) > FEW_SWEEPS else None
     if stamped is not None:
         return rows_as_dicts(con.execute(f"""{_KEPT} WHERE k.code = $code AND k.sweep_id IN
             (SELECT unnest(list_intersect($ids::INTEGER[], $stamped::INTEGER[]))) ORDER BY k.sweep_id""",
