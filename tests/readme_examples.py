@@ -10,13 +10,18 @@ and every kind is checked.
 tests/unit/test_docs.py parses every command line with orch's own click parser; tests/integration/test_readme.py
 runs the ones that are complete commands against a real results file made by make demo-tiny's recipes.
 `blocks()` reads the README alone (its demo tables); `all_blocks()` the README and every docs page.
+
+A page may include a section of another file, as the site does (pymdownx.snippets, mkdocs.yml): the line
+`--8<-- "README.md:demo-output"` is the README's lines between `<!-- --8<-- [start:demo-output] -->` and
+`<!-- --8<-- [end:demo-output] -->`. `blocks()` reads such a line as the blocks it includes, each one the included
+file's own (its source and line), so getting-started's copy of make demo's output is the README's block, once.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,20 +43,76 @@ def pages() -> list[Path]:
     return [README, *sorted(DOCS.glob("*.md"))]
 
 
+INCLUDE = re.compile(r'^--8<-- "(?P<path>[^":]+)(?::(?P<section>[a-z][-_0-9a-z]*))?"$')
+SECTION_MARKER = re.compile(r"--8<-- \[(start|end):[a-z][-_0-9a-z]*\]")  # a section's ends, included by nothing
+MARKER = "<!-- --8<-- [{}:{}] -->"
+
+
+def section(path: str, name: str | None) -> tuple[int, str]:
+    """What `--8<-- "PATH:NAME"` includes: (the number of its first line in PATH, its text); the whole file
+    without NAME. The site's build fails on a missing file or section (check_paths), and so does this."""
+    lines = (ROOT / path).read_text().splitlines()
+    if name is None:
+        return 1, "\n".join(lines)
+    start, end = MARKER.format("start", name), MARKER.format("end", name)
+    assert lines.count(start) == 1 and lines.count(end) == 1, f"{path}: no single section {name!r} ({start} ... {end})"
+    first, last = lines.index(start) + 1, lines.index(end)
+    assert first <= last, f"{path}: section {name!r} ends before it starts"
+    return first + 1, "\n".join(lines[first:last])
+
+
+def includes(text: str, source: str = "README.md") -> list[tuple[int, str, str | None]]:
+    """The include lines of a page outside its fenced blocks: (line number, path, section or None)."""
+    out, fenced = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and "--8<--" in line and not SECTION_MARKER.search(line):
+            m = INCLUDE.match(line)
+            assert m, f"{source} line {number}: an include is `--8<-- \"FILE:SECTION\"` on a line of its own: {line!r}"
+            out.append((number, m["path"], m["section"]))
+    return out
+
+
 def blocks(text: str | None = None, source: str = "README.md") -> list[Block]:
+    """The fenced blocks of a page, in order; an include line stands for the blocks it includes (as their own
+    file's: its path and line numbers)."""
     text = README.read_text() if text is None else text
+    included = {number: (path, name) for number, path, name in includes(text, source)}
     out, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         if lines[i].startswith("```"):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
             out.append(Block(lines[i][3:].strip(), "\n".join(lines[i + 1:end]), i + 1, source))
             i = end
+        elif i + 1 in included:
+            path, name = included[i + 1]
+            first, part = section(path, name)
+            out += [replace(b, line=b.line + first - 1) for b in blocks(part, path)]
         i += 1
     return out
 
 
 def all_blocks() -> list[Block]:
-    return [b for page in pages() for b in blocks(page.read_text(), str(page.relative_to(ROOT)))]
+    """Every block of the README and the docs pages, once: a block a page includes is its own file's."""
+    return list(dict.fromkeys(b for page in pages() for b in blocks(page.read_text(), str(page.relative_to(ROOT)))))
+
+
+def prose(text: str) -> str:
+    """A page with its fenced blocks' lines (fences included) blanked: the running text, at its own line numbers."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        out.append("" if fenced or line.startswith("```") else line)
+        fenced ^= line.startswith("```")
+    return "\n".join(out)
+
+
+def code_spans(text: str) -> list[tuple[int, str]]:
+    """The inline code of a page's running text (`like this`), as (line number, its text with a line break or a
+    run of spaces made one space); a span may wrap onto the next line, never past a paragraph."""
+    text = prose(text)
+    return [(text.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split()))
+            for m in re.finditer(r"(?<!`)`([^`]+)`(?!`)", text) if "\n\n" not in m.group(1)]
 
 
 def commands(block: Block) -> list[str]:
@@ -127,6 +188,54 @@ def variants(command: str) -> list[list[str]]:
 def _choice(word: str) -> bool:
     """`a|b|c`: a value that may be any of them (never a quoted SQL or text argument)."""
     return "|" in word and " " not in word
+
+
+def check_orch(command: str, *, partial: bool = False) -> int:
+    """That an orch line (a synopsis: every variant of it) names a real command and options, values and types orch's
+    own click parser accepts; how many variants were checked. partial: a mention in running text (`orch run`,
+    `orch compare --fail-on regression`) may leave out required arguments, or stop at a group (`orch models`).
+    Fails with an AssertionError that names the line and what is wrong."""
+    import click
+
+    from orchestrator.cli import main
+
+    checked = 0
+    for args in variants(command):
+        cmd, path, args = main, [], args[1:]
+        while isinstance(cmd, click.Group) and args and args[0] in cmd.commands:
+            path.append(args[0])
+            cmd = cmd.commands[args.pop(0)]
+        name = " ".join(["orch", *path])
+        if isinstance(cmd, click.Group):
+            assert not args or args[0].startswith("-"), f"{command!r}: no command {name} {args[0]}"
+            assert partial, f"{command!r}: {name} needs a command ({', '.join(sorted(cmd.commands))})"
+            known = {o for p in [*cmd.params, cmd.get_help_option(click.Context(cmd))] if p for o in p.opts}
+            unknown = [a for a in args if a.split("=")[0] not in known]
+            assert not unknown, f"{command!r}: {name} has no option {unknown[0]}"
+        else:
+            if partial and "--help" in args:  # `orch compare --help`: only that the command has it
+                assert "--help" in cmd.get_help_option_names(click.Context(cmd)), f"{command!r}: {name} has no --help"
+                args = [a for a in args if a != "--help"]
+            last = [p for p in cmd.params if isinstance(p, click.Option) and args and args[-1] in p.opts]
+            if partial and last and not last[0].is_flag and not last[0].count:  # `orch report --tune`: no value
+                args = args[:-1]
+            try:
+                cmd.make_context(name, list(args))
+            except click.MissingParameter as exc:
+                assert partial, f"{command!r} as {args}: {exc.format_message()}"
+            except click.ClickException as exc:
+                raise AssertionError(f"{command!r} as {args}: {exc.format_message()}") from None
+        checked += 1
+    return checked
+
+
+def check_make(command: str) -> None:
+    """That a `make TARGET [NAME=value ...]` line names a Makefile target and variables the Makefile reads."""
+    makefile = (ROOT / "Makefile").read_text()
+    target, *assignments = [w.strip("[]") for w in words(command)[1:]]
+    assert re.search(rf"^{re.escape(target)}:", makefile, re.M), f"make {target}: no such target in the Makefile"
+    for name in (a.split("=")[0] for a in assignments):
+        assert f"$({name})" in makefile, f"make {target} {name}=...: the Makefile never reads {name}"
 
 
 def shape(text: str) -> dict:

@@ -4,11 +4,13 @@ Into a fresh results file in a temporary folder, with the orch of this checkout:
   1. `orch run recipes/real_demo.j2` on the weekday-list workload (Gemma 3 270M Q4_K_M), then `orch report`: the
      decode-per-arm, acceptance-against-speedup and acceptance-by-position figures;
   2. `orch tune recipes/tune.j2 --workload repeat_list`, then `orch report --tune 1`: the race;
-  3. `recipes/spec_defaults.j2` on the tiny models at two builds, then `orch history`: a metric across builds, and
-     `orch report` of the newer build's sweep: acceptance by draft position (n-gram arms print no per-position rates).
+  3. `recipes/spec_defaults.j2` (a draft model at the build's own drafting defaults) on the Qwen2.5-Coder pair at two
+     builds, then `orch history`: a metric across builds, and `orch report` of the newer build's sweep: acceptance
+     by draft position (n-gram arms print no per-position rates).
 The PNGs are copied to docs/figures/ with MADE_BY.txt (every command, the builds, the host, the date), so a page
 that shows a picture can say which command made it. `--tiny` draws every figure from the tiny models (seconds: what
-the test suite checks); the committed pictures come from the real model.
+the test suite checks); the committed pictures come from the real models (`orch models get gemma-3-270m` and
+`orch models get qwen2.5-coder-pair` into --models).
 
     .venv/bin/python tools/docs_figures.py [--build 0c1e570] [--old-build f49e917] [--models DIR] [--tiny]
                                            [--out docs/figures]
@@ -43,7 +45,8 @@ def main() -> None:
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--old-build", default="f49e917")
     parser.add_argument("--models", type=Path, default=Path(os.environ.get("ORCH_MODELS", ROOT / "models")),
-                        help="the folder holding gemma-3-270m-q4_k_m.gguf (orch models get gemma-3-270m)")
+                        help="the folder holding Gemma 3 270M and the Qwen2.5-Coder pair (orch models get "
+                             "gemma-3-270m, orch models get qwen2.5-coder-pair)")
     parser.add_argument("--tiny", action="store_true", help="tiny models only (seconds): a check that it works")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
     args = parser.parse_args()
@@ -52,22 +55,23 @@ def main() -> None:
         work = Path(tmp)
         tiny = work / "tiny"
         env = {**os.environ, "ORCH_DB": str(work / "results.duckdb"), "ORCH_MODELS": str(args.models)}
-        orch(["models", "tiny", "--out", str(tiny)], env, made)
         if args.tiny:
+            orch(["models", "tiny", "--out", str(tiny)], env, made)
             env["ORCH_MODELS"] = str(tiny)
             model = ["--set", "target=tiny-target.gguf", "--set", "n_predict=32", "--set", "threads=1"]
+            pair, history = ["--vars", "recipes/tiny.toml"], {**env, "ORCH_MODELS": str(tiny)}
         else:
             model = ["--set", f"threads={os.cpu_count()}"]
+            pair, history = ["--vars", "recipes/pair.toml", "--set", "n_predict=64", *model], env
         orch(["run", "recipes/real_demo.j2", "--build", args.build, "--vars", "recipes/workloads/repeat_list.toml",
               "--repeat", "3", "--no-summary", *model], env, made)
         orch(["report", "--last", "1", "--out", str(work / "report")], env, made)
         orch(["tune", "recipes/tune.j2", "--build", args.build, "--workload", "repeat_list", "--max-runs", "4",
               *model], env, made)
         orch(["report", "--tune", "1", "--out", str(work / "tune")], env, made)
-        history = {**env, "ORCH_MODELS": str(tiny)}
         for build in (args.old_build, args.build):
-            orch(["run", "recipes/spec_defaults.j2", "--vars", "recipes/tiny.toml", "--build", build, "--repeat", "2",
-                  "--no-summary"], history, made)
+            orch(["run", "recipes/spec_defaults.j2", *pair, "--build", build, "--repeat", "2", "--no-summary"],
+                 history, made)
         orch(["history", "spec_defaults.j2", "--arm", "draft", "--metric", "acceptance", "--png",
               str(work / "history.png")], history, made)
         # n-gram arms print no per-position rates; the draft model of spec_defaults does (the newer build's sweep)

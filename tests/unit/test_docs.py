@@ -1,10 +1,10 @@
 """The README is the front door and docs/ the rest: every command is in them with help text, the exit-code table is
-errors.py's, every example parses, and the README's demo tables are the getting-started page's."""
+errors.py's, every example parses, and the README's copy of make demo's output is the one getting-started includes."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
-import click
 import readme_examples
 
 from orchestrator import errors
@@ -38,13 +38,42 @@ def test_the_readme_is_a_front_door_of_about_two_hundred_lines_linking_the_docs(
     assert "make docs" in README and "make demo" in README and "make test" in README
 
 
-def test_the_readmes_demo_table_is_the_getting_started_pages():
-    """The README shows make demo's table; getting-started shows it too, then make demo-gemma's and demo-tiny's."""
-    page = readme_examples.blocks((ROOT / "docs" / "getting-started.md").read_text(), "docs/getting-started.md")
-    shown = [b.text for b in page if b.kind == "output"]
-    assert [b.text for b in readme_examples.blocks() if b.kind == "output"] == shown[:1]
+def test_getting_started_includes_the_readmes_demo_output():
+    """The README holds make demo's table, once, between section markers GitHub does not show; getting-started
+    includes that section (pymdownx.snippets) rather than a copy, then shows its tune, make demo-gemma's and
+    make demo-tiny's."""
+    text = (ROOT / "docs" / "getting-started.md").read_text()
+    assert readme_examples.includes(text, "docs/getting-started.md")[0][1:] == ("README.md", "demo-output")
+    (readme,) = [b for b in readme_examples.blocks() if b.kind == "output"]
+    first, section = readme_examples.section("README.md", "demo-output")
+    assert readme_examples.blocks(section) == [replace(readme, line=readme.line - first + 1)]  # the block alone
+    assert readme.text not in text  # no copy
+    page = readme_examples.blocks(text, "docs/getting-started.md")
+    shown = [b for b in page if b.kind == "output"]
+    assert shown[0] == readme and all(b.source == "docs/getting-started.md" for b in shown[1:])
+    shown = [b.text for b in shown]
     assert "real_pair.j2" in shown[0] and "candidate" in shown[1].split("\n")[1]  # the pair's sweeps, then its tune
     assert ["real_demo.j2" in shown[2], "recipe_a.j2" in shown[3]] == [True] * 2
+
+
+def test_the_built_getting_started_page_shows_the_readmes_demo_output():
+    """The page as the site renders it (mkdocs.yml's Markdown extensions and their settings) shows the README's
+    table as a code block, and no include line is left over."""
+    import html
+
+    import markdown
+    from mkdocs.config import load_config
+
+    config = load_config(str(ROOT / "mkdocs.yml"))
+    assert "pymdownx.snippets" in config.markdown_extensions
+    assert config.mdx_configs["pymdownx.snippets"]["check_paths"] is True  # a missing file or section fails the build
+    md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
+    page = md.convert((ROOT / "docs" / "getting-started.md").read_text())
+    codes = [html.unescape(re.sub(r"<[^>]+>", "", code)).strip()
+             for code in re.findall(r"<code[^>]*>(.*?)</code>", page, re.S)]
+    (readme,) = [b.text for b in readme_examples.blocks() if b.kind == "output"]
+    assert readme.strip() in codes
+    assert "8&lt;" not in page and "8<-" not in page
 
 
 def test_every_docs_page_is_in_the_sites_navigation():
@@ -78,36 +107,24 @@ def sh_commands() -> list[str]:
 
 def test_every_orch_command_line_in_the_docs_parses():
     """Each orch line, with its optional parts and without, each choice of A|B, is accepted by orch's own parser:
-    the commands, options, choices and value types the README shows exist."""
+    the commands, options, choices and value types the README shows exist (readme_examples.check_orch;
+    test_docs_names.py checks the orch commands written inline in running text with it too)."""
     checked = 0
-    for command in sh_commands():
-        words = readme_examples.words(command)
-        if words[0] not in ("orch", ".venv/bin/orch"):
-            continue
-        for args in readme_examples.variants(command):
-            cmd, path = main, []
-            args = args[1:]
-            while isinstance(cmd, click.Group):
-                assert args and args[0] in cmd.commands, f"{command!r}: no command {' '.join(path + args[:1])}"
-                path.append(args[0])
-                cmd = cmd.commands[args.pop(0)]
-            try:
-                cmd.make_context(f"orch {' '.join(path)}", list(args))
-            except click.ClickException as exc:
-                raise AssertionError(f"docs: {command!r} as {args}: {exc.format_message()}") from None
-            checked += 1
+    for block in [b for b in readme_examples.all_blocks() if b.kind == "sh"]:
+        for command in readme_examples.commands(block):
+            if readme_examples.words(command)[0] in ("orch", ".venv/bin/orch"):
+                try:
+                    checked += readme_examples.check_orch(command)
+                except AssertionError as exc:
+                    raise AssertionError(f"{block.source}, the block at line {block.line}: {exc}") from None
     assert checked >= 40
 
 
 def test_every_make_line_names_a_target_and_variables_the_makefile_has():
-    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
     lines = [c for c in sh_commands() if c.startswith("make ")]
     assert lines
     for command in lines:
-        target, *assignments = [w.strip("[]") for w in readme_examples.words(command)[1:]]
-        assert re.search(rf"^{target}:", makefile, re.M), f"docs: make {target}: no such target"
-        for name in (a.split("=")[0] for a in assignments):
-            assert f"$({name})" in makefile, f"docs: make {target} {name}=...: the Makefile never reads {name}"
+        readme_examples.check_make(command)
 
 
 def test_the_docs_toml_is_toml_and_a_space_is_a_space_tune_reads(tmp_path):
