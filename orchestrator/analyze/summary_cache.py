@@ -68,10 +68,18 @@ def read(con, sweep_ids: list[int], cells: list[str] = ()) -> Read:
 
 
 def _cells_meanwhile(con, kept: list[int], names: list[str]) -> Future:
-    """sweep_summaries.cells on a thread of its own, through a connection of its own to the file (a cursor)."""
+    """sweep_summaries.cells on a thread of its own, through a connection of its own to the file (a cursor),
+    closed as soon as it has read: an open one would keep the file open in this process (DuckDB then refuses a
+    write connection to it)."""
+    def read(cursor):
+        try:
+            return sweep_summaries.cells(cursor, kept, names)
+        finally:
+            cursor.close()
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orch-cells")
     try:
-        return pool.submit(sweep_summaries.cells, con.cursor(), kept, names)
+        return pool.submit(read, con.cursor())
     finally:
         pool.shutdown(wait=False)  # the thread ends with its query
 

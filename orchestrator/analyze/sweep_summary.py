@@ -18,7 +18,7 @@ from functools import cached_property, lru_cache
 
 import orjson
 
-from orchestrator import tables
+from orchestrator import json_text, tables
 from orchestrator.analyze import cells, verdict
 from orchestrator.analyze.summary import TABLE_COLUMNS
 from orchestrator.analyze.warnings import WARNING_KINDS
@@ -43,9 +43,9 @@ class SweepSummary:
         return self.rows is not None
 
     def row_text(self, kind: str) -> str:
-        """Its rows as `rows_json` (tables.json_rows) or `rows_csv` (tables.csv_lines), made when first asked."""
+        """Its rows as `rows_json` (json_text.json_rows) or `rows_csv` (tables.csv_lines), made when first asked."""
         if kind not in self._made:
-            self._made[kind] = (tables.json_rows(self.rows).decode() if kind == "rows_json" else
+            self._made[kind] = (json_text.json_rows(self.rows).decode() if kind == "rows_json" else
                                 tables.csv_lines(self.rows)) if self.rows else ""
         return self._made[kind]
 
@@ -64,8 +64,8 @@ class SweepSummary:
         """The summary as store/sweep_summaries.keep takes it (text columns): everything made."""
         return {"sweep_id": self.sweep, "arms": self.arms, "rows_json": self.row_text("rows_json"),
                 "rows_csv": self.row_text("rows_csv"), "csv_header": self.csv_header,
-                "facts": tables.dumps(self.facts).decode(), "warnings": "\n".join(self.warnings),
-                "verdict": self.verdict, "cells": {name: tables.dumps(self.cells(name)).decode() for name in
+                "facts": json_text.dumps(self.facts).decode(), "warnings": "\n".join(self.warnings),
+                "verdict": self.verdict, "cells": {name: json_text.dumps(self.cells(name)).decode() for name in
                                                    ([*TABLE_COLUMNS, COMPACT_VS, PARAMS] if self.arms else [])}}
 
 
@@ -104,7 +104,7 @@ def _summary(rows: list[dict]) -> SweepSummary:
 
 
 def _text(params: dict) -> str:
-    return tables.dumps(params, option=orjson.OPT_NON_STR_KEYS).decode()
+    return json_text.dumps(params, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 @lru_cache(maxsize=4096)
@@ -136,7 +136,7 @@ class Summaries:
         return [p for p in self.parts if p.arms]
 
     def json_chunks(self) -> list[str]:
-        """The JSON rows of each sweep that has an arm, in sweep order (tables.json_rows: ",\\n" within one)."""
+        """The JSON rows of each sweep that has an arm, in sweep order (json_text.json_rows: ",\\n" within one)."""
         return self._row_texts("rows_json")
 
     def csv_text(self) -> str:

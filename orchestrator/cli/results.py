@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import config, tables
+from orchestrator import config, json_text, tables
 from orchestrator.analyze import glossary
 from orchestrator.cli.group import COUNT, ID, data_format, db_option, main, opened_db
 
@@ -62,7 +62,7 @@ def show_command(run_id, logs, as_json, db):
     if not run:
         raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
     if as_json:
-        click.echo(tables.to_json({"run": run, "metrics": metrics, "logs": texts}, indent=1))
+        click.echo(json_text.to_json({"run": run, "metrics": metrics, "logs": texts}, indent=1))
         return
     for key, value in run.items():
         click.echo(f"{key:>16}: {value}")
@@ -133,7 +133,7 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
             rows = summary.arm_rows(con, ids)
             columns = summary_table.picked_row_columns(rows, column_list) if column_list else None
             if fmt == "json":
-                _write_json(tables.json_rows(rows, columns))
+                _write_json(json_text.json_rows(rows, columns))
             else:
                 click.echo(tables.render(rows, fmt, columns))
             click.echo("\n".join(Summaries(from_rows(rows)).verdict_lines()), err=True)
@@ -160,11 +160,11 @@ SLOW_S = 1.0  # computing summaries longer than this: say how to keep them
 
 
 def _write_json(*chunks: str | bytes) -> None:
-    """JSON rows (tables.json_rows, in chunks) as a JSON array on stdout. A reader that stops early (`| head`)
+    """JSON rows (json_text.json_rows, in chunks) as a JSON array on stdout. A reader that stops early (`| head`)
     ends the JSON, not the command: the verdicts still go to stderr and the exit status stays 0."""
     sys.stdout.flush()
     try:
-        tables.write_json_array(chunks, sys.stdout.buffer)
+        json_text.write_json_array(chunks, sys.stdout.buffer)
         sys.stdout.buffer.write(b"\n")
         sys.stdout.buffer.flush()
     except BrokenPipeError:

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator import parse, proc, store, tables
+from orchestrator import json_text, parse, proc, store
 from orchestrator.build.finished import Build
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
@@ -106,7 +106,7 @@ class RunInputs:
         row = self.row(params)
         folder = self.folder()
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / RUN_JSON).write_text(tables.to_json(row))
+        (folder / RUN_JSON).write_text(json_text.to_json(row))
         return row, folder
 
 

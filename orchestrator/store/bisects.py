@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import duckdb
 
+from orchestrator.json_text import to_json
 from orchestrator.store.times import utcnow
-from orchestrator.tables import to_json
 
 PROBE_COLUMNS = ("bisect_id", "commit", "upstream_commit", "build_name", "sweep_id", "state", "detail",
                  "build_s", "measure_s")

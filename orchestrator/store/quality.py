@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import duckdb
 
+from orchestrator.json_text import to_json
 from orchestrator.store.db import rows_as_dicts, utcnow
-from orchestrator.tables import to_json
 
 QUALITY_KEY = ("model_sha256", "build_id", "text_sha256", "n_ctx", "cache_type_k", "cache_type_v", "base_sha256")
 

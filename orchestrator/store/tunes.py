@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import duckdb
 
+from orchestrator.json_text import to_json
 from orchestrator.store.times import utcnow
-from orchestrator.tables import to_json
 
 JSON_COLUMNS = ("variables", "space", "workloads", "budget", "rules", "argv")
 EVENT_COLUMNS = ("tune_id", "workload", "round", "candidate", "event", "kind", "reason", "speedup", "detail")

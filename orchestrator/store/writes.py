@@ -8,6 +8,7 @@ from itertools import groupby
 
 import duckdb
 
+from orchestrator.json_text import to_json
 from orchestrator.parse import (
     METRIC_KEYS as METRIC_COLUMNS,  # the metrics table has one column per key
 )
@@ -15,7 +16,6 @@ from orchestrator.store.logs import (
     save_logs as save_logs,  # the run's raw logs, gzipped
 )
 from orchestrator.store.times import utc, utcnow
-from orchestrator.tables import to_json
 
 BUILD_COLUMNS = ("id", "name", "commit", "upstream_commit", "source", "backend", "cuda_archs", "cmake_options",
                  "targets", "compiler", "compiler_version", "cuda_toolkit", "ccache", "duration_s", "status",

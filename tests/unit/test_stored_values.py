@@ -1,4 +1,4 @@
-"""No stored row can make a later read command fail: every JSON writer is total (tables.to_json, tables.jsonable),
+"""No stored row can make a later read command fail: every JSON writer is total (json_text.to_json, json_text.jsonable),
 so an integer beyond 64 bits or a NaN written by an older orch, a script or an import is stored as text or null,
 and every read command still reads the file (issue 26: `--set n_predict=99999999999999999999` broke summary, watch
 and repair on every later call, and travelled through export/import)."""
@@ -9,7 +9,7 @@ import math
 import orjson
 from click.testing import CliRunner
 
-from orchestrator import store, tables
+from orchestrator import json_text, store
 from orchestrator.cli import main
 from tests.unit.test_exchange import add_sweep
 
@@ -17,11 +17,11 @@ from tests.unit.test_exchange import add_sweep
 def test_jsonable_keeps_what_fits_and_makes_the_rest_harmless():
     value = {"big": 10**30, "neg": -(10**30), "edge": 2**64 - 1, "low": -(2**63), "nan": math.nan,
              "inf": [math.inf, -math.inf], "ok": [1, 2.5, "x", None, True], 7: "key"}
-    got = tables.jsonable(value)
+    got = json_text.jsonable(value)
     assert got == {"big": str(10**30), "neg": str(-(10**30)), "edge": 2**64 - 1, "low": -(2**63), "nan": None,
                    "inf": [None, None], "ok": [1, 2.5, "x", None, True], "7": "key"}
     orjson.dumps(got)  # what every reader writes with
-    assert json.loads(tables.to_json(value)) == got
+    assert json.loads(json_text.to_json(value)) == got
 
 
 def test_rows_of_values_no_reader_can_hold_are_read_by_every_command(tmp_path):

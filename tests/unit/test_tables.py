@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator import tables
+from orchestrator import json_text, tables
 
 ROWS = [{"arm": "baseline", "decode_tps": 135.25, "speedup": None, "note": "a|b"},
         {"arm": "draft:draft_max=8", "decode_tps": 8.5, "speedup": 1.234, "note": "two\nlines"}]
@@ -41,9 +41,9 @@ def test_existing_formats_unchanged():
 def test_json_written_in_chunks_is_one_array_with_a_row_per_line():
     """The summary of every sweep (100 MB) is written JSON_CHUNK rows at a time: where the chunks meet, the
     array goes on as if it were one write, and the rows keep their one line each."""
-    rows = [{"i": i, "name": f"arm {i}"} for i in range(2 * tables.JSON_CHUNK + 3)]
+    rows = [{"i": i, "name": f"arm {i}"} for i in range(2 * json_text.JSON_CHUNK + 3)]
     stream = io.BytesIO()
-    tables.write_json(rows, stream, ["i", "name", "extra"])
+    json_text.write_json(rows, stream, ["i", "name", "extra"])
     text = stream.getvalue().decode()
     assert text == tables.render(rows, "json", ["i", "name", "extra"])
     assert json.loads(text) == [{**r, "extra": None} for r in rows]
