@@ -263,8 +263,8 @@ def assert_shows(shown: str, printed: str, *, real_model: bool) -> None:
     readme, made = shape(shown), shape(printed)
     for table in (readme, made) if real_model else ():
         table["arms"] = [arm for arm in table["arms"] if "~" not in arm]
-    assert {k: v for k, v in readme.items() if k not in ("header", "note")} == \
-        {k: v for k, v in made.items() if k not in ("header", "note")}
+    compared = [{k: v for k, v in table.items() if k not in ("header", "note")} for table in (readme, made)]
+    assert compared[0] == compared[1], f"the copy shows {compared[0]}; the demo printed {compared[1]}:\n{printed}"
     for columns in (readme["header"], made["header"]):
         assert {"arm", "decode_tps", "acceptance", "speedup", "speedup_ci95", "warnings"} <= set(columns)
     for text in (shown, printed):
