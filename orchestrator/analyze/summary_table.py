@@ -160,11 +160,11 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
 def cells_to_read(fmt: str, *, wide: bool) -> list[str]:
     """The cells columns the table of every column (wide) or of the default ones may draw, before the summaries
     say which of the optional ones some arm has: what summary_cache.read starts reading at once."""
-    return [PARAMS, *_stored(_candidates(None, None, wide), not wide), *(["sweep"] if fmt == "md" else [])]
+    return _loaded(None, fmt, None, wide)
 
 
-def _loaded(table: Summaries, fmt: str, columns: list[str] | None, wide: bool) -> list[str]:
-    """The cells columns table_text reads."""
+def _loaded(table: Summaries | None, fmt: str, columns: list[str] | None, wide: bool) -> list[str]:
+    """The cells columns table_text reads (table None: each one some arm may have)."""
     compact = not (columns or wide)
     return [PARAMS, *_stored(_candidates(table, columns, wide), compact), *(["sweep"] if fmt == "md" else [])]
 

@@ -38,19 +38,27 @@ RENAMED = (DRAFT_MAX, DRAFT_MIN, DRAFT_P_MIN, DRAFT_P_SPLIT, DRAFT_MODEL, GPU_LA
 
 def flag_value(argv: list[str], flags: tuple[str, ...]) -> str | None:
     """Value of the last of flags in argv (`-m X` or `--model=X`)."""
-    found = None
-    for i, arg in enumerate(argv):
-        name, eq, value = arg.partition("=")
-        if eq and name in flags:
-            found = value
-        elif arg in flags and i + 1 < len(argv):
-            found = argv[i + 1]
-    return found
+    return flag_values(argv, [flags])[0]
 
 
 def flag_values(argv: list[str], roles: list[tuple[str, ...]]) -> list[str | None]:
     """flag_value of each role (a tuple of a flag's spellings), in one read of argv."""
-    return [flag_value(argv, flags) for flags in roles]
+    where: dict[str, list[int]] = {}
+    for index, flags in enumerate(roles):
+        for flag in flags:
+            where.setdefault(flag, []).append(index)
+    found: list[str | None] = [None] * len(roles)
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if eq and name in where:
+            hit, got = where[name], value
+        elif arg in where and i + 1 < len(argv):
+            hit, got = where[arg], argv[i + 1]
+        else:
+            continue
+        for index in hit:
+            found[index] = got
+    return found
 
 
 def flags_in(argv: list[str]) -> set[str]:

@@ -16,6 +16,12 @@ def test_flag_value_reads_both_spellings_and_the_last_wins():
     assert flags.flags_in(["llama-server", "--port=8080", "-m", "x"]) == {"--port", "-m"}
 
 
+def test_several_roles_read_in_one_pass_each_take_their_own_last_value():
+    argv = ["tool", "-m", "a.gguf", "-t", "2", "--model-draft=d.gguf", "--threads", "4", "-m", "b.gguf", "-n"]
+    roles = [flags.TARGET_MODEL, flags.DRAFT_MODEL, ("-t", "--threads"), ("-n",), ("-t", "-m")]
+    assert flags.flag_values(argv, roles) == ["b.gguf", "d.gguf", "4", None, "b.gguf"]
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["/b/llama-speculative-simple", "-m", "t", "-md", "d"], True),
     (["/b/llama-server", "-m", "t", "--spec-type", "ngram-mod"], True),

@@ -11,6 +11,6 @@ def m027_summary_stamp(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
         CREATE TABLE summary_stamp (
             code VARCHAR NOT NULL,           -- the orch source and libraries that checked (summary_cache.code_key)
-            fingerprint VARCHAR NOT NULL,    -- each table's hash then (sweep_summaries.file_fingerprint)
+            fingerprint VARCHAR NOT NULL,    -- each table's hash then (sweep_summaries._FILE_FINGERPRINT)
             sweep_ids INTEGER[] NOT NULL,    -- the sweeps whose kept summary was current then
             made_at TIMESTAMP)""")
