@@ -17,6 +17,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed  ## create .venv with orch, its test extra and (where it installs) the ray extra
+	@# orch's modules compiled ahead (an editable install leaves them to each command, which cannot keep them where
+	@# PYTHONDONTWRITEBYTECODE is set, as on CI: 0.05 s of every orch command); current ones are left as they are
+	$(VENV)/bin/python -m compileall -q orchestrator
 
 build: install  ## build llama.cpp: make build COMMIT=x [BACKEND=auto|cpu|cuda] [CUDA_ARCH=86]
 	$(ORCH) build $(COMMIT) --backend $(BACKEND) $(if $(CUDA_ARCH),--cuda-arch '$(CUDA_ARCH)')

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -20,12 +20,14 @@ import orjson
 import orchestrator
 from orchestrator.analyze import summary
 from orchestrator.analyze.sweep_summary import (
+    CELL_COLUMNS,
+    PARAMS,
     Summaries,
     SweepSummary,
     from_rows,
     no_arms,
 )
-from orchestrator.store import sweep_summaries
+from orchestrator.store import db, sweep_summaries
 
 
 @lru_cache(maxsize=1)
@@ -60,33 +62,35 @@ def read(con, sweep_ids: list[int], cells: list[str] = ()) -> Read:
     seconds = time.perf_counter() - start
     parts = [_kept(heads[i]) if i in heads else computed.get(i) or no_arms(i) for i in ids]
     return Read(Summaries(parts, read_rows=lambda kept, kind: sweep_summaries.row_texts(con, kept, kind),
-                          read_cells=lambda kept, names: sweep_summaries.cells(con, kept, names),
+                          read_cells=lambda kept, names: _cells(con, kept, names),
                           read_warnings=lambda kept: sweep_summaries.warning_lines(con, kept),
                           read_cells_meanwhile=lambda kept, names: _cells_meanwhile(con, kept, names),
                           prefetched=early),
                 len(missing), seconds)
 
 
-def _cells_meanwhile(con, kept: list[int], names: list[str]) -> Future:
-    """sweep_summaries.cells on a thread of its own, through a connection of its own to the file (a cursor),
-    closed as soon as it has read: an open one would keep the file open in this process (DuckDB then refuses a
-    write connection to it)."""
-    def read(cursor):
-        try:
-            return sweep_summaries.cells(cursor, kept, names)
-        finally:
-            cursor.close()
+def _cells(con, kept: list[int], names: list[str]) -> dict[str, list]:
+    """Per column name, the kept cells of these sweeps one after the other (sweep order). The parameters, which
+    sweeps of one recipe repeat, are read once per distinct array; every other column as one array."""
+    flat = [n for n in names if n != PARAMS]
+    read = {n: orjson.loads(text) for n, text in sweep_summaries.cells(con, kept, flat).items()} if flat else {}
+    if PARAMS in names:
+        arrays = {}
+        for text, sweeps in sweep_summaries.cells_by_value(con, kept, PARAMS):
+            arms = orjson.loads(text)
+            arrays.update(dict.fromkeys(sweeps, arms))
+        read[PARAMS] = [a for sweep in kept for a in arrays.get(sweep, ())]  # a missing sweep: Summaries.load says
+    return read
 
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orch-cells")
-    try:
-        return pool.submit(read, con.cursor())
-    finally:
-        pool.shutdown(wait=False)  # the thread ends with its query
+
+def _cells_meanwhile(con, kept: list[int], names: list[str]) -> Future:
+    """_cells on a thread of its own, through a connection of its own to the file (store/db.meanwhile)."""
+    return db.meanwhile(con, _cells, kept, names)
 
 
 def _kept(head: dict) -> SweepSummary:
     return SweepSummary(head["sweep_id"], head["arms"], orjson.loads(head["facts"]),
-                        None, head["verdict"], head["csv_header"])  # the warnings' texts: read for --explain
+                        None, head["verdict"], None)  # unread: the warnings' texts (--explain), the CSV header
 
 
 def keep(con, sweep_ids: list[int]) -> None:
@@ -113,7 +117,7 @@ def keep_stale(con) -> int:
     one per arm); how many."""
     ids = sweep_summaries.finished_sweeps(con)
     current = {h["sweep_id"] for h in sweep_summaries.current(con, ids, code_key())}
-    current -= set(sweep_summaries.unlike_their_arms(con))
+    current -= set(sweep_summaries.unlike_their_arms(con, CELL_COLUMNS))
     stale = [i for i in ids if i not in current]
     for start in range(0, len(stale), 2048):  # a bounded batch: its rows are held in memory while stored
         _keep(con, stale[start:start + 2048])

@@ -26,6 +26,7 @@ from orchestrator.errors import DamagedSchema
 
 COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a control named `control`)
 PARAMS = "params"  # the cells column holding each arm's parameters, as canonical JSON text
+CELL_COLUMNS = [*TABLE_COLUMNS, COMPACT_VS, PARAMS]  # the cells kept of a sweep that has an arm
 NO_ARMS_VERDICT = "verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"
 @dataclass
 class SweepSummary:
@@ -34,7 +35,8 @@ class SweepSummary:
     facts: dict  # present: columns some arm has a value in; prefill; hosts; title; host_title; warned
     warnings: list[str] | None  # "sweep 3, arm x (code): message", the full texts (--explain); None: kept, unread
     verdict: str | None  # None: no arm
-    csv_header: str = ""  # the CSV's header line (the same for every sweep: every row has the same keys)
+    csv_header: str | None = ""  # the CSV's header line (the same in every sweep: every row has the same keys);
+    # None: kept, unread
     rows: list[dict] | None = None  # computed now: its rows (None: kept in the file, read from there)
     _made: dict = field(default_factory=dict, repr=False, compare=False)  # row texts and cells made from rows
 
@@ -66,7 +68,7 @@ class SweepSummary:
                 "rows_csv": self.row_text("rows_csv"), "csv_header": self.csv_header,
                 "facts": json_text.dumps(self.facts).decode(), "warnings": "\n".join(self.warnings),
                 "verdict": self.verdict, "cells": {name: json_text.dumps(self.cells(name)).decode() for name in
-                                                   ([*TABLE_COLUMNS, COMPACT_VS, PARAMS] if self.arms else [])}}
+                                                   (CELL_COLUMNS if self.arms else [])}}
 
 
 def from_rows(rows: list[dict]) -> list[SweepSummary]:
@@ -120,7 +122,7 @@ class Summaries:
     read_cells: store/sweep_summaries over the open connection)."""
     parts: list[SweepSummary]
     read_rows: Callable[[list[int], str], list[str]] = lambda ids, kind: []
-    read_cells: Callable[[list[int], list[str]], dict] = lambda ids, names: {}
+    read_cells: Callable[[list[int], list[str]], dict[str, list]] = lambda ids, names: {}
     read_warnings: Callable[[list[int]], dict[int, list[str]]] = lambda ids: {}
     read_cells_meanwhile: Callable[[list[int], list[str]], Future] | None = None  # read_cells on another thread
     _columns: dict[str, list[str]] = field(default_factory=dict, repr=False)  # read or made, by name
@@ -139,10 +141,15 @@ class Summaries:
         """The JSON rows of each sweep that has an arm, in sweep order (json_text.json_rows: ",\\n" within one)."""
         return self._row_texts("rows_json")
 
-    def csv_text(self) -> str:
-        """The CSV (tables.render's): a header line and every arm's line, in sweep order."""
+    def csv_chunks(self) -> list[str]:
+        """The CSV (tables.render's) in pieces, a line ending between them: a header line, then each sweep's lines,
+        in sweep order."""
         parts = self.with_arms
-        return parts[0].csv_header + "\n" + "\n".join(self._row_texts("rows_csv")) if parts else ""
+        if not parts:
+            return [""]
+        first = parts[0]
+        header = first.csv_header if first.csv_header is not None else self.read_rows([first.sweep], "csv_header")[0]
+        return [header, *self._row_texts("rows_csv")]
 
     def _row_texts(self, kind: str) -> list[str]:
         ids = [p.sweep for p in self.with_arms if not p.computed]
@@ -176,7 +183,7 @@ class Summaries:
             read = self.read_cells([p.sweep for p in kept], names) if kept and names else {}
         kept_arms = sum(p.arms for p in kept)
         for name in names:
-            stored = orjson.loads(read.get(name, "[]"))
+            stored = read.get(name, [])
             if len(stored) != kept_arms:
                 raise DamagedSchema(f"the kept summaries' {name!r} cells are not one per arm (sweep_summary_cells "
                                     f"changed by hand?): `orch repair` keeps them anew")

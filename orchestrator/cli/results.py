@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import click
 
 from orchestrator import config, json_text, tables
 from orchestrator.analyze import glossary
+from orchestrator.cli import output
 from orchestrator.cli.group import COUNT, ID, data_format, db_option, main, opened_db
 
 RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
@@ -133,7 +132,7 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
             rows = summary.arm_rows(con, ids)
             columns = summary_table.picked_row_columns(rows, column_list) if column_list else None
             if fmt == "json":
-                _write_json(json_text.json_rows(rows, columns))
+                output.write_json(json_text.json_rows(rows, columns))
             else:
                 click.echo(tables.render(rows, fmt, columns))
             click.echo("\n".join(Summaries(from_rows(rows)).verdict_lines()), err=True)
@@ -147,28 +146,17 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
         table = read.summaries
         if fmt in ("json", "csv"):  # the JSON is written as it is read: the summary of every sweep is 100 MB
             if fmt == "json":
-                _write_json(*table.json_chunks())
+                output.write_json(*table.json_chunks())
             else:
-                click.echo(table.csv_text())
+                output.write_long(output.joined(table.csv_chunks()))
             click.echo("\n".join(table.verdict_lines()), err=True)  # sentences to stderr: the format stays parseable
             return
         columns = summary_table.picked_columns(table, column_list) if column_list else None
-        click.echo(summary_table.summary_text(table, fmt, columns=columns, wide=wide, explain=explain))
+        output.write_long(output.slices(summary_table.summary_text(table, fmt, columns=columns, wide=wide,
+                                                                   explain=explain)))
 
 
 SLOW_S = 1.0  # computing summaries longer than this: say how to keep them
-
-
-def _write_json(*chunks: str | bytes) -> None:
-    """JSON rows (json_text.json_rows, in chunks) as a JSON array on stdout. A reader that stops early (`| head`)
-    ends the JSON, not the command: the verdicts still go to stderr and the exit status stays 0."""
-    sys.stdout.flush()
-    try:
-        json_text.write_json_array(chunks, sys.stdout.buffer)
-        sys.stdout.buffer.write(b"\n")
-        sys.stdout.buffer.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left unflushed goes nowhere
 
 
 @main.command("report")

@@ -8,7 +8,8 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,23 @@ class Database:
 
     def read(self):
         return opened(self.path, read_only=True)
+
+
+def meanwhile(con: duckdb.DuckDBPyConnection, read: Callable, *args) -> Future:
+    """read(cursor, *args) on a thread of its own, through a cursor of its own (DuckDB runs a query while Python
+    goes on), closed as soon as it has read: an open one would keep the file open in this process, and DuckDB
+    then refuses a write connection to it."""
+    def run(cursor):
+        try:
+            return read(cursor, *args)
+        finally:
+            cursor.close()
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orch-read")
+    try:
+        return pool.submit(run, con.cursor())
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its read
 
 
 def rows_as_dicts(cursor, *, decode_json: bool = False) -> list[dict]:

@@ -81,6 +81,9 @@ def test_summary_cache_print_exactly_what_the_runs_give_and_reading_keeps_nothin
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == f"kept the summaries of {len(ids)} sweeps"
     assert current(db, ids) == set(ids) == stamped(db)  # read by the file's stamp: one hash a table
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == "every finished sweep's summary is kept"
+    with store.opened(db, read_only=True) as con:  # parameters are read once per distinct array: one repeats
+        assert con.execute("SELECT count(DISTINCT cells) < count(*) FROM sweep_summary_cells "
+                           "WHERE name = 'params'").fetchone()[0]
     assert outputs(db) == computed  # every format, byte for byte, stdout and stderr
     monkeypatch.setattr(sweep_summaries, "FEW_SWEEPS", 0)  # the stamp's word, as for thousands of sweeps
     assert outputs(db) == computed
@@ -173,7 +176,15 @@ def test_a_kept_summary_changed_by_hand_is_not_vouched_for_by_the_stamp(tmp_path
     assert stamped(db) is None and current(db, ids) == set(ids) - {1}
 
 
-def test_kept_cells_changed_by_hand_stop_the_summary_and_repair_keeps_them_anew(tmp_path):
+# Hand changes of kept cells: a column read as one array (arm), the parameters read once per distinct array
+HAND_CHANGES = {
+    "arm": "UPDATE sweep_summary_cells SET cells = '[\"x\"]' WHERE sweep_id = 1 AND name = 'arm'",
+    "params": "DELETE FROM sweep_summary_cells WHERE sweep_id = 1 AND name = 'params'",
+}
+
+
+@pytest.mark.parametrize("name", HAND_CHANGES)
+def test_kept_cells_changed_by_hand_stop_the_summary_and_repair_keeps_them_anew(tmp_path, name):
     """A table's cells are read one after another and cut by each sweep's arms: cells that are not one per arm
     (a row deleted or edited by hand) are refused with the fix, never shown against the wrong arms."""
     db = tmp_path / "r.duckdb"
@@ -181,9 +192,9 @@ def test_kept_cells_changed_by_hand_stop_the_summary_and_repair_keeps_them_anew(
     orch("repair", "--db", str(db))
     before = orch("summary", "--last", "10", "--db", str(db))
     with store.opened(db) as con:
-        con.execute("UPDATE sweep_summary_cells SET cells = '[\"x\"]' WHERE sweep_id = 1 AND name = 'arm'")
+        con.execute(HAND_CHANGES[name])
     result = CliRunner().invoke(main, ["summary", "--last", "10", "--db", str(db)])
-    assert result.exit_code == 25 and "'arm' cells are not one per arm" in result.stderr
+    assert result.exit_code == 25 and f"'{name}' cells are not one per arm" in result.stderr
     assert "orch repair" in result.stderr
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == "kept the summary of 1 sweep"
     assert orch("summary", "--last", "10", "--db", str(db)) == before and current(db, ids) == set(ids)
