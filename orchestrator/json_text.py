@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import date, datetime
 from decimal import Decimal
 
@@ -56,11 +57,25 @@ def to_json(value, **options) -> str:
 
 def _json_row(row: dict, columns: list[str], names: set[str]) -> bytes:
     """One row as compact JSON (orjson: a 47k-row summary in a twentieth of the standard encoder's time; NaN and
-    infinities become null, which JSON has, not NaN, which it has not). A row holding exactly the columns is
-    written as it is; others are completed with nulls in column order."""
+    infinities become null, which JSON has, not NaN, which it has not), inert (_inert). A row holding exactly the
+    columns is written as it is; others are completed with nulls in column order."""
     if len(row) != len(columns) or row.keys() != names:
         row = {c: row.get(c) for c in columns}
-    return dumps(row, option=orjson.OPT_NON_STR_KEYS)
+    return _inert(dumps(row, option=orjson.OPT_NON_STR_KEYS))
+
+
+# What a terminal acts on that JSON may hold raw (orjson escapes the C0 controls only): DEL, the C1 controls and the
+# bidirectional overrides, as tables.printable knows them. Their UTF-8 starts with one of _MAY_HOLD.
+_RAW_ACTIVE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_MAY_HOLD = (b"\x7f", b"\xc2", b"\xe2\x80", b"\xe2\x81")
+
+
+def _inert(text: bytes) -> bytes:
+    """JSON text with _RAW_ACTIVE's characters written as \\u escapes: every reader gets the same text, a terminal
+    nothing to act on (output rows go to stdout as they are, not through the inert stream)."""
+    if not any(start in text for start in _MAY_HOLD):
+        return text
+    return _RAW_ACTIVE.sub(lambda found: f"\\u{ord(found.group()):04x}", text.decode()).encode()
 
 
 def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> None:

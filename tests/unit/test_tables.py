@@ -52,6 +52,16 @@ def test_json_written_in_chunks_is_one_array_with_a_row_per_line():
     assert all(line.endswith("},") for line in lines[1:-2]) and lines[-2].endswith("}")
 
 
+@given(st.text())
+def test_json_rows_hold_nothing_a_terminal_acts_on_and_read_back_as_written(text):
+    """JSON rows go to stdout as they are (the summary of every sweep: not through the inert stream): DEL, the C1
+    controls and the bidirectional overrides, which JSON may hold raw, are written as \\u escapes, so a JSON reader
+    gets the same text back and a terminal sees nothing but printable characters."""
+    written = json_text.json_rows([{"arm": text, "prompt": f"a\x9b31m{text}\u202eb\x7f"}]).decode()
+    assert json.loads(written) == {"arm": text, "prompt": f"a\x9b31m{text}\u202eb\x7f"}
+    assert tables.printable(written) == written
+
+
 def test_json_has_no_nan_and_keeps_dates_and_odd_values():
     """NaN is no JSON: a number a run never printed is null, so every JSON reader takes the output."""
     rows = [{"x": float("nan"), "at": datetime(2026, 5, 1, 12, 30, 5), "blob": b"abc", "ratio": Decimal("1.5")}]
