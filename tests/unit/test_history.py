@@ -29,3 +29,14 @@ def test_a_single_run_per_build_is_drawn_but_never_a_step(tmp_path):
     points = [point("a", [100], ""), point("b", [50], "")]
     assert history.mark_steps(points, 0.05) == [] and points[1]["verdict"] == "no significant change"
     assert history.draw(points, "x.j2", "draft", "acceptance", tmp_path / "one.png").exists()
+
+
+def test_the_axis_starts_at_zero_so_a_small_difference_looks_small():
+    """Two builds' acceptance 1.4 points apart (the pair's at f49e917 and 0c1e570): an axis spanning only the values
+    drawn made it a cliff across the whole picture."""
+    points = [point("a", [0.580, 0.586, 0.583], "2026-01-01"), point("b", [0.566, 0.572, 0.569], "2026-01-02")]
+    history.mark_steps(points, 0.05)
+    fig = history.figure(points, "x.j2", "draft", "acceptance")
+    low, high = fig.axes[0].get_ylim()
+    assert low == 0 and high > 0.6  # the highest point below the frame, not on it
+    history.plt.close(fig)
