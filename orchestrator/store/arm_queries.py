@@ -38,6 +38,10 @@ WITH picked AS (
            m.degenerate_loop
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
+-- each arm's first attempt: its place in the tables (an attempt retried later, under load, keeps it)
+attempts AS (
+    SELECT sweep_id, arm, min(id) AS first_attempt FROM runs
+    WHERE sweep_id IN (SELECT unnest($ids::INTEGER[])) AND NOT coalesce(warmup, false) GROUP BY sweep_id, arm),
 arms AS (
     SELECT sweep_id, arm, min(id) AS first_run, count(*) AS runs, count(*) FILTER ({_OK}) AS ok,
            count(decode_tps) FILTER ({_OK} AND NOT isnan(decode_tps)) AS n,
@@ -166,13 +170,15 @@ FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id =
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
      LEFT JOIN rates q ON q.sweep_id = a.sweep_id AND q.arm = a.arm
      LEFT JOIN positions ps ON ps.sweep_id = a.sweep_id AND ps.arm = a.arm
-ORDER BY a.sweep_id, a.first_run
+     LEFT JOIN attempts t ON t.sweep_id = a.sweep_id AND t.arm = a.arm
+ORDER BY a.sweep_id, coalesce(t.first_attempt, a.first_run)
 """
 
 
 def arm_summaries(con: Con, sweep_ids: list[int]) -> list[dict]:
-    """Per (sweep, arm), in sweep order and arms in the order they first ran: constant columns, counts, decode
-    tok/s mean and stdev, means, paired speedups, the moments their 95% intervals come from (log_n, log_mean,
-    log_sd; ref_pairs, ref_mean_log, ref_sd_log) and the values warnings read (ok_decode_tps, request_rates).
+    """Per (sweep, arm), in sweep order and arms in the order they were first tried (a retry keeps its arm's place):
+    constant columns, counts, decode tok/s mean and stdev, means, paired speedups, the moments their 95% intervals
+    come from (log_n, log_mean, log_sd; ref_pairs, ref_mean_log, ref_sd_log) and the values warnings read
+    (ok_decode_tps, request_rates).
     Named as analyze/summary's rows name them; it fills ci_low, ci_high, speedup_low and speedup_high."""
     return rows_as_dicts(con.execute(ARM_SUMMARY_SQL, {"ids": sweep_ids}))

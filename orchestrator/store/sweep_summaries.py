@@ -117,8 +117,8 @@ ROW_TEXTS = ("rows_json", "rows_csv", "csv_header")
 
 
 def row_texts(con: Con, sweep_ids: list[int], kind: str) -> list[str]:
-    """The kept rows or CSV header (kind: ROW_TEXTS) of each of these sweeps that has an arm, in sweep order (joined by the
-    caller: string_agg over 100 MB takes 0.9 s, fetching the pieces 0.1 s)."""
+    """The kept rows or CSV header (kind: ROW_TEXTS) of each of these sweeps that has an arm, in sweep order
+    (joined by the caller: string_agg over 100 MB takes 0.9 s, fetching the pieces 0.1 s)."""
     assert kind in ROW_TEXTS, kind
     return [r[0] for r in con.execute(f"""
         SELECT k.{kind} FROM sweep_summaries k SEMI JOIN (SELECT unnest(?::INTEGER[]) AS id) i ON i.id = k.sweep_id

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -184,8 +185,9 @@ def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
     assert "| target | tiny-target.gguf | 18.2 MiB | F16 | llama |" in page
     assert "| draft | tiny-draft.gguf | 16.9 MiB | F16 | llama |" in page
     # The draft arm's break-even, from its measured step cost: on a CPU a pass costs many target steps.
+    # (The arms are numbered in the order their measured runs began: an attempt retried under load can move one.)
     costs = page.split("| # | arm | acceptance | drafted per pass g |")[1].splitlines()
-    assert any(line.startswith("| 2 | draft |") for line in costs)
+    assert any(re.match(r"\| \d+ \| draft \|", line) for line in costs), costs
     assert "No energy per token: orch reads power from NVIDIA GPUs (NVML)" in page
     html = (tmp_path / "report" / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(pngs) and "<h2>Verdict</h2>" in html

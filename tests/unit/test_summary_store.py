@@ -429,3 +429,20 @@ def test_a_sweep_without_a_baseline_leaves_its_blank_ratio_columns_out_of_the_de
     header = summary_table.table_text(rows).splitlines()[0].split()
     assert not {"speedup", "speedup_ci95", "vs"} & set(header) and {"ok", "acceptance", "warnings"} <= set(header)
     assert "speedup" in summary_table.table_text(rows, wide=True).splitlines()[0].split()  # --wide: every column
+
+
+def test_an_attempt_retried_later_keeps_its_arms_place(tmp_path):
+    """Arms are numbered in the order they were first tried: a run retried after the other arms had run (a log
+    that lost its tail under load) leaves its arm where the plan put it, in every table and report."""
+    from test_exchange import add_sweep
+
+    with store.opened(tmp_path / "r.duckdb") as con:
+        sweep = add_sweep(con)
+        first = con.execute("SELECT id FROM runs WHERE arm = 'baseline'").fetchone()[0]
+        con.execute("UPDATE runs SET status = 'failed', failure_class = 'truncated_log' WHERE id = ?", [first])
+        retry = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "repeat_index": 0,
+                                       "status": "ok", "build_id": "b@1", "target_sha256": "t" * 64,
+                                       "params": {"arm": "baseline"}})
+        con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 10.0)", [retry])
+        rows = summary.arm_rows(con, [sweep])
+    assert [r["arm"] for r in rows] == ["baseline", "draft"] and rows[0]["ok"] == "1/1"
