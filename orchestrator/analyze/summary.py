@@ -34,7 +34,7 @@ WIDTH = 120
 
 
 def arm_rows(con, sweep_ids: list[int]) -> list[dict]:
-    """The summary rows of the sweeps, in sweep order, arms in the order they first ran, with energy per token
+    """The summary rows of the sweeps, in sweep order, arms in the order they were first tried, with energy per token
     where GPU power was sampled (analyze/costs.Energy.fields; None elsewhere, so every row has the keys), and the
     speedup Leviathan et al.'s model predicts from the arm's measured step cost (analyze/costs; None where it
     drafted nothing, its logs give no draft time, or the measured speedup does not bear it out)."""

@@ -27,7 +27,7 @@ class ModelFile:
 @dataclass
 class SweepData:
     sweep: dict  # queries.report_sweeps row
-    rows: list[dict]  # analyze/summary rows of this sweep, in run order, with energy fields where measured
+    rows: list[dict]  # analyze/summary rows of this sweep, arms as first tried, with energy fields where measured
     runs: list[dict]  # queries.report_runs rows of this sweep
     verdict: str
     models: list[ModelFile] = field(default_factory=list)
@@ -43,7 +43,7 @@ class SweepData:
 
     @property
     def numbers(self) -> dict[str, int]:
-        """Arm name -> its number in this sweep's tables and figures (1, 2, ... in run order)."""
+        """Arm name -> its number in this sweep's tables and figures (1, 2, ... in the order arms were first tried)."""
         return {r["arm"]: i for i, r in enumerate(self.rows, start=1)}
 
     @property

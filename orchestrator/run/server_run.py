@@ -19,7 +19,7 @@ from orchestrator.errors import ServerFailed
 from orchestrator.machine import telemetry
 from orchestrator.parse.modes import REQUEST_OPTIONS
 from orchestrator.parse.server import counters_delta
-from orchestrator.parse.server_log import WARMUP_MARK
+from orchestrator.parse.server_log import WARMUP_MARK, read_server_log
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe import dialect, prompts
 from orchestrator.run import client
@@ -98,6 +98,23 @@ class LogCursor:
         return out
 
 
+SETTLE_S = 2.0  # the longest a run waits for the server to log the end of the requests it has answered
+
+
+def settled_logs(cursor: LogCursor, wait_s: float = SETTLE_S) -> dict[str, bytes]:
+    """cursor.read() once the log shows the end of every request it shows begun. llama.cpp writes its log from a
+    thread of its own: a request the server has answered can be logged as ended a moment later (under load, after
+    the run's end), and a log read at once then reads back as a request that never finished (a timeout). After
+    wait_s, the log as it is."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        logs = cursor.read()
+        begun = read_server_log(b"\n".join(logs.values()).decode(errors="replace"))
+        if not begun.unfinished or time.monotonic() >= deadline:
+            return logs
+        time.sleep(0.02)
+
+
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
@@ -148,6 +165,7 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
         results, wall_s = client.send_all(server.url, prompt_list, options, concurrency=concurrency,
                                           timeout=timeout or 600)  # the whole run's limit
         metrics_delta = counters_delta(before, server.metrics())
+        settled_logs(cursor)  # what is read next holds the end of every answered request
         measured_log = b"\n".join(measured.read().values()).decode(errors="replace")
         measured_offsets = {k: measured.start[k] - cursor.start[k] for k in cursor.start}
     finally:

@@ -73,3 +73,36 @@ def test_each_request_counts_as_its_build_counts_it():
 def test_measured_log_drops_startup_and_warmup():
     logs = {"stdout": b"", "stderr": b"start-up\nwarm-up\nmeasured\n"}
     assert measured_log(logs, {"stderr": len(b"start-up\nwarm-up\n")}).strip() == "measured"
+
+
+def test_a_run_reads_the_log_once_the_server_has_logged_the_end_of_its_requests(tmp_path):
+    """llama.cpp logs from a thread of its own: the lines that end an answered request (its timings, its release)
+    can reach the file after the answer. A run's log read at once ended mid-request and read back as a timeout
+    (a loaded CI); the run waits, up to SETTLE_S, for the end of every request its log shows begun."""
+    import threading
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from orchestrator.parse.server_log import read_server_log
+
+    recorded = (Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098" / "server-draft-reused.stderr")
+    text = recorded.read_bytes()
+    cut = text.index(b"slot print_timing", text.rindex(b"processing task"))  # the last request begun, not ended
+    cut = text.rindex(b"\n", 0, cut) + 1
+    assert read_server_log(text[:cut].decode()).unfinished and not read_server_log(text.decode()).unfinished
+    err, out = tmp_path / "server.stderr", tmp_path / "server.stdout"
+    err.write_bytes(text[:cut])
+    out.write_bytes(b"")
+    cursor = server_run.LogCursor(SimpleNamespace(stdout_path=out, stderr_path=err), fresh=True)
+    def the_end_written_late():
+        with err.open("ab") as log:
+            log.write(text[cut:])
+
+    late = threading.Timer(0.3, the_end_written_late)
+    late.start()
+    try:
+        assert server_run.settled_logs(cursor)["stderr"] == text
+    finally:
+        late.join()
+    err.write_bytes(text[:cut])  # an end that never comes: the log as it is, after the wait
+    assert server_run.settled_logs(cursor, wait_s=0.1)["stderr"] == text[:cut]
