@@ -165,11 +165,10 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
         results, wall_s = client.send_all(server.url, prompt_list, options, concurrency=concurrency,
                                           timeout=timeout or 600)  # the whole run's limit
         metrics_delta = counters_delta(before, server.metrics())
-        settled_logs(cursor)  # what is read next holds the end of every answered request
-        measured_log = b"\n".join(measured.read().values()).decode(errors="replace")
+        logs = settled_logs(cursor)  # the end of every answered request included
         measured_offsets = {k: measured.start[k] - cursor.start[k] for k in cursor.start}
+        measured_log = b"\n".join(text[measured_offsets[k]:] for k, text in logs.items()).decode(errors="replace")
     finally:
-        logs = cursor.read()
         samples = watch.stop() if watch else []
     return ServerRunResult(command=server.command, concurrency=concurrency, results=results, wall_s=wall_s,
                            metrics_delta=metrics_delta, logs=logs, measured_log=measured_log,

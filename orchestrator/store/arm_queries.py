@@ -170,8 +170,8 @@ FROM arms a JOIN runs f ON f.id = a.first_run JOIN sweep_facts s ON s.sweep_id =
      LEFT JOIN run_values v ON v.sweep_id = a.sweep_id AND v.arm = a.arm
      LEFT JOIN rates q ON q.sweep_id = a.sweep_id AND q.arm = a.arm
      LEFT JOIN positions ps ON ps.sweep_id = a.sweep_id AND ps.arm = a.arm
-     LEFT JOIN attempts t ON t.sweep_id = a.sweep_id AND t.arm = a.arm
-ORDER BY a.sweep_id, coalesce(t.first_attempt, a.first_run)
+     JOIN attempts t ON t.sweep_id = a.sweep_id AND t.arm = a.arm  -- every measured run is an attempt
+ORDER BY a.sweep_id, t.first_attempt
 """
 
 

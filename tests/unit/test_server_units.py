@@ -101,7 +101,7 @@ def test_a_run_reads_the_log_once_the_server_has_logged_the_end_of_its_requests(
     late = threading.Timer(0.3, the_end_written_late)
     late.start()
     try:
-        assert server_run.settled_logs(cursor)["stderr"] == text
+        assert server_run.settled_logs(cursor, wait_s=60)["stderr"] == text  # returns once the end is there
     finally:
         late.join()
     err.write_bytes(text[:cut])  # an end that never comes: the log as it is, after the wait
