@@ -27,6 +27,10 @@ from orchestrator.run.prepare import PreparedArm
 from orchestrator.store import figures
 from orchestrator.store.recovery import RUN_JSON
 
+# llama.cpp's logger can lose a log's last lines at exit on a busy machine (ggml-org/llama.cpp#22142); CI once lost
+# two in a row: a program whose log lost its tail runs up to three times in all
+LOST_TAIL_ATTEMPTS = 3
+
 
 @dataclass
 class MeasurementSettings:

@@ -24,6 +24,7 @@ from orchestrator.hashing import sha256_file
 from orchestrator.models import quantize
 from orchestrator.parse.perplexity import parse_perplexity, problem
 from orchestrator.recipe.argv import flag_values
+from orchestrator.run.one_run import LOST_TAIL_ATTEMPTS
 from orchestrator.run.prepare import PreparedArm
 
 DEFAULT_TEXT = Path(__file__).resolve().parent.parent / "data" / "eval" / "declaration.txt"
@@ -165,9 +166,7 @@ def _base_logits(db: store.Database, build: Build, s: Setup, extra: list[str]) -
     argv = [s.exe, "-m", str(s.base), "-f", str(s.text), "-c", str(s.ctx), "--kl-divergence-base", str(tmp), *extra]
     print(f"orch: computing base logits of {s.base.name} on {s.text.name} (context {s.ctx}) once: {s.logits}",
           file=sys.stderr)
-    res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
-    parsed = parse_perplexity(res.stderr + "\n" + res.stdout)
-    why = problem(parsed, kld=False) if res.ok else res.describe()
+    res, parsed, why = _perplexity(argv, kld=False)
     if why or not tmp.is_file():
         tmp.unlink(missing_ok=True)
         raise QualityInputError(f"base logits of {s.base} on {s.text} at context {s.ctx} failed: {why}; "
@@ -181,29 +180,57 @@ def _base_logits(db: store.Database, build: Build, s: Setup, extra: list[str]) -
     os.replace(tmp, s.logits)  # last: the logits count only once the base's own row is stored
 
 
-def measure(db: store.Database, build: Build, p: PreparedArm, run_id: int) -> str:
-    """The arm's quality row (measured now, or the one already stored for the same key) linked to run_id; a
-    short text for the progress line."""
-    s = setup(p, build)
-    target = p.models.target
-    cache_k, cache_v, copied = _ran_with(p.executed)
-    key = {"model_sha256": target.sha256, "build_id": build.id, "text_sha256": s.text_sha256, "n_ctx": s.ctx,
-           "cache_type_k": cache_k, "cache_type_v": cache_v, "base_sha256": s.base_sha256}
-    with db.write() as con:
-        found = store.find_quality(con, key)
-    if found is None:
-        argv = [s.exe, "-m", target.path, "-c", str(s.ctx), *copied, CACHE_K[0], cache_k, CACHE_V[0], cache_v]
-        argv += ["--kl-divergence-base", str(s.logits), "--kl-divergence"] if s.logits else ["-f", str(s.text)]
+class Measurements:
+    """A sweep's quality measurements: each key (QUALITY_KEY) measured once, and every run of a key linked to its
+    row. A run whose measurement failed (llama-perplexity's log lost its statistics at exit, as llama.cpp's logger
+    can on a busy machine) waits for the next run of its key to measure it, and is linked then: a run never stays
+    unlinked while its model's row exists."""
+
+    def __init__(self, db: store.Database, build: Build):
+        self.db, self.build = db, build
+        self.waiting: dict[tuple, list[int]] = {}  # key -> runs whose measurement of it failed
+
+    def measure(self, p: PreparedArm, run_id: int) -> str:
+        """The arm's quality row (measured now, or the one already stored for the same key) linked to run_id and
+        to the runs that waited for it; a short text for the progress line."""
+        s = setup(p, self.build)
+        cache_k, cache_v, copied = _ran_with(p.executed)
+        key = {"model_sha256": p.models.target.sha256, "build_id": self.build.id, "text_sha256": s.text_sha256,
+               "n_ctx": s.ctx, "cache_type_k": cache_k, "cache_type_v": cache_v, "base_sha256": s.base_sha256}
+        waiting = self.waiting.setdefault(tuple(key.values()), [])
+        with self.db.write() as con:
+            found = store.find_quality(con, key)
+        if found is None:
+            argv = [s.exe, "-m", p.models.target.path, "-c", str(s.ctx), *copied, CACHE_K[0], cache_k, CACHE_V[0],
+                    cache_v]
+            argv += ["--kl-divergence-base", str(s.logits), "--kl-divergence"] if s.logits else ["-f", str(s.text)]
+            res, parsed, why = _perplexity(argv, kld=bool(s.logits))
+            if why:
+                waiting.append(run_id)
+                return f"quality not measured: {why}"
+            with self.db.write() as con:
+                found = _insert(con, key, s, parsed, argv, res)
+        with self.db.write() as con:
+            for linked in [*waiting, run_id]:
+                store.link_run(con, linked, found)
+            row = store.quality_row(con, found)
+        waiting.clear()
+        return _described(row)
+
+
+def _perplexity(argv: list[str], *, kld: bool) -> tuple[proc.ProcResult, dict, str | None]:
+    """llama-perplexity run, again (up to LOST_TAIL_ATTEMPTS in all) while it exits 0 without its statistics: the
+    result, what it printed, and why it holds no usable result (None when it does)."""
+    for _ in range(LOST_TAIL_ATTEMPTS):
         res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
         parsed = parse_perplexity(res.stderr + "\n" + res.stdout)
-        why = problem(parsed, kld=bool(s.logits)) if res.ok else res.describe()
-        if why:
-            return f"quality not measured: {why}"
-        with db.write() as con:
-            found = _insert(con, key, s, parsed, argv, res)
-    with db.write() as con:
-        store.link_run(con, run_id, found)
-        row = store.quality_row(con, found)
+        why = problem(parsed, kld=kld) if res.ok else res.describe()
+        if not (why and res.ok and "tokens_needed" not in parsed):  # a text too short is no lost tail
+            break
+    return res, parsed, why
+
+
+def _described(row: dict) -> str:
     text = f"PPL {row['ppl']:.4g}" + (f" ± {row['ppl_err']:.2g}" if row.get("ppl_err") is not None else "")
     if row.get("kld_mean") is not None:  # + 0.0: a KLD of -0 (the base against itself) reads 0
         text += (f", KLD {row['kld_mean'] + 0.0:.4g}" + (f" ± {row['kld_mean_err']:.2g}" if row.get("kld_mean_err")

@@ -152,6 +152,7 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
     mode = mode_of(sweep.plan.mode)
     pool = server_run.ServerPool(sweep.build.help_texts(), sweep.work_dir) if mode.serves else None
     pending = Pending(db)
+    qualities = quality.Measurements(db, sweep.build) if mode.measures_quality else None
     status = "failed"  # what an exception leaves it (the exception goes on)
     try:
         _record_models_and_notes(db, sweep.prepared, progress)
@@ -167,9 +168,9 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
             if mode.matches_length and not slot.warmup:
                 line = _match_length(db, s, record, line, by_name, timeout, pending, progress)
             pending.add(record)
-            if mode.measures_quality and not slot.warmup and record.status != "skipped":
+            if qualities and not slot.warmup and record.status != "skipped":
                 pending.flush()  # the measurement links its quality row to the stored run
-                line = _with_quality(line, quality.measure(db, sweep.build, s.p, s.run_id))
+                line = _with_quality(line, qualities.measure(s.p, s.run_id))
             failed += record.status in ("failed", "timeout")
             if (share := one_run.measured_bound_share(record, s.p, measuring)) and share > 1:
                 measuring.bandwidth = _raise_bound(measuring.bandwidth, share, record.run_id, progress)
@@ -212,7 +213,7 @@ def _run_cli(db: store.Database, s: one_run.RunInputs, timeout: float | None, pe
     """One CLI run of the slot, again (up to LOST_TAIL_ATTEMPTS in all) while its log loses its tail
     (lost_its_tail): the slot as it ran last, its record and progress line."""
     record, line = one_run.run_cli_slot(s, timeout)
-    for _ in range(LOST_TAIL_ATTEMPTS - 1):
+    for _ in range(one_run.LOST_TAIL_ATTEMPTS - 1):
         if not lost_its_tail(record):
             break
         pending.add(record)  # stored as it failed, with its logs; the slot's measurement is the next run
@@ -243,10 +244,6 @@ def _match_length(db: store.Database, s: one_run.RunInputs, record: one_run.RunR
     record.row["reference_arm"] = matched.arm.name
     pending.add(reference)
     return f"{line}; {matched.arm.name} on the same {record.parsed.metrics['n_generated']} tokens: {said}"
-
-
-# A busy machine (two cores, both decoding) lost two tails in a row once in CI: three attempts, then the slot fails
-LOST_TAIL_ATTEMPTS = 3
 
 
 def lost_its_tail(record: one_run.RunRecord) -> bool:
