@@ -315,3 +315,10 @@ class Regressed(OrchError):
     statistically different); the comparison is printed first, as without the option (asv continuous's gate)."""
 
     exit_code = 53
+
+
+class CostProbeFailed(OrchError):
+    """`orch probe`: llama-bench failed, or printed no timing, for a model the recipe drafts with (the message names
+    the model, the command and what it said); nothing is stored for that model."""
+
+    exit_code = 54

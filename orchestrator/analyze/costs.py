@@ -35,8 +35,8 @@ this build and machine, and the line v(b) = 1 + s (b - 1) through (1, 1) fitted 
 leave-one-arm-out: an arm never predicts itself) gives this arm's v(g + 1), so predicted = E / (g c + v(g + 1)).
 On Gemma 3 270M on 2 CPU cores a 9-token pass cost 4-5 target steps (each verified position pays the 262k-row
 output head), where v = 1 said 9.0x against 1.65x measured. Without another arm the model falls back to v = 1.
-Either way a prediction is shown only where the measurement bears it out (checked_prediction: within 25% or
-inside the measured interval); the summary's JSON keeps the model's figure apart as predicted_speedup_unchecked.
+Either way a prediction is shown only where the measurement bears it out (checked_model: within 25% or
+inside the measured interval); the summary's JSON keeps the model's figure apart as modelled_speedup_unchecked.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from orchestrator.analyze import stats
 # A prediction is shown only where the measurement bears it out: within this share of the measured speedup, or
 # inside its 95% interval. On Gemma 3 270M on 2 CPU cores, n-gram arms verifying 9 tokens a pass paid 4-5 target
 # steps for it: the model (verification at one step) said 9.0x where 1.65x was measured, so it is withheld there.
-PREDICTION_TOLERANCE = 0.25
+MODEL_TOLERANCE = 0.25
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class StepCost:
         return None if e is None else per_token_acceptance(e, self.draft_length)
 
     @property
-    def predicted_speedup(self) -> float | None:
+    def modelled_speedup(self) -> float | None:
         """Leviathan et al.'s expected_tokens(x, g) / (g c + v) at x = token_acceptance, which is E / (g c + v) by
         x's definition (so no solve here: the summary asks this of every drafting arm), with v the verification
         cost the other arms measured at this arm's batch (verify_slope), else 1; None without a draft time or
@@ -90,15 +90,15 @@ class StepCost:
         """v(g + 1) from the other arms' fit, in target steps (1: one step, where no other arm measured it)."""
         return 1.0 if self.verify_slope is None else max(1.0, 1 + self.verify_slope * self.draft_length)
 
-    def checked_prediction(self, measured: float | None, low: float | None = None,
+    def checked_model(self, measured: float | None, low: float | None = None,
                            high: float | None = None) -> float | None:
-        """predicted_speedup where the measurement bears it out (within PREDICTION_TOLERANCE of `measured`, or
+        """modelled_speedup where the measurement bears it out (within MODEL_TOLERANCE of `measured`, or
         inside its interval [low, high]); None where it does not, or where nothing was measured to check it by."""
-        predicted = self.predicted_speedup
+        predicted = self.modelled_speedup
         if predicted is None or not measured:
             return None
         inside = low is not None and high is not None and low <= predicted <= high
-        return predicted if inside or abs(predicted / measured - 1) <= PREDICTION_TOLERANCE else None
+        return predicted if inside or abs(predicted / measured - 1) <= MODEL_TOLERANCE else None
 
     @property
     def verify_cost(self) -> float | None:
@@ -115,11 +115,11 @@ class StepCost:
 
 def withheld(cost: StepCost | None, row: dict) -> str | None:
     """Why a drafting arm shows no predicted speedup (None where it shows one): the summary's JSON says it."""
-    if row.get("predicted_speedup") is not None:
+    if row.get("modelled_speedup") is not None:
         return None
     if cost is None:
         return "no step cost: no ok run drafted, or its reference has no speed"
-    predicted = cost.predicted_speedup
+    predicted = cost.modelled_speedup
     if predicted is None:
         return "its logs print no draft time (server mode, or an era without the statistics line)"
     measured = row.get("speedup")
@@ -128,7 +128,7 @@ def withheld(cost: StepCost | None, row: dict) -> str | None:
     verify = ("verification priced at one target step (no other drafting arm of this target in the sweep to "
               "measure it)" if cost.verify_slope is None else
               f"verification priced at {cost.modelled_verify_cost:.2f} target steps from the sweep's other arms")
-    return (f"the model's {predicted:.2f}x is not within {PREDICTION_TOLERANCE:.0%} of the measured "
+    return (f"the model's {predicted:.2f}x is not within {MODEL_TOLERANCE:.0%} of the measured "
             f"{measured:.2f}x nor inside its interval; {verify}")
 
 

@@ -9,7 +9,8 @@ import textwrap
 
 # `orch summary`'s default table: the columns that answer "is speculation faster here" (analyze/summary fits them
 # and the parameter columns in 120 characters).
-SUMMARY_DEFAULT = ["arm", "ok", "decode_tps", "ci95", "acceptance", "speedup", "speedup_ci95", "vs", "warnings"]
+SUMMARY_DEFAULT = ["arm", "ok", "decode_tps", "ci95", "acceptance", "speedup", "speedup_ci95", "predicted",
+                   "predicted_ci95", "vs", "warnings"]
 
 SUMMARY = {
     "sweep": "the sweep's id (orch summary SWEEP); where a table of several sweeps leaves it out, a line above "
@@ -39,11 +40,17 @@ SUMMARY = {
                       "null, seq_acceptance_low/_high; -lv 5 prints one line per draft and makes it exact)",
     "speedup": "decode speed over the `vs` arm's, paired by repeat (and prompt in server mode); above 1 is faster",
     "speedup_ci95": "95% interval of speedup: only one wholly above 1 says speculation is faster here",
-    "predicted_speedup": "the speedup Leviathan et al.'s model predicts from the arm's measured tokens per pass, "
-                         "mean draft length and draft cost (draft time per token over the reference's time per "
-                         "token), with verification costing what the sweep's other arms measured at its batch (one "
-                         "target step without them); shown only within 25% of the measured speedup or inside its "
-                         "interval, - elsewhere (JSON: predicted_speedup_unchecked) (docs/telemetry.md, Predicted speedup)",
+    "predicted": "the speedup predicted for the arm before the sweep's first run, against its control, from this host's "
+                 "llama-bench probe and the pair's acceptance replayed from one probe (`orch probe`); shown beside "
+                 "the measured speedup right or wrong, and warned of (outside_prediction) where the measurement "
+                 "falls outside its interval (JSON: predicted_low/_high; prediction_missing says which input there "
+                 "was none of) (docs/draft-models.md, Predicted before running)",
+    "predicted_ci95": "95% interval of predicted: the replay's bounds and the probes' own noise",
+    "modelled_speedup": "after the run, not a prediction: Leviathan et al.'s model fed the arm's own measured tokens "
+                        "per pass, mean draft length and draft cost, with verification costing what the sweep's "
+                        "other arms measured at its batch (one target step without them): why the arm ran as fast "
+                        "as it did; shown only within 25% of the measured speedup or inside its interval, - elsewhere "
+                        "(JSON: modelled_speedup_unchecked) (docs/telemetry.md, Modelled speedup)",
     "vs": "the arm speedup is against: its control (its own program drafting nothing; `control` in the default "
           "table) where it has one, else the baseline",
     "outputs_differ": "at temperature 0, outputs that differ from the same program and target's without drafting "

@@ -22,14 +22,15 @@ from orchestrator.store import db, queries
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
 TABLE_COLUMNS = ["sweep", "recipe", "build", "host", "gpu", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
                  "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "speedup", "speedup_ci95",
-                 "predicted_speedup", "vs",
+                 "predicted", "predicted_ci95", "modelled_speedup", "vs",
                  "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token",
                  *quality.COLUMNS, "warnings"]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
-RATIO_COLUMNS = ("speedup", "speedup_ci95", "vs")  # blank where no arm has a reference: left out of the default table
-GIVE_UP = ["ci95", "vs", "ok", "warnings", "acceptance"]
+# Blank where no arm has a reference (or a prediction): left out of the default table
+RATIO_COLUMNS = ("speedup", "speedup_ci95", "predicted", "predicted_ci95", "vs")
+GIVE_UP = ["predicted_ci95", "ci95", "vs", "ok", "warnings", "acceptance"]
 WIDTH = 120
 
 
@@ -73,22 +74,38 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
     step = costs.step_costs(cost_rows, rows)
     splits = time_split.time_splits(cost_rows, rows, step)
     measured = quality.arm_quality(con, sweep_ids)
+    before = {(p["sweep_id"], p["arm"]): p for p in queries.arm_predictions(con, sweep_ids)}
     for row in rows:
         key = (row["sweep"], row["arm"])
         row.update(measured.get(key) or dict.fromkeys(quality.FIELDS))
         found = energy.get(key)
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get(key)
-        row["predicted_speedup_unchecked"] = cost.predicted_speedup if cost else None  # JSON only
-        row["predicted_speedup"] = cost.checked_prediction(row["speedup"], row["speedup_low"],
+        row["modelled_speedup_unchecked"] = cost.modelled_speedup if cost else None  # JSON only
+        row["modelled_speedup"] = cost.checked_model(row["speedup"], row["speedup_low"],
                                                            row["speedup_high"]) if cost else None
         speculated = row["drafted"] or row["idle"]  # an arm that speculates (idle: it drafted nothing)
-        row["prediction_withheld"] = costs.withheld(cost, row) if speculated else None  # JSON only
+        row["model_withheld"] = costs.withheld(cost, row) if speculated else None  # JSON only
+        _predicted_before(row, before.get(key))
         split = splits.get(key)
         row["time_split"] = split.fields() if split else None  # JSON only
         lost = split and row["speedup"] is not None and row["speedup"] < 1
         row["why_slower"] = split.sentence(row["speedup"], bool(row["draft_sha256"])) if lost else None
     return rows, step
+
+
+def _predicted_before(row: dict, predicted: dict | None) -> None:
+    """The speedup predicted before the arm ran (run/predictions, stored at the sweep's start) beside what it
+    measured, always, right or wrong; a measurement outside its interval is warned of, naming the input that was
+    off (analyze/warnings.outside_prediction). JSON: predicted, predicted_low/_high, prediction_missing."""
+    found = predicted or {}
+    row["predicted"], row["predicted_low"], row["predicted_high"] = (found.get(k) for k in ("predicted", "low", "high"))
+    row["predicted_ci95"] = tables.interval(row["predicted_low"], row["predicted_high"], digits=2)
+    row["prediction_missing"] = found.get("missing")
+    warned = warnings.outside_prediction(row["speedup"], predicted, row["mean_accept_len"])
+    if warned:
+        row["warning_messages"].append(warned.message)
+        row["warnings"] = ",".join(filter(None, (row["warnings"], warned.code)))
 
 
 def _energy_and_draft_costs(cursor, sweep_ids: list[int]) -> tuple[list[dict], list[dict]]:

@@ -173,8 +173,21 @@ BOUND_EXCEEDED = WarningKind(
     action=("Read roofline_pct as unknown for that sweep. orch keeps a bandwidth measured beside other work only 5 "
             "minutes, and a run that passes the bound raises it to that run's read rate for the runs after it; "
             "measure with nothing else running."))
+OUTSIDE_PREDICTION = WarningKind(
+    "outside_prediction", "measured {measured:.2f}x, outside the {predicted:.2f}x [{low:.2f}, {high:.2f}] predicted "
+    "before it ran: {off}",
+    gist="measured outside what was predicted before it ran",
+    rule=("a drafting arm's measured speedup lies outside the 95% interval of the speedup predicted for it before "
+          "the sweep's first run (`orch probe`: this host's llama-bench costs and the pair's acceptance replayed). "
+          "The input that was off is read from what the runs logged: llama.cpp's mean acceptance length more than 5% "
+          "from the replay's (counted as llama.cpp counts it) means the acceptance was; else the machine charged "
+          "otherwise than its probe said."),
+    action=("Where the acceptance was off, the text differed from the probe's (batched verification flipping a near "
+            "tie, or another workload): `orch probe` measures it again for this workload. Where the cost was off, "
+            "probe again alone (`orch probe --again`): a probe or a sweep beside other work is noise."))
 WARNING_KINDS = (HIGH_CV, BIMODAL, OUTLIERS, SLOW_FIRST_RUN, NO_DRAFTS, OTHER_TARGET, FULL_ACCEPTANCE_SLOWDOWN, BELOW_BREAK_EVEN,
-                 OUTPUT_DIFFERS, DEGENERATE_LOOP, UNEQUAL_TOKENS, BOUND_EXCEEDED)
+                 OUTPUT_DIFFERS, DEGENERATE_LOOP, UNEQUAL_TOKENS, BOUND_EXCEEDED, OUTSIDE_PREDICTION)
+ACCEPT_LEN_OFF = 0.05  # the logged mean acceptance length this far from the predicted: the acceptance was off
 
 
 def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None, acceptance: float | None = None,
@@ -257,3 +270,25 @@ def warnings_for(runs: Sequence[float], *, spread: Sequence[float] | None = None
 
 def _span(xs: list[float]) -> str:
     return f"{min(xs):.0f}" if round(min(xs)) == round(max(xs)) else f"{min(xs):.0f}-{max(xs):.0f}"
+
+
+def outside_prediction(measured: float | None, predicted: dict | None,
+                       mean_accept_len: float | None) -> StatWarning | None:
+    """OUTSIDE_PREDICTION for an arm measured at `measured` whose stored prediction (store/probes.predictions_of) it
+    falls outside; mean_accept_len: what the arm's runs logged (llama.cpp's `#mean acc len`)."""
+    if not measured or not predicted or predicted.get("predicted") is None:
+        return None
+    low, high = predicted["low"], predicted["high"]
+    if low <= measured <= high:
+        return None
+    expected = predicted.get("mean_accept_len")
+    if mean_accept_len and expected and abs(mean_accept_len / expected - 1) > ACCEPT_LEN_OFF:
+        off = (f"the acceptance was off: its mean acceptance length was {mean_accept_len:.2f} where {expected:.2f} "
+               f"was predicted (the text was not the probe's)")
+    else:
+        faster = "faster" if measured > high else "slower"
+        shown = f" ({expected:.2f})" if expected else ""
+        off = (f"the cost was off: the pair accepted as predicted{shown}, so the machine ran {faster} than its "
+               f"probe said (a probe or a run beside other work?)")
+    return StatWarning(OUTSIDE_PREDICTION.code, OUTSIDE_PREDICTION.template.format(
+        measured=measured, predicted=predicted["predicted"], low=low, high=high, off=off))

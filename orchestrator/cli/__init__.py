@@ -10,6 +10,7 @@ from orchestrator.cli import (  # noqa: F401  (register their commands)
     database,
     exchange,
     models,
+    probe,
     query,
     results,
     run,

@@ -41,6 +41,9 @@ from orchestrator.cli.group import Finite, arm_choice, db_option, main
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the arms as JSON (for scripts).")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
+@click.option("--no-predict", is_flag=True, help="Start without predicting each drafting arm's speedup (by default "
+              "a CLI sweep probes this machine's costs and the pair's acceptance where none is stored, `orch probe`, "
+              "and prints and stores each prediction before the first run).")
 @click.option("--no-summary", is_flag=True, help="End without the summary table, warnings and verdict (progress "
               "still prints): for scripts that print them once for several sweeps with `orch summary`.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -60,8 +63,8 @@ from orchestrator.cli.group import Finite, arm_choice, db_option, main
                    "not needed.")
 @db_option
 def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
-                telemetry_interval, dry_run, as_json, no_dialect, no_summary, executor, address, gpus_per_run, hosts,
-                each_host, arm_patterns, db):
+                telemetry_interval, dry_run, as_json, no_dialect, no_predict, no_summary, executor, address,
+                gpus_per_run, hosts, each_host, arm_patterns, db):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
@@ -93,7 +96,8 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
                                        overrides=tuple(overrides), models=models_dir, repeat=repeat,
                                        translate=not no_dialect, db=db, arms=arm_choice(arm_patterns))
     options = recipe_run.RunOptions(timeout=timeout, telemetry_interval=telemetry_interval, order=order,
-                                    warmup=warmup, resume=resume, repeat_given=repeat is not None)
+                                    warmup=warmup, resume=resume, repeat_given=repeat is not None,
+                                    predict=not no_predict)
     run_recipe(request, options, ray, dry_run=dry_run, as_json=as_json, summary=not no_summary)
 
 
@@ -109,16 +113,7 @@ def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: 
     from orchestrator.recipe import set_lists
     from orchestrator.run import recipe_run
 
-    from orchestrator.recipe.plan import read_recipe
-
-    read_recipe(request.recipe)  # a recipe that is not there is said first, before any build is chosen
-    build = None
-    if not request.build_ref:  # say which build, and which others were there to choose from, before anything else
-        from orchestrator.build.on_disk import default_build, runnable
-
-        chosen = default_build()
-        click.echo(chosen.line(), err=True)
-        build = runnable(chosen.build)
+    build = chosen_build(request)
     each = set_lists.combinations(request.overrides)
     if len(each) > 1 and options.resume:
         raise InvalidOption("--resume continues one sweep; give one value per --set variable")
@@ -145,21 +140,51 @@ def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: 
         result.raise_for_status()
 
 
+def chosen_build(request):
+    """The default build where the request names none, said on stderr first with the others it was chosen from;
+    None where it names one (prepare_recipe resolves it). A recipe that is not there is said before either."""
+    from orchestrator.recipe.plan import read_recipe
+
+    read_recipe(request.recipe)
+    if request.build_ref:
+        return None
+    from orchestrator.build.on_disk import default_build, runnable
+
+    chosen = default_build()
+    click.echo(chosen.line(), err=True)
+    return runnable(chosen.build)
+
+
 def _dry_run_json(prepared, listed: list[str]) -> dict:
-    from orchestrator.run import prepare
+    from orchestrator.run import predictions, prepare
 
     names = ",".join(b.name for b in prepared.builds) or prepared.build.name
     return {"build": names, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
-            **({"set": listed} if listed else {}), "arms": prepare.dry_run_rows(prepared.arms)}
+            **({"set": listed} if listed else {}), "arms": prepare.dry_run_rows(prepared.arms),
+            "predictions": predictions.stored_rows(None, _predicted(prepared))}
 
 
 def _dry_run_text(prepared, listed: list[str]) -> None:
-    from orchestrator.run import prepare
+    from orchestrator import tables
+    from orchestrator.run import predictions, prepare
 
     where = f"builds {','.join(b.name for b in prepared.builds)}, crossed and interleaved" if prepared.builds else \
         f"build {prepared.build.name} ({prepared.build.dir})"
     click.echo(f"{where}, {prepared.plan.repeat} repeat(s){', --set ' + ' '.join(listed) if listed else ''}")
     click.echo("\n".join(prepare.dry_run_lines(prepared.arms)))
+    for line in predictions.lines(_predicted(prepared)):
+        click.echo(tables.fill(line.removeprefix("orch: ")))
+
+
+def _predicted(prepared) -> list:
+    """Each drafting arm's prediction from the probes stored already (a dry run probes nothing and writes
+    nothing), or the probe it lacks."""
+    from orchestrator.parse.modes import mode_of
+    from orchestrator.run import predictions
+
+    if prepared.builds or not mode_of(prepared.plan.mode).predicts:
+        return []
+    return predictions.predict_arms(prepared.database, prepared.build, prepared.arms, probe_now=False)
 
 
 def _run(prepared, options, ray) -> list:

@@ -46,6 +46,8 @@ class Mode:
     bench_tests: bool = False  # its tool runs -p/-n/-d tests printed as JSON lines (-o jsonl added), sized by them
     measures_quality: bool = False  # perplexity tools, quants and base logits first; a quality measurement per run
     races: bool = False  # `orch tune` may race its arms (one process per run, controls, count-matched references)
+    predicts: bool = False  # its drafting arms are predicted before they run (run/predictions: llama-speculative-simple's
+    # loop, probed with llama-bench and one wide run)
     variables: Mapping[str, object] = field(default_factory=dict)  # every recipe of the mode has them (defaults)
     requests: Mapping[str, object] = field(default_factory=dict)  # request options orch sends, typed by these
 
@@ -70,7 +72,8 @@ REQUEST_OPTIONS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": Fals
 
 MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("cli", "llama-speculative-simple, llama-speculative, llama-completion / classic llama-cli", parse_run,
-         exit_first=False, controls=True, on_ray=True, crosses_builds=True, matches_length=True, races=True),
+         exit_first=False, controls=True, on_ray=True, crosses_builds=True, matches_length=True, races=True,
+         predicts=True),
     Mode("server", "llama-server over HTTP (orch's client, one row per request)", None,
          exit_first=False, controls=False, on_ray=True, serves=True, requests=REQUEST_OPTIONS),
     Mode("quality", "llama-perplexity (perplexity and KLD against a base) beside the speed runs", parse_run,

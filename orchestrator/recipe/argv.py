@@ -30,6 +30,10 @@ METRICS = ("--metrics",)
 VERBOSITY = ("-lv", "--verbosity", "--log-verbosity", "-v", "--verbose", "--log-verbose")
 FLASH_ATTN = ("-fa", "--flash-attn")
 N_PREDICT = ("-n", "--n-predict", "--predict")
+PROMPT = ("-p", "--prompt")
+PROMPT_FILE = ("-f", "--file")
+THREADS = ("-t", "--threads")
+THREADS_DRAFT = ("-td", "--threads-draft", "--spec-draft-threads")
 
 # Roles whose spelling changed between eras: the dialect layer gives each build the first one it accepts.
 RENAMED = (DRAFT_MAX, DRAFT_MIN, DRAFT_P_MIN, DRAFT_P_SPLIT, DRAFT_MODEL, GPU_LAYERS_DRAFT, CACHE_TYPE_K_DRAFT,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import textwrap
 
-from orchestrator.analyze.costs import PREDICTION_TOLERANCE, StepCost
+from orchestrator.analyze.costs import MODEL_TOLERANCE, StepCost
 from orchestrator.report.plots import DPI, MISSING, plt, save
 
 FONT_PT = 8  # the numbers beside the points
@@ -97,7 +97,7 @@ def draw(points: list[Point], title: str):
 def _key(points: list[Point]) -> list[tuple[int | None, str]]:
     """(arm number or None for the header, text) per line: every arm of the sweep, in its order."""
     width = max(len(p.arm) for p in points)
-    lines = [(None, f"{'#':>2}   {'arm':<{width}}  {'speedup [95%]':<20}  {'accept':>6}  {'predicted':>9}  "
+    lines = [(None, f"{'#':>2}   {'arm':<{width}}  {'speedup [95%]':<20}  {'accept':>6}  {'modelled':>9}  "
                     f"break-even"), (None, "")]
     for p in points:
         if not p.plotted:
@@ -114,17 +114,17 @@ def _key(points: list[Point]) -> list[tuple[int | None, str]]:
 KEY_CHARS = 100  # a key line's characters at most where orch writes it (arm names may make a line longer)
 
 
-PREDICTED_MEANS = (f"predicted: Leviathan et al.'s speedup, verification costed by the other arms (else one step), "
-                   f"shown only within {PREDICTION_TOLERANCE:.0%} of the measurement or inside its interval")
+PREDICTED_MEANS = (f"modelled (after the run): Leviathan et al.'s speedup, verification costed by the other arms (else one step), "
+                   f"shown only within {MODEL_TOLERANCE:.0%} of the measurement or inside its interval")
 
 
 def predicted_text(p: Point) -> str:
     """Leviathan et al.'s predicted speedup (analyze/costs: verification as the sweep's other arms paid it, else one
     target step), where the measurement bears it out
-    (analyze/costs.StepCost.checked_prediction). The dotted line is drawn with the measured pass cost instead, so
+    (analyze/costs.StepCost.checked_model). The dotted line is drawn with the measured pass cost instead, so
     it meets the arm's measured speedup at its acceptance; where the two figures part, verification costs more (or
     less) than one target step (analyze/costs)."""
-    predicted = p.cost.checked_prediction(p.speedup, p.low, p.high) if p.cost else None
+    predicted = p.cost.checked_model(p.speedup, p.low, p.high) if p.cost else None
     return "-" if predicted is None else f"{predicted:.2f}x"
 
 

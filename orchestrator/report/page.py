@@ -36,11 +36,11 @@ COST_METHOD = (
     "(1 + g a) / k at acceptance a (dotted line), which reaches 1 at the break-even a* = (k - 1) / g (triangle). "
     "c is the drafting part of k per drafted token, where the log prints draft time; v = k - g c is the rest "
     "(verifying g + 1 tokens, sampling). With v = 1, as on a GPU whose target is memory-bound, a* = c. A "
-    "break-even above 100% means no acceptance pays at this draft length and cost. `predicted` is the speedup "
+    "break-even above 100% means no acceptance pays at this draft length and cost. `modelled` is the speedup "
     "Leviathan et al.'s model gives from the arm's tokens per pass, g and c, with verification costing what the "
     "sweep's other arms measured at this arm's batch (one target step where no other arm did), and it is shown "
     "only where the measurement bears it out (within 25% or inside the interval; - elsewhere). The table's "
-    "`predicted (Leviathan)` is that figure; `predicted at 100%` is the dotted line's end.")
+    "`modelled (Leviathan)` is that figure; `modelled at 100%` is the dotted line's end.")
 
 POSITION_METHOD = (
     "The share of verification steps that accepted each draft position (the first drafted token is position 1), "

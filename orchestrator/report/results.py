@@ -22,10 +22,11 @@ ENERGY_METHOD = ("J/token: GPU energy per generated token, the mean power of the
 # `orch report` and `orch summary` print the same digits for an arm.
 SUMMARY_CELLS = {"ok": "ok", "decode tok/s": "decode_tps", "95% interval": "ci95", "cv": "cv",
                  "acceptance": "acceptance", "draft/gen": "draft_per_gen", "speedup": "speedup",
-                 "speedup 95%": "speedup_ci95", "prompt tok/s": "prompt_tps", "roofline": "roofline_pct",
+                 "speedup 95%": "speedup_ci95", "predicted before": "predicted", "predicted 95%": "predicted_ci95",
+                 "prompt tok/s": "prompt_tps", "roofline": "roofline_pct",
                  "J/token": "joules_per_token", "warnings": "warnings"}
 COLUMNS = ["#", "arm", "ok", "decode tok/s", "95% interval", "cv", "acceptance", "draft/gen", "speedup",
-           "speedup 95%", "vs", "prompt tok/s", "roofline", "J/token", "J/token 95%", "GPU W", "warnings"]
+           "speedup 95%", "predicted before", "predicted 95%", "vs", "prompt tok/s", "roofline", "J/token", "J/token 95%", "GPU W", "warnings"]
 
 
 def results_table(sd: SweepData) -> list[str]:
@@ -73,8 +74,8 @@ def cost_table(sd: SweepData) -> list[str]:
         rows.append({"#": numbers[r["arm"]], "arm": r["arm"], "acceptance": _pct(r.get("acceptance")),
                      "drafted per pass g": c.draft_length, "pass cost k": c.pass_cost, "draft cost c": c.draft_cost,
                      "rest of pass v": c.verify_cost, "break-even": break_even_text(c),
-                     "predicted at 100%": _ratio(c.speedup_at(1.0)),
-                     "predicted (Leviathan)": _ratio(c.checked_prediction(r.get("speedup"), r.get("speedup_low"),
+                     "modelled at 100%": _ratio(c.speedup_at(1.0)),
+                     "modelled (Leviathan)": _ratio(c.checked_model(r.get("speedup"), r.get("speedup_low"),
                                                                           r.get("speedup_high"))),
                      "measured": _ratio(r.get("speedup"))})
     if not rows:

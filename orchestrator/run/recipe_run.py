@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from pathlib import Path
 
-from orchestrator import config, store
+from orchestrator import config, store, tables
+from orchestrator.store import probes
 from orchestrator.build.builder import register, tool_path
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
@@ -26,7 +27,7 @@ from orchestrator.errors import InvalidOption
 from orchestrator.parse.modes import mode_of, names_where
 from orchestrator.recipe.plan import Plan, choose_arms, load
 from orchestrator.recipe.schedule import Slot
-from orchestrator.run import depth_fit, prepare, quality, sweep
+from orchestrator.run import depth_fit, predictions, prepare, quality, sweep
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
 
@@ -75,6 +76,7 @@ class RunOptions:
     keep_summary: bool = True  # False for a file that is only exported (a Ray shard)
     uid: str | None = None  # a Ray shard: the sweep's global id
     only: list[Slot] | None = None  # a Ray shard: the slots it was given
+    predict: bool = False  # probe where needed and store each drafting arm's predicted speedup before it runs
 
     def warmup_for(self, plan: Plan) -> int:
         return plan.warmup if self.warmup is None else self.warmup
@@ -176,7 +178,16 @@ def open_sweep(prepared: PreparedRecipe, options: RunOptions) -> sweep.Sweep:
 def run_prepared(prepared: PreparedRecipe, options: RunOptions | None = None) -> sweep.SweepResult:
     """The whole sweep: set up, opened, every slot run and stored, ended, its summary kept."""
     options = options or RunOptions()
+    predicted = []
+    if options.predict and not options.resume:
+        predicted = predictions.before_sweep(prepared.database, prepared.build, prepared.arms, prepared.plan.mode,
+                                             crossed=len(prepared.builds) > 1)
     opened = open_sweep(prepared, options)
+    if predicted and not opened.resumed:
+        with prepared.database.write() as con:
+            probes.insert_predictions(con, predictions.stored_rows(opened.id, predicted))
+        for line in predictions.lines(predicted):
+            print(tables.fill(line), file=sys.stderr)
     return execute(prepared, opened, options)
 
 

@@ -72,6 +72,9 @@ TABLES = (
           links={"tune_id": "tunes", "sweep_id": "sweeps"}, volatile=("recorded_at",)),
     Table("tune_events", ("uid",), f"tune_id IN ({TUNES})", local_id="id", links={"tune_id": "tunes"},
           volatile=("recorded_at",)),
+    # m028: what was predicted for each arm before it ran (the probes themselves stay on their host for now).
+    Table("arm_predictions", ("sweep_id", "arm"), f"sweep_id IN ({SWEEPS})", links={"sweep_id": "sweeps"},
+          volatile=("made_at",)),
 )
 
 BY_NAME = {t.name: t for t in TABLES}

@@ -17,6 +17,7 @@ from orchestrator.store import schema
 from orchestrator.store.arm_queries import ARM_SUMMARY_SQL, arm_summaries  # noqa: F401 (the one entry point)
 from orchestrator.store.db import rows_as_dicts
 from orchestrator.store.figures import mode_is
+from orchestrator.store.probes import predictions_of as arm_predictions  # noqa: F401 (the one entry point)
 from orchestrator.store.report_queries import (  # noqa: F401 (the one entry point)
     arm_draft_costs,
     arm_energy,

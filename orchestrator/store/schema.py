@@ -15,7 +15,8 @@ import duckdb
 from orchestrator.store import migrations
 
 TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry", "tunes",
-          "tune_rounds", "tune_events")
+          "tune_rounds", "tune_events", "cost_probes",
+          "acceptance_probes", "arm_predictions")
 VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "speedup_vs_reference", "decode_samples",
          "run_roofline", "run_draft_cost", "run_energy", "arm_energy")
 

@@ -36,7 +36,9 @@ parts AS (
     UNION ALL SELECT r.sweep_id, hash(metrics_row) FROM metrics metrics_row JOIN r ON r.id = metrics_row.run_id
     UNION ALL SELECT r.sweep_id, hash(requests_row) FROM requests requests_row JOIN r ON r.id = requests_row.run_id
     UNION ALL SELECT r.sweep_id, hash(telemetry_row) FROM telemetry telemetry_row JOIN r ON r.id = telemetry_row.run_id
-    UNION ALL SELECT r.sweep_id, hash(quality_row) FROM quality quality_row JOIN r ON quality_row.id = r.quality_id)
+    UNION ALL SELECT r.sweep_id, hash(quality_row) FROM quality quality_row JOIN r ON quality_row.id = r.quality_id
+    UNION ALL SELECT sweep_id, hash(arm_predictions_row) FROM arm_predictions arm_predictions_row
+              WHERE sweep_id IN (SELECT id FROM picked))
 SELECT sweep_id, (sum(h) % 18446744073709551616)::UBIGINT AS fingerprint FROM parts GROUP BY sweep_id"""
 
 
@@ -50,7 +52,7 @@ def fingerprints(con: Con, sweep_ids: list[int]) -> dict[int, int]:
 # read by a summary): at 2.6 million samples that halves the hash's time.
 _FILE_FINGERPRINT = "SELECT " + " || ',' || ".join(
     [f"coalesce((SELECT sum(hash({t}_row)) FROM {t} {t}_row), 0)::VARCHAR"
-     for t in ("sweeps", "builds", "runs", "metrics", "requests", "quality")]
+     for t in ("sweeps", "builds", "runs", "metrics", "requests", "quality", "arm_predictions")]
     + ["coalesce((SELECT sum(hash(*COLUMNS(lambda c: c <> 'uid'))) FROM telemetry), 0)::VARCHAR",
        "coalesce((SELECT sum(hash(sweep_id, fingerprint, code)) FROM sweep_summaries), 0)::VARCHAR"])
 _KEPT = "SELECT k.sweep_id, k.arms, k.facts, k.verdict FROM sweep_summaries k"

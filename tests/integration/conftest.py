@@ -206,8 +206,8 @@ def db_rows(env, sql, params=()):
 
 def assert_prediction_checked(row: dict) -> None:
     """A prediction is shown only where the measurement bears it out: within 25%, or inside the interval."""
-    shown, measured = row["predicted_speedup"], row["speedup"]
+    shown, measured = row["modelled_speedup"], row["speedup"]
     if shown is not None:
         inside = row["speedup_low"] is not None and row["speedup_low"] <= shown <= row["speedup_high"]
         assert inside or abs(shown / measured - 1) <= 0.25, row
-        assert shown == row["predicted_speedup_unchecked"]
+        assert shown == row["modelled_speedup_unchecked"]

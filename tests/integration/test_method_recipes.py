@@ -91,13 +91,13 @@ def test_every_method_keeps_the_greedy_text(orch_exe, new_build_sweeps, recipe, 
         assert row["outputs_compared"] and row["outputs_differ"] == 0 and row["first_diff_char"] is None, row
         assert "output_differs" not in (row["warnings"] or "")
         if mode == "cli":  # server logs give no draft time: no prediction there
-            assert math.isfinite(row["predicted_speedup_unchecked"]) and row["predicted_speedup_unchecked"] > 0, arm
+            assert math.isfinite(row["modelled_speedup_unchecked"]) and row["modelled_speedup_unchecked"] > 0, arm
             assert_prediction_checked(row)
-    assert rows["baseline"]["predicted_speedup_unchecked"] is None and rows["baseline"]["outputs_compared"] is None
+    assert rows["baseline"]["modelled_speedup_unchecked"] is None and rows["baseline"]["outputs_compared"] is None
     idle = [r for r in rows.values() if r["drafted"] == 0]
-    assert all(r["predicted_speedup_unchecked"] is None for r in idle)
+    assert all(r["modelled_speedup_unchecked"] is None for r in idle)
     if mode == "cli":
-        assert rows["ngram-mod"]["drafted"] == 0 and rows["ngram-mod"]["predicted_speedup_unchecked"] is None
+        assert rows["ngram-mod"]["drafted"] == 0 and rows["ngram-mod"]["modelled_speedup_unchecked"] is None
 
 
 def test_old_build_skips_each_new_method_with_the_reason_from_its_help(orch_exe, env, old_build):

@@ -125,7 +125,7 @@ def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe,
     assert not [row["arm"] for row in shown if "unequal_tokens" in (row["warnings"] or "")]
     assert all(row["speedup"] is None for row in shown if row.get("length_of"))  # a yardstick, not an arm
     for row in shown:  # a prediction from the other arms' verification cost, shown only where measurement agrees
-        assert (row["predicted_speedup_unchecked"] is not None) == (row["drafted"] > 0), row["arm"]
+        assert (row["modelled_speedup_unchecked"] is not None) == (row["drafted"] > 0), row["arm"]
         assert_prediction_checked(row)
 
 

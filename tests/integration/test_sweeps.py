@@ -73,7 +73,7 @@ def test_summary_has_intervals_speedup_and_acceptance(orch_exe, two_builds_db):
     assert md.splitlines()[0].startswith("| sweep |")
 
 
-def test_greedy_draft_arms_keep_the_baseline_text_and_have_a_predicted_speedup(orch_exe, two_builds_db):
+def test_greedy_draft_arms_keep_the_baseline_text_and_have_a_modelled_speedup(orch_exe, two_builds_db):
     """Both builds, CLI mode: each draft run's generated text (llama-speculative-simple's stdout) agrees with its
     control's (the same program drafting nothing) of the same repeat; on f49e91787, whose llama-speculative-simple
     cannot run without a draft, there is no control, and the baseline's llama-completion text is another program's:
@@ -84,10 +84,10 @@ def test_greedy_draft_arms_keep_the_baseline_text_and_have_a_predicted_speedup(o
             compared = (4, 0, None) if row["build"].startswith(COMMIT) else (None, None, None)
             assert (row["outputs_compared"], row["outputs_differ"], row["first_diff_char"]) == compared, row
             assert "output_differs" not in (row["warnings"] or "")
-            assert math.isfinite(row["predicted_speedup_unchecked"]) and row["predicted_speedup_unchecked"] > 0
+            assert math.isfinite(row["modelled_speedup_unchecked"]) and row["modelled_speedup_unchecked"] > 0
             assert_prediction_checked(row)
         if row["is_baseline"] or row["arm"].startswith("control"):
-            assert row["outputs_compared"] is None and row["predicted_speedup_unchecked"] is None
+            assert row["outputs_compared"] is None and row["modelled_speedup_unchecked"] is None
     stored = db_rows(two_builds_db, "SELECT count(*) AS n FROM metrics m JOIN runs r ON r.id = m.run_id "
                                     "WHERE r.arm = 'draft' AND m.outputs_compared = 1 AND m.outputs_differ = 0")
     assert stored[0]["n"] == 4  # every measured draft run of 0c1e57098, per run
@@ -156,9 +156,9 @@ def test_spec_matrix_runs_what_each_build_supports(orch_exe, cache_env, tiny_dir
         assert bool(row["idle"]) == ("no_drafts" in (row["warnings"] or ""))
         # Leviathan's prediction only where the arm drafted (not the baseline, not an n-gram arm that found nothing),
         # and shown only where the measurement bears it out.
-        assert (row["predicted_speedup_unchecked"] is not None) == (row["drafted"] > 0), row["arm"]
-        if row["predicted_speedup_unchecked"] is not None:
-            assert math.isfinite(row["predicted_speedup_unchecked"]) and row["predicted_speedup_unchecked"] > 0
+        assert (row["modelled_speedup_unchecked"] is not None) == (row["drafted"] > 0), row["arm"]
+        if row["modelled_speedup_unchecked"] is not None:
+            assert math.isfinite(row["modelled_speedup_unchecked"]) and row["modelled_speedup_unchecked"] > 0
             assert_prediction_checked(row)
 
 

@@ -217,15 +217,15 @@ def test_the_prediction_uses_the_per_token_acceptance_not_the_share():
     found = costs.step_costs(cost_rows, rows)
     c = found[(1, "draft")]
     assert c.tokens_per_pass == pytest.approx(3.0) and c.speedup_at(c.acceptance) == pytest.approx(0.75)
-    assert c.predicted_speedup == pytest.approx(1.5) and c.verify_cost == pytest.approx(3.0)
+    assert c.modelled_speedup == pytest.approx(1.5) and c.verify_cost == pytest.approx(3.0)
     x = c.token_acceptance
     assert costs.expected_tokens(x, 4) == pytest.approx(3.0) and x > 0.5  # above the share, as it must be
-    assert c.predicted_speedup == pytest.approx(costs.leviathan_speedup(x, 4, 0.25))  # the model at that x
-    assert costs.leviathan_speedup(0.5, 4, 0.25) < c.predicted_speedup
-    assert found[(1, "server")].predicted_speedup is None  # no draft time (server mode): no prediction
+    assert c.modelled_speedup == pytest.approx(costs.leviathan_speedup(x, 4, 0.25))  # the model at that x
+    assert costs.leviathan_speedup(0.5, 4, 0.25) < c.modelled_speedup
+    assert found[(1, "server")].modelled_speedup is None  # no draft time (server mode): no prediction
 
 
-def test_predicted_speedup_in_the_summary_of_recorded_runs(tmp_path):
+def test_modelled_speedup_in_the_summary_of_recorded_runs(tmp_path):
     """Stored rows from a real log: a draft arm that printed its draft time has a finite prediction, which the
     summary shows only where its measured speedup bears it out; the baseline, which drafted nothing, has none."""
     con = store.connect(tmp_path / "r.duckdb")
@@ -235,15 +235,15 @@ def test_predicted_speedup_in_the_summary_of_recorded_runs(tmp_path):
     con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [base, 400.0])
     parsed_run(con, sweep, "f49e91787", "spec-simple-draft")
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
-    assert rows["baseline"]["predicted_speedup"] is None
+    assert rows["baseline"]["modelled_speedup"] is None
     draft = rows["draft"]
     cost = costs.step_costs(queries.arm_draft_costs(con, [sweep]), list(rows.values()))[(sweep, "draft")]
-    assert 0 < cost.predicted_speedup == pytest.approx(costs.leviathan_speedup(cost.token_acceptance,
+    assert 0 < cost.modelled_speedup == pytest.approx(costs.leviathan_speedup(cost.token_acceptance,
                                                                                 cost.draft_length, cost.draft_cost))
-    off = abs(cost.predicted_speedup / draft["speedup"] - 1)
-    assert draft["predicted_speedup"] == (pytest.approx(cost.predicted_speedup) if off <= costs.PREDICTION_TOLERANCE
+    off = abs(cost.modelled_speedup / draft["speedup"] - 1)
+    assert draft["modelled_speedup"] == (pytest.approx(cost.modelled_speedup) if off <= costs.MODEL_TOLERANCE
                                           else None)
-    assert "predicted_speedup" in summary_table.table_text(list(rows.values()), wide=True)
+    assert "modelled_speedup" in summary_table.table_text(list(rows.values()), wide=True)
 
 
 def test_verification_is_costed_from_the_other_arms_of_the_sweep():
@@ -265,11 +265,11 @@ def test_verification_is_costed_from_the_other_arms_of_the_sweep():
     for arm, g in (("a", 2.0), ("b", 4.0), ("c", 8.0)):
         c = found[(1, arm)]
         assert c.verify_slope == pytest.approx(0.5)
-        assert c.predicted_speedup == pytest.approx(c.speedup_at(1.0)) == pytest.approx((g + 1) / (1 + 0.5 * g))
-        assert c.checked_prediction(c.speedup_at(1.0)) == pytest.approx(c.predicted_speedup)
+        assert c.modelled_speedup == pytest.approx(c.speedup_at(1.0)) == pytest.approx((g + 1) / (1 + 0.5 * g))
+        assert c.checked_model(c.speedup_at(1.0)) == pytest.approx(c.modelled_speedup)
     alone = found[(1, "other")]
-    assert alone.verify_slope is None and alone.predicted_speedup == pytest.approx(5.0)  # E / (0 + 1)
-    assert alone.checked_prediction(alone.speedup_at(1.0)) is None  # measured 5 / 9: withheld
+    assert alone.verify_slope is None and alone.modelled_speedup == pytest.approx(5.0)  # E / (0 + 1)
+    assert alone.checked_model(alone.speedup_at(1.0)) is None  # measured 5 / 9: withheld
 
 
 def test_a_drafting_arm_without_a_prediction_says_why():
@@ -277,12 +277,12 @@ def test_a_drafting_arm_without_a_prediction_says_why():
             {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 90.0}]
     cost = costs.step_costs([{"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "decode_ms": 300.0,
                               "draft_ms": 200.0, "accepted": 20}], rows)[(1, "draft")]
-    predicted = cost.predicted_speedup  # verification at one target step: the only drafting arm
-    assert costs.withheld(cost, {"predicted_speedup": predicted, "speedup": predicted}) is None
-    far = costs.withheld(cost, {"predicted_speedup": None, "speedup": predicted / 2})
+    predicted = cost.modelled_speedup  # verification at one target step: the only drafting arm
+    assert costs.withheld(cost, {"modelled_speedup": predicted, "speedup": predicted}) is None
+    far = costs.withheld(cost, {"modelled_speedup": None, "speedup": predicted / 2})
     assert far == (f"the model's {predicted:.2f}x is not within 25% of the measured {predicted / 2:.2f}x nor inside "
                    f"its interval; verification priced at one target step (no other drafting arm of this target "
                    f"in the sweep to measure it)")
-    assert "no ok run drafted" in costs.withheld(None, {"predicted_speedup": None})
+    assert "no ok run drafted" in costs.withheld(None, {"modelled_speedup": None})
     no_time = costs.replace(cost, draft_cost=None)
-    assert "print no draft time" in costs.withheld(no_time, {"predicted_speedup": None, "speedup": 0.5})
+    assert "print no draft time" in costs.withheld(no_time, {"modelled_speedup": None, "speedup": 0.5})

@@ -267,12 +267,12 @@ def test_a_build_whose_sweep_has_no_ended_run_yet_is_no_pair(tmp_path, monkeypat
     assert data[0].pairs == [] and [s.id for s in data[0].sweeps] == ids
 
 
-def test_the_key_shows_the_predicted_speedup_beside_the_measured_one():
+def test_the_key_shows_the_modelled_speedup_beside_the_measured_one():
     """g = 4, c = 0.2, acceptance 0.5: E = 3 tokens a pass, so Leviathan's model predicts 3 / 1.8 = 1.67x, while
     the measured pass cost k = 2.2 puts the dotted line at 3 / 2.2 = 1.36x there."""
     cost = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=0.2, break_even=0.3, acceptance=0.5)
     lines = [line for _, line in acceptance_plot._key([Point(1, "a", 0.5, 1.36, cost=cost)])]  # noqa: SLF001
-    assert "predicted" in lines[0] and "1.67x" in lines[2] and cost.speedup_at(0.5) == pytest.approx(3 / 2.2)
+    assert "modelled" in lines[0] and "1.67x" in lines[2] and cost.speedup_at(0.5) == pytest.approx(3 / 2.2)
     no_time = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=None, break_even=0.3,
                        acceptance=0.5)
     # server mode: no draft time, no prediction
@@ -284,12 +284,12 @@ def test_a_prediction_the_measurement_does_not_bear_out_is_not_shown():
     """Gemma 3 270M on 2 CPU cores: 100% acceptance of 8-token drafts predicts 9x at one target step a pass; the
     runs measured 1.65x [1.48, 1.84]. Within 25% or inside the interval it is shown, else withheld."""
     cost = StepCost(1, "a", "ctrl", draft_length=8.0, pass_cost=5.45, draft_cost=0.0, break_even=0.56, acceptance=1.0)
-    assert cost.predicted_speedup == pytest.approx(9.0)
-    assert cost.checked_prediction(1.65, 1.48, 1.84) is None
+    assert cost.modelled_speedup == pytest.approx(9.0)
+    assert cost.checked_model(1.65, 1.48, 1.84) is None
     assert acceptance_plot.predicted_text(Point(1, "a", 1.0, 1.65, low=1.48, high=1.84, cost=cost)) == "-"
-    assert cost.checked_prediction(7.5) == pytest.approx(9.0)  # 20% off: shown
-    assert cost.checked_prediction(5.0, 4.0, 9.5) == pytest.approx(9.0)  # inside the interval: shown
-    assert cost.checked_prediction(None) is None  # nothing measured to check it by
+    assert cost.checked_model(7.5) == pytest.approx(9.0)  # 20% off: shown
+    assert cost.checked_model(5.0, 4.0, 9.5) == pytest.approx(9.0)  # inside the interval: shown
+    assert cost.checked_model(None) is None  # nothing measured to check it by
 
 
 def test_the_report_reads_at_1000_px_tables_scroll_and_the_acceptance_key_is_legible(tmp_path):

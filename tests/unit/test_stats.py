@@ -144,7 +144,8 @@ def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
     assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "slow_first_run", "no_drafts",
                                                "other_target",
                                                "full_acceptance_slowdown", "below_break_even", "output_differs",
-                                               "degenerate_loop", "unequal_tokens", "bound_exceeded"]
+                                               "degenerate_loop", "unequal_tokens", "bound_exceeded",
+                                               "outside_prediction"]
     assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
         BELOW_BREAK_EVEN.template and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
 

@@ -42,6 +42,7 @@ from orchestrator.store.migrations.m025_tune_decision_kinds import (
 )
 from orchestrator.store.migrations.m026_tune_uids import m026_tune_uids
 from orchestrator.store.migrations.m027_summary_stamp import m027_summary_stamp
+from orchestrator.store.migrations.m028_probes import m028_probes
 from orchestrator.store.times import utcnow
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
@@ -50,7 +51,7 @@ MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, 
               m017_generated_and_loops, m018_first_diff_token,
               m019_roofline_per_step, m020_tunes, m021_tune_owner, m022_run_build_views,
               m023_request_rates, m024_sweep_arms, m025_tune_decision_kinds, m026_tune_uids,
-              m027_summary_stamp]
+              m027_summary_stamp, m028_probes]
 
 
 def number(migration) -> int:

@@ -1,0 +1,104 @@
+"""A draft setting's speedup predicted before it runs: what the pair keeps on a text (analyze/acceptance_model,
+replayed from one acceptance probe) priced at what the machine charges (analyze/machine_costs, a llama-bench probe).
+
+A pass that keeps g drafted tokens costs, in llama-speculative-simple at 0c1e57098:
+
+    C_t(g + 1)      the target verifying them (a batch of g + 1: the pass's last token and the drafts)
+  + C_d(g + 1)      the draft model reading that same batch (common_speculative_process) before it drafts again
+  + s * c           the draft's s steps (one token each) with their sampling
+  + o               what the loop pays a pass besides (target sampling, bookkeeping)
+
+and yields accepted + 1 tokens; plain decoding costs t a token. C_t and C_d come from the llama-bench probe of this
+host; c, o and t from the acceptance probe's own two runs (c = its drafting time over its draft steps, o the rest
+of its decode time a pass, t the plain target's ms a token), each kept as a multiple of the probe host's own step
+so that another host's llama-bench probe can price them (issue 46, item 6). The interval: the replay's two bounds
+(positions the probe never revealed taken as matches or misses) widened by the timings' standard errors (on a log scale: an
+interval of a ratio, never below 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from orchestrator.analyze.acceptance_model import Replay, Revealed, Setting, replay
+from orchestrator.analyze.machine_costs import PassCosts
+
+Z95 = 1.96
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the acceptance probe's runs measured beyond llama-bench, in steps of the probe host's own models."""
+
+    plain_steps: float  # t / C_t(1): plain decoding's ms a token over the target's step
+    draft_step_steps: float  # c / C_d(1): a draft step with its sampling over the draft's pass of one
+    residual: float = 0.0  # the share of the probe run's decode time llama-bench's costs left unexplained (signed)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    speedup: float
+    low: float
+    high: float
+    tokens_per_pass: float
+    mean_accept_len: float | None  # as llama.cpp's statistics line counts it: what the run's log is checked against
+    acceptance: float | None  # accepted / drafted over kept drafts
+    draft_ms_per_token: float  # drafting (the draft's batch and steps) per generated token
+    verify_steps: float  # C_t(g + 1) a pass, in target steps, averaged over passes
+    break_even: float | None  # the acceptance at which this setting would run at 1x (> 1: none can pay)
+    unknown_used: int  # positions the probe never revealed that the replay assumed (they make the interval)
+
+
+def calibrate(known: Revealed, target: PassCosts, draft: PassCosts, *, decode_ms: float, draft_ms: float,
+              plain_ms_per_token: float) -> Calibration:
+    """From the probe's own run at its window (decode time, drafting time: `dur g` of its statistics line) and the
+    plain target's ms a token: t and c as multiples of this host's steps, and the residual of the probe run."""
+    own = replay(known, Setting(known.window), unknown_matches=True)
+    steps = sum(p.draft_steps for p in own.passes) or 1
+    cal = Calibration(plain_steps=plain_ms_per_token / target.step_ms,
+                      draft_step_steps=draft_ms / steps / draft.step_ms)
+    unexplained = decode_ms - _spent(own, target, draft, cal)
+    return Calibration(cal.plain_steps, cal.draft_step_steps, residual=unexplained / decode_ms)
+
+
+def predict(known: Revealed, setting: Setting, target: PassCosts, draft: PassCosts, cal: Calibration) -> Prediction:
+    """The setting's speedup against plain decoding on this host (target and draft: its probe), with its interval."""
+    bounds = [replay(known, setting, unknown_matches=m) for m in (True, False)]
+    speeds = [_speedup(r, target, draft, cal) for r in bounds]
+    point = math.sqrt(speeds[0] * speeds[1])
+    error = math.sqrt((Z95 * _timing_error(target)) ** 2 + (Z95 * _timing_error(draft)) ** 2 + cal.residual ** 2)
+    middle = bounds[0]
+    passes = len(middle.passes)
+    drafting = sum(draft.ms(p.kept + 1) + p.draft_steps * cal.draft_step_steps * draft.step_ms
+                   for p in middle.passes)
+    verify = sum(target.steps(p.kept + 1) for p in middle.passes) / passes
+    return Prediction(speedup=point, low=min(speeds) / math.exp(error), high=max(speeds) * math.exp(error),
+                      tokens_per_pass=middle.tokens_per_pass, mean_accept_len=middle.mean_accept_len,
+                      acceptance=middle.acceptance,
+                      draft_ms_per_token=drafting / middle.tokens, verify_steps=verify,
+                      break_even=_break_even(middle, target, draft, cal), unknown_used=middle.unknown_used)
+
+
+def _spent(r: Replay, target: PassCosts, draft: PassCosts, cal: Calibration) -> float:
+    """The replay's passes in ms: batches, draft steps, and plain decoding's own cost beyond a step per token."""
+    per_token = max(cal.plain_steps - 1, 0.0) * target.step_ms
+    return sum(target.ms(p.kept + 1) + draft.ms(p.kept + 1) + p.draft_steps * cal.draft_step_steps * draft.step_ms
+               + (p.accepted + 1) * per_token for p in r.passes)
+
+
+def _speedup(r: Replay, target: PassCosts, draft: PassCosts, cal: Calibration) -> float:
+    return r.tokens * cal.plain_steps * target.step_ms / _spent(r, target, draft, cal)
+
+
+def _break_even(r: Replay, target: PassCosts, draft: PassCosts, cal: Calibration) -> float | None:
+    """The acceptance (accepted / drafted) at which the replay's passes, at their cost, would yield plain decoding's
+    speed: (spent / t - passes) / drafted; above 1, no acceptance can pay."""
+    if not r.drafted:
+        return None
+    return (_spent(r, target, draft, cal) / (cal.plain_steps * target.step_ms) - len(r.passes)) / r.drafted
+
+
+def _timing_error(costs: PassCosts) -> float:
+    """The largest relative standard error of the mean among a model's probed passes: the prediction's share."""
+    return max((t.relative_error for t in costs.passes.values()), default=0.0)

@@ -1,0 +1,129 @@
+"""`orch probe`: what this machine charges the models a recipe drafts with (run/probe.py), probed once and kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from orchestrator.cli.group import arm_choice, data_format, db_option, main
+
+
+@main.command("probe")
+@click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
+@click.option("--build", "build_ref", default=None,
+              help="Build to probe: commit prefix, tag or build name (default: as `orch run` chooses).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
+@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
+@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models).")
+@click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
+              help="Probe only for the arms whose names match these globs.")
+@click.option("-r", "--reps", type=click.IntRange(2, 100), default=3, show_default=True,
+              help="llama-bench repetitions of each timing (their spread is the probe's noise).")
+@click.option("--again", is_flag=True, help="Probe anew even where a current probe is stored.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="PNG",
+              help="Also draw the passes in target steps against their tokens into this PNG.")
+@data_format("table", "json")
+@db_option
+def probe_command(recipe_path, build_ref, overrides, vars_file, models_dir, arm_patterns, reps, again, plot_path,
+                  fmt, db):
+    """Time what a target pass and a drafted token cost here.
+
+    For every arm with a draft model: its target's pass of b tokens for b = 1 to the largest window + 1, and its
+    draft's decode of one token, with llama-bench at the arm's threads and offload and at the context depth its
+    decoding reaches on average. Stored in the results file and reused until the build, host, model, threads,
+    offload or depth change (--again probes anew). A pass in target steps is its time over one token's: about b
+    on a CPU (compute-bound), about 1 on a GPU whose target is memory-bound.
+
+    Then each drafting arm's speedup against its control is predicted before anything runs: the pair's
+    acceptance on the workload from one speculative run at window 16 with every draft kept (-lv 5: where each pass
+    stopped), replayed for every arm's window, draft_min and p_min, priced at these costs (`orch run` does the same
+    before its first run, and the summary shows the prediction beside what it measured).
+
+    Example: orch probe recipes/real_pair.j2 --vars recipes/workloads/code_complete.toml
+    """
+    from orchestrator.cli.run import chosen_build
+    from orchestrator.run import predictions, probe, recipe_run
+
+    request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
+                                       overrides=tuple(overrides), models=models_dir, db=db,
+                                       arms=arm_choice(arm_patterns))
+    prepared = recipe_run.prepare_recipe(request, chosen_build(request))
+    wanted = probe.needs(prepared.arms, prepared.build)
+    if not wanted:
+        click.echo(f"orch probe: no arm of {recipe_path.name} runs with a draft model: nothing to probe", err=True)
+        return
+    probed = probe.probe(prepared.database, prepared.build, wanted, reps=reps, again=again)
+    predicted = predictions.predict_arms(prepared.database, prepared.build, prepared.arms, reps=reps)
+    if plot_path:
+        from orchestrator.report import probe_plot
+
+        probe_plot.draw(probed, plot_path, f"what a pass costs: {prepared.build.name} on this machine")
+    if fmt == "json":
+        click.echo(json.dumps({"costs": _cost_rows(probed), "predictions": [_prediction_row(a) for a in predicted]},
+                              indent=1))
+        return
+    click.echo(_cost_table(probed, prepared.build.name))
+    click.echo()
+    click.echo(_prediction_table(predicted))
+
+
+def _cost_rows(probed) -> list[dict]:
+    rows = []
+    for role, found in (("target", probed.targets), ("draft", probed.drafts)):
+        for key, costs in found.items():
+            target = next((t for k, t in probed.targets.items() if (k.build_id, k.host_id, k.n_depth) ==
+                           (key.build_id, key.host_id, key.n_depth)), costs)
+            rows += [{"model": costs.model_name, "role": role, "threads": key.n_threads, "ngl": key.n_gpu_layers,
+                      "depth": key.n_depth, "tokens": b, "ms": round(timing.ms, 2),
+                      "ms_sd": None if timing.sd_ms is None else round(timing.sd_ms, 2),
+                      "target_steps": round(timing.ms / target.step_ms, 3), "stored": costs.reused}
+                     for b, timing in sorted(costs.passes.items())]
+    return rows
+
+
+def _cost_table(probed, build_name: str) -> str:
+    from orchestrator import tables
+
+    rows = _cost_rows(probed)
+    how = "all stored" if all(r["stored"] for r in rows) else f"probed now in {probed.seconds:.0f} s"
+    head = (f"what {build_name} charges on this machine ({how}): a pass of N tokens of each model, in ms and in "
+            f"target steps (the target's pass of one token); a drafted token costs the draft's pass of one")
+    return tables.fill(head, indent="") + "\n" + tables.render(rows, "table", [c for c in rows[0] if c != "stored"])
+
+
+def _prediction_row(a) -> dict:
+    p, s = a.prediction, a.setting
+    return {"arm": a.arm, "window": s and s.window, "n_min": s and s.n_min, "p_min": s and s.p_min,
+            "predicted": p and round(p.speedup, 3), "low": p and round(p.low, 3), "high": p and round(p.high, 3),
+            "tokens_per_pass": p and round(p.tokens_per_pass, 2),
+            "acceptance": p and p.acceptance is not None and round(p.acceptance, 3) or None,
+            "drafting_ms_per_token": p and round(p.draft_ms_per_token, 2),
+            "verify_target_steps": p and round(p.verify_steps, 2),
+            "break_even": p and p.break_even is not None and round(p.break_even, 3) or None,
+            "missing": a.missing, "text_differs_at": a.text_differs_at}
+
+
+def _prediction_table(predicted) -> str:
+    from orchestrator import tables
+
+    if not predicted:
+        return "no arm speculates: nothing to predict"
+    rows = []
+    for a in predicted:
+        r = _prediction_row(a)
+        rows.append({"arm": a.arm, "predicted": r["predicted"] and f"{r['predicted']:.2f}x",
+                     "ci95": r["low"] and tables.interval(r["low"], r["high"], 2),
+                     "tokens/pass": r["tokens_per_pass"], "acceptance": r["acceptance"] and f"{r['acceptance']:.0%}",
+                     "draft_ms/token": r["drafting_ms_per_token"], "verify_steps": r["verify_target_steps"],
+                     "break_even": _break_even(r["break_even"]), "missing": r["missing"]})
+    head = "predicted before running, against plain decoding (the same program drafting nothing):"
+    return head + "\n" + tables.render(rows, "table", [c for c in rows[0] if any(x[c] is not None for x in rows)])
+
+
+def _break_even(value: float | None) -> str | None:
+    if value is None:
+        return None
+    return "no acceptance can pay" if value > 1 else f"{value:.0%}"

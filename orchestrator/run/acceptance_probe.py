@@ -1,0 +1,151 @@
+"""What a pair accepts on a workload, measured once (`orch probe`): one speculative run at a wide window with every
+draft kept (n_min 0, p_min 0) at -lv 5, whose passes tell, at nearly every token of the target's text, whether the
+draft matched and how sure it was (parse/draft_trace, analyze/acceptance_model), and one plain run (the arm's
+control: the same program drafting nothing) for the speed it is compared with and the text it must give.
+
+Kept in results.duckdb (acceptance_probes) per build, target, draft and workload (prompt and -n) and reused for any
+setting whose window is at most the probe's, on any host; with it, the calibration of this host's loop (analyze/
+prediction.calibrate) in steps of its own llama-bench probe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator import parse, proc, store
+from orchestrator.analyze.acceptance_model import Revealed, revealed
+from orchestrator.analyze.machine_costs import PassCosts
+from orchestrator.analyze.prediction import Calibration, calibrate
+from orchestrator.build.finished import Build
+from orchestrator.errors import CostProbeFailed, ParseError
+from orchestrator.hashing import sha256_text
+from orchestrator.machine import identity
+from orchestrator.parse.draft_trace import DraftPass, draft_passes
+from orchestrator.parse.output import first_difference, generated_text
+from orchestrator.recipe import argv as flags
+from orchestrator.recipe.dialect import parse_help
+from orchestrator.run.prepare import PreparedArm
+from orchestrator.store import probes
+
+WINDOW = 16  # the probe's window: the widest most settings ask for (llama.cpp's default n_max)
+TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the acceptance depends on besides the models: the build, the prompt and how many tokens."""
+
+    build_id: str
+    target_sha256: str
+    draft_sha256: str
+    prompt_sha256: str
+    n_predict: int
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A stored acceptance probe: the text as it revealed it, and its host's calibration."""
+
+    id: int
+    known: Revealed
+    calibration: Calibration
+    text_differs_at: int | None  # first differing character of the probe's text against plain decoding's
+    reused: bool
+
+
+def workload_of(p: PreparedArm, build: Build) -> Workload | None:
+    """A drafting arm's workload; None where it has no prompt given inline or no -n (nothing to replay along)."""
+    prompt, n_predict = flags.flag_values(p.executed, [flags.PROMPT, flags.N_PREDICT])
+    if prompt is None or not (n_predict or "").isdigit() or not p.models or not p.models.draft:
+        return None
+    return Workload(build.id, p.models.target.sha256, p.models.draft.sha256, sha256_text(prompt), int(n_predict))
+
+
+def probe_argv(p: PreparedArm, build: Build, window: int) -> list[str]:
+    """The arm's command at `window`, every draft kept (n_min 0, p_min 0), at -lv 5: one line per pass."""
+    tool = p.executed[0].rsplit("/", 1)[-1]
+    known = parse_help(build.help_texts().get(tool, "")).accepted
+    roles = ((flags.DRAFT_MAX, str(window)), (flags.DRAFT_MIN, "0"), (flags.DRAFT_P_MIN, "0"),
+             (flags.VERBOSITY[:1], "5"))
+    drop = {f for role, _ in roles for f in role}
+    argv, skip = [], False
+    for arg in p.executed:
+        if skip:
+            skip = False
+            continue
+        if arg in drop:
+            skip = True
+            continue
+        if arg.split("=", 1)[0] in drop:
+            continue
+        argv.append(arg)
+    for role, value in roles:
+        spelling = next((f for f in role if f in known), role[0])
+        argv += [spelling, value]
+    return argv
+
+
+def stored(db: store.Database, work: Workload, window: int, *, write: bool = True) -> Accepted | None:
+    with db.write() if write else db.read() as con:
+        row = probes.acceptance_row(con, work.__dict__, window)
+    return None if row is None else _accepted(row, reused=True)
+
+
+def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm, work: Workload,
+          target: PassCosts, draft: PassCosts, *, window: int = WINDOW) -> Accepted:
+    """The plain run and the wide probe run now, read, calibrated against this host's costs and stored."""
+    plain = _ran(control.executed, "plain decoding")
+    argv = probe_argv(p, build, window)
+    wide = _ran(argv, "the acceptance probe")
+    try:
+        passes = draft_passes(wide.stderr)
+        parsed = parse.parse_run(wide.stdout, wide.stderr)
+        plain_parsed = parse.parse_run(plain.stdout, plain.stderr)
+    except ParseError as exc:
+        raise CostProbeFailed(f"the acceptance probe of {p.arm.name} cannot be read: {exc}") from None
+    decode_ms, draft_ms = _decode_ms(parsed), _draft_ms(parsed)
+    plain_ms = _decode_ms(plain_parsed)
+    plain_tokens = plain_parsed.extra.get("decode_tokens")
+    if None in (decode_ms, draft_ms, plain_ms) or not plain_tokens:
+        raise CostProbeFailed(f"the acceptance probe of {p.arm.name} printed no decode or drafting time "
+                              f"(its statistics line): a build whose speculative tool prints none cannot be probed")
+    known = revealed(passes, window, work.n_predict)
+    cal = calibrate(known, target, draft, decode_ms=decode_ms, draft_ms=draft_ms,
+                    plain_ms_per_token=plain_ms / plain_tokens)
+    texts = [generated_text(r.stdout, a) for r, a in ((wide, argv), (plain, control.executed))]
+    differs = first_difference(*texts) if None not in texts else None
+    host = identity.this_host()
+    row = {**work.__dict__, "draft_window": window, "tokens": known.tokens, "host_id": host.id, "host_name": host.name,
+           "passes": [[one.accepted, one.last_token, [list(d) for d in one.drafted]] for one in passes],
+           "cost_probe_key": target.key.__dict__, "plain_steps": cal.plain_steps,
+           "draft_step_steps": cal.draft_step_steps, "residual": cal.residual,
+           "text_differs_at": differs, "argv": argv, "plain_argv": control.executed}
+    with db.write() as con:
+        probes.insert_acceptance(con, row)
+        return _accepted(probes.acceptance_row(con, work.__dict__, window), reused=False)
+
+
+def _ran(argv: list[str], what: str) -> proc.ProcResult:
+    res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
+    if not res.ok:
+        said = (res.stderr.strip().splitlines() or [""])[-1][:300]
+        raise CostProbeFailed(f"{what} failed ({res.describe()}): {said or 'no output'}")
+    return res
+
+
+def _decode_ms(parsed) -> float | None:
+    seconds = parsed.extra.get("decode_s")
+    return None if seconds is None else seconds * 1000
+
+
+def _draft_ms(parsed) -> float | None:
+    """Drafting time (`dur g` of the statistics line), summed over the implementations that drafted."""
+    found = [s["dur_ms"][1] for s in parsed.extra.get("draft_stats") or [] if s.get("dur_ms")]
+    return sum(found) if found else None
+
+
+def _accepted(row: dict, *, reused: bool) -> Accepted:
+    passes = [DraftPass(tuple((int(t), float(p)) for t, p in drafted), int(accepted), int(last))
+              for accepted, last, drafted in row["passes"]]
+    cal = Calibration(row["plain_steps"], row["draft_step_steps"], row["residual"])
+    return Accepted(row["id"], revealed(passes, row["draft_window"], row["n_predict"]), cal, row["text_differs_at"], reused)

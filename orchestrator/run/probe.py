@@ -1,0 +1,173 @@
+"""`orch probe`: what this machine charges each model a recipe drafts with, timed with llama-bench and kept.
+
+For every arm with a draft model, its target's and its draft's pass of b tokens for b = 1 .. the largest window of
+the arms on that model + 1 (`-p 1,2,..,W+1 -n 0`): the target verifies W drafted tokens in a pass of W + 1, and
+llama-speculative-simple feeds the draft model that same batch before it drafts again, one token a step (a pass of
+one). At the arm's threads and offload and at the depth its decoding reaches on average (the prompt's tokens and half of -n; 0 on builds whose
+llama-bench has no -d). Stored in
+results.duckdb (cost_probes, store/probes.py) and reused until the build, host, model, threads, offload or depth
+change; `again` probes anew. analyze/machine_costs reads the figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator import proc, store
+from orchestrator.analyze.machine_costs import PassCosts, ProbeKey, pass_costs
+from orchestrator.build.finished import Build
+from orchestrator.errors import ParseError, CostProbeFailed
+from orchestrator.machine import identity
+from orchestrator.models import tokens
+from orchestrator.parse.bench import parse_bench
+from orchestrator.recipe import argv as flags
+from orchestrator.run.prepare import PreparedArm
+from orchestrator.store import probes
+
+DEFAULT_WINDOW = 16  # llama.cpp's default draft window where an arm sets none
+TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Need:
+    """One model to probe: its passes of 1..W+1 tokens."""
+
+    role: str  # "target" or "draft": how the table names it
+    path: str
+    name: str
+    key: ProbeKey
+    batches: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What a recipe's drafting arms cost on this machine: each target's and each draft's passes, by key."""
+
+    targets: dict[ProbeKey, PassCosts]
+    drafts: dict[ProbeKey, PassCosts]
+    seconds: float  # spent probing now (0 when every figure was stored)
+
+
+def needs(arms: list[PreparedArm], build: Build) -> list[Need]:
+    """The probes a recipe's arms that run with a draft model need (skipped arms aside), each model once, up to
+    the largest window of its arms + 1."""
+    host = identity.this_host().id
+    deep = "--n-depth" in build.help_texts().get("llama-bench", "")  # older llama-bench times at depth 0 only
+    found: dict[ProbeKey, Need] = {}
+    for p in arms:
+        if p.stop_reason or not p.models or not p.models.draft or not p.models.target:
+            continue
+        argv = p.executed
+        window, threads, threads_draft, ngl, ngld = flags.flag_values(
+            argv, [flags.DRAFT_MAX, flags.THREADS, flags.THREADS_DRAFT, flags.GPU_LAYERS, flags.GPU_LAYERS_DRAFT])
+        depth = decode_depth(argv, build) if deep else 0
+        target, draft = p.models.target, p.models.draft
+        batches = tuple(range(1, (_int(window) or DEFAULT_WINDOW) + 2))
+        for role, model, key in (
+                ("target", target, ProbeKey(build.id, host, target.sha256, _int(threads), _int(ngl), depth)),
+                ("draft", draft, ProbeKey(build.id, host, draft.sha256, _int(threads_draft or threads), _int(ngld),
+                                          depth))):
+            if key not in found or len(batches) > len(found[key].batches):
+                found[key] = Need(role, model.path, _name(model), key, batches)
+    return sorted(found.values(), key=lambda n: n.role != "target")
+
+
+DEPTH_STEP = 64  # depths are probed in steps of this many tokens: a few tokens more or less change nothing
+
+
+def decode_depth(argv: list[str], build: Build) -> int:
+    """The context depth an arm's decoding reaches on average, its prompt's tokens (llama-tokenize on its target;
+    0 where they cannot be counted) and half of the tokens it generates, rounded up to DEPTH_STEP: workloads of
+    about the same length share one probe."""
+    prompt, prompt_file, model, n_predict = flags.flag_values(
+        argv, [flags.PROMPT, flags.PROMPT_FILE, flags.TARGET_MODEL, flags.N_PREDICT])
+    text = prompt
+    if text is None and prompt_file:
+        try:
+            text = Path(prompt_file).read_text(errors="replace")
+        except OSError:
+            text = None
+    tool = build.tool(tokens.TOOL)
+    ids = tokens.token_ids(Path(tool), Path(model), text) if text and tool and model else None
+    depth = len(ids or []) + max(_int(n_predict) or 0, 0) // 2
+    return -(-depth // DEPTH_STEP) * DEPTH_STEP
+
+
+def probe(db: store.Database, build: Build, wanted: list[Need], *, reps: int = 3, again: bool = False,
+          stored_only: bool = False) -> Probed:
+    """Each need's stored figures where current (every batch it needs stored for its key), else llama-bench run now
+    and its figures stored (stored_only: left out instead); CostProbeFailed where llama-bench fails or times
+    nothing."""
+    found: dict[str, dict[ProbeKey, PassCosts]] = {"target": {}, "draft": {}}
+    seconds = 0.0
+    for need in wanted:
+        with db.read() if stored_only else db.write() as con:  # a write: the first probe makes the file
+            stored = [] if again else probes.probe_rows(con, need.key.__dict__, "pass")
+        reused = bool(stored) and set(need.batches) <= {r["batch"] for r in stored}
+        if not reused and stored_only:
+            continue
+        if not reused:
+            rows, spent = _bench(build, need, reps)
+            seconds += spent
+            with db.write() as con:
+                probes.insert_probe_rows(con, rows)
+                stored = probes.probe_rows(con, need.key.__dict__, "pass")
+        costs = pass_costs(stored, need.key, reused=reused)
+        if costs is None:
+            raise CostProbeFailed(f"llama-bench on {need.name} timed no pass of one token")
+        found[need.role][need.key] = costs
+    return Probed(found["target"], found["draft"], seconds)
+
+
+def bench_argv(exe: str, need: Need, reps: int) -> list[str]:
+    """The llama-bench command that times a need's passes (-p b1,b2,.. -n 0)."""
+    k = need.key
+    return [exe, "-m", need.path, "-p", ",".join(map(str, need.batches)), "-n", "0", *(["-d", str(k.n_depth)] if k.n_depth else []), "-r", str(reps),
+            "-o", "jsonl", *(["-t", str(k.n_threads)] if k.n_threads is not None else []),
+            *(["-ngl", str(k.n_gpu_layers)] if k.n_gpu_layers is not None else [])]
+
+
+def _bench(build: Build, need: Need, reps: int) -> tuple[list[dict], float]:
+    exe = build.tool("llama-bench")
+    if exe is None:
+        raise CostProbeFailed(f"build {build.name} has no llama-bench; run `orch build {build.upstream_commit[:9]}` to "
+                          f"add it (nothing else is rebuilt)")
+    argv = bench_argv(exe, need, reps)
+    res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
+    said = (res.stderr.strip().splitlines() or [""])[-1][:300]
+    if not res.ok:
+        raise CostProbeFailed(f"llama-bench on {need.name} ({need.path}) failed ({res.describe()}): {said or 'no output'}")
+    try:
+        tests = parse_bench(res.stdout)
+    except ParseError as exc:
+        raise CostProbeFailed(f"llama-bench on {need.name} printed no timing: {exc}") from None
+    rows = [row for t in tests if (row := _row(t, need, argv))]
+    if not rows:
+        raise CostProbeFailed(f"llama-bench on {need.name} printed no timing ({said or 'no output'})")
+    return rows, res.wall_s
+
+
+def _row(test: dict, need: Need, argv: list[str]) -> dict | None:
+    """A stored timing of one llama-bench test: a pass of n_prompt tokens, or one of n_gen tokens decoded."""
+    n_prompt, n_gen, samples = test.get("n_prompt") or 0, test.get("n_gen") or 0, test.get("samples_ns") or []
+    if not samples or not (n_prompt or n_gen) or any(not isinstance(s, (int, float)) or s <= 0 for s in samples):
+        return None
+    per = 1 if n_prompt else n_gen  # a pass is timed whole; a decode per token
+    ms = [s / 1e6 / per for s in samples]
+    mean = sum(ms) / len(ms)
+    sd = (sum((x - mean) ** 2 for x in ms) / (len(ms) - 1)) ** 0.5 if len(ms) > 1 else None
+    return {**need.key.__dict__, "host_name": identity.this_host().name, "model_name": need.name,
+            "kind": "pass" if n_prompt else "token", "batch": n_prompt or 1, "ms": mean, "ms_sd": sd,
+            "samples_ms": ms, "argv": argv}
+
+
+def _name(model) -> str:
+    return model.name or Path(model.path).name
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,87 @@
+"""Predict before running (issue 46) on real binaries and the tiny models: a sweep probes this machine's costs and
+the pair's acceptance where none is stored, and stores each drafting arm's prediction before its first run; a
+stored probe is reused, and another thread count or model makes it stale; the summary shows the prediction
+beside the measurement and flags one measured outside it, naming the input that was off. No test asserts a
+speed or an error size."""
+
+import json
+from pathlib import Path
+
+from integration.conftest import COMMIT, db_rows, orch_run, run_orch
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
+TINY = ROOT / "recipes" / "tiny.toml"
+
+
+def test_a_sweep_stores_each_drafting_arms_prediction_before_its_first_run(orch_exe, env):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", str(TINY), "--repeat", "1", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stderr.splitlines()
+    said = next(i for i, line in enumerate(lines) if line.startswith("orch: draft: predicted "))
+    assert said < next(i for i, line in enumerate(lines) if line.startswith("orch: sweep 1:"))
+    (made,) = db_rows(env, "SELECT arm, predicted, low, high, made_at, acceptance_probe_id FROM arm_predictions")
+    assert made["arm"] == "draft" and 0 < made["low"] <= made["predicted"] <= made["high"]
+    first = db_rows(env, "SELECT min(started_at) AS t FROM runs")[0]["t"]
+    assert made["made_at"] <= first  # before any run of the sweep, the draft's first among them
+    # what it was made of: the target's and the draft's passes of 1..17 tokens, and one acceptance probe
+    passes = db_rows(env, "SELECT model_sha256, count(*) AS n FROM cost_probes GROUP BY ALL ORDER BY n")
+    assert [p["n"] for p in passes] == [17, 17]
+    assert db_rows(env, "SELECT id FROM acceptance_probes") == [{"id": made["acceptance_probe_id"]}]
+    shown = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=env).stdout)}
+    assert shown["draft"]["predicted"] == made["predicted"] and shown["draft"]["predicted_low"] == made["low"]
+    assert shown["baseline"]["predicted"] is None and shown["control:llama-speculative-simple"]["predicted"] is None
+    table = run_orch(orch_exe, "summary", env=env).stdout
+    assert "predicted" in table.splitlines()[0]
+
+
+def test_a_dry_run_predicts_from_stored_probes_only_and_writes_nothing(orch_exe, env):
+    dry = orch_run(orch_exe, RECIPE_A, "--vars", str(TINY), "--dry-run", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "draft: no prediction: no probe stored" in dry.stdout and not Path(env["ORCH_DB"]).exists()
+    probed = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, env=env)
+    assert probed.returncode == 0, probed.stderr
+    again = orch_run(orch_exe, RECIPE_A, "--vars", str(TINY), "--dry-run", "--json", env=env)
+    (predicted,) = json.loads(again.stdout)["predictions"]
+    assert predicted["arm"] == "draft" and predicted["predicted"] > 0 and predicted["missing"] is None
+
+
+def test_a_stored_probe_is_reused_until_the_thread_count_or_the_model_changes(orch_exe, env):
+    def probe(*extra):
+        res = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, "--json", *extra,
+                       env=env)
+        assert res.returncode == 0, res.stderr
+        return json.loads(res.stdout)
+
+    def stored():
+        return db_rows(env, "SELECT count(*) AS n FROM cost_probes")[0]["n"]
+
+    first = probe()
+    assert not any(r["stored"] for r in first["costs"]) and first["predictions"][0]["predicted"] > 0
+    rows = stored()
+    second = probe()
+    assert all(r["stored"] for r in second["costs"]) and stored() == rows
+    assert db_rows(env, "SELECT count(*) AS n FROM acceptance_probes")[0]["n"] == 1
+    threads = probe("--set", "threads=2")  # another thread count: both models probed anew
+    assert not any(r["stored"] for r in threads["costs"]) and stored() == 2 * rows
+    assert {r["threads"] for r in threads["costs"]} == {2}
+    model = probe("--set", "draft=tiny-quality-draft.gguf", "--set", "target=tiny-quality.gguf")
+    assert not any(r["stored"] for r in model["costs"]) and stored() == 3 * rows
+
+
+def test_an_arm_measured_outside_its_prediction_is_flagged_with_the_input_that_was_off(orch_exe, env):
+    res = orch_run(orch_exe, RECIPE_A, "--vars", str(TINY), "--repeat", "1", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    measured = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=env).stdout)}
+    tokens = measured["draft"]["mean_accept_len"]
+    # A prediction nothing measured can match: far above, with the pair's own acceptance (so the cost was off)
+    run_orch(orch_exe, "query", "--write", f"UPDATE arm_predictions SET predicted = 50, low = 40, high = 60, "
+                                           f"mean_accept_len = {tokens}", env=env)
+    shown = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=env).stdout)}
+    assert "outside_prediction" in shown["draft"]["warnings"] and shown["draft"]["predicted"] == 50
+    (message,) = [m for m in shown["draft"]["warning_messages"] if "predicted before it ran" in m]
+    assert "the cost was off" in message and "slower" in message
+    run_orch(orch_exe, "query", "--write", f"UPDATE arm_predictions SET mean_accept_len = {tokens * 2}", env=env)
+    shown = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=env).stdout)}
+    (message,) = [m for m in shown["draft"]["warning_messages"] if "predicted before it ran" in m]
+    assert "the acceptance was off" in message
