@@ -24,6 +24,7 @@ from orchestrator.parse.draft_trace import DraftPass, draft_passes
 from orchestrator.parse.output import first_difference, generated_text
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe.dialect import parse_help
+from orchestrator.run.one_run import LOST_TAIL_ATTEMPTS
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.store import probes
 
@@ -94,13 +95,11 @@ def stored(db: store.Database, work: Workload, window: int, *, write: bool = Tru
 def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm, work: Workload,
           target: PassCosts, draft: PassCosts, *, window: int = WINDOW) -> Accepted:
     """The plain run and the wide probe run now, read, calibrated against this host's costs and stored."""
-    plain = _ran(control.executed, "plain decoding")
+    plain, plain_parsed = _read(control.executed, "plain decoding", p.arm.name, drafts=False)
     argv = probe_argv(p, build, window)
-    wide = _ran(argv, "the acceptance probe")
+    wide, parsed = _read(argv, "the acceptance probe", p.arm.name, drafts=True)
     try:
         passes = draft_passes(wide.stderr)
-        parsed = parse.parse_run(wide.stdout, wide.stderr)
-        plain_parsed = parse.parse_run(plain.stdout, plain.stderr)
     except ParseError as exc:
         raise CostProbeFailed(f"the acceptance probe of {p.arm.name} cannot be read: {exc}") from None
     decode_ms, draft_ms = _decode_ms(parsed), _draft_ms(parsed)
@@ -125,12 +124,22 @@ def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm
         return _accepted(probes.acceptance_row(con, work.__dict__, window), reused=False)
 
 
-def _ran(argv: list[str], what: str) -> proc.ProcResult:
-    res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
-    if not res.ok:
-        said = (res.stderr.strip().splitlines() or [""])[-1][:300]
-        raise CostProbeFailed(f"{what} failed ({res.describe()}): {said or 'no output'}")
-    return res
+def _read(argv: list[str], what: str, arm: str, *, drafts: bool) -> tuple[proc.ProcResult, parse.ParsedLog]:
+    """The run and what it printed, run again (LOST_TAIL_ATTEMPTS in all) while it exits 0 without the figures the
+    probe reads (its decode time; with `drafts`, its statistics line's drafting time): llama.cpp's logger can lose
+    a log's last lines at exit on a busy machine, as a sweep's runs do (run/sweep.py)."""
+    for _ in range(LOST_TAIL_ATTEMPTS):
+        res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
+        if not res.ok:
+            said = (res.stderr.strip().splitlines() or [""])[-1][:300]
+            raise CostProbeFailed(f"{what} of {arm} failed ({res.describe()}): {said or 'no output'}")
+        try:
+            parsed = parse.parse_run(res.stdout, res.stderr)
+        except ParseError as exc:
+            raise CostProbeFailed(f"{what} of {arm} cannot be read: {exc}") from None
+        if _decode_ms(parsed) is not None and (not drafts or _draft_ms(parsed) is not None):
+            break
+    return res, parsed
 
 
 def _decode_ms(parsed) -> float | None:

@@ -85,3 +85,28 @@ def test_an_arm_measured_outside_its_prediction_is_flagged_with_the_input_that_w
     shown = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=env).stdout)}
     (message,) = [m for m in shown["draft"]["warning_messages"] if "predicted before it ran" in m]
     assert "the acceptance was off" in message
+
+
+def test_a_probe_run_whose_log_lost_its_tail_is_run_again(orch_exe, env, real_build, tmp_path):
+    """llama.cpp's logger can lose a log's last lines at exit on a busy machine: the acceptance probe's runs are run
+    again while theirs did (as a sweep's are), so a loaded machine still gets its prediction."""
+    import sys
+
+    from integration.test_run_cli import LOSES_ITS_TAIL
+
+    wrapper = tmp_path / "bin" / "llama-speculative-simple"
+    wrapper.parent.mkdir()
+    wrapper.write_text(LOSES_ITS_TAIL.format(python=sys.executable, real=real_build.tool("llama-speculative-simple"),
+                                             count=str(tmp_path / "count"), losses=2))
+    wrapper.chmod(0o755)
+    recipe = tmp_path / "tail.j2"
+    recipe.write_text('{% set meta = {"repeat": 1, "defaults": {"draft": "tiny-draft.gguf"}, "baseline": "baseline", '
+                      '"arms": {"baseline": {"draft": none}, "draft": {}}} %}\n'
+                      f"{{% if draft %}}{wrapper} -m {{{{ models }}}}/tiny-target.gguf -md {{{{ models }}}}/{{{{ draft }}}} "
+                      "--draft-max 4{% else %}{{ bin }}/llama-completion -m {{ models }}/tiny-target.gguf -no-cnv"
+                      "{% endif %} --temp 0 --top-k 1 -n 32 -p hello\n")
+    res = orch_run(orch_exe, recipe, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (made,) = db_rows(env, "SELECT predicted, missing FROM arm_predictions")
+    assert made["missing"] is None and made["predicted"] > 0, made
+    assert int((tmp_path / "count").read_text()) >= 2 + 2 + 2  # two lost plain runs, then the probe and the sweep
