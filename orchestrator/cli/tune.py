@@ -61,6 +61,9 @@ def parse_budget(text: str | None):
                    f"controls too) [default: what the full grid would cost at {GRID_REPEATS} repeats].")
 @click.option("--allow-output-change", is_flag=True,
               help="Keep candidates whose greedy output differs from their control's (said beside them).")
+@click.option("--measure", is_flag=True,
+              help="Race every candidate, also those predicted slower than plain decoding before any run (by default "
+                   "they leave before round 1, and where all do the answer is \"no speculation predicted\").")
 @click.option("--max-runs", type=click.IntRange(3, 1000), default=Rules.max_runs, show_default=True,
               help="Runs per candidate after which more are not spent (survivors still apart are reported tied).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
@@ -82,11 +85,15 @@ def parse_budget(text: str | None):
 @click.option("--explain", is_flag=True, help=f"Every finalist in the answer's table (by default the first "
               f"{SHOWN_FINALISTS}, the rest counted).")
 @db_option
-def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_change, max_runs, overrides,
+def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_change, measure, max_runs, overrides,
                  vars_file, models_dir, arm_patterns, timeout, resume, show, dry_run, as_json, explain, db):
     """Race speculation settings to the fastest on this machine.
 
-    The candidates (the recipe's arms, or --space) run in rounds; in each block of a round they run beside plain
+    Before round 1 each candidate's speedup is predicted (`orch probe`: this machine's costs and the pair's
+    acceptance, probed where nothing current is stored): those predicted below plain decoding, interval and all,
+    leave, the rest race in the order of their predictions, and where none is left the answer is "no speculation
+    predicted" after the probes alone (--measure races them anyway). The candidates (the recipe's arms, or --space)
+    run in rounds; in each block of a round they run beside plain
     decoding (the baseline, itself the candidate "speculation off"), and each is scored by its decode speed over
     the baseline's in that block. After each round, candidates confidently slower than the yardstick (the best
     survivor measured at least twice, or plain decoding) are dropped (one-sided t on log speed ratios, noise pooled
@@ -120,7 +127,7 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
             models=models_dir, arms=arm_choice(arm_patterns),
             space=space, workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
             budget=parse_budget(budget), rules=Rules(max_runs=max_runs),
-            allow_output_change=allow_output_change, timeout=timeout, db=db)
+            allow_output_change=allow_output_change, timeout=timeout, db=db, measure=measure)
         if dry_run:
             return _print_preview(request, as_json)
         found = session.start(request, argv=sys.argv, say=say)

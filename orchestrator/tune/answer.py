@@ -29,7 +29,7 @@ SHOWN_DROPPED = 4  # the best candidates that left the race, shown under the fin
 @dataclass
 class Answer:
     workload: str
-    state: str  # race.WINNER, EQUIVALENT, UNSEPARATED, or "refused"
+    state: str  # race.WINNER, EQUIVALENT, UNSEPARATED, "refused", or "predicted" (no speculation, before a run)
     winner: str | None = None
     tied: list[str] = field(default_factory=list)
     rows: list[dict] = field(default_factory=list)
@@ -43,7 +43,7 @@ class Answer:
     grid_seconds: float = 0.0
     rounds: int = 0
     candidates: int = 0
-    reason: str | None = None  # refused: why
+    reason: str | None = None  # refused, predicted: why
     left: dict[str, Decision] = field(default_factory=dict)  # candidate -> why it left the race
     noise: float | None = None  # the pooled spread of one score (log scale) when it ended
     # plain decoding leads: the fastest candidate that speculates (candidate, vs_plain, command), never a winner
@@ -190,6 +190,8 @@ def verdict(answer: Answer) -> str:
     margin = percent(answer.rules.tie_margin)
     if answer.state == "refused":
         return f"{w}: refused: {answer.reason}"
+    if answer.state == "predicted":
+        return f"{w}: no speculation predicted: {answer.reason} ({answer.runs} runs raced, the probes aside)"
     first = answer.rows[0] if answer.rows else {}
     if answer.state == race.WINNER and answer.winner and not first.get("candidate", "").startswith("off"):
         return (f"{w}: {answer.winner} wins at {first.get('vs_plain')} plain decoding's speed "

@@ -25,6 +25,7 @@ class Exit(str, Enum):
     OUTPUT_CHANGED = "output_changed"  # disqualified: greedy output differs from its control's
     LOOPS = "loops"  # disqualified: its text loops where plain decoding's does not
     DROPPED = "dropped"  # confidently slower than the yardstick
+    PREDICTED_SLOWER = "predicted_slower"  # before round 1: predicted below plain decoding, interval and all
     WINNER = "winner"  # the end: the one survivor
     TIED = "tied"  # the end: one of the tied (or not separated) set
     REFUSED = "refused"  # the end: plain decoding's own text loops, nothing is raced
@@ -45,11 +46,11 @@ class Exit(str, Enum):
     @property
     def not_a_result(self) -> bool:
         """Its speed is no result of the setting (it never ran, or ran as something else): never shown as one."""
-        return self is Exit.INFEASIBLE or self in DISQUALIFYING
+        return self in (Exit.INFEASIBLE, Exit.PREDICTED_SLOWER) or self in DISQUALIFYING
 
 
 DISQUALIFYING = frozenset({Exit.FAILED, Exit.NO_SPEED, Exit.DRAFTED_NOTHING, Exit.OUTPUT_CHANGED, Exit.LOOPS})
-LEAVING = frozenset({Exit.INFEASIBLE, *DISQUALIFYING, Exit.DROPPED})
+LEAVING = frozenset({Exit.INFEASIBLE, *DISQUALIFYING, Exit.DROPPED, Exit.PREDICTED_SLOWER})
 ENDING = frozenset({Exit.WINNER, Exit.TIED, Exit.REFUSED})
 
 
@@ -133,7 +134,8 @@ def from_row(row: dict) -> Decision:
 
 
 # What each kind of leaving counts as in "no candidate beat plain decoding (...)", in this order.
-COUNTED = {Exit.DROPPED: "dropped as slower", Exit.DRAFTED_NOTHING: "drafted nothing",
+COUNTED = {Exit.DROPPED: "dropped as slower", Exit.PREDICTED_SLOWER: "predicted slower",
+           Exit.DRAFTED_NOTHING: "drafted nothing",
            Exit.OUTPUT_CHANGED: "changed the output", Exit.LOOPS: "looped", Exit.FAILED: "failed or could not run",
            Exit.NO_SPEED: "failed or could not run", Exit.INFEASIBLE: "failed or could not run"}
 OUTCOMES = {"winner": "the one survivor", "equivalent": "within the tie margin of the leader: practically the same",
@@ -160,6 +162,9 @@ def _why(d: Decision) -> str:
     if k is Exit.DROPPED and None not in (d.ratio, d.runs, d.p, d.family):
         return (f"slower than {d.against or 'plain decoding'}: {d.ratio:.2f}x its speed after {d.runs} run(s), "
                 f"p={d.p:.2g} (Holm over {d.family})")
+    if k is Exit.PREDICTED_SLOWER and d.speedup is not None:
+        return (f"predicted at {d.speedup:.2f}x plain decoding's speed {d.note or ''} before any run: below it, "
+                f"interval and all (this machine's probe and the pair's acceptance; --measure races it anyway)")
     if k in (Exit.WINNER, Exit.TIED):
         said = OUTCOMES.get(d.outcome or k.value, d.outcome or k.value)
         return said + (f", at {d.speedup:.2f}x plain decoding's speed" if d.speedup is not None else "")

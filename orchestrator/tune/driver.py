@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from orchestrator import store
 from orchestrator.recipe import control
 from orchestrator.recipe.schedule import Slot
-from orchestrator.run import recipe_run
+from orchestrator.run import predictions, recipe_run
 from orchestrator.run.recipe_run import PreparedRecipe, RunOptions
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import answer, decisions, guards, race
@@ -53,6 +53,7 @@ class RaceSettings:
     timeout: float
     argv: list[str]
     say: object = print
+    measure: bool = False  # race the candidates predicted slower than plain decoding too
 
     @property
     def database(self) -> store.Database:
@@ -122,6 +123,10 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
     speculating = {p.arm.name for p in s.prepared.arms if control.speculates(p.executed or p.arm.argv)}
     if not state.rounds and not state.left:
         _record(s, state, 0, infeasible(s.prepared))
+        if not s.measure:
+            _record(s, state, 0, predicted_slower(s, state))
+    if not state.rounds and (best := _all_predicted_slower(s, state)):
+        return _answer(s, state, [], "predicted", None, [baseline], reason=_predicted_reason(best))
     s = replace(s, budget=with_default(s.budget, grid_runs=grid_cost(s, state)[0]))
     while True:
         runs = _runs(s, state)
@@ -182,6 +187,35 @@ def infeasible(prepared: PreparedRecipe) -> list[Decision]:
         elif p.draft_warning:
             out.append(Decision(p.arm.name, Exit.INFEASIBLE, note=p.draft_warning))
     return out
+
+
+def predicted_slower(s: RaceSettings, state: RaceState) -> list[Decision]:
+    """Before round 1: each candidate's speedup predicted from this machine's probe and the pair's acceptance
+    (run/predictions, probing where nothing current is stored); those whose interval lies wholly below plain
+    decoding leave (Exit.PREDICTED_SLOWER), and the rest are raced in the order of their predictions, the most
+    promising first (unpredicted ones, an n-gram method's, first of all: only a run can say)."""
+    prepared = s.prepared
+    found = predictions.before_sweep(s.database, prepared.build, prepared.arms, prepared.plan.mode)
+    by_name = {a.arm: a.prediction for a in found}
+    order = {name: -(p.high if p else float("inf")) for name, p in by_name.items()}
+    prepared.arms.sort(key=lambda p: order.get(p.arm.name, 0.0))  # stable: controls and the baseline keep theirs
+    return [Decision(name, Exit.PREDICTED_SLOWER, speedup=p.speedup, note=f"[{p.low:.2f}, {p.high:.2f}]")
+            for name, p in by_name.items() if p is not None and p.high < 1 and name not in state.left]
+
+
+def _all_predicted_slower(s: RaceSettings, state: RaceState) -> Decision | None:
+    """The best prediction where every candidate that could run was predicted slower (nothing to race); None
+    where one is left to race."""
+    left = [state.left.get(c) for c in feasible(s, state)]
+    if not left or any(d is None or d.kind is not Exit.PREDICTED_SLOWER for d in left):
+        return None
+    return max(left, key=lambda d: d.speedup or 0.0)
+
+
+def _predicted_reason(best: Decision) -> str:
+    return (f"every setting that can run here is predicted below plain decoding's speed, interval and all (the "
+            f"best, {best.candidate}, at {best.speedup:.2f}x {best.note}), from this machine's probe and the pair's "
+            f"acceptance on this workload; add --measure to race them anyway")
 
 
 def _runs(s: RaceSettings, state: RaceState) -> list[dict]:
@@ -304,7 +338,7 @@ def _answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: str, w
         out.command = answer.command_line(argv)
         build = s.prepared.build  # plain decoding too: "no speculation" is served without a draft
         out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
-    if outcome != "refused" and shown in (None, s.baseline):  # plain decoding leads: the best that speculates
+    if outcome not in ("refused", "predicted") and shown in (None, s.baseline):  # the best that speculates
         out.best_speculating = answer.best_speculating(scores, noise or race.Noise(None, 0), s.candidates,
                                                        s.baseline, state.left)
         if out.best_speculating:

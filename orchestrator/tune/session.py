@@ -50,6 +50,7 @@ class TuneRequest:
     allow_output_change: bool = False
     timeout: float = 600.0
     db: Path | None = None
+    measure: bool = False  # race the candidates predicted slower than plain decoding too
 
 
 @dataclass
@@ -164,7 +165,8 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
             "recipe_path": str(request.recipe.absolute()), "recipe_hash": sha256_text(request.recipe.read_text()),
             "build_name": build.name, "variables": given, "space": grids, "space_source": source,
             "workloads": [str(f.absolute()) if f else None for f in files], "budget": request.budget.to_dict(),
-            "rules": {**request.rules.to_dict(), "allow_output_change": request.allow_output_change},
+            "rules": {**request.rules.to_dict(), "allow_output_change": request.allow_output_change,
+                      "measure": request.measure},
             "argv": argv})
         _own(con, tune_id)
     for note in notes:
@@ -186,7 +188,8 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
                                          *(given.get("overrides") or ())), arms=tuple(given.get("arms") or ()),
                               models=Path(given["models"]) if given.get("models") else None,
                               budget=Budget(**row["budget"]), rules=rules, allow_output_change=allow,
-                              timeout=float(given.get("timeout", 600.0)), db=database.path)
+                              timeout=float(given.get("timeout", 600.0)), db=database.path,
+                              measure=bool(row["rules"].get("measure", False)))
         files = [Path(w) if w else None for w in row["workloads"]]
         values = given["workload_values"] if kept else {_key(f): read_vars(f) if f else {} for f in files}
         values = {str(f): values[_key(f)] for f in files}
@@ -213,6 +216,7 @@ def stored_rules(row: dict) -> tuple[race.Rules, bool]:
     stored before a rule existed takes its default; one that names no rule this orch knows raises TypeError)."""
     rules = dict(row["rules"])
     allow = bool(rules.pop("allow_output_change", False))
+    rules.pop("measure", None)  # read by the resume itself (a tune stored before it: False)
     return race.Rules(**rules), allow
 
 
@@ -293,7 +297,7 @@ def _execute(database, tune_id: int, request: TuneRequest, build: Build, prepare
             settings = driver.RaceSettings(tune_id=tune_id, workload=name, prepared=prepared[str(f)],
                                            rules=request.rules, budget=request.budget,
                                            allow_output_change=request.allow_output_change, timeout=request.timeout,
-                                           argv=argv, say=say)
+                                           argv=argv, say=say, measure=request.measure)
             state = driver.RaceState.stored([x for x in rounds if x["workload"] == name],
                                             [d for w, d in decided if w == name])
             found = driver.run_race(settings, state)

@@ -51,7 +51,7 @@ def test_tune_fits_80_columns_and_its_command_pastes_whole(orch_exe, env, tmp_pa
     res = run_orch(orch_exe, "tune", "recipes/tune.j2", "--build", COMMIT, "--space", str(space), "--set",
                    "target=tiny-target.gguf", "--set", "draft=tiny-draft.gguf", "--set", "threads=1", "--set",
                    "n_predict=16", "--set", "prompt='a prompt with spaces; and a quote'", "--max-runs", "3",
-                   env=_without_columns(env))
+                   "--measure", env=_without_columns(env))
     assert res.returncode == 0, res.stderr[-2000:]
     table, prose = _split(res.stdout)
     assert table and max(map(len, table)) <= 120

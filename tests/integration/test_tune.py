@@ -31,8 +31,10 @@ def space(tmp_path) -> Path:
 
 
 def tune_argv(orch_exe, space, *extra) -> list[str]:
+    """A race on the tiny models; --measure: their drafts are predicted slower than plain decoding, and these tests
+    are about racing (test_a_space_predicted_slower_is_answered_before_any_run is about the prediction)."""
     return [orch_exe, "tune", str(RECIPE), "--build", COMMIT, "--space", str(space), *TINY, "--workload",
-            "short_fact", *extra]
+            "short_fact", "--measure", *extra]
 
 
 def _children_of_this_results_file(env) -> list[psutil.Process]:
@@ -232,3 +234,27 @@ def test_a_dry_run_says_what_a_tune_would_race_and_stores_nothing(orch_exe, env,
     assert not Path(env["ORCH_DB"]).exists()  # nothing ran, nothing stored
     listed = run_orch(orch_exe, *tune_argv(orch_exe, space, "--set", "n_predict=8,16", "--dry-run")[1:], env=env)
     assert listed.returncode == 12 and "`orch tune` takes one value per variable" in listed.stderr
+
+
+def test_a_space_predicted_slower_is_answered_before_any_run_and_measure_races_it(orch_exe, env, space):
+    """Before round 1 each candidate is predicted (this machine's probe, the pair's acceptance): on the tiny models
+    every draft setting's interval lies below plain decoding, so the answer is "no speculation predicted" with no
+    run raced, each candidate's decision says so, and --measure races them all the same. Whichever way a race
+    would end, the prediction's path ends with no run."""
+    argv = [a for a in tune_argv(orch_exe, space) if a != "--measure"]
+    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    predicted = json.loads(db_rows(env, "SELECT result FROM tunes")[0]["result"])["answers"][0]
+    left = db_rows(env, "SELECT candidate, kind FROM tune_events WHERE tune_id = 1 ORDER BY candidate")
+    if predicted["state"] == "predicted":  # the tiny drafts' predictions here: far below 1x
+        assert predicted["runs"] == 0 and db_rows(env, "SELECT count(*) AS n FROM runs")[0]["n"] == 0
+        assert {e["kind"] for e in left} <= {"predicted_slower", "infeasible"} and left
+        assert "no speculation predicted" in res.stdout.splitlines()[-1] and "--measure" in res.stdout
+    else:  # a candidate predicted at 1x or more is raced, never left out for its prediction
+        assert predicted["runs"] > 0
+    assert db_rows(env, "SELECT count(*) AS n FROM arm_predictions")[0]["n"] == 0  # a tune's are its decisions
+    measured = subprocess.run([*argv, "--measure"], env=env, capture_output=True, text=True, timeout=600)
+    assert measured.returncode == 0, measured.stderr[-3000:]
+    raced = json.loads(db_rows(env, "SELECT result FROM tunes WHERE id = 2")[0]["result"])["answers"][0]
+    assert raced["state"] != "predicted" and raced["runs"] > 0
+    assert not db_rows(env, "SELECT kind FROM tune_events WHERE tune_id = 2 AND kind = 'predicted_slower'")

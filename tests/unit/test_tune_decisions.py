@@ -36,6 +36,7 @@ EVERY_KIND = [
     Decision("t", Exit.TIED, outcome="equivalent"),
     Decision("u", Exit.TIED, outcome="unseparated", speedup=1.02),
     Decision("plain", Exit.REFUSED, **WHERE),
+    Decision("p", Exit.PREDICTED_SLOWER, speedup=0.61, note="[0.40, 0.93]"),
 ]
 
 
@@ -51,6 +52,10 @@ def test_every_kind_is_worded_by_one_function_with_its_numbers():
     assert said["e"].startswith("dropped: slower than ngram-simple:ngram_n=4: 0.90x")
     assert said["w"] == "winner: the one survivor, at 1.50x plain decoding's speed"
     assert said["plain"].startswith("refused: plain decoding's text loops on this workload (sweep 3, repeat 2)")
+    assert said["p"].startswith("predicted_slower: predicted at 0.61x plain decoding's speed [0.40, 0.93] before "
+                                "any run: below it, interval and all")
+    assert Exit.PREDICTED_SLOWER.leaves and Exit.PREDICTED_SLOWER.not_a_result  # it never ran: no speed shown
+    assert decisions.counted({"p": EVERY_KIND[-1]}) == "1 predicted slower"
     for d in EVERY_KIND:  # the stored row carries the same words, without the event its column holds
         row = decisions.to_row(d)
         assert row["reason"] == words(d, event=False) and row["event"] == d.kind.event
@@ -59,8 +64,9 @@ def test_every_kind_is_worded_by_one_function_with_its_numbers():
 
 def test_the_migration_reads_back_every_wording_orch_wrote():
     """Rows stored before m025 hold only words (those of a candidate leaving and of a refusal are the ones
-    decisions.words writes still; an end stored its outcome): the migration tells each one's kind and numbers."""
-    for d in EVERY_KIND:
+    decisions.words writes still; an end stored its outcome): the migration tells each one's kind and numbers. A kind
+    added after it (predicted_slower) was never stored in words alone."""
+    for d in (d for d in EVERY_KIND if d.kind is not Exit.PREDICTED_SLOWER):
         reason = d.outcome if d.kind.ends and d.kind is not Exit.REFUSED else words(d, event=False)
         kind, detail = legacy_decision(d.kind.event, reason)
         back = decisions.from_row({"candidate": d.candidate, "round": 0, "kind": kind, "speedup": d.speedup,
