@@ -187,7 +187,8 @@ def printed(a: Answer, explain: bool = False) -> str:
         lines += [tables.fill(f"  {row['candidate']}: {row['why']}") for row in a.rows if row.get("why")]
         if any(row["state"] == "dropped" and row.get("why") for row in a.rows):  # a drop is shown: by which rule
             lines.append(tables.fill("  " + race.METHOD.format(alpha=a.rules.alpha)))
-    run_label = "run:" if a.state == race.WINNER else "leader:"  # no winner: the leader's, said so
+    # no winner: the leader's, said so; no speculation predicted: plain decoding's, what to run
+    run_label = "run:" if a.state in (race.WINNER, "predicted") else "leader:"
     for label, line in ((run_label, a.command), ("server:", a.server)):
         if line and line.startswith("no llama-server"):
             lines.append(tables.fill(f"{label} {line}"))
@@ -198,8 +199,9 @@ def printed(a: Answer, explain: bool = False) -> str:
         lines.append(tables.fill(f"best speculating setting: {best['candidate']} at {best['vs_plain'] or '?'} "
                                  f"plain decoding's speed, behind it here:"))
         lines.append(shell_lines("  ", best["command"]))
-    lines.append(tables.fill(f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs (about "
-                             f"{tables.clock(a.grid_seconds)}) for every candidate at {a.rules.grid_repeats} repeats"))
+    grid_time = f" (about {tables.clock(a.grid_seconds)})" if a.grid_seconds else ""  # no run: no time a run
+    lines.append(tables.fill(f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs"
+                             f"{grid_time} for every candidate at {a.rules.grid_repeats} repeats"))
     return "\n".join(lines) + "\n"
 
 

@@ -26,9 +26,10 @@ from orchestrator.recipe import argv as flags
 from orchestrator.recipe.dialect import parse_help
 from orchestrator.run.one_run import LOST_TAIL_ATTEMPTS
 from orchestrator.run.prepare import PreparedArm
+from orchestrator.run.probe import ACCEPTANCE_WINDOW
 from orchestrator.store import probes
 
-WINDOW = 16  # the probe's window: the widest most settings ask for (llama.cpp's default n_max)
+WINDOW = ACCEPTANCE_WINDOW  # the widest most settings ask for (llama.cpp's default n_max)
 TIMEOUT_S = 600.0
 
 

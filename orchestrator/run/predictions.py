@@ -39,21 +39,19 @@ def setting_of(p: PreparedArm) -> Setting | None:
 def predict_arms(db: store.Database, build: Build, arms: list[PreparedArm], *, probe_now: bool = True,
                  reps: int = 3) -> list[ArmPrediction]:
     """A prediction (or the missing input) for every arm that speculates; probes run where none is stored and
-    probe_now, else the arm says which probe is missing (`orch probe` makes it)."""
+    probe_now (each model once, up to the largest window of its arms), else the arm says which probe is missing
+    (`orch probe` makes it)."""
     by_name = {p.arm.name: p for p in arms}
+    speculating = [p for p in arms if not (p.arm.is_control or p.arm.is_baseline or p.stop_reason) and _speculates(p)]
     if not probe_now and not db.path.is_file():  # a dry run makes no results file
         return [ArmPrediction(p.arm.name, setting_of(p), None, "no probe stored (no results file): orch probe makes "
-                                                                "them, or the sweep itself")
-                for p in arms if not (p.arm.is_control or p.arm.is_baseline or p.stop_reason) and _speculates(p)]
-    out = []
-    for p in arms:
-        if p.arm.is_control or p.arm.is_baseline or p.stop_reason or not _speculates(p):
-            continue
-        out.append(_one(db, build, p, by_name.get(p.arm.reference or ""), probe_now=probe_now, reps=reps))
-    return out
+                                                                "them, or the sweep itself") for p in speculating]
+    if probe_now:  # every model's passes at once: one llama-bench run each, whatever the arms' windows
+        probe.probe(db, build, probe.needs(speculating, build), reps=reps)
+    return [_one(db, build, p, by_name.get(p.arm.reference or ""), probe_now=probe_now) for p in speculating]
 
 
-def _one(db, build, p: PreparedArm, control: PreparedArm | None, *, probe_now: bool, reps: int) -> ArmPrediction:
+def _one(db, build, p: PreparedArm, control: PreparedArm | None, *, probe_now: bool) -> ArmPrediction:
     name, setting = p.arm.name, setting_of(p)
     if not (p.models and p.models.draft):
         return ArmPrediction(name, None, None, "an n-gram method: its acceptance is not replayed yet (no draft "
@@ -67,8 +65,7 @@ def _one(db, build, p: PreparedArm, control: PreparedArm | None, *, probe_now: b
     if control is None or not control.arm.is_control:
         return ArmPrediction(name, setting, None, "no control arm (the same program drafting nothing) to calibrate "
                                                   "against")
-    needs = probe.needs([p], build)
-    stored = probe.probe(db, build, needs, reps=reps, stored_only=not probe_now)
+    stored = probe.probe(db, build, probe.needs([p], build), stored_only=True)
     target = next(iter(stored.targets.values()), None)
     draft = next(iter(stored.drafts.values()), None)
     if target is None or draft is None:

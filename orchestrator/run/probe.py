@@ -26,6 +26,9 @@ from orchestrator.run.prepare import PreparedArm
 from orchestrator.store import probes
 
 DEFAULT_WINDOW = 16  # llama.cpp's default draft window where an arm sets none
+# The acceptance probe's window (run/acceptance_probe): its own passes are priced to calibrate, so every model is
+# probed at least to it, whatever the arms' windows
+ACCEPTANCE_WINDOW = 16
 TIMEOUT_S = 600.0
 
 
@@ -51,7 +54,7 @@ class Probed:
 
 def needs(arms: list[PreparedArm], build: Build) -> list[Need]:
     """The probes a recipe's arms that run with a draft model need (skipped arms aside), each model once, up to
-    the largest window of its arms + 1."""
+    the largest window of its arms (at least the acceptance probe's) + 1."""
     host = identity.this_host().id
     deep = "--n-depth" in build.help_texts().get("llama-bench", "")  # older llama-bench times at depth 0 only
     found: dict[ProbeKey, Need] = {}
@@ -63,7 +66,7 @@ def needs(arms: list[PreparedArm], build: Build) -> list[Need]:
             argv, [flags.DRAFT_MAX, flags.THREADS, flags.THREADS_DRAFT, flags.GPU_LAYERS, flags.GPU_LAYERS_DRAFT])
         depth = decode_depth(argv, build) if deep else 0
         target, draft = p.models.target, p.models.draft
-        batches = tuple(range(1, (_int(window) or DEFAULT_WINDOW) + 2))
+        batches = tuple(range(1, max(_int(window) or DEFAULT_WINDOW, ACCEPTANCE_WINDOW) + 2))
         for role, model, key in (
                 ("target", target, ProbeKey(build.id, host, target.sha256, _int(threads), _int(ngl), depth)),
                 ("draft", draft, ProbeKey(build.id, host, draft.sha256, _int(threads_draft or threads), _int(ngld),

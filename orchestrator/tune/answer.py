@@ -114,7 +114,8 @@ def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: 
     rows = [row(n, state_of(n)) for n in finalists]
     if reference not in survivors:
         rows.append(row(reference, "dropped"))
-    others = sorted((n for n in left if n != reference), key=lambda n: -_mean(scores, n))
+    others = sorted((n for n in left if n != reference),  # unmeasured (predicted slower): by their prediction
+                    key=lambda n: (-_mean(scores, n), -(left[n].speedup or 0.0)))
     rows += [row(n, left[n].kind.event if left[n].kind.not_a_result else "dropped") for n in others[:SHOWN_DROPPED]]
     return rows
 

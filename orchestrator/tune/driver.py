@@ -332,7 +332,8 @@ def _answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: str, w
                             left=state.left,
                             like_for_like=race.control_scores(runs, set(s.candidates), s.baseline, s.planned),
                             acceptance=acceptance, outcome=outcome, winner=winner)
-    shown = winner or race.leader(scores, survivors)  # tied or not separated: the leader's, labelled as such
+    # tied or not separated: the leader's, labelled as such; no speculation predicted: plain decoding's
+    shown = winner or (s.baseline if outcome == "predicted" else race.leader(scores, survivors))
     if shown:
         argv = _argv(s, shown)
         out.command = answer.command_line(argv)
