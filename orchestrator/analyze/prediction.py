@@ -6,14 +6,18 @@ A pass that keeps g drafted tokens costs, in llama-speculative-simple at 0c1e570
     C_t(g + 1)      the target verifying them (a batch of g + 1: the pass's last token and the drafts)
   + C_d(g + 1)      the draft model reading that same batch (common_speculative_process) before it drafts again
   + s * c           the draft's s steps (one token each) with their sampling
-  + o               what the loop pays a pass besides (target sampling, bookkeeping)
 
-and yields accepted + 1 tokens; plain decoding costs t a token. C_t and C_d come from the llama-bench probe of this
-host; c, o and t from the acceptance probe's own two runs (c = its drafting time over its draft steps, o the rest
-of its decode time a pass, t the plain target's ms a token), each kept as a multiple of the probe host's own step
-so that another host's llama-bench probe can price them (issue 46, item 6). The interval: the replay's two bounds
-(positions the probe never revealed taken as matches or misses) widened by the timings' standard errors (on a log scale: an
-interval of a ratio, never below 0).
+and yields accepted + 1 tokens, each sampled and handled as plain decoding handles its one: plain decoding costs
+t = C_t(1) + u a token, and a pass pays u for each token it yields. C_t and C_d come from this host's llama-bench
+probe; t and c from the acceptance probe's two runs (t: the plain run's ms a token; c: the probe run's drafting
+time, `dur g` of its statistics line, over its draft steps), each kept as a multiple of the probe host's own step so
+that another host's llama-bench probe can price them (issue 46, item 6). Priced so, the probe run's own passes
+should cost what it printed; what they leave unexplained (`residual`, a share of its decode time) is how far
+llama-bench's batches are from this machine's loop (llama-bench asks for the last position's logits, a verification
+for every position's), and it widens every interval. It is not fitted away: one 64-token run is too noisy to scale
+verification by (on the pair, a scale fitted so moved one probe's predictions 15-20% further from what its sweeps
+measured). The interval: the replay's two bounds (positions the probe never revealed taken as matches or misses),
+that residual and the timings' standard errors, on a log scale (an interval of a ratio, never below 0).
 """
 
 from __future__ import annotations

@@ -74,8 +74,7 @@ def _cost_rows(probed) -> list[dict]:
     rows = []
     for role, found in (("target", probed.targets), ("draft", probed.drafts)):
         for key, costs in found.items():
-            target = next((t for k, t in probed.targets.items() if (k.build_id, k.host_id, k.n_depth) ==
-                           (key.build_id, key.host_id, key.n_depth)), costs)
+            target = probed.target_of(key) or costs
             rows += [{"model": costs.model_name, "role": role, "threads": key.n_threads, "ngl": key.n_gpu_layers,
                       "depth": key.n_depth, "tokens": b, "ms": round(timing.ms, 2),
                       "ms_sd": None if timing.sd_ms is None else round(timing.sd_ms, 2),
@@ -99,10 +98,10 @@ def _prediction_row(a) -> dict:
     return {"arm": a.arm, "window": s and s.window, "n_min": s and s.n_min, "p_min": s and s.p_min,
             "predicted": p and round(p.speedup, 3), "low": p and round(p.low, 3), "high": p and round(p.high, 3),
             "tokens_per_pass": p and round(p.tokens_per_pass, 2),
-            "acceptance": p and p.acceptance is not None and round(p.acceptance, 3) or None,
+            "acceptance": None if p is None or p.acceptance is None else round(p.acceptance, 3),
             "drafting_ms_per_token": p and round(p.draft_ms_per_token, 2),
             "verify_target_steps": p and round(p.verify_steps, 2),
-            "break_even": p and p.break_even is not None and round(p.break_even, 3) or None,
+            "break_even": None if p is None or p.break_even is None else round(p.break_even, 3),
             "missing": a.missing, "text_differs_at": a.text_differs_at}
 
 
@@ -116,7 +115,8 @@ def _prediction_table(predicted) -> str:
         r = _prediction_row(a)
         rows.append({"arm": a.arm, "predicted": r["predicted"] and f"{r['predicted']:.2f}x",
                      "ci95": r["low"] and tables.interval(r["low"], r["high"], 2),
-                     "tokens/pass": r["tokens_per_pass"], "acceptance": r["acceptance"] and f"{r['acceptance']:.0%}",
+                     "tokens/pass": r["tokens_per_pass"],
+                     "acceptance": None if r["acceptance"] is None else f"{r['acceptance']:.0%}",
                      "draft_ms/token": r["drafting_ms_per_token"], "verify_steps": r["verify_target_steps"],
                      "break_even": _break_even(r["break_even"]), "missing": r["missing"]})
     head = "predicted before running, against plain decoding (the same program drafting nothing):"

@@ -17,8 +17,7 @@ def draw(probed, path: Path, title: str) -> Path:
     ax.plot([1, most], [1, 1], ls="--", color="grey", label="one step a pass (memory-bound)")
     for role, found in (("target", probed.targets), ("draft", probed.drafts)):
         for key, costs in found.items():
-            target = next((t for k, t in probed.targets.items() if (k.build_id, k.host_id, k.n_depth) ==
-                           (key.build_id, key.host_id, key.n_depth)), costs)
+            target = probed.target_of(key) or costs
             sizes = sorted(costs.passes)
             steps = [costs.passes[b].ms / target.step_ms for b in sizes]
             errors = [(costs.passes[b].sd_ms or 0) / target.step_ms for b in sizes]

@@ -158,4 +158,5 @@ def _accepted(row: dict, *, reused: bool) -> Accepted:
     passes = [DraftPass(tuple((int(t), float(p)) for t, p in drafted), int(accepted), int(last))
               for accepted, last, drafted in row["passes"]]
     cal = Calibration(row["plain_steps"], row["draft_step_steps"], row["residual"])
-    return Accepted(row["id"], revealed(passes, row["draft_window"], row["n_predict"]), cal, row["text_differs_at"], reused)
+    return Accepted(row["id"], revealed(passes, row["draft_window"], row["n_predict"]), cal, row["text_differs_at"],
+                    reused)

@@ -3,10 +3,10 @@
 For every arm with a draft model, its target's and its draft's pass of b tokens for b = 1 .. the largest window of
 the arms on that model + 1 (`-p 1,2,..,W+1 -n 0`): the target verifies W drafted tokens in a pass of W + 1, and
 llama-speculative-simple feeds the draft model that same batch before it drafts again, one token a step (a pass of
-one). At the arm's threads and offload and at the depth its decoding reaches on average (the prompt's tokens and half of -n; 0 on builds whose
-llama-bench has no -d). Stored in
-results.duckdb (cost_probes, store/probes.py) and reused until the build, host, model, threads, offload or depth
-change; `again` probes anew. analyze/machine_costs reads the figures.
+one). At least to the acceptance probe's window + 1: its own passes are priced to calibrate. At the arm's threads and
+offload and at the depth its decoding reaches on average (the prompt's tokens and half of -n; 0 on builds whose
+llama-bench has no -d). Stored in results.duckdb (cost_probes, store/probes.py) and reused until the build, host,
+model, threads, offload or depth change; `again` probes anew. analyze/machine_costs reads the figures.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from orchestrator import proc, store
 from orchestrator.analyze.machine_costs import PassCosts, ProbeKey, pass_costs
 from orchestrator.build.finished import Build
-from orchestrator.errors import ParseError, CostProbeFailed
+from orchestrator.errors import CostProbeFailed, ParseError
 from orchestrator.machine import identity
 from orchestrator.models import tokens
 from orchestrator.parse.bench import parse_bench
@@ -50,6 +50,11 @@ class Probed:
     targets: dict[ProbeKey, PassCosts]
     drafts: dict[ProbeKey, PassCosts]
     seconds: float  # spent probing now (0 when every figure was stored)
+
+    def target_of(self, key: ProbeKey) -> PassCosts | None:
+        """The target probed on the same build, host and depth: what a model's passes are counted in steps of."""
+        return next((t for k, t in self.targets.items()
+                     if (k.build_id, k.host_id, k.n_depth) == (key.build_id, key.host_id, key.n_depth)), None)
 
 
 def needs(arms: list[PreparedArm], build: Build) -> list[Need]:
@@ -126,21 +131,23 @@ def probe(db: store.Database, build: Build, wanted: list[Need], *, reps: int = 3
 def bench_argv(exe: str, need: Need, reps: int) -> list[str]:
     """The llama-bench command that times a need's passes (-p b1,b2,.. -n 0)."""
     k = need.key
-    return [exe, "-m", need.path, "-p", ",".join(map(str, need.batches)), "-n", "0", *(["-d", str(k.n_depth)] if k.n_depth else []), "-r", str(reps),
-            "-o", "jsonl", *(["-t", str(k.n_threads)] if k.n_threads is not None else []),
+    return [exe, "-m", need.path, "-p", ",".join(map(str, need.batches)), "-n", "0",
+            *(["-d", str(k.n_depth)] if k.n_depth else []), "-r", str(reps), "-o", "jsonl",
+            *(["-t", str(k.n_threads)] if k.n_threads is not None else []),
             *(["-ngl", str(k.n_gpu_layers)] if k.n_gpu_layers is not None else [])]
 
 
 def _bench(build: Build, need: Need, reps: int) -> tuple[list[dict], float]:
     exe = build.tool("llama-bench")
     if exe is None:
-        raise CostProbeFailed(f"build {build.name} has no llama-bench; run `orch build {build.upstream_commit[:9]}` to "
-                          f"add it (nothing else is rebuilt)")
+        raise CostProbeFailed(f"build {build.name} has no llama-bench; run `orch build {build.upstream_commit[:9]}` "
+                              f"to add it (nothing else is rebuilt)")
     argv = bench_argv(exe, need, reps)
     res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
     said = (res.stderr.strip().splitlines() or [""])[-1][:300]
     if not res.ok:
-        raise CostProbeFailed(f"llama-bench on {need.name} ({need.path}) failed ({res.describe()}): {said or 'no output'}")
+        raise CostProbeFailed(f"llama-bench on {need.name} ({need.path}) failed ({res.describe()}): "
+                              f"{said or 'no output'}")
     try:
         tests = parse_bench(res.stdout)
     except ParseError as exc:

@@ -42,8 +42,9 @@ def acceptance_row(con: duckdb.DuckDBPyConnection, key: dict, window: int) -> di
     """The newest acceptance probe of this workload (ACCEPTANCE_KEY) at a window of at least `window`, JSON decoded;
     None where there is none."""
     where = " AND ".join(f"{k} = ?" for k in ACCEPTANCE_KEY)
-    rows = rows_as_dicts(con.execute(f"SELECT * FROM acceptance_probes WHERE {where} AND draft_window >= ? ORDER BY id DESC "
-                                     f"LIMIT 1", [*(key[k] for k in ACCEPTANCE_KEY), window]), decode_json=True)
+    rows = rows_as_dicts(con.execute(f"SELECT * FROM acceptance_probes WHERE {where} AND draft_window >= ? "
+                                     f"ORDER BY id DESC LIMIT 1", [*(key[k] for k in ACCEPTANCE_KEY), window]),
+                         decode_json=True)
     return rows[0] if rows else None
 
 
