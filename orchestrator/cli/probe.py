@@ -45,18 +45,17 @@ def probe_command(recipe_path, build_ref, overrides, vars_file, models_dir, arm_
     Example: orch probe recipes/real_pair.j2 --vars recipes/workloads/code_complete.toml
     """
     from orchestrator.cli.run import chosen_build
-    from orchestrator.run import predictions, probe, recipe_run
+    from orchestrator.run import predictions, recipe_run
 
     request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
                                        overrides=tuple(overrides), models=models_dir, db=db,
                                        arms=arm_choice(arm_patterns))
     prepared = recipe_run.prepare_recipe(request, chosen_build(request))
-    wanted = probe.needs(prepared.arms, prepared.build)
-    if not wanted:
+    if not any(p.models and p.models.draft and not p.stop_reason for p in prepared.arms):
         click.echo(f"orch probe: no arm of {recipe_path.name} runs with a draft model: nothing to probe", err=True)
         return
-    probed = probe.probe(prepared.database, prepared.build, wanted, reps=reps, again=again)
-    predicted = predictions.predict_arms(prepared.database, prepared.build, prepared.arms, reps=reps)
+    probed, predicted = predictions.probe_and_predict(prepared.database, prepared.build, prepared.arms, reps=reps,
+                                                      again=again)
     if plot_path:
         from orchestrator.report import probe_plot
 

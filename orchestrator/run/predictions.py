@@ -41,17 +41,26 @@ def predict_arms(db: store.Database, build: Build, arms: list[PreparedArm], *, p
     """A prediction (or the missing input) for every arm that speculates; probes run where none is stored and
     probe_now (each model once, up to the largest window of its arms), else the arm says which probe is missing
     (`orch probe` makes it)."""
+    return probe_and_predict(db, build, arms, probe_now=probe_now, reps=reps)[1]
+
+
+def probe_and_predict(db: store.Database, build: Build, arms: list[PreparedArm], *, probe_now: bool = True,
+                      reps: int = 3, again: bool = False) -> tuple[probe.Probed | None, list[ArmPrediction]]:
+    """predict_arms, with the costs it priced them at (None where no results file could be read: a dry run's)."""
     by_name = {p.arm.name: p for p in arms}
     speculating = [p for p in arms if not (p.arm.is_control or p.arm.is_baseline or p.stop_reason) and _speculates(p)]
     if not probe_now and not db.path.is_file():  # a dry run makes no results file
-        return [ArmPrediction(p.arm.name, setting_of(p), None, "no probe stored (no results file): orch probe makes "
-                                                                "them, or the sweep itself") for p in speculating]
-    if probe_now:  # every model's passes at once: one llama-bench run each, whatever the arms' windows
-        probe.probe(db, build, probe.needs(speculating, build), reps=reps)
-    return [_one(db, build, p, by_name.get(p.arm.reference or ""), probe_now=probe_now) for p in speculating]
+        return None, [ArmPrediction(p.arm.name, setting_of(p), None, "no probe stored (no results file): orch probe "
+                                                                      "makes them, or the sweep itself")
+                      for p in speculating]
+    by_arm = probe.needs_by_arm(speculating, build)  # every model's passes at once: one llama-bench run each
+    probed = probe.probe(db, build, probe.merged(by_arm), reps=reps, again=again, stored_only=not probe_now)
+    return probed, [_one(db, build, p, by_name.get(p.arm.reference or ""), by_arm.get(p.arm.name), probed,
+                         probe_now=probe_now) for p in speculating]
 
 
-def _one(db, build, p: PreparedArm, control: PreparedArm | None, *, probe_now: bool) -> ArmPrediction:
+def _one(db, build, p: PreparedArm, control: PreparedArm | None, needs: tuple | None, probed: probe.Probed, *,
+         probe_now: bool) -> ArmPrediction:
     name, setting = p.arm.name, setting_of(p)
     if not (p.models and p.models.draft):
         return ArmPrediction(name, None, None, "an n-gram method: its acceptance is not replayed yet (no draft "
@@ -65,9 +74,8 @@ def _one(db, build, p: PreparedArm, control: PreparedArm | None, *, probe_now: b
     if control is None or not control.arm.is_control:
         return ArmPrediction(name, setting, None, "no control arm (the same program drafting nothing) to calibrate "
                                                   "against")
-    stored = probe.probe(db, build, probe.needs([p], build), stored_only=True)
-    target = next(iter(stored.targets.values()), None)
-    draft = next(iter(stored.drafts.values()), None)
+    target_need, draft_need = needs
+    target, draft = probed.targets.get(target_need.key), probed.drafts.get(draft_need.key)
     if target is None or draft is None:
         return ArmPrediction(name, setting, None, "no cost probe of this host (orch probe makes one)")
     accepted = acceptance_probe.stored(db, work, acceptance_probe.WINDOW, write=probe_now)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import proc, store
-from orchestrator.analyze.machine_costs import PassCosts, ProbeKey, pass_costs
+from orchestrator.analyze.machine_costs import PassCosts, ProbeKey, Timing, pass_costs
 from orchestrator.build.finished import Build
 from orchestrator.errors import CostProbeFailed, ParseError
 from orchestrator.machine import identity
@@ -57,12 +57,12 @@ class Probed:
                      if (k.build_id, k.host_id, k.n_depth) == (key.build_id, key.host_id, key.n_depth)), None)
 
 
-def needs(arms: list[PreparedArm], build: Build) -> list[Need]:
-    """The probes a recipe's arms that run with a draft model need (skipped arms aside), each model once, up to
-    the largest window of its arms (at least the acceptance probe's) + 1."""
+def needs_by_arm(arms: list[PreparedArm], build: Build) -> dict[str, tuple[Need, Need]]:
+    """Each arm that runs with a draft model (skipped arms aside): its target's need and its draft's, up to its
+    window (at least the acceptance probe's) + 1. Its depth is counted once here (llama-tokenize on its prompt)."""
     host = identity.this_host().id
     deep = "--n-depth" in build.help_texts().get("llama-bench", "")  # older llama-bench times at depth 0 only
-    found: dict[ProbeKey, Need] = {}
+    out = {}
     for p in arms:
         if p.stop_reason or not p.models or not p.models.draft or not p.models.target:
             continue
@@ -72,12 +72,20 @@ def needs(arms: list[PreparedArm], build: Build) -> list[Need]:
         depth = decode_depth(argv, build) if deep else 0
         target, draft = p.models.target, p.models.draft
         batches = tuple(range(1, max(_int(window) or DEFAULT_WINDOW, ACCEPTANCE_WINDOW) + 2))
-        for role, model, key in (
-                ("target", target, ProbeKey(build.id, host, target.sha256, _int(threads), _int(ngl), depth)),
-                ("draft", draft, ProbeKey(build.id, host, draft.sha256, _int(threads_draft or threads), _int(ngld),
-                                          depth))):
-            if key not in found or len(batches) > len(found[key].batches):
-                found[key] = Need(role, model.path, _name(model), key, batches)
+        out[p.arm.name] = (
+            Need("target", target.path, _name(target),
+                 ProbeKey(build.id, host, target.sha256, _int(threads), _int(ngl), depth), batches),
+            Need("draft", draft.path, _name(draft),
+                 ProbeKey(build.id, host, draft.sha256, _int(threads_draft or threads), _int(ngld), depth), batches))
+    return out
+
+
+def merged(by_arm: dict[str, tuple[Need, Need]]) -> list[Need]:
+    """The needs of several arms, each model (key) once with the most batches any arm asks of it, targets first."""
+    found: dict[ProbeKey, Need] = {}
+    for need in (n for pair in by_arm.values() for n in pair):
+        if need.key not in found or len(need.batches) > len(found[need.key].batches):
+            found[need.key] = need
     return sorted(found.values(), key=lambda n: n.role != "target")
 
 
@@ -164,12 +172,10 @@ def _row(test: dict, need: Need, argv: list[str]) -> dict | None:
     if not samples or not (n_prompt or n_gen) or any(not isinstance(s, (int, float)) or s <= 0 for s in samples):
         return None
     per = 1 if n_prompt else n_gen  # a pass is timed whole; a decode per token
-    ms = [s / 1e6 / per for s in samples]
-    mean = sum(ms) / len(ms)
-    sd = (sum((x - mean) ** 2 for x in ms) / (len(ms) - 1)) ** 0.5 if len(ms) > 1 else None
+    timing = Timing(n_prompt or 1, tuple(s / 1e6 / per for s in samples))
     return {**need.key.__dict__, "host_name": identity.this_host().name, "model_name": need.name,
-            "kind": "pass" if n_prompt else "token", "batch": n_prompt or 1, "ms": mean, "ms_sd": sd,
-            "samples_ms": ms, "argv": argv}
+            "kind": "pass" if n_prompt else "token", "batch": timing.batch, "ms": timing.ms, "ms_sd": timing.sd_ms,
+            "samples_ms": list(timing.samples_ms), "argv": argv}
 
 
 def _name(model) -> str:
