@@ -7,14 +7,13 @@ with its interval, measured with its interval, the error (predicted / measured -
 fell inside the prediction's interval; then the median and the worst error. A benchmark: it prints figures (the
 machine's noise decides them; nothing is asserted). Measure alone: a figure taken beside other work is noise.
 
-The real pair (docs/draft-models.md), `make demo`'s three workloads and the draft-size sweep on code completion:
+The real pair (docs/draft-models.md), `make demo`'s three workloads and the draft-size sweep on code completion,
+and Gemma 3 270M's n-gram arms on `make demo-gemma`'s four workloads (an n-gram setting is predicted from one
+probe run of its own: run/lookup_probe):
 
-    .venv/bin/orch models get qwen2.5-coder-pair --out models
-    ORCH_MODELS=models .venv/bin/python benchmarks/prediction.py [--build 0c1e570] [--repeat 3]
+    .venv/bin/orch models get qwen2.5-coder-pair --out models; .venv/bin/orch models get gemma-3-270m --out models
+    ORCH_MODELS=models .venv/bin/python benchmarks/prediction.py [--build 0c1e570] [--repeat 3] [--only gemma]
     ORCH_MODELS=<tiny models> .venv/bin/python benchmarks/prediction.py --quick   # tiny models, seconds
-
-n-gram arms (ngram-mod in real_pair.j2) are listed with the input their prediction lacks: their acceptance is not
-replayed yet.
 """
 
 from __future__ import annotations
@@ -36,16 +35,17 @@ from orchestrator import store  # noqa: E402
 from orchestrator.store import probes  # noqa: E402
 
 ORCH = str(Path(sys.executable).parent / "orch")
-PAIR = [("real_pair.j2", "code_complete"), ("real_pair.j2", "repeat_list"), ("real_pair.j2", "open_prose"),
-        ("pair_draft_sweep.j2", "code_complete")]
+SWEEPS = {"demo": [("real_pair.j2", "code_complete"), ("real_pair.j2", "repeat_list"), ("real_pair.j2", "open_prose")],
+          "draft-size": [("pair_draft_sweep.j2", "code_complete")],
+          "gemma": [("real_demo.j2", w) for w in ("code_edit", "repeat_list", "open_prose", "short_fact")]}
 
 
-def sweeps(quick: bool) -> list[list[str]]:
+def sweeps(quick: bool, only: list[str]) -> list[list[str]]:
     """The `orch run` arguments of each sweep."""
     if quick:
         return [[str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "recipes" / "tiny.toml")]]
     return [[str(ROOT / "recipes" / recipe), "--vars", str(ROOT / "recipes" / "workloads" / f"{work}.toml")]
-            for recipe, work in PAIR]
+            for group in only for recipe, work in SWEEPS[group]]
 
 
 def measured(db: Path) -> list[dict]:
@@ -73,7 +73,9 @@ def report(rows: list[dict]) -> None:
     errors = []
     for r in rows:
         if r["predicted"] is None or not r["measured"]:
-            print(f"{r['sweep']:>5}  {r['workload']!s:<14} {r['arm']:<26} no prediction: {r['missing']}")
+            said = (f"no prediction: {r['missing']}" if r["predicted"] is None else
+                    f"{r['predicted']:5.2f}x [{r['low']:.2f}, {r['high']:.2f}]  no speedup measured (drafted nothing)")
+            print(f"{r['sweep']:>5}  {r['workload']!s:<14} {r['arm']:<26} {said}")
             continue
         error = r["predicted"] / r["measured"] - 1
         errors.append((abs(error), r))
@@ -95,6 +97,8 @@ def main() -> None:
     ap.add_argument("--build", default=None, help="build reference (default: the newest)")
     ap.add_argument("--repeat", type=int, default=None, help="repeats per arm (default: the recipe's; --quick 1)")
     ap.add_argument("--db", type=Path, default=None, help="keep the results here (default: a temporary file)")
+    ap.add_argument("--only", action="append", choices=list(SWEEPS), default=None,
+                    help="only these sweeps (repeatable; default: all): make demo's, the draft-size sweep, Gemma's")
     ap.add_argument("--report", type=Path, default=None, metavar="DB",
                     help="run nothing: the table of the sweeps already in this results file")
     args = ap.parse_args()
@@ -105,7 +109,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="orch-prediction-") as tmp:
         db = args.db or Path(tmp) / "results.duckdb"
         repeat = args.repeat or (1 if args.quick else None)
-        for sweep in sweeps(args.quick):
+        for sweep in sweeps(args.quick, args.only or list(SWEEPS)):
             argv = [ORCH, "run", *sweep, "--build", build, "--db", str(db), "--no-summary",
                     *(["--repeat", str(repeat)] if repeat else [])]
             print("$ orch " + " ".join(Path(a).name if a.startswith(str(ROOT)) else a for a in argv[1:]), flush=True)

@@ -1,3 +1,3 @@
 """orch: benchmark speculative decoding across llama.cpp commits."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

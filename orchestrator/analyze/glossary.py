@@ -9,8 +9,8 @@ import textwrap
 
 # `orch summary`'s default table: the columns that answer "is speculation faster here" (analyze/summary fits them
 # and the parameter columns in 120 characters).
-SUMMARY_DEFAULT = ["arm", "ok", "decode_tps", "ci95", "acceptance", "speedup", "speedup_ci95", "predicted",
-                   "predicted_ci95", "vs", "warnings"]
+# predicted, beside measured: the why table under it (analyze/why_table)
+SUMMARY_DEFAULT = ["arm", "ok", "decode_tps", "ci95", "acceptance", "speedup", "speedup_ci95", "vs", "warnings"]
 
 SUMMARY = {
     "sweep": "the sweep's id (orch summary SWEEP); where a table of several sweeps leaves it out, a line above "

@@ -31,21 +31,23 @@ from orchestrator.errors import InvalidOption
 
 def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: list[str] | None = None,
                  wide: bool = False, explain: bool = False, width: int | None = None) -> str:
-    """The table, one line per warning kind naming its arms (explain: every warning's full text, a line each) and a
-    verdict per sweep: what `orch summary` prints, and `orch run` at its end. Lines under a table are wrapped to
+    """The table, the why table of its speculating arms (analyze/why_table), one line per warning kind naming its
+    arms (explain: every warning's full text, a line each) and a verdict per sweep (explain: whole): what `orch
+    summary` prints, and `orch run` at its end. Lines under a table are wrapped to
     `width` (the terminal's; 80 columns off a terminal)."""
     table = _summaries(table)
     table.prefetch(_loaded(table, fmt, columns, wide))  # read while the lines under the table are made
     warned = [f"warning: {line}" for line in (table.warning_lines() if explain else table.warning_gists())]
     if warned and not explain:
         warned[-1] += "; the full texts: orch summary --explain"
-    prose = warned + table.verdict_lines(explain or fmt != "table")
+    prose = warned + table.verdict_lines(explain)
     if fmt == "table":  # prose fits the terminal (80 columns off one); Markdown and machine formats stay unwrapped
         width = width or tables.terminal_width()  # asked once, not once a line: a summary can wrap 40,000
         prose = [tables.fill(line, width) for line in prose]
     if fmt == "md":  # the lines under a Markdown table are Markdown too: names in them stay text
         prose = [tables.md_text(line) for line in prose]
-    return "\n".join([table_text(table, fmt, columns=columns, wide=wide), *prose])
+    why = table.why_text(fmt, width)  # predicted beside measured, and where each drafting arm's time went
+    return "\n".join([table_text(table, fmt, columns=columns, wide=wide), *([why] if why else []), *prose])
 
 
 def _summaries(table: Summaries | list[dict]) -> Summaries:

@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 import orjson
 
 from orchestrator import json_text, tables
-from orchestrator.analyze import cells, verdict
+from orchestrator.analyze import cells, verdict, why_table
 from orchestrator.analyze.summary import TABLE_COLUMNS
 from orchestrator.analyze.warnings import WARNING_KINDS
 from orchestrator.errors import DamagedSchema
@@ -97,7 +97,9 @@ def _summary(rows: list[dict]) -> SweepSummary:
              # [code, arm] of each warning, in order: what the lines under a table name (never parsed back from
              # the full texts: a summary of every sweep holds 40,000)
              "warned": [[code, r["arm"]] for r in rows
-                        for code, _ in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))]}
+                        for code, _ in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))],
+             "gist": verdict.gist(rows),  # the verdict in a sentence or two; `verdict` is it whole (--explain)
+             "why": why_table.rows_of(rows)}
     return SweepSummary(
         first["sweep"], len(rows), facts,
         [f"sweep {r['sweep']}, arm {r['arm']} ({code}): {msg}" for r in rows
@@ -238,14 +240,12 @@ class Summaries:
                 + "; ".join(f"sweep {sweep}: {', '.join(dict.fromkeys(names))}" for sweep, names in by_sweep.items())
                 + ")" for code, by_sweep in arms.items()]
 
-    def verdict_lines(self, explain: bool = True) -> list[str]:
-        """One line per sweep. Without explain, a verdict's closing "Warnings: ..." (the arms each warning names,
-        already on the warning lines above it) is left to --explain."""
-        lines = [f"verdict: {p.verdict if explain else _without_warnings(p.verdict)}" for p in self.parts if p.verdict]
+    def verdict_lines(self, explain: bool = False) -> list[str]:
+        """One line per sweep: its verdict in a sentence or two (analyze/verdict.gist), or whole (explain)."""
+        lines = [f"verdict: {p.verdict if explain else p.facts.get('gist', p.verdict)}" for p in self.parts
+                 if p.verdict]
         return lines or [NO_ARMS_VERDICT]
 
-
-def _without_warnings(verdict: str) -> str:
-    """The verdict without its last sentence when that is the list of warned arms (analyze/verdict._notes)."""
-    head, sep, tail = verdict.rpartition(" Warnings: ")
-    return head if sep and tail.endswith(".") and ". " not in tail else verdict
+    def why_text(self, fmt: str = "table", width: int | None = None) -> str | None:
+        """The why table of every sweep's speculating arms (analyze/why_table); None where none speculated."""
+        return why_table.text([(p.facts["title"], p.facts.get("why", [])) for p in self.with_arms], fmt, width)

@@ -96,10 +96,11 @@ class TimeSplit:
                     f"drafted accepted) and cost {self.pass_steps:.2f} target steps besides drafting")
         even = self.break_even
         # the pre-flight's break-even (models/draft_cost) prices a pass at one target step besides drafting
-        assumed = ", where the pre-flight's assumed one target step a pass" \
+        assumed = "the pre-flight assumed one target step a pass" \
             if self.pass_steps is not None and self.pass_steps > 1.5 else ""
-        return out + (f"; no acceptance could pay here (break-even at {even:.0%}{assumed})" if even > 1 else
-                      f"; it breaks even at {even:.0%} acceptance here{assumed}")
+        if even > 1:  # the break-even is then no acceptance at all, never "break-even at 4939%"
+            return out + (f"; no acceptance can pay here ({assumed})" if assumed else "; no acceptance can pay here")
+        return out + f"; it breaks even at {even:.0%} acceptance here" + (f" ({assumed})" if assumed else "")
 
 
 def time_splits(cost_rows: list[dict], summary_rows: list[dict],

@@ -15,6 +15,11 @@ from __future__ import annotations
 from itertools import groupby
 
 SAID_APART = ("no_drafts", "degenerate_loop")  # warnings the sentence states in its own words
+# The target's top two log-probabilities this close where two greedy texts part: a near tie, which a batched
+# verification's other order of sums can flip (run/near_tie asks for them). Measured on this 2-core CPU (Qwen2.5-
+# Coder 1.5B Q4_K_M, 0c1e57098): a batch moved the top-two gap by up to 0.23 against one-token decoding over 20
+# positions, and the pair's open-prose text flipped at a gap of 0.154; 0.5 leaves that noise twice over.
+NEAR_TIE_NATS = 0.5
 
 
 def sweep_verdicts(rows: list[dict]) -> list[str]:
@@ -23,6 +28,33 @@ def sweep_verdicts(rows: list[dict]) -> list[str]:
 
 
 def verdict(rows: list[dict]) -> str:
+    """The verdict whole (`orch summary --explain`): the result, then every note (why each losing arm lost, in
+    words; program and build differences; arms that drafted nothing, failed or were skipped; the warned arms)."""
+    said, rows, on_loops = _result(rows)
+    notes = ([f"On text that loops, not a win: {_loop_sentence(on_loops)}."] if on_loops else []) + _notes(rows)
+    return said + (" " + " ".join(notes) if notes else "")
+
+
+def gist(rows: list[dict]) -> str:
+    """The verdict in one or two sentences, as the summary prints it under the why table: the result, then what
+    stops an arm being read as a result (drafted nothing, failed, skipped, looped, text that differs)."""
+    said, rows, on_loops = _result(rows)
+    idle = [r["arm"] for r in rows if r["idle"]]
+    # a crossed sweep's builds without speculation: what its speedups compare against, said in the first place
+    builds = [f"{r['arm']} runs at {_ratio(r)} {r['vs']}" for r in rows
+              if r.get("is_control") and r["speedup"] is not None and _other_build(r)]
+    caveats = ([f"builds, plain decoding: {'; '.join(builds)}, measured interleaved"] if builds else []) + \
+        ([f"{_names(idle)} drafted nothing"] if idle else []) + \
+        [f"{r['arm']} failed {r['failed']} of {r['runs']} runs" for r in rows if r["failed"]] + \
+        ([f"{_names(skipped)} skipped" for skipped in [[r["arm"] for r in rows if r["skipped"]]] if skipped]) + \
+        ([f"{_names([r['arm'] for r in on_loops])} measured on text that loops"] if on_loops else []) + \
+        [f"{r['arm']}'s text differs from its control's {differs_at(r)}" for r in rows if _differs(r)]
+    return said + (f" Note: {'; '.join(caveats)}." if caveats else "")
+
+
+def _result(rows: list[dict]) -> tuple[str, list[dict], list[dict]]:
+    """The verdict's first sentence; the rows its notes read (a length-matched reference left out); the arms
+    measured on text that loops that the sentence did not name."""
     first = rows[0]
     workload = (first.get("params") or {}).get("workload")  # a recipe's name for its text (recipes/workloads)
     head = f"sweep {first['sweep']} ({first['recipe']}{f' on {workload}' if workload else ''}, {builds_of(rows)}): "
@@ -40,8 +72,26 @@ def verdict(rows: list[dict]) -> str:
         if on_loops and not ranked and base["ok_runs"]:
             body = f"no win: {_loop_sentence(on_loops)}"
             on_loops = []
-    notes = ([f"On text that loops, not a win: {_loop_sentence(on_loops)}."] if on_loops else []) + _notes(rows)
-    return head + body + "." + (" " + " ".join(notes) if notes else "")
+    return head + body + ".", rows, on_loops
+
+
+def differs_at(row: dict) -> str:
+    """Where an arm's text parted from its control's, and a near tie as the cause only where the target's top two
+    there show one (run/near_tie: the two texts' tokens, within NEAR_TIE_NATS)."""
+    of = f" of {n}" if (n := row.get("generated_max")) else ""
+    where = f"from token {row['first_diff_token']}{of}"
+    margin = row.get("first_diff_margin")
+    if row.get("first_diff_top_two") and margin is not None and margin < NEAR_TIE_NATS:
+        return f"{where}, a near tie (the target's top two {margin:.3f} apart in log-probability)"
+    return where
+
+
+def _differs(row: dict) -> bool:
+    return bool(row.get("outputs_differ")) and row.get("first_diff_token") is not None
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
 
 
 def _fastest(rows: list[dict]) -> str:
@@ -126,16 +176,16 @@ def _notes(rows: list[dict]) -> list[str]:
                  for r in rows if r.get("is_control") and not r["ok_runs"]]
     noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
              if (codes := [c for c in (r["warnings"] or "").split(",") if c and c not in SAID_APART])]
-    # Greedy text that changed under drafting (batched verification): a finding, and what the speedup still compares
-    differs = [f"{r['arm']} from token {r['first_diff_token']}" + (f" of {n}" if (n := r.get("generated_max")) else "")
-               for r in rows if r.get("outputs_differ") and r.get("first_diff_token") is not None]
+    # Greedy text that changed under drafting: a finding, and what the speedup still compares; its cause is named
+    # only where the target's top two show a near tie (differs_at)
+    differs = [f"{r['arm']} {differs_at(r)}" for r in rows if _differs(r)]
     # Where a drafting arm's time went, from the build's own statistics (analyze/time_split): why it lost (an arm
     # that drafted nothing has no split, so no sentence: "Drafted nothing" says it)
     slower = [r["why_slower"] for r in rows if r.get("why_slower")]
     notes = [_listed("Builds, plain decoding:", builds), _listed("Program difference:", programs),
              "Why slower: " + " ".join(f"{reason}." for reason in slower) if slower else None,  # a sentence each
-             f"Text differs from the control's: {', '.join(differs)} (batched verification flipped a near tie; the "
-             f"speedup compares the same number of tokens, not the same text after it)." if differs else None,
+             f"Text differs from the control's: {'; '.join(differs)} (the speedup compares the same number of "
+             f"tokens, not the same text after it; a batched verification can flip a near tie)." if differs else None,
              _listed("Drafted nothing:", idle), _listed("Failed:", failed), _listed("Skipped:", skipped),
              _listed("Warnings:", noisy)]
     return [note for note in notes if note]

@@ -93,7 +93,7 @@ FULL_ACCEPTANCE_SLOWDOWN = WarningKind(
     rule='acceptance of 100% (at least 99.95%) while the speedup is below 1x.',
     action=("Check the drafted and accepted counters (`orch show RUN`): a draft never rejected that still slows "
             "decoding pays more per token than it saves (on a CPU a verification pass of k tokens costs about k "
-            "target steps: the verdict's \"Why slower\" says so), or speculation is not set up as intended (tiny "
+            "target steps: the why table under the summary says so), or speculation is not set up as intended (tiny "
             "drafts, draft_max too low)."))
 NO_DRAFTS = WarningKind(
     "no_drafts", "drafted nothing in {idle} of {ok} ok runs: {what}; an n-gram method needs repeats in the prompt, "

@@ -76,7 +76,9 @@ SUMMARY_HELP = f"""Per-arm speed with intervals, speedup, warnings.
 
 Per arm: decode tok/s with its 95% interval, acceptance, and the speedup against the arm's control (its own
 program drafting nothing) or else the baseline, paired by repeat (and prompt in server mode), with its
-interval; then a line per warning and one verdict per sweep. The table fits in 120 characters: the columns
+interval; under it, per drafting arm, the speedup predicted before it ran beside the measured one and where
+its time went (tokens a pass, drafting ms a token, a pass in target steps, the break-even acceptance); then a
+line per warning and one verdict per sweep (--explain: whole). The table fits in 120 characters: the columns
 {', '.join(glossary.SUMMARY_DEFAULT)} and the parameters that tell arms apart, giving up parameters first,
 then ci95, vs, ... where it is wider; its last line names what it left out. --wide shows every column,
 --columns picks; JSON and CSV carry every value.
@@ -102,8 +104,8 @@ EVERY_WARNING = "all"  # --explain without a code
               help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
 @click.option("--explain", is_flag=False, flag_value=EVERY_WARNING, default=None, metavar="[CODE]",
               help="Every warning's full text, a line each (by default one line per warning kind, naming its arms), "
-                   "and each verdict whole (by default without its closing list of warned arms, which the warning "
-                   "lines give). --explain CODE: what one warning code means, when it fires and what to do "
+                   "and each verdict whole: why each losing arm lost, in words, and every note (by default a sentence "
+                   "or two, under the why table). --explain CODE: what one warning code means, when it fires and what to do "
                    "(docs/warnings.md); nothing is read.")
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, explain, db):

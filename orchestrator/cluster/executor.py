@@ -55,6 +55,18 @@ def require_ray():
     return ray
 
 
+def connect(options: RayOptions):
+    """Ray, joined to the cluster at options.address (once per process)."""
+    ray = require_ray()
+    if not ray.is_initialized():
+        try:
+            ray.init(address=options.address, log_to_driver=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ClusterUnavailable(f"no Ray cluster at --address {options.address} ({str(exc).splitlines()[0]}); "
+                                     f"start one with `ray start --head` (see docs/many-machines.md)") from None
+    return ray
+
+
 def rounds(slots: list[schedule.Slot]) -> list[list[schedule.Slot]]:
     """Each measured repeat with every arm's slots in their order, the warm-up slots first in each."""
     warm = [s for s in slots if s.warmup]
@@ -89,13 +101,7 @@ def run_prepared_on_ray(prepared: PreparedRecipe, run: RunOptions, options: RayO
 def _dispatch(recipe: PreparedRecipe, run: RunOptions, options: RayOptions) -> list[sweep.SweepResult]:
     plan, build, prepared = recipe.plan, recipe.build, recipe.arms
     order, warmup = run.order, run.warmup_for(recipe.plan)
-    ray = require_ray()
-    if not ray.is_initialized():
-        try:
-            ray.init(address=options.address, log_to_driver=False, logging_level="ERROR")
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ClusterUnavailable(f"no Ray cluster at --address {options.address} ({str(exc).splitlines()[0]}); "
-                                     f"start one with `ray start --head` (see docs/many-machines.md)") from None
+    ray = connect(options)
     cuda = build.cuda
     nodes = select_nodes(ray, options.hosts, cuda)
     reserve = {"num_gpus": options.gpus_per_run} if cuda else {

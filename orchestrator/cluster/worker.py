@@ -64,7 +64,7 @@ def run_round(task: RoundTask) -> Shard:
 
     host = identity.this_host()
     build = runnable_build(task.build_name)
-    plan = _rebased(task.plan, task.driver_bin, build.bin_dir)
+    plan = rebased(task.plan, task.driver_bin, build.bin_dir)
     uid = sweep_uid(task.dispatch, host.id, task.node)
     work = workdirs.make("shard")  # a dead worker's is removed by the next orch on this node
     try:
@@ -86,7 +86,7 @@ def run_round(task: RoundTask) -> Shard:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _rebased(plan: Plan, driver_bin: str, bin_dir: str) -> Plan:
+def rebased(plan: Plan, driver_bin: str, bin_dir: str) -> Plan:
     """The plan with the driver's build directory replaced by this node's in every argv (same build, own path)."""
     if Path(driver_bin) == Path(bin_dir):
         return plan

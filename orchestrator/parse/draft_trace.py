@@ -57,3 +57,21 @@ def draft_passes(text: str) -> list[DraftPass]:
     if not passes:
         raise ParseError("no `accepted A/N draft tokens` line: run llama-speculative-simple with -lv 5")
     return passes
+
+
+def pass_counts(text: str) -> list[tuple[int, int]]:
+    """(drafted, accepted) of every pass of a -lv 5 speculative-simple log, in order, from its `accepted A/N` lines
+    alone: what an n-gram method's run tells (its lookups print no candidates). ParseError as draft_passes."""
+    out = []
+    for line in clean_lines(text):
+        if REPLAY_RE.match(line.text):
+            raise ParseError("the log shows checkpoint replays (a target that cannot drop part of a sequence): its "
+                             "passes cannot be priced one by one")
+        if m := DRAFT_LINE_RE.match(line.text):
+            accepted, drafted = int(m.group(1)), int(m.group(2))
+            if accepted > drafted:
+                raise ParseError(f"pass {len(out) + 1}: `accepted {accepted}/{drafted}`")
+            out.append((drafted, accepted))
+    if not out:
+        raise ParseError("no `accepted A/N draft tokens` line: run llama-speculative-simple with -lv 5")
+    return out

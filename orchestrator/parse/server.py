@@ -93,3 +93,21 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
     if seq:
         extra["seq_acceptance_source"] = seq.source
     return ParsedLog(metrics=m, extra=extra, version=from_log.version)
+
+
+def top_choices(body: dict) -> list[tuple[int, float]] | None:
+    """The target's most likely next tokens, (id, log-probability) best first, from a /completion answer asked
+    with n_probs: `completion_probabilities[0].top_logprobs` (both recorded eras, 0c1e57098 and f49e91787; the
+    log-probabilities come from the raw logits, whatever the sampling settings). None where the answer has no such
+    list (an older server answers `probs` with texts and no ids: not read)."""
+    first = (body.get("completion_probabilities") or [None])[0] if isinstance(body, dict) else None
+    top = first.get("top_logprobs") if isinstance(first, dict) else None
+    if not isinstance(top, list):
+        return None
+    out = []
+    for choice in top:
+        token, logprob = (choice.get("id"), choice.get("logprob")) if isinstance(choice, dict) else (None, None)
+        if not isinstance(token, int) or not isinstance(logprob, (int, float)):
+            return None
+        out.append((token, float(logprob)))
+    return out

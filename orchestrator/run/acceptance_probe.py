@@ -65,10 +65,14 @@ def workload_of(p: PreparedArm, build: Build) -> Workload | None:
 
 def probe_argv(p: PreparedArm, build: Build, window: int) -> list[str]:
     """The arm's command at `window`, every draft kept (n_min 0, p_min 0), at -lv 5: one line per pass."""
+    return rewritten(p, build, ((flags.DRAFT_MAX, str(window)), (flags.DRAFT_MIN, "0"), (flags.DRAFT_P_MIN, "0"),
+                                (flags.VERBOSITY[:1], "5")))
+
+
+def rewritten(p: PreparedArm, build: Build, roles: tuple[tuple[tuple[str, ...], str], ...]) -> list[str]:
+    """The arm's command with each role's flags (every spelling) given this value, in the build's spelling."""
     tool = p.executed[0].rsplit("/", 1)[-1]
     known = parse_help(build.help_texts().get(tool, "")).accepted
-    roles = ((flags.DRAFT_MAX, str(window)), (flags.DRAFT_MIN, "0"), (flags.DRAFT_P_MIN, "0"),
-             (flags.VERBOSITY[:1], "5"))
     drop = {f for role, _ in roles for f in role}
     argv, skip = [], False
     for arg in p.executed:
@@ -87,24 +91,27 @@ def probe_argv(p: PreparedArm, build: Build, window: int) -> list[str]:
     return argv
 
 
-def stored(db: store.Database, work: Workload, window: int, *, write: bool = True) -> Accepted | None:
+def stored(db: store.Database, work: Workload, window: int, *, write: bool = True,
+           elsewhere: str | None = None) -> Accepted | None:
+    """The stored probe of this workload at `window` or wider; elsewhere (a host id): of any build, that host's
+    own first."""
     with db.write() if write else db.read() as con:
-        row = probes.acceptance_row(con, work.__dict__, window)
+        row = probes.acceptance_row(con, work.__dict__, window, any_build=elsewhere is not None, host_id=elsewhere)
     return None if row is None else _accepted(row, reused=True)
 
 
 def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm, work: Workload,
-          target: PassCosts, draft: PassCosts, *, window: int = WINDOW) -> Accepted:
+          target: PassCosts, draft: PassCosts, *, window: int = WINDOW, plain_runs: dict | None = None) -> Accepted:
     """The plain run and the wide probe run now, read, calibrated against this host's costs and stored."""
-    plain, plain_parsed = _read(control.executed, "plain decoding", p.arm.name, drafts=False)
+    plain, plain_parsed = plain_run(control, p.arm.name, plain_runs)
     argv = probe_argv(p, build, window)
-    wide, parsed = _read(argv, "the acceptance probe", p.arm.name, drafts=True)
+    wide, parsed = read_run(argv, "the acceptance probe", p.arm.name, drafts=True)
     try:
         passes = draft_passes(wide.stderr)
     except ParseError as exc:
         raise CostProbeFailed(f"the acceptance probe of {p.arm.name} cannot be read: {exc}") from None
-    decode_ms, draft_ms = _decode_ms(parsed), _draft_ms(parsed)
-    plain_ms = _decode_ms(plain_parsed)
+    decode_ms, draft_ms = decode_ms_of(parsed), drafting_ms_of(parsed)
+    plain_ms = decode_ms_of(plain_parsed)
     plain_tokens = plain_parsed.extra.get("decode_tokens")
     if None in (decode_ms, draft_ms, plain_ms) or not plain_tokens:
         raise CostProbeFailed(f"the acceptance probe of {p.arm.name} printed no decode or drafting time "
@@ -119,13 +126,24 @@ def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm
            "passes": [[one.accepted, one.last_token, [list(d) for d in one.drafted]] for one in passes],
            "cost_probe_key": target.key.__dict__, "plain_steps": cal.plain_steps,
            "draft_step_steps": cal.draft_step_steps, "residual": cal.residual,
-           "text_differs_at": differs, "argv": argv, "plain_argv": control.executed}
+           "text_differs_at": differs, "argv": argv, "plain_argv": control.executed, "method": "draft"}
     with db.write() as con:
         probes.insert_acceptance(con, row)
         return _accepted(probes.acceptance_row(con, work.__dict__, window), reused=False)
 
 
-def _read(argv: list[str], what: str, arm: str, *, drafts: bool) -> tuple[proc.ProcResult, parse.ParsedLog]:
+def plain_run(control: PreparedArm, arm: str, memo: dict | None) -> tuple[proc.ProcResult, parse.ParsedLog]:
+    """The control's plain run, once for all the probes of one prediction (memo: what ran, by argv)."""
+    key = tuple(control.executed)
+    if memo is None or key not in memo:
+        found = read_run(control.executed, "plain decoding", arm, drafts=False)
+        if memo is None:
+            return found
+        memo[key] = found
+    return memo[key]
+
+
+def read_run(argv: list[str], what: str, arm: str, *, drafts: bool) -> tuple[proc.ProcResult, parse.ParsedLog]:
     """The run and what it printed, run again (LOST_TAIL_ATTEMPTS in all) while it exits 0 without the figures the
     probe reads (its decode time; with `drafts`, its statistics line's drafting time): llama.cpp's logger can lose
     a log's last lines at exit on a busy machine, as a sweep's runs do (run/sweep.py)."""
@@ -138,17 +156,17 @@ def _read(argv: list[str], what: str, arm: str, *, drafts: bool) -> tuple[proc.P
             parsed = parse.parse_run(res.stdout, res.stderr)
         except ParseError as exc:
             raise CostProbeFailed(f"{what} of {arm} cannot be read: {exc}") from None
-        if _decode_ms(parsed) is not None and (not drafts or _draft_ms(parsed) is not None):
+        if decode_ms_of(parsed) is not None and (not drafts or drafting_ms_of(parsed) is not None):
             break
     return res, parsed
 
 
-def _decode_ms(parsed) -> float | None:
+def decode_ms_of(parsed) -> float | None:
     seconds = parsed.extra.get("decode_s")
     return None if seconds is None else seconds * 1000
 
 
-def _draft_ms(parsed) -> float | None:
+def drafting_ms_of(parsed) -> float | None:
     """Drafting time (`dur g` of the statistics line), summed over the implementations that drafted."""
     found = [s["dur_ms"][1] for s in parsed.extra.get("draft_stats") or [] if s.get("dur_ms")]
     return sum(found) if found else None

@@ -168,7 +168,7 @@ def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.Server
         "ended_at": store.utcnow()}, out.logs, samples, parsed, rows, folder)
     if errors:
         return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
-    return record, (f"ok, {len(rows)} requests, {_speed_text(parsed.metrics, p, s.measuring)} pooled "
+    return record, (f"ok, {len(rows)} requests, {speed_text(parsed.metrics, p, s.measuring)} pooled "
                     f"({out.wall_s:.1f}s) run {s.run_id}")
 
 
@@ -203,7 +203,7 @@ def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
     metrics = parsed.metrics if parsed else {}
     if failure:
         return record, f"{status} ({failure}, {detail})"
-    return record, f"ok, {_speed_text(metrics, p, s.measuring)} ({res.wall_s:.1f}s) run {s.run_id}"
+    return record, f"ok, {speed_text(metrics, p, s.measuring)} ({res.wall_s:.1f}s) run {s.run_id}"
 
 
 def _read_run(logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm,
@@ -250,13 +250,17 @@ def _stop(samplers: list) -> list:
     return [s for sampler in samplers if sampler for s in sampler.stop()]
 
 
-def _speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
-    """decode tok/s, acceptance and the roofline share of one run, for its progress line."""
+def speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
+    """decode tok/s, acceptance and, on a plain run, the roofline share, for its progress line. A speculating run
+    has no share there: its passes include drafting, so "target passes at 16% of the bound" would read as a slow
+    target where the draft took the time (the summary's why table says where it went)."""
     if not m.get("decode_tps"):
         return f"prefill {m['encode_tps']:.1f} tok/s" if m.get("encode_tps") else "no decode speed found"
     text = f"decode {m['decode_tps']:.1f} tok/s"
     if m.get("acceptance") is not None:
         text += f", acceptance {m['acceptance']:.1%}"
+    if m.get("acceptance") is not None or m.get("n_drafted") is not None:  # it speculated (or tried to)
+        return text
     bound, pct = _roofline(m, p, measuring)
     label = measuring.bandwidth.label if measuring.bandwidth else ""
     return text + (f", target passes at {pct:.0f}% of the {bound:.0f}/s {label} bound" if pct is not None else "")

@@ -1,6 +1,11 @@
 """Each drafting arm's speedup predicted before it runs (issue 46): this host's costs (run/probe, llama-bench) and
 the pair's acceptance on the workload (run/acceptance_probe), each found stored or probed once, combined by
 analyze/prediction for the arm's window, n_min and p_min. Where an input is missing the arm says which.
+
+For another host (`Elsewhere`: `orch probe --host`, or each node of `--executor ray --each-host`) the costs are that
+host's stored ones, timed by its own build (imported, or brought back from its node), and the acceptance is the
+pair's on the workload as any host measured it, that host's first (its calibration is then the host's own): what a
+pair accepts belongs to the models and the text, what a pass costs to the machine.
 """
 
 from __future__ import annotations
@@ -9,13 +14,21 @@ from dataclasses import dataclass
 
 from orchestrator import store
 from orchestrator.analyze.acceptance_model import Setting
-from orchestrator.analyze.prediction import Prediction, predict
+from orchestrator.analyze.prediction import Prediction, predict, predict_lookup
 from orchestrator.build.finished import Build
 from orchestrator.errors import OrchError
 from orchestrator.parse.modes import mode_of
 from orchestrator.recipe import argv as flags
-from orchestrator.run import acceptance_probe, probe
+from orchestrator.run import acceptance_probe, lookup_probe, probe
 from orchestrator.run.prepare import PreparedArm
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """Another host whose costs are stored: a prediction for it probes nothing."""
+
+    host_id: str
+    host_name: str
 
 
 @dataclass(frozen=True)
@@ -45,26 +58,35 @@ def predict_arms(db: store.Database, build: Build, arms: list[PreparedArm], *, p
 
 
 def probe_and_predict(db: store.Database, build: Build, arms: list[PreparedArm], *, probe_now: bool = True,
-                      reps: int = 3, again: bool = False) -> tuple[probe.Probed | None, list[ArmPrediction]]:
-    """predict_arms, with the costs it priced them at (None where no results file could be read: a dry run's)."""
+                      reps: int = 3, again: bool = False,
+                      elsewhere: Elsewhere | None = None) -> tuple[probe.Probed | None, list[ArmPrediction]]:
+    """predict_arms, with the costs it priced them at (None where no results file could be read: a dry run's);
+    elsewhere: for that host, from what is stored (nothing is probed)."""
     by_name = {p.arm.name: p for p in arms}
     speculating = [p for p in arms if not (p.arm.is_control or p.arm.is_baseline or p.stop_reason) and _speculates(p)]
-    if not probe_now and not db.path.is_file():  # a dry run makes no results file
+    if not db.path.is_file() and (not probe_now or elsewhere):  # a dry run makes no results file
         return None, [ArmPrediction(p.arm.name, setting_of(p), None, "no probe stored (no results file): orch probe "
                                                                       "makes them, or the sweep itself")
                       for p in speculating]
-    by_arm = probe.needs_by_arm(speculating, build)  # every model's passes at once: one llama-bench run each
-    probed = probe.probe(db, build, probe.merged(by_arm), reps=reps, again=again, stored_only=not probe_now)
+    by_arm = probe.needs_by_arm(speculating, build, elsewhere and elsewhere.host_id)  # each model's passes at once
+    probed = probe.probe(db, build, probe.merged(by_arm), reps=reps, again=again,
+                         stored_only=not probe_now or elsewhere is not None, any_build=elsewhere is not None)
+    plain_runs: dict = {}  # each control's plain run, once for every probe against it
     return probed, [_one(db, build, p, by_name.get(p.arm.reference or ""), by_arm.get(p.arm.name), probed,
-                         probe_now=probe_now) for p in speculating]
+                         probe_now=probe_now and elsewhere is None, elsewhere=elsewhere, plain_runs=plain_runs)
+                    for p in speculating]
 
 
 def _one(db, build, p: PreparedArm, control: PreparedArm | None, needs: tuple | None, probed: probe.Probed, *,
-         probe_now: bool) -> ArmPrediction:
+         probe_now: bool, elsewhere: Elsewhere | None, plain_runs: dict) -> ArmPrediction:
     name, setting = p.arm.name, setting_of(p)
     if not (p.models and p.models.draft):
-        return ArmPrediction(name, None, None, "an n-gram method: its acceptance is not replayed yet (no draft "
-                                                "model to probe); measured only")
+        if needs is None:
+            spec = flags.flag_value(p.executed, flags.SPEC_TYPE)
+            return ArmPrediction(name, None, None, f"a {spec} arm: only draft models and n-gram methods are "
+                                                    f"predicted; measured only")
+        return _looked_up(db, build, p, control, needs[0], probed, probe_now=probe_now, elsewhere=elsewhere,
+                          plain_runs=plain_runs)
     work = acceptance_probe.workload_of(p, build)
     if setting is None or work is None:
         return ArmPrediction(name, setting, None, "no inline prompt and -n (or an unreadable window) to replay")
@@ -77,15 +99,43 @@ def _one(db, build, p: PreparedArm, control: PreparedArm | None, needs: tuple | 
     target_need, draft_need = needs
     target, draft = probed.targets.get(target_need.key), probed.drafts.get(draft_need.key)
     if target is None or draft is None:
-        return ArmPrediction(name, setting, None, "no cost probe of this host (orch probe makes one)")
-    accepted = acceptance_probe.stored(db, work, acceptance_probe.WINDOW, write=probe_now)
+        return ArmPrediction(name, setting, None, _no_costs(elsewhere))
+    accepted = acceptance_probe.stored(db, work, acceptance_probe.WINDOW, write=probe_now,
+                                       elsewhere=elsewhere and elsewhere.host_id)
     if accepted is None and probe_now:
-        accepted = acceptance_probe.probe(db, build, p, control, work, target, draft)
+        accepted = acceptance_probe.probe(db, build, p, control, work, target, draft, plain_runs=plain_runs)
     if accepted is None:
         return ArmPrediction(name, setting, None, "no acceptance probe of this pair and workload (orch probe makes "
                                                   "one)")
     return ArmPrediction(name, setting, predict(accepted.known, setting, target, draft, accepted.calibration),
                          acceptance_probe_id=accepted.id, text_differs_at=accepted.text_differs_at)
+
+
+def _looked_up(db, build, p: PreparedArm, control: PreparedArm | None, target_need: probe.Need, probed: probe.Probed,
+               *, probe_now: bool, elsewhere: Elsewhere | None, plain_runs: dict) -> ArmPrediction:
+    """An n-gram arm: its own setting's passes (run/lookup_probe) priced at the target's costs."""
+    name, work = p.arm.name, lookup_probe.workload_of(p, build)
+    if work is None:
+        return ArmPrediction(name, None, None, "no inline prompt and -n to probe the lookup along")
+    if control is None or not control.arm.is_control:
+        return ArmPrediction(name, None, None, "no control arm (the same program drafting nothing) to calibrate "
+                                                "against")
+    target = probed.targets.get(target_need.key)
+    if target is None:
+        return ArmPrediction(name, None, None, _no_costs(elsewhere))
+    looked = lookup_probe.stored(db, work, write=probe_now, elsewhere=elsewhere and elsewhere.host_id)
+    if looked is None and probe_now:
+        looked = lookup_probe.probe(db, build, p, control, work, target, plain_runs=plain_runs)
+    if looked is None:
+        return ArmPrediction(name, None, None, "no lookup probe of this setting and workload (orch probe makes one)")
+    return ArmPrediction(name, None, predict_lookup(looked.passes, target, looked.calibration),
+                         acceptance_probe_id=looked.id, text_differs_at=looked.text_differs_at)
+
+
+def _no_costs(elsewhere: Elsewhere | None) -> str:
+    return ("no cost probe of this host (orch probe makes one)" if not elsewhere else
+            f"no cost probe of {elsewhere.host_name} stored at this arm's threads, offload and depth (orch probe the "
+            f"recipe there, then orch import its results)")
 
 
 def _speculates(p: PreparedArm) -> bool:

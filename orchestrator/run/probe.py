@@ -57,14 +57,16 @@ class Probed:
                      if (k.build_id, k.host_id, k.n_depth) == (key.build_id, key.host_id, key.n_depth)), None)
 
 
-def needs_by_arm(arms: list[PreparedArm], build: Build) -> dict[str, tuple[Need, Need]]:
-    """Each arm that runs with a draft model (skipped arms aside): its target's need and its draft's, up to its
-    window (at least the acceptance probe's) + 1. Its depth is counted once here (llama-tokenize on its prompt)."""
-    host = identity.this_host().id
+def needs_by_arm(arms: list[PreparedArm], build: Build,
+                 host_id: str | None = None) -> dict[str, tuple[Need, Need | None]]:
+    """Each arm that runs with a draft model or an n-gram method (skipped arms aside): its target's need and its
+    draft's (None for a lookup), up to its window (at least the acceptance probe's) + 1, on this host (or host_id's,
+    stored). Its depth is counted once here (llama-tokenize on its prompt)."""
+    host = host_id or identity.this_host().id
     deep = "--n-depth" in build.help_texts().get("llama-bench", "")  # older llama-bench times at depth 0 only
     out = {}
     for p in arms:
-        if p.stop_reason or not p.models or not p.models.draft or not p.models.target:
+        if p.stop_reason or not p.models or not p.models.target or not (p.models.draft or looks_up(p.executed)):
             continue
         argv = p.executed
         window, threads, threads_draft, ngl, ngld = flags.flag_values(
@@ -76,14 +78,20 @@ def needs_by_arm(arms: list[PreparedArm], build: Build) -> dict[str, tuple[Need,
             Need("target", target.path, _name(target),
                  ProbeKey(build.id, host, target.sha256, _int(threads), _int(ngl), depth), batches),
             Need("draft", draft.path, _name(draft),
-                 ProbeKey(build.id, host, draft.sha256, _int(threads_draft or threads), _int(ngld), depth), batches))
+                 ProbeKey(build.id, host, draft.sha256, _int(threads_draft or threads), _int(ngld), depth), batches)
+            if draft else None)  # an n-gram method: the target alone
     return out
+
+
+def looks_up(argv: list[str]) -> bool:
+    """Whether an arm drafts by an n-gram method (a lookup in the text so far, no draft model: run/lookup_probe)."""
+    return (flags.flag_value(argv, flags.SPEC_TYPE) or "").startswith("ngram")
 
 
 def merged(by_arm: dict[str, tuple[Need, Need]]) -> list[Need]:
     """The needs of several arms, each model (key) once with the most batches any arm asks of it, targets first."""
     found: dict[ProbeKey, Need] = {}
-    for need in (n for pair in by_arm.values() for n in pair):
+    for need in (n for pair in by_arm.values() for n in pair if n):
         if need.key not in found or len(need.batches) > len(found[need.key].batches):
             found[need.key] = need
     return sorted(found.values(), key=lambda n: n.role != "target")
@@ -111,20 +119,20 @@ def decode_depth(argv: list[str], build: Build) -> int:
 
 
 def probe(db: store.Database, build: Build, wanted: list[Need], *, reps: int = 3, again: bool = False,
-          stored_only: bool = False) -> Probed:
-    """Each need's stored figures where current (every batch it needs stored for its key), else llama-bench run now
-    and its figures stored (stored_only: left out instead); CostProbeFailed where llama-bench fails or times
-    nothing."""
+          stored_only: bool = False, any_build: bool = False) -> Probed:
+    """Each need's stored figures where current (every batch it needs stored for its key; any_build: timed by any
+    build, as another host's are), else llama-bench run now and its figures stored (stored_only: left out instead);
+    CostProbeFailed where llama-bench fails or times nothing."""
     found: dict[str, dict[ProbeKey, PassCosts]] = {"target": {}, "draft": {}}
     seconds = 0.0
     for need in wanted:
         with db.read() if stored_only else db.write() as con:  # a write: the first probe makes the file
-            stored = [] if again else probes.probe_rows(con, need.key.__dict__, "pass")
+            stored = [] if again else probes.probe_rows(con, need.key.__dict__, "pass", any_build=any_build)
         reused = bool(stored) and set(need.batches) <= {r["batch"] for r in stored}
         if not reused and stored_only:
             continue
         if not reused:
-            rows, spent = _bench(build, need, reps)
+            rows, spent = bench_rows(build, need, reps)
             seconds += spent
             with db.write() as con:
                 probes.insert_probe_rows(con, rows)
@@ -145,7 +153,8 @@ def bench_argv(exe: str, need: Need, reps: int) -> list[str]:
             *(["-ngl", str(k.n_gpu_layers)] if k.n_gpu_layers is not None else [])]
 
 
-def _bench(build: Build, need: Need, reps: int) -> tuple[list[dict], float]:
+def bench_rows(build: Build, need: Need, reps: int) -> tuple[list[dict], float]:
+    """llama-bench on the need's model now: its rows as cost_probes stores them, and the seconds it took."""
     exe = build.tool("llama-bench")
     if exe is None:
         raise CostProbeFailed(f"build {build.name} has no llama-bench; run `orch build {build.upstream_commit[:9]}` "

@@ -26,7 +26,7 @@ from orchestrator.models import tokens
 from orchestrator.parse.modes import mode_of
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import length_match, one_run, quality, resume, server_run
+from orchestrator.run import length_match, near_tie, one_run, quality, resume, server_run
 from orchestrator.run.one_run import MeasurementSettings
 from orchestrator.run.pending import Pending
 from orchestrator.run.prepare import PreparedArm
@@ -196,7 +196,8 @@ def end(con, sweep_id: int, status: str, *, keep_summary: bool = True) -> None:
     checked over all its runs (the summary's output_differs and degenerate_loop) and its summary kept
     (keep_summary=False: a file only exported, a Ray shard's); every sweep's status and end time stored."""
     if status == "done":
-        store.check_outputs(con, sweep_id, tokens.RunTokenizer())
+        with near_tie.TieJudge() as judge:  # the target's top two where a text parted from its control's
+            store.check_outputs(con, sweep_id, tokens.RunTokenizer(), judge)
     store.end_sweep(con, sweep_id, status)
     if status == "done" and keep_summary:
         summary_cache.keep(con, [sweep_id])

@@ -34,8 +34,8 @@ WITH picked AS (
            r.mode, r.repeat_index, {bound_tps('r.bandwidth_bytes_per_s', 'r.decode_bytes')} AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
            m.mean_accept_len, m.accept_rate_per_pos, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
-           m.outputs_differ, m.outputs_compared, m.first_diff_char, m.first_diff_token, m.n_generated, m.loop_share,
-           m.degenerate_loop
+           m.outputs_differ, m.outputs_compared, m.first_diff_char, m.first_diff_token, m.first_diff_margin,
+           m.first_diff_top_two, m.n_generated, m.loop_share, m.degenerate_loop
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
 -- each arm's first attempt: its place in the tables (an attempt retried later, under load, keeps it)
@@ -80,6 +80,9 @@ arms AS (
            min(first_diff_char) FILTER ({_OK}) AS first_diff_char,
            -- the token position of the same (earliest) difference, not the smallest of another run's
            arg_min(first_diff_token, first_diff_char) FILTER ({_OK}) AS first_diff_token,
+           -- and the target's top two there (run/near_tie.py): how far apart, and whether they are the texts'
+           arg_min(first_diff_margin, first_diff_char) FILTER ({_OK}) AS first_diff_margin,
+           arg_min(first_diff_top_two, first_diff_char) FILTER ({_OK}) AS first_diff_top_two,
            -- generated tokens, and runs whose generated text loops (store/loops.py)
            min(n_generated) FILTER ({_OK}) AS generated_min, max(n_generated) FILTER ({_OK}) AS generated_max,
            count(*) FILTER ({_OK} AND degenerate_loop) AS looped, max(loop_share) FILTER ({_OK}) AS loop_share
@@ -156,8 +159,8 @@ SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.hos
        v.ok_decode_tps, q.request_rates,
        -- a GPU decoded: the arm's build is a CUDA build, on a machine whose stored environment lists a GPU
        coalesce(coalesce(fb.backend, s.backend) = 'cuda' AND s.gpu_listed, false) AS used_gpu, a.outputs_compared,
-       a.outputs_differ, a.first_diff_char,
-       a.first_diff_token, a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
+       a.outputs_differ, a.first_diff_char, a.first_diff_token, a.first_diff_margin, a.first_diff_top_two,
+       a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
        coalesce(p.unequal_pairs, 0) AS unequal_pairs, p.unequal_min, p.unequal_max, p.unequal_ref_min,
        p.unequal_ref_max,
        -- the moments the intervals come from: decode tok/s's logs, and the log ratios paired with the reference

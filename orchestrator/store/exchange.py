@@ -70,7 +70,8 @@ def export(con: duckdb.DuckDBPyConnection, out_dir: Path, sweep_ids: list[int] |
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "manifest.json").unlink(missing_ok=True)  # an older export's manifest must not vouch for these files
     con.execute("CREATE OR REPLACE TEMP TABLE _export_sweeps (id INTEGER)")
-    con.executemany("INSERT INTO _export_sweeps VALUES (?)", [[s] for s in chosen])
+    if chosen:  # none: a file of probes alone (store/exchange_tables: they travel with every export)
+        con.executemany("INSERT INTO _export_sweeps VALUES (?)", [[s] for s in chosen])
     counts, digests = {}, {}
     try:
         for table in TABLES:

@@ -72,9 +72,14 @@ TABLES = (
           links={"tune_id": "tunes", "sweep_id": "sweeps"}, volatile=("recorded_at",)),
     Table("tune_events", ("uid",), f"tune_id IN ({TUNES})", local_id="id", links={"tune_id": "tunes"},
           volatile=("recorded_at",)),
-    # m028: what was predicted for each arm before it ran (the probes themselves stay on their host for now).
-    Table("arm_predictions", ("sweep_id", "arm"), f"sweep_id IN ({SWEEPS})", links={"sweep_id": "sweeps"},
-          volatile=("made_at",)),
+    # m028, m030: a machine's costs and a pair's acceptance travel whole with every export (a few hundred rows; a
+    # file of probes alone, with no sweep, is how a GPU host's costs reach another machine's predictions), and what
+    # was predicted for each arm before it ran, linked to the acceptance probe it replayed.
+    Table("cost_probes", ("uid",), "true", local_id="id"),
+    Table("acceptance_probes", ("uid",), "true", local_id="id"),
+    Table("arm_predictions", ("sweep_id", "arm"), f"sweep_id IN ({SWEEPS})",
+          links={"sweep_id": "sweeps", "acceptance_probe_id": "acceptance_probes"},
+          optional=("acceptance_probe_id",), volatile=("made_at",)),
 )
 
 BY_NAME = {t.name: t for t in TABLES}

@@ -193,7 +193,8 @@ def predicted_slower(s: RaceSettings, state: RaceState) -> list[Decision]:
     """Before round 1: each candidate's speedup predicted from this machine's probe and the pair's acceptance
     (run/predictions, probing where nothing current is stored); those whose interval lies wholly below plain
     decoding leave (Exit.PREDICTED_SLOWER), and the rest are raced in the order of their predictions, the most
-    promising first (unpredicted ones, an n-gram method's, first of all: only a run can say)."""
+    promising first (unpredicted ones first of all: only a run can say). An n-gram setting is predicted from one probe
+    run of its own (run/lookup_probe), so a space of them costs a run each before round 1."""
     prepared = s.prepared
     found = predictions.before_sweep(s.database, prepared.build, prepared.arms, prepared.plan.mode)
     by_name = {a.arm: a.prediction for a in found}

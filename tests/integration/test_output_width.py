@@ -11,12 +11,12 @@ RECIPE_A = ("recipes/recipe_a.j2", "--vars", "recipes/tiny.toml")
 
 
 def _split(text: str) -> tuple[list[str], list[str]]:
-    """(table lines, prose lines) of a summary or tune answer: the table runs from its header to the first prose."""
+    """(table lines, prose lines) of a summary or tune answer: a table runs from its header to the first prose."""
     lines = text.splitlines()
     starts = ("not shown: ", "warning: ", "verdict: ", "  ", "run: ", "leader: ", "server: ", "cost: ", "==")
     table, prose, in_table = [], [], False
     for line in lines:
-        if line.startswith(("arm ", "candidate ")):
+        if line.startswith(("arm ", "candidate ", "why ")):  # the summary's table, the why table, tune's
             in_table = True
         elif in_table and line.startswith(starts) and not line.startswith("  " * 3):
             in_table = False

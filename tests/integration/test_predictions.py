@@ -32,7 +32,9 @@ def test_a_sweep_stores_each_drafting_arms_prediction_before_its_first_run(orch_
     assert shown["draft"]["predicted"] == made["predicted"] and shown["draft"]["predicted_low"] == made["low"]
     assert shown["baseline"]["predicted"] is None and shown["control:llama-speculative-simple"]["predicted"] is None
     table = run_orch(orch_exe, "summary", env=env).stdout
-    assert "predicted" in table.splitlines()[0]
+    # under the table, the drafting arm's prediction beside its measurement (the why table)
+    (why,) = [line for line in table.split("\nwhy ", 1)[1].splitlines() if line.startswith("draft ")]
+    assert why.split()[1] == f"{made['predicted']:.2f}x" and why.split()[4] == f"{shown['draft']['speedup']:.2f}x"
 
 
 def test_a_dry_run_predicts_from_stored_probes_only_and_writes_nothing(orch_exe, env):
@@ -110,3 +112,39 @@ def test_a_probe_run_whose_log_lost_its_tail_is_run_again(orch_exe, env, real_bu
     (made,) = db_rows(env, "SELECT predicted, missing FROM arm_predictions")
     assert made["missing"] is None and made["predicted"] > 0, made
     assert int((tmp_path / "count").read_text()) >= 2 + 2 + 2  # two lost plain runs, then the probe and the sweep
+
+
+def test_another_hosts_imported_costs_price_the_pairs_acceptance_measured_here(orch_exe, env, tmp_path):
+    """A results file from another machine (here: this machine's probe, its rows made another host's, with a pass
+    of b tokens costing what one token costs, as on a GPU whose target is memory-bound) travels in `orch export`
+    with no sweep in it; imported, `orch probe --host` predicts for that host from its costs, times nothing, and
+    ends with its best setting's command line."""
+    probed = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, "--json", env=env)
+    assert probed.returncode == 0, probed.stderr
+    here = json.loads(probed.stdout)["predictions"][0]
+    there = {**env, "ORCH_DB": str(tmp_path / "gpu-box.duckdb")}
+    import_here = run_orch(orch_exe, "import", env["ORCH_DB"], env=there)
+    assert import_here.returncode == 0, import_here.stderr
+    flat = run_orch(orch_exe, "query", "--write", "UPDATE cost_probes SET host_id = 'feedc0de00000000', host_name = "
+                    "'gpu-box', ms = ms / batch, samples_ms = to_json(list_transform(from_json(samples_ms, "
+                    "'[\"DOUBLE\"]'), lambda x: x / batch)), uid = gen_random_uuid()::VARCHAR", env=there)
+    assert flat.returncode == 0, flat.stderr
+    exported = run_orch(orch_exe, "export", "--out", str(tmp_path / "export"), env=there)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads((tmp_path / "export" / "manifest.json").read_text())["tables"]["cost_probes"] == 34
+    assert run_orch(orch_exe, "import", str(tmp_path / "export"), env=env).returncode == 0
+    count = db_rows(env, "SELECT count(*) AS n FROM cost_probes")[0]["n"]
+    res = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, "--host", "gpu-box",
+                   "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    (host,) = json.loads(res.stdout)
+    assert host["host"] == "gpu-box" and db_rows(env, "SELECT count(*) AS n FROM cost_probes")[0]["n"] == count
+    (draft,) = host["predictions"]
+    assert draft["predicted"] > 0 and draft["missing"] is None
+    # its passes cost what one token costs there: fewer target steps a pass than here, priced from its rows
+    assert draft["verify_target_steps"] < here["verify_target_steps"]
+    assert {c["ms"] for c in host["costs"] if c["role"] == "target"} <= {
+        round(r["ms"], 2) for r in db_rows(env, "SELECT ms FROM cost_probes WHERE host_name = 'gpu-box'")}
+    assert host["command"] and host["best"]
+    unknown = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--host", "nowhere", env=env)
+    assert unknown.returncode != 0 and "the hosts with costs: " in unknown.stderr and "gpu-box" in unknown.stderr

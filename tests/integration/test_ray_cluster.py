@@ -145,6 +145,34 @@ def test_each_host_runs_the_whole_sweep_on_every_node(orch_exe, cache_env, tiny_
     assert len(rows(db, "SELECT DISTINCT uid FROM sweeps")) == 2
 
 
+
+def test_probing_each_host_times_every_node_and_predicts_for_each(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
+    """`orch probe --executor ray --each-host`: the costs timed on the nodes (both this machine: one host), kept in
+    the driver's file under the node's host id, and each host's predictions, best setting and command line."""
+    db = tmp_path / "r.duckdb"
+    env = env_for(cache_env, tiny_dir, db, cluster)
+    argv = [orch_exe, "probe", RECIPE, "--build", COMMIT, "--vars", TINY, "--executor", "ray", "--address",
+            cluster.address, "--each-host"]
+    res = subprocess.run([*argv, "--format", "json"], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    (host,) = json.loads(res.stdout)
+    stored = rows(db, "SELECT DISTINCT host_id, host_name FROM cost_probes")
+    assert stored == [(host["host_id"], host["host"])]
+    assert {c["role"] for c in host["costs"]} == {"target", "draft"} and all(c["ms"] > 0 for c in host["costs"])
+    (draft,) = host["predictions"]
+    assert draft["arm"] == "draft" and draft["predicted"] > 0 and draft["missing"] is None
+    assert host["command"].split()[0].endswith(("llama-completion", "llama-speculative-simple", "llama-cli"))
+    # Probed once: asked again, each node finds its figures stored and times nothing more
+    count = rows(db, "SELECT count(*) FROM cost_probes")
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert rows(db, "SELECT count(*) FROM cost_probes") == count
+    assert f"== host {host['host']} " in again.stdout and f"best on {host['host']}: " in again.stdout
+    assert "\nrun: " in again.stdout
+    refused = subprocess.run([orch_exe, "probe", RECIPE, "--vars", TINY, "--executor", "ray"], env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "--each-host" in refused.stderr
+
 def llama_on(node) -> bool:
     """Whether a llama.cpp process runs under this node's raylet (its worker's child)."""
     raylet = node.all_processes["raylet"][0].process.pid

@@ -57,8 +57,9 @@ def whole_commands() -> list[str]:
 
 def test_every_whole_readme_command_runs(orch_exe, demo):
     """`orch query` examples answer from the demo's file, the Python one-liner reads it, `orch models inspect`
-    reads a tiny model; `orch run` on the tiny models runs, and with your own models (which this machine lacks)
-    gets as far as naming the missing files (33) or the unreachable hub (34): every option and variable exists."""
+    reads a tiny model; `orch run` on the tiny models runs, and with your own models (which this machine lacks),
+    `orch run` and `orch probe` get as far as naming the missing files (33) or the unreachable hub (34): every
+    option and variable exists."""
     work, env, _ = demo
     ran = []
     for command in whole_commands():
@@ -66,7 +67,7 @@ def test_every_whole_readme_command_runs(orch_exe, demo):
         assert words[0] in ("orch", ".venv/bin/orch", ".venv/bin/python"), command
         res = run_orch(sys.executable if words[0] == ".venv/bin/python" else orch_exe, *words[1:], env=env, cwd=work)
         # A run on the tiny models runs; one on your own models (absent here) stops naming them or the hub.
-        expected = (33, 34) if words[1:2] == ["run"] and "recipes/tiny" not in command else (0,)
+        expected = (33, 34) if words[1] in ("run", "probe") and "recipes/tiny" not in command else (0,)
         assert res.returncode in expected, f"README: {command}\n{res.stdout}{res.stderr}"
         if words[1:2] == ["query"]:
             assert res.stdout.strip(), command

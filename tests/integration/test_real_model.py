@@ -38,15 +38,17 @@ def gemma_demo(orch_exe, cache_env, gemma_dir, real_build, tmp_path_factory) -> 
     results.duckdb, and what its last command, the summary, printed). Sweeps 1-4: DEMO_SWEEPS. At one thread,
     not the recipe's two: the suite runs two test files at once on two cores, and two llama.cpp threads that
     share their cores with another program spin against it (a 1.5 s run took 20 s); the demo's text, tables and
-    verdicts do not depend on the thread count, only its speeds."""
+    verdicts do not depend on the thread count, only its speeds. Only the list's sweep predicts first (the why
+    table's predicted column is then blank on the others' arms; the table's shape is the same)."""
     work = tmp_path_factory.mktemp("real-demo")
     (work / "recipes").symlink_to(ROOT / "recipes")
     env = {**cache_env, "ORCH_MODELS": str(gemma_dir), "ORCH_DB": str(work / "results.duckdb")}
     *runs, last = demo_commands("demo-gemma")
     assert [c[:2] for c in runs] == [["run", "recipes/real_demo.j2"]] * 4
-    for command in runs:
-        res = subprocess.run([orch_exe, *command, "--set", "threads=1"], env=env, cwd=work, capture_output=True,
-                             text=True, timeout=900)
+    for command in runs:  # predictions (a lookup probe per n-gram arm) on the list only: the suite's time
+        predicts = [] if "repeat_list" in " ".join(command) else ["--no-predict"]
+        res = subprocess.run([orch_exe, *command, "--set", "threads=1", *predicts], env=env, cwd=work,
+                             capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, res.stderr
     res = subprocess.run([orch_exe, *last], env=env, cwd=work, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
@@ -72,8 +74,7 @@ DEMO_SWEEPS = {"code_edit": 1, "repeat_list": 2, "open_prose": 3, "short_fact": 
 
 
 def _verdict(orch_exe, workload, env) -> str:
-    """The verdict `orch run` ends with (the same summary of the sweep), whole: a long one (a "Why slower" sentence
-    per losing arm) wraps onto more lines even at COLUMNS=1000."""
+    """The verdict `orch run` ends with (the same summary of the sweep), unwrapped."""
     res = run_orch(orch_exe, "summary", str(DEMO_SWEEPS[workload]), env=env)
     assert res.returncode == 0, res.stderr
     return "verdict: " + " ".join(res.stdout.rsplit("\nverdict: ", 1)[-1].split())
@@ -128,6 +129,23 @@ def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe,
         assert (row["modelled_speedup_unchecked"] is not None) == (row["drafted"] > 0), row["arm"]
         assert_prediction_checked(row)
 
+
+
+def test_each_ngram_arm_is_predicted_before_the_sweep_from_one_run_of_its_own_setting(orch_exe, demo_env):
+    """No draft model to replay: each n-gram setting's passes come from one -lv 5 run of it (a lookup probe, kept
+    per setting and workload), priced at this machine's costs, and stored before the sweep's first run."""
+    sweep = DEMO_SWEEPS["repeat_list"]
+    made = db_rows(demo_env, "SELECT p.arm, p.predicted, p.low, p.high, p.missing, p.tokens_per_pass, p.made_at, "
+                             "a.method, a.argv FROM arm_predictions p JOIN acceptance_probes a "
+                             "ON a.id = p.acceptance_probe_id WHERE p.sweep_id = ?", [sweep])
+    assert {m["arm"] for m in made} == {"ngram-simple", "ngram-map-k", "ngram-mod", "ngram-cache"}
+    first = db_rows(demo_env, "SELECT min(started_at) AS t FROM runs WHERE sweep_id = ?", [sweep])[0]["t"]
+    for m in made:
+        assert m["missing"] is None and 0 < m["low"] <= m["predicted"] <= m["high"] and m["made_at"] <= first
+        assert m["method"] == m["arm"] and "-lv" in json.loads(m["argv"]) and m["tokens_per_pass"] >= 1
+    shown = json.loads(run_orch(orch_exe, "summary", str(sweep), "--format", "json", env=demo_env).stdout)
+    assert {r["arm"]: r["predicted"] for r in shown if r["arm"].startswith("ngram")} == {
+        m["arm"]: m["predicted"] for m in made}
 
 def test_the_first_differing_token_is_read_by_the_builds_own_tokenizer(real_build, gemma_dir):
     """Parity's token position comes from the run's build's llama-tokenize on the run's target (vocabulary only):

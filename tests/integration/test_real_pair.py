@@ -7,6 +7,7 @@ the build's own statistics; the catalogue's copy is verified offline the second 
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -32,8 +33,9 @@ def pair_run(orch_exe, cache_env, pair_dir, real_build, tmp_path_factory) -> dic
     assert res.returncode == 0, res.stderr[-3000:]
     shown = run_orch(orch_exe, "summary", "1", "--format", "json", env=env)
     table = run_orch(orch_exe, "summary", "1", env=env)
-    assert shown.returncode == table.returncode == 0, shown.stderr + table.stderr
-    return {"env": env, "rows": {r["arm"]: r for r in json.loads(shown.stdout)}, "verdict": table.stdout,
+    explained = run_orch(orch_exe, "summary", "1", "--explain", env=env)
+    assert shown.returncode == table.returncode == explained.returncode == 0, shown.stderr + table.stderr
+    return {"env": env, "rows": {r["arm"]: r for r in json.loads(shown.stdout)}, "verdict": explained.stdout,
             "table": table.stdout}
 
 
@@ -41,7 +43,7 @@ def _runs(env) -> list[dict]:
     return db_rows(env, """
         SELECT r.arm, r.is_control, r.reference_arm, r.repeat_index, r.params, m.n_generated, m.n_drafted,
                m.n_accepted, m.accept_rate_per_pos, m.outputs_compared, m.outputs_differ, m.first_diff_token,
-               m.extra->'$.draft_stats' AS stats
+               m.first_diff_margin, m.first_diff_top_two, m.extra->'$.draft_stats' AS stats
         FROM measured_runs r JOIN metrics m ON m.run_id = r.id WHERE r.status = 'ok' ORDER BY r.id""")
 
 
@@ -58,8 +60,10 @@ def test_the_draft_model_drafts_and_is_accepted_and_each_arm_is_compared_on_the_
         reference = by_slot[(run["reference_arm"], run["repeat_index"])]
         assert reference["is_control"] and reference["n_generated"] == run["n_generated"], (arm, reference["arm"])
         assert run["outputs_compared"] == 1  # parity against the control, on those same tokens
-        if run["outputs_differ"]:  # batched verification changed the target's arithmetic: a finding, located
-            assert run["first_diff_token"] is not None, arm
+        if run["outputs_differ"]:  # batched verification changed the target's arithmetic: a finding, located,
+            # and the target's top two there asked of the build's server (a near tie is named only where they show it)
+            assert run["first_diff_token"] is not None and run["first_diff_margin"] >= 0, arm
+            assert run["first_diff_top_two"] is not None, arm
         # by position over the drafts made: never above 1, and the first position's count is drafts accepted
         rates = json.loads(run["accept_rate_per_pos"])
         assert all(0 <= x <= 1 for x in rates) and stats["gen_drafts"] >= 1
@@ -68,8 +72,13 @@ def test_the_draft_model_drafts_and_is_accepted_and_each_arm_is_compared_on_the_
 
 
 def test_an_arm_that_lost_says_where_its_time_went_from_the_builds_statistics(pair_run):
+    """Under the table, a row per drafting arm (predicted, measured, tokens a pass, drafting ms a token, a pass in
+    target steps, break-even); --explain says each losing arm's split in words."""
     rows = pair_run["rows"]
-    verdict = " ".join(pair_run["verdict"].split("verdict: ", 1)[1].split())  # unwrapped
+    why = pair_run["table"].split("\nwhy ", 1)[1].split("\nwhy: ", 1)[0].splitlines()[2:]  # under its header
+    assert [line.split()[0] for line in why] == [a for a in rows if rows[a]["time_split"] or rows[a]["predicted"]
+                                                 or rows[a]["prediction_missing"]]
+    verdict = " ".join(pair_run["verdict"].split("verdict: ", 1)[1].split())  # unwrapped, whole (--explain)
     assert verdict.startswith(f"sweep 1 (real_pair.j2 on code_complete, {COMMIT}-cpu): ")
     for arm in DRAFT_ARMS:
         row, split = rows[arm], rows[arm]["time_split"]
@@ -77,6 +86,9 @@ def test_an_arm_that_lost_says_where_its_time_went_from_the_builds_statistics(pa
             assert not row["drafted"], arm  # no pass to split: it drafted nothing
             continue
         assert 0 <= split["drafts_made"] <= split["draft_calls"] and split["drafting_ms_per_token"] > 0
+        (shown,) = [re.split(r"\s{2,}", line.strip()) for line in why if line.startswith(arm + " ")]
+        assert f"{split['tokens_per_pass']:.2f}" in shown and f"{split['pass_target_steps']:.2f}" in shown
+        assert ("no acceptance can pay" in shown) == (split["break_even_acceptance"] > 1), (arm, shown)
         assert split["drafts_thrown_away"] == split["draft_calls"] - split["drafts_made"]
         if row["speedup"] is not None and row["speedup"] < 1:
             assert row["why_slower"].startswith(f"{arm} at {row['speedup']:.2f}x: a token cost ")

@@ -229,7 +229,7 @@ def test_two_builds_in_one_sweep_alternate_and_compare_pairs_them(orch_exe, two_
     # The summary names both builds; the verdict says how the builds' plain decoding compares, never as a win
     verdict = "verdict: " + " ".join(res.stdout.split("\nverdict: ")[-1].split())  # unwrapped
     assert verdict.startswith(f"verdict: sweep 1 (recipe_a.j2, {old} and {new}, interleaved): ")
-    assert f"Builds, plain decoding: {new}/baseline runs at " in verdict and f"{new}/baseline at" not in verdict
+    assert f"Note: builds, plain decoding: {new}/baseline runs at " in verdict and f"{new}/baseline at" not in verdict
     # Every view with a build column, the summary and `orch runs` name each run's own build and commit (the sweep
     # row names only the first build: reading it there pooled the builds under one label)
     views = [r["table_name"] for r in db_rows(env, "SELECT DISTINCT table_name FROM duckdb_columns() "

@@ -201,10 +201,11 @@ def real_env(cache_env, gemma_dir, real_build, tmp_path):
 
 
 def test_on_gemma_a_looping_workload_is_refused_and_a_repetitive_one_raced_like_for_like(orch_exe, real_env):
-    # one thread: beside the suite's other worker, two would spin against it (see test_real_model.gemma_demo)
+    # one thread: beside the suite's other worker, two would spin against it (see test_real_model.gemma_demo);
+    # --measure: the race itself is the point here, not the lookup probes that predict each candidate first
     res = run_orch(orch_exe, "tune", str(RECIPE), "--build", COMMIT, "--set", "threads=1", "--workload",
-                   "open_prose,repeat_list", "--arms", "ngram-simple:ngram_n=4*", "--max-runs", "3", env=real_env,
-                   timeout=1200)
+                   "open_prose,repeat_list", "--arms", "ngram-simple:ngram_n=4*", "--max-runs", "3", "--measure",
+                   env=real_env, timeout=1200)
     assert res.returncode == LoopingWorkload.exit_code, res.stderr[-3000:]
     assert "refused open_prose" in res.stderr
     verdict = res.stdout.splitlines()[-1]

@@ -8,9 +8,9 @@ import pytest
 
 from orchestrator.analyze.acceptance_model import Setting, replay, revealed
 from orchestrator.analyze.machine_costs import PassCosts, ProbeKey, Timing
-from orchestrator.analyze.prediction import calibrate, predict
+from orchestrator.analyze.prediction import calibrate, calibrate_lookup, observed, predict, predict_lookup
 from orchestrator.errors import ParseError
-from orchestrator.parse.draft_trace import DraftPass, draft_passes
+from orchestrator.parse.draft_trace import DraftPass, draft_passes, pass_counts
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 MTP_LV5 = LOGS / "0c1e57098" / "spec-simple-mtp-lv5.stderr"  # --spec-draft-n-max 3, -n 64 (README there)
@@ -157,3 +157,68 @@ def test_the_mean_acceptance_length_is_counted_as_llama_cpp_counts_it():
     kept_from = next(i for i, p in enumerate(r.passes) if p.kept)
     assert r.mean_accept_len == pytest.approx(1 + r.accepted / (len(r.passes) - kept_from))
     assert r.mean_accept_len > r.tokens_per_pass
+
+
+NGRAM_LV5 = LOGS / "0c1e57098" / "spec-simple-ngram-mod-lv5"  # Gemma 3 270M, ngram-mod, -n 32 (README there)
+
+
+def test_an_ngram_runs_passes_are_read_as_counts_and_add_up_to_its_statistics():
+    """An n-gram method prints no candidates: its passes are the `accepted A/N` lines, which add up to what its
+    statistics line and end block count."""
+    log = (NGRAM_LV5.with_suffix(".stderr")).read_text(errors="replace")
+    counts = pass_counts(log)
+    assert sum(d for d, _ in counts) == 28 and sum(a for _, a in counts) == 28  # #gen tokens, #acc tokens
+    assert sum(1 for d, _ in counts if d) == 4  # #gen drafts
+    passes = observed(counts)
+    assert passes.tokens == len(counts) + 28 and passes.acceptance == 1.0
+    assert passes.mean_accept_len == pytest.approx(4.11, abs=0.005)  # `#mean acc len = 4.11`, counted as llama.cpp
+    with pytest.raises(ParseError, match="-lv 5"):
+        pass_counts("decoded 64 tokens in 1.0 seconds\n")
+
+
+def test_an_ngram_setting_is_priced_from_its_own_passes_on_any_hosts_costs():
+    """One run's passes (6 tokens drafted and kept in each of 10 passes, then 10 plain ones), priced at a CPU-like
+    target (a pass of b costs b steps) and a GPU-like one (a pass costs one step): the same text, two answers."""
+    passes = observed([(6, 6)] * 10 + [(0, 0)] * 10)
+    cpu, gpu = costs(30.0, 30.0), costs(30.0, 0.0)
+    cal = calibrate_lookup(passes, cpu, decode_ms=2700.0, lookup_ms=20.0, plain_ms_per_token=30.0)
+    assert cal.plain_steps == pytest.approx(1.0) and cal.draft_step_steps == pytest.approx(20 / 20 / 30)
+    on_cpu, on_gpu = predict_lookup(passes, cpu, cal), predict_lookup(passes, gpu, cal)
+    # CPU: 80 tokens for 10 passes of 7 steps and 10 of 1, lookups aside: 80 / 80 steps at best
+    assert on_cpu.speedup < 1 < on_gpu.speedup and on_cpu.break_even > 1 > on_gpu.break_even
+    # what the probe run printed beyond its priced passes (2700 ms against 2420) is this setting's own cost: charged
+    assert cal.residual == pytest.approx((2700 - 2420) / 2700)
+    assert on_cpu.speedup == pytest.approx(80 * 30.0 / 2700)  # here: the probe run's own speed against plain's
+    assert on_gpu.speedup == pytest.approx(80 * (1 - cal.residual) / (20 + 20 * cal.draft_step_steps))
+    assert on_gpu.tokens_per_pass == 4.0 and on_gpu.acceptance == 1.0 and on_gpu.verify_steps == pytest.approx(1.0)
+    assert on_cpu.low < on_cpu.speedup < on_cpu.high  # and widens the interval
+
+
+def test_an_ngram_setting_that_drafted_nothing_in_its_probe_is_never_predicted_a_win():
+    """A probe run that drafted nothing decoded plainly: its run-to-run noise (here it ran 10% fast) is not charged
+    as the setting's cost, and the lookups make it a little slower than plain decoding."""
+    passes = observed([(0, 0)] * 40)
+    target = costs(30.0, 30.0)
+    cal = calibrate_lookup(passes, target, decode_ms=40 * 30.0 * 0.9, lookup_ms=4.0, plain_ms_per_token=30.0)
+    assert cal.residual < 0
+    nothing = predict_lookup(passes, target, cal)
+    assert nothing.speedup == pytest.approx(1200 / 1204) and nothing.speedup < 1 and nothing.break_even is None
+
+
+def test_a_loop_faster_than_llama_benchs_step_saves_once_a_pass_so_plain_passes_cost_plain_decoding():
+    """Plain decoding at 0.8 of llama-bench's step (seen on the pair: 0.76-0.92): a pass of one token must cost just
+    what plain decoding costs, so a setting that drafts nothing predicts 1x (lookups aside), not 0.8x."""
+    target = costs(30.0, 30.0)
+    plain = observed([(0, 0)] * 40)
+    cal = calibrate_lookup(plain, target, decode_ms=40 * 24.0, lookup_ms=0.0, plain_ms_per_token=24.0)
+    assert predict_lookup(plain, target, cal).speedup == pytest.approx(1.0)
+    known = text(*[(True, 0.99)] * 200)
+    draft = costs(3.0, 0.3)
+    fast = calibrate(known, target, draft, decode_ms=1000.0, draft_ms=200.0, plain_ms_per_token=24.0)
+    slow = calibrate(known, target, draft, decode_ms=1000.0, draft_ms=200.0, plain_ms_per_token=36.0)
+    one = Setting(1, 0, 1.01)  # p_min above every probability: every pass drafts nothing
+    assert predict(known, one, target, draft, fast).tokens_per_pass == 1.0
+    # priced pass by pass: the target's step, the draft reading the batch of one, its step; against plain decoding
+    for cal, t in ((fast, 24.0), (slow, 36.0)):
+        per_pass = 30.0 + (t - 30.0) + draft.ms(1) + cal.draft_step_steps * draft.step_ms
+        assert predict(known, one, target, draft, cal).speedup == pytest.approx(t / per_pass)

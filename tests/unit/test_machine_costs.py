@@ -75,6 +75,23 @@ def test_a_stored_probe_is_found_again_only_for_the_same_key(tmp_path):
         assert len(probes.probe_rows(con, default.__dict__, "pass")) == 1
 
 
+
+def test_another_hosts_probe_is_found_whatever_build_timed_it_and_its_hosts_are_listed(tmp_path):
+    """`orch probe --host`: a GPU host's costs come with its own build (a CUDA one), so they are looked up by host,
+    model, threads, offload and depth alone; and the file lists the hosts it holds costs of, and what a node need
+    not time again."""
+    theirs = ProbeKey("0c1e57098-cuda", "gpuhost", "a" * 64, 2, 99, 56)
+    with store.opened(tmp_path / "r.duckdb") as con:
+        probes.insert_probe_rows(con, [stored_row(KEY, 1, [30.0]), {**stored_row(theirs, 1, [2.0]),
+                                                                     "host_name": "gpu-box"}])
+        asked = {**theirs.__dict__, "build_id": KEY.build_id}  # as this host's arms name it: its own build
+        assert probes.probe_rows(con, asked, "pass") == []
+        (found,) = probes.probe_rows(con, asked, "pass", any_build=True)
+        assert (found["host_id"], found["build_id"], found["ms"]) == ("gpuhost", "0c1e57098-cuda", 2.0)
+        assert {h["host_id"]: h["host_name"] for h in probes.hosts(con)} == {"host1": "h", "gpuhost": "gpu-box"}
+        held = probes.stored_keys(con)
+        assert {(k["host_id"], k["batch"]) for k in held} == {("host1", 1), ("gpuhost", 1)}
+
 def test_a_pass_in_steps_between_and_beyond_the_probed_sizes():
     rows = [stored_row(KEY, b, [ms]) for b, ms in ((1, 30.0), (2, 49.0), (4, 81.0))]
     costs = pass_costs(rows, KEY, reused=True)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator import store
-from orchestrator.analyze import summary, summary_table
+from orchestrator.analyze import summary, summary_table, verdict
 from orchestrator.parse import output
+from orchestrator.run.near_tie import TopTwo
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098"
 PROMPT = "The quick brown fox jumps over the lazy dog"
@@ -210,3 +211,32 @@ def test_a_run_that_drafted_nothing_and_a_control_are_never_compared(tmp_path):
     compared = con.execute("SELECT r.arm, r.repeat_index FROM metrics m JOIN runs r ON r.id = m.run_id "
                            "WHERE m.outputs_compared IS NOT NULL").fetchall()
     assert compared == [("ngram", 1)]
+
+
+@pytest.mark.parametrize("margin, top_two, said", [
+    (0.154, True, ", a near tie (the target's top two 0.154 apart in log-probability)"),  # the pair's open prose
+    (2.0, True, ""),  # the texts' tokens, but far apart: no cause named
+    (0.01, False, ""),  # close, but not the two texts' tokens
+    (None, None, ""),  # not asked (no server at hand): no cause named
+])
+def test_a_near_tie_is_named_only_where_the_targets_top_two_show_one(tmp_path, margin, top_two, said):
+    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
+                                         CTRL: log("spec-simple-draft")})
+    eagle3 = words(output.generated_text(log("spec-simple-eagle3"), SPEC), SPEC)
+    control = words(output.generated_text(log("spec-simple-draft"), CONTROL), CONTROL)
+    at = output.first_difference(eagle3, control)
+    asked = []
+
+    def judge(argv, prefix, theirs, mine):
+        asked.append((argv, prefix, theirs, mine))
+        return None if margin is None else TopTwo(margin, top_two)
+
+    store.check_outputs(con, sweep, words, judge)
+    # asked with the control's argv (its prompt and target), its tokens up to the first difference and both tokens
+    assert asked[0] == (CONTROL, control[:at], control[at], eagle3[at])
+    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
+    told = verdict.verdict([r for r in summary.arm_rows(con, [sweep])])
+    assert f"Text differs from the control's: eagle3 from token {at}{said} (" in told
+    assert f"eagle3's text differs from its control's from token {at}{said}." in verdict.gist(
+        summary.arm_rows(con, [sweep]))
+    assert (row["first_diff_margin"], row["first_diff_top_two"]) == (margin, top_two)

@@ -1,11 +1,16 @@
 """Pure parts of server mode: prompt sets, the server command line, metrics aggregation."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from orchestrator.errors import RecipeError
-from orchestrator.parse.server import measured_log, server_metrics
+from orchestrator.parse.server import measured_log, server_metrics, top_choices
 from orchestrator.recipe import prompts
 from orchestrator.run import server, server_run
+
+LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 
 
 def test_builtin_prompt_set_covers_the_categories():
@@ -106,3 +111,15 @@ def test_a_run_reads_the_log_once_the_server_has_logged_the_end_of_its_requests(
         late.join()
     err.write_bytes(text[:cut])  # an end that never comes: the log as it is, after the wait
     assert server_run.settled_logs(cursor, wait_s=0.1)["stderr"] == text[:cut]
+
+
+@pytest.mark.parametrize("era, top", [("0c1e57098", [(421, -0.9688846468925476), (264, -1.6743746995925903)]),
+                                      ("f49e91787", [(421, -0.9144033193588257), (264, -1.651063323020935)])])
+def test_the_targets_top_tokens_are_read_from_each_eras_recorded_answer(era, top):
+    """llama-server's /completion with n_probs (tests/fixtures/logs/record_n_probs.sh): what run/near_tie reads."""
+    body = json.loads((LOGS / era / "server-n-probs.json").read_text())
+    assert top_choices(body) == top
+    # an answer without the list (an older era's `probs`, an error body, a damaged one) gives no judgement
+    older = {"completion_probabilities": [{"content": " if", "probs": [{"tok_str": " if", "prob": 0.38}]}]}
+    for other in (older, {"error": {"code": 500}}, [], {"completion_probabilities": [{"top_logprobs": [{"id": "x"}]}]}):
+        assert top_choices(other) is None

@@ -1,6 +1,6 @@
 """The sentence each sweep ends with: what wins, what does not, and what to distrust."""
 
-from orchestrator.analyze.verdict import sweep_verdicts, verdict
+from orchestrator.analyze.verdict import gist, sweep_verdicts, verdict
 
 
 def arm(name, speedup=None, low=None, high=None, *, baseline=False, idle=0, failed=0, skipped=0, warnings=None,
@@ -65,3 +65,15 @@ def test_without_a_baseline_the_fastest_arm_comes_with_its_interval_and_is_never
     assert "fastest q4_0-asked-q2_k at 38.5 tok/s [31.0, 47.8], not distinguishable from q8_0-from-q4_k_m" in text
     q8.update(ci_low=20.0, ci_high=25.0, decode_tps=22.0)
     assert verdict([q8, q2]).endswith("fastest q4_0-asked-q2_k at 38.5 tok/s [31.0, 47.8].")
+
+
+def test_the_gist_is_the_result_and_one_sentence_of_what_stops_an_arm_being_read_as_one():
+    rows = [arm("baseline", baseline=True, warnings="high_cv"), {**arm("draft", 0.37, 0.14, 0.98),
+                                                                 "why_slower": "draft at 0.37x: a token cost ..."},
+            arm("ngram", None, idle=3, warnings="no_drafts"), arm("big", failed=2, failures="crash_signal"),
+            arm("new", skipped=3, ok=0)]
+    assert gist(rows) == ("sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x "
+                          "[0.14, 0.98]. Note: ngram drafted nothing; big failed 2 of 3 runs; new skipped.")
+    assert "Why slower: draft at 0.37x" in verdict(rows)  # the long form keeps each losing arm's sentence
+    assert gist(rows[:2]) == ("sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x "
+                              "[0.14, 0.98].")

@@ -43,6 +43,8 @@ from orchestrator.store.migrations.m025_tune_decision_kinds import (
 from orchestrator.store.migrations.m026_tune_uids import m026_tune_uids
 from orchestrator.store.migrations.m027_summary_stamp import m027_summary_stamp
 from orchestrator.store.migrations.m028_probes import m028_probes
+from orchestrator.store.migrations.m029_near_ties import m029_near_ties
+from orchestrator.store.migrations.m030_probes_travel import m030_probes_travel
 from orchestrator.store.times import utcnow
 
 MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, m006_views,
@@ -51,7 +53,7 @@ MIGRATIONS = [m001_builds, m002_runs, m003_requests, m004_sweeps, m005_insight, 
               m017_generated_and_loops, m018_first_diff_token,
               m019_roofline_per_step, m020_tunes, m021_tune_owner, m022_run_build_views,
               m023_request_rates, m024_sweep_arms, m025_tune_decision_kinds, m026_tune_uids,
-              m027_summary_stamp, m028_probes]
+              m027_summary_stamp, m028_probes, m029_near_ties, m030_probes_travel]
 
 
 def number(migration) -> int:
