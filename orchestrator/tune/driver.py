@@ -24,6 +24,7 @@ from orchestrator.run.recipe_run import PreparedRecipe, RunOptions
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import answer, decisions, guards, race
 from orchestrator.tune.decisions import Decision, Exit
+from orchestrator.tune.rules import Rules
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class RaceSettings:
     tune_id: int
     workload: str
     prepared: PreparedRecipe
-    rules: race.Rules
+    rules: Rules
     budget: Budget
     allow_output_change: bool
     timeout: float
@@ -164,7 +165,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
         _run_round(s, state, number + 1, blocks, rng, of=len(runners))
 
 
-def first_round_runs(prepared: PreparedRecipe, rules: race.Rules) -> int:
+def first_round_runs(prepared: PreparedRecipe, rules: Rules) -> int:
     """The planned runs of round 1 (every feasible candidate once, with plain decoding and the controls per block):
     the least budget a race can start with."""
     s = RaceSettings(tune_id=0, workload="", prepared=prepared, rules=rules, budget=Budget(),

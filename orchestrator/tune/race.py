@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from scipy import stats as scipy_stats
 
 from orchestrator.tune.decisions import Decision, Exit
-from orchestrator.tune.rules import GRID_REPEATS, Rules  # noqa: F401  (race.Rules, race.GRID_REPEATS: the rule)
+from orchestrator.tune.rules import Rules
 
 Block = tuple[int, int]  # (sweep id, repeat index)
 Scores = dict[str, dict[Block, float]]  # candidate -> block -> log(candidate tok/s / baseline tok/s)

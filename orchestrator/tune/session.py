@@ -30,9 +30,10 @@ from orchestrator.recipe.set_lists import refuse_lists
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest
 from orchestrator.store import tune_queries, tunes
-from orchestrator.tune import answer, decisions, driver, race, space
+from orchestrator.tune import answer, decisions, driver, space
 from orchestrator.tune.decisions import Decision
 from orchestrator.tune.driver import Budget
+from orchestrator.tune.rules import Rules
 
 
 @dataclass
@@ -46,7 +47,7 @@ class TuneRequest:
     space: str | None = None  # --space as given: a file or built-in names; None: the recipe's own arms
     workloads: tuple[str, ...] = ()  # names (recipes/workloads/NAME.toml) or files; none: the recipe's own prompt
     budget: Budget = field(default_factory=Budget)
-    rules: race.Rules = field(default_factory=race.Rules)
+    rules: Rules = field(default_factory=Rules)
     allow_output_change: bool = False
     timeout: float = 600.0
     db: Path | None = None
@@ -211,13 +212,13 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
                     decided=decided)
 
 
-def stored_rules(row: dict) -> tuple[race.Rules, bool]:
+def stored_rules(row: dict) -> tuple[Rules, bool]:
     """The rule a tune was started with, and whether it allows output changes: what its resume races by (a tune
     stored before a rule existed takes its default; one that names no rule this orch knows raises TypeError)."""
     rules = dict(row["rules"])
     allow = bool(rules.pop("allow_output_change", False))
     rules.pop("measure", None)  # read by the resume itself (a tune stored before it: False)
-    return race.Rules(**rules), allow
+    return Rules(**rules), allow
 
 
 def stored(database: store.Database, ref: str) -> dict:

@@ -9,8 +9,9 @@ import pytest
 from orchestrator.tune import guards, race
 from orchestrator.tune.answer import Answer, verdict
 from orchestrator.tune.decisions import Decision, Exit, words
+from orchestrator.tune.rules import Rules
 
-RULES = race.Rules()
+RULES = Rules()
 BASE = "baseline"
 
 

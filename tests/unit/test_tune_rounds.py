@@ -5,7 +5,6 @@ import random
 from dataclasses import replace
 from types import SimpleNamespace
 
-from orchestrator.tune import race
 from orchestrator.tune.driver import (
     Budget,
     RaceSettings,
@@ -14,6 +13,7 @@ from orchestrator.tune.driver import (
     grid_cost,
     with_default,
 )
+from orchestrator.tune.rules import GRID_REPEATS, Rules
 
 BASE = "baseline"
 
@@ -25,7 +25,7 @@ def _race(candidates: int, budget_runs: int | None) -> RaceSettings:
                                                    is_control=flags.get("control", False)))
     arms = [arm(BASE, base=True), arm("control", BASE, control=True)]
     arms += [arm(f"c{i}", "control") for i in range(candidates)]
-    return RaceSettings(tune_id=1, workload="w", prepared=SimpleNamespace(arms=arms), rules=race.Rules(),
+    return RaceSettings(tune_id=1, workload="w", prepared=SimpleNamespace(arms=arms), rules=Rules(),
                         budget=Budget(runs=budget_runs), allow_output_change=False, timeout=0, argv=[])
 
 
@@ -52,7 +52,7 @@ def test_a_short_budget_runs_the_most_promising_that_fit_and_none_when_not_even_
 def test_without_a_budget_a_race_spends_at_most_what_the_grid_would_and_a_given_budget_stands():
     r = _race(12, budget_runs=None)
     grid = grid_cost(r, RaceState())[0]
-    assert grid == (12 + 1 + 1) * race.GRID_REPEATS  # twelve drafts, plain decoding and their control
+    assert grid == (12 + 1 + 1) * GRID_REPEATS  # twelve drafts, plain decoding and their control
     r = replace(r, budget=with_default(r.budget, grid_runs=grid))
     ranked = [f"c{i}" for i in range(12)]
     assert _next_round(r, _spent(grid), ranked, random.Random(1)) == []  # the grid's runs spent: the race ends
