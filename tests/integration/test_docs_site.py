@@ -224,7 +224,9 @@ def test_search_finds_a_word_of_the_docs_and_opens_its_page(browser, base):
         # Typed key by key, as a person does: Material searches on each key's release (and again once its index is
         # ready), not on a value set at once (`fill`), which can race the index being loaded.
         visit.page.locator("input[data-md-component=search-query]").press_sequentially(WORD)
-        results = visit.page.locator(".md-search-result__item")
+        # the results for the whole word: each link carries its query (?h=...); those for the first keys typed
+        # ("a") came first once, and the test opened them
+        results = visit.page.locator(f".md-search-result__link[href*='h={WORD}']")
         try:
             results.first.wait_for()  # the index loaded (from a file: the offline plugin's script) and matched
             found = True
@@ -234,7 +236,7 @@ def test_search_finds_a_word_of_the_docs_and_opens_its_page(browser, base):
             meta = visit.page.locator(".md-search-result__meta").inner_text()
             pytest.fail(f"search {where}: no results for {WORD!r} (it says {meta!r}); errors:\n"
                         f"{report(visit.errors)}", pytrace=False)
-        first = visit.page.locator(".md-search-result__link").first.evaluate("a => a.href")
+        first = results.first.evaluate("a => a.href")
         errors = list(visit.errors)
     with Visit(browser, first) as opened:
         text = opened.page.locator("article.md-content__inner").inner_text()
