@@ -88,6 +88,7 @@ def no_arms(sweep_id: int) -> SweepSummary:
 
 def _summary(rows: list[dict]) -> SweepSummary:
     first = rows[0]
+    whole, gist = verdict.both(rows)
     title = f"sweep {first['sweep']}: {first['recipe']} on {verdict.builds_of(rows)}"
     facts = {"present": [c for c in TABLE_COLUMNS if any(r.get(c) is not None for r in rows)],
              "prefill": any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows),  # bench mode's tests
@@ -98,13 +99,13 @@ def _summary(rows: list[dict]) -> SweepSummary:
              # the full texts: a summary of every sweep holds 40,000)
              "warned": [[code, r["arm"]] for r in rows
                         for code, _ in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))],
-             "gist": verdict.gist(rows),  # the verdict in a sentence or two; `verdict` is it whole (--explain)
+             "gist": gist,  # the verdict in a sentence or two; `verdict` is it whole (--explain)
              "why": why_table.rows_of(rows)}
     return SweepSummary(
         first["sweep"], len(rows), facts,
         [f"sweep {r['sweep']}, arm {r['arm']} ({code}): {msg}" for r in rows
          for code, msg in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))],
-        verdict.verdict(rows), tables.csv_header(list(first)), rows)
+        whole, tables.csv_header(list(first)), rows)
 
 
 def _text(params: dict) -> str:

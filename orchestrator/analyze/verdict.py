@@ -30,26 +30,31 @@ def sweep_verdicts(rows: list[dict]) -> list[str]:
 def verdict(rows: list[dict]) -> str:
     """The verdict whole (`orch summary --explain`): the result, then every note (why each losing arm lost, in
     words; program and build differences; arms that drafted nothing, failed or were skipped; the warned arms)."""
-    said, rows, on_loops = _result(rows)
-    notes = ([f"On text that loops, not a win: {_loop_sentence(on_loops)}."] if on_loops else []) + _notes(rows)
-    return said + (" " + " ".join(notes) if notes else "")
+    return both(rows)[0]
 
 
 def gist(rows: list[dict]) -> str:
     """The verdict in one or two sentences, as the summary prints it under the why table: the result, then what
-    stops an arm being read as a result (drafted nothing, failed, skipped, looped, text that differs)."""
+    stops an arm being read as a result (a crossed sweep's builds, drafted nothing, failed, skipped, looped, text
+    that differs)."""
+    return both(rows)[1]
+
+
+def both(rows: list[dict]) -> tuple[str, str]:
+    """(verdict, gist) of one sweep, its result worked out once: a kept summary holds both."""
     said, rows, on_loops = _result(rows)
+    notes = ([f"On text that loops, not a win: {_loop_sentence(on_loops)}."] if on_loops else []) + _notes(rows)
     idle = [r["arm"] for r in rows if r["idle"]]
-    # a crossed sweep's builds without speculation: what its speedups compare against, said in the first place
-    builds = [f"{r['arm']} runs at {_ratio(r)} {r['vs']}" for r in rows
-              if r.get("is_control") and r["speedup"] is not None and _other_build(r)]
-    caveats = ([f"builds, plain decoding: {'; '.join(builds)}, measured interleaved"] if builds else []) + \
+    skipped = [r["arm"] for r in rows if r["skipped"]]
+    builds = _builds(rows)
+    caveats = ([f"builds, plain decoding: {'; '.join(builds)}"] if builds else []) + \
         ([f"{_names(idle)} drafted nothing"] if idle else []) + \
         [f"{r['arm']} failed {r['failed']} of {r['runs']} runs" for r in rows if r["failed"]] + \
-        ([f"{_names(skipped)} skipped" for skipped in [[r["arm"] for r in rows if r["skipped"]]] if skipped]) + \
+        ([f"{_names(skipped)} skipped"] if skipped else []) + \
         ([f"{_names([r['arm'] for r in on_loops])} measured on text that loops"] if on_loops else []) + \
         [f"{r['arm']}'s text differs from its control's {differs_at(r)}" for r in rows if _differs(r)]
-    return said + (f" Note: {'; '.join(caveats)}." if caveats else "")
+    return (said + (" " + " ".join(notes) if notes else ""),
+            said + (f" Note: {'; '.join(caveats)}." if caveats else ""))
 
 
 def _result(rows: list[dict]) -> tuple[str, list[dict], list[dict]]:
@@ -168,8 +173,7 @@ def _notes(rows: list[dict]) -> list[str]:
     failed = [f"{r['arm']} ({r['failed']} of {r['runs']}{', ' + r['failures'] if r['failures'] else ''})"
               for r in rows if r["failed"]]
     skipped = [r["arm"] for r in rows if r["skipped"]]
-    builds = [f"{r['arm']} runs at {_ratio(r)} {r['vs']}, measured interleaved" for r in rows
-              if r.get("is_control") and r["speedup"] is not None and _other_build(r)]
+    builds = _builds(rows)
     programs = [f"{r['arm']} runs at {_ratio(r)} the baseline: the programs differ by that much without speculation"
                 for r in rows if r.get("is_control") and r["speedup"] is not None and not _other_build(r)]
     programs += [f"{r['arm']} did not run, so speedups of its program's arms include the difference between programs"
@@ -189,6 +193,13 @@ def _notes(rows: list[dict]) -> list[str]:
              _listed("Drafted nothing:", idle), _listed("Failed:", failed), _listed("Skipped:", skipped),
              _listed("Warnings:", noisy)]
     return [note for note in notes if note]
+
+
+def _builds(rows: list[dict]) -> list[str]:
+    """A crossed sweep's builds without speculation (its other build's baseline against the first's): what its
+    speedups compare against, said in both forms."""
+    return [f"{r['arm']} runs at {_ratio(r)} {r['vs']}, measured interleaved" for r in rows
+            if r.get("is_control") and r["speedup"] is not None and _other_build(r)]
 
 
 def _listed(label: str, names: list[str]) -> str | None:

@@ -103,43 +103,67 @@ def stored(db: store.Database, work: Workload, window: int, *, write: bool = Tru
 def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm, work: Workload,
           target: PassCosts, draft: PassCosts, *, window: int = WINDOW, plain_runs: dict | None = None) -> Accepted:
     """The plain run and the wide probe run now, read, calibrated against this host's costs and stored."""
-    plain, plain_parsed = plain_run(control, p.arm.name, plain_runs)
-    argv = probe_argv(p, build, window)
-    wide, parsed = read_run(argv, "the acceptance probe", p.arm.name, drafts=True)
+    ran = run_beside_plain(p, control, probe_argv(p, build, window), "the acceptance probe", plain_runs)
     try:
-        passes = draft_passes(wide.stderr)
+        passes = draft_passes(ran.stderr)
     except ParseError as exc:
         raise CostProbeFailed(f"the acceptance probe of {p.arm.name} cannot be read: {exc}") from None
-    decode_ms, draft_ms = decode_ms_of(parsed), drafting_ms_of(parsed)
-    plain_ms = decode_ms_of(plain_parsed)
-    plain_tokens = plain_parsed.extra.get("decode_tokens")
-    if None in (decode_ms, draft_ms, plain_ms) or not plain_tokens:
-        raise CostProbeFailed(f"the acceptance probe of {p.arm.name} printed no decode or drafting time "
-                              f"(its statistics line): a build whose speculative tool prints none cannot be probed")
     known = revealed(passes, window, work.n_predict)
-    cal = calibrate(known, target, draft, decode_ms=decode_ms, draft_ms=draft_ms,
-                    plain_ms_per_token=plain_ms / plain_tokens)
-    texts = [generated_text(r.stdout, a) for r, a in ((wide, argv), (plain, control.executed))]
-    differs = first_difference(*texts) if None not in texts else None
+    cal = calibrate(known, target, draft, decode_ms=ran.decode_ms, draft_ms=ran.drafting_ms,
+                    plain_ms_per_token=ran.plain_ms_per_token)
+    kept = [[one.accepted, one.last_token, [list(d) for d in one.drafted]] for one in passes]
+    return _accepted(keep(db, work, ran, target, cal, window=window, tokens=known.tokens, passes=kept,
+                          method="draft"), reused=False)
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """A probe's own run beside its control's plain run, both read and checked: what a probe is calibrated by."""
+
+    argv: list[str]
+    plain_argv: list[str]
+    stderr: str
+    decode_ms: float
+    drafting_ms: float  # `dur g` of the statistics line
+    plain_ms_per_token: float
+    text_differs_at: int | None  # the first character where its text parts from plain decoding's
+
+
+def run_beside_plain(p: PreparedArm, control: PreparedArm, argv: list[str], what: str,
+                     plain_runs: dict | None) -> ProbeRun:
+    """The control's plain run (once per prediction: plain_runs) and argv now; CostProbeFailed where either printed
+    no decode time or the probe no drafting time."""
+    plain, plain_parsed = plain_run(control, p.arm.name, plain_runs)
+    run, parsed = read_run(argv, what, p.arm.name, drafts=True)
+    decode_ms, drafting_ms, plain_ms = decode_ms_of(parsed), drafting_ms_of(parsed), decode_ms_of(plain_parsed)
+    plain_tokens = plain_parsed.extra.get("decode_tokens")
+    if None in (decode_ms, drafting_ms, plain_ms) or not plain_tokens:
+        raise CostProbeFailed(f"{what} of {p.arm.name} printed no decode or drafting time (its statistics line): a "
+                              f"build whose speculative tool prints none cannot be probed")
+    texts = [generated_text(r.stdout, a) for r, a in ((run, argv), (plain, control.executed))]
+    return ProbeRun(argv, control.executed, run.stderr, decode_ms, drafting_ms, plain_ms / plain_tokens,
+                    first_difference(*texts) if None not in texts else None)
+
+
+def keep(db: store.Database, work: Workload, ran: ProbeRun, target: PassCosts, cal: Calibration, *, window: int,
+         tokens: int, passes: list, method: str) -> dict:
+    """Store a probe with this host's calibration; the stored row, read back (its id, JSON decoded)."""
     host = identity.this_host()
-    row = {**work.__dict__, "draft_window": window, "tokens": known.tokens, "host_id": host.id, "host_name": host.name,
-           "passes": [[one.accepted, one.last_token, [list(d) for d in one.drafted]] for one in passes],
-           "cost_probe_key": target.key.__dict__, "plain_steps": cal.plain_steps,
-           "draft_step_steps": cal.draft_step_steps, "residual": cal.residual,
-           "text_differs_at": differs, "argv": argv, "plain_argv": control.executed, "method": "draft"}
+    row = {**work.__dict__, "draft_window": window, "tokens": tokens, "host_id": host.id, "host_name": host.name,
+           "passes": passes, "cost_probe_key": target.key.__dict__, "plain_steps": cal.plain_steps,
+           "draft_step_steps": cal.draft_step_steps, "residual": cal.residual, "text_differs_at": ran.text_differs_at,
+           "argv": ran.argv, "plain_argv": ran.plain_argv, "method": method}
     with db.write() as con:
         probes.insert_acceptance(con, row)
-        return _accepted(probes.acceptance_row(con, work.__dict__, window), reused=False)
+        return probes.acceptance_row(con, work.__dict__, window)
 
 
-def plain_run(control: PreparedArm, arm: str, memo: dict | None) -> tuple[proc.ProcResult, parse.ParsedLog]:
+def plain_run(control: PreparedArm, arm: str, memo: dict | None = None) -> tuple[proc.ProcResult, parse.ParsedLog]:
     """The control's plain run, once for all the probes of one prediction (memo: what ran, by argv)."""
+    memo = {} if memo is None else memo
     key = tuple(control.executed)
-    if memo is None or key not in memo:
-        found = read_run(control.executed, "plain decoding", arm, drafts=False)
-        if memo is None:
-            return found
-        memo[key] = found
+    if key not in memo:
+        memo[key] = read_run(control.executed, "plain decoding", arm, drafts=False)
     return memo[key]
 
 

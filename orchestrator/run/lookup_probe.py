@@ -20,18 +20,9 @@ from orchestrator.analyze.prediction import Calibration, calibrate_lookup, obser
 from orchestrator.build.finished import Build
 from orchestrator.errors import CostProbeFailed, ParseError
 from orchestrator.hashing import sha256_text
-from orchestrator.machine import identity
 from orchestrator.parse.draft_trace import pass_counts
-from orchestrator.parse.output import first_difference, generated_text
 from orchestrator.recipe import argv as flags
-from orchestrator.run.acceptance_probe import (
-    Workload,
-    decode_ms_of,
-    drafting_ms_of,
-    plain_run,
-    read_run,
-    rewritten,
-)
+from orchestrator.run.acceptance_probe import Workload, keep, rewritten, run_beside_plain
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.store import probes
 
@@ -78,31 +69,17 @@ def stored(db: store.Database, work: Workload, *, write: bool = True, elsewhere:
 def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm, work: Workload,
           target: PassCosts, *, plain_runs: dict | None = None) -> Looked:
     """The plain run and the arm's own run at -lv 5 now, read, calibrated against this host's costs and stored."""
-    plain, plain_parsed = plain_run(control, p.arm.name, plain_runs)
     argv = rewritten(p, build, ((flags.VERBOSITY[:1], "5"),))
-    run, parsed = read_run(argv, "the lookup probe", p.arm.name, drafts=True)
+    ran = run_beside_plain(p, control, argv, "the lookup probe", plain_runs)
     try:
-        counts = pass_counts(run.stderr)
+        counts = pass_counts(ran.stderr)
     except ParseError as exc:
         raise CostProbeFailed(f"the lookup probe of {p.arm.name} cannot be read: {exc}") from None
-    decode_ms, lookup_ms, plain_ms = decode_ms_of(parsed), drafting_ms_of(parsed), decode_ms_of(plain_parsed)
-    plain_tokens = plain_parsed.extra.get("decode_tokens")
-    if None in (decode_ms, lookup_ms, plain_ms) or not plain_tokens:
-        raise CostProbeFailed(f"the lookup probe of {p.arm.name} printed no decode or drafting time (its statistics "
-                              f"line): a build whose speculative tool prints none cannot be probed")
     passes = observed(counts)
-    cal = calibrate_lookup(passes, target, decode_ms=decode_ms, lookup_ms=lookup_ms,
-                           plain_ms_per_token=plain_ms / plain_tokens)
-    texts = [generated_text(r.stdout, a) for r, a in ((run, argv), (plain, control.executed))]
-    host = identity.this_host()
-    row = {**work.__dict__, "draft_window": 0, "tokens": passes.tokens, "host_id": host.id, "host_name": host.name,
-           "passes": [list(c) for c in counts], "cost_probe_key": target.key.__dict__, "plain_steps": cal.plain_steps,
-           "draft_step_steps": cal.draft_step_steps, "residual": cal.residual,
-           "text_differs_at": first_difference(*texts) if None not in texts else None, "argv": argv,
-           "plain_argv": control.executed, "method": flags.flag_value(p.executed, flags.SPEC_TYPE) or "ngram"}
-    with db.write() as con:
-        probes.insert_acceptance(con, row)
-        return _looked(probes.acceptance_row(con, work.__dict__, 0))
+    cal = calibrate_lookup(passes, target, decode_ms=ran.decode_ms, lookup_ms=ran.drafting_ms,
+                           plain_ms_per_token=ran.plain_ms_per_token)
+    return _looked(keep(db, work, ran, target, cal, window=0, tokens=passes.tokens, passes=[list(c) for c in counts],
+                        method=flags.flag_value(p.executed, flags.SPEC_TYPE) or "ngram"))
 
 
 def _looked(row: dict) -> Looked:
