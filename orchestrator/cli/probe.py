@@ -40,15 +40,16 @@ def probe_command(recipe_path, build_ref, overrides, vars_file, models_dir, arm_
                   host_name, executor, address, hosts, each_host, fmt, db):
     """Time what a target pass and a drafted token cost here.
 
-    For every arm with a draft model or an n-gram method: its target's pass of b tokens for b = 1 to the largest window + 1, and its
-    draft's (if any) decode of one token, with llama-bench at the arm's threads and offload and at the context depth its
-    decoding reaches on average. Stored in the results file and reused until the build, host, model, threads,
-    offload or depth change (--again probes anew). A pass in target steps is its time over one token's: about b
-    on a CPU (compute-bound), about 1 on a GPU whose target is memory-bound.
+    For every arm with a draft model or an n-gram method: its target's pass of b tokens for b = 1 to the largest
+    window + 1, and its draft's (if any), with llama-bench at the arm's threads and offload and at the context depth
+    its decoding reaches on average (a model whose batches run at other threads than its single tokens, -tb or -tbd,
+    is timed at both). Stored in the results file and reused until the build, host, model, threads, offload or depth
+    change (--again probes anew). A pass in target steps is its time over one token's: about b on a CPU
+    (compute-bound), about 1 on a GPU whose target is memory-bound.
 
-    Then each drafting arm's speedup against its control is predicted before anything runs: the pair's
-    acceptance on the workload from one speculative run at window 16 with every draft kept (-lv 5: where each pass
-    stopped), replayed for every arm's window, draft_min and p_min; an n-gram arm's from one run of its own
+    Then each drafting arm's speedup against its control is predicted before anything runs: the pair's acceptance
+    on the workload from one speculative run at window 16 with every draft kept (-lv 5: where each pass stopped),
+    replayed for every arm's window, draft_min and p_min; an n-gram arm's from the faster of two runs of its own
     setting at -lv 5 (its lookups cannot be replayed for others); priced at these costs (`orch run` does the same
     before its first run, and the summary shows the prediction beside what it measured).
 

@@ -1,6 +1,7 @@
-"""What an n-gram method drafts on a workload, measured once per setting (`orch probe`, a sweep's pre-flight): one run
-of the arm itself at -lv 5, whose `accepted A/N` lines give every pass's drafted and accepted tokens
-(parse/draft_trace.pass_counts), and one plain run of its control for the speed it is compared with.
+"""What an n-gram method drafts on a workload, measured once per setting (`orch probe`, a sweep's pre-flight): the
+faster of two runs of the arm itself at -lv 5, whose `accepted A/N` lines give every pass's drafted and accepted
+tokens (parse/draft_trace.pass_counts), and its control's plain run for the speed it is compared with (both timed
+twice: acceptance_probe.TIMED_RUNS).
 
 An n-gram method has no draft model whose guesses could be replayed for other settings: it looks the next tokens up
 in the text so far, and what it finds depends on its own settings. So each setting is probed as it is; its passes
@@ -22,7 +23,7 @@ from orchestrator.errors import CostProbeFailed, ParseError
 from orchestrator.hashing import sha256_text
 from orchestrator.parse.draft_trace import pass_counts
 from orchestrator.recipe import argv as flags
-from orchestrator.run.acceptance_probe import Workload, keep, rewritten, run_beside_plain
+from orchestrator.run.acceptance_probe import TIMED_RUNS, Workload, keep, rewritten, run_beside_plain
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.store import probes
 
@@ -70,7 +71,7 @@ def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm
           target: PassCosts, *, plain_runs: dict | None = None) -> Looked:
     """The plain run and the arm's own run at -lv 5 now, read, calibrated against this host's costs and stored."""
     argv = rewritten(p, build, ((flags.VERBOSITY[:1], "5"),))
-    ran = run_beside_plain(p, control, argv, "the lookup probe", plain_runs)
+    ran = run_beside_plain(p, control, argv, "the lookup probe", plain_runs, runs=TIMED_RUNS)
     try:
         counts = pass_counts(ran.stderr)
     except ParseError as exc:

@@ -96,8 +96,7 @@ def _one(db, build, p: PreparedArm, control: PreparedArm | None, needs: tuple | 
     if control is None or not control.arm.is_control:
         return ArmPrediction(name, setting, None, "no control arm (the same program drafting nothing) to calibrate "
                                                   "against")
-    target_need, draft_need = needs
-    target, draft = probed.targets.get(target_need.key), probed.drafts.get(draft_need.key)
+    target, draft = probed.costs(needs[0]), probed.costs(needs[1])
     if target is None or draft is None:
         return ArmPrediction(name, setting, None, _no_costs(elsewhere))
     accepted = acceptance_probe.stored(db, work, acceptance_probe.WINDOW, write=probe_now,
@@ -111,8 +110,9 @@ def _one(db, build, p: PreparedArm, control: PreparedArm | None, needs: tuple | 
                          acceptance_probe_id=accepted.id, text_differs_at=accepted.text_differs_at)
 
 
-def _looked_up(db, build, p: PreparedArm, control: PreparedArm | None, target_need: probe.Need, probed: probe.Probed,
-               *, probe_now: bool, elsewhere: Elsewhere | None, plain_runs: dict) -> ArmPrediction:
+def _looked_up(db, build, p: PreparedArm, control: PreparedArm | None, target_needs: tuple[probe.Need, ...],
+               probed: probe.Probed, *, probe_now: bool, elsewhere: Elsewhere | None,
+               plain_runs: dict) -> ArmPrediction:
     """An n-gram arm: its own setting's passes (run/lookup_probe) priced at the target's costs."""
     name, work = p.arm.name, lookup_probe.workload_of(p, build)
     if work is None:
@@ -120,7 +120,7 @@ def _looked_up(db, build, p: PreparedArm, control: PreparedArm | None, target_ne
     if control is None or not control.arm.is_control:
         return ArmPrediction(name, None, None, "no control arm (the same program drafting nothing) to calibrate "
                                                 "against")
-    target = probed.targets.get(target_need.key)
+    target = probed.costs(target_needs)
     if target is None:
         return ArmPrediction(name, None, None, _no_costs(elsewhere))
     looked = lookup_probe.stored(db, work, write=probe_now, elsewhere=elsewhere and elsewhere.host_id)

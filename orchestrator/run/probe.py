@@ -5,8 +5,11 @@ the arms on that model + 1 (`-p 1,2,..,W+1 -n 0`): the target verifies W drafted
 llama-speculative-simple feeds the draft model that same batch before it drafts again, one token a step (a pass of
 one). At least to the acceptance probe's window + 1: its own passes are priced to calibrate. At the arm's threads and
 offload and at the depth its decoding reaches on average (the prompt's tokens and half of -n; 0 on builds whose
-llama-bench has no -d). Stored in results.duckdb (cost_probes, store/probes.py) and reused until the build, host,
-model, threads, offload or depth change; `again` probes anew. analyze/machine_costs reads the figures.
+llama-bench has no -d). llama.cpp decodes a batch of more than one token at the batch thread count (-tb; a draft's
+-tbd, which defaults to the target's -tb, not to -td): where that differs, a model's step is timed at its threads
+and its batches at theirs (two needs, joined by Probed.costs). Stored in results.duckdb (cost_probes,
+store/probes.py) and reused until the build, host, model, threads, offload or depth change; `again` probes anew.
+analyze/machine_costs reads the figures.
 """
 
 from __future__ import annotations
@@ -51,6 +54,15 @@ class Probed:
     drafts: dict[ProbeKey, PassCosts]
     seconds: float  # spent probing now (0 when every figure was stored)
 
+    def costs(self, needs: tuple[Need, ...]) -> PassCosts | None:
+        """A model's passes from its needs (needs_by_arm): its step, and its batches where timed at other threads."""
+        found = self.targets if needs[0].role == "target" else self.drafts
+        step, *batched = (found.get(n.key) for n in needs)
+        if step is None or None in batched:
+            return None
+        return step if not batched else PassCosts(step.key, step.model_name, {**batched[0].passes, 1: step.passes[1]},
+                                                  step.reused and batched[0].reused)
+
     def target_of(self, key: ProbeKey) -> PassCosts | None:
         """The target probed on the same build, host and depth: what a model's passes are counted in steps of."""
         return next((t for k, t in self.targets.items()
@@ -58,10 +70,11 @@ class Probed:
 
 
 def needs_by_arm(arms: list[PreparedArm], build: Build,
-                 host_id: str | None = None) -> dict[str, tuple[Need, Need | None]]:
-    """Each arm that runs with a draft model or an n-gram method (skipped arms aside): its target's need and its
-    draft's (None for a lookup), up to its window (at least the acceptance probe's) + 1, on this host (or host_id's,
-    stored). Its depth is counted once here (llama-tokenize on its prompt)."""
+                 host_id: str | None = None) -> dict[str, tuple[tuple[Need, ...], tuple[Need, ...]]]:
+    """Each arm that runs with a draft model or an n-gram method (skipped arms aside): its target's needs and its
+    draft's (none for a lookup), up to its window (at least the acceptance probe's) + 1, on this host (or host_id's,
+    stored); a model's needs are one, or two where its batches run at other threads than its step (_model_needs).
+    Its depth is counted once here (llama-tokenize on its prompt)."""
     host = host_id or identity.this_host().id
     deep = "--n-depth" in build.help_texts().get("llama-bench", "")  # older llama-bench times at depth 0 only
     out = {}
@@ -69,18 +82,31 @@ def needs_by_arm(arms: list[PreparedArm], build: Build,
         if p.stop_reason or not p.models or not p.models.target or not (p.models.draft or looks_up(p.executed)):
             continue
         argv = p.executed
-        window, threads, threads_draft, ngl, ngld = flags.flag_values(
-            argv, [flags.DRAFT_MAX, flags.THREADS, flags.THREADS_DRAFT, flags.GPU_LAYERS, flags.GPU_LAYERS_DRAFT])
+        window, threads, threads_batch, threads_draft, threads_batch_draft, ngl, ngld = map(_int, flags.flag_values(
+            argv, [flags.DRAFT_MAX, flags.THREADS, flags.THREADS_BATCH, flags.THREADS_DRAFT, flags.THREADS_BATCH_DRAFT,
+                   flags.GPU_LAYERS, flags.GPU_LAYERS_DRAFT]))
         depth = decode_depth(argv, build) if deep else 0
         target, draft = p.models.target, p.models.draft
-        batches = tuple(range(1, max(_int(window) or DEFAULT_WINDOW, ACCEPTANCE_WINDOW) + 2))
+        batches = tuple(range(1, max(window or DEFAULT_WINDOW, ACCEPTANCE_WINDOW) + 2))
+        # llama.cpp's defaults (common/arg.cpp, both eras): -tb is -t; -td is -t; -tbd is -tb
+        target_batch = threads_batch or threads
         out[p.arm.name] = (
-            Need("target", target.path, _name(target),
-                 ProbeKey(build.id, host, target.sha256, _int(threads), _int(ngl), depth), batches),
-            Need("draft", draft.path, _name(draft),
-                 ProbeKey(build.id, host, draft.sha256, _int(threads_draft or threads), _int(ngld), depth), batches)
-            if draft else None)  # an n-gram method: the target alone
+            _model_needs("target", target, (threads, target_batch), ngl, batches, (build.id, host, depth)),
+            _model_needs("draft", draft, (threads_draft or threads, threads_batch_draft or target_batch), ngld,
+                         batches, (build.id, host, depth)) if draft else ())  # an n-gram method: the target alone
     return out
+
+
+def _model_needs(role: str, model, threads: tuple[int | None, int | None], offload: int | None,
+                 batches: tuple[int, ...], where: tuple[str, str, int]) -> tuple[Need, ...]:
+    """A model's passes at its (step, batch) threads: one need, or its step and its batches apart where they differ."""
+    build_id, host, depth = where
+    step, batch = threads
+    def need(n_threads: int | None, sizes: tuple[int, ...]) -> Need:
+        return Need(role, model.path, _name(model), ProbeKey(build_id, host, model.sha256, n_threads, offload, depth),
+                    sizes)
+
+    return (need(step, batches),) if batch == step else (need(step, (1,)), need(batch, batches))
 
 
 def looks_up(argv: list[str]) -> bool:
@@ -88,10 +114,10 @@ def looks_up(argv: list[str]) -> bool:
     return (flags.flag_value(argv, flags.SPEC_TYPE) or "").startswith("ngram")
 
 
-def merged(by_arm: dict[str, tuple[Need, Need]]) -> list[Need]:
+def merged(by_arm: dict[str, tuple[tuple[Need, ...], tuple[Need, ...]]]) -> list[Need]:
     """The needs of several arms, each model (key) once with the most batches any arm asks of it, targets first."""
     found: dict[ProbeKey, Need] = {}
-    for need in (n for pair in by_arm.values() for n in pair if n):
+    for need in (n for pair in by_arm.values() for needs in pair for n in needs):
         if need.key not in found or len(need.batches) > len(found[need.key].batches):
             found[need.key] = need
     return sorted(found.values(), key=lambda n: n.role != "target")

@@ -71,6 +71,22 @@ def test_a_stored_probe_is_reused_until_the_thread_count_or_the_model_changes(or
     assert not any(r["stored"] for r in model["costs"]) and stored() == 3 * rows
 
 
+def test_a_draft_on_fewer_threads_is_timed_at_them_for_a_step_and_at_the_batch_threads_beyond(orch_exe, env):
+    """-td 1 beside -t 2: llama.cpp decodes the draft's single tokens on one thread and its batches (the pass it reads
+    before drafting again) at -tbd, which defaults to the target's -tb, that is -t: two threads."""
+    res = run_orch(orch_exe, "probe", str(ROOT / "recipes" / "pair_draft_sweep.j2"), "--vars", str(TINY), "--set",
+                   "threads=2", "--arms", "draft-1-thread:draft_max=2", "--build", COMMIT, "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    shown = json.loads(res.stdout)
+    drafts = {}
+    for row in shown["costs"]:
+        if row["role"] == "draft":
+            drafts.setdefault(row["threads"], []).append(row["tokens"])
+    assert drafts == {1: [1], 2: list(range(1, 18))}
+    (predicted,) = shown["predictions"]
+    assert predicted["arm"] == "draft-1-thread:draft_max=2" and predicted["predicted"] > 0
+
+
 def test_an_arm_measured_outside_its_prediction_is_flagged_with_the_input_that_was_off(orch_exe, env):
     res = orch_run(orch_exe, RECIPE_A, "--vars", str(TINY), "--repeat", "1", env=env)
     assert res.returncode == 0, res.stderr[-3000:]

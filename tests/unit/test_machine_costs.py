@@ -103,3 +103,16 @@ def test_a_pass_in_steps_between_and_beyond_the_probed_sizes():
     assert pass_costs([stored_row(KEY, 2, [49.0])], KEY, reused=True) is None  # no step to count in
     assert Timing(1, (18.0, 20.0)).sd_ms == pytest.approx(2 ** 0.5)
     assert Timing(1, (18.0,)).sd_ms is None and Timing(1, (18.0,)).relative_error == 0.0
+
+
+def test_a_model_whose_batches_run_at_other_threads_joins_its_step_and_its_batches():
+    """llama.cpp decodes a batch of more than one token at -tbd (a draft's; by default the target's -tb), one token at
+    -td: a draft on one thread beside a target on two is timed at one thread for its step, at two for its batches."""
+    batch_key = ProbeKey(KEY.build_id, KEY.host_id, KEY.model_sha256, 1, 0, 56)
+    step = pass_costs([stored_row(batch_key, 1, [30.0])], batch_key, reused=True)
+    batches = pass_costs([stored_row(KEY, b, [ms]) for b, ms in ((1, 18.0), (2, 26.0), (3, 35.0))], KEY, reused=False)
+    probed = probe.Probed({}, {batch_key: step, KEY: batches}, 0.0)
+    joined = probed.costs((need("draft", batch_key, (1,)), need("draft", KEY, (1, 2, 3))))
+    assert joined.step_ms == 30.0 and joined.ms(2) == 26.0 and joined.ms(3) == 35.0 and not joined.reused
+    assert probed.costs((need("draft", KEY),)) is batches  # one need: its own passes
+    assert probed.costs((need("draft", batch_key, (1,)), need("draft", ProbeKey("b", "h", "s", 4, 0, 0)))) is None
