@@ -29,8 +29,9 @@ TEST_WORKERS ?= 2
 # JUNIT=FILE keeps a JUnit report of the run: tools/suite_times.py sums it by file and kind (docs/benchmarks.md).
 JUNIT ?=
 
-test: install docs  ## import direction (lint-imports), the docs site built strictly, then the whole suite [TEST_WORKERS=2] [JUNIT=FILE]
+test: install docs  ## import direction (lint-imports), the linter (ruff), the docs site built strictly, then the whole suite [TEST_WORKERS=2] [JUNIT=FILE]
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 		$(if $(JUNIT),--junitxml=$(JUNIT))
 

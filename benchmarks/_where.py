@@ -27,7 +27,8 @@ def project(build_ref: str | None, *, tiny: bool = True) -> str:
     try:
         build = runnable_build(build_ref)
     except OrchError as exc:
-        raise SystemExit(f"{Path(sys.argv[0]).name}: {exc} (run `make build` in {ROOT}, or set ORCH_BUILDS_DIR)")
+        said = f"{Path(sys.argv[0]).name}: {exc} (run `make build` in {ROOT}, or set ORCH_BUILDS_DIR)"
+        raise SystemExit(said) from None
     models = config.models_dir()
     made = ""
     if tiny and not (models / "tiny-target.gguf").is_file():

@@ -125,7 +125,8 @@ def main() -> None:
              timed(lambda: vocab.differences(infos[target], infos[extra]), args.repeat))
         for draft in (same, extra):
             argv = ["llama-speculative-simple", "-m", str(target), "-md", str(draft)]
-            show(f"pre-flight check, target + {draft.stem}", timed(lambda: preflight.check(argv), args.repeat))
+            show(f"pre-flight check, target + {draft.stem}",
+                 timed(lambda argv=argv: preflight.check(argv), args.repeat))
         if args.gguf_reader:
             show("gguf.GGUFReader (before issue 13), warm", timed(lambda: gguf.GGUFReader(target, "r"), 1))
     dry = dry_run_time(args.repeat, args.build)

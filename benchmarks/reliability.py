@@ -33,6 +33,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
+
 SWEEPS = {  # mode -> (recipe, extra args, measured runs per complete sweep)
     "cli": (ROOT / "recipes" / "recipe_a.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "3",
                                                "--set", "n_predict=32"], 9),

@@ -24,6 +24,7 @@ from orchestrator.analyze import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
+
 RECIPE = ["run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "recipes" / "tiny.toml")]
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
+
 sys.path.insert(0, str(ROOT))
 
 from orchestrator import store  # noqa: E402
@@ -45,7 +46,7 @@ from orchestrator.recipe.plan import read_vars  # noqa: E402
 from orchestrator.run import recipe_run  # noqa: E402
 from orchestrator.store import tune_queries  # noqa: E402
 from orchestrator.tune import guards, race, session  # noqa: E402
-from orchestrator.tune.driver import Budget, plan_references  # noqa: E402
+from orchestrator.tune.race_settings import Budget, plan_references  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "tune.j2"
 REAL_SPACE = "ngram-mod,ngram-simple,ngram-map-k,ngram-cache"

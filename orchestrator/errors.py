@@ -149,8 +149,7 @@ class ResumeMismatch(OrchError):
 
 
 class ParseError(OrchError):
-    """A log whose figures cannot be true (a negative count, acceptance above 100%, a number no column holds);
-    inside a sweep it is one failed run of class parse_error, never a stopped sweep."""
+    """A log whose figures cannot be true (a negative count, acceptance over 100%): in a sweep, a parse_error run."""
 
     exit_code = 23
 
@@ -186,22 +185,19 @@ class NoStoredLogs(OrchError):
 
 
 class MissingModels(OrchError):
-    """`orch run`: model files of the recipe that do not exist, all named at once before anything runs or is stored,
-    with the ways to point a recipe at your own files."""
+    """`orch run`: the recipe's missing model files, all named before anything runs, with how to point at your own."""
 
     exit_code = 33
 
 
 class HubError(OrchError):
-    """A Hugging Face model reference that cannot be fetched: not a reference, no such repo or file, no single file
-    of the quant, or the hub unreachable with nothing cached."""
+    """A Hugging Face model that cannot be fetched: no such reference, repo, file or quant, or no hub nor cache."""
 
     exit_code = 34
 
 
 class QuantizeFailed(OrchError):
-    """`orch models quantize`: a type orch does not know, a source that is not there, or llama-quantize failing
-    (its log named)."""
+    """`orch models quantize`: a type orch does not know, a missing source, or llama-quantize failing (log named)."""
 
     exit_code = 35
 
@@ -219,8 +215,8 @@ class ContextDoesNotFit(OrchError):
 
     exit_code = 37
 class BisectRangeError(OrchError):
-    """`orch bisect` given a range it cannot search: an end missing from the candidates or from the known releases,
-    fewer than two commits, or an end that does not build or measure."""
+    """`orch bisect` given a range it cannot search: an end not among the candidates or known releases, fewer than
+    two commits, or an end that does not build or measure."""
 
     exit_code = 38
 

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def main() -> None:
         shutil.copyfile(next((work / "tune").glob("race-*.png")), args.out / "race.png")
         shutil.copyfile(next((work / "positions").glob("positions-*.png")), args.out / "positions.png")
         shutil.copyfile(work / "history.png", args.out / "history.png")
-    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    when = datetime.now(UTC).isoformat(timespec="seconds")
     (args.out / "MADE_BY.txt").write_text(
         f"Made by tools/docs_figures.py{' --tiny' if args.tiny else ''} on {when}, host {platform.node()} "
         f"({os.cpu_count()} cores, {platform.machine()}), builds {args.build} and {args.old_build}, in a fresh "

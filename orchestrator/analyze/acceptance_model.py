@@ -122,7 +122,7 @@ def replay(known: Revealed, setting: Setting, *, unknown_matches: bool) -> Repla
     while last < known.tokens and last <= known.n_predict:
         left = max(known.n_predict - last - 1, 0)  # 0: no cap but the window (llama.cpp's n_max 0 means none)
         cap = min(setting.window, left) if left else setting.window
-        kept, accepted, steps, missed = 0, 0, 1, None
+        kept, accepted, steps, missed, missed_at = 0, 0, 1, None, 0
         while kept < cap:
             q = last + 1 + kept
             if missed is None:

@@ -52,7 +52,7 @@ def pareto_front(points: list[tuple]) -> list[int]:
     one (two decode speeds whose intervals overlap are not told apart, so neither is dropped for it)."""
     spans = [_span(p) for p in points]
     front = []
-    for i, (lo, hi, slow, sfast) in enumerate(spans):
+    for i, (lo, _hi, _slow, sfast) in enumerate(spans):
         dominated = any(o_hi <= lo and o_slow >= sfast and (o_hi < lo or o_slow > sfast)
                         for j, (o_lo, o_hi, o_slow, o_fast) in enumerate(spans) if j != i)
         if not dominated:

@@ -13,7 +13,7 @@ import fcntl
 import os
 import sys
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator import proc
@@ -65,14 +65,14 @@ def add_targets(bdir: Path, targets: list[str], log: Path, rebuild: str, env: di
             raise BuildFailed(f"adding {', '.join(targets)} to {bdir.name} would also rebuild {len(foreign)} "
                               f"other step(s) (first: {foreign[0][:120]}); the build was left as it is; "
                               f"rebuild it openly with `{rebuild}`")
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         print(f"orch: adding {', '.join(targets)} to build {bdir.name} (no other file is rebuilt)", file=sys.stderr)
         with open(log, "a") as f:
             f.write(f"\n# {started.isoformat()}: orch adds {', '.join(targets)}\n")
         compile_step("compile (added targets)", options.build_argv(bdir, targets, os.cpu_count() or 1), log,
                      env, bdir)
         binaries = [probe(bdir, t) for t in targets]
-        finished = datetime.now(timezone.utc)
+        finished = datetime.now(UTC)
         return {"targets": targets, "started_at": started.isoformat(), "finished_at": finished.isoformat(),
                 "duration_s": (finished - started).total_seconds(), "binaries": binaries}
 

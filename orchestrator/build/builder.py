@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator import config, proc, store
@@ -133,7 +133,7 @@ def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path,
     (bdir / STAMP).unlink(missing_ok=True)  # an interrupted rebuild must never look complete
     log = bdir / LOG
     log.write_text("")
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     info = {"id": f"{bdir.name}@{started:%Y%m%dT%H%M%SZ}", "name": bdir.name, "commit": request.commit,
             "upstream_commit": request.upstream_commit, "source": origin, "backend": request.backend,
             "cuda_archs": list(request.cuda_archs), "cmake_args": list(request.cmake_args),
@@ -263,7 +263,7 @@ def _compiler(bdir: Path) -> dict:
 
 
 def _finish(info: dict, status: str, failure: str | None, db: Path | None) -> None:
-    finished = datetime.now(timezone.utc)
+    finished = datetime.now(UTC)
     info.update(status=status, failure=failure, finished_at=finished.isoformat(),
                 duration_s=(finished - datetime.fromisoformat(info["started_at"])).total_seconds())
     info.setdefault("cmake_options", {})

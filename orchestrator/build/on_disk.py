@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator import config
@@ -104,7 +104,7 @@ def _commit_dates(builds: list[Build]) -> dict[str, str]:
 
 
 def _utc(iso: str) -> str:
-    return datetime.fromisoformat(iso).astimezone(timezone.utc).isoformat()
+    return datetime.fromisoformat(iso).astimezone(UTC).isoformat()
 
 
 def _mirror_sha(ref: str) -> str | None:

@@ -24,7 +24,8 @@ def _threshold(text: str) -> float:
     try:
         value = parse_threshold(text)
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a threshold; give e.g. 5% or 0.05", param_hint="--threshold")
+        raise click.BadParameter(f"{text!r} is not a threshold; give e.g. 5% or 0.05",
+                                 param_hint="--threshold") from None
     if not 0 <= value < 1:
         raise click.BadParameter(f"{text} must lie between 0% and 100%", param_hint="--threshold")
     return value

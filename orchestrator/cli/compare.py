@@ -11,7 +11,6 @@ from orchestrator import tables
 from orchestrator.analyze import glossary
 from orchestrator.cli.group import data_format, db_option, main, opened_db
 
-
 COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
 
 Runs join on recipe text, arm parameters, model hashes, prompt set and mode. A change is marked only when beyond
@@ -93,7 +92,9 @@ def _fail_on_regression(result) -> None:
 def _print_comparison(result, limit, base_ref, head_ref, base_host, head_host, recipe, fmt, wide, env_lines) -> None:
     from orchestrator.analyze import side_by_side
 
-    on = (lambda h: f" on {h}" if h else "")
+    def on(host):
+        return f" on {host}" if host else ""
+
     click.echo(f"base {result.base}{on(base_host)}  ->  head {result.head}{on(head_host)}  (threshold "
                f"{limit:.0%})")
     if env_lines:

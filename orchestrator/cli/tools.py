@@ -127,4 +127,4 @@ def _write_whole(path: Path, data: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
-        raise InvalidOption(f"cannot write {path}: {exc.strerror or exc}; give --out a folder you can write")
+        raise InvalidOption(f"cannot write {path}: {exc.strerror or exc}; give --out a folder you can write") from None

@@ -25,7 +25,7 @@ SHOWN_FINALISTS = 8  # finalists the answer's table shows; --explain shows every
 
 def parse_budget(text: str | None):
     """`10m`, `90s`, `2h`, `200runs` (or `200`), or both comma-separated: the most one workload's race spends."""
-    from orchestrator.tune.driver import Budget
+    from orchestrator.tune.race_settings import Budget
 
     if not text:
         return Budget()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import platform
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ _CLOCK_GRAPHICS, _CLOCK_SM, _CLOCK_MEM = 0, 1, 2  # pynvml.NVML_CLOCK_*
 def snapshot(build: dict | None = None) -> dict[str, Any]:
     """The environment now; `build` is a build.json dict whose provenance and CMake options are kept."""
     return {
-        "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "taken_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "host": socket.gethostname(),
         "os": os_name(),
         "kernel": platform.release(),

@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np  # a dependency of gguf; its copies release the GIL, so threads copy in parallel
@@ -97,7 +97,7 @@ def _stale(entry: dict) -> bool:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def raise_to(cache_path: Path, bandwidth: Bandwidth, bytes_per_s: float, run_id: int) -> Bandwidth:

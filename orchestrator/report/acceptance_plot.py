@@ -9,10 +9,9 @@ the numbers already placed, so two close points keep readable labels.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-
-import textwrap
 
 from orchestrator.analyze.costs import MODEL_TOLERANCE, StepCost
 from orchestrator.report.plots import DPI, MISSING, plt, save

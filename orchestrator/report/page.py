@@ -8,7 +8,7 @@ with why; head against base per pair of builds; one run's telemetry; the environ
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator import __version__, tables
@@ -53,7 +53,7 @@ def write_report(out_dir: Path, data: ReportData) -> Path:
     """Write out_dir/report.md, report.html and the PNGs; return the markdown's path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     lines = [f"# {tables.md_text(data.title)}", "", f"Generated {now} by orch {__version__}.", "", "## Verdict", ""]
     lines += [f"- {tables.md_text(sd.verdict)}" for sd in data.sweeps] + [""]
     for sd in data.sweeps:

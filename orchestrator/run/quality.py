@@ -129,7 +129,8 @@ def name_by_files(plan, values: dict[tuple[Path, str], str]) -> None:
             continue
         value = values.get((Path(arm.params["models"]) / target, str(q).lower()))
         if value and value != str(q):
-            new = re.sub(rf"(^|[:,])quant={re.escape(str(q))}(?=,|$)", lambda m: f"{m[1]}quant={value}", arm.name)
+            new = re.sub(rf"(^|[:,])quant={re.escape(str(q))}(?=,|$)", lambda m, value=value: f"{m[1]}quant={value}",
+                         arm.name)
             renamed[arm.name] = new if new != arm.name else f"{arm.name}:quant={value}"
             arm.params = {**arm.params, "quant": value, "quant_asked": q}
     for arm in plan.arms:

@@ -19,7 +19,6 @@ from itertools import zip_longest
 from pathlib import Path
 
 from orchestrator import config, store, tables
-from orchestrator.store import probes
 from orchestrator.build.builder import register, tool_path
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
@@ -30,6 +29,7 @@ from orchestrator.recipe.schedule import Slot
 from orchestrator.run import depth_fit, predictions, prepare, quality, sweep
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
+from orchestrator.store import probes
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import duckdb
 
 from orchestrator.store.db import rows_as_dicts
-from orchestrator.store.migrations.m023_request_rates import REQUEST_RATE
 from orchestrator.store.figures import (
     LOG_RATIO,
     PAIRED_WITH,
@@ -16,6 +15,7 @@ from orchestrator.store.figures import (
     speedup,
     tokens_per_step,
 )
+from orchestrator.store.migrations.m023_request_rates import REQUEST_RATE
 
 Con = duckdb.DuckDBPyConnection
 

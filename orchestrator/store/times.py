@@ -3,15 +3,15 @@ reading the file)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def utc_from_epoch(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
 
 def utc(value):
@@ -19,5 +19,5 @@ def utc(value):
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     if isinstance(value, datetime) and value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
-from enum import Enum
+from enum import StrEnum
 
 from orchestrator.store.migrations.m025_tune_decision_kinds import legacy_decision
 
 
-class Exit(str, Enum):
+class Exit(StrEnum):
     """A decision's kind; its value is what tune_events.kind stores (never rename one: stored rows hold it)."""
 
     INFEASIBLE = "infeasible"  # this build or machine cannot run it: out before the race

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orchestrator.tune import answer, decisions, driver
+from orchestrator.tune import answer, decisions, driver, race_settings
 from orchestrator.tune.session import Checked, TuneRequest, check
 
 
@@ -25,14 +25,14 @@ def preview(request: TuneRequest) -> list[Preview]:
     found: Checked = check(request)
     out = []
     for file, prepared in zip(found.files, found.prepared.values()):
-        s = driver.RaceSettings(tune_id=0, workload=answer.workload_name(file), prepared=prepared,
+        s = race_settings.RaceSettings(tune_id=0, workload=answer.workload_name(file), prepared=prepared,
                                 rules=request.rules, budget=request.budget, allow_output_change=False, timeout=0,
                                 argv=[])
         left = {d.candidate: d for d in driver.infeasible(prepared)}
         stopped = {name: decisions.words(why, event=False) for name, why in left.items()}
-        state = driver.RaceState(left=left)
-        grid = driver.grid_cost(s, state)[0]
-        budget = driver.with_default(request.budget, grid_runs=grid)
+        state = race_settings.RaceState(left=left)
+        grid = race_settings.grid_cost(s, state)[0]
+        budget = race_settings.with_default(request.budget, grid_runs=grid)
         said = f"{budget.runs} runs" if budget.runs is not None else f"{budget.seconds:g} s"
         out.append(Preview(workload=s.workload, candidates=[s.baseline, *(c for c in s.candidates if c != s.baseline)],
                            infeasible=stopped, first_round_runs=driver.first_round_runs(prepared, request.rules),

@@ -169,7 +169,7 @@ def _name_finalists(ax, labels: list[tuple], last: int) -> None:
     bottom, top = (math.log10(v) for v in ax.get_ylim())
     gap = (top - bottom) * 0.034  # one line of 8-point text on this figure's axes, in log10 units
     placed: list[float] = []
-    for x, y, name, colour in sorted(named, key=lambda item: item[1]):
+    for _x, y, _name, _colour in sorted(named, key=lambda item: item[1]):
         at = math.log10(y)
         placed.append(max(at, placed[-1] + gap) if placed else at)
     # all names move together: the highest under the top of the axes, then the lowest above its bottom

@@ -12,27 +12,25 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator import resumable, store
+from orchestrator import store
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
 from orchestrator.errors import (
     Interrupted,
     InvalidOption,
     OrchError,
-    RecipeError,
     TuneResumeError,
 )
 from orchestrator.hashing import sha256_text
-from orchestrator.proc import Owner, this_process
 from orchestrator.parse.modes import mode_of, names_where
-from orchestrator.recipe.plan import parse_set, read_recipe, read_vars, recipe_meta
+from orchestrator.recipe.plan import parse_set, read_vars, recipe_meta
 from orchestrator.recipe.set_lists import refuse_lists
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest
 from orchestrator.store import tune_queries, tunes
-from orchestrator.tune import answer, decisions, driver, space
+from orchestrator.tune import answer, decisions, driver, race_settings, space, stored_tune
 from orchestrator.tune.decisions import Decision
-from orchestrator.tune.driver import Budget
+from orchestrator.tune.race_settings import Budget
 from orchestrator.tune.rules import Rules
 
 
@@ -108,19 +106,6 @@ def _key(workload: Path | None) -> str:
     return str(workload.absolute()) if workload else "None"
 
 
-def _check_recipe(row: dict) -> None:
-    """A resume races what was started: the recipe must be the one the tune stored (its sha256)."""
-    path = Path(row["recipe_path"])
-    try:
-        now = sha256_text(read_recipe(path))
-    except RecipeError:
-        now = None
-    if now != row["recipe_hash"]:
-        what = "is gone" if now is None else "changed"
-        raise TuneResumeError(f"tune {row['id']}: its recipe {path} {what} since the tune started; a resume races "
-                              f"what was started: restore the recipe, or start a new tune")
-
-
 @dataclass
 class Checked:
     """A tune as a start checks it, before anything is stored: its build, space and every workload's candidates."""
@@ -169,7 +154,7 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
             "rules": {**request.rules.to_dict(), "allow_output_change": request.allow_output_change,
                       "measure": request.measure},
             "argv": argv})
-        _own(con, tune_id)
+        stored_tune.own(con, tune_id)
     for note in notes:
         say(f"orch: tune {tune_id}: {note}")
     return _execute(database, tune_id, request, build, prepared, files, argv=argv, say=say, rounds=[], decided=[])
@@ -177,11 +162,11 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
 
 def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResult:
     database = store.Database(db or _db())
-    row = stored(database, ref)
-    _check_recipe(row)
+    row = stored_tune.stored(database, ref)
+    stored_tune.check_recipe(row)
     try:  # a stored row is data: one that does not read is one line, never a traceback
         given = row["variables"] or {}
-        rules, allow = stored_rules(row)
+        rules, allow = stored_tune.stored_rules(row)
         kept = "vars_values" in given  # the files' values as the tune started (tunes stored before: their paths)
         request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
                               vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
@@ -206,57 +191,10 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
                               f"start a new tune (`orch report --tune {row['id']}` shows what it decided)") from None
     build = runnable_build(row["build_name"])
     prepared = {str(f): _prepare(request, build, values[str(f)], row["space"]) for f in files}
-    take_over(database, row)
+    stored_tune.take_over(database, row)
     say(f"orch: tune {row['id']}: resuming with {len(rounds)} round(s) already run")
     return _execute(database, row["id"], request, build, prepared, files, argv=argv, say=say, rounds=rounds,
                     decided=decided)
-
-
-def stored_rules(row: dict) -> tuple[Rules, bool]:
-    """The rule a tune was started with, and whether it allows output changes: what its resume races by (a tune
-    stored before a rule existed takes its default; one that names no rule this orch knows raises TypeError)."""
-    rules = dict(row["rules"])
-    allow = bool(rules.pop("allow_output_change", False))
-    rules.pop("measure", None)  # read by the resume itself (a tune stored before it: False)
-    return Rules(**rules), allow
-
-
-def stored(database: store.Database, ref: str) -> dict:
-    """The tune --resume names (a number, or the newest unfinished), checked to be resumable: also that no live
-    orch runs it still."""
-    row = resumable.stored_row(database, ref, resumable.Session(
-        "tune", TuneResumeError, "orch tune RECIPE", lambda con: tune_queries.latest_tune(con, unfinished=True),
-        tune_queries.tune_row, lambda row: f" (its answer: `orch tune --show {row['id']}`)"))
-    owner = _owner(row)
-    alive = owner.alive() if owner and row["state"] == "running" else False
-    if alive:
-        raise TuneResumeError(f"tune {row['id']} is still running (orch pid {owner.pid}); wait for it, or stop it "
-                              f"(Ctrl-C there, or `kill {owner.pid}`) and resume then")
-    if alive is None:
-        raise TuneResumeError(f"tune {row['id']} is stored running by orch pid {owner.pid} on {owner.host}, which "
-                              f"cannot be checked from here; resume it on {owner.host}")
-    return row
-
-
-def take_over(database: store.Database, row: dict) -> None:
-    """Make this orch the owner of the tune `stored` checked, unless another orch took it over since (two
-    --resume at once): the check and the take-over are one write, which one process holds at a time."""
-    with database.write() as con:
-        now = tune_queries.tune_row(con, row["id"])
-        if _owner(now) != _owner(row) or now["state"] != row["state"]:
-            raise TuneResumeError(f"tune {row['id']} was resumed by another orch (pid {now['owner_pid']}) a "
-                                  f"moment ago; let it finish, or stop it and resume then")
-        tunes.set_tune_state(con, row["id"], "running")
-        _own(con, row["id"])
-
-
-def _owner(row: dict) -> Owner | None:
-    return Owner(row["owner_host"], row["owner_pid"], row["owner_started"]) if row.get("owner_pid") else None
-
-
-def _own(con, tune_id: int) -> None:
-    me = this_process()
-    tunes.set_owner(con, tune_id, host=me.host, pid=me.pid, started=me.started)
 
 
 def _db() -> Path:
@@ -295,11 +233,11 @@ def _execute(database, tune_id: int, request: TuneRequest, build: Build, prepare
     try:
         for f in files:
             name = answer.workload_name(f)
-            settings = driver.RaceSettings(tune_id=tune_id, workload=name, prepared=prepared[str(f)],
+            settings = race_settings.RaceSettings(tune_id=tune_id, workload=name, prepared=prepared[str(f)],
                                            rules=request.rules, budget=request.budget,
                                            allow_output_change=request.allow_output_change, timeout=request.timeout,
                                            argv=argv, say=say, measure=request.measure)
-            state = driver.RaceState.stored([x for x in rounds if x["workload"] == name],
+            state = race_settings.RaceState.stored([x for x in rounds if x["workload"] == name],
                                             [d for w, d in decided if w == name])
             found = driver.run_race(settings, state)
             say(f"orch: tune {tune_id}: {found.verdict}")

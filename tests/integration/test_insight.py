@@ -82,7 +82,9 @@ def test_each_figure_has_one_definition_on_real_runs(orch_exe, sweep_env):
     assert any(r["tokens_per_step"] > 1 for r in runs if r["arm"] == "draft")  # the tiny draft is accepted
     for arm, row in rows.items():
         ok = [r for r in runs if r["arm"] == arm and r["status"] == "ok"]
-        mean = lambda key: sum(r[key] for r in ok) / len(ok)  # noqa: E731
+        def mean(key, ok=ok):
+            return sum(r[key] for r in ok) / len(ok)
+
         generated, accepted = sum(r["n_generated"] for r in ok), sum(r["n_accepted"] or 0 for r in ok)
         per_step = generated / (generated - accepted) if accepted else 1
         assert row["roofline_pct"] == pytest.approx(100 * mean("decode_tps") / per_step / mean("bound_tps"),

@@ -2,13 +2,12 @@
 program on this machine, goes through the recipe loader, `orch run`'s runner (prepare, the sweep, the runs stored,
 read by its reader) and `orch reparse` with nothing else changed. In-process: the table is patched here."""
 
+from integration.conftest import COMMIT
 from orchestrator import store
 from orchestrator.parse import METRIC_KEYS, ParsedLog, modes
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest, RunOptions
 from orchestrator.store.reparse import reparse_all
-
-from integration.conftest import COMMIT
 
 
 def read_words(stdout: str, stderr: str) -> ParsedLog:

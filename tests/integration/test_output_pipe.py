@@ -6,9 +6,9 @@ import os
 import subprocess
 
 import pytest
+from unit.test_exchange import add_sweep
 
 from orchestrator import store
-from unit.test_exchange import add_sweep
 
 
 @pytest.mark.parametrize("fmt", ["table", "md", "csv", "json"])

@@ -156,9 +156,9 @@ def test_the_cli_reference_shows_real_defaults_not_clicks_sentinel(monkeypatch):
     """click 8.3+ marks an option without a default with a sentinel that mkdocs-click printed as `Sentinel.UNSET` (63
     times): docs_hooks gives a flag False and any other option None, --help included, when the site is built."""
     import click
-    import docs_hooks
     from mkdocs_click._docs import make_command_docs
 
+    import docs_hooks
     from orchestrator.cli import main
 
     monkeypatch.setattr(click.Command, "get_help_option", click.Command.get_help_option)  # restored after

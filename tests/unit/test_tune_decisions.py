@@ -14,7 +14,7 @@ from orchestrator.errors import TuneResumeError
 from orchestrator.hashing import sha256_text
 from orchestrator.store import migrations, tune_queries, tunes
 from orchestrator.store.migrations.m025_tune_decision_kinds import legacy_decision
-from orchestrator.tune import decisions, driver, race, session
+from orchestrator.tune import decisions, driver, race, race_settings, session, stored_tune
 from orchestrator.tune.answer import Answer, verdict
 from orchestrator.tune.decisions import Decision, Exit, words
 from orchestrator.tune.rules import GRID_REPEATS, Rules
@@ -119,7 +119,7 @@ def test_the_verdict_says_the_tie_margin_and_grid_of_the_stored_rule(tmp_path):
     rule's too, and a tune stored before grid_repeats existed takes the grid of 5 it was measured against."""
     with store.opened(tmp_path / "r.duckdb") as con:
         tune_id = tunes.create_tune(con, _tune_row({"tie_margin": 0.05, "max_runs": 6, "allow_output_change": True}))
-        rules, allow = session.stored_rules(tune_queries.tune_row(con, tune_id))
+        rules, allow = stored_tune.stored_rules(tune_queries.tune_row(con, tune_id))
     assert rules == Rules(tie_margin=0.05, max_runs=6) and allow and rules.grid_repeats == GRID_REPEATS == 5
     tied = Answer(workload="w", state=race.EQUIVALENT, tied=["a", "b"], runs=10, grid_runs=20, rules=rules,
                   rows=[{"candidate": "a", "state": "tied"}, {"candidate": "b", "state": "tied"}])
@@ -134,7 +134,7 @@ def _tune_row(rules: dict) -> dict:
             "budget": {}, "rules": rules, "argv": []}
 
 
-def _fake_race(path, tune_id: int, rules: Rules, say) -> driver.RaceSettings:
+def _fake_race(path, tune_id: int, rules: Rules, say) -> race_settings.RaceSettings:
     """Plain decoding, `a` (ngram, no control) and `idle`, on fake arms; the runs come from _runs (monkeypatched)."""
     def arm(name, argv, base=False):
         return SimpleNamespace(arm=SimpleNamespace(name=name, reference=None if base else "plain", is_baseline=base,
@@ -144,8 +144,8 @@ def _fake_race(path, tune_id: int, rules: Rules, say) -> driver.RaceSettings:
     arms = [arm("plain", ["/b/llama-completion", "-m", "t.gguf"], base=True), arm("a", spec), arm("idle", spec)]
     build = SimpleNamespace(tool=lambda name: None, help_texts=dict)
     prepared = SimpleNamespace(database=store.Database(path), arms=arms, build=build)
-    return driver.RaceSettings(tune_id=tune_id, workload="w", prepared=prepared, rules=rules,
-                               budget=driver.Budget(runs=12), allow_output_change=False, timeout=0, argv=[], say=say)
+    return race_settings.RaceSettings(tune_id=tune_id, workload="w", prepared=prepared, rules=rules,
+                               budget=race_settings.Budget(runs=12), allow_output_change=False, timeout=0, argv=[], say=say)
 
 
 def _runs() -> list[dict]:
@@ -175,10 +175,10 @@ def test_a_resumed_race_reads_its_decisions_and_rule_back_typed(tmp_path, monkey
         row, rounds = tune_queries.tune_row(con, tune_id), tune_queries.rounds(con, tune_id)
         decided = [decisions.from_row(e) for e in tune_queries.events(con, tune_id)]
     assert decided == [earlier]
-    rules, _ = session.stored_rules(row)
+    rules, _ = stored_tune.stored_rules(row)
     monkeypatch.setattr(driver, "_runs", lambda s, state: _runs())
     lines = []
-    found = driver.run_race(_fake_race(path, tune_id, rules, lines.append), driver.RaceState.stored(rounds, decided))
+    found = driver.run_race(_fake_race(path, tune_id, rules, lines.append), race_settings.RaceState.stored(rounds, decided))
     assert said in found.verdict and found.rules.tie_margin == margin
     assert found.left == {"idle": earlier}
     assert found.best_speculating["candidate"] == "a"

@@ -5,14 +5,8 @@ import random
 from dataclasses import replace
 from types import SimpleNamespace
 
-from orchestrator.tune.driver import (
-    Budget,
-    RaceSettings,
-    RaceState,
-    _next_round,
-    grid_cost,
-    with_default,
-)
+from orchestrator.tune.driver import _next_round
+from orchestrator.tune.race_settings import Budget, RaceSettings, RaceState, grid_cost, with_default
 from orchestrator.tune.rules import GRID_REPEATS, Rules
 
 BASE = "baseline"

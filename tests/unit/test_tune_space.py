@@ -151,18 +151,18 @@ def test_a_tune_resumes_only_with_the_recipe_it_started_with(tmp_path):
     """The recipe is read again on --resume: a changed or removed one is refused in one line, not raced."""
     from orchestrator.errors import TuneResumeError
     from orchestrator.hashing import sha256_text
-    from orchestrator.tune.session import _check_recipe
+    from orchestrator.tune.stored_tune import check_recipe
 
     recipe = tmp_path / "r.j2"
     recipe.write_text("{{ bin }}/llama-completion -m x -p {{ prompt }}\n")
     row = {"id": 3, "recipe_path": str(recipe), "recipe_hash": sha256_text(recipe.read_text())}
-    _check_recipe(row)  # the same recipe: resumed
+    check_recipe(row)  # the same recipe: resumed
     recipe.write_text("{{ bin }}/llama-completion -m y -p {{ prompt }}\n")
     with pytest.raises(TuneResumeError, match=rf"tune 3: its recipe {recipe} changed since the tune started"):
-        _check_recipe(row)
+        check_recipe(row)
     recipe.unlink()
     with pytest.raises(TuneResumeError, match=r"is gone since the tune started"):
-        _check_recipe(row)
+        check_recipe(row)
 
 
 def test_make_demos_tune_races_draft_settings_of_the_catalogues_pair_on_a_workload_that_exists():

@@ -6,7 +6,7 @@ import pytest
 from orchestrator import proc, store
 from orchestrator.errors import TuneResumeError
 from orchestrator.store import tune_queries, tunes
-from orchestrator.tune import session
+from orchestrator.tune import stored_tune
 
 
 def _interrupted_tune(path) -> dict:
@@ -23,12 +23,12 @@ def _interrupted_tune(path) -> dict:
 def test_the_first_resume_takes_the_tune_over_and_a_second_that_checked_before_it_refuses(tmp_path):
     database = store.Database(tmp_path / "r.duckdb")
     checked = _interrupted_tune(database.path)  # both orchs read this row and found its owner dead
-    session.take_over(database, checked)
+    stored_tune.take_over(database, checked)
     with database.read() as con:
         now = tune_queries.tune_row(con, checked["id"])
     me = proc.this_process()
     assert (now["state"], now["owner_pid"], now["owner_started"]) == ("running", me.pid, me.started)
     with pytest.raises(TuneResumeError, match=f"tune {checked['id']} was resumed by another orch"):
-        session.take_over(database, checked)
+        stored_tune.take_over(database, checked)
     with database.read() as con:
         assert tune_queries.tune_row(con, checked["id"]) == now  # the refusal wrote nothing

@@ -1,0 +1,75 @@
+"""A stored tune as `orch tune --resume` takes it up: checked resumable (its recipe unchanged, no live orch on it),
+its stored rule read back, and taken over by this orch in one write (tune/session.py races it on).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator import resumable, store
+from orchestrator.errors import RecipeError, TuneResumeError
+from orchestrator.hashing import sha256_text
+from orchestrator.proc import Owner, this_process
+from orchestrator.recipe.plan import read_recipe
+from orchestrator.store import tune_queries, tunes
+from orchestrator.tune.rules import Rules
+
+
+def check_recipe(row: dict) -> None:
+    """A resume races what was started: the recipe must be the one the tune stored (its sha256)."""
+    path = Path(row["recipe_path"])
+    try:
+        now = sha256_text(read_recipe(path))
+    except RecipeError:
+        now = None
+    if now != row["recipe_hash"]:
+        what = "is gone" if now is None else "changed"
+        raise TuneResumeError(f"tune {row['id']}: its recipe {path} {what} since the tune started; a resume races "
+                              f"what was started: restore the recipe, or start a new tune")
+
+
+def stored_rules(row: dict) -> tuple[Rules, bool]:
+    """The rule a tune was started with, and whether it allows output changes: what its resume races by (a tune
+    stored before a rule existed takes its default; one that names no rule this orch knows raises TypeError)."""
+    rules = dict(row["rules"])
+    allow = bool(rules.pop("allow_output_change", False))
+    rules.pop("measure", None)  # read by the resume itself (a tune stored before it: False)
+    return Rules(**rules), allow
+
+
+def stored(database: store.Database, ref: str) -> dict:
+    """The tune --resume names (a number, or the newest unfinished), checked to be resumable: also that no live
+    orch runs it still."""
+    row = resumable.stored_row(database, ref, resumable.Session(
+        "tune", TuneResumeError, "orch tune RECIPE", lambda con: tune_queries.latest_tune(con, unfinished=True),
+        tune_queries.tune_row, lambda row: f" (its answer: `orch tune --show {row['id']}`)"))
+    owner = _owner(row)
+    alive = owner.alive() if owner and row["state"] == "running" else False
+    if alive:
+        raise TuneResumeError(f"tune {row['id']} is still running (orch pid {owner.pid}); wait for it, or stop it "
+                              f"(Ctrl-C there, or `kill {owner.pid}`) and resume then")
+    if alive is None:
+        raise TuneResumeError(f"tune {row['id']} is stored running by orch pid {owner.pid} on {owner.host}, which "
+                              f"cannot be checked from here; resume it on {owner.host}")
+    return row
+
+
+def take_over(database: store.Database, row: dict) -> None:
+    """Make this orch the owner of the tune `stored` checked, unless another orch took it over since (two
+    --resume at once): the check and the take-over are one write, which one process holds at a time."""
+    with database.write() as con:
+        now = tune_queries.tune_row(con, row["id"])
+        if _owner(now) != _owner(row) or now["state"] != row["state"]:
+            raise TuneResumeError(f"tune {row['id']} was resumed by another orch (pid {now['owner_pid']}) a "
+                                  f"moment ago; let it finish, or stop it and resume then")
+        tunes.set_tune_state(con, row["id"], "running")
+        own(con, row["id"])
+
+
+def _owner(row: dict) -> Owner | None:
+    return Owner(row["owner_host"], row["owner_pid"], row["owner_started"]) if row.get("owner_pid") else None
+
+
+def own(con, tune_id: int) -> None:
+    me = this_process()
+    tunes.set_owner(con, tune_id, host=me.host, pid=me.pid, started=me.started)
