@@ -7,6 +7,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 TEXT_CAP = 16 << 20  # a recipe, vars file, tune space, workload or prompt set: far above any real one
@@ -33,3 +35,45 @@ def read_bytes(path: Path | str, cap: int | None = None) -> bytes:
 def read_text(path: Path | str, cap: int | None = None) -> str:
     """The file as UTF-8 text (UnicodeDecodeError when it is not), under the same checks as read_bytes."""
     return read_bytes(path, cap).decode("utf-8")
+
+
+@dataclass(frozen=True)
+class Named:
+    """A user's file as its refusals name it: `{what} {path} ...; {give}`, raised as `error` (the caller's OrchError:
+    this floor imports none). missing: what to say where it does not exist (None: nothing more)."""
+
+    what: str
+    give: str
+    error: type[Exception]
+    missing: str | None = None
+
+
+def read_named_text(path: Path | str, named: Named, cap: int | None = None) -> str:
+    """read_text, every refusal one line of named.error naming the file and the fix."""
+    def refuse(why: str, hint: str | None) -> Exception:
+        return named.error(f"{named.what} {path} {why}" + (f"; {hint}" if hint else ""))
+
+    try:
+        return read_text(path, cap)
+    except FileNotFoundError:
+        raise refuse("does not exist", named.missing) from None
+    except IsADirectoryError:
+        raise refuse("is a directory", named.give) from None
+    except UnicodeDecodeError:
+        raise refuse("is not text (not UTF-8)", named.give) from None
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror or exc})", named.give) from None
+
+
+def read_named_toml(path: Path | str, named: Named) -> dict:
+    """read_named_text as TOML; TOML that does not read (a syntax error, an integer of over 4,300 digits, nesting
+    deeper than Python's stack) is one line too."""
+    text = read_named_text(path, named)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise named.error(f"{named.what} {path} is not valid TOML: {exc}") from None
+    except ValueError:  # an integer of over 4300 digits
+        raise named.error(f"{named.what} {path} holds a number too long to read; give a smaller one") from None
+    except RecursionError:
+        raise named.error(f"{named.what} {path} nests tables or arrays too deep to read; {named.give}") from None

@@ -107,6 +107,11 @@ def interval(low, high, digits: int = 1) -> str | None:
     return None if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def gib(n: int | None, digits: int = 1) -> str:
+    """Bytes as every table and message prints memory: in GiB; "-" where unknown."""
+    return "-" if n is None else f"{n / 2**30:.{digits}f} GiB"
+
+
 def clock(seconds: float) -> str:
     """A duration as H:MM:SS, for progress lines and `orch watch`."""
     seconds = max(int(seconds), 0)
@@ -127,17 +132,13 @@ def render(rows: list[dict], fmt: str = "table", columns: list[str] | None = Non
 
 
 def csv_header(columns: list[str]) -> str:
-    return _csv([columns])
+    return csv_text.text([columns])
 
 
 def csv_lines(rows: list[dict], columns: list[str] | None = None) -> str:
     """The rows as CSV lines, "\\n" between them: render's CSV under its header line."""
     columns = columns or json_text.all_keys(rows)
-    return _csv([[json_text.default(r.get(c)) if r.get(c) is not None else "" for c in columns] for r in rows])
-
-
-def _csv(lines: list[list]) -> str:
-    return csv_text.text(lines)
+    return csv_text.text([[json_text.default(r.get(c)) if r.get(c) is not None else "" for c in columns] for r in rows])
 
 
 def text_table(rows: list[dict], columns: list[str], *, width: int | None = None, droppable: list[str] = (),
@@ -221,15 +222,15 @@ def markdown_columns(values: dict[str, list], columns: list[str]) -> str:
     by_column = [_escaped(_cleaned([v if type(v) is str else cell(v) for v in values[c]])) for c in columns]
     cells = list(zip(*by_column)) if columns else []
     right = [bool(cells) and all(_numeric(v) or v == "-" for v in set(column)) for column in by_column]
-    lines = ["| " + " | ".join(_md_escape(c) for c in columns) + " |",
+    lines = ["| " + " | ".join(md_text(c) for c in columns) + " |",
              "|" + "|".join("---:" if r else "---" for r in right) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines)
 
 
 def _escaped(column: list[str]) -> list[str]:
-    """_md_escape of every cell, each distinct cell once."""
-    escaped = {v: _md_escape(v) for v in set(column)}
+    """md_text of every cell, each distinct cell once."""
+    escaped = {v: md_text(v) for v in set(column)}
     return [escaped[v] for v in column]
 
 
@@ -253,10 +254,6 @@ def md_code(text) -> str:
     """Text as an inline code span where one can hold it (no backtick, no pipe), else as md_text."""
     line = _one_line(str(text))
     return f"`{line}`" if "`" not in line and "|" not in line else md_text(line)
-
-
-def _md_escape(text: str) -> str:
-    return md_text(text)
 
 
 @lru_cache(maxsize=65536)  # a big table repeats its cell texts: each is tried once

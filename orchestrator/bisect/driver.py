@@ -25,7 +25,7 @@ from orchestrator.errors import (
     SourceImportError,
     UnknownCommit,
 )
-from orchestrator.recipe.plan import load
+from orchestrator.recipe.plan import Plan, load
 from orchestrator.run import recipe_run
 from orchestrator.run.recipe_run import RecipeRequest, RunOptions
 from orchestrator.store import bisect_queries, bisects
@@ -50,10 +50,21 @@ class Setup:
     say: object = print  # progress lines (stderr in the CLI)
 
 
-def recipe_tools(setup: Setup) -> tuple[str, ...]:
-    """The programs the recipe's arms run (rendered with a stand-in bin directory): all a probe needs built."""
-    plan = load(setup.recipe, builtins={"bin": "/BIN", "build": {}}, vars_file=setup.vars_file,
+UNBUILT_BIN = "/BIN"  # where the programs of a recipe rendered before any build exists are said to lie
+
+
+def unbuilt_plan(setup: Setup) -> Plan:
+    """The recipe rendered before any of the bisect's builds exists, for its arms and the programs they run: `bin`
+    a placeholder folder and `build` with every key a build gives (build.finished.Build.described) but no commit,
+    so a recipe that reads them renders as it will; each measurement renders it again with its commit's build."""
+    unbuilt = {"commit": None, "upstream_commit": None, "backend": setup.backend, "name": None}
+    return load(setup.recipe, builtins={"bin": UNBUILT_BIN, "build": unbuilt}, vars_file=setup.vars_file,
                 overrides=setup.overrides, models=setup.models)
+
+
+def recipe_tools(setup: Setup) -> tuple[str, ...]:
+    """The programs the recipe's arms run (unbuilt_plan): all a probe needs built."""
+    plan = unbuilt_plan(setup)
     names = {Path(a.argv[0]).name for a in plan.arms if a.argv}
     arms = [a.name for a in plan.arms]
     if setup.arm not in arms:

@@ -33,7 +33,8 @@ class Build:
     binaries: tuple[Binary, ...]
     broken: tuple[str, ...] = ()  # what keeps it from running; empty when it runs
     rebuild: str | None = None  # the command that mends a broken build
-    record: dict = field(default_factory=dict, compare=False, repr=False)  # build.json, paths resolved
+    src_dir: str | None = None  # the source tree it was compiled from (its vocab files make tiny models)
+    record: dict = field(default_factory=dict, compare=False, repr=False)  # build.json, paths resolved: as_stored
 
     @classmethod
     def from_record(cls, record: dict, *, broken: list[str] | tuple[str, ...] = (),
@@ -44,7 +45,7 @@ class Build:
                    backend=record.get("backend") or "cpu", finished_at=record.get("finished_at") or "",
                    targets=tuple(record.get("targets") or ()),
                    binaries=tuple(Binary(b["name"], b["path"], b.get("help_path")) for b in record.get("binaries", [])),
-                   broken=tuple(broken), rebuild=rebuild, record=record)
+                   broken=tuple(broken), rebuild=rebuild, src_dir=record.get("src_dir"), record=record)
 
     @property
     def cuda(self) -> bool:
@@ -64,6 +65,11 @@ class Build:
             except (OSError, TypeError):  # gone, or never captured (None)
                 continue
         return texts
+
+    def as_stored(self) -> dict:
+        """Every field its build.json holds (paths resolved): what the results file, provenance and `orch builds
+        --json` keep, beyond the fields orch reads."""
+        return dict(self.record)
 
     def described(self) -> dict:
         """What `{{ build }}` holds in a recipe."""

@@ -7,30 +7,13 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import Finite, data_format, db_option, main, opened_db
+from orchestrator.cli.group import Finite, data_format, db_option, main, opened_db, recipe_options, threshold_option
 
 METRIC_CHOICES = ("decode_tps", "acceptance", "speedup", "mean_accept_len", "draft_per_generated", "encode_tps",
                   "n_drafted", "n_accepted")
 metric_option = click.option("--metric", type=click.Choice(METRIC_CHOICES), default="decode_tps", show_default=True,
                              help="What to follow: a per-run metric of the arm, or speedup (its decode tok/s over "
                                   "the baseline arm's in the same repeat).")
-threshold_option = click.option("--threshold", default="5%", show_default=True,
-                                help="Smallest change that counts (as `orch compare`): 5% or 0.05.")
-
-
-def _threshold(text: str) -> float:
-    from orchestrator.analyze.side_by_side import parse_threshold
-
-    try:
-        value = parse_threshold(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a threshold; give e.g. 5% or 0.05",
-                                 param_hint="--threshold") from None
-    if not 0 <= value < 1:
-        raise click.BadParameter(f"{text} must lie between 0% and 100%", param_hint="--threshold")
-    return value
-
-
 @main.command("bisect")
 @click.argument("recipe_path", metavar="[RECIPE]", type=click.Path(path_type=Path), required=False)
 @click.option("--good", default=None, help="Commit (or release sha) where the metric is as it should be.")
@@ -46,10 +29,7 @@ def _threshold(text: str) -> float:
               help="Repeats per probe.")
 @click.option("--max-repeat", type=click.IntRange(2, 10000), default=None,
               help="Repeats an unclear probe may get before it is called unclear [default: 3 x --repeat].")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
-@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
-@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
-              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models).")
+@recipe_options(build=None, arms=None)
 @click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
 @click.option("--backend", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
@@ -103,7 +83,7 @@ def bisect_command(recipe_path, good, bad, commits, arm, metric, threshold, repe
             cands = candidates.between(Mirror(config.mirror_dir()), good, bad)
         else:
             raise click.UsageError("give --good and --bad, or --commits A,B,...")
-        threshold_value = _threshold(threshold)
+        threshold_value = threshold
         max_repeat = max_repeat or 3 * repeat
         if max_repeat < repeat:
             raise click.BadParameter(f"{max_repeat} is below --repeat {repeat}", param_hint="--max-repeat")
@@ -131,11 +111,10 @@ def bisect_command(recipe_path, good, bad, commits, arm, metric, threshold, repe
 
 
 def _only_arm(setup) -> str:
+    from orchestrator.bisect.driver import unbuilt_plan
     from orchestrator.errors import BisectRangeError
-    from orchestrator.recipe.plan import load
 
-    plan = load(setup.recipe, builtins={"bin": "/BIN", "build": {}}, vars_file=setup.vars_file,
-                overrides=setup.overrides, models=setup.models)
+    plan = unbuilt_plan(setup)
     arms = [a.name for a in plan.arms if not a.is_baseline and not a.is_control]
     if len(arms) != 1:
         raise BisectRangeError(f"{setup.recipe} has arms {', '.join(a.name for a in plan.arms)}: name the one to "
@@ -191,7 +170,7 @@ def history_command(recipe, arm, metric, threshold, builds, png_path, fmt, db):
     with opened_db(db) as con:  # references resolved as orch compare's are: a prefix, tag or name, one build each
         wanted = [resolve_stored_build(con, b) for b in builds.split(",") if b.strip()] if builds else None
         points = history.points(con, recipe, arm, metric, wanted, Mirror(config.mirror_dir()))
-    steps = history.mark_steps(points, _threshold(threshold))
+    steps = history.mark_steps(points, threshold)
     click.echo(tables.render(history.rows(points), fmt, history.COLUMNS))
     path = png_path or Path(f"history-{arm}-{metric}.png")
     history.draw(points, recipe, arm, metric, path)

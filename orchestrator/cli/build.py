@@ -64,7 +64,7 @@ def builds_command(as_json, wide):
     """
     from orchestrator.build.on_disk import list_builds
 
-    builds = [{**b.record, "broken": list(b.broken), "rebuild": b.rebuild, "spec_methods": _spec_methods(b)}
+    builds = [{**b.as_stored(), "broken": list(b.broken), "rebuild": b.rebuild, "spec_methods": _spec_methods(b)}
               for b in list_builds()]
     echo_json_or_text(builds, as_json, lambda: _builds_text(builds, wide))
     if as_json:

@@ -9,7 +9,7 @@ import click
 
 from orchestrator import tables
 from orchestrator.analyze import glossary
-from orchestrator.cli.group import data_format, db_option, main, opened_db
+from orchestrator.cli.group import data_format, db_option, main, opened_db, threshold_option
 
 COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
 
@@ -37,7 +37,7 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
                    "--head default to the newest build both ran, and what differs between the machines is listed.")
 @click.option("--head-host", default=None, metavar="HOST", help="Only the head side's runs on this machine.")
 @click.option("--recipe", default=None, help="Only runs of this recipe (path or file name).")
-@click.option("--threshold", default="5%", show_default=True, help="Smallest change worth a verdict.")
+@threshold_option
 @data_format("table", "md", "json")
 @click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["regression"]), default=None,
@@ -45,17 +45,13 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
                    "different): a CI gate, as asv continuous fails a job.")
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, fail_on, db):
-    from orchestrator.analyze import hosts, side_by_side, stats
+    from orchestrator.analyze import hosts, stats
     from orchestrator.analyze.compare_builds import compare_builds
     from orchestrator.build.in_results import resolve_stored_build
-    from orchestrator.errors import InvalidOption
 
     stats.import_quantiles_meanwhile()  # while the queries run
 
-    try:
-        limit = side_by_side.parse_threshold(threshold)
-    except ValueError:
-        raise InvalidOption(f"--threshold {threshold!r} is not a number or percentage, e.g. 5%") from None
+    limit = threshold
     if not (base_host or head_host) and not (base_ref and head_ref):
         raise click.UsageError("name two builds (--base and --head) or two hosts (--base-host and --head-host)")
     env_lines = []

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from orchestrator import __version__, config, stops, tables
-from orchestrator.errors import Interrupted, OrchError
+from orchestrator.errors import Interrupted, InvalidOption, OrchError
 
 
 class OrchGroup(click.Group):
@@ -103,6 +103,30 @@ class Finite(click.FloatRange):
         return number
 
 
+class Threshold(click.ParamType):
+    """--threshold of compare, bisect and history: the smallest change that counts, "5%" or 0.05, at least 0 and
+    below 100% (a NaN or inf% would turn a regression gate off unsaid). Refused as InvalidOption (exit 10)."""
+
+    name = "threshold"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        from orchestrator.analyze.side_by_side import parse_threshold
+
+        try:
+            number = parse_threshold(str(value))
+        except ValueError:
+            number = None
+        if number is None or not 0 <= number < 1:
+            raise InvalidOption(f"--threshold {value!r} is not a change between 0% and 100%; give e.g. 5% or 0.05")
+        return number
+
+
+threshold_option = click.option("--threshold", type=Threshold(), default="5%", show_default=True,
+                                help="Smallest change that counts: 5% or 0.05.")
+
+
 def arm_choice(text: str | None) -> tuple[str, ...]:
     """--arms PATTERN[,PATTERN] as its patterns; left out, every arm (()). Given but naming nothing (`--arms ''`)
     is refused: it once meant every arm."""
@@ -112,6 +136,35 @@ def arm_choice(text: str | None) -> tuple[str, ...]:
     if not patterns:
         raise click.BadParameter(f"{text!r} names no arm; leave --arms out to run every arm", param_hint="--arms")
     return patterns
+
+
+def recipe_options(*, build: str | None, arms: str | None, sets: str = "Set a recipe variable (repeatable).",
+                   models: str = "", builds: str = ""):
+    """The options of every command that renders a recipe, defined once: --build (`build`: what the build is for,
+    `builds`: what more it says; None: no --build), --set, --vars, --models (`models`: what more it says) and --arms
+    (`arms`: what the matching arms do; None: no --arms), in that order in --help."""
+    options = [
+        *([click.option("--build", "build_ref", default=None,
+                        help=f"Build to {build}: commit prefix, tag or build name (default: the build of the newest "
+                             f"upstream commit, by commit date, with every tool)."
+                             + (f" {builds}" if builds else ""))]
+          if build else []),
+        click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=sets),
+        click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None,
+                     help="TOML file of variables."),
+        click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
+                     help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models)"
+                          + (f"; {models}" if models else ".")),
+        *([click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
+                        help=f"Only the arms whose names match these globs {arms}.")] if arms else []),
+    ]
+
+    def decorate(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
 ID = click.IntRange(1, 2**63 - 1)  # a stored sweep or run number

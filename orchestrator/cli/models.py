@@ -35,7 +35,7 @@ def models_tiny(out, build_ref):
 
     build = find_build(build_ref)
     out = out or config.models_dir()
-    vocabs = tiny.VocabCache(tiny.find_vocab_dir(Path(build.record["src_dir"])))
+    vocabs = tiny.VocabCache(tiny.find_vocab_dir(Path(build.src_dir or build.dir)))
     paths = {**tiny.make_tiny_models(out, vocabs.vocab_dir, vocabs=vocabs),
              **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs)}
     for role, path in paths.items():

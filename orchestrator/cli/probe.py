@@ -7,20 +7,13 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import arm_choice, data_format, db_option, main
+from orchestrator.cli.group import arm_choice, data_format, db_option, main, recipe_options
 from orchestrator.errors import InvalidOption
 
 
 @main.command("probe")
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
-@click.option("--build", "build_ref", default=None,
-              help="Build to probe: commit prefix, tag or build name (default: as `orch run` chooses).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
-@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
-@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
-              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models).")
-@click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
-              help="Probe only for the arms whose names match these globs.")
+@recipe_options(build="probe", arms="are probed for")
 @click.option("-r", "--reps", type=click.IntRange(2, 100), default=3, show_default=True,
               help="llama-bench repetitions of each timing (their spread is the probe's noise).")
 @click.option("--again", is_flag=True, help="Probe anew even where a current probe is stored.")

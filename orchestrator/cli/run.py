@@ -7,23 +7,20 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import Finite, arm_choice, db_option, main
+from orchestrator.cli.group import Finite, arm_choice, db_option, main, recipe_options
 
 
 @main.command("run")
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
-@click.option("--build", "build_ref", default=None,
-              help="Build to use: commit prefix, tag or build name (default: the build of the newest upstream "
-                   "commit, by commit date, with every tool; named on the first line). Several, A,B: one sweep "
-                   "with every arm on each build, interleaved, for `orch compare` (CLI and bench recipes).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Set a recipe variable (repeatable). A comma list, KEY=8,16 (numbers, booleans or bare words), "
-                   "runs one sweep per value, every combination of the lists, each with its own baseline.")
-@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
-@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
-              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models); a `models` "
-                   "key in --vars or --set overrides it. A model value may also be an absolute or ~ path, or "
-                   "hf:OWNER/REPO/FILE.gguf or OWNER/REPO:QUANT, fetched into the Hugging Face cache.")
+@recipe_options(
+    build="use", builds="It is named on the first line. Several, A,B: one sweep with every arm on each build, "
+                        "interleaved, for `orch compare` (CLI and bench recipes).",
+    sets="Set a recipe variable (repeatable). A comma list, KEY=8,16 (numbers, booleans or bare words), runs one "
+         "sweep per value, every combination of the lists, each with its own baseline.",
+    models="a `models` key in --vars or --set overrides it. A model value may also be an absolute or ~ path, or "
+           "hf:OWNER/REPO/FILE.gguf or OWNER/REPO:QUANT, fetched into the Hugging Face cache.",
+    arms="run (e.g. 'ngram-*,mtp:*'); the baseline, and the controls the chosen arms are measured against, come "
+         "along; models only other arms name are not needed")
 @click.option("-r", "--repeat", type=click.IntRange(1, 10000), default=None, help="Repeats per arm (default: recipe's).")
 @click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
@@ -57,10 +54,6 @@ from orchestrator.cli.group import Finite, arm_choice, db_option, main
               help="Only these Ray nodes (hostname or IP) (--executor ray; default: every alive node).")
 @click.option("--each-host", is_flag=True, help="Run the whole sweep once on every selected node, one sweep per "
               "node (--executor ray): the same recipe on each machine, for `orch compare --base-host --head-host`.")
-@click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
-              help="Run only the arms whose names match these globs (e.g. 'ngram-*,mtp:*'); the baseline, and the "
-                   "controls the chosen arms are measured against, come along; models only other arms name are "
-                   "not needed.")
 @db_option
 def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
                 telemetry_interval, dry_run, as_json, no_dialect, no_predict, no_summary, executor, address,

@@ -33,7 +33,7 @@ def env_command(fmt, build_ref):
         if build_ref:
             raise
         build = None
-    snap = envinfo.snapshot(build.record if build else None)
+    snap = envinfo.snapshot(build.as_stored() if build else None)
     echo_json_or_text(snap, fmt == "json", lambda: envinfo.to_markdown(snap))
 
 

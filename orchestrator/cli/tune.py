@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from orchestrator.cli.group import Finite, arm_choice, db_option, main
+from orchestrator.cli.group import Finite, arm_choice, db_option, main, recipe_options
 from orchestrator.tune.rules import GRID_REPEATS, Rules
 
 if TYPE_CHECKING:
@@ -47,8 +47,7 @@ def parse_budget(text: str | None):
 
 @main.command("tune")
 @click.argument("recipe_path", metavar="[RECIPE]", type=click.Path(path_type=Path), required=False)
-@click.option("--build", "build_ref", default=None, help="Build to tune on: commit prefix, tag or build name "
-              "(default: the build of the newest upstream commit).")
+@recipe_options(build="tune on", arms="race (plain decoding always races)")
 @click.option("--space", default=None, metavar="FILE|NAME[,NAME]",
               help="What to race instead of the recipe's arms: a TOML space file, or built-in spaces (ngram-mod, "
                    "ngram-simple, ngram-map-k, ngram-cache, draft-simple, threads, gpu; all: every one this build "
@@ -66,12 +65,6 @@ def parse_budget(text: str | None):
                    "they leave before round 1, and where all do the answer is \"no speculation predicted\").")
 @click.option("--max-runs", type=click.IntRange(3, 1000), default=Rules.max_runs, show_default=True,
               help="Runs per candidate after which more are not spent (survivors still apart are reported tied).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Set a recipe variable (repeatable).")
-@click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables.")
-@click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
-              help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models).")
-@click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
-              help="Race only the candidates whose names match these globs (plain decoding always races).")
 @click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
               help="Seconds before a run is killed.")
 @click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[TUNE]",

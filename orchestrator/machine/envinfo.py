@@ -17,7 +17,7 @@ import psutil
 from orchestrator import __version__, proc
 from orchestrator.errors import OrchError
 from orchestrator.machine import gpu, nvml
-from orchestrator.tables import md_code, md_text
+from orchestrator.tables import gib, md_code, md_text
 
 BUILD_KEYS = ("name", "upstream_commit", "backend", "compiler", "compiler_version", "cmake_options")
 _CLOCK_GRAPHICS, _CLOCK_SM, _CLOCK_MEM = 0, 1, 2  # pynvml.NVML_CLOCK_*
@@ -147,7 +147,7 @@ def to_markdown(snap: dict[str, Any]) -> str:
              "## Host", ""]
     cores = f"{snap.get('cpu_physical_cores')} physical / {snap.get('cpu_logical_cores')} logical"
     lines += _table([("OS", snap.get("os")), ("Kernel", snap.get("kernel")), ("Architecture", snap.get("arch")),
-                     ("CPU", snap.get("cpu_model")), ("Cores", cores), ("RAM", _gib(snap.get("ram_bytes")))])
+                     ("CPU", snap.get("cpu_model")), ("Cores", cores), ("RAM", gib(snap.get("ram_bytes")))])
     lines += ["", "## GPUs", ""]
     lines += _gpu_table(snap.get("gpus") or []) or ["no GPU"]
     if snap.get("gpus"):
@@ -183,7 +183,7 @@ def _gpu_table(gpus: list[dict]) -> list[str]:
         limit = g.get("power_limit_enforced_w") or g.get("power_limit_w")
         power = f"{limit:.0f} W" if limit is not None else "-"
         bus = f"{g['memory_bus_width_bits']} bit" if g.get("memory_bus_width_bits") else "-"
-        cells = (g.get("index"), g.get("name"), _gib(g.get("memory_total_bytes")), g.get("compute_capability") or "-",
+        cells = (g.get("index"), g.get("name"), gib(g.get("memory_total_bytes")), g.get("compute_capability") or "-",
                  power, pcie, bus)
         rows.append("| " + " | ".join(md_text(c) for c in cells) + " |")
     return rows
@@ -199,10 +199,6 @@ def _watts(milliwatts: int | None) -> float | None:
 
 def _mhz(value: int | None) -> str:
     return str(value) if value else "-"
-
-
-def _gib(n: int | None) -> str:
-    return f"{n / 2**30:.1f} GiB" if n else "-"
 
 
 def _quiet(fn):

@@ -94,7 +94,7 @@ def inspect(path: str | Path) -> ModelInfo:
         architecture=arch,
         name=fields.get("general.name"),
         parameters=sum(t.n_elements for t in head.tensors),
-        file_type=file_type_name(fields.get("general.file_type")),
+        file_type=ggml_types.file_type_name(fields.get("general.file_type")),
         vocab_type=fields.get("tokenizer.ggml.model"),
         vocab_size=tokens.count if tokens is not None else None,
         bos_id=fields.get("tokenizer.ggml.bos_token_id"),
@@ -148,9 +148,6 @@ def decode_bytes(tensor_bytes: dict[str, int], expert_count: int | None, expert_
     return round(total)
 
 
-def file_type_name(value: int | None) -> str | None:
-    """general.file_type as llama.cpp names quantisations: 1 -> "F16", 15 -> "Q4_K_M"."""
-    return ggml_types.file_type_name(value)
 
 
 def _open(path: Path, hash_arrays: bool = True) -> Header:

@@ -16,6 +16,7 @@ from orchestrator.models.ggml_types import tensor_type_by_name
 from orchestrator.models.gguf_info import ModelInfo
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe.argv import flag_value
+from orchestrator.tables import gib
 
 GIB = 2**30
 # CUDA context (~0.3-0.5 GiB) plus llama.cpp's compute buffers (logits alone: ubatch × vocab × 4 bytes).
@@ -120,9 +121,9 @@ def from_argv(argv: list[str], target: ModelInfo, draft: ModelInfo | None, *, fr
 
 
 def _warning(models: list[ModelEstimate], total: int, free: int, reserve: int) -> str:
-    parts = ", ".join(f"{m.role} {_gib(m.gpu_bytes)} (weights {_gib(m.weight_bytes)} + KV {_gib(m.kv_bytes)}, "
+    parts = ", ".join(f"{m.role} {gib(m.gpu_bytes, 2)} (weights {gib(m.weight_bytes, 2)} + KV {gib(m.kv_bytes, 2)}, "
                       f"{m.gpu_layers}/{m.n_layers} layers)" for m in models)
-    text = (f"the models need {_gib(total)} on the GPU ({parts}, reserve {_gib(reserve)}) but only {_gib(free)} "
+    text = (f"the models need {gib(total, 2)} on the GPU ({parts}, reserve {gib(reserve, 2)}) but only {gib(free, 2)} "
             f"is free: llama.cpp will fail to allocate or keep layers on the CPU and decode slower")
     if any(m.role == "target" for m in models) and any(m.role == "draft" for m in models):
         k = target_layers_that_fit(models, free, reserve)
@@ -141,5 +142,3 @@ def _int(value: str | None, default: int) -> int:
     return int(value) if value is not None else default
 
 
-def _gib(n: int) -> str:
-    return f"{n / GIB:.2f} GiB"

@@ -92,3 +92,8 @@ def mode_of(name: str | None) -> Mode:
 def names_where(field_name: str) -> list[str]:
     """The modes whose `field_name` is true, for SQL that selects stored runs by how they ran (mode IN (...))."""
     return [m.name for m in MODES.values() if getattr(m, field_name)]
+
+
+def request_params(params: dict) -> dict:
+    """A server arm's request options: REQUEST_OPTIONS under what the arm's variables set."""
+    return {**REQUEST_OPTIONS, **params}

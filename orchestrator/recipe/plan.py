@@ -105,21 +105,8 @@ def parse_set(items: tuple[str, ...]) -> dict:
 def read_vars(path: Path | None) -> dict:
     if path is None:
         return {}
-    try:
-        return tomllib.loads(input_files.read_text(path))
-    except FileNotFoundError:
-        raise RecipeError(f"vars file {path} does not exist") from None
-    except IsADirectoryError:
-        raise RecipeError(f"vars file {path} is a directory; give a TOML file of variables") from None
-    except UnicodeDecodeError:
-        raise RecipeError(f"vars file {path} is not text (not UTF-8); give a TOML file of variables") from None
-    except OSError as exc:
-        raise RecipeError(f"vars file {path} cannot be read ({exc.strerror or exc}); give a TOML file of "
-                          f"variables") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(f"vars file {path} is not valid TOML: {exc}") from None
-    except ValueError:  # an integer of over 4300 digits
-        raise RecipeError(f"vars file {path} holds a number too long to read; give a smaller one") from None
+    return input_files.read_named_toml(path, input_files.Named("vars file", "give a TOML file of variables",
+                                                                RecipeError))
 
 
 def load(path: Path, *, builtins: dict, vars_file: Path | None = None, overrides: tuple[str, ...] = (),
@@ -212,17 +199,8 @@ def choose_arms(plan: Plan, patterns: tuple[str, ...]) -> Plan:
 
 def read_recipe(path: Path) -> str:
     """The recipe's text; RecipeError when it is not there or not a text file."""
-    try:
-        return input_files.read_text(path)
-    except FileNotFoundError:
-        raise RecipeError(f"recipe {path} does not exist") from None
-    except IsADirectoryError:
-        raise RecipeError(f"recipe {path} is a directory; give a .j2 recipe file (recipes/ holds the shipped "
-                          f"ones)") from None
-    except UnicodeDecodeError:
-        raise RecipeError(f"recipe {path} is not text (not UTF-8); give a .j2 recipe file") from None
-    except OSError as exc:
-        raise RecipeError(f"recipe {path} cannot be read ({exc.strerror or exc})") from None
+    return input_files.read_named_text(path, input_files.Named(
+        "recipe", "give a .j2 recipe file (recipes/ holds the shipped ones)", RecipeError))
 
 
 def _used_variables(env: jinja2.Environment, source: str, cells: matrix.Cells, mode: parse_modes.Mode) -> set[str]:

@@ -33,16 +33,9 @@ def load(source: str | Path = DEFAULT) -> tuple[str, list[Prompt]]:
         where = f"built-in prompts {source}"
         return str(source), _from_records(_jsonl(text, where), where)
     path = Path(source)
-    try:
-        text = input_files.read_text(path)
-    except FileNotFoundError:
-        raise RecipeError(f"prompt set {path} does not exist; give a .jsonl or .toml file, or a built-in set: "
-                          f"{', '.join(BUILT_IN)}") from None
-    except UnicodeDecodeError:
-        raise RecipeError(f"prompt set {path} is not text (not UTF-8); give a .jsonl or .toml file") from None
-    except OSError as exc:
-        raise RecipeError(f"prompt set {path} cannot be read ({exc.strerror or exc}); give a .jsonl or .toml "
-                          f"file") from None
+    text = input_files.read_named_text(path, input_files.Named(
+        "prompt set", "give a .jsonl or .toml file", RecipeError,
+        missing=f"give a .jsonl or .toml file, or a built-in set: {', '.join(BUILT_IN)}"))
     if path.suffix == ".toml":
         try:
             records = tomllib.loads(text).get("prompts", [])

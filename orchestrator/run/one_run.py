@@ -18,7 +18,7 @@ from orchestrator import json_text, parse, proc, store
 from orchestrator.build.finished import Build
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import roofline, telemetry
-from orchestrator.parse.modes import Mode, mode_of
+from orchestrator.parse.modes import Mode, mode_of, request_params
 from orchestrator.parse.server import server_metrics
 from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
@@ -134,7 +134,7 @@ def lost_record(s: RunInputs, failure: str, detail: str) -> RunRecord:
 def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.ServerPool) -> tuple[RunRecord, str]:
     """One server run: its record and its progress line. Ctrl-C: an interrupted record on the exception."""
     p = s.p
-    params = server_run.request_params(p.arm.params)
+    params = request_params(p.arm.params)
     if stopped := stopped_record(s, params):
         return stopped, f"{stopped.status} ({p.stop_class})"
     row, folder = s.begin(params)

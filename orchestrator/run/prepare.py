@@ -14,10 +14,9 @@ from orchestrator.build.finished import Build
 from orchestrator.errors import DialectError, PreflightError
 from orchestrator.machine import gpu
 from orchestrator.models import draft_cost, gguf_info, memfit, preflight, resolve
-from orchestrator.parse.modes import mode_of
+from orchestrator.parse.modes import mode_of, request_params
 from orchestrator.recipe import control, dialect, prompts
 from orchestrator.recipe.plan import Arm, Plan
-from orchestrator.run.server_run import request_params
 
 
 @dataclass

@@ -17,17 +17,13 @@ from pathlib import Path
 from orchestrator import store
 from orchestrator.errors import ServerFailed
 from orchestrator.machine import telemetry
-from orchestrator.parse.modes import REQUEST_OPTIONS
+from orchestrator.parse.modes import request_params
 from orchestrator.parse.server import counters_delta
 from orchestrator.parse.server_log import WARMUP_MARK, read_server_log
 from orchestrator.recipe import argv as flags
 from orchestrator.recipe import dialect, prompts
 from orchestrator.run import client
 from orchestrator.run.server import Server
-
-
-def request_params(params: dict) -> dict:
-    return {**REQUEST_OPTIONS, **params}
 
 
 def server_command(executed: list[str], concurrency: int) -> list[str]:

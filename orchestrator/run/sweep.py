@@ -118,7 +118,7 @@ def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[Prep
                     "build_name": build.name, "commit": build.commit,
                     "upstream_commit": build.upstream_commit, "host": host_info(), "argv": orch_argv,
                     "status": "running", "started_at": store.utcnow(), "run_order": order,
-                    "env": envinfo.snapshot(build.record), **claim, "owner_since": store.utcnow(),
+                    "env": envinfo.snapshot(build.as_stored()), **claim, "owner_since": store.utcnow(),
                     "planned_runs": len(slots)})
             run_ids = store.reserve_run_ids(con, len(slots))
     except BaseException:

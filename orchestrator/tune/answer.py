@@ -49,6 +49,8 @@ class Answer:
     # plain decoding leads: the fastest candidate that speculates (candidate, vs_plain, command), never a winner
     best_speculating: dict | None = None
     rules: Rules = field(default_factory=Rules)  # the rule it was raced by: the verdict's tie margin, the grid's cost
+    # candidates kept by --allow-output-change whose text differs from their control's: the verdict says so
+    output_changed: list[str] = field(default_factory=list)
     verdict: str = ""
 
     def to_dict(self) -> dict:
@@ -185,7 +187,17 @@ def _is_number(text: str) -> bool:
 
 
 def verdict(answer: Answer) -> str:
-    """One sentence: what to run for this workload, or why there is no single answer."""
+    """One sentence: what to run for this workload, or why there is no single answer; and where the candidate it
+    names produced other text than its control (kept by --allow-output-change), that it did."""
+    said = _verdict(answer)
+    named = answer.winner or next((r["candidate"] for r in answer.rows if r["state"] in ("tied", "not separated")),
+                                  None)
+    if named in answer.output_changed:
+        said += f"; note: {named}'s text differs from its control's (kept by --allow-output-change)"
+    return said
+
+
+def _verdict(answer: Answer) -> str:
     w = answer.workload
     cost = f"{answer.runs} runs against {answer.grid_runs} for the grid at {answer.rules.grid_repeats} repeats"
     margin = percent(answer.rules.tie_margin)

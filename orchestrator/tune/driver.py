@@ -238,7 +238,9 @@ def _answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: str, w
                         runs=count, seconds=seconds, grid_runs=grid_runs, grid_seconds=grid_seconds,
                         rounds=max((x["round"] for x in state.rounds), default=0),
                         candidates=len(feasible(s, state)) + 1, reason=reason, left=dict(state.left),
-                        noise=noise.sd if noise else None, rules=s.rules)
+                        noise=noise.sd if noise else None, rules=s.rules,
+                        output_changed=sorted(guards.output_changes(runs, set(s.candidates)))
+                        if s.allow_output_change else [])
     out.rows = answer.table(scores, noise or race.Noise(None, 0), reference=s.baseline, survivors=survivors,
                             left=state.left,
                             like_for_like=race.control_scores(runs, set(s.candidates), s.baseline, s.planned),

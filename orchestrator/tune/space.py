@@ -61,17 +61,9 @@ def resolve(arg: str, *, baseline: dict, backend: str, variables: dict) -> Space
 
 
 def from_file(path: Path, baseline: dict) -> Space:
-    try:
-        data = tomllib.loads(input_files.read_text(path))
-    except FileNotFoundError:
-        raise InvalidOption(f"--space {path} does not exist; give a TOML space file or built-in names "
-                            f"({', '.join(builtin_spaces())}, {ALL})") from None
-    except UnicodeDecodeError:
-        raise InvalidOption(f"--space {path} is not text (not UTF-8); give a TOML space file") from None
-    except OSError as exc:
-        raise InvalidOption(f"--space {path} cannot be read ({exc.strerror or exc}); give a TOML space file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidOption(f"--space {path} is not valid TOML: {exc}") from None
+    data = input_files.read_named_toml(path, input_files.Named(
+        "--space", "give a TOML space file", InvalidOption,
+        missing=f"give a TOML space file or built-in names ({', '.join(builtin_spaces())}, {ALL})"))
     unknown = set(data) - {"grid", "all", "sample"}
     if unknown or not isinstance(data.get("grid"), list) or not data["grid"]:
         what = f"unknown keys {', '.join(sorted(unknown))}" if unknown else "no [[grid]]"

@@ -174,3 +174,20 @@ def test_a_commit_whose_runs_stop_adding_samples_ends_its_repeats_instead_of_loo
     result = run(bench)
     assert [n for c, n in bench.calls if c == COMMITS[5]] == [3, 3]
     assert result.skipped == [COMMITS[5]]
+
+
+def test_a_recipe_that_reads_its_build_renders_before_any_bisect_build_exists(tmp_path):
+    """Which programs to build and which arm to follow are read from the recipe before a build exists: `build`
+    then holds every key a build gives, with no commit, so a recipe that reads build.upstream_commit renders."""
+    from pathlib import Path
+
+    from orchestrator.bisect.driver import Setup, recipe_tools, unbuilt_plan
+
+    recipe = tmp_path / "r.j2"
+    recipe.write_text('{% set meta = {"mode": "cli", "defaults": {"x": 0}, "baseline": {"x": 0}, '
+                      '"matrix": [{"_label": "draft", "x": 1}]} %}\n'
+                      "{{ bin }}/llama-cli -m m.gguf {% if build.upstream_commit %}--new{% endif %} -n {{ 4 + x }}\n")
+    setup = Setup(recipe=Path(recipe), arm="draft", metric="decode_tps")
+    assert [a.argv for a in unbuilt_plan(setup).arms if a.name == "draft"] == [["/BIN/llama-cli", "-m", "m.gguf",
+                                                                                 "-n", "5"]]
+    assert "llama-cli" in recipe_tools(setup)

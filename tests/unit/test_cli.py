@@ -250,3 +250,13 @@ def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_
     lacking = [name for name in sorted(printing)
                if "--json" not in {o for p in group.commands[name].params for o in p.opts}]
     assert lacking == []
+
+
+@pytest.mark.parametrize("command", [["compare", "--base", "a", "--head", "b"], ["history", "r.j2"],
+                                     ["bisect", "r.j2", "--commits", "a,b"]])
+@pytest.mark.parametrize("threshold", ["lots", "inf%", "nan", "100%", "-5%"])
+def test_a_threshold_that_cannot_gate_is_refused_alike_by_every_command(orch_env, command, threshold):
+    """compare, history and bisect read --threshold one way: a change between 0% and 100%; NaN or inf% would turn
+    `--fail-on regression` off without a word."""
+    result = CliRunner().invoke(main, [*command, "--threshold", threshold])
+    assert result.exit_code == 10 and "--threshold" in result.output and "0% and 100%" in result.output, result.output

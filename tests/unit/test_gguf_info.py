@@ -9,12 +9,8 @@ import numpy as np
 import pytest
 
 from orchestrator.errors import ModelError, OrchError
-from orchestrator.models.gguf_info import (
-    ModelInfo,
-    decode_bytes,
-    file_type_name,
-    inspect,
-)
+from orchestrator.models.ggml_types import file_type_name
+from orchestrator.models.gguf_info import ModelInfo, decode_bytes, inspect
 from orchestrator.models.vocab import differences as vocab_differences
 
 

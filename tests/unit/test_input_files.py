@@ -54,3 +54,13 @@ def test_a_file_over_the_cap_is_refused(huge, monkeypatch):
     with pytest.raises(InvalidOption, match=r"cannot be read \(larger than"):
         space.from_file(huge, {})
     assert input_files.read_text(huge, cap=20000).startswith("# x")  # the same file under a cap it fits
+
+
+def test_toml_nested_past_pythons_stack_is_one_line_naming_the_file(tmp_path):
+    """A vars file or tune space of 5,000 nested arrays: one line naming the file, not a RecursionError."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(RecipeError, match=rf"vars file {deep} nests tables or arrays too deep to read; give a TOML"):
+        plan.read_vars(deep)
+    with pytest.raises(InvalidOption, match=rf"--space {deep} nests tables or arrays too deep"):
+        space.from_file(deep, {})

@@ -244,6 +244,21 @@ def test_the_verdict_never_calls_a_tied_set_a_winner():
     assert verdict(off).startswith("prose: no speculation: no candidate is measurably faster")
 
 
+def test_a_winner_kept_by_allow_output_change_is_said_to_change_the_text():
+    """--allow-output-change keeps a candidate whose text differs from its control's in the race; the answer that
+    names it says so (guards.output_changes), and one whose text held says nothing of it."""
+    runs = _runs({"changed": [100.0], "same": [100.0], BASE: [100.0]},
+                 changed={"n_drafted": 9, "outputs_differ": 1}, same={"n_drafted": 9})
+    changed = sorted(guards.output_changes(runs, {"changed", "same", BASE}))
+    assert changed == ["changed"]
+    rows = [{"candidate": "changed", "state": "winner", "vs_plain": "1.40x"}]
+    won = Answer(workload="code", state=race.WINNER, winner="changed", rows=rows, output_changed=changed)
+    assert verdict(won).startswith("code: changed wins at 1.40x") and "changed's text differs" in verdict(won)
+    held = Answer(workload="code", state=race.WINNER, winner="same", output_changed=changed,
+                  rows=[{"candidate": "same", "state": "winner", "vs_plain": "1.30x"}])
+    assert "differs" not in verdict(held)
+
+
 def test_an_answer_is_served_as_it_was_run_plain_decoding_too():
     """The winner's llama-server line keeps every shared flag and drops what only a one-shot CLI run takes (prompt,
     conversation switch, orch's -lv); "no speculation" is served too, without a draft; a flag this build's server
