@@ -6,6 +6,7 @@ and every kind is checked.
     output  what `make demo` and `make demo-tiny` print at their end
     toml    a --vars file
     tree    the source layout
+    python  a Python example (orchestrator.results), run against that file
 
 tests/unit/test_docs.py parses every command line with orch's own click parser; tests/integration/test_readme.py
 runs the ones that are complete commands against a real results file made by make demo-tiny's recipes.
@@ -27,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-KINDS = ("sh", "output", "toml", "tree")
+KINDS = ("sh", "output", "toml", "tree", "python")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import click
 
 from orchestrator import tables
 from orchestrator.analyze import glossary
-from orchestrator.cli.group import data_format, db_option, main, opened_db, threshold_option
+from orchestrator.cli.group import data_format, db_option, main, threshold_option
 
 COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
 
@@ -45,26 +45,21 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
                    "different): a CI gate, as asv continuous fails a job.")
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, fail_on, db):
-    from orchestrator.analyze import hosts, stats
-    from orchestrator.analyze.compare_builds import compare_builds
-    from orchestrator.build.in_results import resolve_stored_build
+    from orchestrator import results
+    from orchestrator.analyze import stats
 
     stats.import_quantiles_meanwhile()  # while the queries run
 
     limit = threshold
     if not (base_host or head_host) and not (base_ref and head_ref):
         raise click.UsageError("name two builds (--base and --head) or two hosts (--base-host and --head-host)")
-    env_lines = []
-    with opened_db(db) as con:
-        if base_host or head_host:
-            base_host = hosts.resolve_host(con, base_host or head_host)
-            head_host = hosts.resolve_host(con, head_host or base_host)
-            base_ref, head_ref = hosts.build_for_hosts(con, base_host, head_host, base_ref, head_ref)
-        base, head = resolve_stored_build(con, base_ref), resolve_stored_build(con, head_ref)
-        result = compare_builds(con, base, head, recipe=recipe, threshold=limit, base_host=base_host,
-                                head_host=head_host)
-        if base_host != head_host:
-            env_lines = hosts.differences(con, base_host, base, head_host, head)
+    with results.open(db) as found:
+        result = found.compare(base_ref, head_ref, recipe=recipe, threshold=limit, base_host=base_host,
+                               head_host=head_host)
+        env_lines = found.host_differences(result)
+    base_host, head_host = result.base_host, result.head_host
+    if base_ref is None or head_ref is None:  # named by host: the builds found for them
+        base_ref, head_ref = base_ref or result.base, head_ref or result.head
     if fmt == "json":
         click.echo(json.dumps({**asdict(result), "host_differences": env_lines}, indent=2, default=str))
         if result.warning:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import config, json_text, tables
+from orchestrator import json_text, tables
 from orchestrator.analyze import glossary
 from orchestrator.cli import output
 from orchestrator.cli.group import COUNT, ID, data_format, db_option, main, opened_db
@@ -27,10 +27,10 @@ def runs_command(last, as_json, wide, db):
 
     Example: orch runs --last 10 --json
     """
-    from orchestrator.store import queries
+    from orchestrator import results
 
-    with opened_db(db) as con:
-        rows = queries.recent_runs(con, last)
+    with results.open(db) as found:
+        rows = found.run_rows(last)
     if as_json:
         click.echo(tables.render(rows, "json"))
         return
@@ -50,16 +50,11 @@ def show_command(run_id, logs, as_json, db):
 
     Example: orch show 12 --no-logs
     """
-    from orchestrator.errors import NoSuchRun
-    from orchestrator.store import logs as logs_store
-    from orchestrator.store import queries
+    from orchestrator import results
 
-    with opened_db(db) as con:
-        run = queries.run_row(con, run_id, decode_json=as_json)
-        metrics = queries.metrics_row(con, run_id, decode_json=as_json)
-        texts = logs_store.read_logs(con, run_id, damaged_as_note=True) if logs and run else {}
-    if not run:
-        raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
+    with results.open(db) as found:
+        shown = found.run(run_id, with_logs=logs, decode_json=as_json)
+    run, metrics, texts = shown["run"], shown["metrics"], shown["logs"]
     if as_json:
         click.echo(json_text.to_json({"run": run, "metrics": metrics, "logs": texts}, indent=1))
         return
@@ -109,10 +104,10 @@ EVERY_WARNING = "all"  # --explain without a code
                    "(docs/warnings.md); nothing is read.")
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
+    from orchestrator import results
     from orchestrator.analyze import summary, summary_cache, summary_table, warning_docs
     from orchestrator.analyze.sweep_summary import Summaries, from_rows
-    from orchestrator.errors import InvalidOption, NoSuchSweep
-    from orchestrator.store import queries
+    from orchestrator.errors import InvalidOption
 
     if explain not in (None, EVERY_WARNING):
         if explain.isdigit():  # `--explain 3`: sweep 3, explained, as before the option took a code
@@ -126,12 +121,10 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
     explain = explain is not None
     if wide and column_list:
         raise click.UsageError("--wide and --columns exclude each other: --wide shows every column")
-    with opened_db(db) as con, summary.collector_paused():  # millions of objects for a big summary, none in a cycle
-        if missing := sorted(set(sweeps) - queries.existing_sweeps(con, list(sweeps))):
-            raise NoSuchSweep(f"no sweep {', '.join(map(str, missing))}; list them with `orch sweeps`")
-        ids = list(sweeps) or queries.last_sweeps(con, last)
+    with results.open(db) as found, summary.collector_paused():  # millions of objects, none in a cycle
+        con, ids = found.con, found.sweep_ids(sweeps, last)
         if column_list and fmt in ("csv", "json"):  # some columns, every value as it is: the rows, computed now
-            rows = summary.arm_rows(con, ids)
+            rows = found.summary_rows(*ids)
             columns = summary_table.picked_row_columns(rows, column_list) if column_list else None
             if fmt == "json":
                 output.write_json(json_text.json_rows(rows, columns))

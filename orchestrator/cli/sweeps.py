@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from orchestrator import tables
-from orchestrator.cli.group import COUNT, data_format, db_option, main, opened_db
+from orchestrator.cli.group import COUNT, data_format, db_option, main
 
 COLUMNS = ["sweep", "recipe", "builds", "workload", "mode", "runs", "ok", "planned", "status", "started", "part_of"]
 
@@ -22,10 +22,10 @@ def sweeps_command(last, fmt, db):
 
     Example: orch sweeps --last 5
     """
-    from orchestrator.store import sweep_list
+    from orchestrator import results
 
-    with opened_db(db) as con:
-        rows = sweep_list.sweeps(con, last)
+    with results.open(db) as found:
+        rows = [s.values for s in found.sweeps(last)]
     if fmt == "table" and not rows:
         click.echo("no sweeps stored yet; `orch run RECIPE` makes one", err=True)
         return

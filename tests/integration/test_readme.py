@@ -83,3 +83,14 @@ def test_the_readme_vars_file_names_recipe_a_variables(orch_exe, demo):
     res = run_orch(orch_exe, *command[1:], env=env, cwd=work)
     assert res.returncode == 33, res.stderr  # its files are missing here; an unknown variable would be 12
     assert "/data/gguf/Qwen3-4B-Q4_K_M.gguf" in res.stderr
+
+
+def test_every_python_example_runs_against_the_demos_results(demo):
+    """docs/python.md's examples (orchestrator.results) run whole in the folder make demo-tiny left, and print."""
+    work, env, _ = demo
+    examples = [b for b in readme_examples.all_blocks() if b.kind == "python"]
+    assert examples
+    for block in examples:
+        res = subprocess.run([sys.executable, "-c", block.text], env={**env, "PYTHONPATH": str(ROOT)}, cwd=work,
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0 and res.stdout.strip(), f"{block.source} line {block.line}:\n{res.stderr}"
