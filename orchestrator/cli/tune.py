@@ -119,8 +119,8 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
             recipe=recipe_path, build_ref=build_ref, vars_file=vars_file, overrides=tuple(overrides),
             models=models_dir, arms=arm_choice(arm_patterns),
             space=space, workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
-            budget=parse_budget(budget), rules=Rules(max_runs=max_runs),
-            allow_output_change=allow_output_change, timeout=timeout, db=db, measure=measure)
+            budget=parse_budget(budget), rules=Rules(max_runs=max_runs, allow_output_change=allow_output_change),
+            timeout=timeout, db=db, measure=measure)
         if dry_run:
             return _print_preview(request, as_json)
         found = session.start(request, argv=sys.argv, say=say)

@@ -47,7 +47,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
             return _answer(s, state, runs, "refused", None, [], reason=decisions.words(refusal, event=False))
         survivors = [c for c in s.candidates if c not in state.left]
         out = guards.disqualified(runs, set(survivors) - {baseline}, speculating,
-                                  allow_output_change=s.allow_output_change)
+                                  allow_output_change=s.rules.allow_output_change)
         _record(s, state, number, list(out.values()))
         survivors = [c for c in survivors if c not in out]
         scores = race.block_scores(runs, baseline, set(s.candidates) | set(s.controls.values()), s.planned)
@@ -78,7 +78,7 @@ def first_round_runs(prepared: PreparedRecipe, rules: Rules) -> int:
     """The planned runs of round 1 (every feasible candidate once, with plain decoding and the controls per block):
     the least budget a race can start with."""
     s = RaceSettings(tune_id=0, workload="", prepared=prepared, rules=rules, budget=Budget(),
-                     allow_output_change=False, timeout=0, argv=[])
+                     timeout=0, argv=[])
     out = {d.candidate for d in infeasible(prepared)}
     ready = [p.arm.name for p in prepared.arms if not p.arm.is_control and not p.arm.is_baseline
              and p.arm.name not in out]
@@ -240,7 +240,7 @@ def _answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: str, w
                         candidates=len(feasible(s, state)) + 1, reason=reason, left=dict(state.left),
                         noise=noise.sd if noise else None, rules=s.rules,
                         output_changed=sorted(guards.output_changes(runs, set(s.candidates)))
-                        if s.allow_output_change else [])
+                        if s.rules.allow_output_change else [])
     out.rows = answer.table(scores, noise or race.Noise(None, 0), reference=s.baseline, survivors=survivors,
                             left=state.left,
                             like_for_like=race.control_scores(runs, set(s.candidates), s.baseline, s.planned),

@@ -26,7 +26,7 @@ def preview(request: TuneRequest) -> list[Preview]:
     out = []
     for file, prepared in zip(found.files, found.prepared.values()):
         s = race_settings.RaceSettings(tune_id=0, workload=answer.workload_name(file), prepared=prepared,
-                                rules=request.rules, budget=request.budget, allow_output_change=False, timeout=0,
+                                rules=request.rules, budget=request.budget, timeout=0,
                                 argv=[])
         left = {d.candidate: d for d in driver.infeasible(prepared)}
         stopped = {name: decisions.words(why, event=False) for name, why in left.items()}

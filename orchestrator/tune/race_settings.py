@@ -38,7 +38,6 @@ class RaceSettings:
     prepared: PreparedRecipe
     rules: Rules
     budget: Budget
-    allow_output_change: bool
     timeout: float
     argv: list[str]
     say: object = print

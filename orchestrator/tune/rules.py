@@ -18,6 +18,8 @@ class Rules:
     max_runs: int = 10  # a candidate's scores after which more runs are not spent on it
     group: int = 8  # candidates per block, beside the baseline and their controls
     grid_repeats: int = GRID_REPEATS  # the grid the default budget and the cost are against (tunes before: 5)
+    # a candidate whose text differs from its control's stays in the race (--allow-output-change), said so
+    allow_output_change: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)

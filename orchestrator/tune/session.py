@@ -46,7 +46,6 @@ class TuneRequest:
     workloads: tuple[str, ...] = ()  # names (recipes/workloads/NAME.toml) or files; none: the recipe's own prompt
     budget: Budget = field(default_factory=Budget)
     rules: Rules = field(default_factory=Rules)
-    allow_output_change: bool = False
     timeout: float = 600.0
     db: Path | None = None
     measure: bool = False  # race the candidates predicted slower than plain decoding too
@@ -151,7 +150,7 @@ def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
             "recipe_path": str(request.recipe.absolute()), "recipe_hash": sha256_text(request.recipe.read_text()),
             "build_name": build.name, "variables": given, "space": grids, "space_source": source,
             "workloads": [str(f.absolute()) if f else None for f in files], "budget": request.budget.to_dict(),
-            "rules": {**request.rules.to_dict(), "allow_output_change": request.allow_output_change,
+            "rules": {**request.rules.to_dict(),
                       "measure": request.measure},
             "argv": argv})
         stored_tune.own(con, tune_id)
@@ -166,14 +165,14 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
     stored_tune.check_recipe(row)
     try:  # a stored row is data: one that does not read is one line, never a traceback
         given = row["variables"] or {}
-        rules, allow = stored_tune.stored_rules(row)
+        rules = stored_tune.stored_rules(row)
         kept = "vars_values" in given  # the files' values as the tune started (tunes stored before: their paths)
         request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
                               vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
                               overrides=(*(_as_overrides(given["vars_values"]) if kept else ()),
                                          *(given.get("overrides") or ())), arms=tuple(given.get("arms") or ()),
                               models=Path(given["models"]) if given.get("models") else None,
-                              budget=Budget(**row["budget"]), rules=rules, allow_output_change=allow,
+                              budget=Budget(**row["budget"]), rules=rules,
                               timeout=float(given.get("timeout", 600.0)), db=database.path,
                               measure=bool(row["rules"].get("measure", False)))
         files = [Path(w) if w else None for w in row["workloads"]]
@@ -234,8 +233,7 @@ def _execute(database, tune_id: int, request: TuneRequest, build: Build, prepare
         for f in files:
             name = answer.workload_name(f)
             settings = race_settings.RaceSettings(tune_id=tune_id, workload=name, prepared=prepared[str(f)],
-                                           rules=request.rules, budget=request.budget,
-                                           allow_output_change=request.allow_output_change, timeout=request.timeout,
+                                           rules=request.rules, budget=request.budget, timeout=request.timeout,
                                            argv=argv, say=say, measure=request.measure)
             state = race_settings.RaceState.stored([x for x in rounds if x["workload"] == name],
                                             [d for w, d in decided if w == name])

@@ -28,13 +28,12 @@ def check_recipe(row: dict) -> None:
                               f"what was started: restore the recipe, or start a new tune")
 
 
-def stored_rules(row: dict) -> tuple[Rules, bool]:
-    """The rule a tune was started with, and whether it allows output changes: what its resume races by (a tune
-    stored before a rule existed takes its default; one that names no rule this orch knows raises TypeError)."""
+def stored_rules(row: dict) -> Rules:
+    """The rule a tune was started with: what its resume races by (a tune stored before a rule existed takes its
+    default; one that names no rule this orch knows raises TypeError)."""
     rules = dict(row["rules"])
-    allow = bool(rules.pop("allow_output_change", False))
     rules.pop("measure", None)  # read by the resume itself (a tune stored before it: False)
-    return Rules(**rules), allow
+    return Rules(**{**rules, "allow_output_change": bool(rules.get("allow_output_change", False))})
 
 
 def stored(database: store.Database, ref: str) -> dict:

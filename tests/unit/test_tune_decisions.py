@@ -119,8 +119,8 @@ def test_the_verdict_says_the_tie_margin_and_grid_of_the_stored_rule(tmp_path):
     rule's too, and a tune stored before grid_repeats existed takes the grid of 5 it was measured against."""
     with store.opened(tmp_path / "r.duckdb") as con:
         tune_id = tunes.create_tune(con, _tune_row({"tie_margin": 0.05, "max_runs": 6, "allow_output_change": True}))
-        rules, allow = stored_tune.stored_rules(tune_queries.tune_row(con, tune_id))
-    assert rules == Rules(tie_margin=0.05, max_runs=6) and allow and rules.grid_repeats == GRID_REPEATS == 5
+        rules = stored_tune.stored_rules(tune_queries.tune_row(con, tune_id))
+    assert rules == Rules(tie_margin=0.05, max_runs=6, allow_output_change=True) and rules.grid_repeats == 5
     tied = Answer(workload="w", state=race.EQUIVALENT, tied=["a", "b"], runs=10, grid_runs=20, rules=rules,
                   rows=[{"candidate": "a", "state": "tied"}, {"candidate": "b", "state": "tied"}])
     assert verdict(tied) == "w: tied within 5%, any of them: a, b (10 runs against 20 for the grid at 5 repeats)"
@@ -145,7 +145,7 @@ def _fake_race(path, tune_id: int, rules: Rules, say) -> race_settings.RaceSetti
     build = SimpleNamespace(tool=lambda name: None, help_texts=dict)
     prepared = SimpleNamespace(database=store.Database(path), arms=arms, build=build)
     return race_settings.RaceSettings(tune_id=tune_id, workload="w", prepared=prepared, rules=rules,
-                               budget=race_settings.Budget(runs=12), allow_output_change=False, timeout=0, argv=[], say=say)
+                               budget=race_settings.Budget(runs=12), timeout=0, argv=[], say=say)
 
 
 def _runs() -> list[dict]:
@@ -175,7 +175,7 @@ def test_a_resumed_race_reads_its_decisions_and_rule_back_typed(tmp_path, monkey
         row, rounds = tune_queries.tune_row(con, tune_id), tune_queries.rounds(con, tune_id)
         decided = [decisions.from_row(e) for e in tune_queries.events(con, tune_id)]
     assert decided == [earlier]
-    rules, _ = stored_tune.stored_rules(row)
+    rules = stored_tune.stored_rules(row)
     monkeypatch.setattr(driver, "_runs", lambda s, state: _runs())
     lines = []
     found = driver.run_race(_fake_race(path, tune_id, rules, lines.append), race_settings.RaceState.stored(rounds, decided))

@@ -20,7 +20,7 @@ def _race(candidates: int, budget_runs: int | None) -> RaceSettings:
     arms = [arm(BASE, base=True), arm("control", BASE, control=True)]
     arms += [arm(f"c{i}", "control") for i in range(candidates)]
     return RaceSettings(tune_id=1, workload="w", prepared=SimpleNamespace(arms=arms), rules=Rules(),
-                        budget=Budget(runs=budget_runs), allow_output_change=False, timeout=0, argv=[])
+                        budget=Budget(runs=budget_runs), timeout=0, argv=[])
 
 
 def _spent(n: int) -> list[dict]:
