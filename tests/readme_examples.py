@@ -203,13 +203,13 @@ def check_orch(command: str, *, partial: bool = False) -> int:
     checked = 0
     for args in variants(command):
         cmd, path, args = main, [], args[1:]
-        while isinstance(cmd, click.Group) and args and args[0] in cmd.commands:
+        while isinstance(cmd, click.Group) and args and args[0] in cmd.list_commands(None):
             path.append(args[0])
-            cmd = cmd.commands[args.pop(0)]
+            cmd = cmd.get_command(None, args.pop(0))
         name = " ".join(["orch", *path])
         if isinstance(cmd, click.Group):
             assert not args or args[0].startswith("-"), f"{command!r}: no command {name} {args[0]}"
-            assert partial, f"{command!r}: {name} needs a command ({', '.join(sorted(cmd.commands))})"
+            assert partial, f"{command!r}: {name} needs a command ({', '.join(cmd.list_commands(None))})"
             known = {o for p in [*cmd.params, cmd.get_help_option(click.Context(cmd))] if p for o in p.opts}
             unknown = [a for a in args if a.split("=")[0] not in known]
             assert not unknown, f"{command!r}: {name} has no option {unknown[0]}"

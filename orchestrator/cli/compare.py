@@ -7,9 +7,10 @@ from dataclasses import asdict
 
 import click
 
-from orchestrator import tables
-from orchestrator.analyze import glossary
+from orchestrator import results, tables
+from orchestrator.analyze import glossary, side_by_side, stats
 from orchestrator.cli.group import data_format, db_option, main, threshold_option
+from orchestrator.errors import Regressed
 
 COMPARE_HELP = f"""Compare two builds arm by arm (head/base).
 
@@ -45,9 +46,6 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
                    "different): a CI gate, as asv continuous fails a job.")
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, fail_on, db):
-    from orchestrator import results
-    from orchestrator.analyze import stats
-
     stats.import_quantiles_meanwhile()  # while the queries run
 
     limit = threshold
@@ -71,9 +69,6 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
 
 
 def _fail_on_regression(result) -> None:
-    from orchestrator.analyze import side_by_side
-    from orchestrator.errors import Regressed
-
     regressed = [r for r in result.rows if r.get("verdict") == side_by_side.REGRESSION]
     if regressed:
         names = ", ".join(str(r.get("arm")) for r in regressed[:5]) + (", ..." if len(regressed) > 5 else "")
@@ -81,8 +76,6 @@ def _fail_on_regression(result) -> None:
 
 
 def _print_comparison(result, limit, base_ref, head_ref, base_host, head_host, recipe, fmt, wide, env_lines) -> None:
-    from orchestrator.analyze import side_by_side
-
     def on(host):
         return f" on {host}" if host else ""
 

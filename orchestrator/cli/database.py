@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
+from orchestrator import config, store
+from orchestrator.analyze import summary_cache
 from orchestrator.cli.group import db_option, main
+from orchestrator.store import schema
 
 
 @main.command("repair")
@@ -19,9 +22,6 @@ def repair_command(db):
 
     Example: orch repair --db results.duckdb
     """
-    from orchestrator import config, store
-    from orchestrator.analyze import summary_cache
-    from orchestrator.store import schema
 
     path = db or config.db_path()
     with store.opened(path, create=False, check=False) as con:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
+from orchestrator.analyze import summary_cache
 from orchestrator.cli.group import ID, db_option, main, opened_db
+from orchestrator.errors import ImportConflicts
+from orchestrator.store import exchange
 
 
 @main.command("export")
@@ -22,7 +26,6 @@ def export_command(sweeps, out_dir, db):
 
     Example: orch export 12 13 --out results-3090/
     """
-    from orchestrator.store import exchange
 
     with opened_db(db) as con:
         counts = exchange.export(con, out_dir, list(sweeps) or None)
@@ -43,11 +46,6 @@ def import_command(sources, db):
 
     Example: orch import results-3090/ results-4060ti/ other-box.duckdb
     """
-    from contextlib import ExitStack
-
-    from orchestrator.analyze import summary_cache
-    from orchestrator.errors import ImportConflicts
-    from orchestrator.store import exchange
 
     conflicts = []
     with ExitStack() as staging:

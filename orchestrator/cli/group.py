@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import math
 import sys
 from pathlib import Path
@@ -13,11 +14,54 @@ import click
 from orchestrator import __version__, config, stops, tables
 from orchestrator.errors import Interrupted, InvalidOption, OrchError
 
+# Each command: the module of orchestrator/cli that defines it, and its one-line summary. `orch --help` lists them
+# from here, and a command's module is imported only when the command is asked for, so every module imports what
+# its commands use at its top and --help reads none of them (tests/unit/test_cli.py holds this table to the code).
+COMMANDS = {
+    "bisect": ("bisect", "Find the first commit where a recipe's metric changes."),
+    "build": ("build", "Build llama.cpp at COMMIT (cached)."),
+    "builds": ("build", "List complete builds, newest first, broken ones marked."),
+    "compare": ("compare", "Compare two builds arm by arm (head/base)."),
+    "env": ("tools", "Print this machine's benchmark environment."),
+    "export": ("exchange", "Write sweeps (default: all) as Parquet files to send elsewhere."),
+    "history": ("bisect", "Draw a recipe arm's metric across builds, in commit order."),
+    "import": ("exchange", "Merge exports or other results files into the database."),
+    "logs": ("tools", "Write a stored run's logs back out as files."),
+    "mirror": ("build", "Manage the local llama.cpp source mirror."),
+    "models": ("models", "Make, fetch and inspect GGUF models."),
+    "parse": ("tools", "Read one run's saved logs: their kind, metrics and failure class."),
+    "probe": ("probe", "Time what a target pass and a drafted token cost here."),
+    "query": ("query", "Run SQL against the results database (read-only unless --write)."),
+    "repair": ("database", "Restore dropped tables and views; keep sweep summaries."),
+    "reparse": ("tools", "Re-derive stored metrics from the raw logs."),
+    "report": ("results", "Write a report of sweeps to hand on: markdown, HTML and plots."),
+    "run": ("run", "Run a recipe's arms on a build and store them."),
+    "runs": ("results", "List stored runs, newest last."),
+    "show": ("results", "Show one run: argv, status, metrics, logs."),
+    "summary": ("results", "Per-arm speed with intervals, speedup, warnings."),
+    "sweeps": ("sweeps", "List stored sweeps, newest last."),
+    "tune": ("tune", "Race speculation settings to the fastest on this machine."),
+    "watch": ("watch", "Follow a sweep live: progress, ETA, summary, failures."),
+}
+
 
 class OrchGroup(click.Group):
     """Runs every command under stops.on_signals; prints an OrchError as one line and exits with its code, and a
     stop (Ctrl-C, SIGTERM, SIGHUP), or any error that follows one, as `orch: interrupted` with the signal's code
-    (130, 143, 129). Tracebacks only with --debug."""
+    (130, 143, 129). Tracebacks only with --debug. Its commands are loaded as they are asked for (COMMANDS)."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        if name in COMMANDS and name not in self.commands:
+            importlib.import_module(f"orchestrator.cli.{COMMANDS[name][0]}")  # registers its commands on main
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx, formatter) -> None:
+        """`orch --help`'s list, from COMMANDS: no command's module is imported for it."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, summary) in sorted(COMMANDS.items())])
 
     def invoke(self, ctx):
         with stops.on_signals(), inert_output():

@@ -7,8 +7,19 @@ from pathlib import Path
 
 import click
 
+from orchestrator import tables
 from orchestrator.cli.group import arm_choice, data_format, db_option, main, recipe_options
+from orchestrator.cli.run import chosen_build
+from orchestrator.cli.tune import shell_lines
+from orchestrator.cluster import probing
+from orchestrator.cluster.executor import RayOptions
 from orchestrator.errors import InvalidOption
+from orchestrator.report import probe_plot
+from orchestrator.run import predictions, recipe_run
+from orchestrator.run.predictions import Elsewhere
+from orchestrator.run.probe import looks_up
+from orchestrator.store import probes
+from orchestrator.tune.answer import command_line
 
 
 @main.command("probe")
@@ -53,8 +64,6 @@ def probe_command(recipe_path, build_ref, overrides, vars_file, models_dir, arm_
 
     Example: orch probe recipes/real_pair.j2 --vars recipes/workloads/code_complete.toml
     """
-    from orchestrator.cli.run import chosen_build
-    from orchestrator.run import predictions, recipe_run
 
     if executor == "ray" and not each_host or each_host and executor != "ray":
         raise InvalidOption("orch probe on Ray times every node: give --executor ray and --each-host together")
@@ -67,7 +76,6 @@ def probe_command(recipe_path, build_ref, overrides, vars_file, models_dir, arm_
                                        overrides=tuple(overrides), models=models_dir, db=db,
                                        arms=arm_choice(arm_patterns))
     prepared = recipe_run.prepare_recipe(request, chosen_build(request))
-    from orchestrator.run.probe import looks_up
 
     if not any(p.models and (p.models.draft or looks_up(p.executed)) and not p.stop_reason for p in prepared.arms):
         click.echo(f"orch probe: no arm of {recipe_path.name} runs with a draft model or an n-gram method: nothing "
@@ -85,8 +93,6 @@ def probe_command(recipe_path, build_ref, overrides, vars_file, models_dir, arm_
     probed, predicted = predictions.probe_and_predict(prepared.database, prepared.build, prepared.arms, reps=reps,
                                                       again=again)
     if plot_path:
-        from orchestrator.report import probe_plot
-
         probe_plot.draw(probed, plot_path, f"what a pass costs: {prepared.build.name} on this machine")
     if fmt == "json":
         click.echo(json.dumps({"costs": _cost_rows(probed), "predictions": [_prediction_row(a) for a in predicted]},
@@ -111,8 +117,6 @@ def _cost_rows(probed) -> list[dict]:
 
 
 def _cost_table(probed, where: str) -> str:
-    from orchestrator import tables
-
     rows = _cost_rows(probed)
     if not rows:
         return f"what {where} charges: no cost probe stored for these models at the arms' threads, offload and depth"
@@ -135,8 +139,6 @@ def _prediction_row(a) -> dict:
 
 
 def _prediction_table(predicted) -> str:
-    from orchestrator import tables
-
     if not predicted:
         return "no arm speculates: nothing to predict"
     rows = []
@@ -160,8 +162,6 @@ def _break_even(value: float | None) -> str | None:
 
 def _stored_host(database, name: str):
     """The stored host a --host names (its hostname or a prefix of its id); InvalidOption listing them."""
-    from orchestrator.run.predictions import Elsewhere
-    from orchestrator.store import probes
 
     if not database.path.is_file():
         raise InvalidOption(f"--host {name}: no results file at {database.path}: import one from that host first "
@@ -177,9 +177,6 @@ def _stored_host(database, name: str):
 
 
 def _each_node(prepared, address: str, hosts: str | None, reps: int, again: bool):
-    from orchestrator.cluster import probing
-    from orchestrator.cluster.executor import RayOptions
-
     chosen = tuple(h for h in (hosts or "").split(",") if h)
     return probing.probe_each_host(prepared, RayOptions(address, 1, chosen, True), reps=reps, again=again)
 
@@ -191,8 +188,6 @@ def _hosts_text(per_host, arms, fmt: str) -> str:
         return json.dumps([{"host": h.host_name, "host_id": h.host_id, "costs": _cost_rows(probed),
                             "predictions": [_prediction_row(a) for a in predicted], **_best(predicted, arms)}
                            for h, probed, predicted in per_host], indent=1, default=str)
-    from orchestrator import tables
-    from orchestrator.cli.tune import shell_lines
 
     out = []
     for h, probed, predicted in per_host:
@@ -204,8 +199,6 @@ def _hosts_text(per_host, arms, fmt: str) -> str:
 
 
 def _best(predicted, arms) -> dict:
-    from orchestrator.tune.answer import command_line
-
     by_name = {p.arm.name: p for p in arms}
     made = [a for a in predicted if a.prediction]
     top = max(made, key=lambda a: a.prediction.speedup, default=None)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import click
+import duckdb
 
 from orchestrator import tables
 from orchestrator.cli.group import data_format, db_option, main, opened_db
+from orchestrator.errors import QueryFailed
+from orchestrator.store import queries, schema
 
 QUERY_HINTS = (("read-only", " (the database is read-only: pass --write to change it)"),
                ("disabled by configuration", (" (without --write, orch query reads the results file only: no other "
@@ -25,10 +28,6 @@ def query_command(sql, fmt, write, db):
 
     Example: orch query "SELECT arm, avg(decode_tps) FROM run_summary GROUP BY arm"
     """
-    import duckdb
-
-    from orchestrator.errors import QueryFailed
-    from orchestrator.store import queries, schema
 
     with opened_db(db, write=write) as con:
         if not write:  # no file outside the results file is read or written, whatever the SQL asks

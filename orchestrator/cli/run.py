@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
+from orchestrator import tables
+from orchestrator.analyze import summary_cache
+from orchestrator.analyze.summary_table import summary_text
+from orchestrator.build.on_disk import default_build, runnable
 from orchestrator.cli.group import Finite, arm_choice, db_option, main, recipe_options
+from orchestrator.cluster import executor as ray_executor
+from orchestrator.cluster.executor import RayOptions, require_ray
+from orchestrator.errors import InvalidOption
+from orchestrator.parse.modes import mode_of
+from orchestrator.recipe import set_lists
+from orchestrator.recipe.plan import read_recipe
+from orchestrator.run import predictions, prepare, recipe_run
 
 
 @main.command("run")
@@ -69,8 +81,6 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     # Every command runs under stops.on_signals (cli/group.py): Ctrl-C, SIGTERM or SIGHUP before the sweep exists
     # ends the command (130, 143, 129) with nothing half-written; during the sweep the run in flight is stored
     # interrupted, once.
-    from orchestrator.errors import InvalidOption
-    from orchestrator.run import recipe_run
 
     if as_json and not dry_run:
         raise InvalidOption("--json goes with --dry-run (a sweep's results: orch summary --format json)")
@@ -78,8 +88,6 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
         raise InvalidOption("--address, --gpus-per-run, --hosts and --each-host need --executor ray")
     ray = None
     if executor == "ray":
-        from orchestrator.cluster.executor import RayOptions, require_ray
-
         require_ray()  # before any work: the error says how to install it
         if resume:
             raise InvalidOption("--resume works with the local executor only; run the rest with --executor local "
@@ -98,13 +106,6 @@ def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: 
     """The recipe prepared (the default build named first when none was given), then its arms printed (--dry-run)
     or run here or on Ray, once per combination of --set lists (recipe/set_lists.py), and the summary of the sweeps
     it stored."""
-    from dataclasses import replace
-
-    from orchestrator.analyze import summary_cache
-    from orchestrator.analyze.summary_table import summary_text
-    from orchestrator.errors import InvalidOption
-    from orchestrator.recipe import set_lists
-    from orchestrator.run import recipe_run
 
     build = chosen_build(request)
     each = set_lists.combinations(request.overrides)
@@ -136,12 +137,10 @@ def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: 
 def chosen_build(request):
     """The default build where the request names none, said on stderr first with the others it was chosen from;
     None where it names one (prepare_recipe resolves it). A recipe that is not there is said before either."""
-    from orchestrator.recipe.plan import read_recipe
 
     read_recipe(request.recipe)
     if request.build_ref:
         return None
-    from orchestrator.build.on_disk import default_build, runnable
 
     chosen = default_build()
     click.echo(chosen.line(), err=True)
@@ -149,8 +148,6 @@ def chosen_build(request):
 
 
 def _dry_run_json(prepared, listed: list[str]) -> dict:
-    from orchestrator.run import predictions, prepare
-
     names = ",".join(b.name for b in prepared.builds) or prepared.build.name
     return {"build": names, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
             **({"set": listed} if listed else {}), "arms": prepare.dry_run_rows(prepared.arms),
@@ -158,9 +155,6 @@ def _dry_run_json(prepared, listed: list[str]) -> dict:
 
 
 def _dry_run_text(prepared, listed: list[str]) -> None:
-    from orchestrator import tables
-    from orchestrator.run import predictions, prepare
-
     where = f"builds {','.join(b.name for b in prepared.builds)}, crossed and interleaved" if prepared.builds else \
         f"build {prepared.build.name} ({prepared.build.dir})"
     click.echo(f"{where}, {prepared.plan.repeat} repeat(s){', --set ' + ' '.join(listed) if listed else ''}")
@@ -172,8 +166,6 @@ def _dry_run_text(prepared, listed: list[str]) -> None:
 def _predicted(prepared) -> list:
     """Each drafting arm's prediction from the probes stored already (a dry run probes nothing and writes
     nothing), or the probe it lacks."""
-    from orchestrator.parse.modes import mode_of
-    from orchestrator.run import predictions
 
     if prepared.builds or not mode_of(prepared.plan.mode).predicts:
         return []
@@ -183,9 +175,6 @@ def _predicted(prepared) -> list:
 def _run(prepared, options, ray) -> list:
     """One sweep of the prepared recipe, here or on Ray (one per host there)."""
     if ray:
-        from orchestrator.cluster import executor as ray_executor
-
         return ray_executor.run_prepared_on_ray(prepared, options, ray)
-    from orchestrator.run import recipe_run
 
     return [recipe_run.run_prepared(prepared, options)]

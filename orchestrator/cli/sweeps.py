@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from orchestrator import tables
+from orchestrator import results, tables
 from orchestrator.cli.group import COUNT, data_format, db_option, main
 
 COLUMNS = ["sweep", "recipe", "builds", "workload", "mode", "runs", "ok", "planned", "status", "started", "part_of"]
@@ -22,7 +22,6 @@ def sweeps_command(last, fmt, db):
 
     Example: orch sweeps --last 5
     """
-    from orchestrator import results
 
     with results.open(db) as found:
         rows = [s.values for s in found.sweeps(last)]

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from orchestrator.cli.group import Finite, arm_choice, db_option, main, recipe_options
+from orchestrator import tables
+from orchestrator.cli.group import Finite, arm_choice, db_option, main, opened_db, recipe_options
+from orchestrator.errors import InvalidOption, LoopingWorkload, TuneResumeError
+from orchestrator.store import tune_queries
+from orchestrator.tune import race, session
+from orchestrator.tune.preview import preview
+from orchestrator.tune.race_settings import Budget
 from orchestrator.tune.rules import GRID_REPEATS, Rules
 
 if TYPE_CHECKING:
@@ -25,7 +33,6 @@ SHOWN_FINALISTS = 8  # finalists the answer's table shows; --explain shows every
 
 def parse_budget(text: str | None):
     """`10m`, `90s`, `2h`, `200runs` (or `200`), or both comma-separated: the most one workload's race spends."""
-    from orchestrator.tune.race_settings import Budget
 
     if not text:
         return Budget()
@@ -99,9 +106,6 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
 
     Example: orch tune recipes/tune.j2 --workload repeat_list,code_edit --space ngram-mod,ngram-simple
     """
-    from orchestrator import tables
-    from orchestrator.errors import InvalidOption, LoopingWorkload
-    from orchestrator.tune import session
 
     say = lambda line: click.echo(tables.fill(line), err=True)  # noqa: E731
     if dry_run and (show or resume):
@@ -137,11 +141,6 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
 
 
 def _print_preview(request, as_json: bool) -> None:
-    from dataclasses import asdict
-
-    from orchestrator import tables
-    from orchestrator.tune.preview import preview
-
     shown = preview(request)
     if as_json:
         click.echo(json.dumps([asdict(p) for p in shown], indent=1))
@@ -158,8 +157,6 @@ def _print_preview(request, as_json: bool) -> None:
 
 def printed(a: Answer, explain: bool = False) -> str:
     """One workload's answer as the terminal shows it: heading, table, why each left, command lines, cost."""
-    from orchestrator import tables
-    from orchestrator.tune import race
 
     lines = [f"== {a.workload}: {a.candidates} candidates, {a.rounds} round(s): {a.state} =="]
     if a.rows:
@@ -200,9 +197,6 @@ def printed(a: Answer, explain: bool = False) -> str:
 
 def shell_lines(label: str, command: str) -> str:
     """A command line as it pastes into a shell: its words as given, lines joined by ` \\` within the terminal."""
-    import shlex
-
-    from orchestrator import tables
 
     width, words = tables.terminal_width(), [shlex.quote(w) for w in shlex.split(command)]
     lines, current = [], label
@@ -216,10 +210,6 @@ def shell_lines(label: str, command: str) -> str:
 
 def _shown(ref: str, db) -> TuneResult:
     """The finished tune --show names, read back into its answers (session.TuneResult)."""
-    from orchestrator.cli.group import opened_db
-    from orchestrator.errors import TuneResumeError
-    from orchestrator.store import tune_queries
-    from orchestrator.tune import session
 
     with opened_db(db) as con:
         row = tune_queries.latest_tune(con) if ref == "latest" else (

@@ -8,6 +8,9 @@ import time
 import click
 
 from orchestrator.cli.group import ID, Finite, db_option, main, opened_db
+from orchestrator.errors import NoSuchSweep
+from orchestrator.report.watch import frame
+from orchestrator.store import queries, utcnow
 
 CLEAR = "\x1b[H\x1b[2J"
 
@@ -26,9 +29,6 @@ def watch_command(sweep, interval, once, db):
 
     Example: orch watch --interval 5
     """
-    from orchestrator.errors import NoSuchSweep
-    from orchestrator.report.watch import frame
-    from orchestrator.store import queries, utcnow
 
     tty = sys.stdout.isatty()
     last_ended = None

@@ -11,7 +11,8 @@ from orchestrator.errors import BackendUnavailable
 
 
 def all_commands(group, prefix=()):
-    for name, cmd in group.commands.items():
+    for name in group.list_commands(None):  # loaded as asked for (group.COMMANDS)
+        cmd = group.get_command(None, name)
         yield (*prefix, name), cmd
         if hasattr(cmd, "commands"):
             yield from all_commands(cmd, (*prefix, name))
@@ -248,7 +249,7 @@ def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_
     assert shown["metrics"]["decode_tps"] == 100.0 and shown["logs"] == {}
     printing = {"runs", "show", "summary", "sweeps", "compare", "query", "builds", "history", "env", "parse", "tune"}
     lacking = [name for name in sorted(printing)
-               if "--json" not in {o for p in group.commands[name].params for o in p.opts}]
+               if "--json" not in {o for p in group.get_command(None, name).params for o in p.opts}]
     assert lacking == []
 
 
@@ -260,3 +261,22 @@ def test_a_threshold_that_cannot_gate_is_refused_alike_by_every_command(orch_env
     `--fail-on regression` off without a word."""
     result = CliRunner().invoke(main, [*command, "--threshold", threshold])
     assert result.exit_code == 10 and "--threshold" in result.output and "0% and 100%" in result.output, result.output
+
+
+def test_the_command_table_names_each_commands_module_and_summary():
+    """`orch --help` lists commands from group.COMMANDS without importing them: the table must be the code's, every
+    command in it and each summary the one its own --help starts with."""
+    import importlib
+
+    import click
+
+    from orchestrator.cli.group import COMMANDS
+
+    for module in {m for m, _ in COMMANDS.values()}:
+        importlib.import_module(f"orchestrator.cli.{module}")
+    ctx = click.Context(main)
+    assert set(main.commands) == set(COMMANDS)
+    for name, (module, summary) in COMMANDS.items():
+        command = main.get_command(ctx, name)
+        assert command.callback.__module__ == f"orchestrator.cli.{module}", name
+        assert command.get_short_help_str(limit=300) == summary, name

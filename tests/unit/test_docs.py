@@ -16,7 +16,8 @@ DOCS = "\n".join(page.read_text() for page in readme_examples.pages())
 
 
 def leaf_commands(group, prefix=()):
-    for name, cmd in group.commands.items():
+    for name in group.list_commands(None):  # loaded as asked for (group.COMMANDS)
+        cmd = group.get_command(None, name)
         if hasattr(cmd, "commands"):
             yield from leaf_commands(cmd, (*prefix, name))
         else:
