@@ -307,8 +307,8 @@ class StoredLogDamaged(OrchError):
 
 
 class Regressed(OrchError):
-    """`orch compare --fail-on regression`: a test the head build is measurably slower on (beyond the threshold and
-    statistically different); the comparison is printed first, as without the option (asv continuous's gate)."""
+    """`orch compare --fail-on regression`: a test the head build is measurably slower on, or no longer measures
+    (newly failing or skipped); the comparison is printed first, as without the option (asv continuous's gate)."""
 
     exit_code = 53
 

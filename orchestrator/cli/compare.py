@@ -43,7 +43,8 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
 @click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["regression"]), default=None,
               help="Exit 53 after the comparison when a test regressed (beyond --threshold and statistically "
-                   "different): a CI gate, as asv continuous fails a job.")
+                   "different) or stopped measuring on head (newly failing or skipped): a CI gate, as asv "
+                   "continuous fails a job.")
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, fail_on, db):
     stats.import_quantiles_meanwhile()  # while the queries run
@@ -68,11 +69,22 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
         _fail_on_regression(result)
 
 
+# What the gate fails on: a test measurably slower, or one base measured that head no longer does (a head build
+# whose runs crash must not pass the gate it would pass by measuring nothing)
+GATED = (side_by_side.REGRESSION, side_by_side.NEWLY_FAILING, side_by_side.NEWLY_SKIPPED)
+
+
 def _fail_on_regression(result) -> None:
-    regressed = [r for r in result.rows if r.get("verdict") == side_by_side.REGRESSION]
+    regressed = [r for r in result.rows if r.get("verdict") in GATED]
     if regressed:
-        names = ", ".join(str(r.get("arm")) for r in regressed[:5]) + (", ..." if len(regressed) > 5 else "")
+        names = ", ".join(_gated_name(r) for r in regressed[:5]) + (", ..." if len(regressed) > 5 else "")
         raise Regressed(f"{len(regressed)} test(s) regressed from {result.base} to {result.head}: {names}")
+
+
+def _gated_name(row: dict) -> str:
+    """A gated test as the gate's line names it: its arm, and why where it is not slower but gone."""
+    verdict = row["verdict"]
+    return f"{row.get('arm')}" + ("" if verdict == side_by_side.REGRESSION else f" ({verdict})")
 
 
 def _print_comparison(result, limit, base_ref, head_ref, base_host, head_host, recipe, fmt, wide, env_lines) -> None:

@@ -66,8 +66,8 @@ def test_mirror_list_on_an_empty_mirror(orch_env):
     assert result.exit_code == 0 and "is empty" in result.output
 
 
-def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0)):
-    """A real results file with one noisy two-arm sweep on `build`."""
+def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0), status="ok"):
+    """A real results file with one noisy two-arm sweep on `build` (status: its runs', failed ones measure nothing)."""
     from orchestrator import store
 
     con = store.connect(db)
@@ -82,8 +82,9 @@ def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0)):
             run = store.insert_run(con, {"sweep_id": sweep, "build_id": build + "@1", "arm": arm,
                                          "is_baseline": arm == "baseline",
                                          "params": {"draft_max": 16, "draft": "d.gguf" if arm == "draft" else None},
-                                         "repeat_index": rep, "mode": "cli", "status": "ok"})
-            con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, tps])
+                                         "repeat_index": rep, "mode": "cli", "status": status})
+            if status == "ok":
+                con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, tps])
     con.close()
     return sweep
 
@@ -224,6 +225,20 @@ def test_compare_fails_on_a_regression_only_when_asked_after_printing_the_compar
     better = CliRunner().invoke(main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on",
                                        "regression", "--format", "json"])
     assert better.exit_code == 0 and {r["verdict"] for r in json.loads(better.stdout)["rows"]} == {"improvement"}
+
+
+def test_the_regression_gate_fails_a_head_build_whose_runs_all_failed(orch_env):
+    """A head build that crashes measures nothing: every test "newly failing", and --fail-on regression exits 53
+    naming them (it passed the gate before, having no regression to find)."""
+    from orchestrator.errors import Regressed
+
+    stored_sweep(orch_env / "results.duckdb", "aaaaaaaaa-cpu", speeds=(100.0, 101.0, 99.0))
+    stored_sweep(orch_env / "results.duckdb", "bbbbbbbbb-cpu", speeds=(100.0, 101.0, 99.0), status="failed")
+    gated = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb", "--fail-on",
+                                      "regression"])
+    assert gated.exit_code == Regressed.exit_code, gated.output
+    assert "2 test(s) regressed from aaaaaaaaa-cpu to bbbbbbbbb-cpu: baseline (newly failing), draft (newly " \
+           "failing)" in gated.output
 
 
 def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_json(orch_env):
