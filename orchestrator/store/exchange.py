@@ -29,7 +29,7 @@ from pathlib import Path
 
 import duckdb
 
-from orchestrator import __version__
+from orchestrator import __version__, input_files
 from orchestrator.errors import BadExport, ExportDamaged
 from orchestrator.message_lines import first_line
 from orchestrator.store import import_checks, migrations, workdirs
@@ -38,6 +38,7 @@ from orchestrator.store.exchange_tables import BY_NAME, TABLES, Table
 FORMAT = "orch-export"
 MAX_CONFLICTS_SHOWN = 5
 LINE_LIMIT = 300  # characters of a DuckDB error line shown: one can hold a whole query
+MANIFEST_CAP = 1 << 20  # a manifest lists ~20 tables: far under a MiB
 
 
 @dataclass
@@ -143,9 +144,9 @@ def _stage_export(directory: Path, staging: Path) -> None:
 def _manifest(directory: Path) -> dict:
     """manifest.json, checked for the shape every later step relies on."""
     path = directory / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError):
+    try:  # read as any file a user names: a FIFO or /dev/zero in its place is refused, not read for ever
+        manifest = json.loads(input_files.read_text(path, cap=MANIFEST_CAP))
+    except (OSError, ValueError, RecursionError):
         raise BadExport(f"{directory} is not an orch export (no readable manifest.json); make one with "
                         f"`orch export --out DIR`") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:

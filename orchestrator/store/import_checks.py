@@ -2,7 +2,8 @@
 made. Refused (ExportRowRefused, one line naming the table, the row and the check; nothing written anywhere):
 schema migrations that skip a number; a key column (exchange_tables.TABLES: what names a row in every database)
 that is NULL or names two rows; a run_logs row that is not gzip, decompresses to another size than its size_bytes,
-or past the cap (checked in pieces, never whole in memory). Before, a repeated sweep uid multiplied runs, a repeated
+or past the cap (checked in pieces, never whole in memory); a metric orch never writes (NaN, infinite, negative,
+an acceptance outside 0-100%: parse.check_ranges' rules, which crashed summary, compare and report). Before, a repeated sweep uid multiplied runs, a repeated
 run uid ended in a traceback, a NULL uid imported under a fresh one, and a bad log row broke `orch show` later."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import duckdb
 
 from orchestrator.errors import ExportRowRefused
+from orchestrator.parse import METRIC_KEYS
 from orchestrator.store import logs
 from orchestrator.store.exchange_tables import TABLES
 
@@ -29,6 +31,25 @@ def check_staged(con: duckdb.DuckDBPyConnection, where: str) -> None:
             _keys(con, where, table.name, [k for k in table.key if k in _columns(con, table.name)])
     if "run_logs" in present:
         _log_rows(con, where)
+    if "metrics" in present:
+        _metrics(con, where)
+
+
+SHARES = ("acceptance", "seq_acceptance", "seq_acceptance_low", "seq_acceptance_high")  # within 0-1
+FLOATS = ("DOUBLE", "FLOAT", "REAL")
+
+
+def _metrics(con, where: str) -> None:
+    """Each metric orch writes as a number is finite and not negative, and a share lies within 0-1."""
+    kinds = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'metrics'")
+                 .fetchall())
+    for key in (k for k in METRIC_KEYS if k in kinds and kinds[k] in (*FLOATS, "INTEGER", "BIGINT", "SMALLINT")):
+        cannot = [f"{key} < 0", *([f"isnan({key})", f"isinf({key})"] if kinds[key] in FLOATS else []),
+                  *([f"{key} > 1"] if key in SHARES else [])]
+        found = con.execute(f"SELECT rowid + 1, {key} FROM metrics WHERE {' OR '.join(cannot)} ORDER BY rowid "
+                            f"LIMIT 1").fetchone()
+        if found:
+            _refuse(where, "metrics", f"row {found[0]}", f"{key} = {found[1]} is no figure orch writes")
 
 
 def _columns(con, table: str) -> set[str]:

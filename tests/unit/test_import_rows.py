@@ -43,6 +43,11 @@ BIG = gzip.compress(b"\0" * (8 << 20))  # 8 KB of gzip holding 8 MB
      r"table run_logs, run_id=\d+, stream=\w+: it decompresses to more than its stated 5 bytes"),
     (lambda d: _rewrite(d, "run_logs", "UPDATE t SET size_bytes = size_bytes + 1"), r"bytes where its size_bytes says"),
     (lambda d: _manifest(d, lambda m: m["migrations"].remove(5)), r"table _migrations: its schema skips migration 5"),
+    (lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = 'NaN'::DOUBLE"),
+     r"table metrics, row \d+: decode_tps = nan is no figure orch writes"),
+    (lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = 'inf'::DOUBLE"), r"decode_tps = inf is no figure"),
+    (lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = -5"), r"decode_tps = -5.0 is no figure orch writes"),
+    (lambda d: _rewrite(d, "metrics", "UPDATE t SET acceptance = 1.5"), r"acceptance = 1.5 is no figure orch writes"),
 ])
 def test_a_forged_export_is_refused_in_one_line_naming_table_row_and_check(tmp_path, export_dir, forge, said,
                                                                           monkeypatch):
@@ -131,3 +136,23 @@ def test_an_import_of_a_forged_export_refuses_or_adds_exactly_its_rows(tmp_path_
         assert stored[t] <= held[t]
         if stored[t] < held[t]:
             assert f"{held[t] - stored[t]} {t} rows left out" in result.output
+
+
+@pytest.mark.parametrize("made", ["fifo", "zero", "deep"])
+def test_a_manifest_that_is_no_file_or_nests_too_deep_is_refused_in_one_line(tmp_path, export_dir, made,
+                                                                              monkeypatch):
+    """manifest.json is read as any file a user names: a FIFO in its place does not hang, a link to /dev/zero is
+    not read for ever, and JSON nested past Python's stack is one line."""
+    import os
+
+    manifest = export_dir / "manifest.json"
+    manifest.unlink()
+    if made == "fifo":
+        os.mkfifo(manifest)
+    elif made == "zero":
+        manifest.symlink_to("/dev/zero")
+    else:
+        manifest.write_text("[" * 100000 + "]" * 100000)
+    result, db = _import(tmp_path, export_dir, monkeypatch)
+    assert result.exit_code != 0 and "no readable manifest.json" in result.output, result.output
+    assert "Traceback" not in result.output and not db.exists()
