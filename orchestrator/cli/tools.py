@@ -71,11 +71,12 @@ def parse_command(logfiles, as_json):
     from orchestrator import input_files
     from orchestrator.parse.saved_logs import LogFile, read_logs
 
-    try:
-        files = [LogFile(str(p), input_files.read_bytes(p, input_files.LOG_CAP)) for p in logfiles]
-    except OSError as exc:
-        raise click.BadParameter(f"{exc.filename} cannot be read ({exc.strerror or exc})",
-                                 param_hint="LOGFILES") from None
+    files = []
+    for path in logfiles:  # named by its path: a failed read (not open) says no file name (/proc/self/mem)
+        try:
+            files.append(LogFile(str(path), input_files.read_bytes(path, input_files.LOG_CAP)))
+        except OSError as exc:
+            raise click.BadParameter(f"{path} cannot be read ({exc.strerror or exc})", param_hint="LOGFILES") from None
     reading = read_logs(files)
     echo_json_or_text(reading.to_dict(), as_json, lambda: "\n".join(reading.lines()))
 

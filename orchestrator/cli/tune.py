@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|runs?)?\s*$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+MOST_BUDGET = 2**31 - 1  # runs or seconds: what tunes.budget holds, and more than any race spends
 COLUMNS = ["candidate", "state", "runs", "vs_plain", "vs_control", "acceptance"]
 SHOWN_FINALISTS = 8  # finalists the answer's table shows; --explain shows every one
 
@@ -43,6 +44,9 @@ def parse_budget(text: str | None):
             raise click.BadParameter(f"{part!r} is not a budget; give e.g. 10m, 90s, 2h or 200runs",
                                      param_hint="--budget")
         value, unit = float(found.group(1)), found.group(2) or "runs"
+        if value * (1 if unit.startswith("run") else UNIT_SECONDS[unit]) > MOST_BUDGET:  # stored as a 32-bit count
+            raise click.BadParameter(f"{part!r} is more than any race can spend; give at most {MOST_BUDGET:,} runs "
+                                     f"or seconds", param_hint="--budget")
         if unit.startswith("run"):
             if value != int(value):
                 raise click.BadParameter(f"{part!r}: runs are counted whole; give e.g. 200runs", param_hint="--budget")

@@ -49,6 +49,9 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True, check: 
     if not path.exists() and (read_only or not create):
         raise NoDatabase(f"no results database at {path}: check --db (or $ORCH_DB), or run a recipe first "
                          f"(orch run RECIPE) to create it")
+    if path.exists() and not path.is_file():  # a FIFO would block the open for ever, a device be read as one
+        raise DatabaseUnavailable(f"{path} is not a regular file but a directory, FIFO, device or socket: give --db "
+                                  f"(or $ORCH_DB) a results file")
     wait_s = (READ_WAIT_S if read_only else WRITE_WAIT_S) if wait_s is None else wait_s
     con = _open(path, read_only, wait_s)
     try:

@@ -295,3 +295,10 @@ def test_the_command_table_names_each_commands_module_and_summary():
         command = main.get_command(ctx, name)
         assert command.callback.__module__ == f"orchestrator.cli.{module}", name
         assert command.get_short_help_str(limit=300) == summary, name
+
+
+def test_a_budget_past_what_a_tune_can_store_is_refused(orch_env):
+    """--budget 100000000000000000000runs was taken and broke every later resume of that tune (TypeError)."""
+    for budget in ("100000000000000000000runs", "999999999h"):
+        result = CliRunner().invoke(main, ["tune", "recipes/tune.j2", "--budget", budget, "--dry-run"])
+        assert result.exit_code == 2 and "more than any race can spend" in result.output, result.output

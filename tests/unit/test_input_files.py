@@ -64,3 +64,15 @@ def test_toml_nested_past_pythons_stack_is_one_line_naming_the_file(tmp_path):
         plan.read_vars(deep)
     with pytest.raises(InvalidOption, match=rf"--space {deep} nests tables or arrays too deep"):
         space.from_file(deep, {})
+
+
+def test_a_results_file_that_is_a_fifo_is_refused_not_waited_on(fifo):
+    """`--db` a FIFO blocked every command for ever: refused in one line, as every other file a user names."""
+    result = CliRunner().invoke(main, ["summary", "--db", str(fifo)])
+    assert result.exit_code == 17 and f"{fifo} is not a regular file" in result.output, result.output
+
+
+def test_a_log_whose_read_fails_is_named_by_its_path():
+    """/proc/self/mem opens but cannot be read: the line named "None" (the error carries no file name)."""
+    result = CliRunner().invoke(main, ["parse", "/proc/self/mem"])
+    assert result.exit_code == 2 and "/proc/self/mem cannot be read" in result.output, result.output
