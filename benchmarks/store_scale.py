@@ -29,17 +29,18 @@ import duckdb
 
 
 def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
-    """Copies of the seed's sweeps (the last copy only some of them) until the file holds target_runs runs."""
+    """Copies of the seed's sweeps (the last copy only some of them) until the file holds target_runs runs; at least
+    one copy, the "+head" build `orch compare` is timed against, whatever the seed's size."""
     con = duckdb.connect(str(db))
     build = con.execute("SELECT build_name FROM sweeps ORDER BY id LIMIT 1").fetchone()[0]
     seed = con.execute("SELECT s.id, count(r.id) FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id "
                        "GROUP BY s.id ORDER BY s.id").fetchall()
     copy = 0
-    while (runs := con.execute("SELECT count(*) FROM runs").fetchone()[0]) < target_runs:
+    while (runs := con.execute("SELECT count(*) FROM runs").fetchone()[0]) < target_runs or not copy:
         copy += 1
         picked, more = [], runs
-        for sweep_id, n in seed:  # the whole seed, or its first sweeps up to the target
-            if more >= target_runs:
+        for sweep_id, n in seed:  # the whole seed, or its first sweeps up to the target (one at least)
+            if more >= target_runs and picked:
                 break
             picked.append(sweep_id)
             more += n

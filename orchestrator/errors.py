@@ -307,8 +307,8 @@ class StoredLogDamaged(OrchError):
 
 
 class Regressed(OrchError):
-    """`orch compare --fail-on regression`: a test the head build is measurably slower on, or no longer measures
-    (newly failing or skipped); the comparison is printed first, as without the option (asv continuous's gate)."""
+    """`orch compare --fail-on regression`: a test the head build is measurably slower on, or one side did not
+    measure (newly failing, skipped or ok); the comparison is printed first, as without the option (asv's gate)."""
 
     exit_code = 53
 

@@ -43,7 +43,7 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
 @click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["regression"]), default=None,
               help="Exit 53 after the comparison when a test regressed (beyond --threshold and statistically "
-                   "different) or stopped measuring on head (newly failing or skipped): a CI gate, as asv "
+                   "different) or was measured on one side only (newly failing, skipped or ok): a CI gate, as asv "
                    "continuous fails a job.")
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, fail_on, db):
@@ -69,9 +69,9 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
         _fail_on_regression(result)
 
 
-# What the gate fails on: a test measurably slower, or one base measured that head no longer does (a head build
-# whose runs crash must not pass the gate it would pass by measuring nothing)
-GATED = (side_by_side.REGRESSION, side_by_side.NEWLY_FAILING, side_by_side.NEWLY_SKIPPED)
+# What the gate fails on: a test measurably slower, or one that only one side measured (a head build whose runs
+# crash must not pass the gate it would pass by measuring nothing; nor a base that measured nothing to judge by)
+GATED = (side_by_side.REGRESSION, side_by_side.NEWLY_FAILING, side_by_side.NEWLY_SKIPPED, side_by_side.NEWLY_OK)
 
 
 def _fail_on_regression(result) -> None:

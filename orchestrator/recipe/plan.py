@@ -99,6 +99,9 @@ def parse_set(items: tuple[str, ...]) -> dict:
             out[key.strip()] = value
         except ValueError:  # an integer of over 4300 digits (Python's limit on reading one)
             raise RecipeError(f"--set {key.strip()}: the number is too long to read; give a smaller one") from None
+        except RecursionError:
+            raise RecipeError(f"--set {key.strip()}: the value nests arrays or tables too deep to read; give a "
+                              f"flatter one") from None
     return out
 
 

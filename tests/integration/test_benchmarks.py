@@ -66,3 +66,14 @@ def test_a_benchmark_uses_the_projects_build_and_makes_the_tiny_models_it_lacks(
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert res.returncode == 1 and "run `make build` in" in res.stderr and str(empty) in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_store_scale_times_compare_on_a_seed_already_past_its_target(seed_db, cache_env, tiny_dir, tmp_path):
+    """A seed holding more runs than --runs asks was left without its "+head" copy, and `orch compare --head
+    <build>+head` then found no runs: one copy is made whatever the seed's size."""
+    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "store_scale.py"), "--seed", str(seed_db),
+                          "--runs", "1", "--repeat", "1"], env=env, capture_output=True, text=True, timeout=600,
+                         cwd=tmp_path)
+    assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
+    assert "compare:" in res.stdout and "Traceback" not in res.stderr

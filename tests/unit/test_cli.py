@@ -239,6 +239,9 @@ def test_the_regression_gate_fails_a_head_build_whose_runs_all_failed(orch_env):
     assert gated.exit_code == Regressed.exit_code, gated.output
     assert "2 test(s) regressed from aaaaaaaaa-cpu to bbbbbbbbb-cpu: baseline (newly failing), draft (newly " \
            "failing)" in gated.output
+    turned = CliRunner().invoke(main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on",
+                                       "regression"])  # the other way: a base with nothing to judge by
+    assert turned.exit_code == Regressed.exit_code and "baseline (newly ok)" in turned.output, turned.output
 
 
 def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_json(orch_env):

@@ -76,3 +76,8 @@ def test_a_log_whose_read_fails_is_named_by_its_path():
     """/proc/self/mem opens but cannot be read: the line named "None" (the error carries no file name)."""
     result = CliRunner().invoke(main, ["parse", "/proc/self/mem"])
     assert result.exit_code == 2 and "/proc/self/mem cannot be read" in result.output, result.output
+
+
+def test_a_set_value_nested_past_pythons_stack_is_one_line():
+    with pytest.raises(RecipeError, match="--set v: the value nests arrays or tables too deep"):
+        plan.parse_set(("v=" + "[" * 5000 + "]" * 5000,))
