@@ -3,7 +3,8 @@
 Every `{{ expression }}` becomes a placeholder before the text is split on whitespace, so a value with spaces,
 quotes or `;` lands in exactly one argv element and no shell ever sees it. An expression must render a value: a
 none would leave the flag before it without one (`--seed {{ none }} --x` made `--x` the seed), a boolean is no
-argument llama.cpp takes (`True`). Repetition (`'x' * n`, `[..] * n`, `**`) is checked before it is computed, and
+argument llama.cpp takes (`True`). Repetition (`'x' * n`, `[..] * n`, `**`) and a %-format's width or precision
+(`'%0999999999d' % 1`, the `format` filter) are checked before they are computed, and
 the rendered text is capped as it is generated: a recipe cannot make orch build a gigabyte before any flag check.
 """
 
@@ -23,16 +24,29 @@ PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
 FLAG_HEAD_RE = re.compile(r"--?[\w-]+=")  # `--model=` in `--model={{ models }}/{{ target }}`
 MAX_RENDERED = 1 << 20  # characters of a rendered command line, its values included (a long prompt is a file)
 MAX_POWER_BITS = 1 << 16  # a result of ** above this many bits is no count a flag takes
+PERCENT_FIELD_RE = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\d*)(?:\.(\d*))?")  # a %-format's width and precision
 
 
 class _Refused(Exception):
     """A bound the render hit; its message is the user's line (after the recipe's path)."""
 
 
+def _checked_percent(text, args):
+    """text % args, refused where a field's width or precision alone would outgrow a command line."""
+    if isinstance(text, str):
+        for width, precision in PERCENT_FIELD_RE.findall(text):
+            if max(int(width or 0), int(precision or 0)) > MAX_RENDERED:
+                raise _Refused(f"a %-format field {max(int(width or 0), int(precision or 0)):,} wide is above the "
+                               f"{MAX_RENDERED:,} characters a command line may hold")
+    return operator.mod(text, args)
+
+
 class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
-    intercepted_binops = frozenset(["*", "**"])
+    intercepted_binops = frozenset(["*", "**", "%"])
 
     def call_binop(self, context, op: str, left, right):
+        if op == "%":
+            return _checked_percent(left, right)
         if op == "*":
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_RENDERED:
@@ -68,6 +82,7 @@ def environment(values: list[str]) -> jinja2.Environment:
         return PLACEHOLDER.format(len(values) - 1)
 
     env = _Sandbox(undefined=jinja2.StrictUndefined, autoescape=False, finalize=hold)
+    env.filters["format"] = lambda text, *args, **kwargs: _checked_percent(str(text), kwargs or args)
     env.globals["depth_prompt"] = depth.prompt_file  # `-f {{ depth_prompt(8192) }}`: 8K of context filled
     return env
 

@@ -122,3 +122,12 @@ def test_bad_metadata_names_the_problem(meta, message):
 
 def test_canonical_params_ignore_key_order():
     assert matrix.canonical({"b": 1, "a": None}) == matrix.canonical({"a": None, "b": 1}) == '{"a":null,"b":1}'
+
+
+def test_a_matrix_is_counted_before_a_cell_is_made():
+    """10^9 cells was a MemoryError traceback, 10^6 ran past 120 s at 2.7 GB: refused in one line, counted first."""
+    huge = {"matrix": [{"a": list(range(1000)), "b": list(range(1000)), "c": list(range(1000))}, {"d": [1, 2]}]}
+    with pytest.raises(RecipeError, match=r"its matrix makes 1,000,000,002 cells, more than a sweep runs \(at most "
+                                          r"10,000\)"):
+        matrix.expand(huge)
+    assert len(matrix.expand({"matrix": {"a": list(range(100)), "b": list(range(100))}}).cells) == 10_000
