@@ -188,6 +188,7 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
     except ValueError as exc:
         raise TuneResumeError(f"tune {row['id']}: a stored decision does not read ({exc}); it cannot be resumed: "
                               f"start a new tune (`orch report --tune {row['id']}` shows what it decided)") from None
+    stored_tune.check_space(row)  # an imported tune's space is data someone else made: checked as a fresh one's
     build = runnable_build(row["build_name"])
     prepared = {str(f): _prepare(request, build, values[str(f)], row["space"]) for f in files}
     stored_tune.take_over(database, row)

@@ -37,6 +37,8 @@ DEFAULT_SAMPLE = 64  # built-in spaces: more candidates than this are sampled
 MAX_RACED = 1000  # candidates a race takes unsampled (a space of 10^4 ran 200 s without an answer); more: `sample`
 MAX_SPACE = 10**12  # candidates a space may describe at all, sampled or not
 MODEL_FILES = ("target", "draft", "model", "models")  # a race compares settings of one model pair, never models
+# ... and on one text: a candidate scored on another prompt or length than its control compares nothing
+TEXT_SETTINGS = ("prompt", "prompt_file", "prompt_set", "n_predict", "workload")
 ALL = "all"
 
 
@@ -73,11 +75,7 @@ def from_file(path: Path, baseline: dict) -> Space:
     if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or not 1 <= sample <= MAX_RACED):
         raise InvalidOption(f"--space {path}: sample = {sample!r} is not a whole number from 1 to {MAX_RACED}")
     where = f"--space {path}"
-    for table in [*data["grid"], data.get("all") or {}]:
-        named = sorted(set(table) & set(MODEL_FILES)) if isinstance(table, dict) else []
-        if named:
-            raise InvalidOption(f"{where}: sets {', '.join(named)}: a space races settings of one model pair, never "
-                                f"the models; give them with --set (one tune per pair)")
+    check_settings([*data["grid"], data.get("all") or {}], where, InvalidOption)
     grids = combine([expand_ranges(g, where) for g in data["grid"]], expand_ranges(data.get("all") or {}, where),
                     baseline)
     total = sum(grid_size(g) for g in grids)
@@ -86,6 +84,20 @@ def from_file(path: Path, baseline: dict) -> Space:
             f"a space may describe at most {MAX_SPACE:,}" if total > MAX_SPACE else
             f"a race takes at most {MAX_RACED:,} unsampled: add `sample = N` (a Latin hypercube of N)"))
     return limited(Space(grids, str(path)), sample)
+
+
+def check_settings(tables: list, where: str, error: type[Exception]) -> None:
+    """A space (a file's tables, or a stored tune's grids) varies settings only: never the models, the prompt, its
+    length or the workload (each candidate is scored against a control on the same text)."""
+    for table in tables:
+        if not isinstance(table, dict):
+            raise error(f"{where}: a grid is a table of setting -> values, not {str(table)[:60]!r}")
+        if named := sorted(set(table) & set(MODEL_FILES)):
+            raise error(f"{where}: sets {', '.join(named)}: a space races settings of one model pair, never the "
+                        f"models; give them with --set (one tune per pair)")
+        if named := sorted(set(table) & set(TEXT_SETTINGS)):
+            raise error(f"{where}: sets {', '.join(named)}: a space races settings on one text, never the text "
+                        f"itself; give it with --set or --workload")
 
 
 def from_names(names: list[str], *, baseline: dict, backend: str, variables: dict) -> Space:

@@ -12,6 +12,7 @@ from orchestrator.hashing import sha256_text
 from orchestrator.proc import Owner, this_process
 from orchestrator.recipe.plan import read_recipe
 from orchestrator.store import tune_queries, tunes
+from orchestrator.tune import space
 from orchestrator.tune.rules import Rules
 
 
@@ -26,6 +27,21 @@ def check_recipe(row: dict) -> None:
         what = "is gone" if now is None else "changed"
         raise TuneResumeError(f"tune {row['id']}: its recipe {path} {what} since the tune started; a resume races "
                               f"what was started: restore the recipe, or start a new tune")
+
+
+def check_space(row: dict) -> None:
+    """The stored space as a fresh tune checks one (tune/space.check_settings, its size): a resumed tune may have
+    been imported, and its space made by anyone."""
+    grids = row["space"]
+    if grids is None:
+        return
+    where = f"tune {row['id']}: its stored space"
+    if not isinstance(grids, list) or not grids:
+        raise TuneResumeError(f"{where} is no list of grids; it cannot be resumed: start a new tune")
+    space.check_settings(grids, where, TuneResumeError)
+    if (total := sum(space.grid_size(g) for g in grids)) > space.MAX_RACED:
+        raise TuneResumeError(f"{where} holds {total:,} candidates, more than a race takes ({space.MAX_RACED:,}); "
+                              f"it cannot be resumed: start a new tune")
 
 
 def stored_rules(row: dict) -> Rules:

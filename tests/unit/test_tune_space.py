@@ -134,6 +134,8 @@ def test_the_draft_model_space_renders_the_drafts_threads_and_kv_type():
     ('sample = 100000\n[[grid]]\nspec = "ngram-mod"\na = [1, 2]\n', r"sample = 100000 is not a whole number from 1"),
     ('[[grid]]\nspec = "draft"\ntarget = ["/etc/passwd"]\n', r"sets target: a space races settings of one model pair"),
     ('[all]\ndraft = "small.gguf"\n[[grid]]\nspec = "draft"\n', r"sets draft: a space races settings"),
+    ('[[grid]]\nspec = "ngram-mod"\nprompt = ["a", "b"]\n', r"sets prompt: a space races settings on one text"),
+    ('[all]\nn_predict = [16, 256]\n[[grid]]\nspec = "ngram-mod"\n', r"sets n_predict: a space races settings on one"),
 ])
 def test_a_space_is_counted_before_it_is_expanded_and_never_varies_the_models(tmp_path, text, words):
     path = tmp_path / "space.toml"
