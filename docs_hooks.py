@@ -39,8 +39,9 @@ def on_config(config):
 
 def _commands(command):
     yield command
-    for sub in getattr(command, "commands", {}).values():
-        yield from _commands(sub)
+    if hasattr(command, "list_commands"):  # orch loads a command's module as it is asked for (cli/group.COMMANDS)
+        for name in command.list_commands(None):
+            yield from _commands(command.get_command(None, name))
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

@@ -35,4 +35,4 @@ def _number(text: str) -> bool:
         float(text)
     except ValueError:
         return False
-    return text.startswith("-") and text[1:2].isdigit() or text[1:2] == "."
+    return text.startswith("-") and (text[1:2].isdigit() or text[1:2] == ".")

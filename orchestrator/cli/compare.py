@@ -71,7 +71,8 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
 
 # What the gate fails on: a test measurably slower, or one that only one side measured (a head build whose runs
 # crash must not pass the gate it would pass by measuring nothing; nor a base that measured nothing to judge by)
-GATED = (side_by_side.REGRESSION, side_by_side.NEWLY_FAILING, side_by_side.NEWLY_SKIPPED, side_by_side.NEWLY_OK)
+GATED = (side_by_side.REGRESSION, side_by_side.NEWLY_FAILING, side_by_side.NEWLY_SKIPPED, side_by_side.NEWLY_OK,
+         side_by_side.NO_DATA)
 
 
 def _fail_on_regression(result) -> None:

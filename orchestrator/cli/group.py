@@ -15,8 +15,8 @@ from orchestrator import __version__, config, stops, tables
 from orchestrator.errors import Interrupted, InvalidOption, OrchError
 
 # Each command: the module of orchestrator/cli that defines it, and its one-line summary. `orch --help` lists them
-# from here, and a command's module is imported only when the command is asked for, so every module imports what
-# its commands use at its top and --help reads none of them (tests/unit/test_cli.py holds this table to the code).
+# from here, and a command's module is imported only when the command is asked for, so a module may import what its
+# commands use at its top and --help reads none of them (tests/unit/test_cli.py holds this table to the code).
 COMMANDS = {
     "bisect": ("bisect", "Find the first commit where a recipe's metric changes."),
     "build": ("build", "Build llama.cpp at COMMIT (cached)."),

@@ -5,7 +5,6 @@ repeats, prose, a fact; the texts of recipes/workloads and two more)."""
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -33,16 +32,12 @@ def load(source: str | Path = DEFAULT) -> tuple[str, list[Prompt]]:
         where = f"built-in prompts {source}"
         return str(source), _from_records(_jsonl(text, where), where)
     path = Path(source)
-    text = input_files.read_named_text(path, input_files.Named(
-        "prompt set", "give a .jsonl or .toml file", RecipeError,
-        missing=f"give a .jsonl or .toml file, or a built-in set: {', '.join(BUILT_IN)}"))
+    named = input_files.Named("prompt set", "give a .jsonl or .toml file", RecipeError,
+                              missing=f"give a .jsonl or .toml file, or a built-in set: {', '.join(BUILT_IN)}")
     if path.suffix == ".toml":
-        try:
-            records = tomllib.loads(text).get("prompts", [])
-        except tomllib.TOMLDecodeError as exc:
-            raise RecipeError(f"prompt set {path} is not valid TOML: {exc}") from None
+        records = input_files.read_named_toml(path, named).get("prompts", [])
     else:
-        records = _jsonl(text, str(path))
+        records = _jsonl(input_files.read_named_text(path, named), str(path))
     return str(path), _from_records(records, str(path))
 
 
@@ -54,6 +49,8 @@ def _jsonl(text: str, where: str) -> list[dict]:
                 records.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise RecipeError(f"{where}:{n}: not a JSON object ({exc.msg})") from None
+            except RecursionError:
+                raise RecipeError(f"{where}:{n}: nests arrays or objects too deep to read") from None
     return records
 
 

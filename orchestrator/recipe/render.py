@@ -24,7 +24,8 @@ PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
 FLAG_HEAD_RE = re.compile(r"--?[\w-]+=")  # `--model=` in `--model={{ models }}/{{ target }}`
 MAX_RENDERED = 1 << 20  # characters of a rendered command line, its values included (a long prompt is a file)
 MAX_POWER_BITS = 1 << 16  # a result of ** above this many bits is no count a flag takes
-PERCENT_FIELD_RE = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\d*)(?:\.(\d*))?")  # a %-format's width and precision
+# a %-format's field: "%%" (a percent sign), or its width and precision, each a number or * (taken from the args)
+PERCENT_FIELD_RE = re.compile(r"%%|%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?")
 
 
 class _Refused(Exception):
@@ -34,7 +35,10 @@ class _Refused(Exception):
 def _checked_percent(text, args):
     """text % args, refused where a field's width or precision alone would outgrow a command line."""
     if isinstance(text, str):
-        for width, precision in PERCENT_FIELD_RE.findall(text):
+        for field in PERCENT_FIELD_RE.finditer(text):
+            width, precision = field.groups()
+            if "*" in (width, precision):
+                raise _Refused("a %-format field takes its width from the values (*): write the width in the format")
             if max(int(width or 0), int(precision or 0)) > MAX_RENDERED:
                 raise _Refused(f"a %-format field {max(int(width or 0), int(precision or 0)):,} wide is above the "
                                f"{MAX_RENDERED:,} characters a command line may hold")

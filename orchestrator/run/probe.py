@@ -37,7 +37,8 @@ TIMEOUT_S = 600.0
 
 @dataclass(frozen=True)
 class Need:
-    """One model to probe: its passes of 1..W+1 tokens."""
+    """One model to probe at one thread count: its passes of 1..W+1 tokens, or of one (its step, where its batches
+    run at other threads: _model_needs)."""
 
     role: str  # "target" or "draft": how the table names it
     path: str

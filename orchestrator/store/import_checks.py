@@ -3,8 +3,9 @@ made. Refused (ExportRowRefused, one line naming the table, the row and the chec
 schema migrations that skip a number; a key column (exchange_tables.TABLES: what names a row in every database)
 that is NULL or names two rows; a run_logs row that is not gzip, decompresses to another size than its size_bytes,
 or past the cap (checked in pieces, never whole in memory); a metric orch never writes (NaN, infinite, negative,
-an acceptance outside 0-100%: parse.check_ranges' rules, which crashed summary, compare and report). Before, a repeated sweep uid multiplied runs, a repeated
-run uid ended in a traceback, a NULL uid imported under a fresh one, and a bad log row broke `orch show` later."""
+an acceptance outside 0-100%: parse.check_ranges' rules, which crashed summary, compare and report). Before, a
+repeated sweep uid multiplied runs, a repeated run uid ended in a traceback, a NULL uid imported under a fresh one,
+and a bad log row broke `orch show` later."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Why a candidate left a race, or how the race ended: a kind (`Exit`) with its numbers (`Decision`), worded in one
 place (`words`).
 
-A decision travels typed: the race keeps `Decision`s (driver.RaceState.left), the store keeps the kind and the
+A decision travels typed: the race keeps `Decision`s (race_settings.RaceState.left), the store keeps the kind and the
 numbers (tune_events.kind, .detail: m025), a resume reads them back, and the answer counts kinds. Only `words` turns
 one into text, so rewording a message changes what is printed, never a verdict.
 """

@@ -66,7 +66,7 @@ def test_mirror_list_on_an_empty_mirror(orch_env):
     assert result.exit_code == 0 and "is empty" in result.output
 
 
-def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0), status="ok"):
+def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0), status="ok", metrics=True):
     """A real results file with one noisy two-arm sweep on `build` (status: its runs', failed ones measure nothing)."""
     from orchestrator import store
 
@@ -83,7 +83,7 @@ def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0), status=
                                          "is_baseline": arm == "baseline",
                                          "params": {"draft_max": 16, "draft": "d.gguf" if arm == "draft" else None},
                                          "repeat_index": rep, "mode": "cli", "status": status})
-            if status == "ok":
+            if status == "ok" and metrics:
                 con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, tps])
     con.close()
     return sweep
@@ -242,6 +242,10 @@ def test_the_regression_gate_fails_a_head_build_whose_runs_all_failed(orch_env):
     turned = CliRunner().invoke(main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on",
                                        "regression"])  # the other way: a base with nothing to judge by
     assert turned.exit_code == Regressed.exit_code and "baseline (newly ok)" in turned.output, turned.output
+    stored_sweep(orch_env / "results.duckdb", "ccccccccc-cpu", speeds=(100.0, 101.0, 99.0), metrics=False)
+    nothing = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "ccccccccc", "--fail-on",
+                                        "regression"])  # ok runs, no figure: nothing measured either
+    assert nothing.exit_code == Regressed.exit_code and "(no data)" in nothing.output, nothing.output
 
 
 def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_json(orch_env):

@@ -104,11 +104,11 @@ def test_csv_quotes_a_carriage_return_and_neutralises_formulas():
     import io
 
     rows = [{"arm": "a\rb", "note": "=HYPERLINK(\"x\")", "p": "+1", "at": "@sum", "dash": "-x", "neg": "-1.5", "n": -2,
-             "line": "two\nlines", "sum": "-1+cmd|' /C calc'!A0", "exp": "-2e3"}]
+             "line": "two\nlines", "sum": "-1+cmd|' /C calc'!A0", "exp": "-2e3", "pt": "+.5"}]
     text = tables.render(rows, "csv")
     back = list(csv.reader(io.StringIO(text, newline="")))
     assert back == [list(rows[0]), ["a\rb", "'=HYPERLINK(\"x\")", "'+1", "'@sum", "'-x", "-1.5", "-2", "two\nlines",
-                                    "'-1+cmd|' /C calc'!A0", "-2e3"]]  # a digit after - is no number by itself
+                                    "'-1+cmd|' /C calc'!A0", "-2e3", "'+.5"]]  # a digit after - is no number alone
     assert text.count("\n") == 2 and '"two\nlines"' in text  # one line break between rows, one inside a field
 
 

@@ -46,3 +46,6 @@ def test_an_imported_tunes_space_is_checked_as_a_fresh_ones_before_it_resumes(gr
     with pytest.raises(TuneResumeError, match=f"tune 7: its stored space:? {said}"):
         stored_tune.check_space({"id": 7, "space": grids})
     stored_tune.check_space({"id": 7, "space": [{"spec": "ngram-mod", "draft_max": [4, 8]}]})  # as a fresh tune's
+    # plain decoding as the recipe's baseline has it (draft: none) is no setting raced
+    stored_tune.check_space({"id": 7, "space": [{"_label": "off", "spec": "none", "draft": None},
+                                                 {"spec": "ngram-mod", "threads": [1, 2]}]})
