@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import click
 
-from orchestrator import json_text
+from orchestrator import json_text, tables
 
 
 def echo_json_or_text(value, as_json: bool, text: Callable[[], str]) -> None:
@@ -68,3 +69,16 @@ def _reader_may_stop():
         yield
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def shell_lines(label: str, command: str) -> str:
+    """A command line as it pastes into a shell: its words as given, lines joined by ` \\` within the terminal."""
+
+    width, words = tables.terminal_width(), [shlex.quote(w) for w in shlex.split(command)]
+    lines, current = [], label
+    for word in words:
+        if len(current) + 1 + len(word) + 2 > width and current.strip() != label:
+            lines.append(current + " \\")
+            current = "   "
+        current += " " + word
+    return "\n".join([*lines, current])

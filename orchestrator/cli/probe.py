@@ -9,17 +9,16 @@ import click
 
 from orchestrator import tables
 from orchestrator.cli.group import arm_choice, data_format, db_option, main, recipe_options
+from orchestrator.cli.output import shell_lines
 from orchestrator.cli.run import chosen_build
-from orchestrator.cli.tune import shell_lines
 from orchestrator.cluster import probing
 from orchestrator.cluster.executor import RayOptions
 from orchestrator.errors import InvalidOption
-from orchestrator.report import probe_plot
+from orchestrator.recipe import argv as flags
 from orchestrator.run import predictions, recipe_run
 from orchestrator.run.predictions import Elsewhere
 from orchestrator.run.probe import looks_up
 from orchestrator.store import probes
-from orchestrator.tune.answer import command_line
 
 
 @main.command("probe")
@@ -93,6 +92,8 @@ def probe_command(recipe_path, build_ref, overrides, vars_file, models_dir, arm_
     probed, predicted = predictions.probe_and_predict(prepared.database, prepared.build, prepared.arms, reps=reps,
                                                       again=again)
     if plot_path:
+        from orchestrator.report import probe_plot  # matplotlib: a second of start-up, for --plot alone
+
         probe_plot.draw(probed, plot_path, f"what a pass costs: {prepared.build.name} on this machine")
     if fmt == "json":
         click.echo(json.dumps({"costs": _cost_rows(probed), "predictions": [_prediction_row(a) for a in predicted]},
@@ -205,9 +206,9 @@ def _best(predicted, arms) -> dict:
     if top and top.prediction.low > 1:
         p = top.prediction
         return {"best": f"{top.arm}, predicted {p.speedup:.2f}x [{p.low:.2f}, {p.high:.2f}] against plain decoding",
-                "best_arm": top.arm, "command": command_line(by_name[top.arm].executed)}
+                "best_arm": top.arm, "command": flags.command_line(by_name[top.arm].executed)}
     plain = next((p for p in arms if p.arm.is_baseline), None) or next((p for p in arms if p.arm.is_control), None)
     said = (f"plain decoding: no setting is predicted to beat it, interval and all (the best, {top.arm}, at "
             f"{top.prediction.speedup:.2f}x [{top.prediction.low:.2f}, {top.prediction.high:.2f}])" if top else
             "plain decoding: no setting could be predicted here (the table says what is missing)")
-    return {"best": said, "best_arm": None, "command": command_line(plain.executed) if plain else None}
+    return {"best": said, "best_arm": None, "command": flags.command_line(plain.executed) if plain else None}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -14,6 +13,7 @@ import click
 
 from orchestrator import tables
 from orchestrator.cli.group import Finite, arm_choice, db_option, main, opened_db, recipe_options
+from orchestrator.cli.output import shell_lines
 from orchestrator.errors import InvalidOption, LoopingWorkload, TuneResumeError
 from orchestrator.store import tune_queries
 from orchestrator.tune import race, session
@@ -197,19 +197,6 @@ def printed(a: Answer, explain: bool = False) -> str:
     lines.append(tables.fill(f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs"
                              f"{grid_time} for every candidate at {a.rules.grid_repeats} repeats"))
     return "\n".join(lines) + "\n"
-
-
-def shell_lines(label: str, command: str) -> str:
-    """A command line as it pastes into a shell: its words as given, lines joined by ` \\` within the terminal."""
-
-    width, words = tables.terminal_width(), [shlex.quote(w) for w in shlex.split(command)]
-    lines, current = [], label
-    for word in words:
-        if len(current) + 1 + len(word) + 2 > width and current.strip() != label:
-            lines.append(current + " \\")
-            current = "   "
-        current += " " + word
-    return "\n".join([*lines, current])
 
 
 def _shown(ref: str, db) -> TuneResult:

@@ -8,6 +8,8 @@ and nowhere else.
 
 from __future__ import annotations
 
+import shlex
+
 TARGET_MODEL = ("-m", "--model")
 DRAFT_MODEL = ("-md", "--model-draft", "--spec-draft-model")
 SPEC_TYPE = ("--spec-type",)
@@ -81,4 +83,23 @@ def with_values(argv: list[str], flags: tuple[str, ...], change) -> list[str]:
             out[i] = f"{name}={change(value)}"
         elif arg in flags and i + 1 < len(argv):
             out[i + 1] = change(argv[i + 1])
+    return out
+
+
+def command_line(argv: list[str]) -> str:
+    """The executed argv as one line to paste into a shell (quoted; orch itself never runs a shell string)."""
+    return shlex.join(_without_verbosity(argv))
+
+
+def _without_verbosity(argv: list[str]) -> list[str]:
+    """orch adds -lv to read the statistics; a user's command does not need it."""
+    out, skip = [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        if arg in VERBOSITY[:3]:
+            skip = 1
+            continue
+        out.append(arg)
     return out

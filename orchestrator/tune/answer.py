@@ -139,25 +139,6 @@ def _mean(scores: race.Scores, name: str) -> float:
     return race.mean(values) if values else -math.inf
 
 
-def command_line(argv: list[str]) -> str:
-    """The executed argv as one line to paste into a shell (quoted; orch itself never runs a shell string)."""
-    return shlex.join(_without_verbosity(argv))
-
-
-def _without_verbosity(argv: list[str]) -> list[str]:
-    """orch adds -lv to read the statistics; a user's command does not need it."""
-    out, skip = [], 0
-    for arg in argv:
-        if skip:
-            skip -= 1
-            continue
-        if arg in flags.VERBOSITY[:3]:
-            skip = 1
-            continue
-        out.append(arg)
-    return out
-
-
 def server_line(argv: list[str], server_path: str | None, server_help: str | None) -> str:
     """The winner's flags on this build's llama-server, or why it has none."""
     if not server_path or not server_help:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from orchestrator.recipe import argv as flags
 from orchestrator.recipe import control
 from orchestrator.recipe.schedule import Slot
 from orchestrator.run import predictions, recipe_run
@@ -249,14 +250,14 @@ def _answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: str, w
     shown = winner or (s.baseline if outcome == "predicted" else race.leader(scores, survivors))
     if shown:
         argv = _argv(s, shown)
-        out.command = answer.command_line(argv)
+        out.command = flags.command_line(argv)
         build = s.prepared.build  # plain decoding too: "no speculation" is served without a draft
         out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
     if outcome not in ("refused", "predicted") and shown in (None, s.baseline):  # the best that speculates
         out.best_speculating = answer.best_speculating(scores, noise or race.Noise(None, 0), s.candidates,
                                                        s.baseline, state.left)
         if out.best_speculating:
-            out.best_speculating["command"] = answer.command_line(_argv(s, out.best_speculating["candidate"]))
+            out.best_speculating["command"] = flags.command_line(_argv(s, out.best_speculating["candidate"]))
     out.verdict = answer.verdict(out)
     return out
 
