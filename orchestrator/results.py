@@ -15,7 +15,6 @@ are the figures a reader asks for first, and whose `values` holds every column, 
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,8 +88,7 @@ class Results:
 
     def __init__(self, path: Path | str | None = None):
         self.path = Path(path) if path is not None else config.db_path()
-        self._stack = contextlib.ExitStack()
-        self.con = self._stack.enter_context(store.opened(self.path, read_only=True))
+        self.con = store.connect(self.path, read_only=True)
 
     def __enter__(self) -> Results:
         return self
@@ -99,7 +97,7 @@ class Results:
         self.close()
 
     def close(self) -> None:
-        self._stack.close()
+        self.con.close()
 
     def sweeps(self, last: int = 20) -> list[Sweep]:
         """The newest `last` sweeps, oldest first."""

@@ -100,8 +100,8 @@ EVERY_WARNING = "all"  # --explain without a code
 @click.option("--explain", is_flag=False, flag_value=EVERY_WARNING, default=None, metavar="[CODE]",
               help="Every warning's full text, a line each (by default one line per warning kind, naming its arms), "
                    "and each verdict whole: why each losing arm lost, in words, and every note (by default a sentence "
-                   "or two, under the why table). --explain CODE: what one warning code means, when it fires and what to do "
-                   "(docs/warnings.md); nothing is read.")
+                   "or two, under the why table). --explain CODE: what one warning code means, when it fires and what "
+                   "to do (docs/warnings.md); nothing is read.")
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
     from orchestrator import results

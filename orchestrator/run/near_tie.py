@@ -4,8 +4,9 @@ first differing token, asked of the build's own llama-server.
 Greedy speculation keeps the target's text in exact arithmetic; a batched verification computes the logits in
 another order than decoding one token, so where the target's top two are nearly equal the other one can win. That
 is the cause orch names only where it is seen: the two texts' tokens are the target's top two there and their
-log-probabilities lie within analyze/verdict.NEAR_TIE_NATS. Anywhere else (another pair of tokens, a wide margin, a build whose
-server answers no top list, a prompt given by file that is gone) the text just "differs from token N".
+log-probabilities lie within analyze/verdict.NEAR_TIE_NATS. Anywhere else (another pair of tokens, a wide margin, a
+build whose server answers no top list, a prompt file that is gone or no regular file) the text just "differs from
+token N".
 
 One llama-server per target (its build, model, threads and offload as the control ran them), started when first
 asked and stopped with the judge; one request per distinct prefix: the control's prompt and its text up to the
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import requests
 
+from orchestrator import input_files
 from orchestrator.errors import ServerFailed
 from orchestrator.parse.server import top_choices
 from orchestrator.recipe import argv as flags
@@ -105,8 +107,8 @@ def _prompt(argv: list[str]) -> str | None:
     text, file = flags.flag_values(argv, [flags.PROMPT, flags.PROMPT_FILE])
     if text is not None:
         return text
-    try:
-        return Path(file).read_text(encoding="utf-8") if file else None
+    try:  # read as every file a recipe names: a FIFO or /dev/zero in the prompt's place is no prompt
+        return input_files.read_text(file) if file else None
     except (OSError, UnicodeDecodeError):
         return None
 

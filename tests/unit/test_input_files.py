@@ -81,3 +81,11 @@ def test_a_log_whose_read_fails_is_named_by_its_path():
 def test_a_set_value_nested_past_pythons_stack_is_one_line():
     with pytest.raises(RecipeError, match="--set v: the value nests arrays or tables too deep"):
         plan.parse_set(("v=" + "[" * 5000 + "]" * 5000,))
+
+
+def test_the_near_tie_judge_reads_a_prompt_file_through_the_guard(fifo):
+    """The judge re-reads the control's prompt file after the runs: a FIFO in its place blocked orch for ever."""
+    from orchestrator.run import near_tie
+
+    assert near_tie._prompt(["llama-speculative-simple", "-f", str(fifo)]) is None
+    assert near_tie._prompt(["llama-speculative-simple", "-f", "/dev/zero"]) is None

@@ -178,7 +178,8 @@ def test_a_resumed_race_reads_its_decisions_and_rule_back_typed(tmp_path, monkey
     rules = stored_tune.stored_rules(row)
     monkeypatch.setattr(driver, "_runs", lambda s, state: _runs())
     lines = []
-    found = driver.run_race(_fake_race(path, tune_id, rules, lines.append), race_settings.RaceState.stored(rounds, decided))
+    state = race_settings.RaceState.stored(rounds, decided)
+    found = driver.run_race(_fake_race(path, tune_id, rules, lines.append), state)
     assert said in found.verdict and found.rules.tie_margin == margin
     assert found.left == {"idle": earlier}
     assert found.best_speculating["candidate"] == "a"

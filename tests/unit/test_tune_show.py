@@ -17,7 +17,8 @@ from orchestrator.tune.rules import Rules
 from orchestrator.tune.session import TuneResult
 
 ANSWER_KEYS = {"workload", "state", "winner", "tied", "rows", "command", "server", "runs", "seconds", "grid_runs",
-               "grid_seconds", "rounds", "candidates", "reason", "left", "noise", "best_speculating", "output_changed", "verdict"}
+               "grid_seconds", "rounds", "candidates", "reason", "left", "noise", "best_speculating", "output_changed",
+               "verdict"}
 
 
 def _answer() -> Answer:
