@@ -17,7 +17,7 @@ from pathlib import Path
 from orchestrator import json_text, parse, proc, store
 from orchestrator.build.finished import Build
 from orchestrator.errors import ServerFailed
-from orchestrator.machine import roofline, telemetry
+from orchestrator.machine import nvml, roofline, telemetry
 from orchestrator.parse.modes import Mode, mode_of, request_params
 from orchestrator.parse.server import server_metrics
 from orchestrator.recipe import control, dialect, schedule
@@ -38,6 +38,12 @@ class MeasurementSettings:
 
     telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
     bandwidth: roofline.Bandwidth | None = None
+
+    def __post_init__(self) -> None:
+        # NVML's one init (and pynvml's import) is paid here, before any child starts: paid in a run's first
+        # sampler, on a fresh Ray worker, it let a short run end before its t=0 row was taken.
+        if self.telemetry_interval:
+            nvml.available()
 
     def sampler(self, pid: int) -> telemetry.Sampler | None:
         """The run's one telemetry sampler; None when telemetry is off (nothing polls beside the child then)."""

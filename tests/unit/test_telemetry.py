@@ -142,3 +142,13 @@ def test_summarize_hand_made_samples():
 def test_summarize_nothing():
     s = summarize([])
     assert s["gpu"] == NO_GPU and s["samples"] == 0 and s["rss_peak_bytes"] is None
+
+
+def test_nvml_is_tried_before_any_run_starts_not_in_its_first_sampler(no_nvml):
+    """A fresh Ray worker once paid pynvml's import between a short run's spawn and its t=0 row, and lost the row."""
+    from orchestrator.run.one_run import MeasurementSettings
+
+    MeasurementSettings(telemetry_interval=0)
+    assert no_nvml == []  # telemetry off: NVML is never touched
+    MeasurementSettings()
+    assert len(no_nvml) == 1
