@@ -1,4 +1,4 @@
-"""Write docs/warnings.md's made part from the warnings table (orchestrator/analyze/warnings.py):
+"""Write docs/warnings.md's made part from the warnings table (orchestrator/analyze/warning_kinds.py):
 
     .venv/bin/python tools/warnings_page.py
 """

@@ -151,18 +151,7 @@ def _sweep_rows(rows: list[dict]) -> list[dict]:
             row["speedup_vs_baseline"] = None
     break_even = {m: stats.break_even(pts) for m, pts in points.items()}
     for row in rows:
-        found = warnings.warnings_for(row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"),
-                                   acceptance=row["acceptance"], speedup=row["speedup"],
-                                   sweep_break_even=break_even.get(row["method"]), drafted=row["drafted"],
-                                   accepted=row["accepted"], cv=row["cv"], idle=row["idle"], ok=row["ok_runs"],
-                                   idle_draft=bool(row["draft_sha256"]),
-                                   gpu=row["used_gpu"], other_target=row.pop("other_target"),
-                                   outputs_differ=row["outputs_differ"], outputs_compared=row["outputs_compared"],
-                                   first_diff_char=row["first_diff_char"],
-                                   first_diff_token=row["first_diff_token"], generated=row.get("generated_max"),
-                                   looped=0 if row["length_of"] else row["looped"],  # said of its arm
-                                   loop_share=row["loop_share"], tokens=_tokens(row),
-                                   roofline=(row["roofline_pct"], row["bound_tps"], row["bound_label"]))
+        found = warnings.warnings_for(_facts(row, break_even.get(row["method"])))
         row["speedup_without_drafts"] = None
         # It never speculated: its ratio is no speculation result. Without a draft model it decoded plainly (no
         # speedup shown); with one, the draft ran at every step for nothing, and that cost is its speedup.
@@ -188,13 +177,26 @@ def _intervals(row: dict) -> None:
                                                                  row.pop("ref_sd_log"))
 
 
-def _tokens(row: dict) -> tuple[int, int, tuple[int, int], tuple[int, int]] | None:
-    """(pairs over unequal counts, pairs, the arm's (least, most) generated tokens in them, the reference's), where
-    some of its pairs with its reference generated counts more than a token apart."""
+def _facts(row: dict, sweep_break_even: float | None) -> warnings.ArmFacts:
+    """What the warning rules read of one arm's row; the lists and the other-target triple leave the row."""
+    return warnings.ArmFacts(
+        runs=row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"), cv=row["cv"], gpu=row["used_gpu"],
+        ok=row["ok_runs"], idle=row["idle"], idle_draft=bool(row["draft_sha256"]), acceptance=row["acceptance"],
+        speedup=row["speedup"], sweep_break_even=sweep_break_even, drafted=row["drafted"], accepted=row["accepted"],
+        other_target=row.pop("other_target"), outputs_differ=row["outputs_differ"],
+        outputs_compared=row["outputs_compared"], first_diff_char=row["first_diff_char"],
+        first_diff_token=row["first_diff_token"], generated=row.get("generated_max"),
+        looped=0 if row["length_of"] else row["looped"],  # a length-matched reference's loop is said of its arm
+        loop_share=row["loop_share"], unequal_tokens=_unequal_tokens(row), roofline_pct=row["roofline_pct"],
+        bound_tps=row["bound_tps"], bound_label=row["bound_label"])
+
+
+def _unequal_tokens(row: dict) -> warnings.UnequalTokens | None:
+    """Where some of the arm's pairs with its reference generated counts more than a token apart."""
     if not row["unequal_pairs"]:
         return None
-    return (row["unequal_pairs"], row["ref_pairs"], (row["unequal_min"], row["unequal_max"]),
-            (row["unequal_ref_min"], row["unequal_ref_max"]))
+    return warnings.UnequalTokens(row["unequal_pairs"], row["ref_pairs"], (row["unequal_min"], row["unequal_max"]),
+                                  (row["unequal_ref_min"], row["unequal_ref_max"]))
 
 
 @lru_cache(maxsize=4096)

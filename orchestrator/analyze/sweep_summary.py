@@ -21,7 +21,7 @@ import orjson
 from orchestrator import json_text, tables
 from orchestrator.analyze import cells, verdict, why_table
 from orchestrator.analyze.summary import TABLE_COLUMNS
-from orchestrator.analyze.warnings import WARNING_KINDS
+from orchestrator.analyze.warning_kinds import WARNING_KINDS
 from orchestrator.errors import DamagedSchema
 
 COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a control named `control`)

@@ -1,12 +1,12 @@
 """The warnings page (docs/warnings.md) and `orch summary --explain CODE`, both made from the one table the summary
-uses (analyze/warnings.WARNING_KINDS): what each code means, when it fires, what to do. tools/warnings_page.py
+uses (analyze/warning_kinds.WARNING_KINDS): what each code means, when it fires, what to do. tools/warnings_page.py
 writes the page; a unit test checks that the page is what this module makes."""
 
 from __future__ import annotations
 
-from orchestrator.analyze.warnings import WARNING_KINDS, WarningKind
+from orchestrator.analyze.warning_kinds import WARNING_KINDS, WarningKind
 
-BEGIN = "<!-- made by tools/warnings_page.py from analyze/warnings.py: edit the table there, not here -->"
+BEGIN = "<!-- made by tools/warnings_page.py from analyze/warning_kinds.py: edit the table there, not here -->"
 END = "<!-- end of the made part -->"
 
 

@@ -6,11 +6,12 @@ import math
 import pytest
 
 from orchestrator.analyze import stats, warnings
-from orchestrator.analyze.warnings import (
+from orchestrator.analyze.warning_kinds import (
     BELOW_BREAK_EVEN,
     FULL_ACCEPTANCE_SLOWDOWN,
     HIGH_CV,
     OUTLIERS,
+    OUTSIDE_PREDICTION,
     WARNING_KINDS,
 )
 
@@ -140,6 +141,15 @@ def codes(ws):
     return [w.code for w in ws]
 
 
+def warned(runs, **facts) -> list:
+    return warnings.warnings_for(warnings.ArmFacts(runs=runs, **facts))
+
+
+def test_each_kind_has_one_rule_in_the_tables_order():
+    judged_apart = [OUTSIDE_PREDICTION]  # needs the predictions stored before the sweep
+    assert [kind for kind, _ in warnings.RULES] + judged_apart == list(WARNING_KINDS)
+
+
 def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
     assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "slow_first_run", "no_drafts",
                                                "other_target",
@@ -151,24 +161,24 @@ def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
 
 
 def test_a_roofline_share_above_the_bound_is_a_measurement_problem_with_its_cause():
-    assert warnings.warnings_for([60.0], roofline=(99.0, 67.0, "measured")) == []
-    [found] = warnings.warnings_for([61.0], roofline=(102.0, 67.0, "measured"))
+    assert warned([60.0], roofline_pct=99.0, bound_tps=67.0, bound_label="measured") == []
+    [found] = warned([61.0], roofline_pct=102.0, bound_tps=67.0, bound_label="measured")
     assert found.code == "bound_exceeded" and "102% of the 67/s roofline bound (measured bandwidth)" in found.message
     assert "measured too low" in found.message and "measures it again" in found.message
-    assert warnings.warnings_for([61.0], roofline=(None, None, None)) == []
+    assert warned([61.0], roofline_pct=None) == []
 
 
 def test_steady_arm_has_no_warnings():
-    assert warnings.warnings_for([100, 102, 98, 101, 99], acceptance=0.7, speedup=1.3, sweep_break_even=0.4) == []
-    assert warnings.warnings_for([]) == []
+    assert warned([100, 102, 98, 101, 99], acceptance=0.7, speedup=1.3, sweep_break_even=0.4) == []
+    assert warned([]) == []
 
 
 def test_high_cv():
     # [90, 100, 110]: stdev 10, cv 10% > 5%
-    ws = warnings.warnings_for([90, 100, 110])
+    ws = warned([90, 100, 110])
     assert codes(ws) == ["high_cv"] and "10.0%" in ws[0].message
     # [100, 102, 98, 101, 99]: cv 1.6%, and two runs [100, 104]: stdev 2.83, cv 2.8%
-    assert warnings.warnings_for([100, 104]) == []
+    assert warned([100, 104]) == []
 
 
 def test_bimodal_per_prompt_speeds():
@@ -177,7 +187,7 @@ def test_bimodal_per_prompt_speeds():
     per_prompt = [135, 59, 137, 61, 131, 63, 134, 67]
     low, high = stats.bimodal_split(per_prompt)
     assert (low, high) == ([59, 61, 63, 67], [131, 134, 135, 137])
-    ws = warnings.warnings_for([101, 100, 102], spread=per_prompt)
+    ws = warned([101, 100, 102], spread=per_prompt)
     assert codes(ws) == ["bimodal"] and "59-67 beside 131-137 tok/s" in ws[0].message
 
 
@@ -192,14 +202,14 @@ def test_bimodal_not_triggered_by_noise_a_lone_value_or_tiny_gaps():
 
 def test_bimodal_per_run_speeds_default():
     # without `spread`, the per-run speeds are checked (CLI mode)
-    assert "bimodal" in codes(warnings.warnings_for([60, 62, 130, 133, 61, 131]))
+    assert "bimodal" in codes(warned([60, 62, 130, 133, 61, 131]))
 
 
 def test_mad_outliers():
     # [100, 101, 99, 100, 102, 80]: median 100, |dev| 0 1 1 0 2 20 -> MAD 1;
     # z(80) = 0.6745 * 20 / 1 = 13.49 > 3.5; z(102) = 1.35
     assert stats.mad_outliers([100, 101, 99, 100, 102, 80]) == [80]
-    ws = warnings.warnings_for([100, 101, 99, 100, 102, 80])
+    ws = warned([100, 101, 99, 100, 102, 80])
     assert "outliers" in codes(ws) and "1 of 6 runs" in ws[codes(ws).index("outliers")].message
     # MAD 0 ([100, 100, 100, 100, 130]): mean |dev| 6, scale 1.2533 * 6 = 7.52, z(130) = 30 / 7.52 = 3.99 > 3.5
     assert stats.mad_outliers([100, 100, 100, 100, 130]) == [130]
@@ -211,12 +221,12 @@ def test_mad_outliers():
 
 
 def test_full_acceptance_with_slowdown():
-    ws = warnings.warnings_for([50, 50.5], acceptance=1.0, speedup=0.8, drafted=120, accepted=120)
+    ws = warned([50, 50.5], acceptance=1.0, speedup=0.8, drafted=120, accepted=120)
     assert codes(ws) == ["full_acceptance_slowdown"]
     assert "0.80x" in ws[0].message and "drafted 120, accepted 120" in ws[0].message
-    assert warnings.warnings_for([50, 50.5], acceptance=1.0, speedup=1.4) == []  # full acceptance that pays off
-    assert warnings.warnings_for([50, 50.5], acceptance=0.98, speedup=0.8) == []
-    assert warnings.warnings_for([50, 50.5], acceptance=1.0) == []  # no baseline, no speedup
+    assert warned([50, 50.5], acceptance=1.0, speedup=1.4) == []  # full acceptance that pays off
+    assert warned([50, 50.5], acceptance=0.98, speedup=0.8) == []
+    assert warned([50, 50.5], acceptance=1.0) == []  # no baseline, no speedup
 
 
 def test_break_even_interpolates_between_the_nearest_loser_and_winner():
@@ -230,14 +240,14 @@ def test_break_even_interpolates_between_the_nearest_loser_and_winner():
 
 
 def test_below_break_even():
-    ws = warnings.warnings_for([80, 81], acceptance=0.45, speedup=0.9, sweep_break_even=0.6)
+    ws = warned([80, 81], acceptance=0.45, speedup=0.9, sweep_break_even=0.6)
     assert codes(ws) == ["below_break_even"] and "45.0%" in ws[0].message and "60.0%" in ws[0].message
-    assert warnings.warnings_for([80, 81], acceptance=0.65, speedup=1.1, sweep_break_even=0.6) == []
-    assert warnings.warnings_for([80, 81], acceptance=0.45, sweep_break_even=None) == []
+    assert warned([80, 81], acceptance=0.65, speedup=1.1, sweep_break_even=0.6) == []
+    assert warned([80, 81], acceptance=0.45, sweep_break_even=None) == []
 
 
 def test_warnings_come_in_fixed_order():
-    ws = warnings.warnings_for([60, 62, 130, 133, 61, 131], acceptance=1.0, speedup=0.7, sweep_break_even=1.01)
+    ws = warned([60, 62, 130, 133, 61, 131], acceptance=1.0, speedup=0.7, sweep_break_even=1.01)
     assert codes(ws) == ["high_cv", "bimodal", "full_acceptance_slowdown", "below_break_even"]
 
 
@@ -255,33 +265,33 @@ def test_sample_stdev_agrees_with_the_exact_statistics_stdev():
 
 
 def test_an_arm_that_drafted_nothing_is_flagged_apart_from_spec_not_engaged():
-    (w,) = warnings.warnings_for([100.0, 101.0], idle=2, ok=2)
+    (w,) = warned([100.0, 101.0], idle=2, ok=2)
     assert w.code == "no_drafts" and "2 of 2" in w.message and "no speedup" in w.message
-    (w,) = warnings.warnings_for([100.0, 101.0], idle=1, ok=2)
+    (w,) = warned([100.0, 101.0], idle=1, ok=2)
     assert "mixes runs" in w.message
-    assert warnings.warnings_for([100.0, 101.0], idle=0, ok=2) == []
-    (w,) = warnings.warnings_for([100.0, 101.0], idle=2, ok=2, idle_draft=True)  # a draft model ran for nothing
+    assert warned([100.0, 101.0], idle=0, ok=2) == []
+    (w,) = warned([100.0, 101.0], idle=2, ok=2, idle_draft=True)  # a draft model ran for nothing
     assert "draft model still ran at every step" in w.message and "no speedup" not in w.message
 
 
 def test_high_cv_advice_fits_the_machine_that_ran():
-    cpu = warnings.warnings_for([90, 100, 110])[0].message
-    gpu = warnings.warnings_for([90, 100, 110], gpu=True)[0].message
+    cpu = warned([90, 100, 110])[0].message
+    gpu = warned([90, 100, 110], gpu=True)[0].message
     assert "nvidia-smi" not in cpu and "cpupower frequency-set" in cpu and "-t" in cpu
     assert "nvidia-smi -lgc" in gpu and "cpupower" not in gpu and "--repeat" in gpu
 
 
 def test_output_differs_names_the_count_and_where():
-    assert warnings.warnings_for([100.0], outputs_differ=0, outputs_compared=3) == []
-    [found] = warnings.warnings_for([100.0], outputs_differ=1, outputs_compared=3, first_diff_char=17)
+    assert warned([100.0], outputs_differ=0, outputs_compared=3) == []
+    [found] = warned([100.0], outputs_differ=1, outputs_compared=3, first_diff_char=17)
     assert found.code == "output_differs" and found.message.startswith("1 of 3 outputs differ") \
         and "character 17" in found.message
     # Rows stored before the count of compared outputs (server runs, outputs_differ only): the count alone.
-    [old] = warnings.warnings_for([100.0], outputs_differ=2)
+    [old] = warned([100.0], outputs_differ=2)
     assert old.message.startswith("2 outputs differ at temperature 0 from the same program and target's without "
                                    "drafting (its control's, or the baseline's where it runs the same program): in "
                                    "exact arithmetic")
-    [located] = warnings.warnings_for([100.0], outputs_differ=1, outputs_compared=1, first_diff_char=90,
+    [located] = warned([100.0], outputs_differ=1, outputs_compared=1, first_diff_char=90,
                                       first_diff_token=16, generated=64)
     assert "(the first at token 16 of 64, character 90 of the generated text: the last 75% of the text differs)" \
         in located.message and "its speedup still compares the same number of tokens" in located.message
@@ -299,8 +309,8 @@ def test_a_figure_with_its_own_standard_error_gets_the_normal_interval():
 def test_a_first_run_far_slower_than_the_rest_hints_at_a_warm_up():
     """hyperfine's habit: a first run far slower than the others is a cold start; the hint names --warmup and the
     recipe's meta. Not below three runs, not for a merely slower first run, not for a slow later run."""
-    [hint] = [w for w in warnings.warnings_for([9.0, 40.0, 42.0, 41.0]) if w.code == "slow_first_run"]
+    [hint] = [w for w in warned([9.0, 40.0, 42.0, 41.0]) if w.code == "slow_first_run"]
     assert "9.0 tok/s, 4.6x slower than the median of the rest (41.0 tok/s)" in hint.message
     assert "--warmup 1" in hint.message and '"warmup": 1' in hint.message
     for runs in ([9.0, 40.0], [30.0, 40.0, 42.0], [40.0, 9.0, 42.0]):
-        assert "slow_first_run" not in codes(warnings.warnings_for(runs)), runs
+        assert "slow_first_run" not in codes(warned(runs)), runs

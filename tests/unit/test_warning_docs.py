@@ -1,4 +1,4 @@
-"""Every warning explained from the one table the summary uses (analyze/warnings.WARNING_KINDS): docs/warnings.md is
+"""Every warning explained from the one table the summary uses (analyze/warning_kinds.WARNING_KINDS): docs/warnings.md is
 made from it and must equal what it makes now; `orch summary --explain CODE` prints one code's entry."""
 
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from orchestrator.analyze import warning_docs
-from orchestrator.analyze.warnings import WARNING_KINDS
+from orchestrator.analyze.warning_kinds import WARNING_KINDS
 from orchestrator.cli.group import main
 from orchestrator.errors import InvalidOption
 
