@@ -66,14 +66,14 @@ def main() -> None:
 
     from orchestrator import parse, proc, store
     from orchestrator.analyze import summary_cache
-    from orchestrator.run import one_run, sweep
+    from orchestrator.run import measuring, one_run, sweep, sweep_open
     from orchestrator.run.progress import Progress
     from orchestrator.run.recipe_run import RecipeRequest, prepare_recipe
 
     timed(store.Database, "write", "results file writes (open, write, close)")
     timed(parse, "parse_run", "parsing logs")
     timed(parse, "run_failure", "classifying failures")
-    timed(one_run.MeasurementSettings, "sampler", "telemetry sampler start")
+    timed(measuring.MeasurementSettings, "sampler", "telemetry sampler start")
     timed(one_run, "_stop", "telemetry sampler stop")
     timed(Progress, "advance", "progress lines")
     timed(store, "mark_output_differences", "sweep end: output parity")
@@ -92,7 +92,7 @@ def main() -> None:
                                 vars_file=ROOT / "recipes" / "tiny_single.toml", overrides=("n_predict=8",),
                                 repeat=runs, db=Path(tmp) / "overhead.duckdb")
         prepared = prepare_recipe(request)
-        opened = sweep.open_sweep(prepared.database, prepared.plan, prepared.build, prepared.arms, orch_argv=sys.argv)
+        opened = sweep_open.open_sweep(prepared.database, prepared.plan, prepared.build, prepared.arms, orch_argv=sys.argv)
         SPENT.clear(), CALLS.clear()  # only what the sweep's execution spends
         start = time.perf_counter()
         result = sweep.execute(prepared.database, opened, timeout=60, telemetry_interval=0.2,

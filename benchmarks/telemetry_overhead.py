@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from orchestrator.analyze import stats
+from orchestrator.analyze import rank_test, stats
 
 ROOT = Path(__file__).resolve().parents[1]
 import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
@@ -54,7 +54,7 @@ def main() -> None:
         print(f"{label}: n={d.n} mean {d.mean:.1f} tok/s, 95% CI {d.ci_low:.1f}-{d.ci_high:.1f}, CV {d.cv:.1%}")
     ratio = stats.ratio_of_means(off, on)
     print(f"on/off: {ratio.ratio:.3f} (95% CI {ratio.ci_low:.3f}-{ratio.ci_high:.3f}), "
-          f"Mann-Whitney p = {stats.mann_whitney_u(on, off):.3f}")
+          f"Mann-Whitney p = {rank_test.mann_whitney_u(on, off):.3f}")
 
 
 if __name__ == "__main__":

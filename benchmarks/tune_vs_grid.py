@@ -47,6 +47,7 @@ from orchestrator.run import recipe_run  # noqa: E402
 from orchestrator.store import tune_queries  # noqa: E402
 from orchestrator.tune import guards, race, session  # noqa: E402
 from orchestrator.tune.race_settings import Budget, plan_references  # noqa: E402
+from orchestrator.tune.request import TuneRequest  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "tune.j2"
 REAL_SPACE = "ngram-mod,ngram-simple,ngram-map-k,ngram-cache"
@@ -58,7 +59,7 @@ PAIR_SPACE = ('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [1, 2, 4,
 PAIR_MODELS = ("target=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "draft=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 
 
-def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
+def grid(request: TuneRequest, build, workload: Path, db: Path) -> dict:
     """Every candidate at GRID_REPEAT repeats in one interleaved sweep; each one's speedup and interval.
 
     A finished grid kept in `db` (--grids) is read instead of run again: the grid does not depend on tune's code,
@@ -97,9 +98,9 @@ def grid(request: session.TuneRequest, build, workload: Path, db: Path) -> dict:
             "loops": guards.looping_baseline(runs, baseline)}
 
 
-def tune(request: session.TuneRequest, workload: Path, budget_runs: int, db: Path) -> dict:
+def tune(request: TuneRequest, workload: Path, budget_runs: int, db: Path) -> dict:
     started = time.monotonic()
-    found = session.start(session.TuneRequest(**{**request.__dict__, "workloads": (str(workload),), "db": db,
+    found = session.start(TuneRequest(**{**request.__dict__, "workloads": (str(workload),), "db": db,
                                                  "budget": Budget(runs=budget_runs)}),
                           argv=["tune_vs_grid"], say=lambda line: None)
     return {"answer": found.answers[0], "seconds": time.monotonic() - started}
@@ -173,24 +174,24 @@ def main() -> None:
         if args.quick:
             space = Path(tmp) / "space.toml"
             space.write_text('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [2, 8]\ndraft_min = [0, 2]\n')
-            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
+            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
                                           overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1",
                                                      "n_predict=16"), db=Path(tmp) / "tune.duckdb", timeout=120)
             workloads = [ROOT / "recipes" / "workloads" / "short_fact.toml"]
         elif args.pair:
             space = Path(tmp) / "space.toml"
             space.write_text(PAIR_SPACE)
-            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
+            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
                                           overrides=(*PAIR_MODELS, f"threads={os.cpu_count()}"),
                                           db=Path(tmp) / "tune.duckdb")
             workloads = _workloads(args.workloads or "code_complete")
         elif args.tiny:
-            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=TINY_SPACE,
+            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=TINY_SPACE,
                                           overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1"),
                                           db=Path(tmp) / "tune.duckdb", timeout=120)
             workloads = _workloads(args.workloads or "repeat_list,prose")
         else:
-            request = session.TuneRequest(recipe=RECIPE, build_ref=build.name, space=REAL_SPACE,
+            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=REAL_SPACE,
                                           overrides=(f"threads={os.cpu_count()}",), db=Path(tmp) / "tune.duckdb")
             workloads = _workloads(args.workloads or "repeat_list,prose")
         rows = []

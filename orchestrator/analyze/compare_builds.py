@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.analyze import side_by_side
+from orchestrator.analyze import compare_columns, side_by_side
 from orchestrator.errors import NoSuchBuild
 from orchestrator.store import compare_queries
 
@@ -20,7 +20,7 @@ class Comparison:
     threshold: float  # the smallest change worth a verdict
     same_build: bool  # both sides are the same runs: no ratio, every row's verdict side_by_side.SAME_BUILD
     warning: str | None  # why nothing was compared (the same build on both sides); None otherwise
-    # The result: one row per test, carrying every parameter that differs; side_by_side.table's columns, wide.
+    # The result: one row per test, carrying every parameter that differs; compare_columns.table's columns, wide.
     rows: list[dict]
     columns: list[str]
     # Each side's runs from one host, where one was named (None: every host's).
@@ -62,7 +62,7 @@ def compare_builds(con, base: str, head: str, *, recipe: str | None, threshold: 
         for row in rows:
             row.update(ratio=None, ratio_low=None, ratio_high=None, p_value=None, test=None,
                        verdict=side_by_side.SAME_BUILD)
-    every = side_by_side.table(rows, wide=True)  # puts every differing parameter on the rows, for JSON
+    every = compare_columns.table(rows, wide=True)  # puts every differing parameter on the rows, for JSON
     return Comparison(base=base, head=head, threshold=threshold, same_build=same, warning=warning, rows=rows,
                       columns=every.columns, base_host=base_host, head_host=head_host,
                       timing=None if same else timing(base_groups, head_groups, crossed),

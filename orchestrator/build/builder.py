@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from orchestrator import config, proc, store
-from orchestrator.build import additions, options, paths
+from orchestrator.build import additions, binary_probe, options, paths
+from orchestrator.build.binary_probe import BUILD_LOG
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import (
     BUILD_JSON,
@@ -34,17 +35,12 @@ from orchestrator.errors import (
     Interrupted,
     ProbeFailed,
 )
-from orchestrator.hashing import sha256_file
 from orchestrator.long_step import Phase, StatusLine
 from orchestrator.machine import gpu
-from orchestrator.parse.version import parse_version_text
 from orchestrator.source.mirror import Mirror, resolve_commit
 from orchestrator.source.sdist import importer_for
 from orchestrator.store import queries
 from orchestrator.tables import clock
-
-LOG = "build.log"
-PROBE_TIMEOUT_S = 60
 
 
 def choose_backend(requested: str) -> str:
@@ -112,8 +108,9 @@ def _add_targets(found: Build, missing: list[str], db: Path | None) -> Build:
     stamp = read_stamp(bdir)
     rebuild = paths.rebuild_command(found.record, stamp.get("request"))
     env = {**os.environ, "CCACHE_BASEDIR": os.environ.get("CCACHE_BASEDIR", str(config.builds_root()))}
-    added = additions.add_targets(bdir, missing, Path(found.record["log_path"]), rebuild, env, _step, _probe)
-    _probe_commits(bdir, added["binaries"], found.upstream_commit, allow_none=True)
+    added = additions.add_targets(bdir, missing, Path(found.record["log_path"]), rebuild, env, _step,
+                                     binary_probe.probe)
+    binary_probe.probe_commits(bdir, added["binaries"], found.upstream_commit, allow_none=True)
     info = dict(found.record)
     info["binaries"] = [*info["binaries"], *added["binaries"]]
     info["targets"] = [*info["targets"], *missing]
@@ -131,7 +128,7 @@ def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path,
         shutil.rmtree(bdir)
     bdir.mkdir(parents=True, exist_ok=True)
     (bdir / STAMP).unlink(missing_ok=True)  # an interrupted rebuild must never look complete
-    log = bdir / LOG
+    log = bdir / BUILD_LOG
     log.write_text("")
     started = datetime.now(UTC)
     info = {"id": f"{bdir.name}@{started:%Y%m%dT%H%M%SZ}", "name": bdir.name, "commit": request.commit,
@@ -183,8 +180,8 @@ def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, 
                           f"see {log}")
     info["targets"] = targets
     _step("compile", options.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
-    info.update(_compiler(bdir))
-    info["binaries"] = _probe_all(bdir, targets, request.upstream_commit)
+    info.update(binary_probe.compiler(bdir))
+    info["binaries"] = binary_probe.probe_all(bdir, targets, request.upstream_commit)
 
 
 def _step(what: str, argv: list[str], log: Path, env: dict, bdir: Path) -> None:
@@ -210,56 +207,6 @@ def _first_error(log: Path) -> str:
             if re.search(pattern, line) and not line.startswith("$ "):
                 return line.strip()[:300]
     return "no error line found"
-
-
-def _probe_all(bdir: Path, targets: list[str], upstream: str) -> list[dict]:
-    """Probe every binary; the build counts only if one names the upstream commit and none names another."""
-    binaries = [_probe(bdir, name) for name in targets]
-    _probe_commits(bdir, binaries, upstream)
-    return binaries
-
-
-def _probe_commits(bdir: Path, binaries: list[dict], upstream: str, allow_none: bool = False) -> None:
-    reported = {b["reported_commit"] for b in binaries if b["reported_commit"]}
-    wrong = sorted(c for c in reported if not upstream.startswith(c))
-    if wrong or not (reported or allow_none):
-        raise ProbeFailed(f"the binaries in {bdir / 'bin'} report commit {', '.join(wrong) or 'none'}, not the "
-                          f"upstream commit {upstream[:9]}; the build cannot be identified: report this to orch")
-
-
-def _probe(bdir: Path, name: str) -> dict:
-    """sha256, --version and --help of one binary, saved under probe/."""
-    exe = bdir / "bin" / name
-    if not exe.exists():
-        raise ProbeFailed(f"{name} was not produced in {exe.parent}; see {bdir / LOG}")
-    probe_dir = bdir / "probe"
-    probe_dir.mkdir(exist_ok=True)
-    version = proc.run([str(exe), "--version"], capture=True, timeout=PROBE_TIMEOUT_S)
-    version_text = (version.stdout + version.stderr).strip()
-    parsed = (parse_version_text(version_text, keep_unknown=True) if version.ok else None) or {}
-    if not version.ok:
-        # llama-bench learned --version only in September 2026: older ones print usage and exit 1.
-        version_text = f"(--version not supported: {version.describe()})"
-    helped = proc.run([str(exe), "--help"], capture=True, timeout=PROBE_TIMEOUT_S)
-    help_text = helped.stdout + helped.stderr
-    if helped.signal is not None or helped.timed_out:
-        raise ProbeFailed(f"{exe} --help failed ({helped.describe()}); the binary does not run here")
-    (probe_dir / f"{name}.version.txt").write_text(version_text + "\n")
-    (probe_dir / f"{name}.help.txt").write_text(help_text)
-    return {"name": name, "path": str(exe), "sha256": sha256_file(exe), "version_text": version_text,
-            "build_number": parsed.get("build_number"), "reported_commit": parsed.get("commit"),
-            "built_with": parsed.get("built_with"), "help_path": str(probe_dir / f"{name}.help.txt")}
-
-
-def _compiler(bdir: Path) -> dict:
-    """Compiler id and version as CMake detected them."""
-    out = {"compiler": None, "compiler_version": None}
-    for path in sorted((bdir / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")):
-        text = path.read_text(errors="replace")
-        cid = re.search(r'set\(CMAKE_CXX_COMPILER_ID "([^"]*)"\)', text)
-        ver = re.search(r'set\(CMAKE_CXX_COMPILER_VERSION "([^"]*)"\)', text)
-        out = {"compiler": cid.group(1) if cid else None, "compiler_version": ver.group(1) if ver else None}
-    return out
 
 
 def _finish(info: dict, status: str, failure: str | None, db: Path | None) -> None:

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import click
 
 from orchestrator import results, tables
-from orchestrator.analyze import glossary, side_by_side, stats
+from orchestrator.analyze import compare_columns, glossary, side_by_side, stats
 from orchestrator.cli.group import data_format, db_option, main, threshold_option
 from orchestrator.errors import Regressed
 
@@ -101,7 +101,7 @@ def _print_comparison(result, limit, base_ref, head_ref, base_host, head_host, r
         click.echo(tables.fill(f"warning: {result.warning}"))
     if result.timing:
         click.echo(tables.fill(f"timing: {result.timing}"))
-    shown = side_by_side.table(result.rows, wide=wide)
+    shown = compare_columns.table(result.rows, wide=wide)
     rows = _readable(result.rows)
     if fmt == "md":
         kept, left_out = tables.fit(rows, shown.columns, WIDTH, shown.droppable)
@@ -109,7 +109,7 @@ def _print_comparison(result, limit, base_ref, head_ref, base_host, head_host, r
     else:
         titles, columns = {}, shown.columns
         if "recipe" in columns and not wide:  # a line above each recipe's rows instead of a column
-            rows, titles = side_by_side.by_recipe(rows)
+            rows, titles = compare_columns.by_recipe(rows)
             columns = [c for c in columns if c != "recipe"]
         text, left_out = tables.text_table(rows, columns, width=None if wide else WIDTH,
                                            droppable=shown.droppable, titles=titles)

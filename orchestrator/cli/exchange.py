@@ -11,7 +11,7 @@ import click
 from orchestrator.analyze import summary_cache
 from orchestrator.cli.group import ID, db_option, main, opened_db
 from orchestrator.errors import ImportConflicts
-from orchestrator.store import exchange
+from orchestrator.store import exchange, exchange_merge
 
 
 @main.command("export")
@@ -54,7 +54,7 @@ def import_command(sources, db):
         with opened_db(db, write=True) as con:
             for source, path in staged:
                 start = time.monotonic()
-                report = exchange.merge(con, path, str(source))
+                report = exchange_merge.merge(con, path, str(source))
                 added = sum(report.added.values())
                 click.echo(f"orch: {source}: {report.added.get('sweeps', 0)} sweeps, {report.added.get('runs', 0)} "
                            f"runs new ({added} rows), {sum(report.present.values())} rows stored already, "

@@ -7,29 +7,23 @@ import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from orchestrator import tables
 from orchestrator.cli.group import Finite, arm_choice, db_option, main, opened_db, recipe_options
-from orchestrator.cli.output import shell_lines
+from orchestrator.cli.tune_answer import SHOWN_FINALISTS, printed
 from orchestrator.errors import InvalidOption, LoopingWorkload, TuneResumeError
 from orchestrator.store import tune_queries
-from orchestrator.tune import race, session
+from orchestrator.tune import session
 from orchestrator.tune.preview import preview
 from orchestrator.tune.race_settings import Budget
+from orchestrator.tune.request import TuneRequest, TuneResult
 from orchestrator.tune.rules import GRID_REPEATS, Rules
-
-if TYPE_CHECKING:
-    from orchestrator.tune.answer import Answer
-    from orchestrator.tune.session import TuneResult
 
 BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|runs?)?\s*$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 MOST_BUDGET = 2**31 - 1  # runs or seconds: what tunes.budget holds, and more than any race spends
-COLUMNS = ["candidate", "state", "runs", "vs_plain", "vs_control", "acceptance"]
-SHOWN_FINALISTS = 8  # finalists the answer's table shows; --explain shows every one
 
 
 def parse_budget(text: str | None):
@@ -123,7 +117,7 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
     else:
         if recipe_path is None:
             raise click.UsageError("give a RECIPE (or --resume / --show a stored tune)")
-        request = session.TuneRequest(
+        request = TuneRequest(
             recipe=recipe_path, build_ref=build_ref, vars_file=vars_file, overrides=tuple(overrides),
             models=models_dir, arms=arm_choice(arm_patterns),
             space=space, workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
@@ -159,48 +153,8 @@ def _print_preview(request, as_json: bool) -> None:
             click.echo(tables.fill(f"note: {note}"))
 
 
-def printed(a: Answer, explain: bool = False) -> str:
-    """One workload's answer as the terminal shows it: heading, table, why each left, command lines, cost."""
-
-    lines = [f"== {a.workload}: {a.candidates} candidates, {a.rounds} round(s): {a.state} =="]
-    if a.rows:
-        finalists = [r for r in a.rows if r["state"] in ("tied", "not separated", "finalist")]
-        hidden = finalists[SHOWN_FINALISTS:] if not explain else []
-        rows = [r for r in a.rows if r not in hidden]
-        text, _ = tables.text_table(rows, COLUMNS, width=tables.TABLE_WIDTH, droppable=["vs_control", "acceptance"])
-        lines.append(text)
-        if hidden:
-            lines.append(tables.fill(f"  and {len(hidden)} more finalists within the noise (orch tune --show "
-                                     f"--explain lists every one)"))
-        said = {race.EQUIVALENT: "tied", race.UNSEPARATED: "not separated"}.get(a.state)
-        if said:  # the intervals are each candidate's own; the decisions are not
-            lines.append(tables.fill(f"  vs_plain: each candidate's own 95% interval, not adjusted for the race's "
-                                     f"many comparisons; a candidate is dropped only by a one-sided test "
-                                     f"Holm-corrected over its round's (at {a.rules.alpha:g}), so an interval that "
-                                     f"excludes 1x can still be {said}"))
-        lines += [tables.fill(f"  {row['candidate']}: {row['why']}") for row in a.rows if row.get("why")]
-        if any(row["state"] == "dropped" and row.get("why") for row in a.rows):  # a drop is shown: by which rule
-            lines.append(tables.fill("  " + race.METHOD.format(alpha=a.rules.alpha)))
-    # no winner: the leader's, said so; no speculation predicted: plain decoding's, what to run
-    run_label = "run:" if a.state in (race.WINNER, "predicted") else "leader:"
-    for label, line in ((run_label, a.command), ("server:", a.server)):
-        if line and line.startswith("no llama-server"):
-            lines.append(tables.fill(f"{label} {line}"))
-        elif line:  # a command to paste: broken between words with a shell continuation, never inside one
-            lines.append(shell_lines(label, line))
-    best = a.best_speculating
-    if best:  # plain decoding leads: what the space's best setting costs here, never as advice
-        lines.append(tables.fill(f"best speculating setting: {best['candidate']} at {best['vs_plain'] or '?'} "
-                                 f"plain decoding's speed, behind it here:"))
-        lines.append(shell_lines("  ", best["command"]))
-    grid_time = f" (about {tables.clock(a.grid_seconds)})" if a.grid_seconds else ""  # no run: no time a run
-    lines.append(tables.fill(f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs"
-                             f"{grid_time} for every candidate at {a.rules.grid_repeats} repeats"))
-    return "\n".join(lines) + "\n"
-
-
 def _shown(ref: str, db) -> TuneResult:
-    """The finished tune --show names, read back into its answers (session.TuneResult)."""
+    """The finished tune --show names, read back into its answers (TuneResult)."""
 
     with opened_db(db) as con:
         row = tune_queries.latest_tune(con) if ref == "latest" else (
@@ -209,4 +163,4 @@ def _shown(ref: str, db) -> TuneResult:
         what = "no finished tune" if row is None else f"tune {row['id']} is {row['state']}"
         raise TuneResumeError(f"--show {ref}: {what}; list tunes with `orch query 'SELECT id, state, recipe_path "
                               f"FROM tunes'`")
-    return session.TuneResult.stored(row)
+    return TuneResult.stored(row)

@@ -28,11 +28,12 @@ from orchestrator.cluster import worker as ray_worker
 from orchestrator.errors import ClusterUnavailable, Interrupted, RayMissing
 from orchestrator.message_lines import last_line
 from orchestrator.recipe import schedule
-from orchestrator.run import one_run, recipe_run, sweep
+from orchestrator.run import one_run, recipe_run, sweep, sweep_open
+from orchestrator.run.measuring import MeasurementSettings
 from orchestrator.run.pending import Pending
 from orchestrator.run.progress import Progress
 from orchestrator.run.recipe_run import PreparedRecipe, RunOptions
-from orchestrator.store import exchange, queries, workdirs
+from orchestrator.store import exchange, exchange_merge, queries, workdirs
 
 MAX_RETRIES = 2  # a task whose node or worker died runs again elsewhere, up to this many times
 
@@ -183,12 +184,12 @@ def _count(uids: dict, uid: str, done: int, failed: int) -> None:
     counts[1] += failed
 
 
-def _import_shard(db: store.Database, shard: ray_worker.Shard) -> list[exchange.Conflict]:
+def _import_shard(db: store.Database, shard: ray_worker.Shard) -> list[exchange_merge.Conflict]:
     with workdirs.temporary("shard") as tmp:
         for name, data in shard.files.items():
             (tmp / Path(name).name).write_bytes(data)
         with exchange.staged(tmp) as staging, db.write() as con:
-            return exchange.merge(con, staging, str(tmp)).conflicts
+            return exchange_merge.merge(con, staging, str(tmp)).conflicts
 
 
 def _store_lost(recipe: PreparedRecipe, task: ray_worker.RoundTask, failure: str, detail: str, orch_argv) -> str:
@@ -198,12 +199,12 @@ def _store_lost(recipe: PreparedRecipe, task: ray_worker.RoundTask, failure: str
     with db.read() as con:
         known = queries.sweep_ids_by_uid(con, [uid]).get(uid)
     if not known:
-        opened = sweep.open_sweep(db, plan, build, recipe.arms, orch_argv=orch_argv, order=task.order,
+        opened = sweep_open.open_sweep(db, plan, build, recipe.arms, orch_argv=orch_argv, order=task.order,
                                   warmup=task.warmup, uid=uid, only=[])
         shutil.rmtree(opened.work_dir, ignore_errors=True)  # no run of it executes here
         known = opened.id
     by_name = {p.arm.name: p for p in recipe.arms}
-    measuring = one_run.MeasurementSettings(telemetry_interval=task.telemetry_interval)  # the node's, unknown here
+    measuring = MeasurementSettings(telemetry_interval=task.telemetry_interval)  # the node's, unknown here
     pending = Pending(db)
     with db.write() as con:
         run_ids = store.reserve_run_ids(con, len(task.slots))

@@ -26,8 +26,8 @@ from orchestrator.report import (
 from orchestrator.report.data import BuildPair, ReportData, SweepData
 
 REPORT, REPORT_HTML = "report.md", "report.html"
-# What may tell two tests of one arm name apart, besides the recipe: their parameters (side_by_side.table's columns); the
-# model and recipe hashes and the raw parameter text are too long for a label.
+# What may tell two tests of one arm name apart, besides the recipe: their parameters (compare_columns.table's
+# columns); the model and recipe hashes and the raw parameter text are too long for a label.
 PAIR_NAMED_BY_EXCLUDED = ("recipe_hash", "arm_params", "target_sha256", "draft_sha256")
 PAIR_COLUMNS = ("base_n", "head_n", "base_mean", "head_mean", "ratio", "ratio_ci95", "p_value", "verdict")
 COST_METHOD = (

@@ -1,5 +1,5 @@
-"""One run of one arm: launch it (a CLI tool under proc, or requests to a llama-server), sample the process tree
-and GPUs, parse, classify, and hand back everything as a RunRecord, whatever happens. The record is stored by the
+"""One run of one arm: launch it (a CLI tool under proc here; requests to a llama-server in run/server_slot.py),
+sample the process tree and GPUs (run/measuring.py), parse, classify, and hand back everything as a RunRecord, whatever happens. The record is stored by the
 sweep (run/pending.py), a few runs to one write of the results file.
 
 Before launch a run's row is written to `run.json` in its own folder of the sweep's work directory, where its logs
@@ -16,42 +16,17 @@ from pathlib import Path
 
 from orchestrator import json_text, parse, proc, store
 from orchestrator.build.finished import Build
-from orchestrator.errors import ServerFailed
-from orchestrator.machine import nvml, roofline, telemetry
-from orchestrator.parse.modes import Mode, mode_of, request_params
-from orchestrator.parse.server import server_metrics
+from orchestrator.machine import telemetry
+from orchestrator.parse.modes import Mode, mode_of
 from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
-from orchestrator.run import client, server_run
+from orchestrator.run.measuring import MeasurementSettings, speed_text
 from orchestrator.run.prepare import PreparedArm
-from orchestrator.store import figures
 from orchestrator.store.recovery import RUN_JSON
 
 # llama.cpp's logger can lose a log's last lines at exit on a busy machine (ggml-org/llama.cpp#22142); CI once lost
 # two in a row: a program whose log lost its tail runs up to three times in all
 LOST_TAIL_ATTEMPTS = 3
-
-
-@dataclass
-class MeasurementSettings:
-    """Per-sweep measurement settings: telemetry interval (0: no sampler) and the roofline's bandwidth."""
-
-    telemetry_interval: float = telemetry.DEFAULT_INTERVAL_S
-    bandwidth: roofline.Bandwidth | None = None
-
-    def __post_init__(self) -> None:
-        # NVML's one init (and pynvml's import) is paid here, before any child starts: paid in a run's first
-        # sampler, on a fresh Ray worker, it let a short run end before its t=0 row was taken.
-        if self.telemetry_interval:
-            nvml.available()
-
-    def sampler(self, pid: int) -> telemetry.Sampler | None:
-        """The run's one telemetry sampler; None when telemetry is off (nothing polls beside the child then)."""
-        if not self.telemetry_interval:
-            return None
-        sampler = telemetry.Sampler(pid, self.telemetry_interval)
-        sampler.start()
-        return sampler
 
 
 @dataclass
@@ -137,47 +112,6 @@ def lost_record(s: RunInputs, failure: str, detail: str) -> RunRecord:
     return RunRecord(s.run_id, row)
 
 
-def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.ServerPool) -> tuple[RunRecord, str]:
-    """One server run: its record and its progress line. Ctrl-C: an interrupted record on the exception."""
-    p = s.p
-    params = request_params(p.arm.params)
-    if stopped := stopped_record(s, params):
-        return stopped, f"{stopped.status} ({p.stop_class})"
-    row, folder = s.begin(params)
-    try:
-        out = server_run.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
-                                 timeout=timeout, sampler=s.measuring.sampler)
-    except ServerFailed as exc:
-        logs = pool.logs() or {"server_tail": exc.log_tail.encode()}  # whole logs, kept
-        pool.stop()
-        status = "timeout" if exc.failure_class == "timeout" else "failed"
-        record = RunRecord(s.run_id, {**row, "status": status, "failure_class": exc.failure_class,
-                                      "failure_detail": str(exc), "ended_at": store.utcnow()}, logs, folder=folder)
-        return record, f"{status} ({exc.failure_class}): {exc}"
-    except KeyboardInterrupt as stop:
-        stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(),
-                                folder=folder)
-        raise
-    rows = server_run.request_rows(s.run_id, out.results)
-    errors = [r for r in rows if r["status"] != "ok"]
-    timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
-    if timed_out:
-        pool.stop()  # a server still streaming past the limit is not reused
-    status = "timeout" if timed_out else "failed" if errors else "ok"
-    parsed = server_metrics(rows, out.measured_log, wall_s=out.wall_s, concurrency=out.concurrency,
-                            metrics_delta=out.metrics_delta, offsets=out.measured_offsets)
-    samples = [x.to_dict() for x in out.samples]
-    record = RunRecord(s.run_id, {
-        **row, "status": status, "failure_class": "timeout" if timed_out else "other" if errors else None,
-        "failure_detail": f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}" if errors else None,
-        "wall_s": out.wall_s, "executed_argv": out.command, "telemetry": _telemetry_summary(out.samples),
-        "ended_at": store.utcnow()}, out.logs, samples, parsed, rows, folder)
-    if errors:
-        return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
-    return record, (f"ok, {len(rows)} requests, {speed_text(parsed.metrics, p, s.measuring)} pooled "
-                    f"({out.wall_s:.1f}s) run {s.run_id}")
-
-
 def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
     """One CLI run: its record and its progress line. Its logs grow in its folder until the record is stored;
     Ctrl-C: an interrupted record (with the logs so far) on the exception."""
@@ -204,7 +138,7 @@ def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
     record = RunRecord(s.run_id, {**row, "status": status, "exit_code": res.returncode, "signal": res.signal,
                                   "failure_class": failure, "failure_detail": detail, "wall_s": res.wall_s,
                                   "peak_rss_bytes": res.peak_rss_bytes, "cpu_s": res.cpu_s,
-                                  "telemetry": _telemetry_summary(samples), "ended_at": store.utcnow()},
+                                  "telemetry": telemetry_summary(samples), "ended_at": store.utcnow()},
                        logs, [x.to_dict() for x in samples], parsed, folder=folder)
     metrics = parsed.metrics if parsed else {}
     if failure:
@@ -242,7 +176,7 @@ def _read_run(logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm,
     return None, None, parsed
 
 
-def _telemetry_summary(samples: list) -> str | None:
+def telemetry_summary(samples: list) -> str | None:
     """The run's telemetry summary as JSON text (None when telemetry is off)."""
     return json.dumps(telemetry.summarize(samples), default=str) if samples else None
 
@@ -254,44 +188,6 @@ def remove_folder(record: RunRecord) -> None:
 
 def _stop(samplers: list) -> list:
     return [s for sampler in samplers if sampler for s in sampler.stop()]
-
-
-def speed_text(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> str:
-    """decode tok/s, acceptance and, on a plain run, the roofline share, for its progress line. A speculating run
-    has no share there: its passes include drafting, so "target passes at 16% of the bound" would read as a slow
-    target where the draft took the time (the summary's why table says where it went)."""
-    if not m.get("decode_tps"):
-        return f"prefill {m['encode_tps']:.1f} tok/s" if m.get("encode_tps") else "no decode speed found"
-    text = f"decode {m['decode_tps']:.1f} tok/s"
-    if m.get("acceptance") is not None:
-        text += f", acceptance {m['acceptance']:.1%}"
-    if m.get("acceptance") is not None or m.get("n_drafted") is not None:  # it speculated (or tried to)
-        return text
-    bound, pct = _roofline(m, p, measuring)
-    label = measuring.bandwidth.label if measuring.bandwidth else ""
-    return text + (f", target passes at {pct:.0f}% of the {bound:.0f}/s {label} bound" if pct is not None else "")
-
-
-def measured_bound_share(record: RunRecord, p: PreparedArm, measuring: MeasurementSettings) -> float | None:
-    """The run's target passes per second as a share (1 = 100%) of a measured (CPU) bandwidth's bound; None where
-    the bandwidth is theoretical (a GPU's), a figure is missing, or the target is smaller than the benchmark's
-    buffer (a tiny model decodes from the CPU's caches, faster than memory: no measure of the memory)."""
-    if not record.parsed or not measuring.bandwidth or measuring.bandwidth.label != roofline.MEASURED:
-        return None
-    target = p.models.target if p.models else None
-    if not target or not target.decode_bytes or target.decode_bytes < roofline.DEFAULT_COPY_BYTES:
-        return None
-    _, pct = _roofline(record.parsed.metrics, p, measuring)
-    return None if pct is None else pct / 100
-
-
-def _roofline(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> tuple[float | None, float | None]:
-    target = p.models.target if p.models else None
-    bw = measuring.bandwidth
-    if not m.get("decode_tps"):
-        return None, None
-    return figures.run_roofline(m["decode_tps"], bw.bytes_per_s if bw else None,
-                                target.decode_bytes if target else None, m.get("n_generated"), m.get("n_accepted"))
 
 
 def _read(path: Path) -> bytes:

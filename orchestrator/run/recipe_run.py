@@ -26,7 +26,7 @@ from orchestrator.errors import InvalidOption
 from orchestrator.parse.modes import mode_of, names_where
 from orchestrator.recipe.plan import Plan, choose_arms, load
 from orchestrator.recipe.schedule import Slot
-from orchestrator.run import depth_fit, predictions, prepare, quality, sweep
+from orchestrator.run import depth_fit, predictions, prepare, quality, quality_quants, sweep, sweep_open
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.run.progress import Progress
 from orchestrator.store import probes
@@ -111,7 +111,7 @@ def prepare_plan(plan: Plan, build: Build, *, database: store.Database, translat
     if mode.measures_quality:  # a build made before quality mode gets its tools added (same binaries, same id)
         for tool in quality.TOOLS:
             build, _ = tool_path(build.name, tool)
-        quants = quality.make_quants(plan, build)
+        quants = quality_quants.make_quants(plan, build)
     arms = prepare.prepare(plan, build, translate=translate)
     if mode.fits_depth:  # depth is their point: say before launch when one does not fit
         depth_fit.check(arms, build, mode)
@@ -166,10 +166,10 @@ def record_setup(prepared: PreparedRecipe) -> None:
         quality.prepare_bases(prepared.database, prepared.build, prepared.arms)
 
 
-def open_sweep(prepared: PreparedRecipe, options: RunOptions) -> sweep.Sweep:
+def open_sweep(prepared: PreparedRecipe, options: RunOptions) -> sweep_open.Sweep:
     """record_setup, then the sweep row (new, resumed, or a shard's)."""
     record_setup(prepared)
-    return sweep.open_sweep(prepared.database, prepared.plan, prepared.build, prepared.arms,
+    return sweep_open.open_sweep(prepared.database, prepared.plan, prepared.build, prepared.arms,
                             orch_argv=options.orch_argv, order=options.order,
                             warmup=options.warmup_for(prepared.plan), resume_ref=options.resume,
                             repeat_given=options.repeat_given, uid=options.uid, only=options.only)
@@ -191,7 +191,7 @@ def run_prepared(prepared: PreparedRecipe, options: RunOptions | None = None) ->
     return execute(prepared, opened, options)
 
 
-def execute(prepared: PreparedRecipe, opened: sweep.Sweep, options: RunOptions) -> sweep.SweepResult:
+def execute(prepared: PreparedRecipe, opened: sweep_open.Sweep, options: RunOptions) -> sweep.SweepResult:
     return sweep.execute(prepared.database, opened, timeout=options.timeout,
                          telemetry_interval=options.telemetry_interval, progress=options.progress,
                          keep_summary=options.keep_summary)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from orchestrator.recipe import argv as flags
 from orchestrator.recipe import control
 from orchestrator.recipe.schedule import Slot
 from orchestrator.run import predictions, recipe_run
@@ -24,6 +23,7 @@ from orchestrator.run.recipe_run import PreparedRecipe, RunOptions
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import answer, decisions, guards, race
 from orchestrator.tune.decisions import Decision, Exit
+from orchestrator.tune.race_answer import race_answer, spent
 from orchestrator.tune.race_settings import Budget, RaceSettings, RaceState, feasible, grid_cost, with_default
 from orchestrator.tune.rules import Rules
 
@@ -37,7 +37,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
         if not s.measure:
             _record(s, state, 0, predicted_slower(s, state))
     if not state.rounds and (best := _all_predicted_slower(s, state)):
-        return _answer(s, state, [], "predicted", None, [baseline], reason=_predicted_reason(best))
+        return race_answer(s, state, [], "predicted", None, [baseline], reason=_predicted_reason(best))
     s = replace(s, budget=with_default(s.budget, grid_runs=grid_cost(s, state)[0]))
     while True:
         runs = _runs(s, state)
@@ -45,7 +45,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
         refusal = guards.looping_baseline(runs, baseline)
         if refusal:
             _record(s, state, number, [refusal])
-            return _answer(s, state, runs, "refused", None, [], reason=decisions.words(refusal, event=False))
+            return race_answer(s, state, runs, "refused", None, [], reason=decisions.words(refusal, event=False))
         survivors = [c for c in s.candidates if c not in state.left]
         out = guards.disqualified(runs, set(survivors) - {baseline}, speculating,
                                   allow_output_change=s.rules.allow_output_change)
@@ -70,7 +70,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
             end = Exit.WINNER if outcome.state == race.WINNER else Exit.TIED
             _record(s, state, number, [Decision(n, end, outcome=outcome.state, speedup=answer.speedup(
                 scores, n, noise).ratio if scores.get(n) else None) for n in outcome.survivors])
-            return _answer(s, state, runs, outcome.state, outcome.leader if outcome.state == race.WINNER else None,
+            return race_answer(s, state, runs, outcome.state, outcome.leader if outcome.state == race.WINNER else None,
                            list(outcome.survivors), scores=scores, noise=noise)
         _run_round(s, state, number + 1, blocks, rng, of=len(runners))
 
@@ -158,13 +158,6 @@ def _dropped_note(drops: list[Decision], out: dict[str, Decision]) -> str:
     return "; " + "; ".join(parts)
 
 
-def _spent(runs: list[dict]) -> tuple[int, float]:
-    """(planned runs started, wall seconds of every run started). A run stopped by Ctrl-C or a kill counts: it was
-    spent, and a tune stopped and resumed three times would otherwise overspend its budget by three runs."""
-    started = [x for x in runs if x["status"] != "skipped"]
-    return sum(1 for x in started if x["planned"]), sum(x["wall_s"] or 0.0 for x in started)
-
-
 def _round_size(s: RaceSettings, blocks: list[list[str]]) -> int:
     return sum(len(_block_arms(s, b)) for b in blocks)
 
@@ -183,7 +176,7 @@ def _next_round(s: RaceSettings, runs: list[dict], ranked: list[str], rng: rando
 def _affordable(s: RaceSettings, runs: list[dict], blocks: list[list[str]]) -> bool:
     if not blocks:
         return False
-    count, seconds = _spent(runs)
+    count, seconds = spent(runs)
     size = _round_size(s, blocks)
     if s.budget.runs is not None and count + size > s.budget.runs:
         return False
@@ -224,44 +217,3 @@ def _run_round(s: RaceSettings, state: RaceState, number: int, blocks: list[list
         raise KeyboardInterrupt
 
 
-def _answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: str, winner: str | None,
-            survivors: list[str], *, scores: race.Scores | None = None, noise: race.Noise | None = None,
-            reason: str | None = None) -> answer.Answer:
-    scores = scores if scores is not None else race.block_scores(runs, s.baseline, set(s.candidates), s.planned)
-    count, seconds = _spent(runs)
-    grid_runs, grid_seconds = grid_cost(s, state, seconds / count if count else None)
-    acceptance = {}
-    for name in s.candidates:
-        values = [x["acceptance"] for x in runs if x["arm"] == name and x["status"] == "ok"
-                  and x["acceptance"] is not None]
-        acceptance[name] = race.mean(values)
-    out = answer.Answer(workload=s.workload, state=outcome, winner=winner, tied=[] if winner else survivors,
-                        runs=count, seconds=seconds, grid_runs=grid_runs, grid_seconds=grid_seconds,
-                        rounds=max((x["round"] for x in state.rounds), default=0),
-                        candidates=len(feasible(s, state)) + 1, reason=reason, left=dict(state.left),
-                        noise=noise.sd if noise else None, rules=s.rules,
-                        output_changed=sorted(guards.output_changes(runs, set(s.candidates)))
-                        if s.rules.allow_output_change else [])
-    out.rows = answer.table(scores, noise or race.Noise(None, 0), reference=s.baseline, survivors=survivors,
-                            left=state.left,
-                            like_for_like=race.control_scores(runs, set(s.candidates), s.baseline, s.planned),
-                            acceptance=acceptance, outcome=outcome, winner=winner)
-    # tied or not separated: the leader's, labelled as such; no speculation predicted: plain decoding's
-    shown = winner or (s.baseline if outcome == "predicted" else race.leader(scores, survivors))
-    if shown:
-        argv = _argv(s, shown)
-        out.command = flags.command_line(argv)
-        build = s.prepared.build  # plain decoding too: "no speculation" is served without a draft
-        out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
-    if outcome not in ("refused", "predicted") and shown in (None, s.baseline):  # the best that speculates
-        out.best_speculating = answer.best_speculating(scores, noise or race.Noise(None, 0), s.candidates,
-                                                       s.baseline, state.left)
-        if out.best_speculating:
-            out.best_speculating["command"] = flags.command_line(_argv(s, out.best_speculating["candidate"]))
-    out.verdict = answer.verdict(out)
-    return out
-
-
-def _argv(s: RaceSettings, name: str) -> list[str]:
-    prepared = next(p for p in s.prepared.arms if p.arm.name == name)
-    return prepared.executed or prepared.arm.argv

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orchestrator.tune import answer, decisions, driver, race_settings
-from orchestrator.tune.session import Checked, TuneRequest, check
+from orchestrator.tune.request import TuneRequest
+from orchestrator.tune.session import Checked, check
 
 
 @dataclass

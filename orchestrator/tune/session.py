@@ -8,8 +8,7 @@ prose: no speculation"). Interrupted, the tune is stored `interrupted` with ever
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import store
@@ -30,79 +29,7 @@ from orchestrator.run.recipe_run import RecipeRequest
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import answer, decisions, driver, race_settings, space, stored_tune
 from orchestrator.tune.decisions import Decision
-from orchestrator.tune.race_settings import Budget
-from orchestrator.tune.rules import Rules
-
-
-@dataclass
-class TuneRequest:
-    recipe: Path
-    build_ref: str | None = None
-    vars_file: Path | None = None
-    overrides: tuple[str, ...] = ()
-    models: Path | None = None
-    arms: tuple[str, ...] = ()
-    space: str | None = None  # --space as given: a file or built-in names; None: the recipe's own arms
-    workloads: tuple[str, ...] = ()  # names (recipes/workloads/NAME.toml) or files; none: the recipe's own prompt
-    budget: Budget = field(default_factory=Budget)
-    rules: Rules = field(default_factory=Rules)
-    timeout: float = 600.0
-    db: Path | None = None
-    measure: bool = False  # race the candidates predicted slower than plain decoding too
-
-
-@dataclass
-class TuneResult:
-    tune_id: int
-    answers: list[answer.Answer]
-    notes: list[str] = field(default_factory=list)
-    build: str | None = None  # the build raced on, as the stored result names it (`--show`)
-
-    @property
-    def verdict(self) -> str:
-        return f"tune {self.tune_id}: " + "; ".join(a.verdict for a in self.answers)
-
-    def to_dict(self) -> dict:
-        """As `orch tune --json` prints it: the stored result (answers, verdict, build) with the tune's id."""
-        out = {"tune_id": self.tune_id, "answers": [a.to_dict() for a in self.answers], "verdict": self.verdict}
-        return {**out, "build": self.build} if self.build else out
-
-    @classmethod
-    def stored(cls, row: dict) -> TuneResult:
-        """A finished tune's answers read back from its row (`--show`); one line where they do not read."""
-        try:
-            return cls(row["id"], [answer.Answer.from_dict(a) for a in row["result"]["answers"]],
-                       build=row["result"].get("build"))
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise TuneResumeError(f"tune {row['id']}: its stored answer does not read ({type(exc).__name__}: "
-                                  f"{exc}); `orch report --tune {row['id']}` shows its decisions") from None
-
-
-def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
-    """Each --workload as a file: a path as given, else NAME.toml in the recipe's workloads/ folder."""
-    if not names:
-        return [None]
-    out = []
-    for name in names:
-        path = Path(name).expanduser()
-        if path.suffix != ".toml":
-            path = Path(recipe).parent / "workloads" / f"{name}.toml"
-        if not path.is_file():
-            there = sorted(p.stem for p in (Path(recipe).parent / "workloads").glob("*.toml"))
-            raise InvalidOption(f"--workload {name}: no file {path}; give a TOML file of variables (prompt, "
-                                f"n_predict) or one of {', '.join(there) or 'none found'}")
-        out.append(path)
-    return out
-
-
-def _as_overrides(values: dict) -> tuple[str, ...]:
-    """A workload's (or a stored vars file's) variables as --set items (TOML literals), so --vars stays the user's."""
-    return tuple(f"{k}={json.dumps(v)}" for k, v in values.items())
-
-
-def _key(workload: Path | None) -> str:
-    """How a workload's stored values are found again: its absolute path, as the tune row lists it."""
-    return str(workload.absolute()) if workload else "None"
+from orchestrator.tune.request import TuneRequest, TuneResult, as_overrides, workload_files, workload_key
 
 
 @dataclass
@@ -124,8 +51,8 @@ def check(request: TuneRequest) -> Checked:
     build = runnable_build(request.build_ref)
     files = workload_files(request.workloads, request.recipe)
     grids, source, notes = _space(request, build)
-    workloads = {_key(f): read_vars(f) if f else {} for f in files}
-    prepared = {str(f): _prepare(request, build, workloads[_key(f)], grids) for f in files}
+    workloads = {workload_key(f): read_vars(f) if f else {} for f in files}
+    prepared = {str(f): _prepare(request, build, workloads[workload_key(f)], grids) for f in files}
     if request.budget.runs is not None:  # refused before the tune exists: a race needs its first round whole
         least = max(driver.first_round_runs(p, request.rules) for p in prepared.values())
         if request.budget.runs < least:
@@ -163,24 +90,7 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
     database = store.Database(db or _db())
     row = stored_tune.stored(database, ref)
     stored_tune.check_recipe(row)
-    try:  # a stored row is data: one that does not read is one line, never a traceback
-        given = row["variables"] or {}
-        rules = stored_tune.stored_rules(row)
-        kept = "vars_values" in given  # the files' values as the tune started (tunes stored before: their paths)
-        request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
-                              vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
-                              overrides=(*(_as_overrides(given["vars_values"]) if kept else ()),
-                                         *(given.get("overrides") or ())), arms=tuple(given.get("arms") or ()),
-                              models=Path(given["models"]) if given.get("models") else None,
-                              budget=Budget(**row["budget"]), rules=rules,
-                              timeout=float(given.get("timeout", 600.0)), db=database.path,
-                              measure=bool(row["rules"].get("measure", False)))
-        files = [Path(w) if w else None for w in row["workloads"]]
-        values = given["workload_values"] if kept else {_key(f): read_vars(f) if f else {} for f in files}
-        values = {str(f): values[_key(f)] for f in files}
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise TuneResumeError(f"tune {row['id']}: its stored settings do not read ({type(exc).__name__}: {exc}); "
-                              f"it cannot be resumed: start a new tune") from None
+    request, files, values = stored_tune.stored_request(row, database.path)
     with database.read() as con:
         rounds, events = tune_queries.rounds(con, row["id"]), tune_queries.events(con, row["id"])
     try:  # decisions are read back typed; a row whose kind m025 could not tell refuses the resume in one line
@@ -215,7 +125,7 @@ def _space(request: TuneRequest, build: Build) -> tuple[list[dict] | None, str |
 
 def _prepare(request: TuneRequest, build: Build, workload: dict, grids: list[dict] | None):
     recipe = RecipeRequest(recipe=request.recipe, build_ref=build.name, vars_file=request.vars_file,
-                           overrides=_as_overrides(workload) + tuple(request.overrides), models=request.models,
+                           overrides=as_overrides(workload) + tuple(request.overrides), models=request.models,
                            arms=request.arms, db=request.db, space=None if grids is None else tuple(grids))
     prepared = recipe_run.prepare_recipe(recipe, build)
     if not mode_of(prepared.plan.mode).races:

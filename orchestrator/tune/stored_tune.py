@@ -10,9 +10,11 @@ from orchestrator import resumable, store
 from orchestrator.errors import RecipeError, TuneResumeError
 from orchestrator.hashing import sha256_text
 from orchestrator.proc import Owner, this_process
-from orchestrator.recipe.plan import read_recipe
+from orchestrator.recipe.plan import read_recipe, read_vars
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import space
+from orchestrator.tune.race_settings import Budget
+from orchestrator.tune.request import TuneRequest, as_overrides, workload_key
 from orchestrator.tune.rules import Rules
 
 
@@ -90,3 +92,25 @@ def _owner(row: dict) -> Owner | None:
 def own(con, tune_id: int) -> None:
     me = this_process()
     tunes.set_owner(con, tune_id, host=me.host, pid=me.pid, started=me.started)
+
+
+def stored_request(row: dict, db: Path) -> tuple[TuneRequest, list[Path | None], dict[str, dict]]:
+    """A stored tune's request, its workload files and each one's values (by str(file)), as it started; a row that
+    does not read is one line, never a traceback (a stored row is data)."""
+    try:
+        given = row["variables"] or {}
+        kept = "vars_values" in given  # the files' values as the tune started (tunes stored before: their paths)
+        request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
+                              vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
+                              overrides=(*(as_overrides(given["vars_values"]) if kept else ()),
+                                         *(given.get("overrides") or ())), arms=tuple(given.get("arms") or ()),
+                              models=Path(given["models"]) if given.get("models") else None,
+                              budget=Budget(**row["budget"]), rules=stored_rules(row),
+                              timeout=float(given.get("timeout", 600.0)), db=db,
+                              measure=bool(row["rules"].get("measure", False)))
+        files = [Path(w) if w else None for w in row["workloads"]]
+        values = given["workload_values"] if kept else {workload_key(f): read_vars(f) if f else {} for f in files}
+        return request, files, {str(f): values[workload_key(f)] for f in files}
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise TuneResumeError(f"tune {row['id']}: its stored settings do not read ({type(exc).__name__}: {exc}); "
+                              f"it cannot be resumed: start a new tune") from None

@@ -30,12 +30,12 @@ def fake_binary(bin_dir, name, version_out, version_rc=0):
 
 @pytest.mark.integration  # starts processes
 def test_probe_tolerates_a_binary_older_than_its_version_flag(tmp_path):
-    from orchestrator.build.builder import _probe_all
+    from orchestrator.build.binary_probe import probe_all
 
     (tmp_path / "bin").mkdir()
     fake_binary(tmp_path / "bin", "llama-speculative-simple", "version: 1 (f49e917)")
     fake_binary(tmp_path / "bin", "llama-bench", "error: invalid parameter for argument: --version", 1)
-    spec, bench = _probe_all(tmp_path, ["llama-speculative-simple", "llama-bench"], "f49e9178767d" + "0" * 28)
+    spec, bench = probe_all(tmp_path, ["llama-speculative-simple", "llama-bench"], "f49e9178767d" + "0" * 28)
     assert spec["reported_commit"] == "f49e917" and spec["build_number"] == 1
     assert bench["reported_commit"] is None and "not supported" in bench["version_text"]
     assert (tmp_path / "probe" / "llama-bench.help.txt").read_text().startswith("usage:")
@@ -45,13 +45,13 @@ def test_probe_tolerates_a_binary_older_than_its_version_flag(tmp_path):
 def test_probe_refuses_a_build_reporting_another_commit(tmp_path):
     import pytest
 
-    from orchestrator.build.builder import _probe_all
+    from orchestrator.build.binary_probe import probe_all
     from orchestrator.errors import ProbeFailed
 
     (tmp_path / "bin").mkdir()
     fake_binary(tmp_path / "bin", "llama-server", "version: 0.5.0-dev (build 1, commit unknown)")
     with pytest.raises(ProbeFailed, match="report commit"):
-        _probe_all(tmp_path, ["llama-server"], "0c1e57098bba" + "0" * 28)
+        probe_all(tmp_path, ["llama-server"], "0c1e57098bba" + "0" * 28)
     fake_binary(tmp_path / "bin", "llama-server", "version: 0.5.0-dev (build 1, commit 1234567)")
     with pytest.raises(ProbeFailed, match="1234567"):
-        _probe_all(tmp_path, ["llama-server"], "0c1e57098bba" + "0" * 28)
+        probe_all(tmp_path, ["llama-server"], "0c1e57098bba" + "0" * 28)

@@ -98,10 +98,10 @@ def test_summary_help_explains_every_column_and_the_default_set():
     assert set(glossary.SUMMARY) == {*summary.TABLE_COLUMNS, "PARAMETER"} and summary.DEFAULT_COLUMNS == \
         glossary.SUMMARY_DEFAULT and ", ".join(summary.DEFAULT_COLUMNS) in " ".join(text.split())
     compare_help = CliRunner().invoke(main, ["compare", "--help"], terminal_width=200).output
-    from orchestrator.analyze import side_by_side
+    from orchestrator.analyze import compare_columns, side_by_side
 
-    for column in ["recipe", "arm", "PARAMETER", *side_by_side.KEY_COLUMNS[:1], *side_by_side.SHOWN_KEYS,
-                   *side_by_side.FIGURES]:
+    for column in ["recipe", "arm", "PARAMETER", *side_by_side.KEY_COLUMNS[:1], *compare_columns.SHOWN_KEYS,
+                   *compare_columns.FIGURES]:
         assert f"\n    {column} " in compare_help, f"{column} is not explained in orch compare --help"
 
 

@@ -23,7 +23,7 @@ from orchestrator.recipe import depth
 from orchestrator.recipe.plan import Arm, Plan
 from orchestrator.run.depth_fit import bench_context
 from orchestrator.run.prepare import bench_argv
-from orchestrator.run.quality import name_by_files
+from orchestrator.run.quality_quants import name_by_files
 
 FIX = Path(__file__).parent.parent / "fixtures" / "quality"
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from orchestrator.analyze import side_by_side
+from orchestrator.analyze import compare_columns, side_by_side
 
 KEY = {"recipe_hash": "r1", "arm_params": '{"draft_max": 16, "spec": "draft"}', "target_sha256": "t",
        "draft_sha256": "d", "prompt_set": "p", "mode": "cli"}
@@ -122,11 +122,11 @@ def test_differing_keys_and_params():
         runs([1, 2], arm_params='{"spec": "draft", "draft_max": 8}') + runs([1, 2], arm_params=json.dumps(
             {"spec": "draft", "draft_max": 16})) + runs([1, 2], arm_params='{"spec": "ngram-cache"}', draft_sha256=None),
         [])
-    assert side_by_side.differing_keys(rows) == ["arm_params", "draft_sha256"]
-    assert side_by_side.differing_params(rows) == ["draft_max", "spec"]  # draft_max: 8, 16 and absent
+    assert compare_columns.differing_keys(rows) == ["arm_params", "draft_sha256"]
+    assert compare_columns.differing_params(rows) == ["draft_max", "spec"]  # draft_max: 8, 16 and absent
     same = side_by_side.compare(runs([1, 2]), runs([1, 2]))
-    assert side_by_side.differing_keys(same) == [] and side_by_side.differing_params(same) == []
-    assert side_by_side.differing_keys([]) == []
+    assert compare_columns.differing_keys(same) == [] and compare_columns.differing_params(same) == []
+    assert compare_columns.differing_keys([]) == []
 
 
 def test_the_table_shows_what_tells_tests_apart_and_each_column_once():
@@ -140,15 +140,15 @@ def test_the_table_shows_what_tells_tests_apart_and_each_column_once():
     rows = side_by_side.compare(base, base)
     for row in rows:
         row["recipe_name"] = {"r1": "spec_matrix.j2", "r2": "server_spec.j2"}[row["recipe_hash"]]
-    shown = side_by_side.table(rows)
+    shown = compare_columns.table(rows)
     # recipe (several), arm, the parameters that differ within a recipe, prompt_set once (the key column: two
     # tests of one arm name differ only there), no parameter set in a single arm, no hashes
-    assert shown.columns == ["recipe", "arm", "spec", "draft_max", "prompt_set", *side_by_side.FIGURES]
+    assert shown.columns == ["recipe", "arm", "spec", "draft_max", "prompt_set", *compare_columns.FIGURES]
     assert shown.hidden == ["control_of"] and shown.droppable[:2] == ["draft_max", "spec"]
-    wide = side_by_side.table(rows, wide=True)
+    wide = compare_columns.table(rows, wide=True)
     assert {"control_of", "recipe_hash", "mode", "prompt_set"} <= set(wide.columns)
     assert wide.columns.count("prompt_set") == 1
-    ordered, titles = side_by_side.by_recipe(rows)
+    ordered, titles = compare_columns.by_recipe(rows)
     assert titles == {0: "recipe spec_matrix.j2", 4: "recipe server_spec.j2"} and len(ordered) == len(rows)
 
 
@@ -162,7 +162,7 @@ def test_a_prompt_that_tells_one_arm_name_apart_is_never_given_up_and_is_cut():
     rows = side_by_side.compare(base, base)
     for row in rows:
         row["recipe_name"] = "real_demo.j2"
-    shown = side_by_side.table(rows)
+    shown = compare_columns.table(rows)
     assert "prompt" in shown.columns and "prompt" not in shown.droppable and "prompt" not in shown.hidden
     assert {r["prompt"] for r in rows} == {"Write a story about a ..", "def area(w, h):", "Monday, Tuesday,",
                                            "Paris is"}

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from orchestrator.analyze import stats, warnings
+from orchestrator.analyze import rank_test, stats, warnings
 from orchestrator.analyze.warning_kinds import (
     BELOW_BREAK_EVEN,
     FULL_ACCEPTANCE_SLOWDOWN,
@@ -85,15 +85,15 @@ def test_ratio_of_means_delta_method():
 
 def test_midranks():
     # 1 -> 1; the three 2s share positions 2, 3, 4 -> 3; the two 3s share 5, 6 -> 5.5
-    assert stats.midranks([2, 1, 3, 2, 3, 2]) == [3, 1, 5.5, 3, 5.5, 3]
+    assert rank_test.midranks([2, 1, 3, 2, 3, 2]) == [3, 1, 5.5, 3, 5.5, 3]
 
 
 def test_mann_whitney_exact_complete_separation():
     # a below b entirely: only 1 of C(6,3) = 20 splits gives rank sum 6, so P(W <= 6) = 1/20, two-sided 0.1
-    assert stats.mann_whitney_u([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+    assert rank_test.mann_whitney_u([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
     # 4 vs 4: 1 / C(8,4) = 1/70, two-sided 2/70 = 0.028571 (the smallest p that n = 4 can reach)
-    assert stats.mann_whitney_u([5, 6, 7, 8], [1, 2, 3, 4]) == pytest.approx(2 / 70)
-    assert stats.mann_whitney_u([1, 2, 3], [1, 2, 3]) == 1.0
+    assert rank_test.mann_whitney_u([5, 6, 7, 8], [1, 2, 3, 4]) == pytest.approx(2 / 70)
+    assert rank_test.mann_whitney_u([1, 2, 3], [1, 2, 3]) == 1.0
 
 
 def test_mann_whitney_exact_with_ties_by_hand():
@@ -101,38 +101,38 @@ def test_mann_whitney_exact_with_ties_by_hand():
     # a's rank sum 1 + 3 + 3 + 5.5 = 12.5. Picks of 4 ranks from {1, 3, 3, 3, 5.5, 5.5, 7.5, 7.5} (70 ways)
     # with sum <= 12.5: {1,3,3,3} = 10 (1 way), {1,3,3,5.5} = 12.5 (3 * 2 = 6 ways); any other pick is >= 14.5.
     # P(W <= 12.5) = 7/70 = 0.1, two-sided p = 0.2.
-    assert stats.mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 4], method="exact") == pytest.approx(0.2)
+    assert rank_test.mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 4], method="exact") == pytest.approx(0.2)
 
 
 def test_mann_whitney_normal_approximation_by_hand():
     # a = 1..5, b = 6..10: U = 15 - 15 = 0, mean 12.5, var 25/12 * 11 = 22.916667, sd 4.787136.
     # z = (12.5 - 0.5) / 4.787136 = 2.506718; p = erfc(2.506718 / sqrt 2) = 0.012186 (scipy: 0.0121858).
-    assert stats.mann_whitney_u(range(1, 6), range(6, 11), method="normal") == pytest.approx(0.0121858, abs=1e-6)
+    assert rank_test.mann_whitney_u(range(1, 6), range(6, 11), method="normal") == pytest.approx(0.0121858, abs=1e-6)
     # With ties, a = [1,2,2,3], b = [2,3,4,4]: U = 12.5 - 10 = 2.5, mean 8; tie term (24 + 6 + 6) / (8 * 7)
     # = 0.642857; var 16/12 * (9 - 0.642857) = 11.142857, sd 3.338092; z = (5.5 - 0.5) / 3.338092 = 1.497861;
     # p = 0.134169 (scipy asymptotic: 0.1341692).
-    assert stats.mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 4], method="normal") == pytest.approx(0.134169, abs=1e-6)
-    assert stats.mann_whitney_u([5, 5, 5], [5, 5], method="normal") == 1.0  # all tied: no evidence
+    assert rank_test.mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 4], method="normal") == pytest.approx(0.134169, abs=1e-6)
+    assert rank_test.mann_whitney_u([5, 5, 5], [5, 5], method="normal") == 1.0  # all tied: no evidence
 
 
 def test_mann_whitney_exact_matches_brute_force_enumeration():
     # The rank-sum DP against listing every split of the pooled ranks, ties included.
     a, b = [3.1, 4.0, 4.0, 7.2, 9.9], [1.0, 4.0, 5.5, 5.5, 8.0, 12.0]
-    ranks = stats.midranks(a + b)
+    ranks = rank_test.midranks(a + b)
     observed = sum(ranks[:5])
     sums = [sum(c) for c in itertools.combinations(ranks, 5)]
     low = sum(s <= observed + 1e-9 for s in sums) / len(sums)
     high = sum(s >= observed - 1e-9 for s in sums) / len(sums)
-    assert stats.mann_whitney_u(a, b) == pytest.approx(min(1, 2 * min(low, high)))
+    assert rank_test.mann_whitney_u(a, b) == pytest.approx(min(1, 2 * min(low, high)))
 
 
 def test_mann_whitney_auto_switches_to_normal_for_large_samples():
     a, b = list(range(11)), list(range(5, 16))  # 11 * 11 = 121 > 100
-    assert stats.mann_whitney_u(a, b) == stats.mann_whitney_u(a, b, method="normal")
+    assert rank_test.mann_whitney_u(a, b) == rank_test.mann_whitney_u(a, b, method="normal")
     with pytest.raises(ValueError):
-        stats.mann_whitney_u([], [1])
+        rank_test.mann_whitney_u([], [1])
     with pytest.raises(ValueError):
-        stats.mann_whitney_u([1], [2], method="bogus")
+        rank_test.mann_whitney_u([1], [2], method="bogus")
 
 
 # --- warnings ---

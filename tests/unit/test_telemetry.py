@@ -146,7 +146,7 @@ def test_summarize_nothing():
 
 def test_nvml_is_tried_before_any_run_starts_not_in_its_first_sampler(no_nvml):
     """A fresh Ray worker once paid pynvml's import between a short run's spawn and its t=0 row, and lost the row."""
-    from orchestrator.run.one_run import MeasurementSettings
+    from orchestrator.run.measuring import MeasurementSettings
 
     MeasurementSettings(telemetry_interval=0)
     assert no_nvml == []  # telemetry off: NVML is never touched

@@ -5,7 +5,7 @@ at 50 finalists names the fastest inside its axes without overlap and counts the
 import math
 from unittest.mock import patch
 
-from orchestrator.cli.tune import printed
+from orchestrator.cli.tune_answer import printed
 from orchestrator.tune import race
 from orchestrator.tune.answer import Answer, verdict
 from orchestrator.tune.race_report import NAMED_FINALISTS, draw

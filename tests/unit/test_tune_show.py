@@ -13,8 +13,8 @@ from orchestrator.store import tunes
 from orchestrator.tune import race
 from orchestrator.tune.answer import Answer, verdict
 from orchestrator.tune.decisions import Decision, Exit
+from orchestrator.tune.request import TuneResult
 from orchestrator.tune.rules import Rules
-from orchestrator.tune.session import TuneResult
 
 ANSWER_KEYS = {"workload", "state", "winner", "tied", "rows", "command", "server", "runs", "seconds", "grid_runs",
                "grid_seconds", "rounds", "candidates", "reason", "left", "noise", "best_speculating", "output_changed",

@@ -99,18 +99,19 @@ def test_a_draft_given_with_set_brings_the_draft_space_in(tmp_path):
     from types import SimpleNamespace
 
     from orchestrator.tune import session
+    from orchestrator.tune.request import TuneRequest
 
     cpu = SimpleNamespace(backend="cpu")
-    given = session.TuneRequest(recipe=RECIPE, space="draft-simple", overrides=("draft=d.gguf",))
+    given = TuneRequest(recipe=RECIPE, space="draft-simple", overrides=("draft=d.gguf",))
     grids, _, notes = session._space(given, cpu)
     assert len(_names(grids)) == len(_names(space.from_names(["draft-simple"], baseline=BASELINE, backend="cpu",
                                                              variables={"draft": "d.gguf"}).grids)) \
         and all("sampled" in n for n in notes)
     vars_file = tmp_path / "v.toml"
     vars_file.write_text('draft = "d.gguf"\n')
-    assert len(_names(session._space(session.TuneRequest(recipe=RECIPE, space="draft-simple", vars_file=vars_file),
+    assert len(_names(session._space(TuneRequest(recipe=RECIPE, space="draft-simple", vars_file=vars_file),
                                      cpu)[0])) == len(_names(grids))
-    grids, _, notes = session._space(session.TuneRequest(recipe=RECIPE, space="draft-simple,ngram-cache"), cpu)
+    grids, _, notes = session._space(TuneRequest(recipe=RECIPE, space="draft-simple,ngram-cache"), cpu)
     assert "left out" in notes[0] and _names(grids) == ["ngram-cache"]
 
 
