@@ -56,13 +56,19 @@ def schema_markdown() -> str:
 
     with tempfile.TemporaryDirectory(prefix="orch-docs-") as tmp:
         with store.opened(Path(tmp) / "schema.duckdb") as con:
-            kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
-                                     "WHERE table_schema = 'main' AND table_name <> '_migrations'").fetchall())
+            kinds = dict(
+                con.execute(
+                    "SELECT table_name, table_type FROM information_schema.tables "
+                    "WHERE table_schema = 'main' AND table_name <> '_migrations'"
+                ).fetchall()
+            )
             lines = ["| table or view | columns |", "|---|---|"]
             for table in sorted(kinds):
-                cols = con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE "
-                                   "table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
-                                   [table]).fetchall()
+                cols = con.execute(
+                    "SELECT column_name, data_type FROM information_schema.columns WHERE "
+                    "table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+                    [table],
+                ).fetchall()
                 kind = "view" if kinds[table] == "VIEW" else "table"
                 lines.append(f"| {kind} `{table}` | " + ", ".join(f"`{c}` {t.lower()}" for c, t in cols) + " |")
     lines += ["", "The migrations that made it, in order (`orchestrator/store/migrations/`):", ""]

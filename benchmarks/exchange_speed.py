@@ -22,19 +22,42 @@ def make(path: Path, sweeps: int, runs: int, requests: int, telemetry: int) -> i
     rows = 0
     with store.opened(path) as con:
         for s in range(sweeps):
-            sweep_id = store.create_sweep(con, {"recipe_path": f"r{s}.j2", "recipe_hash": str(s), "recipe_text": "t",
-                                                "status": "done", "host_name": "box", "started_at": store.utcnow()})
+            sweep_id = store.create_sweep(
+                con,
+                {
+                    "recipe_path": f"r{s}.j2",
+                    "recipe_hash": str(s),
+                    "recipe_text": "t",
+                    "status": "done",
+                    "host_name": "box",
+                    "started_at": store.utcnow(),
+                },
+            )
             for r in range(runs):
-                run_id = store.insert_run(con, {"sweep_id": sweep_id, "arm": f"arm{r % 5}", "repeat_index": r // 5,
-                                                "status": "ok", "params": {"r": r}})
-                con.execute("INSERT INTO metrics (run_id, decode_tps, acceptance) VALUES (?, ?, ?)",
-                            [run_id, 100.0 + r, 0.5])
+                run_id = store.insert_run(
+                    con,
+                    {
+                        "sweep_id": sweep_id,
+                        "arm": f"arm{r % 5}",
+                        "repeat_index": r // 5,
+                        "status": "ok",
+                        "params": {"r": r},
+                    },
+                )
+                con.execute(
+                    "INSERT INTO metrics (run_id, decode_tps, acceptance) VALUES (?, ?, ?)", [run_id, 100.0 + r, 0.5]
+                )
                 store.save_logs(con, run_id, {"stdout": b"x" * 2000, "stderr": b"y" * 20000})
                 # In bulk (executemany is row by row): what the sweep's writes would have stored.
-                con.execute("INSERT INTO requests (run_id, seq, status, predicted_n) SELECT ?, range, 'ok', 64 "
-                            "FROM range(?)", [run_id, requests])
-                con.execute("INSERT INTO telemetry (run_id, t, rss_bytes, cpu_pct) SELECT ?, 0.2 * range, range, 99.0 "
-                            "FROM range(?)", [run_id, telemetry])
+                con.execute(
+                    "INSERT INTO requests (run_id, seq, status, predicted_n) SELECT ?, range, 'ok', 64 FROM range(?)",
+                    [run_id, requests],
+                )
+                con.execute(
+                    "INSERT INTO telemetry (run_id, t, rss_bytes, cpu_pct) SELECT ?, 0.2 * range, range, 99.0 "
+                    "FROM range(?)",
+                    [run_id, telemetry],
+                )
                 rows += 1 + 1 + 2 + requests + telemetry
             rows += 1
     return rows
@@ -60,8 +83,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         rows = make(tmp / "a.duckdb", a.sweeps, a.runs, a.requests, a.telemetry)
-        print(f"{a.sweeps} sweeps x {a.runs} runs, {a.requests} requests and {a.telemetry} telemetry samples per run: "
-              f"{rows:,} rows, results file {(tmp / 'a.duckdb').stat().st_size / 2**20:.1f} MiB")
+        print(
+            f"{a.sweeps} sweeps x {a.runs} runs, {a.requests} requests and {a.telemetry} telemetry samples per run: "
+            f"{rows:,} rows, results file {(tmp / 'a.duckdb').stat().st_size / 2**20:.1f} MiB"
+        )
 
         def export():
             with store.opened(tmp / "a.duckdb", read_only=True) as con:
@@ -71,6 +96,7 @@ def main() -> None:
             def go():
                 with store.opened(tmp / db) as con:
                     exchange.import_source(con, source)
+
             return go
 
         timed("export", export, rows)

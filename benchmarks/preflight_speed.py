@@ -92,8 +92,15 @@ def dry_run_time(repeat: int, build: str | None) -> tuple[float, float] | None:
     if not (models / "tiny-target.gguf").is_file() or "ORCH_BUILDS_DIR" not in os.environ:
         return None
     orch = str(Path(sys.executable).parent / "orch")
-    argv = [orch, "run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "recipes" / "tiny.toml"),
-            "--dry-run", *(["--build", build] if build else [])]
+    argv = [
+        orch,
+        "run",
+        str(ROOT / "recipes" / "recipe_a.j2"),
+        "--vars",
+        str(ROOT / "recipes" / "tiny.toml"),
+        "--dry-run",
+        *(["--build", build] if build else []),
+    ]
     return timed(lambda: subprocess.run(argv, check=True, capture_output=True), repeat)
 
 
@@ -112,21 +119,30 @@ def main() -> None:
         target = write_model(Path(tmp) / "target.gguf", tokens, 24)
         same = write_model(Path(tmp) / "draft-same.gguf", tokens, 2)
         extra = write_model(Path(tmp) / "draft-extra.gguf", tokens + [f"<|extra_{i}|>" for i in range(64)], 2)
-        print(f"synthetic target: {args.vocab} tokens, {target.stat().st_size / 2**20:.1f} MiB; "
-              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-        show("metadata read, cold (pages evicted)", timed(lambda: read_header(target), args.repeat,
-                                                          before=lambda: evict(target)))
+        print(
+            f"synthetic target: {args.vocab} tokens, {target.stat().st_size / 2**20:.1f} MiB; "
+            f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+        )
+        show(
+            "metadata read, cold (pages evicted)",
+            timed(lambda: read_header(target), args.repeat, before=lambda: evict(target)),
+        )
         show("metadata read, warm", timed(lambda: read_header(target), args.repeat))
         show("inspect (metadata + sha256 of the file), warm", timed(lambda: gguf_info.inspect(target), args.repeat))
         infos = {p: gguf_info.inspect(p) for p in (target, same, extra)}
-        show("vocabulary comparison, same tokens (hashes equal)",
-             timed(lambda: vocab.differences(infos[target], infos[same]), args.repeat))
-        show("vocabulary comparison, 64 extra tokens (texts compared)",
-             timed(lambda: vocab.differences(infos[target], infos[extra]), args.repeat))
+        show(
+            "vocabulary comparison, same tokens (hashes equal)",
+            timed(lambda: vocab.differences(infos[target], infos[same]), args.repeat),
+        )
+        show(
+            "vocabulary comparison, 64 extra tokens (texts compared)",
+            timed(lambda: vocab.differences(infos[target], infos[extra]), args.repeat),
+        )
         for draft in (same, extra):
             argv = ["llama-speculative-simple", "-m", str(target), "-md", str(draft)]
-            show(f"pre-flight check, target + {draft.stem}",
-                 timed(lambda argv=argv: preflight.check(argv), args.repeat))
+            show(
+                f"pre-flight check, target + {draft.stem}", timed(lambda argv=argv: preflight.check(argv), args.repeat)
+            )
         if args.gguf_reader:
             show("gguf.GGUFReader (before issue 13), warm", timed(lambda: gguf.GGUFReader(target, "r"), 1))
     dry = dry_run_time(args.repeat, args.build)

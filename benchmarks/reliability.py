@@ -35,10 +35,16 @@ ROOT = Path(__file__).resolve().parents[1]
 import _where  # noqa: E402  (benchmarks/_where.py: the build and models a benchmark uses)
 
 SWEEPS = {  # mode -> (recipe, extra args, measured runs per complete sweep)
-    "cli": (ROOT / "recipes" / "recipe_a.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "3",
-                                               "--set", "n_predict=32"], 9),
-    "server": (ROOT / "recipes" / "server_spec.j2", ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "2",
-                                                     "--set", "n_predict=24"], 6),
+    "cli": (
+        ROOT / "recipes" / "recipe_a.j2",
+        ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "3", "--set", "n_predict=32"],
+        9,
+    ),
+    "server": (
+        ROOT / "recipes" / "server_spec.j2",
+        ["--vars", str(ROOT / "recipes" / "tiny.toml"), "--repeat", "2", "--set", "n_predict=24"],
+        6,
+    ),
 }
 KINDS = ("SIGKILL", "SIGTERM", "SIGHUP", "double-SIGINT")
 
@@ -105,8 +111,7 @@ def trial(orch: str, build: str, kind: str, mode: str, rng: random.Random, env: 
     return result
 
 
-def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: float, env: dict,
-             cache: Path) -> Trial:
+def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: float, env: dict, cache: Path) -> Trial:
     recipe, extra, total = SWEEPS[mode]
     rng = random.Random(after)  # the second signal's delay (double-SIGINT)
     result = Trial(kind, mode, after)
@@ -117,8 +122,9 @@ def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: fl
         with open(Path(tmp) / "stderr", "w+") as err:
             # As a terminal starts it, whatever started this script (nohup hands SIGHUP ignored, and orch keeps
             # an ignored signal ignored).
-            child = subprocess.Popen(argv, env=run_env, stdout=subprocess.DEVNULL, stderr=err,
-                                     preexec_fn=_default_signals)
+            child = subprocess.Popen(
+                argv, env=run_env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=_default_signals
+            )
             deadline = time.monotonic() + 300
             while started_runs(db, cache) <= after and child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -150,15 +156,19 @@ def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: fl
             expected.add(-getattr(signal, kind.removeprefix("double-")))
         # A Ctrl-C while the interpreter itself starts (site, the standard library, orch's modules loading: before
         # orch's main runs and can hold it) ends it with Python's own traceback; nothing exists yet to store or leave.
-        in_python_start = (kind == "double-SIGINT" and not db.exists() and result.exit_code in (1, -signal.SIGINT)
-                           and stderr.rstrip().endswith("KeyboardInterrupt")
-                           and not re.search(r'File "[^"]*/orchestrator/[^"]+", line \d+, in (?!<module>)', stderr))
+        in_python_start = (
+            kind == "double-SIGINT"
+            and not db.exists()
+            and result.exit_code in (1, -signal.SIGINT)
+            and stderr.rstrip().endswith("KeyboardInterrupt")
+            and not re.search(r'File "[^"]*/orchestrator/[^"]+", line \d+, in (?!<module>)', stderr)
+        )
         if in_python_start:
             result.note = "landed while Python started (its own traceback, nothing of orch ran)"
         elif result.exit_code not in expected:
             result.problems.append(f"exit {result.exit_code}, expected {expected}")
         if "Traceback" in stderr and not in_python_start:
-            result.problems.append("a traceback: " + stderr[stderr.index("Traceback"):][-3000:])
+            result.problems.append("a traceback: " + stderr[stderr.index("Traceback") :][-3000:])
         left = _alive(descendants, wait_s=10)
         if left:
             result.problems.append(f"processes outlived orch: {left}")
@@ -179,12 +189,16 @@ def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: fl
                 result.problems.append(f"work directories left: {[p.name for p in work.iterdir()]}")
             result.note = "stopped before the sweep was stored"
             return result
-        running = rows(db, "SELECT (SELECT count(*) FROM runs WHERE status = 'running') + "
-                           "(SELECT count(*) FROM sweeps WHERE status = 'running')")[0][0]
+        running = rows(
+            db,
+            "SELECT (SELECT count(*) FROM runs WHERE status = 'running') + "
+            "(SELECT count(*) FROM sweeps WHERE status = 'running')",
+        )[0][0]
         if running:
             result.problems.append(f"{running} rows still running after the next open")
-        failed = rows(db, "SELECT count(*) FROM runs WHERE status = 'failed' "
-                          "AND failure_class IS DISTINCT FROM 'truncated_log'")[0][0]  # the binary's (below)
+        failed = rows(
+            db, "SELECT count(*) FROM runs WHERE status = 'failed' AND failure_class IS DISTINCT FROM 'truncated_log'"
+        )[0][0]  # the binary's (below)
         if failed:
             classes = rows(db, "SELECT id, failure_class, failure_detail FROM runs WHERE status = 'failed'")
             result.problems.append(f"{failed} runs stored failed by the kill: {classes}")
@@ -205,12 +219,16 @@ def _attempt(orch: str, build: str, kind: str, mode: str, after: int, wait_s: fl
         if truncated:
             result.note = f"{truncated} run(s) lost their last log lines (truncated_log)"
         # planned slots only: a reference run again at an arm's count of tokens (params.length_of) is no slot
-        cells = rows(db, "SELECT count(*), count(DISTINCT (arm, repeat_index)) FROM measured_runs "
-                         "WHERE (status = 'ok' OR failure_class = 'truncated_log') "
-                         "AND params->>'length_of' IS NULL")
+        cells = rows(
+            db,
+            "SELECT count(*), count(DISTINCT (arm, repeat_index)) FROM measured_runs "
+            "WHERE (status = 'ok' OR failure_class = 'truncated_log') "
+            "AND params->>'length_of' IS NULL",
+        )
         if cells[0] != (total, total):
-            result.problems.append(f"after --resume {cells[0][0]} measured ok runs in {cells[0][1]} cells, "
-                                   f"expected {total}")
+            result.problems.append(
+                f"after --resume {cells[0][0]} measured ok runs in {cells[0][1]} cells, expected {total}"
+            )
     return result
 
 
@@ -260,9 +278,11 @@ def main() -> None:
                     except Exception as exc:  # noqa: BLE001  (a trial that breaks the checker is a failed trial)
                         t = Trial(kind, mode, -1, [f"{type(exc).__name__}: {exc}"])
                     counts.setdefault((kind, mode), [0, 0])[0 if t.ok else 1] += 1
-                    print(f"{mode:>6} {kind:>13} #{i + 1}: after {t.after_runs} runs, exit {t.exit_code}: "
-                          f"{('ok' + (f' ({t.note})' if t.note else '')) if t.ok else '; '.join(t.problems)}",
-                          flush=True)
+                    print(
+                        f"{mode:>6} {kind:>13} #{i + 1}: after {t.after_runs} runs, exit {t.exit_code}: "
+                        f"{('ok' + (f' ({t.note})' if t.note else '')) if t.ok else '; '.join(t.problems)}",
+                        flush=True,
+                    )
     print("\n| signal | sweep | trials | every check passed |\n|---|---|---|---|")
     for (kind, mode), (good, bad) in counts.items():
         print(f"| {kind} | {mode} | {good + bad} | {good} |")

@@ -34,6 +34,7 @@ def timed(owner, name: str, label: str) -> None:
     original = getattr(owner, name)
 
     if name == "write":
+
         @contextmanager
         def wrapper(*args, **kwargs):
             start = time.perf_counter()
@@ -44,6 +45,7 @@ def timed(owner, name: str, label: str) -> None:
                 SPENT[label] += time.perf_counter() - start
                 CALLS[label] += 1
     else:
+
         def wrapper(*args, **kwargs):
             start = time.perf_counter()
             try:
@@ -88,20 +90,34 @@ def main() -> None:
 
     proc.run = child_run
     with tempfile.TemporaryDirectory() as tmp:
-        request = RecipeRequest(recipe=ROOT / "recipes" / "recipe_b.j2", build_ref=args.build,
-                                vars_file=ROOT / "recipes" / "tiny_single.toml", overrides=("n_predict=8",),
-                                repeat=runs, db=Path(tmp) / "overhead.duckdb")
+        request = RecipeRequest(
+            recipe=ROOT / "recipes" / "recipe_b.j2",
+            build_ref=args.build,
+            vars_file=ROOT / "recipes" / "tiny_single.toml",
+            overrides=("n_predict=8",),
+            repeat=runs,
+            db=Path(tmp) / "overhead.duckdb",
+        )
         prepared = prepare_recipe(request)
-        opened = sweep_open.open_sweep(prepared.database, prepared.plan, prepared.build, prepared.arms, orch_argv=sys.argv)
+        opened = sweep_open.open_sweep(
+            prepared.database, prepared.plan, prepared.build, prepared.arms, orch_argv=sys.argv
+        )
         SPENT.clear(), CALLS.clear()  # only what the sweep's execution spends
         start = time.perf_counter()
-        result = sweep.execute(prepared.database, opened, timeout=60, telemetry_interval=0.2,
-                               progress=Progress(len(opened.slots), stream=open(os.devnull, "w"), tty=False))
+        result = sweep.execute(
+            prepared.database,
+            opened,
+            timeout=60,
+            telemetry_interval=0.2,
+            progress=Progress(len(opened.slots), stream=open(os.devnull, "w"), tty=False),
+        )
         wall = time.perf_counter() - start
     assert result.done == runs, result
     between = wall - child["wall"]
-    print(f"sweep of {runs} runs: wall {wall:.2f} s, the runs' own wall {child['wall']:.2f} s "
-          f"({child['wall'] / runs * 1000:.0f} ms each)")
+    print(
+        f"sweep of {runs} runs: wall {wall:.2f} s, the runs' own wall {child['wall']:.2f} s "
+        f"({child['wall'] / runs * 1000:.0f} ms each)"
+    )
     print(f"orch between runs: {between * 1000 / runs:.1f} ms per run ({between:.2f} s in all)")
     for label, seconds in sorted(SPENT.items(), key=lambda kv: -kv[1]):
         print(f"  {label:45s} {seconds * 1000 / runs:7.1f} ms per run ({CALLS[label]} calls, {seconds:.2f} s)")

@@ -33,8 +33,9 @@ def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
     one copy, the "+head" build `orch compare` is timed against, whatever the seed's size."""
     con = duckdb.connect(str(db))
     build = con.execute("SELECT build_name FROM sweeps ORDER BY id LIMIT 1").fetchone()[0]
-    seed = con.execute("SELECT s.id, count(r.id) FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id "
-                       "GROUP BY s.id ORDER BY s.id").fetchall()
+    seed = con.execute(
+        "SELECT s.id, count(r.id) FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id GROUP BY s.id ORDER BY s.id"
+    ).fetchall()
     copy = 0
     while (runs := con.execute("SELECT count(*) FROM runs").fetchone()[0]) < target_runs or not copy:
         copy += 1
@@ -49,9 +50,11 @@ def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
         label = f"{build}+head" if copy % 2 else build
         con.execute("BEGIN")
         con.execute("CREATE TEMP TABLE s AS SELECT * FROM sweeps WHERE list_contains(?, id)", [picked])
-        con.execute("UPDATE s SET id = id + ?, uid = md5(uid || ?), "
-                    "build_name = CASE WHEN build_name = ? THEN ? ELSE build_name END",
-                    [sweep_off, f"/copy{copy}", build, label])
+        con.execute(
+            "UPDATE s SET id = id + ?, uid = md5(uid || ?), "
+            "build_name = CASE WHEN build_name = ? THEN ? ELSE build_name END",
+            [sweep_off, f"/copy{copy}", build, label],
+        )
         con.execute("INSERT INTO sweeps SELECT * FROM s")
         con.execute("CREATE TEMP TABLE picked_runs AS SELECT id FROM runs WHERE list_contains(?, sweep_id)", [picked])
         for table, key in (("runs", "id"), ("metrics", "run_id"), ("requests", "run_id"), ("telemetry", "run_id")):
@@ -68,8 +71,10 @@ def grow(db: Path, target_runs: int) -> tuple[int, int, str]:
     sweeps = con.execute("SELECT count(*) FROM sweeps").fetchone()[0]
     # The relabelled build must exist for `orch compare --head` to resolve it, and its sweeps' runs name it (a run
     # is counted under its own build, since one sweep may cross several).
-    con.execute("UPDATE runs SET build_id = build_id || '+head' WHERE sweep_id IN "
-                "(SELECT id FROM sweeps WHERE build_name = ?)", [f"{build}+head"])
+    con.execute(
+        "UPDATE runs SET build_id = build_id || '+head' WHERE sweep_id IN (SELECT id FROM sweeps WHERE build_name = ?)",
+        [f"{build}+head"],
+    )
     con.execute("CREATE TEMP TABLE b AS SELECT * FROM builds WHERE name = ?", [build])
     con.execute("UPDATE b SET id = id || '+head', name = name || '+head'")
     con.execute("INSERT INTO builds SELECT * FROM b")
@@ -113,32 +118,50 @@ def main() -> None:
         # Grown in a child: a child inherits its parent's peak RSS, so the timed commands start from a small one.
         with ProcessPoolExecutor(max_workers=1) as pool:
             runs, sweeps, build = pool.submit(grow, db, args.runs).result()
-        print(f"grew {args.seed} to {runs} runs in {sweeps} sweeps ({time.perf_counter() - start:.0f}s, "
-              f"{db.stat().st_size >> 20} MiB)")
+        print(
+            f"grew {args.seed} to {runs} runs in {sweeps} sweeps ({time.perf_counter() - start:.0f}s, "
+            f"{db.stat().st_size >> 20} MiB)"
+        )
         every = ["--last", str(sweeps), "--db", str(db)]
         # Nothing kept yet (a file from an older orch, or runs changed since): every sweep computed from its runs
         _report("summary, computed", [measure([args.orch, "summary", *every, "--format", "json"])])
         start = time.perf_counter()
         measure([args.orch, "repair", "--db", str(db)])  # keeps each sweep's summary, as each sweep's end does
-        print(f"orch repair kept every sweep's summary in {time.perf_counter() - start:.1f}s "
-              f"({db.stat().st_size >> 20} MiB)")
-        commands = {"summary": [args.orch, "summary", *every, "--format", "json"],
-                    "summary-table": [args.orch, "summary", *every],
-                    "summary-md": [args.orch, "summary", *every, "--format", "md"],
-                    "summary-wide": [args.orch, "summary", *every, "--wide"],
-                    "summary-csv": [args.orch, "summary", *every, "--format", "csv"],  # computed: every raw value
-                    "summary-1": [args.orch, "summary", "--db", str(db)],  # the newest sweep: the everyday call
-                    "compare": [args.orch, "compare", "--base", build, "--head", f"{build}+head", "--format", "json",
-                                "--db", str(db)],
-                    "startup": [args.orch, "--version"]}  # interpreter and imports alone, for scale
+        print(
+            f"orch repair kept every sweep's summary in {time.perf_counter() - start:.1f}s "
+            f"({db.stat().st_size >> 20} MiB)"
+        )
+        commands = {
+            "summary": [args.orch, "summary", *every, "--format", "json"],
+            "summary-table": [args.orch, "summary", *every],
+            "summary-md": [args.orch, "summary", *every, "--format", "md"],
+            "summary-wide": [args.orch, "summary", *every, "--wide"],
+            "summary-csv": [args.orch, "summary", *every, "--format", "csv"],  # computed: every raw value
+            "summary-1": [args.orch, "summary", "--db", str(db)],  # the newest sweep: the everyday call
+            "compare": [
+                args.orch,
+                "compare",
+                "--base",
+                build,
+                "--head",
+                f"{build}+head",
+                "--format",
+                "json",
+                "--db",
+                str(db),
+            ],
+            "startup": [args.orch, "--version"],
+        }  # interpreter and imports alone, for scale
         for what, argv in commands.items():
             _report(what, [measure(argv) for _ in range(args.repeat)])
 
 
 def _report(what: str, results: list[tuple[float, float, float]]) -> None:
     secs, cpu = sorted(r[0] for r in results), sorted(r[2] for r in results)
-    print(f"{what:>17}: {secs[0]:.2f}s best, {secs[len(secs) // 2]:.2f}s median of {len(secs)}, "
-          f"CPU {cpu[0]:.2f}s best, {cpu[len(cpu) // 2]:.2f}s median, peak RSS {max(r[1] for r in results):.0f} MiB")
+    print(
+        f"{what:>17}: {secs[0]:.2f}s best, {secs[len(secs) // 2]:.2f}s median of {len(secs)}, "
+        f"CPU {cpu[0]:.2f}s best, {cpu[len(cpu) // 2]:.2f}s median, peak RSS {max(r[1] for r in results):.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,9 @@ RECIPE = ["run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "re
 
 
 def executed_argv(orch: str, build: str) -> list[str]:
-    out = subprocess.run([orch, *RECIPE, "--build", build, "--dry-run", "--json"], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        [orch, *RECIPE, "--build", build, "--dry-run", "--json"], check=True, capture_output=True, text=True
+    ).stdout
     return next(arm["executed"] for arm in json.loads(out)["arms"] if arm["arm"] == "draft")
 
 
@@ -46,11 +47,27 @@ def bare(argv: list[str], attempts: int = 3) -> float:
 
 
 def supervised(orch: str, build: str, db: Path, interval: float) -> float:
-    subprocess.run([orch, *RECIPE, "--build", build, "--repeat", "1", "--telemetry-interval", str(interval),
-                    "--db", str(db)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out = subprocess.run([orch, "query", "SELECT m.decode_tps FROM runs r JOIN metrics m ON m.run_id = r.id WHERE "
-                          "r.sweep_id = (SELECT max(id) FROM sweeps) AND r.arm = 'draft' AND r.status = 'ok'",
-                          "--format", "json", "--db", str(db)], check=True, capture_output=True, text=True).stdout
+    subprocess.run(
+        [orch, *RECIPE, "--build", build, "--repeat", "1", "--telemetry-interval", str(interval), "--db", str(db)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    out = subprocess.run(
+        [
+            orch,
+            "query",
+            "SELECT m.decode_tps FROM runs r JOIN metrics m ON m.run_id = r.id WHERE "
+            "r.sweep_id = (SELECT max(id) FROM sweeps) AND r.arm = 'draft' AND r.status = 'ok'",
+            "--format",
+            "json",
+            "--db",
+            str(db),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out)[0]["decode_tps"]
 
 
@@ -79,9 +96,11 @@ def main() -> None:
     # paired by pair index: the t-interval of the log ratios, exponentiated (as store/figures defines a speedup)
     logs = stats.describe([math.log(orch_tps[i] / bare_tps[i]) for i in bare_tps])
     means = stats.ratio_of_means(list(bare_tps.values()), list(orch_tps.values()))
-    print(f"orch/bare paired: {math.exp(logs.mean):.3f} [{math.exp(logs.ci_low):.3f}, {math.exp(logs.ci_high):.3f}] "
-          f"over {logs.n} pairs; "
-          f"ratio of means {means.ratio:.3f} [{means.ci_low:.3f}, {means.ci_high:.3f}]")
+    print(
+        f"orch/bare paired: {math.exp(logs.mean):.3f} [{math.exp(logs.ci_low):.3f}, {math.exp(logs.ci_high):.3f}] "
+        f"over {logs.n} pairs; "
+        f"ratio of means {means.ratio:.3f} [{means.ci_low:.3f}, {means.ci_high:.3f}]"
+    )
 
 
 if __name__ == "__main__":

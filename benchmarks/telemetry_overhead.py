@@ -22,12 +22,41 @@ import _where  # noqa: E402  (benchmarks/_where.py: the build and models a bench
 
 
 def one_sweep(orch: str, build: str, interval: float, db: Path, repeat: int) -> list[float]:
-    subprocess.run([orch, "run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "recipes" / "tiny.toml"),
-                    "--build", build, "--repeat", str(repeat), "--telemetry-interval", str(interval), "--db", str(db)],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out = subprocess.run([orch, "query", "SELECT m.decode_tps FROM runs r JOIN metrics m ON m.run_id = r.id "
-                          "WHERE r.sweep_id = (SELECT max(id) FROM sweeps) AND r.arm = 'draft' AND r.status = 'ok'",
-                          "--format", "json", "--db", str(db)], check=True, capture_output=True, text=True).stdout
+    subprocess.run(
+        [
+            orch,
+            "run",
+            str(ROOT / "recipes" / "recipe_a.j2"),
+            "--vars",
+            str(ROOT / "recipes" / "tiny.toml"),
+            "--build",
+            build,
+            "--repeat",
+            str(repeat),
+            "--telemetry-interval",
+            str(interval),
+            "--db",
+            str(db),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    out = subprocess.run(
+        [
+            orch,
+            "query",
+            "SELECT m.decode_tps FROM runs r JOIN metrics m ON m.run_id = r.id "
+            "WHERE r.sweep_id = (SELECT max(id) FROM sweeps) AND r.arm = 'draft' AND r.status = 'ok'",
+            "--format",
+            "json",
+            "--db",
+            str(db),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return [row["decode_tps"] for row in json.loads(out)]
 
 
@@ -53,8 +82,10 @@ def main() -> None:
         d = stats.describe(xs)
         print(f"{label}: n={d.n} mean {d.mean:.1f} tok/s, 95% CI {d.ci_low:.1f}-{d.ci_high:.1f}, CV {d.cv:.1%}")
     ratio = stats.ratio_of_means(off, on)
-    print(f"on/off: {ratio.ratio:.3f} (95% CI {ratio.ci_low:.3f}-{ratio.ci_high:.3f}), "
-          f"Mann-Whitney p = {rank_test.mann_whitney_u(on, off):.3f}")
+    print(
+        f"on/off: {ratio.ratio:.3f} (95% CI {ratio.ci_low:.3f}-{ratio.ci_high:.3f}), "
+        f"Mann-Whitney p = {rank_test.mann_whitney_u(on, off):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,10 @@ REAL_SPACE = "ngram-mod,ngram-simple,ngram-map-k,ngram-cache"
 TINY_SPACE = "draft-simple,ngram-mod,ngram-simple"
 GRID_REPEAT = 5
 SHARE = 0.30
-PAIR_SPACE = ('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [1, 2, 4, 8]\ndraft_min = [0, 2]\n'
-              'p_min = [0.0, 0.5, 0.9]\n')
+PAIR_SPACE = (
+    '[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [1, 2, 4, 8]\ndraft_min = [0, 2]\n'
+    "p_min = [0.0, 0.5, 0.9]\n"
+)
 PAIR_MODELS = ("target=qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "draft=qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
 
 
@@ -74,8 +76,7 @@ def grid(request: TuneRequest, build, workload: Path, db: Path) -> dict:
         sweep_id, seconds = kept["sweep"], kept["seconds"]
     else:
         started = time.monotonic()
-        result = recipe_run.run_prepared(prepared, recipe_run.RunOptions(timeout=request.timeout,
-                                                                          orch_argv=["grid"]))
+        result = recipe_run.run_prepared(prepared, recipe_run.RunOptions(timeout=request.timeout, orch_argv=["grid"]))
         sweep_id, seconds = result.sweep_id, time.monotonic() - started
         timing.write_text(json.dumps({"sweep": sweep_id, "seconds": seconds}))
     with prepared.database.read() as con:
@@ -88,21 +89,35 @@ def grid(request: TuneRequest, build, workload: Path, db: Path) -> dict:
     scores = race.block_scores(runs, baseline, names, plan_references(prepared), pool_programs=False)
     cells = {}
     for name in names - set(out):
-        value = stats.paired_ratio([(1.0, math.exp(s)) for s in scores[name].values()]) if name != baseline else \
-            stats.Speedup(1.0, 1.0, 1.0, len(scores[baseline]))
+        value = (
+            stats.paired_ratio([(1.0, math.exp(s)) for s in scores[name].values()])
+            if name != baseline
+            else stats.Speedup(1.0, 1.0, 1.0, len(scores[baseline]))
+        )
         if value:
             cells[name] = value
     best = max(cells, key=lambda n: cells[n].ratio)
-    return {"cells": cells, "best": best, "baseline": baseline, "planned": sum(1 for r in runs if r["planned"]),
-            "seconds": seconds, "candidates": len(names), "disqualified": len(out),
-            "loops": guards.looping_baseline(runs, baseline)}
+    return {
+        "cells": cells,
+        "best": best,
+        "baseline": baseline,
+        "planned": sum(1 for r in runs if r["planned"]),
+        "seconds": seconds,
+        "candidates": len(names),
+        "disqualified": len(out),
+        "loops": guards.looping_baseline(runs, baseline),
+    }
 
 
 def tune(request: TuneRequest, workload: Path, budget_runs: int, db: Path) -> dict:
     started = time.monotonic()
-    found = session.start(TuneRequest(**{**request.__dict__, "workloads": (str(workload),), "db": db,
-                                                 "budget": Budget(runs=budget_runs)}),
-                          argv=["tune_vs_grid"], say=lambda line: None)
+    found = session.start(
+        TuneRequest(
+            **{**request.__dict__, "workloads": (str(workload),), "db": db, "budget": Budget(runs=budget_runs)}
+        ),
+        argv=["tune_vs_grid"],
+        say=lambda line: None,
+    )
     return {"answer": found.answers[0], "seconds": time.monotonic() - started}
 
 
@@ -113,8 +128,9 @@ def row(name: str, g: dict, t: dict) -> dict:
     picked = g["baseline"] if picked and picked.startswith("off") else picked
     in_grid = g["cells"].get(picked)
     if g["best"] == g["baseline"]:  # plain decoding is exact (1x): the pick is as good if it is, or cannot be told
-        inside = picked == g["baseline"] or (in_grid is not None and in_grid.ci_low is not None
-                                             and in_grid.ci_low <= 1.0 <= in_grid.ci_high)
+        inside = picked == g["baseline"] or (
+            in_grid is not None and in_grid.ci_low is not None and in_grid.ci_low <= 1.0 <= in_grid.ci_high
+        )
     else:
         inside = in_grid is not None and best.ci_low is not None and best.ci_low <= in_grid.ratio <= best.ci_high
     outcome = a.winner if a.state == race.WINNER else f"{a.state}: {', '.join(a.tied)}"
@@ -122,13 +138,20 @@ def row(name: str, g: dict, t: dict) -> dict:
     best_text = f"{g['best']} {_fig(best)}"
     if g["best"] == g["baseline"] and speculating:
         best_text += f" (best setting {speculating} {_fig(g['cells'][speculating])})"
-    return {"workload": name, "candidates": g["candidates"],
-            "grid best": best_text, "tune": outcome,
-            "tune pick in grid": f"{picked} {_fig(in_grid)} (rank {_rank(g['cells'], picked)} of "
-                                 f"{len(g['cells'])}; {'inside' if inside else 'OUTSIDE'} best's interval, as are "
-                                 f"{_inside(g['cells'], best, g['best'] == g['baseline'])})",
-            "grid runs": g["planned"], "tune runs": a.runs, "share": f"{a.runs / g['planned']:.0%}",
-            "grid s": f"{g['seconds']:.0f}", "tune s": f"{t['seconds']:.0f}"}
+    return {
+        "workload": name,
+        "candidates": g["candidates"],
+        "grid best": best_text,
+        "tune": outcome,
+        "tune pick in grid": f"{picked} {_fig(in_grid)} (rank {_rank(g['cells'], picked)} of "
+        f"{len(g['cells'])}; {'inside' if inside else 'OUTSIDE'} best's interval, as are "
+        f"{_inside(g['cells'], best, g['best'] == g['baseline'])})",
+        "grid runs": g["planned"],
+        "tune runs": a.runs,
+        "share": f"{a.runs / g['planned']:.0%}",
+        "grid s": f"{g['seconds']:.0f}",
+        "tune s": f"{t['seconds']:.0f}",
+    }
 
 
 def _rank(cells: dict, name: str | None) -> str:
@@ -159,14 +182,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--quick", action="store_true", help="tiny models, a 4-candidate draft space: seconds")
-    parser.add_argument("--tiny", action="store_true", help="tiny models (ORCH_MODELS), a 60-candidate space of "
-                        "draft and n-gram settings: minutes")
-    parser.add_argument("--pair", action="store_true", help="the Qwen2.5-Coder 1.5B target and 0.5B draft "
-                        "(ORCH_MODELS), a 24-candidate draft space, the code completion workload: about 22 minutes")
-    parser.add_argument("--workloads", help="comma-separated names in recipes/workloads/ (default: repeat_list,prose; "
-                        "code_complete with --pair)")
-    parser.add_argument("--grids", type=Path, help="keep each workload's finished grid here and read it on the next "
-                        "call instead of running it again (tune against the same grid)")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="tiny models (ORCH_MODELS), a 60-candidate space of draft and n-gram settings: minutes",
+    )
+    parser.add_argument(
+        "--pair",
+        action="store_true",
+        help="the Qwen2.5-Coder 1.5B target and 0.5B draft "
+        "(ORCH_MODELS), a 24-candidate draft space, the code completion workload: about 22 minutes",
+    )
+    parser.add_argument(
+        "--workloads",
+        help="comma-separated names in recipes/workloads/ (default: repeat_list,prose; code_complete with --pair)",
+    )
+    parser.add_argument(
+        "--grids",
+        type=Path,
+        help="keep each workload's finished grid here and read it on the next "
+        "call instead of running it again (tune against the same grid)",
+    )
     parser.add_argument("--grid-only", action="store_true", help="run (or read) the grids, not tune")
     args = parser.parse_args()
     build = runnable_build(_where.project(args.build, tiny=args.quick or args.tiny))
@@ -174,25 +210,44 @@ def main() -> None:
         if args.quick:
             space = Path(tmp) / "space.toml"
             space.write_text('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [2, 8]\ndraft_min = [0, 2]\n')
-            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
-                                          overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1",
-                                                     "n_predict=16"), db=Path(tmp) / "tune.duckdb", timeout=120)
+            request = TuneRequest(
+                recipe=RECIPE,
+                build_ref=build.name,
+                space=str(space),
+                overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1", "n_predict=16"),
+                db=Path(tmp) / "tune.duckdb",
+                timeout=120,
+            )
             workloads = [ROOT / "recipes" / "workloads" / "short_fact.toml"]
         elif args.pair:
             space = Path(tmp) / "space.toml"
             space.write_text(PAIR_SPACE)
-            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=str(space),
-                                          overrides=(*PAIR_MODELS, f"threads={os.cpu_count()}"),
-                                          db=Path(tmp) / "tune.duckdb")
+            request = TuneRequest(
+                recipe=RECIPE,
+                build_ref=build.name,
+                space=str(space),
+                overrides=(*PAIR_MODELS, f"threads={os.cpu_count()}"),
+                db=Path(tmp) / "tune.duckdb",
+            )
             workloads = _workloads(args.workloads or "code_complete")
         elif args.tiny:
-            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=TINY_SPACE,
-                                          overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1"),
-                                          db=Path(tmp) / "tune.duckdb", timeout=120)
+            request = TuneRequest(
+                recipe=RECIPE,
+                build_ref=build.name,
+                space=TINY_SPACE,
+                overrides=("target=tiny-target.gguf", "draft=tiny-draft.gguf", "threads=1"),
+                db=Path(tmp) / "tune.duckdb",
+                timeout=120,
+            )
             workloads = _workloads(args.workloads or "repeat_list,prose")
         else:
-            request = TuneRequest(recipe=RECIPE, build_ref=build.name, space=REAL_SPACE,
-                                          overrides=(f"threads={os.cpu_count()}",), db=Path(tmp) / "tune.duckdb")
+            request = TuneRequest(
+                recipe=RECIPE,
+                build_ref=build.name,
+                space=REAL_SPACE,
+                overrides=(f"threads={os.cpu_count()}",),
+                db=Path(tmp) / "tune.duckdb",
+            )
             workloads = _workloads(args.workloads or "repeat_list,prose")
         rows = []
         grids = args.grids or Path(tmp)
@@ -202,21 +257,33 @@ def main() -> None:
             if g["loops"]:
                 print(f"{workload.stem}: plain decoding loops, so tune refuses it; skipped")
                 continue
-            print(f"{workload.stem}: grid best {g['best']} {_fig(g['cells'][g['best']])}, {g['planned']} runs in "
-                  f"{g['seconds']:.0f}s", flush=True)
+            print(
+                f"{workload.stem}: grid best {g['best']} {_fig(g['cells'][g['best']])}, {g['planned']} runs in "
+                f"{g['seconds']:.0f}s",
+                flush=True,
+            )
             if args.grid_only:
                 continue
             t = tune(request, workload, int(SHARE * g["planned"]), grids / f"tune-{workload.stem}.duckdb")
             rows.append(row(workload.stem, g, t))
-            print(f"{workload.stem}: grid {g['planned']} runs in {g['seconds']:.0f}s; tune "
-                  f"{t['answer'].verdict}", flush=True)
+            print(
+                f"{workload.stem}: grid {g['planned']} runs in {g['seconds']:.0f}s; tune {t['answer'].verdict}",
+                flush=True,
+            )
     from orchestrator import tables
 
     print()
-    models = ("tiny models" if args.quick or args.tiny else
-              "Qwen2.5-Coder 1.5B Q4_K_M with its 0.5B draft" if args.pair else "Gemma 3 270M Q4_K_M")
-    print(f"tune vs grid on build {build.name}, {models}, grid at "
-          f"{GRID_REPEAT} repeats, tune's budget {SHARE:.0%} of the grid's planned runs:")
+    models = (
+        "tiny models"
+        if args.quick or args.tiny
+        else "Qwen2.5-Coder 1.5B Q4_K_M with its 0.5B draft"
+        if args.pair
+        else "Gemma 3 270M Q4_K_M"
+    )
+    print(
+        f"tune vs grid on build {build.name}, {models}, grid at "
+        f"{GRID_REPEAT} repeats, tune's budget {SHARE:.0%} of the grid's planned runs:"
+    )
     print(tables.render(rows, "md" if not args.quick else "table"))
 
 

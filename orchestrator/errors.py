@@ -184,6 +184,8 @@ class QualityInputError(OrchError):
 # A context depth whose KV cache and weights do not fit the memory the machine has, said before launch.
 class ContextDoesNotFit(OrchError):
     exit_code = 37
+
+
 # `orch bisect` given a range it cannot search: an end not among the candidates or known releases, fewer than two
 # commits, or an end that does not build or measure.
 class BisectRangeError(OrchError):
@@ -198,6 +200,8 @@ class BisectResumeError(OrchError):
 # `orch history`: no stored runs of the recipe and arm with the metric on any build asked for.
 class NoHistory(OrchError):
     exit_code = 40
+
+
 # `orch run --executor ray` where Ray is not installed: the message says how to install the extra.
 class RayMissing(OrchError):
     exit_code = 41

@@ -22,6 +22,9 @@ def host_fingerprint(hostname: str, cpu_model: str, gpus: list[dict]) -> str:
     """A machine's id (16 hex): its hostname, CPU model and every GPU's UUID (the name where there is no UUID)."""
     import json
 
-    parts = {"hostname": hostname, "cpu_model": cpu_model,
-             "gpus": sorted(g.get("uuid") or g.get("name") or "" for g in gpus)}
+    parts = {
+        "hostname": hostname,
+        "cpu_model": cpu_model,
+        "gpus": sorted(g.get("uuid") or g.get("name") or "" for g in gpus),
+    }
     return sha256_text(json.dumps(parts, sort_keys=True))[:16]

@@ -50,6 +50,7 @@ class Named:
 
 def read_named_text(path: Path | str, named: Named, cap: int | None = None) -> str:
     """read_text, every refusal one line of named.error naming the file and the fix."""
+
     def refuse(why: str, hint: str | None) -> Exception:
         return named.error(f"{named.what} {path} {why}" + (f"; {hint}" if hint else ""))
 

@@ -82,7 +82,7 @@ def write_json(rows: list[dict], stream, columns: list[str] | None = None) -> No
     """render(rows, "json", columns) written to a binary stream as UTF-8, JSON_CHUNK rows at a time: a big table
     (the summary of every sweep is 100 MB) is never held whole, as text or as bytes."""
     columns = columns or all_keys(rows)
-    write_json_array((json_rows(rows[i:i + JSON_CHUNK], columns) for i in range(0, len(rows), JSON_CHUNK)), stream)
+    write_json_array((json_rows(rows[i : i + JSON_CHUNK], columns) for i in range(0, len(rows), JSON_CHUNK)), stream)
 
 
 def write_json_array(chunks, stream) -> None:

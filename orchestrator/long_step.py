@@ -51,7 +51,7 @@ class StatusLine:
 
     def _rewrite(self, text: str) -> None:
         columns = shutil.get_terminal_size((100, 24)).columns
-        text = text[:columns - 1]  # a wrapped line cannot be rewritten in place
+        text = text[: columns - 1]  # a wrapped line cannot be rewritten in place
         rewrite(self.stream, text + " " * max(0, self.width - len(text)))
         self.stream.flush()
         self.width = len(text)
@@ -71,8 +71,13 @@ class Phase:
     raised (an error, Ctrl-C).
     """
 
-    def __init__(self, label: str, status: StatusLine, poll: Callable[[float, bool], tuple[str, bool]] | None = None,
-                 now=time.monotonic):
+    def __init__(
+        self,
+        label: str,
+        status: StatusLine,
+        poll: Callable[[float, bool], tuple[str, bool]] | None = None,
+        now=time.monotonic,
+    ):
         self.label, self.status, self.poll, self.now = label, status, poll, now
         self.detail = ""
         self._stop = threading.Event()

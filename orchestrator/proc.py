@@ -100,15 +100,27 @@ def _die_with_parent(parent: int):
     return hook
 
 
-def spawn(argv: list[str], *, stdout_path: Path, stderr_path: Path, env: dict[str, str] | None = None,
-          die_with_parent: bool = True) -> subprocess.Popen:
+def spawn(
+    argv: list[str],
+    *,
+    stdout_path: Path,
+    stderr_path: Path,
+    env: dict[str, str] | None = None,
+    die_with_parent: bool = True,
+) -> subprocess.Popen:
     """Start a long-lived child (a server) in its own process group, output to files. Stop it with kill_tree."""
     argv = [str(a) for a in argv]
     with open(stdout_path, "ab") as out, open(stderr_path, "ab") as err:
         try:
-            return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                    start_new_session=True,
-                                    preexec_fn=_die_with_parent(os.getpid()) if die_with_parent else None)
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()) if die_with_parent else None,
+            )
         except FileNotFoundError:
             raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None
 
@@ -151,8 +163,14 @@ def run(
     try:
         try:
             child = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                cwd=cwd, env=env, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()),
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()),
             )
         except FileNotFoundError:
             raise MissingTool(f"{argv[0]} is not installed or not on PATH; install it and retry") from None
@@ -254,8 +272,9 @@ def work_dir_owner(name: str) -> Owner | None:
 
 def same_owner(named: Owner, owner: Owner) -> bool:
     """Whether a directory's named owner (work_dir_owner) is this owner (its start time as the name rounds it)."""
-    return (named.host == _host_in_name(owner.host) and named.pid == owner.pid
-            and abs(named.started - owner.started) < 1e-5)
+    return (
+        named.host == _host_in_name(owner.host) and named.pid == owner.pid and abs(named.started - owner.started) < 1e-5
+    )
 
 
 def _host_in_name(host: str) -> str:

@@ -101,8 +101,10 @@ class Results:
 
     def sweeps(self, last: int = 20) -> list[Sweep]:
         """The newest `last` sweeps, oldest first."""
-        return [Sweep(r["sweep"], r["recipe"], r["builds"], r["workload"], r["mode"], r["runs"], r["ok"], r["status"],
-                      r) for r in sweep_list.sweeps(self.con, last)]
+        return [
+            Sweep(r["sweep"], r["recipe"], r["builds"], r["workload"], r["mode"], r["runs"], r["ok"], r["status"], r)
+            for r in sweep_list.sweeps(self.con, last)
+        ]
 
     def sweep_ids(self, sweeps: tuple[int, ...] | list[int] = (), last: int = 1) -> list[int]:
         """The sweeps named (NoSuchSweep where one is not stored), else the newest `last`."""
@@ -120,8 +122,20 @@ class Results:
 
     def runs(self, last: int = 20) -> list[Run]:
         """The newest `last` runs, oldest first."""
-        return [Run(r["run_id"], r["sweep_id"], r["arm"], r["repeat_index"], bool(r["warmup"]), r["status"],
-                    r["decode_tps"], r["acceptance"], r) for r in self.run_rows(last)]
+        return [
+            Run(
+                r["run_id"],
+                r["sweep_id"],
+                r["arm"],
+                r["repeat_index"],
+                bool(r["warmup"]),
+                r["status"],
+                r["decode_tps"],
+                r["acceptance"],
+                r,
+            )
+            for r in self.run_rows(last)
+        ]
 
     def run_rows(self, last: int = 20) -> list[dict]:
         return queries.recent_runs(self.con, last)
@@ -132,11 +146,22 @@ class Results:
         row = queries.run_row(self.con, run_id, decode_json=decode_json)
         if not row:
             raise NoSuchRun(f"no run {run_id} in {self.path}; list runs with `orch runs`")
-        return {"run": row, "metrics": queries.metrics_row(self.con, run_id, decode_json=decode_json),
-                "logs": logs.read_logs(self.con, run_id, damaged_as_note=True) if with_logs else {}}
+        return {
+            "run": row,
+            "metrics": queries.metrics_row(self.con, run_id, decode_json=decode_json),
+            "logs": logs.read_logs(self.con, run_id, damaged_as_note=True) if with_logs else {},
+        }
 
-    def compare(self, base: str | None, head: str | None, *, recipe: str | None = None, threshold: float = 0.05,
-                base_host: str | None = None, head_host: str | None = None) -> Comparison:
+    def compare(
+        self,
+        base: str | None,
+        head: str | None,
+        *,
+        recipe: str | None = None,
+        threshold: float = 0.05,
+        base_host: str | None = None,
+        head_host: str | None = None,
+    ) -> Comparison:
         """Head against base build (a build name, commit prefix or tag stored in the file), test by test, as
         `orch compare` judges them: a regression or improvement beyond `threshold` and statistically different.
         With a host (a hostname or host id), each side is that host's runs, and a build left out is the newest
@@ -145,15 +170,21 @@ class Results:
             base_host = hosts.resolve_host(self.con, base_host or head_host)
             head_host = hosts.resolve_host(self.con, head_host or base_host)
             base, head = hosts.build_for_hosts(self.con, base_host, head_host, base, head)
-        return compare_builds(self.con, resolve_stored_build(self.con, base), resolve_stored_build(self.con, head),
-                              recipe=recipe, threshold=threshold, base_host=base_host, head_host=head_host)
+        return compare_builds(
+            self.con,
+            resolve_stored_build(self.con, base),
+            resolve_stored_build(self.con, head),
+            recipe=recipe,
+            threshold=threshold,
+            base_host=base_host,
+            head_host=head_host,
+        )
 
     def host_differences(self, comparison: Comparison) -> list[str]:
         """What differs between the two hosts a comparison's sides ran on (none: one host, or none named)."""
         if comparison.base_host == comparison.head_host:
             return []
-        return hosts.differences(self.con, comparison.base_host, comparison.base, comparison.head_host,
-                                 comparison.head)
+        return hosts.differences(self.con, comparison.base_host, comparison.base, comparison.head_host, comparison.head)
 
     def sql(self, query: str, params: list | None = None) -> duckdb.DuckDBPyRelation:
         """Any read-only SQL over the file's tables and views, as a DuckDB relation (.df(), .fetchall(), .pl())."""
@@ -168,12 +199,24 @@ def open(path: Path | str | None = None) -> Results:  # results.open, as gzip.op
 
 def _arm(r: dict) -> Arm:
     low, high = r.get("ci_low"), r.get("ci_high")
-    return Arm(sweep=r["sweep"], arm=r["arm"], decode_tps=r.get("decode_tps"), decode_tps_low=low,
-               decode_tps_high=high, acceptance=r.get("acceptance"), speedup=r.get("speedup"),
-               speedup_low=r.get("speedup_low"), speedup_high=r.get("speedup_high"), vs=r.get("vs"),
-               predicted=r.get("predicted"), predicted_low=r.get("predicted_low"),
-               predicted_high=r.get("predicted_high"), warnings=tuple(_warnings(r.get("warnings"))),
-               params=dict(r.get("params") or {}), values=r)
+    return Arm(
+        sweep=r["sweep"],
+        arm=r["arm"],
+        decode_tps=r.get("decode_tps"),
+        decode_tps_low=low,
+        decode_tps_high=high,
+        acceptance=r.get("acceptance"),
+        speedup=r.get("speedup"),
+        speedup_low=r.get("speedup_low"),
+        speedup_high=r.get("speedup_high"),
+        vs=r.get("vs"),
+        predicted=r.get("predicted"),
+        predicted_low=r.get("predicted_low"),
+        predicted_high=r.get("predicted_high"),
+        warnings=tuple(_warnings(r.get("warnings"))),
+        params=dict(r.get("params") or {}),
+        values=r,
+    )
 
 
 def _warnings(value) -> list[str]:

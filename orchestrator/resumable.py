@@ -43,6 +43,8 @@ def stored_row(database, ref: str, session: Session) -> dict:
         raise error(f"{noun} {row['id']} is done{session.done(row)}; nothing to resume")
     recipe = Path(row["recipe_path"])
     if not recipe.exists() or sha256_text(recipe.read_text()) != row["recipe_hash"]:
-        raise error(f"{noun} {row['id']}'s recipe {recipe} is gone or has changed since it started, so its "
-                    f"{session.units} would not compare; start a new {noun}")
+        raise error(
+            f"{noun} {row['id']}'s recipe {recipe} is gone or has changed since it started, so its "
+            f"{session.units} would not compare; start a new {noun}"
+        )
     return row

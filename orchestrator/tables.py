@@ -15,14 +15,16 @@ from orchestrator import csv_text, json_text
 # hyperlinks, DCS/PM/APC strings, two-character escapes), other C0 and C1 controls (a carriage return too: it lets
 # later text overwrite a line), and the bidirectional overrides that make text read differently from what it is.
 # Text from a model, a prompt or a file never carries them out.
-_ACTIVE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
-                     r"|\x1b[\s\S]?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_ACTIVE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b[\s\S]?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
 _LINE_BREAKS = re.compile(r"[\t\n\r]")
 # Every match of _ACTIVE holds one of these characters (ESC is among them), so clean text, nearly all of it, is
 # decided by one scan for them: in ASCII text (a big summary's) by deleting those bytes from a copy, 13 times
 # faster than searching for _ACTIVE's alternatives, else by one character class, 4 times faster.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_BYTES = bytes([*range(0x09), *range(0x0b, 0x20), 0x7f])
+_CONTROL_BYTES = bytes([*range(0x09), *range(0x0B, 0x20), 0x7F])
 
 
 def _holds(text: str, chars: re.Pattern, ascii_chars: bytes) -> bool:
@@ -57,7 +59,7 @@ def _one_line(text: str) -> str:
 
 
 _DIRTY = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # _CONTROL or a line break
-_DIRTY_BYTES = bytes([*range(0x20), 0x7f])
+_DIRTY_BYTES = bytes([*range(0x20), 0x7F])
 
 
 def _cleaned(column: list[str]) -> list[str]:
@@ -141,31 +143,45 @@ def csv_lines(rows: list[dict], columns: list[str] | None = None) -> str:
     return csv_text.text([[json_text.default(r.get(c)) if r.get(c) is not None else "" for c in columns] for r in rows])
 
 
-def text_table(rows: list[dict], columns: list[str], *, width: int | None = None, droppable: list[str] = (),
-               titles: dict[int, str] | None = None) -> tuple[str, list[str]]:
+def text_table(
+    rows: list[dict],
+    columns: list[str],
+    *,
+    width: int | None = None,
+    droppable: list[str] = (),
+    titles: dict[int, str] | None = None,
+) -> tuple[str, list[str]]:
     """An aligned text table under a header line, and the columns it left out. With `width`, the `droppable`
     columns (the first given up first) are left out until a row fits in that many characters. `titles`: a line
     above the row of that index (a group's heading), not part of the columns.
 
     Built column by column (each cell formatted once), so a table of 47k rows is a few list comprehensions."""
-    return column_table({c: [r.get(c) for r in rows] for c in columns}, columns, width=width, droppable=droppable,
-                        titles=titles)
+    return column_table(
+        {c: [r.get(c) for r in rows] for c in columns}, columns, width=width, droppable=droppable, titles=titles
+    )
 
 
-def column_table(values: dict[str, list], columns: list[str], *, width: int | None = None, droppable: list[str] = (),
-                 titles: dict[int, str] | None = None, as_text: bool = False) -> tuple[str, list[str]]:
+def column_table(
+    values: dict[str, list],
+    columns: list[str],
+    *,
+    width: int | None = None,
+    droppable: list[str] = (),
+    titles: dict[int, str] | None = None,
+    as_text: bool = False,
+) -> tuple[str, list[str]]:
     """text_table of a table held by column: values[c] is column c's value in each row, in row order.
     as_text: every value is a cell already (`cell`), taken as it is."""
     # A cell that is text already (most of a big table) is taken as it is, without a call per cell.
-    cells = {c: _cleaned(values[c] if as_text else [v if type(v) is str else cell(v) for v in values[c]])
-             for c in columns}
+    cells = {
+        c: _cleaned(values[c] if as_text else [v if type(v) is str else cell(v) for v in values[c]]) for c in columns
+    }
     # A big table repeats its cells (run counts, dashes, verdict codes): each distinct one is measured and padded once
     distinct = {c: set(cells[c]) for c in columns}
     widths = {c: max(len(c), max(map(len, distinct[c]), default=0)) for c in columns}
     kept, left_out = _fit(widths, columns, width, droppable)
     padded = [_padded(cells[c], distinct[c], widths[c]) for c in kept]
-    lines = ["  ".join(_one_line(c).ljust(widths[c]) for c in kept).rstrip(),
-             "  ".join("-" * widths[c] for c in kept)]
+    lines = ["  ".join(_one_line(c).ljust(widths[c]) for c in kept).rstrip(), "  ".join("-" * widths[c] for c in kept)]
     body = [line.rstrip() for line in map("  ".join, zip(*padded))] if kept else []
     return "\n".join(lines + _with_titles(body, titles or {})), left_out
 
@@ -183,11 +199,14 @@ def fit(rows: list[dict], columns: list[str], width: int, droppable: list[str]) 
     return fit_columns({c: [r.get(c) for r in rows] for c in columns}, columns, width, droppable)
 
 
-def fit_columns(values: dict[str, list], columns: list[str], width: int,
-                droppable: list[str]) -> tuple[list[str], list[str]]:
+def fit_columns(
+    values: dict[str, list], columns: list[str], width: int, droppable: list[str]
+) -> tuple[list[str], list[str]]:
     """fit for a table held by column (as column_table takes it)."""
-    widths = {c: max(len(c), max(map(len, _cleaned([v if type(v) is str else cell(v) for v in values[c]])),
-                                 default=0)) for c in columns}
+    widths = {
+        c: max(len(c), max(map(len, _cleaned([v if type(v) is str else cell(v) for v in values[c]])), default=0))
+        for c in columns
+    }
     return _fit(widths, columns, width, droppable)
 
 
@@ -222,8 +241,10 @@ def markdown_columns(values: dict[str, list], columns: list[str]) -> str:
     by_column = [_escaped(_cleaned([v if type(v) is str else cell(v) for v in values[c]])) for c in columns]
     cells = list(zip(*by_column)) if columns else []
     right = [bool(cells) and all(_numeric(v) or v == "-" for v in set(column)) for column in by_column]
-    lines = ["| " + " | ".join(md_text(c) for c in columns) + " |",
-             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
+    lines = [
+        "| " + " | ".join(md_text(c) for c in columns) + " |",
+        "|" + "|".join("---:" if r else "---" for r in right) + "|",
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines)
 

@@ -22,10 +22,18 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # A file runs whole on one worker, so its module fixtures run once. (Not loadgroup: with pytest 9.2 its groups are
 # silently ignored, pytest-xdist issue 1386.) Files run longest first, in this order (--no-loadscope-reorder: xdist
 # would order them by their number of tests): the last to start should be short.
-LONGEST_FIRST = ["integration/test_real_model.py", "integration/test_real_pair.py", "integration/test_bad_input.py",
-                 "integration/test_tune.py", "integration/test_ray_cluster.py", "integration/test_benchmarks.py",
-                 "integration/test_quality.py", "integration/test_reliability.py", "integration/test_sweeps.py",
-                 "integration/test_readme.py"]
+LONGEST_FIRST = [
+    "integration/test_real_model.py",
+    "integration/test_real_pair.py",
+    "integration/test_bad_input.py",
+    "integration/test_tune.py",
+    "integration/test_ray_cluster.py",
+    "integration/test_benchmarks.py",
+    "integration/test_quality.py",
+    "integration/test_reliability.py",
+    "integration/test_sweeps.py",
+    "integration/test_readme.py",
+]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -96,10 +104,17 @@ def orch_exe() -> str:
 def git(*args, cwd=None, env=None):
     import subprocess
 
-    full_env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                "GIT_COMMITTER_EMAIL": "t@t", **(env or {})}
-    return subprocess.run(["git", *args], cwd=cwd, env=full_env, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    full_env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        **(env or {}),
+    }
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=full_env, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 # --- nothing left behind: checked once the whole suite has ended -------------------------------------------------
@@ -167,4 +182,3 @@ def no_process_outlives_the_suite():
         except psutil.Error:
             continue
     assert not left, f"processes outlived the tests: {names}"
-

@@ -25,8 +25,10 @@ def reader_view(path):
                 values[name] = field.contents()
         else:
             values[name] = field.contents()
-    tensors = [(t.name, int(t.tensor_type), tuple(int(d) for d in t.shape), t.data_offset - reader.data_offset)
-               for t in reader.tensors]
+    tensors = [
+        (t.name, int(t.tensor_type), tuple(int(d) for d in t.shape), t.data_offset - reader.data_offset)
+        for t in reader.tensors
+    ]
     return values, arrays, tensors
 
 

@@ -29,8 +29,7 @@ from local_server import LocalServer
 
 class HubServer(LocalServer):
     def __init__(self, repos: dict[str, dict[str, Path | bytes]]):
-        self.repos = {repo: {name: _entry(content) for name, content in files.items()}
-                      for repo, files in repos.items()}
+        self.repos = {repo: {name: _entry(content) for name, content in files.items()} for repo, files in repos.items()}
         self.commits = {repo: hashlib.sha1(repo.encode()).hexdigest() for repo in repos}
         self.requests: list[tuple[str, str]] = []
         super().__init__(self._handler())
@@ -65,9 +64,16 @@ class HubServer(LocalServer):
             def _tree(self, repo: str, revision: str, body: bool):
                 if not self._known(repo, revision, body):
                     return
-                listing = [{"type": "file", "oid": e["git_oid"], "size": e["size"], "path": name,
-                            "lfs": {"oid": e["sha256"], "size": e["size"], "pointerSize": 134}}
-                           for name, e in hub.repos[repo].items()]
+                listing = [
+                    {
+                        "type": "file",
+                        "oid": e["git_oid"],
+                        "size": e["size"],
+                        "path": name,
+                        "lfs": {"oid": e["sha256"], "size": e["size"], "pointerSize": 134},
+                    }
+                    for name, e in hub.repos[repo].items()
+                ]
                 self._send(200, {"Content-Type": "application/json"}, json.dumps(listing).encode(), body)
 
             def _file(self, repo: str, revision: str, name: str, body: bool):
@@ -76,9 +82,18 @@ class HubServer(LocalServer):
                 entry = hub.repos[repo].get(name)
                 if entry is None:
                     return self._error(404, "EntryNotFound", body, commit=hub.commits[repo])
-                self._send(200, {"X-Repo-Commit": hub.commits[repo], "ETag": f'"{entry["sha256"]}"',
-                                 "X-Linked-Etag": f'"{entry["sha256"]}"', "X-Linked-Size": str(entry["size"]),
-                                 "Content-Type": "application/octet-stream"}, entry["data"], body)
+                self._send(
+                    200,
+                    {
+                        "X-Repo-Commit": hub.commits[repo],
+                        "ETag": f'"{entry["sha256"]}"',
+                        "X-Linked-Etag": f'"{entry["sha256"]}"',
+                        "X-Linked-Size": str(entry["size"]),
+                        "Content-Type": "application/octet-stream",
+                    },
+                    entry["data"],
+                    body,
+                )
 
             def _known(self, repo: str, revision: str, body: bool) -> bool:
                 if repo not in hub.repos:
@@ -108,5 +123,9 @@ class HubServer(LocalServer):
 
 def _entry(content: Path | bytes) -> dict:
     data = Path(content).read_bytes() if isinstance(content, Path) else content
-    return {"data": data, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "git_oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()}
+    return {
+        "data": data,
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "git_oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+    }

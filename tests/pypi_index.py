@@ -33,11 +33,14 @@ def make_wheel(folder: Path, project: str, version: str, files: dict[str, bytes]
     """A pure-Python wheel of project==version holding files (paths inside the wheel), as pip can download it."""
     dist = re.sub(r"[-_.]+", "_", project).lower()
     info = f"{dist}-{version}.dist-info"
-    meta = {f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n".encode(),
-            f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: orch-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    meta = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: orch-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
     entries = {**files, **meta}
-    record = "".join(f"{path},sha256={hashlib.sha256(data).hexdigest()},{len(data)}\n"
-                     for path, data in entries.items())
+    record = "".join(
+        f"{path},sha256={hashlib.sha256(data).hexdigest()},{len(data)}\n" for path, data in entries.items()
+    )
     folder.mkdir(parents=True, exist_ok=True)
     wheel = folder / f"{dist}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_STORED) as z:  # stored: a test can damage a part's bytes in place
@@ -54,9 +57,17 @@ class ModelWheels:
     wheels: list[Path]
 
 
-def packaged_model_wheels(folder: Path, parts: list[bytes], *, name: str = NAME, version: str = "1.0.0",
-                          sums_sha256: str | None = None, served: list[bytes] | None = None,
-                          assembler: bool = True, pin_wheels: bool = False) -> ModelWheels:
+def packaged_model_wheels(
+    folder: Path,
+    parts: list[bytes],
+    *,
+    name: str = NAME,
+    version: str = "1.0.0",
+    sums_sha256: str | None = None,
+    served: list[bytes] | None = None,
+    assembler: bool = True,
+    pin_wheels: bool = False,
+) -> ModelWheels:
     """The wheels of a model made of parts, and its catalogue entry. `served`: other part bytes to put in the wheels
     (a corrupted download) while the catalogue keeps the sha256 of parts; `sums_sha256`: what SHA256SUMS says;
     `assembler=False`: no package of terms and SHA256SUMS (as the Qwen pair's); `pin_wheels`: the entry pins each
@@ -65,21 +76,43 @@ def packaged_model_wheels(folder: Path, parts: list[bytes], *, name: str = NAME,
     sha256 = hashlib.sha256(content).hexdigest()
     file = f"{name}.gguf"
     pkg = name.replace("-", "_")
-    entry = [f'[{name}]', f'description = "a test model of {len(parts)} parts"', f'file = "{file}"',
-             f"size = {len(content)}", f'sha256 = "{sha256}"', 'license = "Tiny Terms of Use"']
+    entry = [
+        f"[{name}]",
+        f'description = "a test model of {len(parts)} parts"',
+        f'file = "{file}"',
+        f"size = {len(content)}",
+        f'sha256 = "{sha256}"',
+        'license = "Tiny Terms of Use"',
+    ]
     wheels = []
     if assembler:
-        wheels.append(make_wheel(folder, f"{name}-gguf", version, {
-            f"{pkg}/data/SHA256SUMS": f"{sums_sha256 or sha256}  {file}\n".encode(),
-            f"{pkg}/data/TERMS.txt": TERMS.encode()}))
+        wheels.append(
+            make_wheel(
+                folder,
+                f"{name}-gguf",
+                version,
+                {
+                    f"{pkg}/data/SHA256SUMS": f"{sums_sha256 or sha256}  {file}\n".encode(),
+                    f"{pkg}/data/TERMS.txt": TERMS.encode(),
+                },
+            )
+        )
         pin = f', sha256 = "{_sha256(wheels[0])}"' if pin_wheels else ""
-        entry += [f'package = {{ name = "{name}-gguf", version = "{version}"{pin} }}',
-                  f'sums = "{pkg}/data/SHA256SUMS"', f'terms = "{pkg}/data/TERMS.txt"']
+        entry += [
+            f'package = {{ name = "{name}-gguf", version = "{version}"{pin} }}',
+            f'sums = "{pkg}/data/SHA256SUMS"',
+            f'terms = "{pkg}/data/TERMS.txt"',
+        ]
     for i, data in enumerate(served or parts):
         member = f"{pkg}_part{i + 1}/data/{file}.part{i:02d}"
         wheels.append(make_wheel(folder, f"{name}-gguf-part{i + 1}", version, {member: data}))
-        entry += ["", f"[[{name}.parts]]", f'name = "{name}-gguf-part{i + 1}"', f'version = "{version}"',
-                  f'member = "{member}"']
+        entry += [
+            "",
+            f"[[{name}.parts]]",
+            f'name = "{name}-gguf-part{i + 1}"',
+            f'version = "{version}"',
+            f'member = "{member}"',
+        ]
         if pin_wheels:
             entry.append(f'sha256 = "{_sha256(wheels[-1])}"')
     return ModelWheels(folder, "\n".join(entry) + "\n", content, wheels)
@@ -106,8 +139,9 @@ class PyPIIndex(LocalServer):
             (files / wheel.name).write_bytes(wheel.read_bytes())
             projects.setdefault(normalised(wheel.name.split("-")[0]), []).append(wheel)
         for project, found in projects.items():
-            links = "".join(f'<a href="/files/{html.escape(w.name)}#sha256={_sha256(w)}">{html.escape(w.name)}</a>\n'
-                            for w in found)
+            links = "".join(
+                f'<a href="/files/{html.escape(w.name)}#sha256={_sha256(w)}">{html.escape(w.name)}</a>\n' for w in found
+            )
             (self.root / "simple" / project).mkdir(parents=True, exist_ok=True)
             (self.root / "simple" / project / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
 

@@ -70,7 +70,7 @@ def includes(text: str, source: str = "README.md") -> list[tuple[int, str, str |
             fenced = not fenced
         elif not fenced and "--8<--" in line and not SECTION_MARKER.search(line):
             m = INCLUDE.match(line)
-            assert m, f"{source} line {number}: an include is `--8<-- \"FILE:SECTION\"` on a line of its own: {line!r}"
+            assert m, f'{source} line {number}: an include is `--8<-- "FILE:SECTION"` on a line of its own: {line!r}'
             out.append((number, m["path"], m["section"]))
     return out
 
@@ -84,7 +84,7 @@ def blocks(text: str | None = None, source: str = "README.md") -> list[Block]:
     while i < len(lines):
         if lines[i].startswith("```"):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-            out.append(Block(lines[i][3:].strip(), "\n".join(lines[i + 1:end]), i + 1, source))
+            out.append(Block(lines[i][3:].strip(), "\n".join(lines[i + 1 : end]), i + 1, source))
             i = end
         elif i + 1 in included:
             path, name = included[i + 1]
@@ -112,8 +112,11 @@ def code_spans(text: str) -> list[tuple[int, str]]:
     """The inline code of a page's running text (`like this`), as (line number, its text with a line break or a
     run of spaces made one space); a span may wrap onto the next line, never past a paragraph."""
     text = prose(text)
-    return [(text.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split()))
-            for m in re.finditer(r"(?<!`)`([^`]+)`(?!`)", text) if "\n\n" not in m.group(1)]
+    return [
+        (text.count("\n", 0, m.start()) + 1, " ".join(m.group(1).split()))
+        for m in re.finditer(r"(?<!`)`([^`]+)`(?!`)", text)
+        if "\n\n" not in m.group(1)
+    ]
 
 
 def commands(block: Block) -> list[str]:
@@ -145,12 +148,24 @@ def words(command: str) -> list[str]:
 
 def is_synopsis(command: str) -> bool:
     """A command line with optional parts, choices or placeholders: parsed, never run."""
-    return any(w.startswith("[") or w.endswith("]") or "|" in w or w.isupper() or w.rstrip(".").isupper() or
-               w == "..." for w in words(command))
+    return any(
+        w.startswith("[") or w.endswith("]") or "|" in w or w.isupper() or w.rstrip(".").isupper() or w == "..."
+        for w in words(command)
+    )
 
 
-PLACEHOLDERS = {"RUN": "1", "SWEEP": "1", "TUNE": "1", "N": "2", "DIR": "out", "COMMIT": "0c1e570", "RECIPE": "recipes/recipe_a.j2",
-                "URL": "https://example.invalid/llama.cpp.git", "PATH": "llama.cpp", "FILE": str(README)}
+PLACEHOLDERS = {
+    "RUN": "1",
+    "SWEEP": "1",
+    "TUNE": "1",
+    "N": "2",
+    "DIR": "out",
+    "COMMIT": "0c1e570",
+    "RECIPE": "recipes/recipe_a.j2",
+    "URL": "https://example.invalid/llama.cpp.git",
+    "PATH": "llama.cpp",
+    "FILE": str(README),
+}
 
 
 def variants(command: str) -> list[list[str]]:
@@ -182,7 +197,9 @@ def variants(command: str) -> list[list[str]]:
         tokens = [t for t in tokens if t != "..."]
         first = [t.split("|")[0] if _choice(t) else t for t in tokens]
         out.append(first)
-        out += [first[:i] + [alt] + first[i + 1:] for i, t in enumerate(tokens) if _choice(t) for alt in t.split("|")[1:]]
+        out += [
+            first[:i] + [alt] + first[i + 1 :] for i, t in enumerate(tokens) if _choice(t) for alt in t.split("|")[1:]
+        ]
     return [[PLACEHOLDERS.get(t.rstrip("."), t) for t in tokens] for tokens in out]
 
 
@@ -248,11 +265,16 @@ def shape(text: str) -> dict:
         in_note = x.startswith("not shown: ") or (in_note and x.startswith("  "))
         noted += [x.strip()] if in_note else []
     note = " ".join(noted)
-    table = lines[2:next(i for i, x in enumerate(lines)
-                         if x.startswith(("not shown: ", "why ", "warning: ", "verdict: ")))]
-    return {"header": lines[0].split(), "titles": [x for x in table if x.startswith("sweep ")],
-            "arms": [x.split()[0] for x in table if not x.startswith("sweep ")], "note": note,
-            "verdicts": [x.split("): ")[0] for x in lines if x.startswith("verdict: ")]}
+    table = lines[
+        2 : next(i for i, x in enumerate(lines) if x.startswith(("not shown: ", "why ", "warning: ", "verdict: ")))
+    ]
+    return {
+        "header": lines[0].split(),
+        "titles": [x for x in table if x.startswith("sweep ")],
+        "arms": [x.split()[0] for x in table if not x.startswith("sweep ")],
+        "note": note,
+        "verdicts": [x.split("): ")[0] for x in lines if x.startswith("verdict: ")],
+    }
 
 
 def assert_shows(shown: str, printed: str, *, real_model: bool) -> None:

@@ -44,9 +44,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="0c1e570")
     parser.add_argument("--old-build", default="f49e917")
-    parser.add_argument("--models", type=Path, default=Path(os.environ.get("ORCH_MODELS", ROOT / "models")),
-                        help="the folder holding Gemma 3 270M and the Qwen2.5-Coder pair (orch models get "
-                             "gemma-3-270m, orch models get qwen2.5-coder-pair)")
+    parser.add_argument(
+        "--models",
+        type=Path,
+        default=Path(os.environ.get("ORCH_MODELS", ROOT / "models")),
+        help="the folder holding Gemma 3 270M and the Qwen2.5-Coder pair (orch models get "
+        "gemma-3-270m, orch models get qwen2.5-coder-pair)",
+    )
     parser.add_argument("--tiny", action="store_true", help="tiny models only (seconds): a check that it works")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
     args = parser.parse_args()
@@ -63,17 +67,49 @@ def main() -> None:
         else:
             model = ["--set", f"threads={os.cpu_count()}"]
             pair, history = ["--vars", "recipes/pair.toml", "--set", "n_predict=64", *model], env
-        orch(["run", "recipes/real_demo.j2", "--build", args.build, "--vars", "recipes/workloads/repeat_list.toml",
-              "--repeat", "3", "--no-summary", *model], env, made)
+        orch(
+            [
+                "run",
+                "recipes/real_demo.j2",
+                "--build",
+                args.build,
+                "--vars",
+                "recipes/workloads/repeat_list.toml",
+                "--repeat",
+                "3",
+                "--no-summary",
+                *model,
+            ],
+            env,
+            made,
+        )
         orch(["report", "--last", "1", "--out", str(work / "report")], env, made)
-        orch(["tune", "recipes/tune.j2", "--build", args.build, "--workload", "repeat_list", "--max-runs", "4",
-              *model], env, made)
+        orch(
+            ["tune", "recipes/tune.j2", "--build", args.build, "--workload", "repeat_list", "--max-runs", "4", *model],
+            env,
+            made,
+        )
         orch(["report", "--tune", "1", "--out", str(work / "tune")], env, made)
         for build in (args.old_build, args.build):
-            orch(["run", "recipes/spec_defaults.j2", *pair, "--build", build, "--repeat", "2", "--no-summary"],
-                 history, made)
-        orch(["history", "spec_defaults.j2", "--arm", "draft", "--metric", "acceptance", "--png",
-              str(work / "history.png")], history, made)
+            orch(
+                ["run", "recipes/spec_defaults.j2", *pair, "--build", build, "--repeat", "2", "--no-summary"],
+                history,
+                made,
+            )
+        orch(
+            [
+                "history",
+                "spec_defaults.j2",
+                "--arm",
+                "draft",
+                "--metric",
+                "acceptance",
+                "--png",
+                str(work / "history.png"),
+            ],
+            history,
+            made,
+        )
         # n-gram arms print no per-position rates; the draft model of spec_defaults does (the newer build's sweep)
         orch(["report", "--last", "1", "--out", str(work / "positions")], history, made)
         args.out.mkdir(parents=True, exist_ok=True)
@@ -86,7 +122,8 @@ def main() -> None:
     (args.out / "MADE_BY.txt").write_text(
         f"Made by tools/docs_figures.py{' --tiny' if args.tiny else ''} on {when}, host {platform.node()} "
         f"({os.cpu_count()} cores, {platform.machine()}), builds {args.build} and {args.old_build}, in a fresh "
-        f"results file, with:\n" + "\n".join(made).replace(str(work), "DIR") + "\n")
+        f"results file, with:\n" + "\n".join(made).replace(str(work), "DIR") + "\n"
+    )
     print(f"docs_figures: {len(FIGURES) + 3} pictures in {args.out}")
 
 

@@ -74,9 +74,8 @@ def main() -> None:
     rows["all"] = [(sum(s for s, _ in t.values()), sum(n for _, n in t.values())) for t in times]
     print("\n".join(table(rows, labels, "kind: seconds (tests)")) + "\n")
     files = {f: [t.get(f) for t in times] for f in dict.fromkeys(f for t in times for f in t)}
-    slowest = dict(sorted(files.items(), key=lambda kv: -max(c[0] if c else 0 for c in kv[1]))[:args.files])
-    print("\n".join(table({f.removeprefix("tests/"): v for f, v in slowest.items()}, labels,
-                          "file: seconds (tests)")))
+    slowest = dict(sorted(files.items(), key=lambda kv: -max(c[0] if c else 0 for c in kv[1]))[: args.files])
+    print("\n".join(table({f.removeprefix("tests/"): v for f, v in slowest.items()}, labels, "file: seconds (tests)")))
 
 
 if __name__ == "__main__":

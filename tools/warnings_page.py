@@ -1,6 +1,6 @@
 """Write docs/warnings.md's made part from the warnings table (orchestrator/analyze/warning_kinds.py):
 
-    .venv/bin/python tools/warnings_page.py
+.venv/bin/python tools/warnings_page.py
 """
 
 from pathlib import Path

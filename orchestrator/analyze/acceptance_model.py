@@ -109,7 +109,7 @@ def revealed(passes: list[DraftPass], window: int, n_predict: int) -> Revealed:
         for j in range(one.accepted):
             found[last + 1 + j] = Position(True, probs[j])
         if one.accepted < len(probs):
-            found[last + 1 + one.accepted] = Position(False, probs[one.accepted], tuple(probs[one.accepted + 1:]))
+            found[last + 1 + one.accepted] = Position(False, probs[one.accepted], tuple(probs[one.accepted + 1 :]))
         last += one.accepted + 1
     return Revealed(last, found, window, n_predict)
 

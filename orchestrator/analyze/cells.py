@@ -27,8 +27,10 @@ def display(rows: list[dict], columns: list[str], compact: bool) -> dict[str, li
     if "seq_acceptance" in columns:  # only bounded (drafts shorter than the window): the bounds
         shown["seq_acceptance"] = [
             tables.interval(100 * r["seq_acceptance_low"], 100 * r["seq_acceptance_high"])
-            if v is None and r.get("seq_acceptance_low") is not None else v
-            for v, r in zip(shown["seq_acceptance"], rows)]
+            if v is None and r.get("seq_acceptance_low") is not None
+            else v
+            for v, r in zip(shown["seq_acceptance"], rows)
+        ]
     for c in columns:
         if c in PERCENT_COLUMNS or c == "roofline_pct":
             scale = 1 if c == "roofline_pct" else 100  # a share of 1, or already a percentage
@@ -36,19 +38,31 @@ def display(rows: list[dict], columns: list[str], compact: bool) -> dict[str, li
     for c, fmt in QUALITY_FORMATS.items():  # with its error where llama-perplexity gave one: "+0.53% ±0.12"
         if c in columns:
             err = quality.ERRORS.get(c)
-            shown[c] = [None if v is None else fmt.format(v + 0.0) + (  # + 0.0: -0 (a base against itself) reads 0
-                f" ±{r[err]:.2g}" if err and r.get(err) is not None else "") for v, r in zip(shown[c], rows)]
+            shown[c] = [
+                None
+                if v is None
+                else fmt.format(v + 0.0)
+                + (  # + 0.0: -0 (a base against itself) reads 0
+                    f" ±{r[err]:.2g}" if err and r.get(err) is not None else ""
+                )
+                for v, r in zip(shown[c], rows)
+            ]
     if "accept_rate_per_pos" in columns:  # percentages by draft position, the first POSITIONS_SHOWN of them
-        shown["accept_rate_per_pos"] = [_positions(v) if isinstance(v, list) else v
-                                        for v in shown["accept_rate_per_pos"]]
+        shown["accept_rate_per_pos"] = [
+            _positions(v) if isinstance(v, list) else v for v in shown["accept_rate_per_pos"]
+        ]
     if "outputs_differ" in columns:  # differing of compared; a count alone where compared was not stored
-        shown["outputs_differ"] = [f"{r['outputs_differ'] or 0}/{r['outputs_compared']}"
-                                   if r.get("outputs_compared") else v for v, r in zip(shown["outputs_differ"], rows)]
+        shown["outputs_differ"] = [
+            f"{r['outputs_differ'] or 0}/{r['outputs_compared']}" if r.get("outputs_compared") else v
+            for v, r in zip(shown["outputs_differ"], rows)
+        ]
     if compact and "vs" in columns:
         controls = {(r["sweep"], r["arm"]) for r in rows if r.get("is_control")}
         # `control`, plus what tells a second control apart (control@tiny-qwen35-mtp)
-        shown["vs"] = ["control" + re.sub(r"^[^@#]*", "", v) if (r["sweep"], v) in controls else v
-                       for v, r in zip(shown["vs"], rows)]
+        shown["vs"] = [
+            "control" + re.sub(r"^[^@#]*", "", v) if (r["sweep"], v) in controls else v
+            for v, r in zip(shown["vs"], rows)
+        ]
     return shown
 
 

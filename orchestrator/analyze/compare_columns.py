@@ -13,8 +13,9 @@ from orchestrator.recipe.matrix import canonical
 
 def differing_keys(rows: list[dict]) -> list[str]:
     """The KEY_COLUMNS whose values are not the same in every row."""
-    return [c for c in KEY_COLUMNS
-            if len({canonical_params(r.get(c)) if c == "arm_params" else r.get(c) for r in rows}) > 1]
+    return [
+        c for c in KEY_COLUMNS if len({canonical_params(r.get(c)) if c == "arm_params" else r.get(c) for r in rows}) > 1
+    ]
 
 
 def differing_params(rows: list[dict]) -> list[str]:
@@ -31,6 +32,7 @@ def differing_params(rows: list[dict]) -> list[str]:
 class Table:
     """What `orch compare` shows: the columns, those a narrow table gives up first (to last), and those left
     out on purpose."""
+
     columns: list[str]
     droppable: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
@@ -67,8 +69,11 @@ def table(rows: list[dict], *, wide: bool = False) -> Table:
     if wide:
         return Table(columns)
     # What tells one recipe's tests of one arm name apart (a --set prompt) is never given up for width
-    return Table(columns, droppable=[*(k for k in reversed(shown) if k not in telling), "p_value", "base_n", "head_n"],
-                 hidden=[k for k in params if k in lone])
+    return Table(
+        columns,
+        droppable=[*(k for k in reversed(shown) if k not in telling), "p_value", "base_n", "head_n"],
+        hidden=[k for k in params if k in lone],
+    )
 
 
 def by_recipe(rows: list[dict]) -> tuple[list[dict], dict[int, str]]:
@@ -76,7 +81,9 @@ def by_recipe(rows: list[dict]) -> tuple[list[dict], dict[int, str]]:
     recipe's first row: for a text table that names the recipe once instead of a column."""
     order = {name: i for i, name in enumerate(dict.fromkeys(r["recipe"] for r in rows))}
     rows = sorted(rows, key=lambda r: order[r["recipe"]])
-    return rows, {i: f"recipe {r['recipe']}" for i, r in enumerate(rows) if i == 0 or r["recipe"] != rows[i - 1]["recipe"]}
+    return rows, {
+        i: f"recipe {r['recipe']}" for i, r in enumerate(rows) if i == 0 or r["recipe"] != rows[i - 1]["recipe"]
+    }
 
 
 def _name_recipes(rows: list[dict]) -> None:

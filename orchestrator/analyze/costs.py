@@ -90,8 +90,9 @@ class StepCost:
         """v(g + 1) from the other arms' fit, in target steps (1: one step, where no other arm measured it)."""
         return 1.0 if self.verify_slope is None else max(1.0, 1 + self.verify_slope * self.draft_length)
 
-    def checked_model(self, measured: float | None, low: float | None = None,
-                           high: float | None = None) -> float | None:
+    def checked_model(
+        self, measured: float | None, low: float | None = None, high: float | None = None
+    ) -> float | None:
         """modelled_speedup where the measurement bears it out (within MODEL_TOLERANCE of `measured`, or
         inside its interval [low, high]); None where it does not, or where nothing was measured to check it by."""
         predicted = self.modelled_speedup
@@ -125,11 +126,15 @@ def withheld(cost: StepCost | None, row: dict) -> str | None:
     measured = row.get("speedup")
     if not measured:
         return f"nothing measured to check the model's {predicted:.2f}x by"
-    verify = ("verification priced at one target step (no other drafting arm of this target in the sweep to "
-              "measure it)" if cost.verify_slope is None else
-              f"verification priced at {cost.modelled_verify_cost:.2f} target steps from the sweep's other arms")
-    return (f"the model's {predicted:.2f}x is not within {MODEL_TOLERANCE:.0%} of the measured "
-            f"{measured:.2f}x nor inside its interval; {verify}")
+    verify = (
+        "verification priced at one target step (no other drafting arm of this target in the sweep to measure it)"
+        if cost.verify_slope is None
+        else f"verification priced at {cost.modelled_verify_cost:.2f} target steps from the sweep's other arms"
+    )
+    return (
+        f"the model's {predicted:.2f}x is not within {MODEL_TOLERANCE:.0%} of the measured "
+        f"{measured:.2f}x nor inside its interval; {verify}"
+    )
 
 
 def step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
@@ -178,8 +183,16 @@ def _step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[i
         k = c["decode_ms"] / c["passes"] / t
         draft = c["draft_ms"] / c["drafted"] / t if c.get("draft_ms") is not None else None
         accepted = c.get("accepted")
-        out[key] = StepCost(sweep=key[0], arm=key[1], reference=ref, draft_length=g, pass_cost=k, draft_cost=draft,
-                            break_even=(k - 1) / g, acceptance=None if accepted is None else accepted / c["drafted"])
+        out[key] = StepCost(
+            sweep=key[0],
+            arm=key[1],
+            reference=ref,
+            draft_length=g,
+            pass_cost=k,
+            draft_cost=draft,
+            break_even=(k - 1) / g,
+            acceptance=None if accepted is None else accepted / c["drafted"],
+        )
     return out
 
 
@@ -223,9 +236,15 @@ class Energy:
     def fields(self) -> dict:
         """The summary row's fields (JSON keys): joules_per_token, joules_per_token_low/_high, energy_runs, power_w,
         energy_samples_min, energy_gpu_idle_runs."""
-        return {"joules_per_token": self.joules_per_token, "joules_per_token_low": self.low,
-                "joules_per_token_high": self.high, "energy_runs": self.runs, "power_w": self.power_w,
-                "energy_samples_min": self.min_samples, "energy_gpu_idle_runs": self.gpu_idle_runs}
+        return {
+            "joules_per_token": self.joules_per_token,
+            "joules_per_token_low": self.low,
+            "joules_per_token_high": self.high,
+            "energy_runs": self.runs,
+            "power_w": self.power_w,
+            "energy_samples_min": self.min_samples,
+            "energy_gpu_idle_runs": self.gpu_idle_runs,
+        }
 
 
 def arm_energy(rows: list[dict]) -> dict[tuple[int, str], Energy]:
@@ -233,8 +252,13 @@ def arm_energy(rows: list[dict]) -> dict[tuple[int, str], Energy]:
     out = {}
     for r in rows:
         low, high = stats.log_interval(r["n"], r["mean_log"], r["sd_log"])
-        out[(r["sweep_id"], r["arm"])] = Energy(joules_per_token=r["mean"] if r["n"] else None, low=low, high=high,
-                                                runs=r["n"], power_w=r["power_w"], min_samples=r["min_samples"],
-                                                gpu_idle_runs=r["gpu_idle_runs"])
+        out[(r["sweep_id"], r["arm"])] = Energy(
+            joules_per_token=r["mean"] if r["n"] else None,
+            low=low,
+            high=high,
+            runs=r["n"],
+            power_w=r["power_w"],
+            min_samples=r["min_samples"],
+            gpu_idle_runs=r["gpu_idle_runs"],
+        )
     return out
-

@@ -9,13 +9,26 @@ from __future__ import annotations
 from orchestrator.errors import InvalidOption, NoSuchBuild
 from orchestrator.store import queries
 
-HOST_KEYS = (("cpu_model", "CPU"), ("cpu_physical_cores", "CPU cores"), ("ram_bytes", "RAM"), ("os", "OS"),
-             ("kernel", "kernel"), ("gpu_driver", "GPU driver"), ("cuda_driver", "CUDA driver"),
-             ("cuda_toolkit", "CUDA toolkit"))
-GPU_KEYS = (("name", "GPU"), ("memory_total_bytes", "GPU memory"), ("power_limit_enforced_w", "power limit (W)"),
-            ("graphics_clock_max_mhz", "max graphics clock (MHz)"), ("memory_clock_max_mhz", "max memory clock (MHz)"),
-            ("graphics_clock_app_mhz", "application graphics clock (MHz)"), ("pcie_gen", "PCIe generation"),
-            ("pcie_width", "PCIe width"))
+HOST_KEYS = (
+    ("cpu_model", "CPU"),
+    ("cpu_physical_cores", "CPU cores"),
+    ("ram_bytes", "RAM"),
+    ("os", "OS"),
+    ("kernel", "kernel"),
+    ("gpu_driver", "GPU driver"),
+    ("cuda_driver", "CUDA driver"),
+    ("cuda_toolkit", "CUDA toolkit"),
+)
+GPU_KEYS = (
+    ("name", "GPU"),
+    ("memory_total_bytes", "GPU memory"),
+    ("power_limit_enforced_w", "power limit (W)"),
+    ("graphics_clock_max_mhz", "max graphics clock (MHz)"),
+    ("memory_clock_max_mhz", "max memory clock (MHz)"),
+    ("graphics_clock_app_mhz", "application graphics clock (MHz)"),
+    ("pcie_gen", "PCIe generation"),
+    ("pcie_width", "PCIe width"),
+)
 
 
 def resolve_host(con, ref: str) -> str:
@@ -24,10 +37,13 @@ def resolve_host(con, ref: str) -> str:
     if len(found) == 1:
         return ref
     if not found:
-        raise InvalidOption(f"no stored sweep ran on host {ref!r}; give a hostname or host id from "
-                            f"`orch query 'SELECT DISTINCT host_name, host_id, host_gpus FROM sweeps'`")
-    raise InvalidOption(f"host {ref!r} names {len(found)} machines ({', '.join(f'{n} {i}' for n, i in found)}): "
-                        f"give a longer host id")
+        raise InvalidOption(
+            f"no stored sweep ran on host {ref!r}; give a hostname or host id from "
+            f"`orch query 'SELECT DISTINCT host_name, host_id, host_gpus FROM sweeps'`"
+        )
+    raise InvalidOption(
+        f"host {ref!r} names {len(found)} machines ({', '.join(f'{n} {i}' for n, i in found)}): give a longer host id"
+    )
 
 
 def build_for_hosts(con, base_host: str, head_host: str, base: str | None, head: str | None) -> tuple[str, str]:

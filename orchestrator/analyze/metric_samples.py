@@ -22,7 +22,17 @@ def arm_samples(con, sweep_ids: list[int], arm: str, metric: str) -> tuple[list[
     runs, failed = len(mine), sum(r["status"] in ("failed", "timeout") for r in mine)
     if metric != SPEEDUP:
         return [float(r["value"]) for r in mine if r["status"] == "ok" and r["value"] is not None], runs, failed
-    base = {(r["sweep_id"], r["repeat_index"]): r["value"] for r in rows
-            if r["arm"] != arm and r["status"] == "ok" and r["value"]}
-    return [r["value"] / base[(r["sweep_id"], r["repeat_index"])] for r in mine
-            if r["status"] == "ok" and r["value"] and (r["sweep_id"], r["repeat_index"]) in base], runs, failed
+    base = {
+        (r["sweep_id"], r["repeat_index"]): r["value"]
+        for r in rows
+        if r["arm"] != arm and r["status"] == "ok" and r["value"]
+    }
+    return (
+        [
+            r["value"] / base[(r["sweep_id"], r["repeat_index"])]
+            for r in mine
+            if r["status"] == "ok" and r["value"] and (r["sweep_id"], r["repeat_index"]) in base
+        ],
+        runs,
+        failed,
+    )

@@ -55,14 +55,22 @@ class Prediction:
     unknown_used: int  # positions the probe never revealed that the replay assumed (they make the interval)
 
 
-def calibrate(known: Revealed, target: PassCosts, draft: PassCosts, *, decode_ms: float, draft_ms: float,
-              plain_ms_per_token: float) -> Calibration:
+def calibrate(
+    known: Revealed,
+    target: PassCosts,
+    draft: PassCosts,
+    *,
+    decode_ms: float,
+    draft_ms: float,
+    plain_ms_per_token: float,
+) -> Calibration:
     """From the probe's own run at its window (decode time, drafting time: `dur g` of its statistics line) and the
     plain target's ms a token: t and c as multiples of this host's steps, and the residual of the probe run."""
     own = replay(known, Setting(known.window), unknown_matches=True)
     steps = sum(p.draft_steps for p in own.passes) or 1
-    cal = Calibration(plain_steps=plain_ms_per_token / target.step_ms,
-                      draft_step_steps=draft_ms / steps / draft.step_ms)
+    cal = Calibration(
+        plain_steps=plain_ms_per_token / target.step_ms, draft_step_steps=draft_ms / steps / draft.step_ms
+    )
     unexplained = decode_ms - _spent(own, target, draft, cal)
     return Calibration(cal.plain_steps, cal.draft_step_steps, residual=unexplained / decode_ms)
 
@@ -72,24 +80,36 @@ def predict(known: Revealed, setting: Setting, target: PassCosts, draft: PassCos
     bounds = [replay(known, setting, unknown_matches=m) for m in (True, False)]
     speeds = [_speedup(r, target, draft, cal) for r in bounds]
     point = math.sqrt(speeds[0] * speeds[1])
-    error = math.sqrt((Z95 * _timing_error(target)) ** 2 + (Z95 * _timing_error(draft)) ** 2 + cal.residual ** 2)
+    error = math.sqrt((Z95 * _timing_error(target)) ** 2 + (Z95 * _timing_error(draft)) ** 2 + cal.residual**2)
     middle = bounds[0]
     passes = len(middle.passes)
-    drafting = sum(draft.ms(p.kept + 1) + p.draft_steps * cal.draft_step_steps * draft.step_ms
-                   for p in middle.passes)
+    drafting = sum(draft.ms(p.kept + 1) + p.draft_steps * cal.draft_step_steps * draft.step_ms for p in middle.passes)
     verify = sum(target.steps(p.kept + 1) for p in middle.passes) / passes
-    return Prediction(speedup=point, low=min(speeds) / math.exp(error), high=max(speeds) * math.exp(error),
-                      tokens_per_pass=middle.tokens_per_pass, mean_accept_len=middle.mean_accept_len,
-                      acceptance=middle.acceptance,
-                      draft_ms_per_token=drafting / middle.tokens, verify_steps=verify,
-                      break_even=_break_even(middle, target, draft, cal), unknown_used=middle.unknown_used)
+    return Prediction(
+        speedup=point,
+        low=min(speeds) / math.exp(error),
+        high=max(speeds) * math.exp(error),
+        tokens_per_pass=middle.tokens_per_pass,
+        mean_accept_len=middle.mean_accept_len,
+        acceptance=middle.acceptance,
+        draft_ms_per_token=drafting / middle.tokens,
+        verify_steps=verify,
+        break_even=_break_even(middle, target, draft, cal),
+        unknown_used=middle.unknown_used,
+    )
 
 
 def _spent(r: Replay, target: PassCosts, draft: PassCosts, cal: Calibration) -> float:
     """The replay's passes in ms: batches, draft steps, and plain decoding's own cost beside a step (_beside)."""
     per_pass, per_token = _beside(target, cal)
-    return sum(target.ms(p.kept + 1) + draft.ms(p.kept + 1) + p.draft_steps * cal.draft_step_steps * draft.step_ms
-               + per_pass + (p.accepted + 1) * per_token for p in r.passes)
+    return sum(
+        target.ms(p.kept + 1)
+        + draft.ms(p.kept + 1)
+        + p.draft_steps * cal.draft_step_steps * draft.step_ms
+        + per_pass
+        + (p.accepted + 1) * per_token
+        for p in r.passes
+    )
 
 
 def _beside(target: PassCosts, cal: Calibration) -> tuple[float, float]:
@@ -134,13 +154,17 @@ def observed(counts: list[tuple[int, int]]) -> Replay:
     return Replay(tuple(Pass(kept=drafted, draft_steps=0, accepted=accepted) for drafted, accepted in counts), 0)
 
 
-def calibrate_lookup(passes: Replay, target: PassCosts, *, decode_ms: float, lookup_ms: float,
-                     plain_ms_per_token: float) -> Calibration:
+def calibrate_lookup(
+    passes: Replay, target: PassCosts, *, decode_ms: float, lookup_ms: float, plain_ms_per_token: float
+) -> Calibration:
     """calibrate for an n-gram method's probe run: its lookups a pass in target steps, and its residual."""
-    cal = Calibration(plain_steps=plain_ms_per_token / target.step_ms,
-                      draft_step_steps=lookup_ms / len(passes.passes) / target.step_ms)
-    return Calibration(cal.plain_steps, cal.draft_step_steps,
-                       residual=(decode_ms - _spent_lookup(passes, target, cal)) / decode_ms)
+    cal = Calibration(
+        plain_steps=plain_ms_per_token / target.step_ms,
+        draft_step_steps=lookup_ms / len(passes.passes) / target.step_ms,
+    )
+    return Calibration(
+        cal.plain_steps, cal.draft_step_steps, residual=(decode_ms - _spent_lookup(passes, target, cal)) / decode_ms
+    )
 
 
 def predict_lookup(passes: Replay, target: PassCosts, cal: Calibration) -> Prediction:
@@ -150,19 +174,28 @@ def predict_lookup(passes: Replay, target: PassCosts, cal: Calibration) -> Predi
     # the probe run's unexplained share charged, where it drafted: a run that drafted nothing decoded plainly, and
     # what it leaves unexplained is that run's noise (charged, it would make an arm that drafts nothing a win)
     spent = _spent_lookup(passes, target, cal) / ((1 - cal.residual) if passes.drafted else 1.0)
-    error = math.sqrt((Z95 * _timing_error(target)) ** 2 + cal.residual ** 2)
+    error = math.sqrt((Z95 * _timing_error(target)) ** 2 + cal.residual**2)
     speed = passes.tokens * t / spent
     lookups = cal.draft_step_steps * target.step_ms * len(passes.passes)
     drafted = passes.drafted
     break_even = ((spent / t - len(passes.passes)) / drafted) if drafted else None
-    return Prediction(speedup=speed, low=speed / math.exp(error), high=speed * math.exp(error),
-                      tokens_per_pass=passes.tokens_per_pass, mean_accept_len=passes.mean_accept_len,
-                      acceptance=passes.acceptance, draft_ms_per_token=lookups / passes.tokens,
-                      verify_steps=sum(target.steps(p.kept + 1) for p in passes.passes) / len(passes.passes),
-                      break_even=break_even, unknown_used=0)
+    return Prediction(
+        speedup=speed,
+        low=speed / math.exp(error),
+        high=speed * math.exp(error),
+        tokens_per_pass=passes.tokens_per_pass,
+        mean_accept_len=passes.mean_accept_len,
+        acceptance=passes.acceptance,
+        draft_ms_per_token=lookups / passes.tokens,
+        verify_steps=sum(target.steps(p.kept + 1) for p in passes.passes) / len(passes.passes),
+        break_even=break_even,
+        unknown_used=0,
+    )
 
 
 def _spent_lookup(r: Replay, target: PassCosts, cal: Calibration) -> float:
     per_pass, per_token = _beside(target, cal)
-    return sum(target.ms(p.kept + 1) + cal.draft_step_steps * target.step_ms + per_pass + (p.accepted + 1) * per_token
-               for p in r.passes)
+    return sum(
+        target.ms(p.kept + 1) + cal.draft_step_steps * target.step_ms + per_pass + (p.accepted + 1) * per_token
+        for p in r.passes
+    )

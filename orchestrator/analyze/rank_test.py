@@ -72,7 +72,7 @@ def _normal_p(ranks: list[float], n_a: int, n_b: int) -> float:
     ties: dict[float, int] = {}
     for r in ranks:
         ties[r] = ties.get(r, 0) + 1
-    tie_term = sum(t ** 3 - t for t in ties.values()) / (n * (n - 1)) if n > 1 else 0.0
+    tie_term = sum(t**3 - t for t in ties.values()) / (n * (n - 1)) if n > 1 else 0.0
     var = n_a * n_b / 12 * ((n + 1) - tie_term)
     if var <= 0:
         return 1.0  # every value tied: no evidence of a difference

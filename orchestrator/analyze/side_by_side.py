@@ -109,24 +109,46 @@ def sides_from_groups(groups: list[dict]) -> dict[tuple, Side]:
     return out
 
 
-def compare(base_rows: list[dict], head_rows: list[dict], *, threshold: float = 0.05, metric: str = "decode_tps",
-            higher_is_better: bool = True) -> list[dict]:
+def compare(
+    base_rows: list[dict],
+    head_rows: list[dict],
+    *,
+    threshold: float = 0.05,
+    metric: str = "decode_tps",
+    higher_is_better: bool = True,
+) -> list[dict]:
     """One row per test (group of equal key columns), base's order first, then tests only head ran."""
-    return compare_sides(_sides(base_rows, metric), _sides(head_rows, metric), threshold=threshold,
-                         higher_is_better=higher_is_better)
+    return compare_sides(
+        _sides(base_rows, metric), _sides(head_rows, metric), threshold=threshold, higher_is_better=higher_is_better
+    )
 
 
-def compare_sides(base: dict[tuple, Side], head: dict[tuple, Side], *, threshold: float = 0.05,
-                  higher_is_better: bool = True, strict: bool = False) -> list[dict]:
+def compare_sides(
+    base: dict[tuple, Side],
+    head: dict[tuple, Side],
+    *,
+    threshold: float = 0.05,
+    higher_is_better: bool = True,
+    strict: bool = False,
+) -> list[dict]:
     out = []
     for key in list(base) + [k for k in head if k not in base]:
         b, h = base.get(key), head.get(key)
         row = dict(zip(KEY_COLUMNS, key))
         row["arm"], row["recipe_name"] = (h or b).arm, (h or b).recipe
-        row.update(base_runs=b.runs if b else 0, head_runs=h.runs if h else 0,
-                   base_n=len(b.samples) if b else 0, head_n=len(h.samples) if h else 0,
-                   base_mean=_mean(b), head_mean=_mean(h), ratio=None, ratio_low=None, ratio_high=None,
-                   p_value=None, test=None)
+        row.update(
+            base_runs=b.runs if b else 0,
+            head_runs=h.runs if h else 0,
+            base_n=len(b.samples) if b else 0,
+            head_n=len(h.samples) if h else 0,
+            base_mean=_mean(b),
+            head_mean=_mean(h),
+            ratio=None,
+            ratio_low=None,
+            ratio_high=None,
+            p_value=None,
+            test=None,
+        )
         row["verdict"] = _verdict(b, h, row, threshold, higher_is_better, strict)
         out.append(row)
     return out
@@ -136,8 +158,9 @@ def _mean(side: Side | None) -> float | None:
     return stats.describe(side.samples).mean if side else None
 
 
-def _verdict(b: Side | None, h: Side | None, row: dict, threshold: float, higher_is_better: bool,
-             strict: bool = False) -> str:
+def _verdict(
+    b: Side | None, h: Side | None, row: dict, threshold: float, higher_is_better: bool, strict: bool = False
+) -> str:
     if h is None:
         return ONLY_BASE
     if b is None:
@@ -150,8 +173,10 @@ def _verdict(b: Side | None, h: Side | None, row: dict, threshold: float, higher
     pairs = _pairs(b, h) if strict else []
     if len(pairs) >= 2:
         ratio = stats.paired_ratio(pairs)
-        row["test"], different = "paired", ratio is not None and ratio.ci_low is not None and \
-            (ratio.ci_low > 1 or ratio.ci_high < 1)
+        row["test"], different = (
+            "paired",
+            ratio is not None and ratio.ci_low is not None and (ratio.ci_low > 1 or ratio.ci_high < 1),
+        )
     else:
         ratio = stats.ratio_of_means(b.samples, h.samples)
         row["test"], different = _different(b.samples, h.samples, row["p_value"], strict)

@@ -92,20 +92,42 @@ def describe(samples: Sequence[float]) -> Stats:
     xs = clean(samples)
     if not xs:
         return Stats(n=0)
-    return from_moments(len(xs), statistics.fmean(xs), sample_stdev(xs) if len(xs) > 1 else None,
-                        median=statistics.median(xs), low=min(xs), high=max(xs))
+    return from_moments(
+        len(xs),
+        statistics.fmean(xs),
+        sample_stdev(xs) if len(xs) > 1 else None,
+        median=statistics.median(xs),
+        low=min(xs),
+        high=max(xs),
+    )
 
 
-def from_moments(n: int, mean: float | None, sd: float | None, *, median: float | None = None,
-                 low: float | None = None, high: float | None = None) -> Stats:
+def from_moments(
+    n: int,
+    mean: float | None,
+    sd: float | None,
+    *,
+    median: float | None = None,
+    low: float | None = None,
+    high: float | None = None,
+) -> Stats:
     """Stats from a sample's count, mean and sample stdev (what SQL aggregates give); the interval is defined here."""
     if not n:
         return Stats(n=0)
     if n < 2 or sd is None:
         return Stats(n=n, mean=mean, median=median, min=low, max=high)
     ci_low, ci_high = mean_interval(n, mean, sd)
-    return Stats(n=n, mean=mean, median=median, min=low, max=high, stdev=sd, cv=sd / mean if mean else None,
-                 ci_low=ci_low, ci_high=ci_high)
+    return Stats(
+        n=n,
+        mean=mean,
+        median=median,
+        min=low,
+        max=high,
+        stdev=sd,
+        cv=sd / mean if mean else None,
+        ci_low=ci_low,
+        ci_high=ci_high,
+    )
 
 
 @dataclass(frozen=True)
@@ -133,7 +155,7 @@ def ratio_of_means(base: Sequence[float], head: Sequence[float]) -> Speedup | No
     se = math.sqrt(vb + vh)
     if se == 0:
         return Speedup(ratio, ratio, ratio, min(b.n, h.n), paired=False)
-    df = (vb + vh) ** 2 / (vb ** 2 / (b.n - 1) + vh ** 2 / (h.n - 1))
+    df = (vb + vh) ** 2 / (vb**2 / (b.n - 1) + vh**2 / (h.n - 1))
     half = t975(df) * se
     return Speedup(ratio, ratio * math.exp(-half), ratio * math.exp(half), min(b.n, h.n), paired=False)
 
@@ -240,6 +262,20 @@ def break_even(points: Sequence[tuple[float, float]]) -> float | None:
     return a_lo + (1 - s_lo) * (a_hi - a_lo) / (s_hi - s_lo)
 
 
-__all__ = ["Stats", "Speedup", "describe", "from_moments", "error_interval", "mean_interval", "log_interval", "paired_ratio",
-           "ratio_of_means", "t975", "clean", "sample_stdev", "bimodal_split",
-           "mad_outliers", "break_even"]
+__all__ = [
+    "Stats",
+    "Speedup",
+    "describe",
+    "from_moments",
+    "error_interval",
+    "mean_interval",
+    "log_interval",
+    "paired_ratio",
+    "ratio_of_means",
+    "t975",
+    "clean",
+    "sample_stdev",
+    "bimodal_split",
+    "mad_outliers",
+    "break_even",
+]

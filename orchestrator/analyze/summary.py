@@ -20,11 +20,36 @@ from orchestrator.analyze import costs, glossary, quality, stats, time_split, wa
 from orchestrator.store import db, queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
-TABLE_COLUMNS = ["sweep", "recipe", "build", "host", "gpu", "arm", "ok", "decode_tps", "ci95", "cv", "acceptance", "draft_per_gen",
-                 "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "speedup", "speedup_ci95",
-                 "predicted", "predicted_ci95", "modelled_speedup", "vs",
-                 "outputs_differ", "prompt_tps", "bound_tps", "roofline_pct", "joules_per_token",
-                 *quality.COLUMNS, "warnings"]
+TABLE_COLUMNS = [
+    "sweep",
+    "recipe",
+    "build",
+    "host",
+    "gpu",
+    "arm",
+    "ok",
+    "decode_tps",
+    "ci95",
+    "cv",
+    "acceptance",
+    "draft_per_gen",
+    "mean_accept_len",
+    "accept_rate_per_pos",
+    "seq_acceptance",
+    "speedup",
+    "speedup_ci95",
+    "predicted",
+    "predicted_ci95",
+    "modelled_speedup",
+    "vs",
+    "outputs_differ",
+    "prompt_tps",
+    "bound_tps",
+    "roofline_pct",
+    "joules_per_token",
+    *quality.COLUMNS,
+    "warnings",
+]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT
@@ -82,8 +107,9 @@ def _rows_and_costs(con, sweep_ids: list[int]) -> tuple[list[dict], dict[tuple[i
         row.update(found.fields() if found else NO_ENERGY)
         cost = step.get(key)
         row["modelled_speedup_unchecked"] = cost.modelled_speedup if cost else None  # JSON only
-        row["modelled_speedup"] = cost.checked_model(row["speedup"], row["speedup_low"],
-                                                           row["speedup_high"]) if cost else None
+        row["modelled_speedup"] = (
+            cost.checked_model(row["speedup"], row["speedup_low"], row["speedup_high"]) if cost else None
+        )
         speculated = row["drafted"] or row["idle"]  # an arm that speculates (idle: it drafted nothing)
         row["model_withheld"] = costs.withheld(cost, row) if speculated else None  # JSON only
         _predicted_before(row, before.get(key))
@@ -173,30 +199,51 @@ def _intervals(row: dict) -> None:
     """Fills the row's 95% intervals (decode tok/s on its logs; the speedup on its paired log ratios) from the
     moments the store gathered, which leave the row: its keys stay those of the summary's JSON and CSV."""
     row["ci_low"], row["ci_high"] = stats.log_interval(row.pop("log_n"), row.pop("log_mean"), row.pop("log_sd"))
-    row["speedup_low"], row["speedup_high"] = stats.log_interval(row["ref_pairs"], row.pop("ref_mean_log"),
-                                                                 row.pop("ref_sd_log"))
+    row["speedup_low"], row["speedup_high"] = stats.log_interval(
+        row["ref_pairs"], row.pop("ref_mean_log"), row.pop("ref_sd_log")
+    )
 
 
 def _facts(row: dict, sweep_break_even: float | None) -> warnings.ArmFacts:
     """What the warning rules read of one arm's row; the lists and the other-target triple leave the row."""
     return warnings.ArmFacts(
-        runs=row.pop("ok_decode_tps") or (), spread=row.pop("request_rates"), cv=row["cv"], gpu=row["used_gpu"],
-        ok=row["ok_runs"], idle=row["idle"], idle_draft=bool(row["draft_sha256"]), acceptance=row["acceptance"],
-        speedup=row["speedup"], sweep_break_even=sweep_break_even, drafted=row["drafted"], accepted=row["accepted"],
-        other_target=row.pop("other_target"), outputs_differ=row["outputs_differ"],
-        outputs_compared=row["outputs_compared"], first_diff_char=row["first_diff_char"],
-        first_diff_token=row["first_diff_token"], generated=row.get("generated_max"),
+        runs=row.pop("ok_decode_tps") or (),
+        spread=row.pop("request_rates"),
+        cv=row["cv"],
+        gpu=row["used_gpu"],
+        ok=row["ok_runs"],
+        idle=row["idle"],
+        idle_draft=bool(row["draft_sha256"]),
+        acceptance=row["acceptance"],
+        speedup=row["speedup"],
+        sweep_break_even=sweep_break_even,
+        drafted=row["drafted"],
+        accepted=row["accepted"],
+        other_target=row.pop("other_target"),
+        outputs_differ=row["outputs_differ"],
+        outputs_compared=row["outputs_compared"],
+        first_diff_char=row["first_diff_char"],
+        first_diff_token=row["first_diff_token"],
+        generated=row.get("generated_max"),
         looped=0 if row["length_of"] else row["looped"],  # a length-matched reference's loop is said of its arm
-        loop_share=row["loop_share"], unequal_tokens=_unequal_tokens(row), roofline_pct=row["roofline_pct"],
-        bound_tps=row["bound_tps"], bound_label=row["bound_label"])
+        loop_share=row["loop_share"],
+        unequal_tokens=_unequal_tokens(row),
+        roofline_pct=row["roofline_pct"],
+        bound_tps=row["bound_tps"],
+        bound_label=row["bound_label"],
+    )
 
 
 def _unequal_tokens(row: dict) -> warnings.UnequalTokens | None:
     """Where some of the arm's pairs with its reference generated counts more than a token apart."""
     if not row["unequal_pairs"]:
         return None
-    return warnings.UnequalTokens(row["unequal_pairs"], row["ref_pairs"], (row["unequal_min"], row["unequal_max"]),
-                                  (row["unequal_ref_min"], row["unequal_ref_max"]))
+    return warnings.UnequalTokens(
+        row["unequal_pairs"],
+        row["ref_pairs"],
+        (row["unequal_min"], row["unequal_max"]),
+        (row["unequal_ref_min"], row["unequal_ref_max"]),
+    )
 
 
 @lru_cache(maxsize=4096)

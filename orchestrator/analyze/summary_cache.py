@@ -19,14 +19,7 @@ import orjson
 
 import orchestrator
 from orchestrator.analyze import summary
-from orchestrator.analyze.sweep_summary import (
-    CELL_COLUMNS,
-    PARAMS,
-    Summaries,
-    SweepSummary,
-    from_rows,
-    no_arms,
-)
+from orchestrator.analyze.sweep_summary import CELL_COLUMNS, PARAMS, Summaries, SweepSummary, from_rows, no_arms
 from orchestrator.store import db, sweep_summaries
 
 
@@ -61,12 +54,18 @@ def read(con, sweep_ids: list[int], cells: list[str] = ()) -> Read:
     computed = {s.sweep: s for s in from_rows(summary.arm_rows(con, missing))} if missing else {}
     seconds = time.perf_counter() - start
     parts = [_kept(heads[i]) if i in heads else computed.get(i) or no_arms(i) for i in ids]
-    return Read(Summaries(parts, read_rows=lambda kept, kind: sweep_summaries.row_texts(con, kept, kind),
-                          read_cells=lambda kept, names: _cells(con, kept, names),
-                          read_warnings=lambda kept: sweep_summaries.warning_lines(con, kept),
-                          read_cells_meanwhile=lambda kept, names: _cells_meanwhile(con, kept, names),
-                          prefetched=early),
-                len(missing), seconds)
+    return Read(
+        Summaries(
+            parts,
+            read_rows=lambda kept, kind: sweep_summaries.row_texts(con, kept, kind),
+            read_cells=lambda kept, names: _cells(con, kept, names),
+            read_warnings=lambda kept: sweep_summaries.warning_lines(con, kept),
+            read_cells_meanwhile=lambda kept, names: _cells_meanwhile(con, kept, names),
+            prefetched=early,
+        ),
+        len(missing),
+        seconds,
+    )
 
 
 def _cells(con, kept: list[int], names: list[str]) -> dict[str, list]:
@@ -89,8 +88,9 @@ def _cells_meanwhile(con, kept: list[int], names: list[str]) -> Future:
 
 
 def _kept(head: dict) -> SweepSummary:
-    return SweepSummary(head["sweep_id"], head["arms"], orjson.loads(head["facts"]),
-                        None, head["verdict"], None)  # unread: the warnings' texts (--explain), the CSV header
+    return SweepSummary(
+        head["sweep_id"], head["arms"], orjson.loads(head["facts"]), None, head["verdict"], None
+    )  # unread: the warnings' texts (--explain), the CSV header
 
 
 def keep(con, sweep_ids: list[int]) -> None:
@@ -120,6 +120,6 @@ def keep_stale(con) -> int:
     current -= set(sweep_summaries.unlike_their_arms(con, CELL_COLUMNS))
     stale = [i for i in ids if i not in current]
     for start in range(0, len(stale), 2048):  # a bounded batch: its rows are held in memory while stored
-        _keep(con, stale[start:start + 2048])
+        _keep(con, stale[start : start + 2048])
     sweep_summaries.stamp(con, code_key())
     return len(stale)

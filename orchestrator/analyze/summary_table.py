@@ -12,25 +12,20 @@ import json
 
 from orchestrator import tables
 from orchestrator.analyze import cells, quality
-from orchestrator.analyze.summary import (
-    DEFAULT_COLUMNS,
-    GIVE_UP,
-    RATIO_COLUMNS,
-    TABLE_COLUMNS,
-    WIDTH,
-)
-from orchestrator.analyze.sweep_summary import (
-    COMPACT_VS,
-    PARAMS,
-    Summaries,
-    from_rows,
-    param_dict,
-)
+from orchestrator.analyze.summary import DEFAULT_COLUMNS, GIVE_UP, RATIO_COLUMNS, TABLE_COLUMNS, WIDTH
+from orchestrator.analyze.sweep_summary import COMPACT_VS, PARAMS, Summaries, from_rows, param_dict
 from orchestrator.errors import InvalidOption
 
 
-def summary_text(table: Summaries | list[dict], fmt: str = "table", *, columns: list[str] | None = None,
-                 wide: bool = False, explain: bool = False, width: int | None = None) -> str:
+def summary_text(
+    table: Summaries | list[dict],
+    fmt: str = "table",
+    *,
+    columns: list[str] | None = None,
+    wide: bool = False,
+    explain: bool = False,
+    width: int | None = None,
+) -> str:
     """The table, the why table of its speculating arms (analyze/why_table), one line per warning kind naming its
     arms (explain: every warning's full text, a line each) and a verdict per sweep (explain: whole): what `orch
     summary` prints, and `orch run` at its end. Lines under a table are wrapped to
@@ -66,7 +61,7 @@ class Parameters:
         start = 0
         self.per_sweep: list[frozenset[str]] = []  # each sweep's parameter sets, in table order
         for part in table.with_arms:
-            self.per_sweep.append(frozenset(self.texts[start:start + part.arms]))
+            self.per_sweep.append(frozenset(self.texts[start : start + part.arms]))
             start += part.arms
         shapes = set(self.per_sweep)
         self.names = list(dict.fromkeys(k for p in self.distinct.values() for k in p))
@@ -75,10 +70,16 @@ class Parameters:
         self.varying = [k for k in self.names if self._varies(shapes, k)]
         # One value in every sweep, another between sweeps (a --set prompt, a workload): what tells apart arms of
         # one name in several sweeps, never given up or left out (see sweep_values).
-        self.between_sweeps = [k for k in self.varying if len(self.per_sweep) > 1 and all(
-            len({self.keys[k].get(t) for t in shape}) == 1 for shape in shapes)]
-        self.lone = {k for k in self.varying if k not in self.between_sweeps
-                     and all(sum(k in self.distinct[t] for t in shape) <= 1 for shape in shapes)}
+        self.between_sweeps = [
+            k
+            for k in self.varying
+            if len(self.per_sweep) > 1 and all(len({self.keys[k].get(t) for t in shape}) == 1 for shape in shapes)
+        ]
+        self.lone = {
+            k
+            for k in self.varying
+            if k not in self.between_sweeps and all(sum(k in self.distinct[t] for t in shape) <= 1 for shape in shapes)
+        }
 
     def sweep_values(self, index: int) -> str:
         """The between-sweep parameters of the index-th sweep, as a title line adds them: "workload=code_edit,
@@ -104,8 +105,14 @@ def _key(value) -> str | tuple[str]:
     return value if type(value) is str else (json.dumps(value, sort_keys=True, default=str),)
 
 
-def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: list[str] | None = None,
-               wide: bool = False, width: int = WIDTH) -> str:
+def table_text(
+    table: Summaries | list[dict],
+    fmt: str = "table",
+    *,
+    columns: list[str] | None = None,
+    wide: bool = False,
+    width: int = WIDTH,
+) -> str:
     """The arm table (table or md). `wide`: every column; `columns`: those (picked_columns)."""
     table = _summaries(table)
     compact = not (columns or wide)
@@ -125,7 +132,7 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
         if table.prefill():  # bench mode's prefill tests
             chosen.insert(chosen.index("decode_tps") + 1, "prompt_tps")
         if table.present("ppl"):  # quality mode: speed against quality, side by side
-            chosen[chosen.index("warnings"):chosen.index("warnings")] = list(quality.COLUMNS)
+            chosen[chosen.index("warnings") : chosen.index("warnings")] = list(quality.COLUMNS)
         # No arm has a reference (no baseline: a quant matrix): the speedup columns would be blank, and would push
         # out columns that say something (ok, warnings)
         chosen = [c for c in chosen if c not in RATIO_COLUMNS or table.present(c)]
@@ -134,8 +141,10 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
         hidden = [param_column(k) for k in params.varying if k in params.lone]
         if len(table.hosts()) > 1:  # several machines: the host is a key
             chosen.insert(chosen.index("arm"), "host")
-    shown = {c: table.column(_stored_name(c, compact)) if c in TABLE_COLUMNS
-             else params.cells(_param_name(c), compact) for c in chosen}
+    shown = {
+        c: table.column(_stored_name(c, compact)) if c in TABLE_COLUMNS else params.cells(_param_name(c), compact)
+        for c in chosen
+    }
     if fmt == "md":
         kept, left_out = tables.fit_columns(shown, chosen, width, droppable) if droppable else (chosen, [])
         if "sweep" not in kept and len(table.with_arms) > 1:
@@ -146,10 +155,10 @@ def table_text(table: Summaries | list[dict], fmt: str = "table", *, columns: li
         titles = {} if "sweep" in chosen else table.titles()  # several sweeps: each named above its rows
         if titles and params.between_sweeps and not (columns or wide):
             values = [params.sweep_values(i) for i in range(len(titles))]
-            titles = {row: f"{title} ({told})" if told else title
-                      for (row, title), told in zip(titles.items(), values)}
-        text, left_out = tables.column_table(shown, chosen, width=width, droppable=droppable, titles=titles,
-                                             as_text=True)
+            titles = {row: f"{title} ({told})" if told else title for (row, title), told in zip(titles.items(), values)}
+        text, left_out = tables.column_table(
+            shown, chosen, width=width, droppable=droppable, titles=titles, as_text=True
+        )
     hidden += [c for c in chosen if c in left_out]
     if hidden and table.arms:
         ids = [p.sweep for p in table.with_arms]
@@ -204,8 +213,9 @@ def picked_columns(table: Summaries | list[dict], text: str) -> list[str]:
 
 def picked_row_columns(rows: list[dict], text: str) -> list[str]:
     """picked_columns for rows written as they are (CSV, JSON), with the parameters' values put on the rows."""
-    picked = _picked(list(dict.fromkeys(k for p in {id(r["params"]): r["params"] for r in rows}.values() for k in p)),
-                     text)
+    picked = _picked(
+        list(dict.fromkeys(k for p in {id(r["params"]): r["params"] for r in rows}.values() for k in p)), text
+    )
     pairs = [(_param_name(c), c) for c in picked if c not in TABLE_COLUMNS]
     for row in rows:
         for name, column in pairs:
@@ -218,8 +228,10 @@ def _picked(names: list[str], text: str) -> list[str]:
     picked = [c.strip() for c in text.split(",") if c.strip()]
     unknown = [c for c in picked if c not in valid and param_column(c) not in valid]
     if unknown or not picked:
-        raise InvalidOption(f"--columns {text!r}: {'no such column ' + ', '.join(unknown) if unknown else 'no column'}"
-                            f"; the columns are {', '.join(valid)} (orch summary --help says what each is)")
+        raise InvalidOption(
+            f"--columns {text!r}: {'no such column ' + ', '.join(unknown) if unknown else 'no column'}"
+            f"; the columns are {', '.join(valid)} (orch summary --help says what each is)"
+        )
     return [c if c in valid else param_column(c) for c in picked]
 
 

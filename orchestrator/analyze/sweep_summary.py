@@ -28,6 +28,8 @@ COMPACT_VS = "vs:compact"  # the `vs` column as the default table shows it (a co
 PARAMS = "params"  # the cells column holding each arm's parameters, as canonical JSON text
 CELL_COLUMNS = [*TABLE_COLUMNS, COMPACT_VS, PARAMS]  # the cells kept of a sweep that has an arm
 NO_ARMS_VERDICT = "verdict: no sweep stored yet; run a recipe first (orch run RECIPE)"
+
+
 @dataclass
 class SweepSummary:
     sweep: int
@@ -47,8 +49,11 @@ class SweepSummary:
     def row_text(self, kind: str) -> str:
         """Its rows as `rows_json` (json_text.json_rows) or `rows_csv` (tables.csv_lines), made when first asked."""
         if kind not in self._made:
-            self._made[kind] = (json_text.json_rows(self.rows).decode() if kind == "rows_json" else
-                                tables.csv_lines(self.rows)) if self.rows else ""
+            self._made[kind] = (
+                (json_text.json_rows(self.rows).decode() if kind == "rows_json" else tables.csv_lines(self.rows))
+                if self.rows
+                else ""
+            )
         return self._made[kind]
 
     def cells(self, name: str) -> list[str]:
@@ -64,11 +69,17 @@ class SweepSummary:
 
     def stored(self) -> dict:
         """The summary as store/sweep_summaries.keep takes it (text columns): everything made."""
-        return {"sweep_id": self.sweep, "arms": self.arms, "rows_json": self.row_text("rows_json"),
-                "rows_csv": self.row_text("rows_csv"), "csv_header": self.csv_header,
-                "facts": json_text.dumps(self.facts).decode(), "warnings": "\n".join(self.warnings),
-                "verdict": self.verdict, "cells": {name: json_text.dumps(self.cells(name)).decode() for name in
-                                                   (CELL_COLUMNS if self.arms else [])}}
+        return {
+            "sweep_id": self.sweep,
+            "arms": self.arms,
+            "rows_json": self.row_text("rows_json"),
+            "rows_csv": self.row_text("rows_csv"),
+            "csv_header": self.csv_header,
+            "facts": json_text.dumps(self.facts).decode(),
+            "warnings": "\n".join(self.warnings),
+            "verdict": self.verdict,
+            "cells": {name: json_text.dumps(self.cells(name)).decode() for name in (CELL_COLUMNS if self.arms else [])},
+        }
 
 
 def from_rows(rows: list[dict]) -> list[SweepSummary]:
@@ -90,22 +101,35 @@ def _summary(rows: list[dict]) -> SweepSummary:
     first = rows[0]
     whole, gist = verdict.both(rows)
     title = f"sweep {first['sweep']}: {first['recipe']} on {verdict.builds_of(rows)}"
-    facts = {"present": [c for c in TABLE_COLUMNS if any(r.get(c) is not None for r in rows)],
-             "prefill": any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows),  # bench mode's tests
-             "hosts": list(dict.fromkeys(r.get("host_id") or r.get("host") for r in rows)),
-             "title": title,
-             "host_title": f"{title}, host {first['host']}" + (f" ({first['gpu']})" if first.get("gpu") else ""),
-             # [code, arm] of each warning, in order: what the lines under a table name (never parsed back from
-             # the full texts: a summary of every sweep holds 40,000)
-             "warned": [[code, r["arm"]] for r in rows
-                        for code, _ in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))],
-             "gist": gist,  # the verdict in a sentence or two; `verdict` is it whole (--explain)
-             "why": why_table.rows_of(rows)}
+    facts = {
+        "present": [c for c in TABLE_COLUMNS if any(r.get(c) is not None for r in rows)],
+        "prefill": any(r["decode_tps"] is None and r.get("prompt_tps") for r in rows),  # bench mode's tests
+        "hosts": list(dict.fromkeys(r.get("host_id") or r.get("host") for r in rows)),
+        "title": title,
+        "host_title": f"{title}, host {first['host']}" + (f" ({first['gpu']})" if first.get("gpu") else ""),
+        # [code, arm] of each warning, in order: what the lines under a table name (never parsed back from
+        # the full texts: a summary of every sweep holds 40,000)
+        "warned": [
+            [code, r["arm"]]
+            for r in rows
+            for code, _ in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))
+        ],
+        "gist": gist,  # the verdict in a sentence or two; `verdict` is it whole (--explain)
+        "why": why_table.rows_of(rows),
+    }
     return SweepSummary(
-        first["sweep"], len(rows), facts,
-        [f"sweep {r['sweep']}, arm {r['arm']} ({code}): {msg}" for r in rows
-         for code, msg in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))],
-        whole, tables.csv_header(list(first)), rows)
+        first["sweep"],
+        len(rows),
+        facts,
+        [
+            f"sweep {r['sweep']}, arm {r['arm']} ({code}): {msg}"
+            for r in rows
+            for code, msg in zip((r.get("warnings") or "").split(","), r.get("warning_messages", []))
+        ],
+        whole,
+        tables.csv_header(list(first)),
+        rows,
+    )
 
 
 def _text(params: dict) -> str:
@@ -123,6 +147,7 @@ class Summaries:
     """The summaries of several sweeps, in sweep order, as one table: `column(name)` is that column's cells for
     every arm. Kept summaries' rows and cells are read from the file when first asked for (read_rows,
     read_cells: store/sweep_summaries over the open connection)."""
+
     parts: list[SweepSummary]
     read_rows: Callable[[list[int], str], list[str]] = lambda ids, kind: []
     read_cells: Callable[[list[int], list[str]], dict[str, list]] = lambda ids, names: {}
@@ -188,14 +213,16 @@ class Summaries:
         for name in names:
             stored = read.get(name, [])
             if len(stored) != kept_arms:
-                raise DamagedSchema(f"the kept summaries' {name!r} cells are not one per arm (sweep_summary_cells "
-                                    f"changed by hand?): `orch repair` keeps them anew")
+                raise DamagedSchema(
+                    f"the kept summaries' {name!r} cells are not one per arm (sweep_summary_cells "
+                    f"changed by hand?): `orch repair` keeps them anew"
+                )
             if len(kept) == len(self.with_arms):  # every sweep kept: the column as read
                 self._columns[name] = stored
                 continue
             column, at = [], 0
             for p in self.with_arms:
-                column += p.cells(name) if p.computed else stored[at:at + p.arms]
+                column += p.cells(name) if p.computed else stored[at : at + p.arms]
                 at += 0 if p.computed else p.arms
             self._columns[name] = column
 
@@ -237,14 +264,18 @@ class Summaries:
             for code, arm in p.facts.get("warned", ()):
                 arms.setdefault(code, {}).setdefault(p.sweep, []).append(arm)
         gists = {k.code: k.gist for k in WARNING_KINDS}
-        return [f"{code}: {gists.get(code, '')} ("
-                + "; ".join(f"sweep {sweep}: {', '.join(dict.fromkeys(names))}" for sweep, names in by_sweep.items())
-                + ")" for code, by_sweep in arms.items()]
+        return [
+            f"{code}: {gists.get(code, '')} ("
+            + "; ".join(f"sweep {sweep}: {', '.join(dict.fromkeys(names))}" for sweep, names in by_sweep.items())
+            + ")"
+            for code, by_sweep in arms.items()
+        ]
 
     def verdict_lines(self, explain: bool = False) -> list[str]:
         """One line per sweep: its verdict in a sentence or two (analyze/verdict.gist), or whole (explain)."""
-        lines = [f"verdict: {p.verdict if explain else p.facts.get('gist', p.verdict)}" for p in self.parts
-                 if p.verdict]
+        lines = [
+            f"verdict: {p.verdict if explain else p.facts.get('gist', p.verdict)}" for p in self.parts if p.verdict
+        ]
         return lines or [NO_ARMS_VERDICT]
 
     def why_text(self, fmt: str = "table", width: int | None = None) -> str | None:

@@ -65,14 +65,21 @@ class TimeSplit:
 
     def fields(self) -> dict:
         """The summary row's `time_split` (JSON): ms per token by part, passes, draft calls and drafts made."""
-        return {"reference": self.reference, "reference_ms_per_token": self.ref_ms_per_token,
-                "drafting_ms_per_token": self.drafting_per_token, "rest_ms_per_token": self.rest_per_token,
-                "passes": self.passes, "tokens_per_pass": self.tokens / self.passes,
-                "pass_target_steps": self.pass_steps, "draft_calls": self.draft_calls,
-                "drafts_made": self.drafts_made, "drafts_thrown_away": self.thrown_away,
-                "draft_ms_per_drafted_token": self.draft_ms_per_drafted,
-                "sampling_ms_per_token": None if self.sampling_ms is None else self.sampling_ms / self.tokens,
-                "break_even_acceptance": self.break_even}
+        return {
+            "reference": self.reference,
+            "reference_ms_per_token": self.ref_ms_per_token,
+            "drafting_ms_per_token": self.drafting_per_token,
+            "rest_ms_per_token": self.rest_per_token,
+            "passes": self.passes,
+            "tokens_per_pass": self.tokens / self.passes,
+            "pass_target_steps": self.pass_steps,
+            "draft_calls": self.draft_calls,
+            "drafts_made": self.drafts_made,
+            "drafts_thrown_away": self.thrown_away,
+            "draft_ms_per_drafted_token": self.draft_ms_per_drafted,
+            "sampling_ms_per_token": None if self.sampling_ms is None else self.sampling_ms / self.tokens,
+            "break_even_acceptance": self.break_even,
+        }
 
     def sentence(self, speedup: float, with_draft_model: bool) -> str:
         """`draft-2 at 0.61x: a token cost 14.8 ms drafting + 42.5 ms verifying and the rest, against 34.8 ms for
@@ -84,35 +91,58 @@ class TimeSplit:
             rest_text = f"{rest - sampling:.1f} ms verifying and the rest + {sampling:.1f} ms sampling"
         else:
             rest_text = f"{rest:.1f} ms verifying and the rest"
-        parts = (f"{drafting:.1f} ms drafting + {rest_text}" if drafting is not None
-                 else f"{rest:.1f} ms (no draft time in its logs)")
-        out = (f"{self.arm} at {speedup:.2f}x: a token cost {parts}, against {self.ref_ms_per_token:.1f} ms for "
-               f"{self.reference}")
+        parts = (
+            f"{drafting:.1f} ms drafting + {rest_text}"
+            if drafting is not None
+            else f"{rest:.1f} ms (no draft time in its logs)"
+        )
+        out = (
+            f"{self.arm} at {speedup:.2f}x: a token cost {parts}, against {self.ref_ms_per_token:.1f} ms for "
+            f"{self.reference}"
+        )
         if with_draft_model and self.thrown_away and self.draft_calls:
-            out += (f"; {self.thrown_away} of {self.draft_calls} draft calls made no draft (shorter than draft_min "
-                    f"or under p_min: the draft model ran for nothing)")
+            out += (
+                f"; {self.thrown_away} of {self.draft_calls} draft calls made no draft (shorter than draft_min "
+                f"or under p_min: the draft model ran for nothing)"
+            )
         if self.pass_steps is not None:
-            out += (f"; a pass yielded {self.tokens / self.passes:.2f} tokens ({self.accepted} of {self.drafted} "
-                    f"drafted accepted) and cost {self.pass_steps:.2f} target steps besides drafting")
+            out += (
+                f"; a pass yielded {self.tokens / self.passes:.2f} tokens ({self.accepted} of {self.drafted} "
+                f"drafted accepted) and cost {self.pass_steps:.2f} target steps besides drafting"
+            )
         even = self.break_even
         # the pre-flight's break-even (models/draft_cost) prices a pass at one target step besides drafting
-        assumed = "the pre-flight assumed one target step a pass" \
-            if self.pass_steps is not None and self.pass_steps > 1.5 else ""
+        assumed = (
+            "the pre-flight assumed one target step a pass"
+            if self.pass_steps is not None and self.pass_steps > 1.5
+            else ""
+        )
         if even > 1:  # the break-even is then no acceptance at all, never "break-even at 4939%"
             return out + (f"; no acceptance can pay here ({assumed})" if assumed else "; no acceptance can pay here")
         return out + f"; it breaks even at {even:.0%} acceptance here" + (f" ({assumed})" if assumed else "")
 
 
-def time_splits(cost_rows: list[dict], summary_rows: list[dict],
-                steps: dict[tuple[int, str], StepCost]) -> dict[tuple[int, str], TimeSplit]:
+def time_splits(
+    cost_rows: list[dict], summary_rows: list[dict], steps: dict[tuple[int, str], StepCost]
+) -> dict[tuple[int, str], TimeSplit]:
     """Per (sweep, arm): cost_rows from queries.arm_draft_costs; the summary rows give each arm's reference and
     its mean decode tok/s; steps: costs.step_costs of the same rows (the same arms: both keep those with a
     reference speed and a pass that drafted)."""
     out = {}
     for key, c, ref, ref_tps in with_reference(cost_rows, summary_rows):
-        out[key] = TimeSplit(arm=key[1], reference=ref, ref_ms_per_token=1000.0 / ref_tps,
-                             tokens=int(c["passes"] + c["accepted"]), passes=int(c["passes"]),
-                             drafted=int(c["drafted"]), accepted=int(c["accepted"]), decode_ms=c["decode_ms"],
-                             draft_ms=c.get("draft_ms"), draft_calls=c.get("draft_calls"),
-                             drafts_made=c.get("drafts_made"), sampling_ms=c.get("sampling_ms"), cost=steps[key])
+        out[key] = TimeSplit(
+            arm=key[1],
+            reference=ref,
+            ref_ms_per_token=1000.0 / ref_tps,
+            tokens=int(c["passes"] + c["accepted"]),
+            passes=int(c["passes"]),
+            drafted=int(c["drafted"]),
+            accepted=int(c["accepted"]),
+            decode_ms=c["decode_ms"],
+            draft_ms=c.get("draft_ms"),
+            draft_calls=c.get("draft_calls"),
+            drafts_made=c.get("drafts_made"),
+            sampling_ms=c.get("sampling_ms"),
+            cost=steps[key],
+        )
     return out

@@ -47,14 +47,18 @@ def both(rows: list[dict]) -> tuple[str, str]:
     idle = [r["arm"] for r in rows if r["idle"]]
     skipped = [r["arm"] for r in rows if r["skipped"]]
     builds = _builds(rows)
-    caveats = ([f"builds, plain decoding: {'; '.join(builds)}"] if builds else []) + \
-        ([f"{_names(idle)} drafted nothing"] if idle else []) + \
-        [f"{r['arm']} failed {r['failed']} of {r['runs']} runs" for r in rows if r["failed"]] + \
-        ([f"{_names(skipped)} skipped"] if skipped else []) + \
-        ([f"{_names([r['arm'] for r in on_loops])} measured on text that loops"] if on_loops else []) + \
-        [f"{r['arm']}'s text differs from its control's {differs_at(r)}" for r in rows if _differs(r)]
-    return (said + (" " + " ".join(notes) if notes else ""),
-            said + (f" Note: {'; '.join(caveats)}." if caveats else ""))
+    caveats = (
+        ([f"builds, plain decoding: {'; '.join(builds)}"] if builds else [])
+        + ([f"{_names(idle)} drafted nothing"] if idle else [])
+        + [f"{r['arm']} failed {r['failed']} of {r['runs']} runs" for r in rows if r["failed"]]
+        + ([f"{_names(skipped)} skipped"] if skipped else [])
+        + ([f"{_names([r['arm'] for r in on_loops])} measured on text that loops"] if on_loops else [])
+        + [f"{r['arm']}'s text differs from its control's {differs_at(r)}" for r in rows if _differs(r)]
+    )
+    return (
+        said + (" " + " ".join(notes) if notes else ""),
+        said + (f" Note: {'; '.join(caveats)}." if caveats else ""),
+    )
 
 
 def _result(rows: list[dict]) -> tuple[str, list[dict], list[dict]]:
@@ -66,8 +70,14 @@ def _result(rows: list[dict]) -> tuple[str, list[dict], list[dict]]:
     base = next((r for r in rows if r["is_baseline"]), None)
     looping = {r["arm"] for r in rows if r.get("looped")}
     rows = [r for r in rows if not _length_match(r)]  # a reference run at an arm's length: that arm's yardstick
-    measured = [r for r in rows if not r["is_baseline"] and not r.get("is_control") and r["speedup"] is not None
-                and not (r["idle"] and r["idle"] == r["ok_runs"])]  # drafted nothing: never a win, nor the best
+    measured = [
+        r
+        for r in rows
+        if not r["is_baseline"]
+        and not r.get("is_control")
+        and r["speedup"] is not None
+        and not (r["idle"] and r["idle"] == r["ok_runs"])
+    ]  # drafted nothing: never a win, nor the best
     on_loops = [r for r in measured if r["arm"] in looping or r.get("vs") in looping]
     ranked = sorted((r for r in measured if r not in on_loops), key=lambda r: r["speedup"], reverse=True)
     if base is None:
@@ -107,7 +117,8 @@ def _fastest(rows: list[dict]) -> str:
     first = ranked[0]
     low, high = first.get("ci_low"), first.get("ci_high")
     text = f"fastest {first['arm']} at {first['decode_tps']:.1f} tok/s" + (
-        f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else "")
+        f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else ""
+    )
     if len(ranked) > 1:
         second = ranked[1]
         apart = low is not None and second.get("ci_high") is not None and low > second["ci_high"]
@@ -140,8 +151,11 @@ def _against(base: dict, ranked: list[dict], label: str) -> str:
 def builds_of(rows: list[dict]) -> str:
     """The sweep's build, or a crossed sweep's builds (`orch run --build A,B` names its arms BUILD/ARM)."""
     crossed = list(dict.fromkeys(r["arm"].split("/", 1)[0] for r in rows if "/" in r["arm"]))
-    return f"{' and '.join(crossed)}, interleaved" if len(crossed) > 1 and rows[0]["build"] in crossed \
+    return (
+        f"{' and '.join(crossed)}, interleaved"
+        if len(crossed) > 1 and rows[0]["build"] in crossed
         else rows[0]["build"]
+    )
 
 
 def _other_build(row: dict) -> bool:
@@ -157,8 +171,10 @@ def _length_match(row: dict) -> bool:
 def _loop_sentence(rows: list[dict]) -> str:
     best = max(rows, key=lambda r: r["speedup"])
     others = f" and {len(rows) - 1} other arm{'s' if len(rows) > 2 else ''}" if len(rows) > 1 else ""
-    return (f"{best['arm']} at {_ratio(best)}{others} measured on generated text that loops (degenerate_loop), "
-            f"which a copying draft predicts for free")
+    return (
+        f"{best['arm']} at {_ratio(best)}{others} measured on generated text that loops (degenerate_loop), "
+        f"which a copying draft predicts for free"
+    )
 
 
 def _ratio(row: dict) -> str:
@@ -168,38 +184,65 @@ def _ratio(row: dict) -> str:
 
 
 def _notes(rows: list[dict]) -> list[str]:
-    idle = [f"{r['arm']} (its draft model still cost it: {_ratio(r)})" if r["speedup"] is not None and r["idle"] ==
-            r["ok_runs"] else r["arm"] for r in rows if r["idle"]]
-    failed = [f"{r['arm']} ({r['failed']} of {r['runs']}{', ' + r['failures'] if r['failures'] else ''})"
-              for r in rows if r["failed"]]
+    idle = [
+        f"{r['arm']} (its draft model still cost it: {_ratio(r)})"
+        if r["speedup"] is not None and r["idle"] == r["ok_runs"]
+        else r["arm"]
+        for r in rows
+        if r["idle"]
+    ]
+    failed = [
+        f"{r['arm']} ({r['failed']} of {r['runs']}{', ' + r['failures'] if r['failures'] else ''})"
+        for r in rows
+        if r["failed"]
+    ]
     skipped = [r["arm"] for r in rows if r["skipped"]]
     builds = _builds(rows)
-    programs = [f"{r['arm']} runs at {_ratio(r)} the baseline: the programs differ by that much without speculation"
-                for r in rows if r.get("is_control") and r["speedup"] is not None and not _other_build(r)]
-    programs += [f"{r['arm']} did not run, so speedups of its program's arms include the difference between programs"
-                 for r in rows if r.get("is_control") and not r["ok_runs"]]
-    noisy = [f"{r['arm']} ({', '.join(codes)})" for r in rows
-             if (codes := [c for c in (r["warnings"] or "").split(",") if c and c not in SAID_APART])]
+    programs = [
+        f"{r['arm']} runs at {_ratio(r)} the baseline: the programs differ by that much without speculation"
+        for r in rows
+        if r.get("is_control") and r["speedup"] is not None and not _other_build(r)
+    ]
+    programs += [
+        f"{r['arm']} did not run, so speedups of its program's arms include the difference between programs"
+        for r in rows
+        if r.get("is_control") and not r["ok_runs"]
+    ]
+    noisy = [
+        f"{r['arm']} ({', '.join(codes)})"
+        for r in rows
+        if (codes := [c for c in (r["warnings"] or "").split(",") if c and c not in SAID_APART])
+    ]
     # Greedy text that changed under drafting: a finding, and what the speedup still compares; its cause is named
     # only where the target's top two show a near tie (differs_at)
     differs = [f"{r['arm']} {differs_at(r)}" for r in rows if _differs(r)]
     # Where a drafting arm's time went, from the build's own statistics (analyze/time_split): why it lost (an arm
     # that drafted nothing has no split, so no sentence: "Drafted nothing" says it)
     slower = [r["why_slower"] for r in rows if r.get("why_slower")]
-    notes = [_listed("Builds, plain decoding:", builds), _listed("Program difference:", programs),
-             "Why slower: " + " ".join(f"{reason}." for reason in slower) if slower else None,  # a sentence each
-             f"Text differs from the control's: {'; '.join(differs)} (the speedup compares the same number of "
-             f"tokens, not the same text after it; a batched verification can flip a near tie)." if differs else None,
-             _listed("Drafted nothing:", idle), _listed("Failed:", failed), _listed("Skipped:", skipped),
-             _listed("Warnings:", noisy)]
+    notes = [
+        _listed("Builds, plain decoding:", builds),
+        _listed("Program difference:", programs),
+        "Why slower: " + " ".join(f"{reason}." for reason in slower) if slower else None,  # a sentence each
+        f"Text differs from the control's: {'; '.join(differs)} (the speedup compares the same number of "
+        f"tokens, not the same text after it; a batched verification can flip a near tie)."
+        if differs
+        else None,
+        _listed("Drafted nothing:", idle),
+        _listed("Failed:", failed),
+        _listed("Skipped:", skipped),
+        _listed("Warnings:", noisy),
+    ]
     return [note for note in notes if note]
 
 
 def _builds(rows: list[dict]) -> list[str]:
     """A crossed sweep's builds without speculation (its other build's baseline against the first's): what its
     speedups compare against, said in both forms."""
-    return [f"{r['arm']} runs at {_ratio(r)} {r['vs']}, measured interleaved" for r in rows
-            if r.get("is_control") and r["speedup"] is not None and _other_build(r)]
+    return [
+        f"{r['arm']} runs at {_ratio(r)} {r['vs']}, measured interleaved"
+        for r in rows
+        if r.get("is_control") and r["speedup"] is not None and _other_build(r)
+    ]
 
 
 def _listed(label: str, names: list[str]) -> str | None:

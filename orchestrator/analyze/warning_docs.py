@@ -28,8 +28,16 @@ def page_part() -> str:
     lines = [BEGIN, "", "| code | what it means |", "|---|---|"]
     lines += [f"| [`{k.code}`](#{k.code}) | {k.gist} |" for k in WARNING_KINDS]
     for k in WARNING_KINDS:
-        lines += ["", f"### {k.code}", "", f"{k.gist[0].upper()}{k.gist[1:]}.", "",
-                  f"**When:** {k.rule}", "", f"**What to do:** {k.action}"]
+        lines += [
+            "",
+            f"### {k.code}",
+            "",
+            f"{k.gist[0].upper()}{k.gist[1:]}.",
+            "",
+            f"**When:** {k.rule}",
+            "",
+            f"**What to do:** {k.action}",
+        ]
     return "\n".join([*lines, "", END])
 
 

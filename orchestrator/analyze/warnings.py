@@ -155,8 +155,11 @@ def _output_differs(f: ArmFacts) -> str | None:
     at, n = f.first_diff_token, f.generated
     token = f"token {at}{f' of {n}' if n else ''}, " if at is not None else ""
     after = f": the last {1 - at / n:.0%} of the text differs" if at is not None and n and at <= n else ""
-    where = f" (the first at {token}character {f.first_diff_char} of the generated text{after})" \
-        if f.first_diff_char is not None else ""
+    where = (
+        f" (the first at {token}character {f.first_diff_char} of the generated text{after})"
+        if f.first_diff_char is not None
+        else ""
+    )
     counted = f"{f.outputs_differ} of {f.outputs_compared}" if f.outputs_compared else f.outputs_differ
     return OUTPUT_DIFFERS.template.format(counted=counted, where=where)
 
@@ -164,16 +167,16 @@ def _output_differs(f: ArmFacts) -> str | None:
 def _degenerate_loop(f: ArmFacts) -> str | None:
     if not f.looped:
         return None
-    return DEGENERATE_LOOP.template.format(looped=f.looped, ok=f.ok, share=f.loop_share or 0,
-                                           limit=repetition.LOOP_SHARE)
+    return DEGENERATE_LOOP.template.format(
+        looped=f.looped, ok=f.ok, share=f.loop_share or 0, limit=repetition.LOOP_SHARE
+    )
 
 
 def _unequal_tokens(f: ArmFacts) -> str | None:
     u = f.unequal_tokens
     if not u:
         return None
-    return UNEQUAL_TOKENS.template.format(unequal=u.unequal, pairs=u.pairs, mine=_span(u.mine),
-                                          theirs=_span(u.theirs))
+    return UNEQUAL_TOKENS.template.format(unequal=u.unequal, pairs=u.pairs, mine=_span(u.mine), theirs=_span(u.theirs))
 
 
 def _bound_exceeded(f: ArmFacts) -> str | None:
@@ -185,10 +188,19 @@ def _bound_exceeded(f: ArmFacts) -> str | None:
 # In the order the warnings are listed (analyze/warning_kinds.WARNING_KINDS); OUTSIDE_PREDICTION is judged apart,
 # once the predictions stored before the sweep are read (outside_prediction below).
 RULES: tuple[tuple[WarningKind, Callable[[ArmFacts], str | None]], ...] = (
-    (HIGH_CV, _high_cv), (BIMODAL, _bimodal), (OUTLIERS, _outliers), (SLOW_FIRST_RUN, _slow_first_run),
-    (NO_DRAFTS, _no_drafts), (OTHER_TARGET, _other_target), (FULL_ACCEPTANCE_SLOWDOWN, _full_acceptance_slowdown),
-    (BELOW_BREAK_EVEN, _below_break_even), (OUTPUT_DIFFERS, _output_differs), (DEGENERATE_LOOP, _degenerate_loop),
-    (UNEQUAL_TOKENS, _unequal_tokens), (BOUND_EXCEEDED, _bound_exceeded))
+    (HIGH_CV, _high_cv),
+    (BIMODAL, _bimodal),
+    (OUTLIERS, _outliers),
+    (SLOW_FIRST_RUN, _slow_first_run),
+    (NO_DRAFTS, _no_drafts),
+    (OTHER_TARGET, _other_target),
+    (FULL_ACCEPTANCE_SLOWDOWN, _full_acceptance_slowdown),
+    (BELOW_BREAK_EVEN, _below_break_even),
+    (OUTPUT_DIFFERS, _output_differs),
+    (DEGENERATE_LOOP, _degenerate_loop),
+    (UNEQUAL_TOKENS, _unequal_tokens),
+    (BOUND_EXCEEDED, _bound_exceeded),
+)
 
 
 def warnings_for(facts: ArmFacts) -> list[StatWarning]:
@@ -200,8 +212,9 @@ def _span(xs: Sequence[float]) -> str:
     return f"{min(xs):.0f}" if round(min(xs)) == round(max(xs)) else f"{min(xs):.0f}-{max(xs):.0f}"
 
 
-def outside_prediction(measured: float | None, predicted: dict | None,
-                       mean_accept_len: float | None) -> StatWarning | None:
+def outside_prediction(
+    measured: float | None, predicted: dict | None, mean_accept_len: float | None
+) -> StatWarning | None:
     """OUTSIDE_PREDICTION for an arm measured at `measured` whose stored prediction (store/probes.predictions_of) it
     falls outside; mean_accept_len: what the arm's runs logged (llama.cpp's `#mean acc len`)."""
     if not measured or not predicted or predicted.get("predicted") is None:
@@ -211,12 +224,20 @@ def outside_prediction(measured: float | None, predicted: dict | None,
         return None
     expected = predicted.get("mean_accept_len")
     if mean_accept_len and expected and abs(mean_accept_len / expected - 1) > ACCEPT_LEN_OFF:
-        off = (f"the acceptance was off: its mean acceptance length was {mean_accept_len:.2f} where {expected:.2f} "
-               f"was predicted (the text was not the probe's)")
+        off = (
+            f"the acceptance was off: its mean acceptance length was {mean_accept_len:.2f} where {expected:.2f} "
+            f"was predicted (the text was not the probe's)"
+        )
     else:
         faster = "faster" if measured > high else "slower"
         shown = f" ({expected:.2f})" if expected else ""
-        off = (f"the cost was off: the pair accepted as predicted{shown}, so the machine ran {faster} than its "
-               f"probe said (a probe or a run beside other work?)")
-    return StatWarning(OUTSIDE_PREDICTION.code, OUTSIDE_PREDICTION.template.format(
-        measured=measured, predicted=predicted["predicted"], low=low, high=high, off=off))
+        off = (
+            f"the cost was off: the pair accepted as predicted{shown}, so the machine ran {faster} than its "
+            f"probe said (a probe or a run beside other work?)"
+        )
+    return StatWarning(
+        OUTSIDE_PREDICTION.code,
+        OUTSIDE_PREDICTION.template.format(
+            measured=measured, predicted=predicted["predicted"], low=low, high=high, off=off
+        ),
+    )

@@ -13,11 +13,13 @@ from __future__ import annotations
 from orchestrator import tables
 
 COLUMNS = ["why", "predicted", "measured", "tok/pass", "draft ms/tok", "verify", "break-even"]
-LEGEND = ("why: predicted before running beside measured, against each arm's reference ((loops): measured on text "
-          "that loops, no win); tok/pass: tokens a "
-          "target pass yielded; draft ms/tok: drafting time per generated token; verify: a pass besides "
-          "drafting, in the reference's decode steps; break-even: the acceptance at which a pass pays for itself "
-          "here (orch summary --explain says it in words)")
+LEGEND = (
+    "why: predicted before running beside measured, against each arm's reference ((loops): measured on text "
+    "that loops, no win); tok/pass: tokens a "
+    "target pass yielded; draft ms/tok: drafting time per generated token; verify: a pass besides "
+    "drafting, in the reference's decode steps; break-even: the acceptance at which a pass pays for itself "
+    "here (orch summary --explain says it in words)"
+)
 NO_ACCEPTANCE_PAYS = "no acceptance can pay"
 WIDTH = 120  # the legend is wrapped within the summary table's width, however wide the terminal
 
@@ -27,16 +29,21 @@ def rows_of(rows: list[dict]) -> list[list[str]]:
     out, looping = [], {r["arm"] for r in rows if r.get("looped")}
     for r in rows:
         split = r.get("time_split")
-        speculated = split or r.get("predicted") is not None or r.get("prediction_missing") or r.get("drafted") \
-            or r.get("idle")  # idle: ok runs of a speculating arm that drafted nothing
+        speculated = (
+            split or r.get("predicted") is not None or r.get("prediction_missing") or r.get("drafted") or r.get("idle")
+        )  # idle: ok runs of a speculating arm that drafted nothing
         if not speculated or r["is_baseline"] or r.get("is_control") or (r.get("params") or {}).get("length_of"):
             continue
-        cells = [r["arm"], _ratio(r.get("predicted"), r.get("predicted_low"), r.get("predicted_high")),
-                 _ratio(r.get("speedup"), r.get("speedup_low"), r.get("speedup_high"))
-                 + (" (loops)" if r.get("speedup") is not None and {r["arm"], r.get("vs")} & looping else ""),
-                 _number(split, "tokens_per_pass", 2), _number(split, "drafting_ms_per_token", 1),
-                 _number(split, "pass_target_steps", 2),
-                 break_even_text(split.get("break_even_acceptance") if split else None)]
+        cells = [
+            r["arm"],
+            _ratio(r.get("predicted"), r.get("predicted_low"), r.get("predicted_high")),
+            _ratio(r.get("speedup"), r.get("speedup_low"), r.get("speedup_high"))
+            + (" (loops)" if r.get("speedup") is not None and {r["arm"], r.get("vs")} & looping else ""),
+            _number(split, "tokens_per_pass", 2),
+            _number(split, "drafting_ms_per_token", 1),
+            _number(split, "pass_target_steps", 2),
+            break_even_text(split.get("break_even_acceptance") if split else None),
+        ]
         if any(c != "-" for c in cells[1:]):  # an arm with nothing to show (no prediction, drafted nothing): the
             out.append(cells)  # verdict names it
     return out

@@ -33,8 +33,10 @@ def given(commits: list[str], good: str | None, bad: str | None) -> Candidates:
     for end, ref in (("good", good), ("bad", bad)):
         want = commits[0] if end == "good" else commits[-1]
         if ref and not (want.startswith(ref) or ref.startswith(want)):
-            raise BisectRangeError(f"--{end} {ref} is not the {'first' if end == 'good' else 'last'} of --commits "
-                                   f"({want}); list the commits good end first")
+            raise BisectRangeError(
+                f"--{end} {ref} is not the {'first' if end == 'good' else 'last'} of --commits "
+                f"({want}); list the commits good end first"
+            )
     return Candidates(list(commits), GIVEN, {})
 
 
@@ -63,15 +65,18 @@ def releases(good: str, bad: str, table: dict[str, str] | None = None) -> Candid
         if not hits:
             raise BisectRangeError(
                 f"--{end} {ref} is neither in the mirror's history with the other end nor vendored by a known "
-                f"{sdist.PACKAGE} release ({ordered[0]}..{ordered[-1]}); give the commits with --commits")
+                f"{sdist.PACKAGE} release ({ordered[0]}..{ordered[-1]}); give the commits with --commits"
+            )
         return hits[0] if end == "good" else hits[-1]
 
     lo, hi = position(good, "good"), position(bad, "bad")
     if lo >= hi:
-        raise BisectRangeError(f"--good {good} is not older than --bad {bad} in the release order "
-                               f"({ordered[lo]} vs {ordered[hi]}); swap them")
+        raise BisectRangeError(
+            f"--good {good} is not older than --bad {bad} in the release order "
+            f"({ordered[lo]} vs {ordered[hi]}); swap them"
+        )
     commits, labels = [], {}
-    for version in ordered[lo:hi + 1]:
+    for version in ordered[lo : hi + 1]:
         sha = table[version]
         if not commits or not _same(commits[-1], sha):  # a release without a llama.cpp update adds nothing
             commits.append(sha)

@@ -58,8 +58,13 @@ def unbuilt_plan(setup: Setup) -> Plan:
     a placeholder folder and `build` with every key a build gives (build.finished.Build.described) but no commit,
     so a recipe that reads them renders as it will; each measurement renders it again with its commit's build."""
     unbuilt = {"commit": None, "upstream_commit": None, "backend": setup.backend, "name": None}
-    return load(setup.recipe, builtins={"bin": UNBUILT_BIN, "build": unbuilt}, vars_file=setup.vars_file,
-                overrides=setup.overrides, models=setup.models)
+    return load(
+        setup.recipe,
+        builtins={"bin": UNBUILT_BIN, "build": unbuilt},
+        vars_file=setup.vars_file,
+        overrides=setup.overrides,
+        models=setup.models,
+    )
 
 
 def recipe_tools(setup: Setup) -> tuple[str, ...]:
@@ -84,8 +89,10 @@ def measurer(setup: Setup, database: store.Database, bisect_id: int):
             _probe_row(database, bisect_id, commit, None, None, "build_failed", str(exc), took, 0.0)
             return Measurement(commit, problem=search.BUILD_FAILED, detail=_short(str(exc)), build_s=took)
         build_s = time.monotonic() - started
-        setup.say(f"orch: bisect {bisect_id}: {commit[:9]} built in {build_s:.1f}s ({built.name}); measuring "
-                  f"{repeats} repeat(s)")
+        setup.say(
+            f"orch: bisect {bisect_id}: {commit[:9]} built in {build_s:.1f}s ({built.name}); measuring "
+            f"{repeats} repeat(s)"
+        )
         started = time.monotonic()
         sweep_id, status = _run_sweep(setup, database, built, repeats)
         measure_s = time.monotonic() - started
@@ -96,16 +103,23 @@ def measurer(setup: Setup, database: store.Database, bisect_id: int):
         state = "measured" if samples else "runs_failed"
         detail = None if samples else f"no ok run of arm {setup.arm} with {setup.metric} (sweep {sweep_id})"
         _probe_row(database, bisect_id, commit, built, sweep_id, state, detail, build_s, measure_s)
-        return Measurement(commit, samples, runs, failed, None if samples else search.RUNS_FAILED, detail,
-                           build_s, measure_s)
+        return Measurement(
+            commit, samples, runs, failed, None if samples else search.RUNS_FAILED, detail, build_s, measure_s
+        )
 
     return measure
 
 
 def _run_sweep(setup: Setup, database: store.Database, built: dict, repeats: int) -> tuple[int, str]:
     """The recipe on the probe's build, as `orch run` runs it (recipe_run: the same pre-steps and rules)."""
-    request = RecipeRequest(recipe=setup.recipe, vars_file=setup.vars_file, overrides=setup.overrides,
-                            models=setup.models, repeat=repeats, db=database.path)
+    request = RecipeRequest(
+        recipe=setup.recipe,
+        vars_file=setup.vars_file,
+        overrides=setup.overrides,
+        models=setup.models,
+        repeat=repeats,
+        db=database.path,
+    )
     prepared = recipe_run.prepare_recipe(request, build=built)
     opened = recipe_run.open_sweep(prepared, RunOptions(timeout=setup.timeout))
     result = recipe_run.execute(prepared, opened, RunOptions(timeout=setup.timeout))
@@ -126,23 +140,54 @@ def prior(database: store.Database, bisect_id: int, arm: str, metric: str) -> di
         if row["state"] == "interrupted":
             continue
         if row["state"] == "build_failed":
-            m = Measurement(row["commit"], problem=search.BUILD_FAILED, detail=_short(row["detail"] or ""),
-                            build_s=row["build_s"] or 0.0)
+            m = Measurement(
+                row["commit"],
+                problem=search.BUILD_FAILED,
+                detail=_short(row["detail"] or ""),
+                build_s=row["build_s"] or 0.0,
+            )
         else:
             samples, runs, failed = read_samples(database, [row["sweep_id"]], arm, metric)
-            m = Measurement(row["commit"], samples, runs, failed, None if samples else search.RUNS_FAILED,
-                            row["detail"], row["build_s"] or 0.0, row["measure_s"] or 0.0)
+            m = Measurement(
+                row["commit"],
+                samples,
+                runs,
+                failed,
+                None if samples else search.RUNS_FAILED,
+                row["detail"],
+                row["build_s"] or 0.0,
+                row["measure_s"] or 0.0,
+            )
         out[row["commit"]] = out[row["commit"]].merged(m) if row["commit"] in out else m
     return out
 
 
-def _probe_row(database: store.Database, bisect_id: int, commit: str, built: Build | None, sweep_id: int | None,
-               state: str, detail: str | None, build_s: float, measure_s: float) -> None:
+def _probe_row(
+    database: store.Database,
+    bisect_id: int,
+    commit: str,
+    built: Build | None,
+    sweep_id: int | None,
+    state: str,
+    detail: str | None,
+    build_s: float,
+    measure_s: float,
+) -> None:
     with database.write() as con:
-        bisects.insert_probe(con, {"bisect_id": bisect_id, "commit": commit,
-                                   "upstream_commit": built.upstream_commit if built else None,
-                                   "build_name": built.name if built else None, "sweep_id": sweep_id,
-                                   "state": state, "detail": detail, "build_s": build_s, "measure_s": measure_s})
+        bisects.insert_probe(
+            con,
+            {
+                "bisect_id": bisect_id,
+                "commit": commit,
+                "upstream_commit": built.upstream_commit if built else None,
+                "build_name": built.name if built else None,
+                "sweep_id": sweep_id,
+                "state": state,
+                "detail": detail,
+                "build_s": build_s,
+                "measure_s": measure_s,
+            },
+        )
 
 
 def _short(text: str) -> str:
@@ -150,5 +195,7 @@ def _short(text: str) -> str:
 
 
 def interrupted_message(bisect_id: int) -> Interrupted:
-    return Interrupted(f"bisect {bisect_id} interrupted; every finished probe is stored: continue it with "
-                       f"`orch bisect --resume {bisect_id}` (the same recipe and options)")
+    return Interrupted(
+        f"bisect {bisect_id} interrupted; every finished probe is stored: continue it with "
+        f"`orch bisect --resume {bisect_id}` (the same recipe and options)"
+    )

@@ -45,9 +45,16 @@ class Measurement:
     def merged(self, more: Measurement) -> Measurement:
         """This and more repeats of the same commit (a later failure to build does not undo samples)."""
         problem = more.problem if not (self.samples or more.samples) else None
-        return Measurement(self.commit, self.samples + more.samples, self.runs + more.runs,
-                           self.failed + more.failed, problem, more.detail or self.detail,
-                           self.build_s + more.build_s, self.measure_s + more.measure_s)
+        return Measurement(
+            self.commit,
+            self.samples + more.samples,
+            self.runs + more.runs,
+            self.failed + more.failed,
+            problem,
+            more.detail or self.detail,
+            self.build_s + more.build_s,
+            self.measure_s + more.measure_s,
+        )
 
 
 @dataclass
@@ -80,19 +87,30 @@ class Result:
 
     def sentence(self, metric: str) -> str:
         if self.kind == "no change":
-            return (f"no step: {metric} at {self.bad[:9]} is not distinguishable beyond the threshold from "
-                    f"{self.good[:9]}")
+            return (
+                f"no step: {metric} at {self.bad[:9]} is not distinguishable beyond the threshold from {self.good[:9]}"
+            )
         what = f"{metric} {self.direction}"
         if self.kind == "first bad":
             return f"first bad commit: {self.bad[:9]} ({what}; last good {self.good[:9]})"
-        return (f"the step ({what}) lies after {self.good[:9]} and at or before {self.bad[:9]}; "
-                f"{', '.join(c[:9] for c in self.skipped)} could not be classified")
+        return (
+            f"the step ({what}) lies after {self.good[:9]} and at or before {self.bad[:9]}; "
+            f"{', '.join(c[:9] for c in self.skipped)} could not be classified"
+        )
 
 
-def search(candidates: list[str], measure: Callable[[str, int], Measurement], *, threshold: float, repeat: int,
-           max_repeat: int, higher_is_better: bool = True, prior: dict[str, Measurement] | None = None,
-           announce: Callable[[str, str, int], None] | None = None,
-           report: Callable[[Probe], None] | None = None) -> Result:
+def search(
+    candidates: list[str],
+    measure: Callable[[str, int], Measurement],
+    *,
+    threshold: float,
+    repeat: int,
+    max_repeat: int,
+    higher_is_better: bool = True,
+    prior: dict[str, Measurement] | None = None,
+    announce: Callable[[str, str, int], None] | None = None,
+    report: Callable[[Probe], None] | None = None,
+) -> Result:
     """Find the first bad commit of candidates (good end first, bad end last).
 
     prior: measurements already stored (a resumed bisect), used before measuring anything.
@@ -118,8 +136,10 @@ def search(candidates: list[str], measure: Callable[[str, int], Measurement], *,
     good_end, bad_end = (get(i, role, 0, repeat) for i, role in ((0, "good end"), (-1, "bad end")))
     for end, m in (("good", good_end), ("bad", bad_end)):
         if m.problem or not m.samples:
-            raise BisectRangeError(f"the {end} end {m.commit[:9]} cannot be measured ({m.problem or 'no samples'}"
-                                   f"{': ' + m.detail if m.detail else ''}); choose another {end} end")
+            raise BisectRangeError(
+                f"the {end} end {m.commit[:9]} cannot be measured ({m.problem or 'no samples'}"
+                f"{': ' + m.detail if m.detail else ''}); choose another {end} end"
+            )
     direction = _direction(good_end.samples, bad_end.samples, threshold, higher_is_better)
     while direction is None and min(good_end.runs, bad_end.runs) < max_repeat:
         more, had = min(max_repeat, max(good_end.runs, bad_end.runs) + repeat), good_end.runs + bad_end.runs
@@ -127,8 +147,10 @@ def search(candidates: list[str], measure: Callable[[str, int], Measurement], *,
         direction = _direction(good_end.samples, bad_end.samples, threshold, higher_is_better)
         if good_end.runs + bad_end.runs == had:
             break  # no more runs to be had (they stopped before launch): what there is decides
-    order += [_end_probe(good_end, 0, GOOD, bad_end, threshold, higher_is_better),
-              _end_probe(bad_end, len(candidates) - 1, BAD, good_end, threshold, higher_is_better)]
+    order += [
+        _end_probe(good_end, 0, GOOD, bad_end, threshold, higher_is_better),
+        _end_probe(bad_end, len(candidates) - 1, BAD, good_end, threshold, higher_is_better),
+    ]
     for probe in order:
         (report or _quiet)(probe)
     if direction is None:
@@ -161,8 +183,9 @@ def search(candidates: list[str], measure: Callable[[str, int], Measurement], *,
         else:
             skipped.add(i)
     kind = "first bad" if hi == lo + 1 else "range"
-    return Result(kind, candidates[lo], candidates[hi], direction,
-                  [candidates[i] for i in sorted(skipped) if lo < i < hi], order)
+    return Result(
+        kind, candidates[lo], candidates[hi], direction, [candidates[i] for i in sorted(skipped) if lo < i < hi], order
+    )
 
 
 def _quiet(probe: Probe) -> None:
@@ -200,8 +223,9 @@ def _side(samples: list[float]) -> dict:
 
 def _vs(base: list[float], head: list[float], threshold: float, higher_is_better: bool) -> dict:
     """compare's row for head against base: the same rule, the same code as `orch compare`."""
-    return side_by_side.compare_sides(_side(base), _side(head), threshold=threshold,
-                                 higher_is_better=higher_is_better)[0]
+    return side_by_side.compare_sides(_side(base), _side(head), threshold=threshold, higher_is_better=higher_is_better)[
+        0
+    ]
 
 
 def _direction(good: list[float], bad: list[float], threshold: float, higher_is_better: bool) -> str | None:
@@ -209,8 +233,15 @@ def _direction(good: list[float], bad: list[float], threshold: float, higher_is_
     return verdict if verdict in (side_by_side.REGRESSION, side_by_side.IMPROVEMENT) else None
 
 
-def _classify(m: Measurement, i: int, good: Measurement, bad: Measurement, direction: str, threshold: float,
-              higher_is_better: bool) -> Probe:
+def _classify(
+    m: Measurement,
+    i: int,
+    good: Measurement,
+    bad: Measurement,
+    direction: str,
+    threshold: float,
+    higher_is_better: bool,
+) -> Probe:
     probe = _described(m, i)
     if m.problem or not m.samples:
         probe.state = m.problem or RUNS_FAILED
@@ -230,8 +261,9 @@ def _classify(m: Measurement, i: int, good: Measurement, bad: Measurement, direc
     return probe
 
 
-def _end_probe(m: Measurement, i: int, state: str, other: Measurement, threshold: float,
-               higher_is_better: bool) -> Probe:
+def _end_probe(
+    m: Measurement, i: int, state: str, other: Measurement, threshold: float, higher_is_better: bool
+) -> Probe:
     probe = _described(m, i)
     probe.state = state
     if state == GOOD:
@@ -244,5 +276,15 @@ def _end_probe(m: Measurement, i: int, state: str, other: Measurement, threshold
 
 def _described(m: Measurement, i: int) -> Probe:
     s = stats.describe(m.samples)
-    return Probe(m.commit, i, UNCLEAR, n=s.n, mean=s.mean, ci_low=s.ci_low, ci_high=s.ci_high, detail=m.detail,
-                 build_s=m.build_s, measure_s=m.measure_s)
+    return Probe(
+        m.commit,
+        i,
+        UNCLEAR,
+        n=s.n,
+        mean=s.mean,
+        ci_low=s.ci_low,
+        ci_high=s.ci_high,
+        detail=m.detail,
+        build_s=m.build_s,
+        measure_s=m.measure_s,
+    )

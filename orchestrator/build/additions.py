@@ -35,6 +35,7 @@ def missing_targets(bdir: Path, built: list[str]) -> list[str]:
 
 def foreign_steps(dry_run: str, targets: list[str]) -> list[str]:
     """Lines of `ninja -n` that build something other than the given tools: what a silent rebuild would be."""
+
     def ours(line: str) -> bool:
         return any(t in line or f"/{t.removeprefix('llama-')}/" in line for t in targets)
 
@@ -58,21 +59,27 @@ def add_targets(bdir: Path, targets: list[str], log: Path, rebuild: str, env: di
     with _locked(bdir):
         plan = proc.run(["ninja", "-C", str(bdir), "-n", *targets], capture=True, timeout=120)
         if not plan.ok:
-            raise BuildFailed(f"ninja cannot plan {', '.join(targets)} in {bdir} ({plan.describe()}); "
-                              f"rebuild it with `{rebuild}`")
+            raise BuildFailed(
+                f"ninja cannot plan {', '.join(targets)} in {bdir} ({plan.describe()}); rebuild it with `{rebuild}`"
+            )
         foreign = foreign_steps(plan.stdout, targets)
         if foreign:
-            raise BuildFailed(f"adding {', '.join(targets)} to {bdir.name} would also rebuild {len(foreign)} "
-                              f"other step(s) (first: {foreign[0][:120]}); the build was left as it is; "
-                              f"rebuild it openly with `{rebuild}`")
+            raise BuildFailed(
+                f"adding {', '.join(targets)} to {bdir.name} would also rebuild {len(foreign)} "
+                f"other step(s) (first: {foreign[0][:120]}); the build was left as it is; "
+                f"rebuild it openly with `{rebuild}`"
+            )
         started = datetime.now(UTC)
         print(f"orch: adding {', '.join(targets)} to build {bdir.name} (no other file is rebuilt)", file=sys.stderr)
         with open(log, "a") as f:
             f.write(f"\n# {started.isoformat()}: orch adds {', '.join(targets)}\n")
-        compile_step("compile (added targets)", options.build_argv(bdir, targets, os.cpu_count() or 1), log,
-                     env, bdir)
+        compile_step("compile (added targets)", options.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
         binaries = [probe(bdir, t) for t in targets]
         finished = datetime.now(UTC)
-        return {"targets": targets, "started_at": started.isoformat(), "finished_at": finished.isoformat(),
-                "duration_s": (finished - started).total_seconds(), "binaries": binaries}
-
+        return {
+            "targets": targets,
+            "started_at": started.isoformat(),
+            "finished_at": finished.isoformat(),
+            "duration_s": (finished - started).total_seconds(),
+            "binaries": binaries,
+        }

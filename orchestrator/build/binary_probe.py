@@ -7,9 +7,7 @@ import re
 from pathlib import Path
 
 from orchestrator import proc
-from orchestrator.errors import (
-    ProbeFailed,
-)
+from orchestrator.errors import ProbeFailed
 from orchestrator.hashing import sha256_file
 from orchestrator.parse.version import parse_version_text
 
@@ -28,8 +26,10 @@ def probe_commits(bdir: Path, binaries: list[dict], upstream: str, allow_none: b
     reported = {b["reported_commit"] for b in binaries if b["reported_commit"]}
     wrong = sorted(c for c in reported if not upstream.startswith(c))
     if wrong or not (reported or allow_none):
-        raise ProbeFailed(f"the binaries in {bdir / 'bin'} report commit {', '.join(wrong) or 'none'}, not the "
-                          f"upstream commit {upstream[:9]}; the build cannot be identified: report this to orch")
+        raise ProbeFailed(
+            f"the binaries in {bdir / 'bin'} report commit {', '.join(wrong) or 'none'}, not the "
+            f"upstream commit {upstream[:9]}; the build cannot be identified: report this to orch"
+        )
 
 
 def probe(bdir: Path, name: str) -> dict:
@@ -51,9 +51,16 @@ def probe(bdir: Path, name: str) -> dict:
         raise ProbeFailed(f"{exe} --help failed ({helped.describe()}); the binary does not run here")
     (probe_dir / f"{name}.version.txt").write_text(version_text + "\n")
     (probe_dir / f"{name}.help.txt").write_text(help_text)
-    return {"name": name, "path": str(exe), "sha256": sha256_file(exe), "version_text": version_text,
-            "build_number": parsed.get("build_number"), "reported_commit": parsed.get("commit"),
-            "built_with": parsed.get("built_with"), "help_path": str(probe_dir / f"{name}.help.txt")}
+    return {
+        "name": name,
+        "path": str(exe),
+        "sha256": sha256_file(exe),
+        "version_text": version_text,
+        "build_number": parsed.get("build_number"),
+        "reported_commit": parsed.get("commit"),
+        "built_with": parsed.get("built_with"),
+        "help_path": str(probe_dir / f"{name}.help.txt"),
+    }
 
 
 def compiler(bdir: Path) -> dict:

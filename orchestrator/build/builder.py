@@ -18,23 +18,10 @@ from orchestrator import config, proc, store
 from orchestrator.build import additions, binary_probe, options, paths
 from orchestrator.build.binary_probe import BUILD_LOG
 from orchestrator.build.finished import Build
-from orchestrator.build.on_disk import (
-    BUILD_JSON,
-    STAMP,
-    load_build,
-    read_build,
-    read_stamp,
-    runnable_build,
-)
+from orchestrator.build.on_disk import BUILD_JSON, STAMP, load_build, read_build, read_stamp, runnable_build
 from orchestrator.build.options import BuildRequest
 from orchestrator.build.progress import CompileProgress
-from orchestrator.errors import (
-    BackendUnavailable,
-    BuildBroken,
-    BuildFailed,
-    Interrupted,
-    ProbeFailed,
-)
+from orchestrator.errors import BackendUnavailable, BuildBroken, BuildFailed, Interrupted, ProbeFailed
 from orchestrator.long_step import Phase, StatusLine
 from orchestrator.machine import gpu
 from orchestrator.source.mirror import Mirror, resolve_commit
@@ -49,8 +36,10 @@ def choose_backend(requested: str) -> str:
     has_nvcc = gpu.nvcc_path() is not None
     if requested == "cuda":
         if not has_nvcc:
-            raise BackendUnavailable("--backend cuda needs the CUDA toolkit, but nvcc is not on PATH; "
-                                     "install the toolkit or add its bin/ to PATH, or use --backend cpu")
+            raise BackendUnavailable(
+                "--backend cuda needs the CUDA toolkit, but nvcc is not on PATH; "
+                "install the toolkit or add its bin/ to PATH, or use --backend cpu"
+            )
         return "cuda"
     return "cuda" if has_nvcc and gpu.visible_gpus() else "cpu"
 
@@ -61,14 +50,24 @@ def cuda_archs(explicit: str | None) -> tuple[str, ...]:
     archs = tuple(sorted({g.compute_capability for g in gpu.visible_gpus()}))
     if not archs:
         # Never `native` without a GPU: CMake would fail or guess; make the user say what to build for.
-        raise BackendUnavailable("no GPU is visible through NVML to read the compute capability from; "
-                                 "pass --cuda-arch (e.g. 86 for an RTX 3090, 90 for an H100)")
+        raise BackendUnavailable(
+            "no GPU is visible through NVML to read the compute capability from; "
+            "pass --cuda-arch (e.g. 86 for an RTX 3090, 90 for an H100)"
+        )
     return archs
 
 
-def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmake_args: tuple[str, ...] = (),
-          force: bool = False, source: str | None = None, db: Path | None = None,
-          only_targets: tuple[str, ...] = ()) -> Build:
+def build(
+    ref: str,
+    *,
+    backend: str = "auto",
+    cuda_arch: str | None = None,
+    cmake_args: tuple[str, ...] = (),
+    force: bool = False,
+    source: str | None = None,
+    db: Path | None = None,
+    only_targets: tuple[str, ...] = (),
+) -> Build:
     """Build llama.cpp at ref (or return the cached build).
 
     only_targets: build just these tools (a cached build with them, or with every tool, serves).
@@ -77,11 +76,16 @@ def build(ref: str, *, backend: str = "auto", cuda_arch: str | None = None, cmak
     mirror = Mirror(config.mirror_dir())
     chosen = choose_backend(backend)
     archs = cuda_archs(cuda_arch) if chosen == "cuda" else ()
-    resolved = resolve_commit(ref, mirror, source or config.upstream_remote(),
-                              import_sdist=importer_for(mirror, root))
-    request = BuildRequest(commit=resolved.commit, upstream_commit=resolved.upstream_commit, backend=chosen,
-                           cuda_archs=archs, cuda_arch_explicit=bool(cuda_arch), cmake_args=tuple(cmake_args),
-                           only_targets=tuple(only_targets))
+    resolved = resolve_commit(ref, mirror, source or config.upstream_remote(), import_sdist=importer_for(mirror, root))
+    request = BuildRequest(
+        commit=resolved.commit,
+        upstream_commit=resolved.upstream_commit,
+        backend=chosen,
+        cuda_archs=archs,
+        cuda_arch_explicit=bool(cuda_arch),
+        cmake_args=tuple(cmake_args),
+        only_targets=tuple(only_targets),
+    )
     bdir = root / request.dir_name()
     if not force and options.stamp_matches(read_stamp(bdir), request):
         found = read_build(bdir)
@@ -108,8 +112,9 @@ def _add_targets(found: Build, missing: list[str], db: Path | None) -> Build:
     stamp = read_stamp(bdir)
     rebuild = paths.rebuild_command(found.record, stamp.get("request"))
     env = {**os.environ, "CCACHE_BASEDIR": os.environ.get("CCACHE_BASEDIR", str(config.builds_root()))}
-    added = additions.add_targets(bdir, missing, Path(found.record["log_path"]), rebuild, env, _step,
-                                     binary_probe.probe)
+    added = additions.add_targets(
+        bdir, missing, Path(found.record["log_path"]), rebuild, env, _step, binary_probe.probe
+    )
     binary_probe.probe_commits(bdir, added["binaries"], found.upstream_commit, allow_none=True)
     info = dict(found.record)
     info["binaries"] = [*info["binaries"], *added["binaries"]]
@@ -122,8 +127,9 @@ def _add_targets(found: Build, missing: list[str], db: Path | None) -> Build:
     return load_build(bdir)
 
 
-def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path, *, force: bool,
-                 db: Path | None) -> Build:
+def _fresh_build(
+    request: BuildRequest, origin: str, mirror: Mirror, bdir: Path, *, force: bool, db: Path | None
+) -> Build:
     if force and bdir.exists():
         shutil.rmtree(bdir)
     bdir.mkdir(parents=True, exist_ok=True)
@@ -131,20 +137,32 @@ def _fresh_build(request: BuildRequest, origin: str, mirror: Mirror, bdir: Path,
     log = bdir / BUILD_LOG
     log.write_text("")
     started = datetime.now(UTC)
-    info = {"id": f"{bdir.name}@{started:%Y%m%dT%H%M%SZ}", "name": bdir.name, "commit": request.commit,
-            "upstream_commit": request.upstream_commit, "source": origin, "backend": request.backend,
-            "cuda_archs": list(request.cuda_archs), "cmake_args": list(request.cmake_args),
-            "dir": str(bdir), "bin_dir": str(bdir / "bin"), "log_path": str(log),
-            "started_at": started.isoformat(), "status": "failed", "binaries": []}
-    print(f"orch: building {request.upstream_commit[:9]} ({request.backend}) in {bdir}; log: {log}",
-          file=sys.stderr)
+    info = {
+        "id": f"{bdir.name}@{started:%Y%m%dT%H%M%SZ}",
+        "name": bdir.name,
+        "commit": request.commit,
+        "upstream_commit": request.upstream_commit,
+        "source": origin,
+        "backend": request.backend,
+        "cuda_archs": list(request.cuda_archs),
+        "cmake_args": list(request.cmake_args),
+        "dir": str(bdir),
+        "bin_dir": str(bdir / "bin"),
+        "log_path": str(log),
+        "started_at": started.isoformat(),
+        "status": "failed",
+        "binaries": [],
+    }
+    print(f"orch: building {request.upstream_commit[:9]} ({request.backend}) in {bdir}; log: {log}", file=sys.stderr)
     try:
         _configure_compile_probe(request, mirror, bdir, log, info)
     except KeyboardInterrupt:
         _finish(info, "interrupted", "interrupted by the user", db)
         _say_total(bdir, "interrupted", info)
-        raise Interrupted(f"build of {bdir.name} interrupted; the compiler was stopped and the directory "
-                          f"has no stamp (orch will not use it); log: {log}") from None
+        raise Interrupted(
+            f"build of {bdir.name} interrupted; the compiler was stopped and the directory "
+            f"has no stamp (orch will not use it); log: {log}"
+        ) from None
     except (BuildFailed, ProbeFailed) as exc:
         _finish(info, "failed", str(exc), db)
         _say_total(bdir, "failed", info)
@@ -168,16 +186,22 @@ def _configure_compile_probe(request: BuildRequest, mirror: Mirror, bdir: Path, 
     env = {**os.environ}
     if launcher:
         env.setdefault("CCACHE_BASEDIR", str(config.builds_root()))  # cache hits across build directories
-    info.update(cmake_options=defs, ccache=bool(launcher), src_dir=str(src),
-                cuda_toolkit=gpu.cuda_toolkit_version() if request.backend == "cuda" else None)
+    info.update(
+        cmake_options=defs,
+        ccache=bool(launcher),
+        src_dir=str(src),
+        cuda_toolkit=gpu.cuda_toolkit_version() if request.backend == "cuda" else None,
+    )
     configure = options.configure_argv(src, bdir, defs, request.cmake_args, launcher)
     _step("CMake configure", configure, log, env, bdir)
     listing = proc.run(["ninja", "-C", str(bdir), "-t", "targets", "all"], capture=True, timeout=120)
     targets = options.available_targets(listing.stdout, request.only_targets)
     if not targets:
-        raise BuildFailed(f"the configured tree in {bdir} defines none of "
-                          f"{', '.join(request.only_targets or options.WANTED_TARGETS)}; "
-                          f"see {log}")
+        raise BuildFailed(
+            f"the configured tree in {bdir} defines none of "
+            f"{', '.join(request.only_targets or options.WANTED_TARGETS)}; "
+            f"see {log}"
+        )
     info["targets"] = targets
     _step("compile", options.build_argv(bdir, targets, os.cpu_count() or 1), log, env, bdir)
     info.update(binary_probe.compiler(bdir))
@@ -191,8 +215,7 @@ def _step(what: str, argv: list[str], log: Path, env: dict, bdir: Path) -> None:
     with Phase(what, StatusLine(), poll=CompileProgress(log).poll):
         res = proc.run(argv, log=log, env=env)
         if not res.ok:
-            raise BuildFailed(f"{what} failed for {bdir.name} ({res.describe()}): {_first_error(log)}; "
-                              f"full log: {log}")
+            raise BuildFailed(f"{what} failed for {bdir.name} ({res.describe()}): {_first_error(log)}; full log: {log}")
 
 
 def _first_error(log: Path) -> str:
@@ -200,7 +223,7 @@ def _first_error(log: Path) -> str:
     lines = log.read_text(errors="replace").splitlines()
     for i, line in enumerate(lines):
         if line.startswith("CMake Error"):
-            detail = [ln.strip() for ln in lines[i + 1:i + 8] if ln.strip()][:3]
+            detail = [ln.strip() for ln in lines[i + 1 : i + 8] if ln.strip()][:3]
             return " ".join([line.strip(), *detail])[:300]
     for pattern in (r": error:", r"^FAILED:", r"\berror\b"):
         for line in lines:
@@ -211,8 +234,12 @@ def _first_error(log: Path) -> str:
 
 def _finish(info: dict, status: str, failure: str | None, db: Path | None) -> None:
     finished = datetime.now(UTC)
-    info.update(status=status, failure=failure, finished_at=finished.isoformat(),
-                duration_s=(finished - datetime.fromisoformat(info["started_at"])).total_seconds())
+    info.update(
+        status=status,
+        failure=failure,
+        finished_at=finished.isoformat(),
+        duration_s=(finished - datetime.fromisoformat(info["started_at"])).total_seconds(),
+    )
     info.setdefault("cmake_options", {})
     info.setdefault("targets", [])
     _register(info, db)
@@ -232,8 +259,9 @@ def _record(con, info: dict, *, only_if_missing: bool) -> None:
     """A build attempt as build.json describes it (a failed one too) into the results database."""
     if only_if_missing and queries.build_recorded(con, info["id"]):
         return
-    rows = dict(info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace"))
-                                for b in info["binaries"]])
+    rows = dict(
+        info, binaries=[dict(b, help_text=Path(b["help_path"]).read_text(errors="replace")) for b in info["binaries"]]
+    )
     store.record_build(con, paths.for_database(rows))
 
 
@@ -252,6 +280,8 @@ def tool_path(ref: str | None, name: str) -> tuple[Build, str]:
             found = _add_targets(found, missing, None)
     exe = found.tool(name)
     if not exe:
-        raise BuildBroken(f"build {found.name} has no {name} and its source tree does not define it; "
-                          f"use a newer build (`orch build COMMIT`)")
+        raise BuildBroken(
+            f"build {found.name} has no {name} and its source tree does not define it; "
+            f"use a newer build (`orch build COMMIT`)"
+        )
     return found, exe

@@ -37,15 +37,25 @@ class Build:
     record: dict = field(default_factory=dict, compare=False, repr=False)  # build.json, paths resolved: as_stored
 
     @classmethod
-    def from_record(cls, record: dict, *, broken: list[str] | tuple[str, ...] = (),
-                    rebuild: str | None = None) -> Build:
-        return cls(name=record["name"], id=record.get("id") or record["name"], dir=record["dir"],
-                   bin_dir=record.get("bin_dir") or str(Path(record["dir"]) / "bin"),
-                   commit=record["commit"], upstream_commit=record.get("upstream_commit") or record["commit"],
-                   backend=record.get("backend") or "cpu", finished_at=record.get("finished_at") or "",
-                   targets=tuple(record.get("targets") or ()),
-                   binaries=tuple(Binary(b["name"], b["path"], b.get("help_path")) for b in record.get("binaries", [])),
-                   broken=tuple(broken), rebuild=rebuild, src_dir=record.get("src_dir"), record=record)
+    def from_record(
+        cls, record: dict, *, broken: list[str] | tuple[str, ...] = (), rebuild: str | None = None
+    ) -> Build:
+        return cls(
+            name=record["name"],
+            id=record.get("id") or record["name"],
+            dir=record["dir"],
+            bin_dir=record.get("bin_dir") or str(Path(record["dir"]) / "bin"),
+            commit=record["commit"],
+            upstream_commit=record.get("upstream_commit") or record["commit"],
+            backend=record.get("backend") or "cpu",
+            finished_at=record.get("finished_at") or "",
+            targets=tuple(record.get("targets") or ()),
+            binaries=tuple(Binary(b["name"], b["path"], b.get("help_path")) for b in record.get("binaries", [])),
+            broken=tuple(broken),
+            rebuild=rebuild,
+            src_dir=record.get("src_dir"),
+            record=record,
+        )
 
     @property
     def cuda(self) -> bool:
@@ -73,5 +83,9 @@ class Build:
 
     def described(self) -> dict:
         """What `{{ build }}` holds in a recipe."""
-        return {"commit": self.commit, "upstream_commit": self.upstream_commit, "backend": self.backend,
-                "name": self.name}
+        return {
+            "commit": self.commit,
+            "upstream_commit": self.upstream_commit,
+            "backend": self.backend,
+            "name": self.name,
+        }

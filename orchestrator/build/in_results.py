@@ -12,5 +12,10 @@ from orchestrator.store import queries
 def resolve_stored_build(con, ref: str) -> str:
     """The name of the one complete stored build `ref` stands for."""
     builds = [BuildKey(r["name"], r["commit"] or "", r["upstream_commit"] or "") for r in queries.stored_builds(con)]
-    return choose(ref, builds, mirror_sha=Mirror(config.mirror_dir()).resolve, where="the results file",
-                  listing="list them with `orch query 'SELECT name, upstream_commit FROM builds'`").name
+    return choose(
+        ref,
+        builds,
+        mirror_sha=Mirror(config.mirror_dir()).resolve,
+        where="the results file",
+        listing="list them with `orch query 'SELECT name, upstream_commit FROM builds'`",
+    ).name

@@ -63,8 +63,9 @@ class DefaultBuild:
         date = self.dates.get(self.build.name, "")[:10]
         why = f"committed {date}, the newest commit built with every tool" if date else "the newest build"
         others = ", ".join(f"{b.name} ({self.dates.get(b.name, '')[:10] or 'date unknown'})" for b in self.others)
-        return (f"orch: build {self.build.name} ({why})" +
-                (f"; also built: {others}; choose one with --build" if others else ""))
+        return f"orch: build {self.build.name} ({why})" + (
+            f"; also built: {others}; choose one with --build" if others else ""
+        )
 
 
 def default_build(root: Path | None = None) -> DefaultBuild:
@@ -88,8 +89,13 @@ def find_build(ref: str | None = None, root: Path | None = None) -> Build:
     builds = list_builds(root)
     where = root or config.builds_root()
     by_key = {BuildKey(b.name, b.commit, b.upstream_commit): b for b in builds}
-    key = choose(ref, list(by_key), mirror_sha=_mirror_sha, where=str(where),
-                 listing=f"run `orch build {ref.strip()}` first, or list the builds with `orch builds`")
+    key = choose(
+        ref,
+        list(by_key),
+        mirror_sha=_mirror_sha,
+        where=str(where),
+        listing=f"run `orch build {ref.strip()}` first, or list the builds with `orch builds`",
+    )
     return by_key[key]
 
 
@@ -122,6 +128,8 @@ def runnable_build(ref: str | None = None) -> Build:
 def runnable(found: Build) -> Build:
     """found, unless its binaries are gone or cannot run (BuildBroken says how to mend it)."""
     if found.broken:
-        raise BuildBroken(f"build {found.name} in {found.dir} is broken ({'; '.join(found.broken)}); "
-                          f"rebuild it with `{found.rebuild}`")
+        raise BuildBroken(
+            f"build {found.name} in {found.dir} is broken ({'; '.join(found.broken)}); "
+            f"rebuild it with `{found.rebuild}`"
+        )
     return found

@@ -11,9 +11,17 @@ from orchestrator.errors import BuildFailed, InvalidOption
 from orchestrator.hashing import sha256_text
 
 # Every binary orch may run; a commit builds whichever of these it defines.
-WANTED_TARGETS = ("llama-speculative-simple", "llama-speculative", "llama-server",
-                  "llama-cli", "llama-completion", "llama-bench", "llama-quantize", "llama-perplexity",
-                  "llama-tokenize")
+WANTED_TARGETS = (
+    "llama-speculative-simple",
+    "llama-speculative",
+    "llama-server",
+    "llama-cli",
+    "llama-completion",
+    "llama-bench",
+    "llama-quantize",
+    "llama-perplexity",
+    "llama-tokenize",
+)
 # Newest first: the first one a tree declares as an option() is its CUDA switch.
 CUDA_OPTION_NAMES = ("GGML_CUDA", "LLAMA_CUDA", "LLAMA_CUBLAS")
 # Off where the tree has them: tests are not ours to build; curl/openssl would add system dependencies
@@ -39,14 +47,21 @@ class BuildRequest:
 
     def key(self) -> dict:
         """What a stamp must match for a cached build to count as this build."""
-        return {"scheme": SCHEME, "commit": self.commit, "backend": self.backend,
-                "cuda_archs": list(self.cuda_archs), "cmake_args": list(self.cmake_args)}
+        return {
+            "scheme": SCHEME,
+            "commit": self.commit,
+            "backend": self.backend,
+            "cuda_archs": list(self.cuda_archs),
+            "cmake_args": list(self.cmake_args),
+        }
 
     def dir_name(self) -> str:
         """<upstream short sha>-<backend>, plus a hash of the options the user chose, when any."""
         name = f"{self.upstream_commit[:9]}-{self.backend}"
-        extras = {"cmake_args": list(self.cmake_args),
-                  "cuda_archs": list(self.cuda_archs) if self.cuda_arch_explicit else []}
+        extras = {
+            "cmake_args": list(self.cmake_args),
+            "cuda_archs": list(self.cuda_archs) if self.cuda_arch_explicit else [],
+        }
         if any(extras.values()):
             digest = sha256_text(json.dumps(extras, sort_keys=True))[:8]
             name += f"-{digest}"
@@ -81,8 +96,10 @@ def cuda_option(options: set[str]) -> str:
     for name in CUDA_OPTION_NAMES:
         if name in options:
             return name
-    raise BuildFailed(f"this llama.cpp tree declares none of {', '.join(CUDA_OPTION_NAMES)}; "
-                      f"it cannot be built for CUDA by orch, use --backend cpu")
+    raise BuildFailed(
+        f"this llama.cpp tree declares none of {', '.join(CUDA_OPTION_NAMES)}; "
+        f"it cannot be built for CUDA by orch, use --backend cpu"
+    )
 
 
 def has_build_commit_override(src: Path) -> bool:
@@ -92,9 +109,11 @@ def has_build_commit_override(src: Path) -> bool:
 
 def cmake_definitions(request: BuildRequest, options: set[str], *, commit_override: bool) -> dict[str, str]:
     """The -D definitions for this request on a tree declaring `options`."""
-    defs = {"CMAKE_BUILD_TYPE": "Release",
-            # Static binaries: relocatable, and one sha256 covers all the code a run used.
-            "BUILD_SHARED_LIBS": "OFF"}
+    defs = {
+        "CMAKE_BUILD_TYPE": "Release",
+        # Static binaries: relocatable, and one sha256 covers all the code a run used.
+        "BUILD_SHARED_LIBS": "OFF",
+    }
     for name in OPTIONAL_OFF:
         if name in options:
             defs[name] = "OFF"
@@ -107,8 +126,9 @@ def cmake_definitions(request: BuildRequest, options: set[str], *, commit_overri
     return defs
 
 
-def configure_argv(src: Path, build_dir: Path, defs: dict[str, str], cmake_args: tuple[str, ...],
-                   launcher: str | None) -> list[str]:
+def configure_argv(
+    src: Path, build_dir: Path, defs: dict[str, str], cmake_args: tuple[str, ...], launcher: str | None
+) -> list[str]:
     argv = ["cmake", "-S", str(src), "-B", str(build_dir), "-G", "Ninja"]
     argv += [f"-D{k}={v}" for k, v in defs.items()]
     if launcher:
@@ -138,5 +158,11 @@ def stamp_matches(stamp: dict | None, request: BuildRequest) -> bool:
 
 
 def stamp_for(request: BuildRequest, defs: dict[str, str], targets: list[str]) -> dict:
-    return {"key": request.key(), "request": asdict(request), "cmake_definitions": defs, "targets": targets,
-            "partial": bool(request.only_targets), "asked": list(request.only_targets)}
+    return {
+        "key": request.key(),
+        "request": asdict(request),
+        "cmake_definitions": defs,
+        "targets": targets,
+        "partial": bool(request.only_targets),
+        "asked": list(request.only_targets),
+    }

@@ -19,6 +19,7 @@ BINARY_PATHS = ("path", "help_path")
 
 def relative_to(info: dict, base: Path) -> dict:
     """A copy of a build (absolute paths) with every path relative to base."""
+
     def rel(p):
         return os.path.relpath(p, base) if p else p
 
@@ -52,8 +53,7 @@ def resolved(stored: dict, bdir: Path) -> dict:
         return p  # somewhere else entirely: kept, and problems() refuses a binary there
 
     out = {**stored, **{k: place(stored[k]) for k in TOP_PATHS if k in stored}, "dir": str(bdir)}
-    out["binaries"] = [{**b, **{k: place(b[k]) for k in BINARY_PATHS if k in b}}
-                       for b in stored.get("binaries", [])]
+    out["binaries"] = [{**b, **{k: place(b[k]) for k in BINARY_PATHS if k in b}} for b in stored.get("binaries", [])]
     return out
 
 

@@ -23,8 +23,14 @@ class BuildKey:
     upstream_commit: str
 
 
-def choose(ref: str, builds: Sequence[BuildKey], *, mirror_sha: Callable[[str], str | None] | None = None,
-           where: str, listing: str) -> BuildKey:
+def choose(
+    ref: str,
+    builds: Sequence[BuildKey],
+    *,
+    mirror_sha: Callable[[str], str | None] | None = None,
+    where: str,
+    listing: str,
+) -> BuildKey:
     """The one build of `builds` that `ref` stands for. where: where they were looked for; listing: how to see
     them (both for the error line)."""
     ref = ref.strip()
@@ -32,8 +38,9 @@ def choose(ref: str, builds: Sequence[BuildKey], *, mirror_sha: Callable[[str], 
     exact = [b for b in builds if b.name == ref]
     if exact:
         return exact[0]
-    found = [b for b in builds if any(v and v.lower().startswith(wanted) for v in (b.commit, b.upstream_commit,
-                                                                                  b.name))]
+    found = [
+        b for b in builds if any(v and v.lower().startswith(wanted) for v in (b.commit, b.upstream_commit, b.name))
+    ]
     if not found and mirror_sha:
         sha = mirror_sha(ref)  # a tag or branch the mirror knows
         found = [b for b in builds if sha and sha in (b.commit, b.upstream_commit)]
@@ -41,6 +48,7 @@ def choose(ref: str, builds: Sequence[BuildKey], *, mirror_sha: Callable[[str], 
         raise NoSuchBuild(f"no build matches {ref} in {where}; {listing}")
     names = sorted({b.name for b in found})
     if len(names) > 1:
-        raise AmbiguousBuild(f"{ref} matches several builds ({', '.join(names)}) in {where}; give one of these "
-                             f"names instead")
+        raise AmbiguousBuild(
+            f"{ref} matches several builds ({', '.join(names)}) in {where}; give one of these names instead"
+        )
     return found[0]

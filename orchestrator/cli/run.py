@@ -25,51 +25,135 @@ from orchestrator.run import predictions, prepare, recipe_run
 @main.command("run")
 @click.argument("recipe_path", metavar="RECIPE", type=click.Path(path_type=Path))
 @recipe_options(
-    build="use", builds="It is named on the first line. Several, A,B: one sweep with every arm on each build, "
-                        "interleaved, for `orch compare` (CLI and bench recipes).",
+    build="use",
+    builds="It is named on the first line. Several, A,B: one sweep with every arm on each build, "
+    "interleaved, for `orch compare` (CLI and bench recipes).",
     sets="Set a recipe variable (repeatable). A comma list, KEY=8,16 (numbers, booleans or bare words), runs one "
-         "sweep per value, every combination of the lists, each with its own baseline.",
+    "sweep per value, every combination of the lists, each with its own baseline.",
     models="a `models` key in --vars or --set overrides it. A model value may also be an absolute or ~ path, or "
-           "hf:OWNER/REPO/FILE.gguf or OWNER/REPO:QUANT, fetched into the Hugging Face cache.",
+    "hf:OWNER/REPO/FILE.gguf or OWNER/REPO:QUANT, fetched into the Hugging Face cache.",
     arms="run (e.g. 'ngram-*,mtp:*'); the baseline, and the controls the chosen arms are measured against, come "
-         "along; models only other arms name are not needed")
-@click.option("-r", "--repeat", type=click.IntRange(1, 10000), default=None, help="Repeats per arm (default: recipe's).")
-@click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
-              help="Seconds before a run is killed.")
-@click.option("-w", "--warmup", type=click.IntRange(0, 1000), default=None,
-              help="Warm-up runs per arm before measuring (stored, never counted) [default: the recipe's meta "
-                   "`warmup`, else 0].")
-@click.option("--order", type=click.Choice(["interleaved", "sequential", "latin"]), default="interleaved",
-              show_default=True, help="Run order: round-robin arms per repeat, arm by arm, or a Latin square.")
-@click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[SWEEP]",
-              help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
-                   "what it lacks; when none matches, an error lists the candidates.")
-@click.option("--telemetry-interval", type=Finite(min=0, max=3600), default=0.2, show_default=True,
-              help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 turns the sampler off "
-                   "(peak RSS and CPU time still come from the kernel at exit).")
+    "along; models only other arms name are not needed",
+)
+@click.option(
+    "-r", "--repeat", type=click.IntRange(1, 10000), default=None, help="Repeats per arm (default: recipe's)."
+)
+@click.option(
+    "-t",
+    "--timeout",
+    type=Finite(min=0.1, max=10**7),
+    default=600.0,
+    show_default=True,
+    help="Seconds before a run is killed.",
+)
+@click.option(
+    "-w",
+    "--warmup",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Warm-up runs per arm before measuring (stored, never counted) [default: the recipe's meta `warmup`, else 0].",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["interleaved", "sequential", "latin"]),
+    default="interleaved",
+    show_default=True,
+    help="Run order: round-robin arms per repeat, arm by arm, or a Latin square.",
+)
+@click.option(
+    "--resume",
+    "resume",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[SWEEP]",
+    help="Continue a sweep of the same recipe, build and variables (default: the newest), running only "
+    "what it lacks; when none matches, an error lists the candidates.",
+)
+@click.option(
+    "--telemetry-interval",
+    type=Finite(min=0, max=3600),
+    default=0.2,
+    show_default=True,
+    help="Seconds between telemetry samples (GPU via NVML, process tree via psutil); 0 turns the sampler off "
+    "(peak RSS and CPU time still come from the kernel at exit).",
+)
 @click.option("--dry-run", is_flag=True, help="Print each arm's rendered and executed argv; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the arms as JSON (for scripts).")
 @click.option("--no-dialect", is_flag=True, help="Run the rendered argv as written (no flag translation).")
-@click.option("--no-predict", is_flag=True, help="Start without predicting each drafting arm's speedup (by default "
-              "a CLI sweep probes this machine's costs and the pair's acceptance where none is stored, `orch probe`, "
-              "and prints and stores each prediction before the first run).")
-@click.option("--no-summary", is_flag=True, help="End without the summary table, warnings and verdict (progress "
-              "still prints): for scripts that print them once for several sweeps with `orch summary`.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Where runs execute: this machine, or the nodes of a Ray cluster (pip install 'orch[ray]'), each "
-                   "round a Ray task on a whole GPU (all CPU cores for CPU builds), results merged here.")
-@click.option("--address", default="auto", show_default=True, metavar="auto|ray://HOST:PORT",
-              help="Ray cluster to use (--executor ray): auto is the one `ray start` joined on this machine.")
-@click.option("--gpus-per-run", type=Finite(min=0, min_open=True, max=1024), default=1, show_default=True,
-              help="GPUs each run reserves on its node (--executor ray, CUDA builds).")
-@click.option("--hosts", default=None, metavar="H1,H2",
-              help="Only these Ray nodes (hostname or IP) (--executor ray; default: every alive node).")
-@click.option("--each-host", is_flag=True, help="Run the whole sweep once on every selected node, one sweep per "
-              "node (--executor ray): the same recipe on each machine, for `orch compare --base-host --head-host`.")
+@click.option(
+    "--no-predict",
+    is_flag=True,
+    help="Start without predicting each drafting arm's speedup (by default "
+    "a CLI sweep probes this machine's costs and the pair's acceptance where none is stored, `orch probe`, "
+    "and prints and stores each prediction before the first run).",
+)
+@click.option(
+    "--no-summary",
+    is_flag=True,
+    help="End without the summary table, warnings and verdict (progress "
+    "still prints): for scripts that print them once for several sweeps with `orch summary`.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where runs execute: this machine, or the nodes of a Ray cluster (pip install 'orch[ray]'), each "
+    "round a Ray task on a whole GPU (all CPU cores for CPU builds), results merged here.",
+)
+@click.option(
+    "--address",
+    default="auto",
+    show_default=True,
+    metavar="auto|ray://HOST:PORT",
+    help="Ray cluster to use (--executor ray): auto is the one `ray start` joined on this machine.",
+)
+@click.option(
+    "--gpus-per-run",
+    type=Finite(min=0, min_open=True, max=1024),
+    default=1,
+    show_default=True,
+    help="GPUs each run reserves on its node (--executor ray, CUDA builds).",
+)
+@click.option(
+    "--hosts",
+    default=None,
+    metavar="H1,H2",
+    help="Only these Ray nodes (hostname or IP) (--executor ray; default: every alive node).",
+)
+@click.option(
+    "--each-host",
+    is_flag=True,
+    help="Run the whole sweep once on every selected node, one sweep per "
+    "node (--executor ray): the same recipe on each machine, for `orch compare --base-host --head-host`.",
+)
 @db_option
-def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat, timeout, warmup, order, resume,
-                telemetry_interval, dry_run, as_json, no_dialect, no_predict, no_summary, executor, address,
-                gpus_per_run, hosts, each_host, arm_patterns, db):
+def run_command(
+    recipe_path,
+    build_ref,
+    overrides,
+    vars_file,
+    models_dir,
+    repeat,
+    timeout,
+    warmup,
+    order,
+    resume,
+    telemetry_interval,
+    dry_run,
+    as_json,
+    no_dialect,
+    no_predict,
+    no_summary,
+    executor,
+    address,
+    gpus_per_run,
+    hosts,
+    each_host,
+    arm_patterns,
+    db,
+):
     """Run a recipe's arms on a build and store them.
 
     Renders RECIPE for the build, translates flags to its dialect, checks models, runs every
@@ -90,15 +174,30 @@ def run_command(recipe_path, build_ref, overrides, vars_file, models_dir, repeat
     if executor == "ray":
         require_ray()  # before any work: the error says how to install it
         if resume:
-            raise InvalidOption("--resume works with the local executor only; run the rest with --executor local "
-                                "or start a new sweep")
+            raise InvalidOption(
+                "--resume works with the local executor only; run the rest with --executor local or start a new sweep"
+            )
         ray = RayOptions(address, gpus_per_run, tuple(h for h in (hosts or "").split(",") if h), each_host)
-    request = recipe_run.RecipeRequest(recipe=recipe_path, build_ref=build_ref, vars_file=vars_file,
-                                       overrides=tuple(overrides), models=models_dir, repeat=repeat,
-                                       translate=not no_dialect, db=db, arms=arm_choice(arm_patterns))
-    options = recipe_run.RunOptions(timeout=timeout, telemetry_interval=telemetry_interval, order=order,
-                                    warmup=warmup, resume=resume, repeat_given=repeat is not None,
-                                    predict=not no_predict)
+    request = recipe_run.RecipeRequest(
+        recipe=recipe_path,
+        build_ref=build_ref,
+        vars_file=vars_file,
+        overrides=tuple(overrides),
+        models=models_dir,
+        repeat=repeat,
+        translate=not no_dialect,
+        db=db,
+        arms=arm_choice(arm_patterns),
+    )
+    options = recipe_run.RunOptions(
+        timeout=timeout,
+        telemetry_interval=telemetry_interval,
+        order=order,
+        warmup=warmup,
+        resume=resume,
+        repeat_given=repeat is not None,
+        predict=not no_predict,
+    )
     run_recipe(request, options, ray, dry_run=dry_run, as_json=as_json, summary=not no_summary)
 
 
@@ -149,14 +248,22 @@ def chosen_build(request):
 
 def _dry_run_json(prepared, listed: list[str]) -> dict:
     names = ",".join(b.name for b in prepared.builds) or prepared.build.name
-    return {"build": names, "repeat": prepared.plan.repeat, "mode": prepared.plan.mode,
-            **({"set": listed} if listed else {}), "arms": prepare.dry_run_rows(prepared.arms),
-            "predictions": predictions.stored_rows(None, _predicted(prepared))}
+    return {
+        "build": names,
+        "repeat": prepared.plan.repeat,
+        "mode": prepared.plan.mode,
+        **({"set": listed} if listed else {}),
+        "arms": prepare.dry_run_rows(prepared.arms),
+        "predictions": predictions.stored_rows(None, _predicted(prepared)),
+    }
 
 
 def _dry_run_text(prepared, listed: list[str]) -> None:
-    where = f"builds {','.join(b.name for b in prepared.builds)}, crossed and interleaved" if prepared.builds else \
-        f"build {prepared.build.name} ({prepared.build.dir})"
+    where = (
+        f"builds {','.join(b.name for b in prepared.builds)}, crossed and interleaved"
+        if prepared.builds
+        else f"build {prepared.build.name} ({prepared.build.dir})"
+    )
     click.echo(f"{where}, {prepared.plan.repeat} repeat(s){', --set ' + ' '.join(listed) if listed else ''}")
     click.echo("\n".join(prepare.dry_run_lines(prepared.arms)))
     for line in predictions.lines(_predicted(prepared)):

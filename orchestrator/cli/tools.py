@@ -83,8 +83,14 @@ def parse_command(logfiles, as_json):
 
 @main.command("logs")
 @click.argument("run_id", type=ID)
-@click.option("-o", "--out", "out_dir", type=click.Path(path_type=Path), default=Path("."),
-              help="Folder to write into (default: the current one; created when missing).")
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("."),
+    help="Folder to write into (default: the current one; created when missing).",
+)
 @db_option
 def logs_command(run_id, out_dir, db):
     """Write a stored run's logs back out as files.
@@ -106,8 +112,10 @@ def logs_command(run_id, out_dir, db):
         raise NoSuchRun(f"no run {run_id} in {db or config.db_path()}; list runs with `orch runs`")
     if not logs:
         detail = f": {' '.join(run['failure_detail'].split())[:200]}" if run.get("failure_detail") else ""
-        raise NoStoredLogs(f"run {run_id} has no stored logs (status {run['status']}{detail}); runs stopped before "
-                           "launch (skipped, failed pre-flight) have none")
+        raise NoStoredLogs(
+            f"run {run_id} has no stored logs (status {run['status']}{detail}); runs stopped before "
+            "launch (skipped, failed pre-flight) have none"
+        )
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidOption(f"--out {out_dir} is a file; give a folder (created when missing)")
     for stream, data in logs.items():

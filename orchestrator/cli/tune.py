@@ -35,12 +35,15 @@ def parse_budget(text: str | None):
     for part in text.split(","):
         found = BUDGET_RE.match(part)
         if not found or float(found.group(1)) <= 0:
-            raise click.BadParameter(f"{part!r} is not a budget; give e.g. 10m, 90s, 2h or 200runs",
-                                     param_hint="--budget")
+            raise click.BadParameter(
+                f"{part!r} is not a budget; give e.g. 10m, 90s, 2h or 200runs", param_hint="--budget"
+            )
         value, unit = float(found.group(1)), found.group(2) or "runs"
         if value * (1 if unit.startswith("run") else UNIT_SECONDS[unit]) > MOST_BUDGET:  # stored as a 32-bit count
-            raise click.BadParameter(f"{part!r} is more than any race can spend; give at most {MOST_BUDGET:,} runs "
-                                     f"or seconds", param_hint="--budget")
+            raise click.BadParameter(
+                f"{part!r} is more than any race can spend; give at most {MOST_BUDGET:,} runs or seconds",
+                param_hint="--budget",
+            )
         if unit.startswith("run"):
             if value != int(value):
                 raise click.BadParameter(f"{part!r}: runs are counted whole; give e.g. 200runs", param_hint="--budget")
@@ -53,38 +56,108 @@ def parse_budget(text: str | None):
 @main.command("tune")
 @click.argument("recipe_path", metavar="[RECIPE]", type=click.Path(path_type=Path), required=False)
 @recipe_options(build="tune on", arms="race (plain decoding always races)")
-@click.option("--space", default=None, metavar="FILE|NAME[,NAME]",
-              help="What to race instead of the recipe's arms: a TOML space file, or built-in spaces (ngram-mod, "
-                   "ngram-simple, ngram-map-k, ngram-cache, draft-simple, threads, gpu; all: every one this build "
-                   "and these variables can run).")
-@click.option("--workload", "workloads", default=None, metavar="NAME[,NAME]",
-              help="Race once per workload: recipes/workloads/NAME.toml (prompt, n_predict) or a TOML file "
-                   "(default: the recipe's own prompt).")
-@click.option("--budget", default=None, metavar="10m|200runs",
-              help="The most one workload's race spends, in wall time or runs (every run counts: baseline and "
-                   f"controls too) [default: what the full grid would cost at {GRID_REPEATS} repeats].")
-@click.option("--allow-output-change", is_flag=True,
-              help="Keep candidates whose greedy output differs from their control's (said beside them).")
-@click.option("--measure", is_flag=True,
-              help="Race every candidate, also those predicted slower than plain decoding before any run (by default "
-                   "they leave before round 1, and where all do the answer is \"no speculation predicted\").")
-@click.option("--max-runs", type=click.IntRange(3, 1000), default=Rules.max_runs, show_default=True,
-              help="Runs per candidate after which more are not spent (survivors still apart are reported tied).")
-@click.option("-t", "--timeout", type=Finite(min=0.1, max=10**7), default=600.0, show_default=True,
-              help="Seconds before a run is killed.")
-@click.option("--resume", "resume", is_flag=False, flag_value="latest", default=None, metavar="[TUNE]",
-              help="Continue an interrupted tune (default: the newest unfinished) with its own recipe and options.")
-@click.option("--show", "show", is_flag=False, flag_value="latest", default=None, metavar="[TUNE]",
-              help="Print a finished tune's answer again (default: the newest); runs nothing.")
-@click.option("--dry-run", is_flag=True, help="Check the tune and print what it would race per workload (the "
-              "candidates, those that cannot run here and why, round 1's runs, the grid's, the budget); runs and "
-              "stores nothing.")
+@click.option(
+    "--space",
+    default=None,
+    metavar="FILE|NAME[,NAME]",
+    help="What to race instead of the recipe's arms: a TOML space file, or built-in spaces (ngram-mod, "
+    "ngram-simple, ngram-map-k, ngram-cache, draft-simple, threads, gpu; all: every one this build "
+    "and these variables can run).",
+)
+@click.option(
+    "--workload",
+    "workloads",
+    default=None,
+    metavar="NAME[,NAME]",
+    help="Race once per workload: recipes/workloads/NAME.toml (prompt, n_predict) or a TOML file "
+    "(default: the recipe's own prompt).",
+)
+@click.option(
+    "--budget",
+    default=None,
+    metavar="10m|200runs",
+    help="The most one workload's race spends, in wall time or runs (every run counts: baseline and "
+    f"controls too) [default: what the full grid would cost at {GRID_REPEATS} repeats].",
+)
+@click.option(
+    "--allow-output-change",
+    is_flag=True,
+    help="Keep candidates whose greedy output differs from their control's (said beside them).",
+)
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="Race every candidate, also those predicted slower than plain decoding before any run (by default "
+    'they leave before round 1, and where all do the answer is "no speculation predicted").',
+)
+@click.option(
+    "--max-runs",
+    type=click.IntRange(3, 1000),
+    default=Rules.max_runs,
+    show_default=True,
+    help="Runs per candidate after which more are not spent (survivors still apart are reported tied).",
+)
+@click.option(
+    "-t",
+    "--timeout",
+    type=Finite(min=0.1, max=10**7),
+    default=600.0,
+    show_default=True,
+    help="Seconds before a run is killed.",
+)
+@click.option(
+    "--resume",
+    "resume",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[TUNE]",
+    help="Continue an interrupted tune (default: the newest unfinished) with its own recipe and options.",
+)
+@click.option(
+    "--show",
+    "show",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[TUNE]",
+    help="Print a finished tune's answer again (default: the newest); runs nothing.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Check the tune and print what it would race per workload (the "
+    "candidates, those that cannot run here and why, round 1's runs, the grid's, the budget); runs and "
+    "stores nothing.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The answer as JSON on stdout (progress stays on stderr).")
-@click.option("--explain", is_flag=True, help=f"Every finalist in the answer's table (by default the first "
-              f"{SHOWN_FINALISTS}, the rest counted).")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help=f"Every finalist in the answer's table (by default the first {SHOWN_FINALISTS}, the rest counted).",
+)
 @db_option
-def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_change, measure, max_runs, overrides,
-                 vars_file, models_dir, arm_patterns, timeout, resume, show, dry_run, as_json, explain, db):
+def tune_command(
+    recipe_path,
+    build_ref,
+    space,
+    workloads,
+    budget,
+    allow_output_change,
+    measure,
+    max_runs,
+    overrides,
+    vars_file,
+    models_dir,
+    arm_patterns,
+    timeout,
+    resume,
+    show,
+    dry_run,
+    as_json,
+    explain,
+    db,
+):
     """Race speculation settings to the fastest on this machine.
 
     Before round 1 each candidate's speedup is predicted (`orch probe`: this machine's costs and the pair's
@@ -118,11 +191,20 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
         if recipe_path is None:
             raise click.UsageError("give a RECIPE (or --resume / --show a stored tune)")
         request = TuneRequest(
-            recipe=recipe_path, build_ref=build_ref, vars_file=vars_file, overrides=tuple(overrides),
-            models=models_dir, arms=arm_choice(arm_patterns),
-            space=space, workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
-            budget=parse_budget(budget), rules=Rules(max_runs=max_runs, allow_output_change=allow_output_change),
-            timeout=timeout, db=db, measure=measure)
+            recipe=recipe_path,
+            build_ref=build_ref,
+            vars_file=vars_file,
+            overrides=tuple(overrides),
+            models=models_dir,
+            arms=arm_choice(arm_patterns),
+            space=space,
+            workloads=tuple(w.strip() for w in (workloads or "").split(",") if w.strip()),
+            budget=parse_budget(budget),
+            rules=Rules(max_runs=max_runs, allow_output_change=allow_output_change),
+            timeout=timeout,
+            db=db,
+            measure=measure,
+        )
         if dry_run:
             return _print_preview(request, as_json)
         found = session.start(request, argv=sys.argv, say=say)
@@ -134,8 +216,10 @@ def tune_command(recipe_path, build_ref, space, workloads, budget, allow_output_
         click.echo(tables.fill(f"verdict: {found.verdict}"))
     refused = [a.workload for a in found.answers if a.state == "refused"]
     if refused and not show:
-        raise LoopingWorkload(f"tune {found.tune_id}: refused {', '.join(refused)}: plain decoding loops there "
-                              f"(see the verdict); give a workload whose text does not loop")
+        raise LoopingWorkload(
+            f"tune {found.tune_id}: refused {', '.join(refused)}: plain decoding loops there "
+            f"(see the verdict); give a workload whose text does not loop"
+        )
 
 
 def _print_preview(request, as_json: bool) -> None:
@@ -144,11 +228,19 @@ def _print_preview(request, as_json: bool) -> None:
         click.echo(json.dumps([asdict(p) for p in shown], indent=1))
         return
     for p in shown:
-        click.echo(tables.fill(f"== {p.workload}: {len(p.candidates)} candidates (plain decoding first), round 1 "
-                               f"{p.first_round_runs} runs, the grid {p.grid_runs}, budget {p.budget} =="))
+        click.echo(
+            tables.fill(
+                f"== {p.workload}: {len(p.candidates)} candidates (plain decoding first), round 1 "
+                f"{p.first_round_runs} runs, the grid {p.grid_runs}, budget {p.budget} =="
+            )
+        )
         for name in p.candidates:
-            click.echo(tables.fill(f"  {name}" + (f": cannot run here: {p.infeasible[name]}"
-                                                    if name in p.infeasible else ""), indent="    "))
+            click.echo(
+                tables.fill(
+                    f"  {name}" + (f": cannot run here: {p.infeasible[name]}" if name in p.infeasible else ""),
+                    indent="    ",
+                )
+            )
         for note in p.notes:
             click.echo(tables.fill(f"note: {note}"))
 
@@ -157,10 +249,14 @@ def _shown(ref: str, db) -> TuneResult:
     """The finished tune --show names, read back into its answers (TuneResult)."""
 
     with opened_db(db) as con:
-        row = tune_queries.latest_tune(con) if ref == "latest" else (
-            tune_queries.tune_row(con, int(ref)) if ref.isdigit() else None)
+        row = (
+            tune_queries.latest_tune(con)
+            if ref == "latest"
+            else (tune_queries.tune_row(con, int(ref)) if ref.isdigit() else None)
+        )
     if row is None or row["state"] != "done":
         what = "no finished tune" if row is None else f"tune {row['id']} is {row['state']}"
-        raise TuneResumeError(f"--show {ref}: {what}; list tunes with `orch query 'SELECT id, state, recipe_path "
-                              f"FROM tunes'`")
+        raise TuneResumeError(
+            f"--show {ref}: {what}; list tunes with `orch query 'SELECT id, state, recipe_path FROM tunes'`"
+        )
     return TuneResult.stored(row)

@@ -25,14 +25,21 @@ def printed(a: Answer, explain: bool = False) -> str:
         text, _ = tables.text_table(rows, COLUMNS, width=tables.TABLE_WIDTH, droppable=["vs_control", "acceptance"])
         lines.append(text)
         if hidden:
-            lines.append(tables.fill(f"  and {len(hidden)} more finalists within the noise (orch tune --show "
-                                     f"--explain lists every one)"))
+            lines.append(
+                tables.fill(
+                    f"  and {len(hidden)} more finalists within the noise (orch tune --show --explain lists every one)"
+                )
+            )
         said = {race.EQUIVALENT: "tied", race.UNSEPARATED: "not separated"}.get(a.state)
         if said:  # the intervals are each candidate's own; the decisions are not
-            lines.append(tables.fill(f"  vs_plain: each candidate's own 95% interval, not adjusted for the race's "
-                                     f"many comparisons; a candidate is dropped only by a one-sided test "
-                                     f"Holm-corrected over its round's (at {a.rules.alpha:g}), so an interval that "
-                                     f"excludes 1x can still be {said}"))
+            lines.append(
+                tables.fill(
+                    f"  vs_plain: each candidate's own 95% interval, not adjusted for the race's "
+                    f"many comparisons; a candidate is dropped only by a one-sided test "
+                    f"Holm-corrected over its round's (at {a.rules.alpha:g}), so an interval that "
+                    f"excludes 1x can still be {said}"
+                )
+            )
         lines += [tables.fill(f"  {row['candidate']}: {row['why']}") for row in a.rows if row.get("why")]
         if any(row["state"] == "dropped" and row.get("why") for row in a.rows):  # a drop is shown: by which rule
             lines.append(tables.fill("  " + race.METHOD.format(alpha=a.rules.alpha)))
@@ -45,10 +52,18 @@ def printed(a: Answer, explain: bool = False) -> str:
             lines.append(shell_lines(label, line))
     best = a.best_speculating
     if best:  # plain decoding leads: what the space's best setting costs here, never as advice
-        lines.append(tables.fill(f"best speculating setting: {best['candidate']} at {best['vs_plain'] or '?'} "
-                                 f"plain decoding's speed, behind it here:"))
+        lines.append(
+            tables.fill(
+                f"best speculating setting: {best['candidate']} at {best['vs_plain'] or '?'} "
+                f"plain decoding's speed, behind it here:"
+            )
+        )
         lines.append(shell_lines("  ", best["command"]))
     grid_time = f" (about {tables.clock(a.grid_seconds)})" if a.grid_seconds else ""  # no run: no time a run
-    lines.append(tables.fill(f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs"
-                             f"{grid_time} for every candidate at {a.rules.grid_repeats} repeats"))
+    lines.append(
+        tables.fill(
+            f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs"
+            f"{grid_time} for every candidate at {a.rules.grid_repeats} repeats"
+        )
+    )
     return "\n".join(lines) + "\n"

@@ -17,8 +17,14 @@ CLEAR = "\x1b[H\x1b[2J"
 
 @main.command("watch")
 @click.argument("sweep", type=ID, required=False)
-@click.option("-i", "--interval", type=Finite(min=0.2, max=3600), default=2.0, show_default=True,
-              help="Seconds between refreshes.")
+@click.option(
+    "-i",
+    "--interval",
+    type=Finite(min=0.2, max=3600),
+    default=2.0,
+    show_default=True,
+    help="Seconds between refreshes.",
+)
 @click.option("--once", is_flag=True, help="Print one frame and exit.")
 @db_option
 def watch_command(sweep, interval, once, db):
@@ -36,8 +42,11 @@ def watch_command(sweep, interval, once, db):
         with opened_db(db) as con:  # opened per frame: the sweep's writer gets the file in between
             sweep_id = queries.watched_sweep(con, sweep)
             if sweep_id is None:
-                raise NoSuchSweep(f"no sweep {sweep}; list them with `orch sweeps`" if sweep is not None
-                                  else "no sweep stored yet; start one with orch run RECIPE, then watch it")
+                raise NoSuchSweep(
+                    f"no sweep {sweep}; list them with `orch sweeps`"
+                    if sweep is not None
+                    else "no sweep stored yet; start one with orch run RECIPE, then watch it"
+                )
             sweep = sweep_id  # follow this one to its end, even when a newer one starts
             shown = frame(con, sweep_id, utcnow())
         if tty:

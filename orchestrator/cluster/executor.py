@@ -51,8 +51,10 @@ def require_ray():
     try:
         import ray
     except ImportError:
-        raise RayMissing("--executor ray needs Ray, which is not installed: pip install 'orch[ray]' (in a checkout: "
-                         ".venv/bin/pip install -e '.[ray]')") from None
+        raise RayMissing(
+            "--executor ray needs Ray, which is not installed: pip install 'orch[ray]' (in a checkout: "
+            ".venv/bin/pip install -e '.[ray]')"
+        ) from None
     return ray
 
 
@@ -63,8 +65,10 @@ def connect(options: RayOptions):
         try:
             ray.init(address=options.address, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ClusterUnavailable(f"no Ray cluster at --address {options.address} ({str(exc).splitlines()[0]}); "
-                                     f"start one with `ray start --head` (see docs/many-machines.md)") from None
+            raise ClusterUnavailable(
+                f"no Ray cluster at --address {options.address} ({str(exc).splitlines()[0]}); "
+                f"start one with `ray start --head` (see docs/many-machines.md)"
+            ) from None
     return ray
 
 
@@ -81,14 +85,24 @@ def rounds(slots: list[schedule.Slot]) -> list[list[schedule.Slot]]:
 def select_nodes(ray, hosts: tuple[str, ...], cuda: bool) -> list[dict]:
     # Only nodes that can take a run: a head started with --num-cpus 0 (or no GPU, for CUDA) coordinates only.
     alive = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("GPU" if cuda else "CPU", 0) > 0]
-    chosen = [n for n in alive if not hosts or {n.get("NodeManagerHostname"), n.get("NodeManagerAddress"),
-                                                 n.get("NodeName")} & set(hosts)]
+    chosen = [
+        n
+        for n in alive
+        if not hosts or {n.get("NodeManagerHostname"), n.get("NodeManagerAddress"), n.get("NodeName")} & set(hosts)
+    ]
     names = ", ".join(sorted({str(n.get("NodeManagerHostname")) for n in alive})) or "none"
     if not chosen:
-        what = f"matches --hosts {','.join(hosts)}" if hosts else "has a GPU for this CUDA build" if cuda else \
-            "has a CPU to give"
-        raise ClusterUnavailable(f"no alive Ray node {what} (nodes that can run: {names}); start each node with "
-                                 f"`ray start` (GPUs visible for CUDA builds), or pick others with --hosts")
+        what = (
+            f"matches --hosts {','.join(hosts)}"
+            if hosts
+            else "has a GPU for this CUDA build"
+            if cuda
+            else "has a CPU to give"
+        )
+        raise ClusterUnavailable(
+            f"no alive Ray node {what} (nodes that can run: {names}); start each node with "
+            f"`ray start` (GPUs visible for CUDA builds), or pick others with --hosts"
+        )
     return chosen
 
 
@@ -105,8 +119,9 @@ def _dispatch(recipe: PreparedRecipe, run: RunOptions, options: RayOptions) -> l
     ray = connect(options)
     cuda = build.cuda
     nodes = select_nodes(ray, options.hosts, cuda)
-    reserve = {"num_gpus": options.gpus_per_run} if cuda else {
-        "num_cpus": min(n["Resources"].get("CPU", 1) for n in nodes)}
+    reserve = (
+        {"num_gpus": options.gpus_per_run} if cuda else {"num_cpus": min(n["Resources"].get("CPU", 1) for n in nodes)}
+    )
     slots = schedule.order_runs([p.arm.name for p in prepared], plan.repeat, order, warmup)
     dispatch_id = str(uuid.uuid4())
     remote = ray.remote(max_retries=options.retries)(ray_worker.run_round)
@@ -119,20 +134,34 @@ def _dispatch(recipe: PreparedRecipe, run: RunOptions, options: RayOptions) -> l
         for i, round_slots in enumerate(rounds(slots)):
             node = target or (nodes[i % len(nodes)] if pinned else None)
             strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=not options.each_host) if node else "DEFAULT"
-            task = ray_worker.RoundTask(plan, build.name, build.bin_dir, dispatch_id, round_slots, order, warmup,
-                                        run.timeout, run.telemetry_interval, run.orch_argv, recipe.translate,
-                                        node=target["NodeID"] if target else None)
+            task = ray_worker.RoundTask(
+                plan,
+                build.name,
+                build.bin_dir,
+                dispatch_id,
+                round_slots,
+                order,
+                warmup,
+                run.timeout,
+                run.telemetry_interval,
+                run.orch_argv,
+                recipe.translate,
+                node=target["NodeID"] if target else None,
+            )
             pending[remote.options(scheduling_strategy=strategy, **reserve).remote(task)] = (task, node)
     total = sum(len(t.slots) for t, _ in pending.values())
     progress = run.progress or Progress(total)
     progress.total = total
-    progress.note(f"orch: {total} runs in {len(pending)} Ray tasks over {len(nodes)} node(s) "
-                  f"({'each runs the whole sweep' if options.each_host else 'one round each'})")
+    progress.note(
+        f"orch: {total} runs in {len(pending)} Ray tasks over {len(nodes)} node(s) "
+        f"({'each runs the whole sweep' if options.each_host else 'one round each'})"
+    )
     return _collect(ray, recipe, pending, progress, run.orch_argv, options.retries)
 
 
-def _collect(ray, recipe: PreparedRecipe, pending: dict, progress: Progress, orch_argv,
-             retries: int) -> list[sweep.SweepResult]:
+def _collect(
+    ray, recipe: PreparedRecipe, pending: dict, progress: Progress, orch_argv, retries: int
+) -> list[sweep.SweepResult]:
     db = recipe.database
     uids: dict[str, list[int]] = {}  # sweep uid -> [runs ended, of which failed]
     interrupted = False
@@ -152,15 +181,20 @@ def _collect(ray, recipe: PreparedRecipe, pending: dict, progress: Progress, orc
                 uid = _store_lost(recipe, task, failure, said, orch_argv)
                 _count(uids, uid, len(task.slots), len(task.slots))
                 _advance_failed(progress, task, failure)
-                progress.note(f"orch: {len(task.slots)} runs lost with their node after {retries} retries; stored as "
-                              f"failed (node_lost)" if lost else f"orch: a Ray task failed ({said}); its "
-                              f"{len(task.slots)} runs are stored as failed")
+                progress.note(
+                    f"orch: {len(task.slots)} runs lost with their node after {retries} retries; stored as "
+                    f"failed (node_lost)"
+                    if lost
+                    else f"orch: a Ray task failed ({said}); its {len(task.slots)} runs are stored as failed"
+                )
                 continue
             conflicts = _import_shard(db, shard)
             _count(uids, shard.sweep_uid, shard.done, shard.failed)
             if conflicts:  # a shard differing from what is stored: kept as stored, said aloud
-                progress.note(f"orch: shard from {shard.host}: {len(conflicts)} rows differ from the stored ones and "
-                              f"were not written: {'; '.join(c.describe() for c in conflicts[:3])}")
+                progress.note(
+                    f"orch: shard from {shard.host}: {len(conflicts)} rows differ from the stored ones and "
+                    f"were not written: {'; '.join(c.describe() for c in conflicts[:3])}"
+                )
             for line in shard.lines:
                 progress.advance(line)
     except KeyboardInterrupt:
@@ -168,8 +202,9 @@ def _collect(ray, recipe: PreparedRecipe, pending: dict, progress: Progress, orc
         for ref in pending:
             ray.cancel(ref)  # KeyboardInterrupt in the worker: proc.run stops its llama.cpp process group
         if not uids:
-            raise Interrupted("interrupted before any Ray task came back: nothing was stored; the tasks were "
-                              "cancelled") from None
+            raise Interrupted(
+                "interrupted before any Ray task came back: nothing was stored; the tasks were cancelled"
+            ) from None
     return _finish(db, uids, "interrupted" if interrupted else "done")
 
 
@@ -199,8 +234,9 @@ def _store_lost(recipe: PreparedRecipe, task: ray_worker.RoundTask, failure: str
     with db.read() as con:
         known = queries.sweep_ids_by_uid(con, [uid]).get(uid)
     if not known:
-        opened = sweep_open.open_sweep(db, plan, build, recipe.arms, orch_argv=orch_argv, order=task.order,
-                                  warmup=task.warmup, uid=uid, only=[])
+        opened = sweep_open.open_sweep(
+            db, plan, build, recipe.arms, orch_argv=orch_argv, order=task.order, warmup=task.warmup, uid=uid, only=[]
+        )
         shutil.rmtree(opened.work_dir, ignore_errors=True)  # no run of it executes here
         known = opened.id
     by_name = {p.arm.name: p for p in recipe.arms}

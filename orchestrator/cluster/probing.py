@@ -54,8 +54,9 @@ def probe_node(task: ProbeTask) -> NodeCosts:
     plan = ray_worker.rebased(task.plan, task.driver_bin, build.bin_dir)
     work = workdirs.make("shard")  # a Ray node's part of the work, removed as a dead one's would be
     try:
-        prepared = recipe_run.prepare_plan(plan, build, database=store.Database(work / "probe.duckdb"),
-                                           translate=task.translate)
+        prepared = recipe_run.prepare_plan(
+            plan, build, database=store.Database(work / "probe.duckdb"), translate=task.translate
+        )
         rows, seconds = [], 0.0
         for need in probe.merged(probe.needs_by_arm(prepared.arms, build)):
             if _held(need, task.stored):
@@ -73,8 +74,7 @@ def _held(need: probe.Need, stored: list[dict]) -> bool:
     return any(all(s[k] == key[k] for k in probes.KEY) and s["batch"] >= max(need.batches) for s in stored)
 
 
-def probe_each_host(recipe: PreparedRecipe, options: executor.RayOptions, *, reps: int,
-                    again: bool) -> list[Elsewhere]:
+def probe_each_host(recipe: PreparedRecipe, options: executor.RayOptions, *, reps: int, again: bool) -> list[Elsewhere]:
     """Every selected node's costs, stored in recipe.database; the hosts they are of, in node order."""
     ray = executor.connect(options)
     nodes = executor.select_nodes(ray, options.hosts, recipe.build.cuda)
@@ -85,8 +85,13 @@ def probe_each_host(recipe: PreparedRecipe, options: executor.RayOptions, *, rep
     reserve = {"num_gpus": options.gpus_per_run} if recipe.build.cuda else {}
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    refs = [remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
-                           **(reserve or {"num_cpus": n["Resources"].get("CPU", 1)})).remote(task) for n in nodes]
+    refs = [
+        remote.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+            **(reserve or {"num_cpus": n["Resources"].get("CPU", 1)}),
+        ).remote(task)
+        for n in nodes
+    ]
     try:
         found = ray.get(refs)
     except ray.exceptions.RayError as exc:

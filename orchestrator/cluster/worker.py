@@ -71,16 +71,29 @@ def run_round(task: RoundTask) -> Shard:
         db = store.Database(work / "shard.duckdb")
         prepared = recipe_run.prepare_plan(plan, build, database=db, translate=task.translate)
         printed = io.StringIO()
-        result = recipe_run.run_prepared(prepared, RunOptions(
-            timeout=task.timeout, telemetry_interval=task.telemetry_interval, order=task.order, warmup=task.warmup,
-            orch_argv=task.orch_argv, uid=uid, only=task.slots, keep_summary=False,
-            progress=Progress(len(task.slots), stream=printed, tty=False)))
+        result = recipe_run.run_prepared(
+            prepared,
+            RunOptions(
+                timeout=task.timeout,
+                telemetry_interval=task.telemetry_interval,
+                order=task.order,
+                warmup=task.warmup,
+                orch_argv=task.orch_argv,
+                uid=uid,
+                only=task.slots,
+                keep_summary=False,
+                progress=Progress(len(task.slots), stream=printed, tty=False),
+            ),
+        )
         with db.read() as con:
             exchange.export(con, work / "export")
         files = {p.name: p.read_bytes() for p in (work / "export").iterdir()}
         # A progress line without its "[i/n] elapsed |" (the driver counts) or the shard's local run number.
-        lines = [f"{host.name}: {re.sub(r' run [0-9]+$', '', line.split('| ', 1)[-1])}"
-                 for line in printed.getvalue().splitlines() if line.startswith("[")]
+        lines = [
+            f"{host.name}: {re.sub(r' run [0-9]+$', '', line.split('| ', 1)[-1])}"
+            for line in printed.getvalue().splitlines()
+            if line.startswith("[")
+        ]
         return Shard(host.name, uid, result.status, result.done, result.failed, lines, files)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -91,6 +104,8 @@ def rebased(plan: Plan, driver_bin: str, bin_dir: str) -> Plan:
     if Path(driver_bin) == Path(bin_dir):
         return plan
     old, new = str(Path(driver_bin)), str(Path(bin_dir))
-    arms = [replace(a, argv=[new + v[len(old):] if v == old or v.startswith(old + "/") else v for v in a.argv])
-            for a in plan.arms]
+    arms = [
+        replace(a, argv=[new + v[len(old) :] if v == old or v.startswith(old + "/") else v for v in a.argv])
+        for a in plan.arms
+    ]
     return replace(plan, arms=arms)

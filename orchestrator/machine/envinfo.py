@@ -73,27 +73,31 @@ def gpus() -> list[dict[str, Any]]:
     for index, h in nvml.handles():
         mem = nvml.call("nvmlDeviceGetMemoryInfo", h)
         cc = nvml.call("nvmlDeviceGetCudaComputeCapability", h)
-        out.append({
-            "index": index,
-            "name": nvml.call("nvmlDeviceGetName", h),
-            "memory_total_bytes": getattr(mem, "total", None),
-            "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
-            "pcie_gen": nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", h),
-            "pcie_width": nvml.call("nvmlDeviceGetCurrPcieLinkWidth", h),
-            "pcie_max_gen": nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", h),
-            "pcie_max_width": nvml.call("nvmlDeviceGetMaxPcieLinkWidth", h),
-            "memory_bus_width_bits": nvml.call("nvmlDeviceGetMemoryBusWidth", h),
-            **power_and_clocks(h),
-        })
+        out.append(
+            {
+                "index": index,
+                "name": nvml.call("nvmlDeviceGetName", h),
+                "memory_total_bytes": getattr(mem, "total", None),
+                "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+                "pcie_gen": nvml.call("nvmlDeviceGetCurrPcieLinkGeneration", h),
+                "pcie_width": nvml.call("nvmlDeviceGetCurrPcieLinkWidth", h),
+                "pcie_max_gen": nvml.call("nvmlDeviceGetMaxPcieLinkGeneration", h),
+                "pcie_max_width": nvml.call("nvmlDeviceGetMaxPcieLinkWidth", h),
+                "memory_bus_width_bits": nvml.call("nvmlDeviceGetMemoryBusWidth", h),
+                **power_and_clocks(h),
+            }
+        )
     return out
 
 
 def power_and_clocks(h: Any) -> dict[str, Any]:
     """What sets a GPU's speed and draw, as `nvidia-smi -pl` / `-lgc` / `-ac` leave it: the power limit (the one set,
     the one enforced, which may be lower, and the default) and clocks (now, the maximum, the application clocks)."""
-    limits = {"power_limit_w": "nvmlDeviceGetPowerManagementLimit",
-              "power_limit_enforced_w": "nvmlDeviceGetEnforcedPowerLimit",
-              "power_limit_default_w": "nvmlDeviceGetPowerManagementDefaultLimit"}
+    limits = {
+        "power_limit_w": "nvmlDeviceGetPowerManagementLimit",
+        "power_limit_enforced_w": "nvmlDeviceGetEnforcedPowerLimit",
+        "power_limit_default_w": "nvmlDeviceGetPowerManagementDefaultLimit",
+    }
     out: dict[str, Any] = {key: _watts(nvml.call(name, h)) for key, name in limits.items()}
     for clock, kind in (("graphics", _CLOCK_GRAPHICS), ("sm", _CLOCK_SM), ("memory", _CLOCK_MEM)):
         out[f"{clock}_clock_mhz"] = nvml.call("nvmlDeviceGetClockInfo", h, kind)
@@ -108,10 +112,16 @@ def power_and_clocks_text(g: dict[str, Any]) -> str:
     """One GPU's power limit and clocks in a line: `350 W limit (default 700 W); clocks now 1980 / 2619 MHz,
     max 1980 / 2619, application 1755 / 2619 (graphics / memory)`."""
     limit = g.get("power_limit_enforced_w") or g.get("power_limit_w")
-    parts = [f"{limit:.0f} W limit" + (f" (default {g['power_limit_default_w']:.0f} W)"
-                                       if g.get("power_limit_default_w") else "") if limit else "power limit unknown"]
-    clocks = [(label, g.get(f"graphics_clock{suffix}_mhz"), g.get(f"memory_clock{suffix}_mhz"))
-              for label, suffix in (("now", ""), ("max", "_max"), ("application", "_app"))]
+    parts = [
+        f"{limit:.0f} W limit"
+        + (f" (default {g['power_limit_default_w']:.0f} W)" if g.get("power_limit_default_w") else "")
+        if limit
+        else "power limit unknown"
+    ]
+    clocks = [
+        (label, g.get(f"graphics_clock{suffix}_mhz"), g.get(f"memory_clock{suffix}_mhz"))
+        for label, suffix in (("now", ""), ("max", "_max"), ("application", "_app"))
+    ]
     shown = [f"{label} {_mhz(gr)} / {_mhz(mem)}" for label, gr, mem in clocks if gr or mem]
     if shown:
         parts.append("clocks " + ", ".join(shown) + " MHz (graphics / memory)")
@@ -131,8 +141,9 @@ def git_state(repo: Path) -> dict[str, Any]:
         return state  # an installed wheel, not a checkout
     try:
         head = proc.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture=True, timeout=10)
-        status = proc.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                          capture=True, timeout=10)
+        status = proc.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"], capture=True, timeout=10
+        )
     except OrchError:  # git is not installed
         return state
     if head.ok:
@@ -143,29 +154,57 @@ def git_state(repo: Path) -> dict[str, Any]:
 
 def to_markdown(snap: dict[str, Any]) -> str:
     """A BENCHMARK_ENV.md-style page: host, GPUs, software, build."""
-    lines = ["# Benchmark environment", "", f"Taken {md_text(snap.get('taken_at'))} on {md_code(snap.get('host'))}.", "",
-             "## Host", ""]
+    lines = [
+        "# Benchmark environment",
+        "",
+        f"Taken {md_text(snap.get('taken_at'))} on {md_code(snap.get('host'))}.",
+        "",
+        "## Host",
+        "",
+    ]
     cores = f"{snap.get('cpu_physical_cores')} physical / {snap.get('cpu_logical_cores')} logical"
-    lines += _table([("OS", snap.get("os")), ("Kernel", snap.get("kernel")), ("Architecture", snap.get("arch")),
-                     ("CPU", snap.get("cpu_model")), ("Cores", cores), ("RAM", gib(snap.get("ram_bytes")))])
+    lines += _table(
+        [
+            ("OS", snap.get("os")),
+            ("Kernel", snap.get("kernel")),
+            ("Architecture", snap.get("arch")),
+            ("CPU", snap.get("cpu_model")),
+            ("Cores", cores),
+            ("RAM", gib(snap.get("ram_bytes"))),
+        ]
+    )
     lines += ["", "## GPUs", ""]
     lines += _gpu_table(snap.get("gpus") or []) or ["no GPU"]
     if snap.get("gpus"):
-        lines += ["", "Power limits and clocks as the sweep found them (`nvidia-smi -pl`, `-lgc`, `-ac` change them):",
-                  ""]
+        lines += [
+            "",
+            "Power limits and clocks as the sweep found them (`nvidia-smi -pl`, `-lgc`, `-ac` change them):",
+            "",
+        ]
         lines += [f"- GPU {md_text(g.get('index'))}: {md_text(power_and_clocks_text(g))}" for g in snap["gpus"]]
     lines += ["", "## Software", ""]
     commit = snap.get("orch_commit") or "not a git checkout"
     commit += " with local changes" if snap.get("orch_dirty") else ""
-    lines += _table([("NVIDIA driver", snap.get("gpu_driver")), ("CUDA (driver)", snap.get("cuda_driver")),
-                     ("CUDA toolkit (nvcc)", snap.get("cuda_toolkit")), ("Python", snap.get("python")),
-                     ("orch", f"{snap.get('orch_version')} ({commit})")])
+    lines += _table(
+        [
+            ("NVIDIA driver", snap.get("gpu_driver")),
+            ("CUDA (driver)", snap.get("cuda_driver")),
+            ("CUDA toolkit (nvcc)", snap.get("cuda_toolkit")),
+            ("Python", snap.get("python")),
+            ("orch", f"{snap.get('orch_version')} ({commit})"),
+        ]
+    )
     build = snap.get("build")
     if build:
         lines += ["", f"## Build {md_code(build.get('name'))}", ""]
         compiler = " ".join(str(v) for v in (build.get("compiler"), build.get("compiler_version")) if v)
-        lines += _table([("llama.cpp commit", build.get("upstream_commit")), ("Backend", build.get("backend")),
-                         ("Compiler", compiler or None)])
+        lines += _table(
+            [
+                ("llama.cpp commit", build.get("upstream_commit")),
+                ("Backend", build.get("backend")),
+                ("Compiler", compiler or None),
+            ]
+        )
         options = build.get("cmake_options") or {}
         if options:
             lines += ["", "| CMake option | value |", "|---|---|"]
@@ -176,15 +215,24 @@ def to_markdown(snap: dict[str, Any]) -> str:
 def _gpu_table(gpus: list[dict]) -> list[str]:
     if not gpus:
         return []
-    rows = ["| # | name | memory | compute | power limit | PCIe (now / max) | bus width |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| # | name | memory | compute | power limit | PCIe (now / max) | bus width |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for g in gpus:
         pcie = f"gen{g.get('pcie_gen')} x{g.get('pcie_width')} / gen{g.get('pcie_max_gen')} x{g.get('pcie_max_width')}"
         limit = g.get("power_limit_enforced_w") or g.get("power_limit_w")
         power = f"{limit:.0f} W" if limit is not None else "-"
         bus = f"{g['memory_bus_width_bits']} bit" if g.get("memory_bus_width_bits") else "-"
-        cells = (g.get("index"), g.get("name"), gib(g.get("memory_total_bytes")), g.get("compute_capability") or "-",
-                 power, pcie, bus)
+        cells = (
+            g.get("index"),
+            g.get("name"),
+            gib(g.get("memory_total_bytes")),
+            g.get("compute_capability") or "-",
+            power,
+            pcie,
+            bus,
+        )
         rows.append("| " + " | ".join(md_text(c) for c in cells) + " |")
     return rows
 

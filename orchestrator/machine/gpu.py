@@ -43,6 +43,7 @@ def visible_gpus() -> list[Gpu]:
         capability = nvml.call("nvmlDeviceGetCudaComputeCapability", handle)
         name = nvml.call("nvmlDeviceGetName", handle) or "unknown GPU"
         if capability:
-            gpus.append(Gpu(index, name.decode() if isinstance(name, bytes) else name,
-                            f"{capability[0]}{capability[1]}"))
+            gpus.append(
+                Gpu(index, name.decode() if isinstance(name, bytes) else name, f"{capability[0]}{capability[1]}")
+            )
     return gpus

@@ -29,7 +29,7 @@ class Host:
 
     @property
     def gpu_names(self) -> str | None:
-        """"NVIDIA GeForce RTX 3090 x2" style; None on a machine without NVML GPUs."""
+        """ "NVIDIA GeForce RTX 3090 x2" style; None on a machine without NVML GPUs."""
         names = [g["name"] for g in self.gpus if g.get("name")]
         if not names:
             return None
@@ -40,7 +40,9 @@ class Host:
 @lru_cache(maxsize=1)
 def this_host() -> Host:
     """This machine, read once per process (NVML and /proc/cpuinfo do not change under a running orch)."""
-    gpus = [{"index": i, "name": nvml.call("nvmlDeviceGetName", h), "uuid": nvml.call("nvmlDeviceGetUUID", h)}
-            for i, h in nvml.handles()]
+    gpus = [
+        {"index": i, "name": nvml.call("nvmlDeviceGetName", h), "uuid": nvml.call("nvmlDeviceGetUUID", h)}
+        for i, h in nvml.handles()
+    ]
     name, cpu = socket.gethostname(), envinfo.cpu_model()
     return Host(name, host_fingerprint(name, cpu, gpus), cpu, gpus)

@@ -61,13 +61,22 @@ def gpu_bandwidth(index: int = 0) -> Bandwidth | None:
     bus_bits = nvml.call("nvmlDeviceGetMemoryBusWidth", h)
     if not clock_mhz or not bus_bits:
         return None
-    return Bandwidth(bytes_per_s=clock_mhz * 1e6 * 2 * bus_bits / 8, label=THEORETICAL,
-                     device=f"GPU {index} {nvml.call('nvmlDeviceGetName', h)}",
-                     detail=f"memory clock {clock_mhz} MHz x 2 (DDR) x {bus_bits} bit / 8")
+    return Bandwidth(
+        bytes_per_s=clock_mhz * 1e6 * 2 * bus_bits / 8,
+        label=THEORETICAL,
+        device=f"GPU {index} {nvml.call('nvmlDeviceGetName', h)}",
+        detail=f"memory clock {clock_mhz} MHz x 2 (DDR) x {bus_bits} bit / 8",
+    )
 
 
-def cpu_bandwidth(cache_path: Path, *, size_bytes: int = DEFAULT_COPY_BYTES, threads: int | None = None,
-                  repeats: int = 5, refresh: bool = False) -> Bandwidth:
+def cpu_bandwidth(
+    cache_path: Path,
+    *,
+    size_bytes: int = DEFAULT_COPY_BYTES,
+    threads: int | None = None,
+    repeats: int = 5,
+    refresh: bool = False,
+) -> Bandwidth:
     """This machine's measured copy bandwidth, read from cache_path when this host and CPU were measured."""
     cache = _read_cache(cache_path)
     entry = cache.get(_host_key())
@@ -76,12 +85,17 @@ def cpu_bandwidth(cache_path: Path, *, size_bytes: int = DEFAULT_COPY_BYTES, thr
         return Bandwidth(**{k: entry[k] for k in fields})
     threads = threads or psutil.cpu_count(logical=False) or 1
     rate, others = _while_watching(lambda: copy_bandwidth(size_bytes, threads=threads, repeats=repeats))
-    bw = Bandwidth(bytes_per_s=rate, label=MEASURED, device=f"CPU {cpu_model()}",
-                   detail=f"best of {repeats} copies of {size_bytes >> 20} MiB on {threads} threads "
-                          f"(read + write bytes)")
+    bw = Bandwidth(
+        bytes_per_s=rate,
+        label=MEASURED,
+        device=f"CPU {cpu_model()}",
+        detail=f"best of {repeats} copies of {size_bytes >> 20} MiB on {threads} threads (read + write bytes)",
+    )
     if others > QUIET_MAX_BUSY:  # the copies shared the memory bus and the cores: likely too low to keep
-        bw.detail += (f"; other work used {others:.0%} of the CPUs meanwhile: provisional, measured again after "
-                      f"{PROVISIONAL_S // 60} minutes")
+        bw.detail += (
+            f"; other work used {others:.0%} of the CPUs meanwhile: provisional, measured again after "
+            f"{PROVISIONAL_S // 60} minutes"
+        )
     _keep(cache_path, bw, others)
     return bw
 
@@ -103,9 +117,13 @@ def _now() -> datetime:
 def raise_to(cache_path: Path, bandwidth: Bandwidth, bytes_per_s: float, run_id: int) -> Bandwidth:
     """The measured figure raised to a rate a run reached (decoding read the weights faster than the copy benchmark
     moved memory: the benchmark ran beside other work, or copies reach less than reads here), kept for good."""
-    raised = Bandwidth(bytes_per_s=bytes_per_s, label=MEASURED, device=bandwidth.device,
-                       detail=f"the rate run {run_id} read its target's weights at (a copy benchmark measured "
-                              f"{bandwidth.bytes_per_s / 1e9:.1f} GB/s)")
+    raised = Bandwidth(
+        bytes_per_s=bytes_per_s,
+        label=MEASURED,
+        device=bandwidth.device,
+        detail=f"the rate run {run_id} read its target's weights at (a copy benchmark measured "
+        f"{bandwidth.bytes_per_s / 1e9:.1f} GB/s)",
+    )
     _keep(cache_path, raised, busy_share=0.0)
     return raised
 
@@ -117,8 +135,11 @@ def _host_key() -> str:
 def _keep(cache_path: Path, bw: Bandwidth, busy_share: float) -> None:
     """This host's figure in the cache, with how busy the machine was while it was measured, and when."""
     cache = _read_cache(cache_path)
-    cache[_host_key()] = {**bw.to_dict(), "busy_share": round(busy_share, 3),
-                          "measured_at": _now().isoformat(timespec="seconds")}
+    cache[_host_key()] = {
+        **bw.to_dict(),
+        "busy_share": round(busy_share, 3),
+        "measured_at": _now().isoformat(timespec="seconds"),
+    }
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     cache_path.write_text(json.dumps(cache, indent=2) + "\n")
 

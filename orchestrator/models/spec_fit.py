@@ -25,20 +25,23 @@ def mismatch(spec_types: list[str], target: ModelInfo | None, draft: ModelInfo |
     """One line naming file, architecture and spec type when the models cannot run that method; else None."""
     if draft is not None and draft.architecture in HEAD_ARCHS and not set(spec_types) & set(HEAD_DRAFTS):
         named = f"--spec-type {','.join(spec_types)}" if spec_types else "no --spec-type"
-        return (f"draft {draft.path} has architecture {draft.architecture} but the arm gives {named}; "
-                f"use --spec-type {HEAD_ARCHS[draft.architecture]}")
+        return (
+            f"draft {draft.path} has architecture {draft.architecture} but the arm gives {named}; "
+            f"use --spec-type {HEAD_ARCHS[draft.architecture]}"
+        )
     for spec in spec_types:
         if spec == "draft-mtp" and target is not None and not target.nextn_layers:
-            return (f"--spec-type draft-mtp needs a target with MTP layers; {target.path} ({target.architecture}) "
-                    f"has no {target.architecture}.nextn_predict_layers")
+            return (
+                f"--spec-type draft-mtp needs a target with MTP layers; {target.path} ({target.architecture}) "
+                f"has no {target.architecture}.nextn_predict_layers"
+            )
         want = HEAD_DRAFTS.get(spec)
         if want is None:
             continue
         if draft is None:
             return f"--spec-type {spec} needs a draft model (-md) of architecture {want}; the arm gives none"
         if draft.architecture != want:
-            return (f"--spec-type {spec} needs a draft of architecture {want}; {draft.path} is "
-                    f"{draft.architecture}")
+            return f"--spec-type {spec} needs a draft of architecture {want}; {draft.path} is {draft.architecture}"
         if target is not None:
             found = _head_vs_target(spec, draft, target)
             if found:
@@ -50,14 +53,18 @@ def _head_vs_target(spec: str, draft: ModelInfo, target: ModelInfo) -> str | Non
     hidden = draft.target_hidden_size if draft.architecture == "eagle3" else draft.n_embd
     if hidden is not None and target.n_embd is not None and hidden != target.n_embd:
         what = "target_hidden_size" if draft.architecture == "eagle3" else "hidden size"
-        return (f"--spec-type {spec}: draft {draft.path} ({draft.architecture}) has {what} {hidden} but target "
-                f"{target.path} ({target.architecture}) has hidden size {target.n_embd}; use a draft made for "
-                f"that target")
+        return (
+            f"--spec-type {spec}: draft {draft.path} ({draft.architecture}) has {what} {hidden} but target "
+            f"{target.path} ({target.architecture}) has hidden size {target.n_embd}; use a draft made for "
+            f"that target"
+        )
     layers = draft.target_layers or []
     # llama.cpp counts a target's layers without its MTP blocks; layer id k is the input of layer k, n the output.
     n_layer = target.n_layers - (target.nextn_layers or 0) if target.n_layers is not None else None
     if layers and n_layer is not None and max(layers) > n_layer:
-        return (f"--spec-type {spec}: draft {draft.path} ({draft.architecture}) reads target layer {max(layers)} "
-                f"but target {target.path} ({target.architecture}) has {n_layer} layers; use a draft made for "
-                f"that target")
+        return (
+            f"--spec-type {spec}: draft {draft.path} ({draft.architecture}) reads target layer {max(layers)} "
+            f"but target {target.path} ({target.architecture}) has {n_layer} layers; use a draft made for "
+            f"that target"
+        )
     return None

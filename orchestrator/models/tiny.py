@@ -68,8 +68,10 @@ def find_vocab_dir(src_tree: Path) -> Path:
     vocab_dir = Path(src_tree) / "models"
     missing = [name for name in (SPM_VOCAB, GPT2_VOCAB) if not (vocab_dir / name).is_file()]
     if missing:
-        raise ModelError(f"{vocab_dir} lacks {', '.join(missing)}; "
-                         f"point at a llama.cpp source tree (its models/ folder holds the vocab-only GGUFs)")
+        raise ModelError(
+            f"{vocab_dir} lacks {', '.join(missing)}; "
+            f"point at a llama.cpp source tree (its models/ folder holds the vocab-only GGUFs)"
+        )
     return vocab_dir
 
 
@@ -95,8 +97,9 @@ class VocabCache:
         return len(self.reader(name).get_field("tokenizer.ggml.tokens").data)
 
 
-def make_tiny_models(out_dir: Path, vocab_dir: Path, seed: int = 0, vocabs: VocabCache | None = None
-                     ) -> dict[str, Path]:
+def make_tiny_models(
+    out_dir: Path, vocab_dir: Path, seed: int = 0, vocabs: VocabCache | None = None
+) -> dict[str, Path]:
     """Write the tiny target and drafts into out_dir, skipping files already made by the same recipe.
 
     Returns {"target": ..., "draft": ..., "draft_gpt2": ...}. `vocabs` shares parsed vocabularies between calls.
@@ -135,8 +138,9 @@ def make_file(path: Path, recipe: str, write) -> Path:
 def recipe_id(vocab_path: Path, spec, seed: int, version: int = RECIPE_VERSION, **extra) -> str:
     """A short hash of everything that decides a file's bytes (spec is a dataclass)."""
     # The vocabulary's bytes are part of the recipe: a different llama.cpp tree may ship a different one.
-    text = json.dumps({"v": version, "seed": seed, "spec": asdict(spec), "vocab": sha256_file(vocab_path), **extra},
-                      sort_keys=True)
+    text = json.dumps(
+        {"v": version, "seed": seed, "spec": asdict(spec), "vocab": sha256_file(vocab_path), **extra}, sort_keys=True
+    )
     return sha256_text(text)[:16]
 
 
@@ -149,8 +153,12 @@ def _read_manifest(path: Path) -> dict:
 
 def _is_current(path: Path, entry: dict | None, recipe: str) -> bool:
     """Made by this recipe and unchanged since (a GGUF reader would take seconds to parse the vocabulary)."""
-    return (entry is not None and entry.get("recipe") == recipe and path.is_file()
-            and sha256_file(path) == entry.get("sha256"))
+    return (
+        entry is not None
+        and entry.get("recipe") == recipe
+        and path.is_file()
+        and sha256_file(path) == entry.get("sha256")
+    )
 
 
 def _write_model(path: Path, name: str, vocab: gguf.GGUFReader, spec: TinySpec, seed: int, recipe: str) -> None:
@@ -210,8 +218,15 @@ def llama_tensors(spec: TinySpec, n_vocab: int, seed: int):
 
 def llama_layer(spec: TinySpec, i: int, rng: np.random.Generator):
     d, ff, s = spec.n_embd, spec.n_ff, spec.layer_scale
-    shapes = {"attn_q": (d, d), "attn_k": (d, d), "attn_v": (d, d), "attn_output": (d, d),
-              "ffn_gate": (ff, d), "ffn_up": (ff, d), "ffn_down": (d, ff)}
+    shapes = {
+        "attn_q": (d, d),
+        "attn_k": (d, d),
+        "attn_v": (d, d),
+        "attn_output": (d, d),
+        "ffn_gate": (ff, d),
+        "ffn_up": (ff, d),
+        "ffn_down": (d, ff),
+    }
     yield f"blk.{i}.attn_norm.weight", np.ones(d, dtype=np.float32)
     yield f"blk.{i}.ffn_norm.weight", np.ones(d, dtype=np.float32)
     for name, shape in shapes.items():

@@ -115,7 +115,7 @@ def _dflash(s: HeadSpec, target: dict):
     yield "blk.0.ffn_norm.weight", _ones(d)
     yield from _last_ffn(target)
     if s.markov:
-        yield "markov_w1.weight", f16(emb / np.sqrt(np.mean(emb ** 2, axis=1, keepdims=True) + EPS))
+        yield "markov_w1.weight", f16(emb / np.sqrt(np.mean(emb**2, axis=1, keepdims=True) + EPS))
         yield "markov_w2.weight", target["output.weight"]
 
 

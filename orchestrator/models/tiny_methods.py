@@ -34,6 +34,7 @@ EPS = 1e-5
 class Qwen35Spec:
     """A hybrid qwen35 target: gated delta-net layers, every `full_attention_interval`-th layer full attention,
     then `nextn` MTP blocks (llama.cpp's qwen35 MTP graph supports exactly one)."""
+
     n_embd: int = 128
     n_head: int = 4
     n_head_kv: int = 2
@@ -55,6 +56,7 @@ class Qwen35Spec:
 @dataclass(frozen=True)
 class MethodModel:
     """One file and how llama.cpp runs it: `-m target [-md file] --spec-type spec_type`."""
+
     file: str
     spec_type: str
     target: str  # the file passed as -m; for MTP the head is inside it (no -md)
@@ -69,13 +71,13 @@ MODELS = {
     "mtp": MethodModel("tiny-qwen35-mtp.gguf", "draft-mtp", "tiny-qwen35-mtp.gguf", Qwen35Spec()),
     "eagle3": MethodModel("tiny-eagle3.gguf", "draft-eagle3", tiny.FILES["target"][0], HeadSpec("eagle3")),
     "dflash": MethodModel("tiny-dflash.gguf", "draft-dflash", tiny.FILES["target"][0], HeadSpec("dflash")),
-    "dspark": MethodModel("tiny-dspark.gguf", "draft-dspark", tiny.FILES["target"][0],
-                          HeadSpec("dflash", markov=True)),
+    "dspark": MethodModel("tiny-dspark.gguf", "draft-dspark", tiny.FILES["target"][0], HeadSpec("dflash", markov=True)),
 }
 
 
-def make_method_models(out_dir: Path, vocab_dir: Path, seed: int = 0, vocabs: VocabCache | None = None
-                       ) -> dict[str, Path]:
+def make_method_models(
+    out_dir: Path, vocab_dir: Path, seed: int = 0, vocabs: VocabCache | None = None
+) -> dict[str, Path]:
     """Write the MTP target and the EAGLE3/DFlash/DSpark drafts into out_dir, skipping files already made by the
     same recipe. The drafts belong to tiny.py's target of the same seed. Returns {role: path}."""
     vocabs = vocabs or VocabCache(vocab_dir)
@@ -86,8 +88,15 @@ def make_method_models(out_dir: Path, vocab_dir: Path, seed: int = 0, vocabs: Vo
     for role, model in MODELS.items():
         extra = {} if model.draft is None else {"target": model.target, "target_recipe": target_recipe}
         recipe = tiny.recipe_id(vocab_path, model.spec, seed, version=RECIPE_VERSION, **extra)
-        described = {"role": role, "spec_type": model.spec_type, "version": RECIPE_VERSION, "seed": seed,
-                     "vocab": SPM_VOCAB, **asdict(model.spec), **extra}
+        described = {
+            "role": role,
+            "spec_type": model.spec_type,
+            "version": RECIPE_VERSION,
+            "seed": seed,
+            "vocab": SPM_VOCAB,
+            **asdict(model.spec),
+            **extra,
+        }
 
         def write(tmp, model=model, recipe=recipe, described=described):
             _write(tmp, model, vocabs, seed, recipe, described)

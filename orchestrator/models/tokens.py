@@ -46,9 +46,11 @@ def token_ids(tool: Path, model: Path, text: str) -> list[int] | None:
     with tempfile.TemporaryDirectory(prefix="orch-tokens-") as tmp:
         text_file = Path(tmp) / "text"
         text_file.write_text(text, encoding="utf-8")
-        result = proc.run([tool, "-m", model, "-f", text_file, "--ids", "--no-bos", "--no-escape",
-                           "--log-disable"],
-                          capture=True, timeout=TIMEOUT_S)
+        result = proc.run(
+            [tool, "-m", model, "-f", text_file, "--ids", "--no-bos", "--no-escape", "--log-disable"],
+            capture=True,
+            timeout=TIMEOUT_S,
+        )
     found = _IDS.findall(result.stdout) if result.ok else []
     if not found:
         return None

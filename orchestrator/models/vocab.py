@@ -19,9 +19,20 @@ SPEC_VOCAB_CHECK_START_TOKEN_ID = 5
 
 # tokenizer.ggml.model -> llama_vocab_type, as llama-vocab.cpp maps them: llama.cpp compares the type, so a
 # gpt2 and a gemma4 tokenizer (both BPE) pass this rule and meet the token-text one.
-VOCAB_TYPES = {"no_vocab": "none", "none": "none", "llama": "spm", "bert": "wpm", "gpt2": "bpe",
-               "hybriddna": "bpe", "whitespace": "bpe", "gemma4": "bpe", "t5": "ugm", "rwkv": "rwkv",
-               "plamo2": "plamo2", "test": "test"}
+VOCAB_TYPES = {
+    "no_vocab": "none",
+    "none": "none",
+    "llama": "spm",
+    "bert": "wpm",
+    "gpt2": "bpe",
+    "hybriddna": "bpe",
+    "whitespace": "bpe",
+    "gemma4": "bpe",
+    "t5": "ugm",
+    "rwkv": "rwkv",
+    "plamo2": "plamo2",
+    "test": "test",
+}
 
 
 def metadata_differences(target: ModelInfo, draft: ModelInfo) -> list[str]:
@@ -32,8 +43,10 @@ def metadata_differences(target: ModelInfo, draft: ModelInfo) -> list[str]:
     if target.vocab_size is not None and draft.vocab_size is not None:
         diff = abs(target.vocab_size - draft.vocab_size)
         if diff > SPEC_VOCAB_MAX_SIZE_DIFFERENCE:
-            reasons.append(f"vocab size {target.vocab_size} vs {draft.vocab_size} "
-                           f"(differ by {diff}, llama.cpp allows {SPEC_VOCAB_MAX_SIZE_DIFFERENCE})")
+            reasons.append(
+                f"vocab size {target.vocab_size} vs {draft.vocab_size} "
+                f"(differ by {diff}, llama.cpp allows {SPEC_VOCAB_MAX_SIZE_DIFFERENCE})"
+            )
     if target.bos_id != draft.bos_id:
         reasons.append(f"bos token id {target.bos_id} vs {draft.bos_id}")
     if target.eos_id != draft.eos_id:
@@ -68,8 +81,10 @@ def first_token_difference(target_path: str, draft_path: str) -> str | None:
             # strcmp: the text ends at its first NUL byte
             a, b = ours.item(i).split(b"\0")[0], theirs.item(i).split(b"\0")[0]
             if a != b:
-                return (f"token {i} is {_text(a)} in the target but {_text(b)} in the draft "
-                        f"(llama.cpp compares every token text from id {first} on)")
+                return (
+                    f"token {i} is {_text(a)} in the target but {_text(b)} in the draft "
+                    f"(llama.cpp compares every token text from id {first} on)"
+                )
     return None
 
 

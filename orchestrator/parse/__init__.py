@@ -1,9 +1,9 @@
 """Pure parsers for llama.cpp output: text in, data out, no I/O.
 
-    parsed = parse_run(stdout, stderr)     # a run: figures from stderr, where llama.cpp logs them
-    parsed = parse_text(stderr)            # any text: stdout, stderr, or both concatenated
-    parsed.metrics["acceptance"]           # canonical names, see METRIC_KEYS
-    classify_failure(stderr, returncode=1, signal=None, timed_out=False, expects_speculation=True)
+parsed = parse_run(stdout, stderr)     # a run: figures from stderr, where llama.cpp logs them
+parsed = parse_text(stderr)            # any text: stdout, stderr, or both concatenated
+parsed.metrics["acceptance"]           # canonical names, see METRIC_KEYS
+classify_failure(stderr, returncode=1, signal=None, timed_out=False, expects_speculation=True)
 """
 
 from __future__ import annotations
@@ -38,18 +38,48 @@ from .perf import PerfBlock, cli_speeds, parse_perf_blocks
 from .spec import SpecInfo, parse_spec, primary_stats, split_sections
 from .version import parse_version
 
-__all__ = ["METRIC_KEYS", "FAILURE_CLASSES", "END_BLOCK_TOOLS", "ParsedLog", "parse_text", "parse_run",
-           "check_ranges", "missing_block", "classify_failure", "run_failure", "decide_failure", "Ended", "Failure"]
+__all__ = [
+    "METRIC_KEYS",
+    "FAILURE_CLASSES",
+    "END_BLOCK_TOOLS",
+    "ParsedLog",
+    "parse_text",
+    "parse_run",
+    "check_ranges",
+    "missing_block",
+    "classify_failure",
+    "run_failure",
+    "decide_failure",
+    "Ended",
+    "Failure",
+]
 
-METRIC_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
-               "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms",
-               "mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "seq_acceptance_low",
-               "seq_acceptance_high", "spec_type", "n_generated")
+METRIC_KEYS = (
+    "n_draft_max",
+    "n_predict",
+    "n_drafted",
+    "n_accepted",
+    "acceptance",
+    "encode_tps",
+    "decode_tps",
+    "prompt_eval_ms",
+    "prompt_eval_tokens",
+    "eval_ms",
+    "eval_runs",
+    "load_ms",
+    "total_ms",
+    "mean_accept_len",
+    "accept_rate_per_pos",
+    "seq_acceptance",
+    "seq_acceptance_low",
+    "seq_acceptance_high",
+    "spec_type",
+    "n_generated",
+)
 # Printed accept% and our n_accept/n_drafted may differ by the printout's rounding (%.3f of a percentage).
 ACCEPT_TOLERANCE = 0.0005
 # Columns of the metrics table that are INTEGER (32-bit): a count beyond fits no row and is no real count.
-INT32_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "prompt_eval_tokens", "eval_runs",
-              "n_generated")
+INT32_KEYS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "prompt_eval_tokens", "eval_runs", "n_generated")
 INT32_MAX = 2**31 - 1
 
 
@@ -63,9 +93,16 @@ class ParsedLog:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return _json_safe({"metrics": self.metrics, "extra": self.extra, "version": self.version,
-                           "perf": {k: v.to_dict() for k, v in self.perf.items()},
-                           "has_end_block": self.has_end_block, "warnings": self.warnings})
+        return _json_safe(
+            {
+                "metrics": self.metrics,
+                "extra": self.extra,
+                "version": self.version,
+                "perf": {k: v.to_dict() for k, v in self.perf.items()},
+                "has_end_block": self.has_end_block,
+                "warnings": self.warnings,
+            }
+        )
 
 
 def parse_text(text: str) -> ParsedLog:
@@ -84,14 +121,16 @@ def parse_text(text: str) -> ParsedLog:
     # Speeds: the speculative tool's own end block first, then the target perf block, then the chat cli's line.
     chat = cli_speeds(lines)
     metrics["encode_tps"] = _first(end.encode_tps, target and target.prompt_eval_tps, chat and chat[0])
-    metrics["decode_tps"] = _first(end.decode_tps, _wall_decode_tps(target), target and target.eval_tps,
-                                   chat and chat[1])
+    metrics["decode_tps"] = _first(
+        end.decode_tps, _wall_decode_tps(target), target and target.eval_tps, chat and chat[1]
+    )
     metrics["n_generated"] = _generated(end, target)
     primary = primary_stats(spec.stats)
     if primary:
         metrics["mean_accept_len"] = primary.mean_accept_len
-        metrics["accept_rate_per_pos"] = rates_per_draft(primary.accept_rate_per_pos, primary.calls_accept,
-                                                         primary.gen_drafts)
+        metrics["accept_rate_per_pos"] = rates_per_draft(
+            primary.accept_rate_per_pos, primary.calls_accept, primary.gen_drafts
+        )
         metrics["spec_type"] = primary.impl.replace("_", "-")  # early 2026 printed `ngram_mod`
     extra = _extra(spec, perf)
     window = end.n_draft
@@ -105,8 +144,7 @@ def parse_text(text: str) -> ParsedLog:
         extra["seq_acceptance_source"] = seq.source
     if chat:
         extra.update(cli_prompt_tps=chat[0], cli_generation_tps=chat[1])
-    parsed = ParsedLog(metrics=metrics, extra=extra, version=parse_version(lines), perf=perf,
-                       has_end_block=end.found)
+    parsed = ParsedLog(metrics=metrics, extra=extra, version=parse_version(lines), perf=perf, has_end_block=end.found)
     _cross_check(parsed, end.accept_pct)
     return parsed
 
@@ -173,13 +211,21 @@ def _seq_acceptance(lines, primary, requested_window: int | None) -> SeqAcceptan
 
 def _extra(spec: SpecInfo, perf: dict[str, PerfBlock]) -> dict[str, Any]:
     end = spec.end
-    extra: dict[str, Any] = {k: getattr(end, k) for k in (
-        "encode_tokens", "encode_s", "decode_tokens", "decode_s", "accept_pct", "accept_text")}
+    extra: dict[str, Any] = {
+        k: getattr(end, k)
+        for k in ("encode_tokens", "encode_s", "decode_tokens", "decode_s", "accept_pct", "accept_text")
+    }
     if target := perf.get("target"):
-        extra.update(sampling_ms=target.sampling_ms, samplers_ms=target.samplers_ms,
-                     prompt_eval_tps=target.prompt_eval_tps, eval_tps=target.eval_tps,
-                     total_tokens=target.total_tokens, unaccounted_ms=target.unaccounted_ms,
-                     graphs_reused=target.graphs_reused, perf_source=target.source)
+        extra.update(
+            sampling_ms=target.sampling_ms,
+            samplers_ms=target.samplers_ms,
+            prompt_eval_tps=target.prompt_eval_tps,
+            eval_tps=target.eval_tps,
+            total_tokens=target.total_tokens,
+            unaccounted_ms=target.unaccounted_ms,
+            graphs_reused=target.graphs_reused,
+            perf_source=target.source,
+        )
     if draft := perf.get("draft"):  # the draft context's own decoding: what drafting cost, where no statistics say
         extra.update(draft_eval_ms=draft.eval_ms, draft_eval_runs=draft.eval_runs)
     if spec.stats:

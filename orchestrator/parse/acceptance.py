@@ -71,8 +71,9 @@ def seq_from_outcomes(outcomes: list[tuple[int, int]]) -> SeqAcceptance | None:
     return SeqAcceptance(full, full, full, "draft lines")
 
 
-def seq_from_counts(n_drafts: int | None, n_tokens: int | None, at_least: list[float],
-                    window: int | None) -> SeqAcceptance | None:
+def seq_from_counts(
+    n_drafts: int | None, n_tokens: int | None, at_least: list[float], window: int | None
+) -> SeqAcceptance | None:
     """Sequence acceptance from counters: `at_least[i]` = verification steps that accepted more than i tokens.
 
     Exact when every draft filled the window; otherwise bounded: the full-window drafts accepted in full are
@@ -143,8 +144,13 @@ def from_request_lines(requests: list[dict]) -> dict:
     A request prints shares, not its step count s: s is the one integer that gives its mean length (2 decimals),
     its rates (3 decimals) and, summed over positions, its accepted count A. A request that accepted nothing
     (mean 1.00) leaves s open, and so does a log without mean lengths (2025 wording): then no figure."""
-    if not requests or any(r.get("mean_len") is None or not r.get("rates_per_pos") or r.get("accepted") is None
-                           or r.get("generated") is None for r in requests):  # a count too long to be one: None
+    if not requests or any(
+        r.get("mean_len") is None
+        or not r.get("rates_per_pos")
+        or r.get("accepted") is None
+        or r.get("generated") is None
+        for r in requests
+    ):  # a count too long to be one: None
         return {}
     steps, counts, tokens = 0, [], 0
     for r in requests:
@@ -154,10 +160,14 @@ def from_request_lines(requests: list[dict]) -> dict:
         steps += s
         tokens += r["generated"]
         per_pos = [round(p * s) for p in r["rates_per_pos"]]
-        counts = [(counts[i] if i < len(counts) else 0) + (per_pos[i] if i < len(per_pos) else 0)
-                  for i in range(max(len(counts), len(per_pos)))]
-    out: dict = {"mean_accept_len": 1 + sum(r["accepted"] for r in requests) / steps,
-                 "accept_rate_per_pos": [c / steps for c in counts]}
+        counts = [
+            (counts[i] if i < len(counts) else 0) + (per_pos[i] if i < len(per_pos) else 0)
+            for i in range(max(len(counts), len(per_pos)))
+        ]
+    out: dict = {
+        "mean_accept_len": 1 + sum(r["accepted"] for r in requests) / steps,
+        "accept_rate_per_pos": [c / steps for c in counts],
+    }
     if seq := seq_from_counts(steps, tokens, [float(c) for c in counts], len(counts)):
         out["seq"] = seq
     return out
@@ -168,10 +178,13 @@ def _request_steps(accepted: int, generated: int, mean_len: float, rates: list[f
         return None
     low = accepted / (mean_len - 1 + MEAN_LEN_HALF_STEP)
     high = accepted / (mean_len - 1 - MEAN_LEN_HALF_STEP) if mean_len - 1 > MEAN_LEN_HALF_STEP else generated
-    found = [s for s in range(max(1, int(low)), min(generated, int(high) + 1) + 1)
-             if abs(accepted / s - (mean_len - 1)) <= MEAN_LEN_HALF_STEP + 1e-9
-             and all(abs(p * s - round(p * s)) <= RATE_HALF_STEP * s + 1e-9 for p in rates)
-             and sum(round(p * s) for p in rates) == accepted]
+    found = [
+        s
+        for s in range(max(1, int(low)), min(generated, int(high) + 1) + 1)
+        if abs(accepted / s - (mean_len - 1)) <= MEAN_LEN_HALF_STEP + 1e-9
+        and all(abs(p * s - round(p * s)) <= RATE_HALF_STEP * s + 1e-9 for p in rates)
+        and sum(round(p * s) for p in rates) == accepted
+    ]
     return found[0] if len(found) == 1 else None
 
 

@@ -16,8 +16,20 @@ from . import METRIC_KEYS, ParsedLog
 from .lines import to_float
 
 # What tells one test from another, as llama.cpp's compare-llama-bench.py keys them (LLAMA_BENCH_KEY_PROPERTIES).
-TEST_KEYS = ("n_prompt", "n_gen", "n_depth", "n_batch", "n_ubatch", "type_k", "type_v", "n_threads",
-             "n_gpu_layers", "flash_attn", "model_type", "model_size")
+TEST_KEYS = (
+    "n_prompt",
+    "n_gen",
+    "n_depth",
+    "n_batch",
+    "n_ubatch",
+    "type_k",
+    "type_v",
+    "n_threads",
+    "n_gpu_layers",
+    "flash_attn",
+    "model_type",
+    "model_size",
+)
 
 
 def parse_bench(stdout: str) -> list[dict]:
@@ -48,8 +60,11 @@ def kind(test: dict) -> str:
 def label(test: dict) -> str:
     """pp512, tg128, pp512+tg128, with @ d4096 where the test ran at a depth (llama-bench's own names)."""
     k = kind(test)
-    name = {"pp": f"pp{test.get('n_prompt')}", "tg": f"tg{test.get('n_gen')}",
-            "pg": f"pp{test.get('n_prompt')}+tg{test.get('n_gen')}"}[k]
+    name = {
+        "pp": f"pp{test.get('n_prompt')}",
+        "tg": f"tg{test.get('n_gen')}",
+        "pg": f"pp{test.get('n_prompt')}+tg{test.get('n_gen')}",
+    }[k]
     return name + (f" @ d{test['n_depth']}" if test.get("n_depth") else "")
 
 
@@ -62,8 +77,13 @@ def bench_log(test: dict) -> ParsedLog:
         metrics.update(decode_tps=tps, n_predict=test.get("n_gen"), n_generated=test.get("n_gen"))
     elif k == "pp":
         metrics.update(encode_tps=tps, prompt_eval_tokens=test.get("n_prompt"))
-    extra = {"bench_test": label(test), "bench_kind": k, "bench_tps": tps,
-             "bench_samples_ts": test.get("samples_ts"), "bench_stddev_ts": test.get("stddev_ts"),
-             **{f"bench_{key}": test.get(key) for key in TEST_KEYS}}
+    extra = {
+        "bench_test": label(test),
+        "bench_kind": k,
+        "bench_tps": tps,
+        "bench_samples_ts": test.get("samples_ts"),
+        "bench_stddev_ts": test.get("stddev_ts"),
+        **{f"bench_{key}": test.get(key) for key in TEST_KEYS},
+    }
     version = {"commit": test.get("build_commit"), "build_number": test.get("build_number")}
     return ParsedLog(metrics=metrics, extra=extra, version=version, has_end_block=True)

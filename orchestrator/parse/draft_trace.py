@@ -44,14 +44,17 @@ def draft_passes(text: str) -> list[DraftPass]:
             if pos == len(proposed):
                 proposed.append((int(m.group(2)), float(m.group(3))))
         elif REPLAY_RE.match(line.text):
-            raise ParseError("the log shows checkpoint replays (a target that cannot drop part of a sequence): its "
-                             "passes cannot be replayed for other settings")
+            raise ParseError(
+                "the log shows checkpoint replays (a target that cannot drop part of a sequence): its "
+                "passes cannot be replayed for other settings"
+            )
         elif m := DRAFT_LINE_RE.match(line.text):
             accepted, drafted = int(m.group(1)), int(m.group(2))
             last = LAST_TOKEN_RE.search(line.text)
             if drafted > len(proposed) or accepted > drafted or last is None:
-                raise ParseError(f"pass {len(passes) + 1}: `accepted {accepted}/{drafted}` after {len(proposed)} "
-                                 f"drafted candidates")
+                raise ParseError(
+                    f"pass {len(passes) + 1}: `accepted {accepted}/{drafted}` after {len(proposed)} drafted candidates"
+                )
             passes.append(DraftPass(tuple(proposed[:drafted]) if drafted else (), accepted, int(last.group(1))))
             proposed = []
     if not passes:
@@ -65,8 +68,10 @@ def pass_counts(text: str) -> list[tuple[int, int]]:
     out = []
     for line in clean_lines(text):
         if REPLAY_RE.match(line.text):
-            raise ParseError("the log shows checkpoint replays (a target that cannot drop part of a sequence): its "
-                             "passes cannot be priced one by one")
+            raise ParseError(
+                "the log shows checkpoint replays (a target that cannot drop part of a sequence): its "
+                "passes cannot be priced one by one"
+            )
         if m := DRAFT_LINE_RE.match(line.text):
             accepted, drafted = int(m.group(1)), int(m.group(2))
             if accepted > drafted:

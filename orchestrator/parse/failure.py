@@ -17,58 +17,97 @@ from dataclasses import dataclass
 from .lines import clean_lines, strip_prefixes
 from .spec import parse_spec
 
-FAILURE_CLASSES = ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
-                   "crash_signal", "spec_not_engaged", "truncated_log", "parse_error", "other",
-                   "spec_unsupported", "spec_mismatch")
+FAILURE_CLASSES = (
+    "vocab_mismatch",
+    "unknown_flag",
+    "model_load",
+    "out_of_memory",
+    "timeout",
+    "crash_signal",
+    "spec_not_engaged",
+    "truncated_log",
+    "parse_error",
+    "other",
+    "spec_unsupported",
+    "spec_mismatch",
+)
 
 # Checked in this order. OOM comes before model_load: an allocation failure during loading is reported as
 # `error loading model: unable to allocate CUDA0 buffer`, and the allocation is the cause worth naming.
 SIGNATURES: list[tuple[str, re.Pattern]] = [
     # Every era's words (llama-cpp-python 0.3.8 .. 0.3.36 trees): common/speculative.cpp's checks, the server's
     # refusal of an incompatible draft (2025), and the 2026 compatibility line.
-    ("vocab_mismatch", re.compile(
-        r"draft model vocab(?: type)? must (?:closely )?match target model"
-        r"|draft model (?:bos|eos|special) tokens must match"
-        r"|draft vocab (?:special tokens|vocab) must match target vocab"
-        r"|the draft model '.*' is not compatible with the target model"
-        r"|the target and draft vocabs are not compatible")),
+    (
+        "vocab_mismatch",
+        re.compile(
+            r"draft model vocab(?: type)? must (?:closely )?match target model"
+            r"|draft model (?:bos|eos|special) tokens must match"
+            r"|draft vocab (?:special tokens|vocab) must match target vocab"
+            r"|the draft model '.*' is not compatible with the target model"
+            r"|the target and draft vocabs are not compatible"
+        ),
+    ),
     # The models do not fit the speculation method, found only by the binary (orch's pre-flight stops the cases
     # GGUF metadata shows, as spec_mismatch): before unknown_flag, as an unknown type is also an argument error.
-    ("spec_unsupported", re.compile(
-        r"unknown speculative type"
-        r"|requires 'target_layers'"
-        r"|layer input tensor is null"
-        r"|t_layer_inp"
-        r"|draft model is not eagle3"
-        r"|target layer id \d+ exceeds target n_layer"
-        r"|context type MTP requested but model doesn't contain MTP layers"
-        r"|embd row width \d+ does not match the decoder input")),
-    ("unknown_flag", re.compile(
-        r"error while handling argument"
-        r"|error: invalid argument"
-        r"|error: unknown argument")),
-    ("out_of_memory", re.compile(
-        r"out of memory"
-        r"|cudaMalloc failed"
-        r"|std::bad_alloc"
-        r"|ErrorOutOfDeviceMemory"
-        r"|unable to allocate \S+ buffer"
-        r"|failed to allocate (?:\S+ )?(?:buffer|compute|graph)")),
-    ("model_load", re.compile(
-        r"failed to load (?:draft )?model"
-        r"|error loading model"
-        r"|failed to open GGUF file"
-        r"|unable to load model"
-        r"|failed to create draft context"
-        r"|--model-draft is required")),
+    (
+        "spec_unsupported",
+        re.compile(
+            r"unknown speculative type"
+            r"|requires 'target_layers'"
+            r"|layer input tensor is null"
+            r"|t_layer_inp"
+            r"|draft model is not eagle3"
+            r"|target layer id \d+ exceeds target n_layer"
+            r"|context type MTP requested but model doesn't contain MTP layers"
+            r"|embd row width \d+ does not match the decoder input"
+        ),
+    ),
+    (
+        "unknown_flag",
+        re.compile(
+            r"error while handling argument"
+            r"|error: invalid argument"
+            r"|error: unknown argument"
+        ),
+    ),
+    (
+        "out_of_memory",
+        re.compile(
+            r"out of memory"
+            r"|cudaMalloc failed"
+            r"|std::bad_alloc"
+            r"|ErrorOutOfDeviceMemory"
+            r"|unable to allocate \S+ buffer"
+            r"|failed to allocate (?:\S+ )?(?:buffer|compute|graph)"
+        ),
+    ),
+    (
+        "model_load",
+        re.compile(
+            r"failed to load (?:draft )?model"
+            r"|error loading model"
+            r"|failed to open GGUF file"
+            r"|unable to load model"
+            r"|failed to create draft context"
+            r"|--model-draft is required"
+        ),
+    ),
     # A request the model cannot take (2025: "the prompt exceeds the context size", later "prompt is too long"):
     # no class of its own, but the line is the reason.
-    ("other", re.compile(
-        r"the prompt exceeds the context size"
-        r"|prompt is too long")),
-    ("spec_not_engaged", re.compile(
-        r"failed to initialize speculative decoding"
-        r"|no implementations specified for speculative decoding")),
+    (
+        "other",
+        re.compile(
+            r"the prompt exceeds the context size"
+            r"|prompt is too long"
+        ),
+    ),
+    (
+        "spec_not_engaged",
+        re.compile(
+            r"failed to initialize speculative decoding"
+            r"|no implementations specified for speculative decoding"
+        ),
+    ),
 ]
 
 # Early 2026 went on by translating tokens between the vocabularies (`... not compatible - tokens will be
@@ -77,8 +116,10 @@ TRANSLATED = "tokens will be translated between the two"
 # Exit statuses a shell reports for a signal (128 + N), for callers that only have the number.
 SHELL_SIGNAL_MIN = 129
 # What an abort or a crash leaves in a log: where the exit status is unknown (a saved log), the signal's trace.
-CRASH_RE = re.compile(r"terminate called after throwing|GGML_ASSERT\(|ggml_abort|Segmentation fault"
-                      r"|Aborted \(core dumped\)|double free or corruption")
+CRASH_RE = re.compile(
+    r"terminate called after throwing|GGML_ASSERT\(|ggml_abort|Segmentation fault"
+    r"|Aborted \(core dumped\)|double free or corruption"
+)
 # Tools whose run ends with the speculative end block; every other CLI tool must print the perf block.
 END_BLOCK_TOOLS = ("llama-speculative-simple", "llama-speculative")
 
@@ -92,8 +133,9 @@ class Ended:
     timed_out: bool = False
 
     def killed(self) -> bool:
-        return self.signal is not None or (self.returncode is not None and
-                                           (self.returncode < 0 or self.returncode >= SHELL_SIGNAL_MIN))
+        return self.signal is not None or (
+            self.returncode is not None and (self.returncode < 0 or self.returncode >= SHELL_SIGNAL_MIN)
+        )
 
 
 @dataclass(frozen=True)
@@ -125,8 +167,9 @@ def failure_signature(text: str) -> str | None:
     return found
 
 
-def decide_failure(text: str, *, expects_speculation: bool, parsed=None, tool: str | None = None,
-                   ended: Ended | None = None) -> Failure | None:
+def decide_failure(
+    text: str, *, expects_speculation: bool, parsed=None, tool: str | None = None, ended: Ended | None = None
+) -> Failure | None:
     """The failure of a run whose log (its stderr, or the server's log) is `text`; None for a successful one.
 
     `parsed` (the run's ParsedLog) and `tool` (the binary's name) let a log cut before its block be told apart
@@ -152,23 +195,37 @@ def decide_failure(text: str, *, expects_speculation: bool, parsed=None, tool: s
     return None
 
 
-def classify_failure(text: str, *, returncode: int | None, signal: int | None, timed_out: bool,
-                     expects_speculation: bool) -> str | None:
+def classify_failure(
+    text: str, *, returncode: int | None, signal: int | None, timed_out: bool, expects_speculation: bool
+) -> str | None:
     """One of FAILURE_CLASSES, or None for a successful run, from the log and the exit alone (no block check)."""
     found = decide_failure(text, expects_speculation=expects_speculation, ended=Ended(returncode, signal, timed_out))
     return found.name if found else None
 
 
-def run_failure(parsed, stderr: str, *, tool: str, returncode: int | None, signal: int | None,
-                timed_out: bool, expects_speculation: bool) -> tuple[str | None, str | None]:
+def run_failure(
+    parsed,
+    stderr: str,
+    *,
+    tool: str,
+    returncode: int | None,
+    signal: int | None,
+    timed_out: bool,
+    expects_speculation: bool,
+) -> tuple[str | None, str | None]:
     """(failure class or None, what the log lacks or None) of a finished CLI run, as orch stores it.
 
     Exit 0 without the block every run of the tool prints is truncated_log: its last lines were lost (llama.cpp's
     log thread, under load), and the statistics line may be among them, so "speculation never engaged" would be a
     guess; an error line in the log still names its own class.
     """
-    found = decide_failure(stderr, expects_speculation=expects_speculation, parsed=parsed, tool=tool,
-                           ended=Ended(returncode, signal, timed_out))
+    found = decide_failure(
+        stderr,
+        expects_speculation=expects_speculation,
+        parsed=parsed,
+        tool=tool,
+        ended=Ended(returncode, signal, timed_out),
+    )
     return (found.name, found.missing) if found else (None, None)
 
 
@@ -198,7 +255,7 @@ def line_at(text: str, pos: int) -> str:
     """The log line holding position pos, without its timestamp or tag, cut at 200 characters."""
     start = text.rfind("\n", 0, pos) + 1
     end = text.find("\n", pos)
-    return strip_prefixes(text[start:end if end >= 0 else len(text)])[0].strip()[:200]
+    return strip_prefixes(text[start : end if end >= 0 else len(text)])[0].strip()[:200]
 
 
 def speculation_ran(text: str) -> bool:

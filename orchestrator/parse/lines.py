@@ -37,14 +37,14 @@ def strip_prefixes(raw: str) -> tuple[str, str | None]:
     m = TIMESTAMP_RE.match(line)
     if m:
         level = m.group(1)
-        line = line[m.end():]
+        line = line[m.end() :]
     m = SUBSYSTEM_RE.match(line)
     if m:
-        line = line[m.end():]
+        line = line[m.end() :]
     else:
         m = SLOT_ID_RE.match(line)
         if m:
-            line = line[m.end():]
+            line = line[m.end() :]
     return line.rstrip(), level
 
 

@@ -46,7 +46,9 @@ class Mode:
     bench_tests: bool = False  # its tool runs -p/-n/-d tests printed as JSON lines (-o jsonl added), sized by them
     measures_quality: bool = False  # perplexity tools, quants and base logits first; a quality measurement per run
     races: bool = False  # `orch tune` may race its arms (one process per run, controls, count-matched references)
-    predicts: bool = False  # its drafting arms are predicted before they run (run/predictions: llama-speculative-simple's
+    predicts: bool = (
+        False  # its drafting arms are predicted before they run (run/predictions: llama-speculative-simple's
+    )
     # loop, probed with llama-bench and one wide run)
     variables: Mapping[str, object] = field(default_factory=dict)  # every recipe of the mode has them (defaults)
     requests: Mapping[str, object] = field(default_factory=dict)  # request options orch sends, typed by these
@@ -57,8 +59,10 @@ def parse_bench_run(stdout: str, stderr: str) -> ParsedLog:
     arm, so such a run is a parse error saying how to split it."""
     tests = parse_bench(stdout)
     if len(tests) != 1:
-        raise ParseError(f"llama-bench printed {len(tests)} tests ({', '.join(map(bench_label, tests))}); a bench "
-                         f"arm is one test: give one -p/-n/-d value per arm and vary them in the recipe's matrix")
+        raise ParseError(
+            f"llama-bench printed {len(tests)} tests ({', '.join(map(bench_label, tests))}); a bench "
+            f"arm is one test: give one -p/-n/-d value per arm and vary them in the recipe's matrix"
+        )
     return bench_log(tests[0])
 
 
@@ -67,21 +71,64 @@ def parse_bench_run(stdout: str, stderr: str) -> ParsedLog:
 QUALITY_VARIABLES = {"quality_base": "", "quality_text": "", "quality_ctx": 256}
 # Server mode's request options: variables of every server recipe, whether its text names them or not; "default" is
 # recipe/prompts.DEFAULT, orch's own prompt set.
-REQUEST_OPTIONS = {"temperature": 0.0, "cache_prompt": False, "ignore_eos": False, "prompt_set": "default",
-                   "concurrency": 1, "server_timeout": 120}
+REQUEST_OPTIONS = {
+    "temperature": 0.0,
+    "cache_prompt": False,
+    "ignore_eos": False,
+    "prompt_set": "default",
+    "concurrency": 1,
+    "server_timeout": 120,
+}
 
-MODES: dict[str, Mode] = {m.name: m for m in (
-    Mode("cli", "llama-speculative-simple, llama-speculative, llama-completion / classic llama-cli", parse_run,
-         exit_first=False, controls=True, on_ray=True, crosses_builds=True, matches_length=True, races=True,
-         predicts=True),
-    Mode("server", "llama-server over HTTP (orch's client, one row per request)", None,
-         exit_first=False, controls=False, on_ray=True, serves=True, requests=REQUEST_OPTIONS),
-    Mode("quality", "llama-perplexity (perplexity and KLD against a base) beside the speed runs", parse_run,
-         exit_first=False, controls=True, on_ray=False, fits_depth=True, measures_quality=True,
-         variables=QUALITY_VARIABLES),
-    Mode("bench", "llama-bench, one test per arm (-o jsonl)", parse_bench_run,
-         exit_first=True, controls=False, on_ray=True, crosses_builds=True, fits_depth=True, bench_tests=True),
-)}
+MODES: dict[str, Mode] = {
+    m.name: m
+    for m in (
+        Mode(
+            "cli",
+            "llama-speculative-simple, llama-speculative, llama-completion / classic llama-cli",
+            parse_run,
+            exit_first=False,
+            controls=True,
+            on_ray=True,
+            crosses_builds=True,
+            matches_length=True,
+            races=True,
+            predicts=True,
+        ),
+        Mode(
+            "server",
+            "llama-server over HTTP (orch's client, one row per request)",
+            None,
+            exit_first=False,
+            controls=False,
+            on_ray=True,
+            serves=True,
+            requests=REQUEST_OPTIONS,
+        ),
+        Mode(
+            "quality",
+            "llama-perplexity (perplexity and KLD against a base) beside the speed runs",
+            parse_run,
+            exit_first=False,
+            controls=True,
+            on_ray=False,
+            fits_depth=True,
+            measures_quality=True,
+            variables=QUALITY_VARIABLES,
+        ),
+        Mode(
+            "bench",
+            "llama-bench, one test per arm (-o jsonl)",
+            parse_bench_run,
+            exit_first=True,
+            controls=False,
+            on_ray=True,
+            crosses_builds=True,
+            fits_depth=True,
+            bench_tests=True,
+        ),
+    )
+}
 DEFAULT_MODE = "cli"  # a recipe that names none; runs stored before modes existed
 
 

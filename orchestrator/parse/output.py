@@ -21,8 +21,15 @@ from collections.abc import Sequence
 from pathlib import PurePath
 
 # Programs whose stdout is prompt + generation (llama-cli only with -no-cnv / --no-conversation).
-RAW_PRINTERS = ("llama-completion", "llama-speculative-simple", "llama-speculative", "llama-lookup",
-                "llama-lookup-stats", "llama-cli", "main")
+RAW_PRINTERS = (
+    "llama-completion",
+    "llama-speculative-simple",
+    "llama-speculative",
+    "llama-lookup",
+    "llama-lookup-stats",
+    "llama-cli",
+    "main",
+)
 NO_CONVERSATION = ("-no-cnv", "--no-conversation")
 TEMPERATURE_FLAGS = ("--temp", "--temperature")
 PROMPT_FLAGS = ("-p", "--prompt")
@@ -69,7 +76,7 @@ def generated_text(stdout: str, argv: list[str]) -> str | None:
     at = stdout.find(prompt)
     if at < 0:
         return None
-    text = stdout[at + len(prompt):]
+    text = stdout[at + len(prompt) :]
     cut = text.find(CLI_STATS_LINE)
     return (text[:cut] if cut >= 0 else text).rstrip()
 

@@ -15,17 +15,23 @@ from dataclasses import dataclass, fields
 
 from .lines import Line, to_float, to_int
 
-PERF_FUNC_RE = re.compile(r"^(llama_print_timings|llama_perf_context_print|llama_perf_sampler_print|common_perf_print):\s+(.*)$")
+PERF_FUNC_RE = re.compile(
+    r"^(llama_print_timings|llama_perf_context_print|llama_perf_sampler_print|common_perf_print):\s+(.*)$"
+)
 NUM = r"(-?nan|-?inf|[\d.]+)"
 RATE = rf"\(\s*{NUM} ms per token,\s+{NUM} tokens per second\)"
 
 # (pattern on the text after the function name, PerfBlock attribute per group; None skips a group)
 FIELD_PATTERNS: list[tuple[re.Pattern, tuple[str, ...]]] = [
     (re.compile(r"^load time =\s+([\d.]+) ms"), ("load_ms",)),
-    (re.compile(rf"^prompt eval time =\s+([\d.]+) ms /\s+(\d+) tokens\s+{RATE}"),
-     ("prompt_eval_ms", "prompt_eval_tokens", None, "prompt_eval_tps")),
-    (re.compile(rf"^eval time =\s+([\d.]+) ms /\s+(\d+) (?:runs|tokens)\s+{RATE}"),
-     ("eval_ms", "eval_runs", None, "eval_tps")),
+    (
+        re.compile(rf"^prompt eval time =\s+([\d.]+) ms /\s+(\d+) tokens\s+{RATE}"),
+        ("prompt_eval_ms", "prompt_eval_tokens", None, "prompt_eval_tps"),
+    ),
+    (
+        re.compile(rf"^eval time =\s+([\d.]+) ms /\s+(\d+) (?:runs|tokens)\s+{RATE}"),
+        ("eval_ms", "eval_runs", None, "eval_tps"),
+    ),
     (re.compile(r"^total time =\s+([\d.]+) ms(?: /\s+(\d+) tokens)?"), ("total_ms", "total_tokens")),
     # `sample time` (2023) and `sampling time` (sampler print 2024, common_perf_print 2025+: no count).
     (re.compile(r"^sampl(?:e|ing) time =\s+([\d.]+) ms(?: /\s+(\d+) runs)?"), ("sampling_ms", "sampling_runs")),

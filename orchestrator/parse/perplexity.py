@@ -25,21 +25,39 @@ from .lines import to_float, to_int
 
 NUM = r"(-?(?:\d+(?:\.\d*)?|\.\d+|nan|inf)(?:e[-+]?\d+)?)"
 PM = rf"{NUM}\s*(?:±|\+/-)\s*{NUM}"
-CHUNKS = re.compile(r"(?:calculating perplexity|computing) over (\d+) chunks, n_ctx=(\d+)(?:, batch_size=(\d+))?"
-                    r"(?:, n_seq=(\d+))?")
+CHUNKS = re.compile(
+    r"(?:calculating perplexity|computing) over (\d+) chunks, n_ctx=(\d+)(?:, batch_size=(\d+))?"
+    r"(?:, n_seq=(\d+))?"
+)
 FINAL = re.compile(rf"Final estimate: PPL = {PM}")
 CHUNK_VALUES = re.compile(rf"\[(\d+)\]{NUM},")
 TOO_SHORT = re.compile(r"you need at least (\d+) tokens to evaluate perplexity with a context of (\d+)")
 TOKENIZED = re.compile(r"tokenizes to only (\d+) tokens")
 # "Mean PPL(Q)   : v ± e" -> (key, has error)
-PPL_STATS = {"Mean PPL(Q)": "ppl", "Mean PPL(base)": "base_ppl", "Mean ln(PPL(Q)/PPL(base))": "ln_ppl_ratio",
-             "Mean PPL(Q)/PPL(base)": "ppl_ratio", "Mean PPL(Q)-PPL(base)": "ppl_diff"}
+PPL_STATS = {
+    "Mean PPL(Q)": "ppl",
+    "Mean PPL(base)": "base_ppl",
+    "Mean ln(PPL(Q)/PPL(base))": "ln_ppl_ratio",
+    "Mean PPL(Q)/PPL(base)": "ppl_ratio",
+    "Mean PPL(Q)-PPL(base)": "ppl_diff",
+}
 CORRELATION = re.compile(rf"Cor\(ln\(PPL\(Q\)\), ln\(PPL\(base\)\)\):\s*{NUM}%")
-PERCENTILE_NAMES = {"Maximum": "max", "Minimum": "min", "Median": "median", "99.9%": "p999", "99.0%": "p99",
-                    "95.0%": "p95", "90.0%": "p90", "75.0%": "p75", "25.0%": "p25", "10.0%": "p10", "5.0%": "p5",
-                    "1.0%": "p1", "0.1%": "p01"}
-STAT_LINE = re.compile(rf"^\s*(Mean|Maximum|Minimum|Median|\d+\.\d%)\s+(KLD|Δp):\s*{NUM}(?:\s*±\s*{NUM})?\s*%?",
-                       re.M)
+PERCENTILE_NAMES = {
+    "Maximum": "max",
+    "Minimum": "min",
+    "Median": "median",
+    "99.9%": "p999",
+    "99.0%": "p99",
+    "95.0%": "p95",
+    "90.0%": "p90",
+    "75.0%": "p75",
+    "25.0%": "p25",
+    "10.0%": "p10",
+    "5.0%": "p5",
+    "1.0%": "p1",
+    "0.1%": "p01",
+}
+STAT_LINE = re.compile(rf"^\s*(Mean|Maximum|Minimum|Median|\d+\.\d%)\s+(KLD|Δp):\s*{NUM}(?:\s*±\s*{NUM})?\s*%?", re.M)
 # The KL-divergence run's per-chunk table: chunk, PPL ± e, ln(PPL(Q)/PPL(base)) ± e, KLD ± e, Δp RMS ± e %, same top p ± e %
 CHUNK_ROW = re.compile(rf"^\s*(\d+)\s+{PM}\s+{PM}\s+{PM}\s+{PM}\s*%\s+{PM}\s*%\s*$", re.M)
 RMS_DP = re.compile(rf"RMS Δp\s*:\s*{PM}\s*%")
@@ -58,9 +76,17 @@ def parse_perplexity(text: str) -> dict:
     if values := CHUNK_VALUES.findall(text):
         out["chunk_ppl"] = [to_float(v) for _, v in values]
     if rows := CHUNK_ROW.findall(text):
-        out["chunks"] = [{"chunk": int(r[0]), "ppl": to_float(r[1]), "ln_ppl_ratio": to_float(r[3]),
-                          "kld": to_float(r[5]), "dp_rms": to_float(r[7]), "same_top_p": to_float(r[9])}
-                         for r in rows]
+        out["chunks"] = [
+            {
+                "chunk": int(r[0]),
+                "ppl": to_float(r[1]),
+                "ln_ppl_ratio": to_float(r[3]),
+                "kld": to_float(r[5]),
+                "dp_rms": to_float(r[7]),
+                "same_top_p": to_float(r[9]),
+            }
+            for r in rows
+        ]
     if m := FINAL.search(text):
         out.update(ppl=to_float(m[1]), ppl_err=to_float(m[2]))
     for label, key in PPL_STATS.items():
@@ -86,8 +112,10 @@ def problem(parsed: dict, *, kld: bool) -> str | None:
     """Why this output holds no usable result (the run exits 0 in some of these cases), or None."""
     if "tokens_needed" in parsed:
         have = parsed.get("tokens_in_text")
-        return (f"the evaluation text is {have if have is not None else 'too few'} tokens; llama-perplexity needs "
-                f"at least {parsed['tokens_needed']} (2 x context {parsed['n_ctx']})")
+        return (
+            f"the evaluation text is {have if have is not None else 'too few'} tokens; llama-perplexity needs "
+            f"at least {parsed['tokens_needed']} (2 x context {parsed['n_ctx']})"
+        )
     if parsed.get("ppl") is None:
         return "no perplexity in the output (neither `Final estimate` nor `Mean PPL(Q)`)"
     if kld and parsed.get("kld_mean") is None:

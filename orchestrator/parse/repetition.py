@@ -78,4 +78,4 @@ def _self_share(grams: list[tuple[str, ...]]) -> float:
 
 def _grams(text: str) -> list[tuple[str, ...]]:
     units = UNIT_RE.findall(text)
-    return [tuple(units[i:i + N]) for i in range(len(units) - N + 1)]
+    return [tuple(units[i : i + N]) for i in range(len(units) - N + 1)]

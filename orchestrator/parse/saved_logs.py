@@ -18,13 +18,7 @@ from orchestrator.errors import NothingRecognised, ParseError
 
 from . import METRIC_KEYS, ParsedLog, check_ranges, parse_run
 from .bench import parse_bench
-from .failure import (
-    CRASH_RE,
-    decide_failure,
-    line_at,
-    match_signature,
-    signature_failure,
-)
+from .failure import CRASH_RE, decide_failure, line_at, match_signature, signature_failure
 from .lines import clean_lines, strip_prefixes
 from .modes import parse_bench_run
 from .server import server_metrics
@@ -39,17 +33,26 @@ KINDS = {
     "bench": "llama-bench machine output (-o jsonl or -o json: one test, read as a bench-mode run)",
     "failed-run": "failed run (an error llama.cpp printed, or a log that stops before any figure)",
 }
-READABLE = ("orch parse reads llama-speculative(-simple), llama-completion, llama-cli, llama-simple and "
-            "llama-server logs of every era (stderr, stdout or both), llama-bench JSON output and failed runs' logs")
+READABLE = (
+    "orch parse reads llama-speculative(-simple), llama-completion, llama-cli, llama-simple and "
+    "llama-server logs of every era (stderr, stdout or both), llama-bench JSON output and failed runs' logs"
+)
 # A llama.cpp log line: a timestamp/level prefix, a server tag, or a C function name before the message.
-LOG_LINE_RE = re.compile(r"^(?:\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |(?:srv|slot|spec|cmn|que)\s+\S{1,12}: "
-                         r"|[a-z_][a-z0-9_]*(?:\(\))?: )")
+LOG_LINE_RE = re.compile(
+    r"^(?:\d+\.\d{2}\.\d{3}\.\d{3} [IWED] |(?:srv|slot|spec|cmn|que)\s+\S{1,12}: "
+    r"|[a-z_][a-z0-9_]*(?:\(\))?: )"
+)
 # Lines only llama.cpp's start-up prints: a log cut off after them is a run that never got to its figures.
-START_RE = re.compile(r"^(?:llama_\w+|common_\w+|load_tensors|print_info|gguf_\w+|ggml_\w+|sched_reserve"
-                      r"|system_info|llama_completion): ")
+START_RE = re.compile(
+    r"^(?:llama_\w+|common_\w+|load_tensors|print_info|gguf_\w+|ggml_\w+|sched_reserve"
+    r"|system_info|llama_completion): "
+)
 # The chat llama-cli's stdout: its banner and speed line (its stderr carries next to nothing).
-CHAT_RE = re.compile(r"^\[ Prompt: .* t/s \| Generation: .* t/s \]$|^build\s+: b\d+-[0-9a-f]+$"
-                     r"|^available commands:$", re.M)
+CHAT_RE = re.compile(
+    r"^\[ Prompt: .* t/s \| Generation: .* t/s \]$|^build\s+: b\d+-[0-9a-f]+$"
+    r"|^available commands:$",
+    re.M,
+)
 BINARY_SHARE = 0.3  # share of undecodable bytes above which a file is data, not text
 
 
@@ -76,10 +79,15 @@ class LogReading:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "kind_description": KINDS[self.kind], "failure_class": self.failure_class,
-                "failure_detail": self.failure_detail,
-                "files": [{"path": f.name, "role": f.role, "why": f.why} for f in self.files],
-                "notes": self.notes, **self.parsed.to_dict()}
+        return {
+            "kind": self.kind,
+            "kind_description": KINDS[self.kind],
+            "failure_class": self.failure_class,
+            "failure_detail": self.failure_detail,
+            "files": [{"path": f.name, "role": f.role, "why": f.why} for f in self.files],
+            "notes": self.notes,
+            **self.parsed.to_dict(),
+        }
 
     def lines(self) -> list[str]:
         out = [f"kind: {self.kind}: {KINDS[self.kind]}"]
@@ -138,8 +146,14 @@ def read_logs(files: list[LogFile]) -> LogReading:
         parsed = parse_run(output_text, log_text)
         failure = _cli_failure(kind, parsed, log_text)
     check_ranges(parsed)
-    return LogReading(kind=kind, parsed=parsed, failure_class=failure[0] if failure else None,
-                      failure_detail=failure[1] if failure else None, files=roles, notes=notes)
+    return LogReading(
+        kind=kind,
+        parsed=parsed,
+        failure_class=failure[0] if failure else None,
+        failure_detail=failure[1] if failure else None,
+        files=roles,
+        notes=notes,
+    )
 
 
 def _roles(files: list[LogFile]) -> tuple[list[FileRole], tuple[str, str] | None, list[tuple[str, str]]]:
@@ -164,8 +178,11 @@ def _roles(files: list[LogFile]) -> tuple[list[FileRole], tuple[str, str] | None
             roles.append(FileRole(f.name, "log", f"{entry[2]} llama.cpp log lines: read for figures"))
         else:
             outputs.append((f.name, entry[1]))
-            why = "the chat llama-cli's screen: only its speed line is read" if CHAT_RE.search(entry[1]) else \
-                "the run's output (echoed prompt, generated text): never read for figures"
+            why = (
+                "the chat llama-cli's screen: only its speed line is read"
+                if CHAT_RE.search(entry[1])
+                else "the run's output (echoed prompt, generated text): never read for figures"
+            )
             if entry[2]:
                 why += f"; it holds {entry[2]} log-like lines, fewer than {log[0].name}: give each run's files apart"
             roles.append(FileRole(f.name, "output", why))
@@ -174,19 +191,24 @@ def _roles(files: list[LogFile]) -> tuple[list[FileRole], tuple[str, str] | None
 
 def _server_reading(server: ServerLog) -> tuple[ParsedLog, list[str]]:
     requests, measured_text = server.measured()
-    parsed = server_metrics([r.row() for r in requests], measured_text, wall_s=None, concurrency=None,
-                            metrics_delta={})
+    parsed = server_metrics([r.row() for r in requests], measured_text, wall_s=None, concurrency=None, metrics_delta={})
     for key in ("metrics_delta", "measured_log_offsets"):
         parsed.extra.pop(key, None)
     parsed.version = parsed.version or parse_version(clean_lines("\n".join(server.lines)))  # from the start-up
-    notes = [f"{len(requests)} finished requests pooled (decode_tps = the tokens each counts as its build counts them, "
-             f"over the sum of eval time)"]
+    notes = [
+        f"{len(requests)} finished requests pooled (decode_tps = the tokens each counts as its build counts them, "
+        f"over the sum of eval time)"
+    ]
     if server.warmup:
-        notes.append(f"left out task {server.warmup.task}, the first request after the server's start-up: orch's "
-                     "uncounted warm-up (the log marks it), as the stored run counted it")
+        notes.append(
+            f"left out task {server.warmup.task}, the first request after the server's start-up: orch's "
+            "uncounted warm-up (the log marks it), as the stored run counted it"
+        )
     else:
-        notes.append("every request counts: the log marks no warm-up (a log orch stored from a server it started "
-                     "marks its warm-up)")
+        notes.append(
+            "every request counts: the log marks no warm-up (a log orch stored from a server it started "
+            "marks its warm-up)"
+        )
     notes.append("total_ms, aggregate_tps and ttft_ms_mean need the run's wall clock and HTTP timings: not in a log")
     return parsed, notes
 
@@ -207,8 +229,13 @@ def _bench_reading(stdout: str, stderr: str, roles: list[FileRole]) -> LogReadin
     try:
         parsed = parse_bench_run(stdout, stderr)
     except ParseError as exc:
-        return LogReading(kind="bench", parsed=ParsedLog(metrics=dict.fromkeys(METRIC_KEYS)),
-                          failure_class="parse_error", failure_detail=str(exc), files=roles)
+        return LogReading(
+            kind="bench",
+            parsed=ParsedLog(metrics=dict.fromkeys(METRIC_KEYS)),
+            failure_class="parse_error",
+            failure_detail=str(exc),
+            files=roles,
+        )
     check_ranges(parsed)
     return LogReading(kind="bench", parsed=parsed, failure_class=None, failure_detail=None, files=roles)
 
@@ -223,22 +250,31 @@ def _server_failure(server: ServerLog, text: str) -> tuple[str, str] | None:
             return found.name, f"the log says: {found.line}"
         if crash:
             return "crash_signal", f"the server aborted before serving: {line_at(text, crash.start())}"
-        return "timeout", ("the log ends before the server listened, with no error: a server still loading at "
-                           "server_timeout is stored as timeout (one that exited without a word, as other)")
+        return "timeout", (
+            "the log ends before the server listened, with no error: a server still loading at "
+            "server_timeout is stored as timeout (one that exited without a word, as other)"
+        )
     if server.loads_draft and not server.engaged and not any(r.draft_n for r in server.requests):
-        return "spec_not_engaged", ("a draft model was loaded but the log shows no drafts (llama-server before "
-                                    "mid-2025 logs none at its default verbosity)")
+        return "spec_not_engaged", (
+            "a draft model was loaded but the log shows no drafts (llama-server before "
+            "mid-2025 logs none at its default verbosity)"
+        )
     if crash:
         return "other", f"the server aborted mid-run ({line_at(text, crash.start())}): its requests failed"
     if server.unfinished:
-        return "timeout", (f"request task {server.unfinished[0]} never finished: a request past --timeout stops "
-                           "the run (stored as timeout)")
+        return "timeout", (
+            f"request task {server.unfinished[0]} never finished: a request past --timeout stops "
+            "the run (stored as timeout)"
+        )
     return None
 
 
 # The tool whose block a log of each kind must hold (its figures are read as that tool's run).
-KIND_TOOLS = {"speculative": "llama-speculative-simple", "completion": "llama-completion",
-              "chat-cli": "llama-completion"}
+KIND_TOOLS = {
+    "speculative": "llama-speculative-simple",
+    "completion": "llama-completion",
+    "chat-cli": "llama-completion",
+}
 
 
 def _cli_failure(kind: str, parsed: ParsedLog, text: str) -> tuple[str, str] | None:
@@ -247,9 +283,11 @@ def _cli_failure(kind: str, parsed: ParsedLog, text: str) -> tuple[str, str] | N
     found = decide_failure(text, expects_speculation=kind == "speculative", parsed=parsed, tool=KIND_TOOLS.get(kind))
     if found is None:
         if kind == "failed-run":
-            return "truncated_log", ("the log stops before any figure, with no error line: a stored run is "
-                                     "truncated_log (exit 0), crash_signal (killed by a signal) or timeout; the log "
-                                     "alone cannot tell which")
+            return "truncated_log", (
+                "the log stops before any figure, with no error line: a stored run is "
+                "truncated_log (exit 0), crash_signal (killed by a signal) or timeout; the log "
+                "alone cannot tell which"
+            )
         return None
     if found.missing:
         return found.name, f"the log lacks {found.missing}: its last lines were lost"

@@ -17,6 +17,7 @@ from orchestrator.parse.acceptance import from_counters, from_request_lines
 # A /metrics sample line: `llamacpp:NAME{labels} VALUE` (labels only on the per-position series).
 PROMETHEUS_LINE = re.compile(r"^llamacpp:(\w+)(\{[^}]*\})?\s+([-+0-9.eE]+|nan|inf)\s*$")
 
+
 def parse_prometheus(text: str) -> dict[str, float]:
     """`llamacpp:NAME{labels} VALUE` lines of a /metrics body -> {"NAME{labels}": value}; other lines ignored."""
     out = {}
@@ -39,7 +40,7 @@ def measured_log(logs: dict[str, str | bytes], offsets: dict[str, int]) -> str:
     parts = []
     for stream, text in logs.items():
         data = text.encode() if isinstance(text, str) else text
-        parts.append(data[offsets.get(stream, 0):])
+        parts.append(data[offsets.get(stream, 0) :])
     return b"\n".join(parts).decode(errors="replace")
 
 
@@ -55,19 +56,35 @@ def decode_steps(row: dict) -> int:
     return min((n, n - 1), key=lambda k: abs(k / ms * 1000 - rate))
 
 
-def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, concurrency: int | None,
-                   metrics_delta: dict, offsets: dict | None = None) -> ParsedLog:
+def server_metrics(
+    rows: list[dict],
+    log_text: str,
+    *,
+    wall_s: float | None,
+    concurrency: int | None,
+    metrics_delta: dict,
+    offsets: dict | None = None,
+) -> ParsedLog:
     """Run metrics from request rows (DB shape) and the run's server log; pure, so reparse can redo it."""
     ok = [r for r in rows if r["status"] == "ok"]
-    total = {k: sum(r[k] or 0 for r in ok) for k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms",
-                                                      "draft_n", "draft_n_accepted")}
+    total = {
+        k: sum(r[k] or 0 for r in ok)
+        for k in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "draft_n", "draft_n_accepted")
+    }
     from_log = parse_text(log_text)
     m = dict.fromkeys(METRIC_KEYS)
-    m.update(n_predict=total["predicted_n"], n_generated=total["predicted_n"], n_drafted=total["draft_n"],
-             n_accepted=total["draft_n_accepted"],
-             prompt_eval_ms=total["prompt_ms"], prompt_eval_tokens=total["prompt_n"], eval_ms=total["predicted_ms"],
-             eval_runs=len(ok), total_ms=wall_s * 1000 if wall_s else None,
-             spec_type=from_log.metrics.get("spec_type"))
+    m.update(
+        n_predict=total["predicted_n"],
+        n_generated=total["predicted_n"],
+        n_drafted=total["draft_n"],
+        n_accepted=total["draft_n_accepted"],
+        prompt_eval_ms=total["prompt_ms"],
+        prompt_eval_tokens=total["prompt_n"],
+        eval_ms=total["predicted_ms"],
+        eval_runs=len(ok),
+        total_ms=wall_s * 1000 if wall_s else None,
+        spec_type=from_log.metrics.get("spec_type"),
+    )
     from_log_requests = from_log.extra.get("server_acceptance") or []
     # The counters where the build has them; else the per-request lines, where every request's steps can be told.
     counted = from_counters(metrics_delta or {}) or from_request_lines(from_log_requests)
@@ -85,11 +102,17 @@ def server_metrics(rows: list[dict], log_text: str, *, wall_s: float | None, con
     rates = [r["predicted_per_second"] for r in ok if r["predicted_per_second"]]
     ttfts = [r["ttft_ms"] for r in ok if r["ttft_ms"] is not None]
     log_acc = from_log_requests
-    extra = {"n_requests": len(rows), "n_requests_ok": len(ok), "concurrency": concurrency,
-             "request_mean_decode_tps": sum(rates) / len(rates) if rates else None,
-             "aggregate_tps": total["predicted_n"] / wall_s if wall_s else None,
-             "ttft_ms_mean": sum(ttfts) / len(ttfts) if ttfts else None,
-             "server_log_acceptance": log_acc, "metrics_delta": metrics_delta, "measured_log_offsets": offsets or {}}
+    extra = {
+        "n_requests": len(rows),
+        "n_requests_ok": len(ok),
+        "concurrency": concurrency,
+        "request_mean_decode_tps": sum(rates) / len(rates) if rates else None,
+        "aggregate_tps": total["predicted_n"] / wall_s if wall_s else None,
+        "ttft_ms_mean": sum(ttfts) / len(ttfts) if ttfts else None,
+        "server_log_acceptance": log_acc,
+        "metrics_delta": metrics_delta,
+        "measured_log_offsets": offsets or {},
+    }
     if seq:
         extra["seq_acceptance_source"] = seq.source
     return ParsedLog(metrics=m, extra=extra, version=from_log.version)

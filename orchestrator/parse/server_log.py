@@ -22,15 +22,19 @@ SERVER_TAG_RE = re.compile(r"^(?:srv|slot|que)\s+\S{1,12}: ")
 TIMING_RE = re.compile(r"print_timing: id\s+(-?\d+) \| task (-?\d+) \|\s?(.*)$")
 PROMPT_RE = re.compile(r"^\s*prompt eval time =\s+([\d.]+) ms /\s+(\d+) tokens")
 # ... and the rate the build prints for it (n / t before 2026, (n - 1) / t at 0c1e57098: parse.server.decode_steps)
-EVAL_RE = re.compile(r"^\s*eval time =\s+([\d.]+) ms /\s+(\d+) tokens"
-                     r"(?:\s*\(\s*[\d.]+ ms per token,\s*([\d.]+) tokens per second)?")
+EVAL_RE = re.compile(
+    r"^\s*eval time =\s+([\d.]+) ms /\s+(\d+) tokens"
+    r"(?:\s*\(\s*[\d.]+ ms per token,\s*([\d.]+) tokens per second)?"
+)
 LAUNCH_RE = re.compile(r"id\s+(-?\d+) \| task (-?\d+) \| processing task")
 RELEASE_RE = re.compile(r"id\s+(-?\d+) \| task (-?\d+) \| stop processing")
 # `srv  llama_server: model loaded` (2026-05+) or `main: model loaded` / `main: server is listening on` (before).
 STARTED_RE = re.compile(r"^(?:srv\s+)?(?:llama_server|main): (?:model loaded|server is listening|listening on)")
 # Markers only llama-server prints, for telling a server log from a CLI tool's before any request finished.
-SERVER_MARKER_RE = re.compile(r"^(?:srv\s+)?(?:llama_server|main): (?:initializing|loading model|model loaded|server is listening"
-                              r"|listening on|starting the main loop)|HTTP server")
+SERVER_MARKER_RE = re.compile(
+    r"^(?:srv\s+)?(?:llama_server|main): (?:initializing|loading model|model loaded|server is listening"
+    r"|listening on|starting the main loop)|HTTP server"
+)
 DRAFT_MODEL_RE = re.compile(r"loading draft model")
 # What orch appends to a server's log after its warm-up request (run/server_run.py): the log's own mark.
 WARMUP_MARK = "orch: warm-up request done (not counted); the run's requests follow"
@@ -56,9 +60,17 @@ class TimedRequest:
         rate = self.predicted_rate
         if rate is None and self.predicted_ms and self.predicted_n:
             rate = self.predicted_n / self.predicted_ms * 1000
-        return {"status": "ok", "prompt_n": self.prompt_n, "prompt_ms": self.prompt_ms,
-                "predicted_n": self.predicted_n, "predicted_ms": self.predicted_ms, "draft_n": self.draft_n,
-                "draft_n_accepted": self.draft_n_accepted, "predicted_per_second": rate, "ttft_ms": None}
+        return {
+            "status": "ok",
+            "prompt_n": self.prompt_n,
+            "prompt_ms": self.prompt_ms,
+            "predicted_n": self.predicted_n,
+            "predicted_ms": self.predicted_ms,
+            "draft_n": self.draft_n,
+            "draft_n_accepted": self.draft_n_accepted,
+            "predicted_per_second": rate,
+            "ttft_ms": None,
+        }
 
 
 @dataclass
@@ -86,8 +98,12 @@ class ServerLog:
     def warmup(self) -> TimedRequest | None:
         """orch's warm-up request: the first finished request after the start-up, when the log marks one (its
         timing lines may follow the mark: the server's log thread writes them late)."""
-        if (not self.marked_warmup or self.started_line is None or not self.requests
-                or self.requests[0].first_line < self.started_line):
+        if (
+            not self.marked_warmup
+            or self.started_line is None
+            or not self.requests
+            or self.requests[0].first_line < self.started_line
+        ):
             return None
         return self.requests[0]
 
@@ -149,7 +165,9 @@ def _read_field(req: TimedRequest, text: str, i: int) -> bool:
 
 def _field_set(req: TimedRequest, text: str) -> bool:
     """A field already filled means a new request on the same slot and task id (a restarted server)."""
-    return bool(PROMPT_RE.match(text) and req.prompt_n is not None or EVAL_RE.match(text) and req.predicted_n is not None)
+    return bool(
+        PROMPT_RE.match(text) and req.prompt_n is not None or EVAL_RE.match(text) and req.predicted_n is not None
+    )
 
 
 def _release_line(lines: list[str], req: TimedRequest) -> int:
@@ -166,4 +184,4 @@ def _slot_task(m: re.Match) -> tuple[int | None, int | None]:
 
 def _without_timestamp(raw: str) -> str:
     m = TIMESTAMP_RE.match(raw)
-    return raw[m.end():] if m else raw
+    return raw[m.end() :] if m else raw

@@ -27,8 +27,12 @@ SECTION_RE = re.compile(r"^(draft|target):$")
 STATS_RE = re.compile(r"^statistics\s+([\w-]+):\s+#")
 CALLS3_RE = re.compile(r"#calls\(b,g,a\) =\s*(\d+)\s+(\d+)\s+(\d+)")
 CALLS1_RE = re.compile(r"#calls =\s*(\d+)")
-COUNT_FIELDS = {"gen_drafts": "#gen drafts", "acc_drafts": "#acc drafts",
-                "gen_tokens": "#gen tokens", "acc_tokens": "#acc tokens"}
+COUNT_FIELDS = {
+    "gen_drafts": "#gen drafts",
+    "acc_drafts": "#acc drafts",
+    "gen_tokens": "#gen tokens",
+    "acc_tokens": "#acc tokens",
+}
 MEAN_LEN_RE = re.compile(rf"#mean acc len =\s*{NUM}")
 RATES_RE = re.compile(r"#acc rate/pos = \(([^)]*)\)")
 DUR_RE = re.compile(r"dur\(b,g,a\) = ([\d.]+), ([\d.]+), ([\d.]+) ms")
@@ -38,7 +42,8 @@ DUR_RE = re.compile(r"dur\(b,g,a\) = ([\d.]+), ([\d.]+), ([\d.]+) ms")
 # in PR #24536's wording, `, mean acceptance length = 2.92, acceptance rate per position = (0.805, 0.632)`.
 SERVER_ACC_RE = re.compile(
     rf"draft acceptance(?: rate)? = {NUM} \(\s*(\d+) accepted /\s*(\d+) generated\)"
-    r"(?:, mean (?:len|acceptance length) =\s*([\d.]+))?(?:, acceptance rate per position = \(([^)]*)\))?")
+    r"(?:, mean (?:len|acceptance length) =\s*([\d.]+))?(?:, acceptance rate per position = \(([^)]*)\))?"
+)
 SERVER_PER_POS_RE = re.compile(r"^\s*acc per pos = \(([^)]*)\)")
 
 
@@ -145,8 +150,15 @@ def parse_spec(lines: list[Line]) -> SpecInfo:
                 seen[st.impl] = len(info.stats)
                 info.stats.append(st)
         elif m := SERVER_ACC_RE.search(line.text):
-            info.server.append(ServerAcceptance(to_float(m.group(1)), to_int(m.group(2)), to_int(m.group(3)),
-                                                to_float(m.group(4)), _rates(m.group(5))))
+            info.server.append(
+                ServerAcceptance(
+                    to_float(m.group(1)),
+                    to_int(m.group(2)),
+                    to_int(m.group(3)),
+                    to_float(m.group(4)),
+                    _rates(m.group(5)),
+                )
+            )
         elif (m := SERVER_PER_POS_RE.match(line.text)) and info.server and info.server[-1].rates_per_pos is None:
             info.server[-1].rates_per_pos = _rates(m.group(1))  # the trace line right after its request's
     return info

@@ -61,5 +61,9 @@ def _match_banner(t: str, keep_unknown: bool) -> dict | None:
     else:
         return None
     version, build, commit, built_with = found
-    return {"version": version, "build_number": to_int(build),
-            "commit": None if commit == "unknown" and not keep_unknown else commit, "built_with": built_with}
+    return {
+        "version": version,
+        "build_number": to_int(build),
+        "commit": None if commit == "unknown" and not keep_unknown else commit,
+        "built_with": built_with,
+    }

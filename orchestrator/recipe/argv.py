@@ -40,8 +40,17 @@ THREADS_BATCH = ("-tb", "--threads-batch")
 THREADS_BATCH_DRAFT = ("-tbd", "--threads-batch-draft", "--spec-draft-threads-batch")
 
 # Roles whose spelling changed between eras: the dialect layer gives each build the first one it accepts.
-RENAMED = (DRAFT_MAX, DRAFT_MIN, DRAFT_P_MIN, DRAFT_P_SPLIT, DRAFT_MODEL, GPU_LAYERS_DRAFT, CACHE_TYPE_K_DRAFT,
-           CACHE_TYPE_V_DRAFT, DEVICE_DRAFT)
+RENAMED = (
+    DRAFT_MAX,
+    DRAFT_MIN,
+    DRAFT_P_MIN,
+    DRAFT_P_SPLIT,
+    DRAFT_MODEL,
+    GPU_LAYERS_DRAFT,
+    CACHE_TYPE_K_DRAFT,
+    CACHE_TYPE_V_DRAFT,
+    DEVICE_DRAFT,
+)
 
 
 def flag_value(argv: list[str], flags: tuple[str, ...]) -> str | None:

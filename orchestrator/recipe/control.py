@@ -17,9 +17,19 @@ from orchestrator.recipe.plan import Arm
 
 CONTROL_NGRAM_MATCH = 1024  # the longest lookup llama.cpp takes ("between 1 and 1024"): it never matches
 # Flags that belong to speculation: dropped from the arm's argv, with their value.
-SPECULATION_FLAGS = set(flags.DRAFT_MODEL + flags.DRAFT_MAX + flags.DRAFT_MIN + flags.DRAFT_P_MIN + flags.DRAFT_P_SPLIT
-                        + flags.GPU_LAYERS_DRAFT + flags.CACHE_TYPE_K_DRAFT + flags.CACHE_TYPE_V_DRAFT
-                        + flags.DEVICE_DRAFT + flags.CTX_DRAFT + flags.SPEC_TYPE)
+SPECULATION_FLAGS = set(
+    flags.DRAFT_MODEL
+    + flags.DRAFT_MAX
+    + flags.DRAFT_MIN
+    + flags.DRAFT_P_MIN
+    + flags.DRAFT_P_SPLIT
+    + flags.GPU_LAYERS_DRAFT
+    + flags.CACHE_TYPE_K_DRAFT
+    + flags.CACHE_TYPE_V_DRAFT
+    + flags.DEVICE_DRAFT
+    + flags.CTX_DRAFT
+    + flags.SPEC_TYPE
+)
 SPECULATION_PREFIXES = ("--spec-ngram-", "--spec-draft-")
 
 
@@ -62,9 +72,15 @@ def with_controls(arms: list[Arm]) -> list[Arm]:
         argv, literal = control_argv(arm.argv, arm.literal)
         if tuple(argv) not in controls:
             name = _control_name(Path(arm.argv[0]).name, argv, {c.name: c.argv for c in controls.values()})
-            controls[tuple(argv)] = Arm(name=name, params={**base.params, "control_of": Path(arm.argv[0]).name},
-                                        argv=argv, literal=literal, is_baseline=False, is_control=True,
-                                        reference=base.name)
+            controls[tuple(argv)] = Arm(
+                name=name,
+                params={**base.params, "control_of": Path(arm.argv[0]).name},
+                argv=argv,
+                literal=literal,
+                is_baseline=False,
+                is_control=True,
+                reference=base.name,
+            )
         out.append(replace(arm, reference=controls[tuple(argv)].name))
     return [*out, *controls.values()]
 

@@ -65,8 +65,15 @@ class Translation:
     notes: list[str]
 
 
-def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build_label: str,
-              *, enabled: bool = True, bin_dir: str | None = None) -> Translation:
+def translate(
+    argv: list[str],
+    literal: list[bool],
+    helps: dict[str, str],
+    build_label: str,
+    *,
+    enabled: bool = True,
+    bin_dir: str | None = None,
+) -> Translation:
     """The argv this build should run for a recipe's argv; raises DialectError for flags it lacks."""
     tool = Path(argv[0]).name
     in_build = bin_dir is not None and Path(argv[0]).parent == Path(bin_dir)
@@ -91,8 +98,12 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
             out[i] = _translate_flag(out[i], info, tool, build_label, notes)
     out, literal = _switch_values(out, list(literal), info, tool, build_label, notes)
     present = {a.split("=", 1)[0] for a, lit in zip(out, literal) if lit}
-    if present & set(flags.DRAFT_MODEL) and "--spec-type" not in present and tool not in NO_SPEC_TYPE_TOOLS \
-            and "draft-simple" in info.spec_types:
+    if (
+        present & set(flags.DRAFT_MODEL)
+        and "--spec-type" not in present
+        and tool not in NO_SPEC_TYPE_TOOLS
+        and "draft-simple" in info.spec_types
+    ):
         out += ["--spec-type", "draft-simple"]
         notes.append(f"added --spec-type draft-simple: {tool} of build {build_label} ignores a draft model without it")
     if info.has_trace_level and not present & set(flags.VERBOSITY) and "-lv" in info.accepted:
@@ -101,8 +112,9 @@ def translate(argv: list[str], literal: list[bool], helps: dict[str, str], build
     return Translation(out, notes)
 
 
-def _switch_values(argv: list[str], literal: list[bool], info: HelpInfo, tool: str, build_label: str,
-                   notes: list[str]) -> tuple[list[str], list[bool]]:
+def _switch_values(
+    argv: list[str], literal: list[bool], info: HelpInfo, tool: str, build_label: str, notes: list[str]
+) -> tuple[list[str], list[bool]]:
     """`-fa on|off|auto` for a build whose `-fa` is a bare switch (before Sept 2025): `on` is the switch alone,
     `off` and `auto` are its absence (that era's default: disabled)."""
     out, kept = [argv[0]], [literal[0]]
@@ -113,8 +125,10 @@ def _switch_values(argv: list[str], literal: list[bool], info: HelpInfo, tool: s
             if value == "on":
                 out.append(arg)
                 kept.append(True)
-            notes.append(f"{arg} {value} -> {arg if value == 'on' else '(nothing)'} ({tool} of build {build_label} "
-                         f"takes {arg} as a switch, off by default)")
+            notes.append(
+                f"{arg} {value} -> {arg if value == 'on' else '(nothing)'} ({tool} of build {build_label} "
+                f"takes {arg} as a switch, off by default)"
+            )
             i += 2
             continue
         out.append(arg)
@@ -131,13 +145,17 @@ def _check_spec_types(argv: list[str], info: HelpInfo, tool: str, build_label: s
             continue
         wanted = [t for t in argv[i + 1].split(",") if t != "none"]
         if "--spec-type" not in info.accepted and wanted:
-            raise DialectError(f"spec type {', '.join(wanted)} is not offered by {tool} of build "
-                               f"{build_label}: its --help has no --spec-type (it speculates only with a draft "
-                               f"model, -md)")
+            raise DialectError(
+                f"spec type {', '.join(wanted)} is not offered by {tool} of build "
+                f"{build_label}: its --help has no --spec-type (it speculates only with a draft "
+                f"model, -md)"
+            )
         lacking = [t for t in argv[i + 1].split(",") if info.spec_types and t not in info.spec_types]
         if lacking:
-            raise DialectError(f"spec type {', '.join(lacking)} is not offered by {tool} of build "
-                               f"{build_label}: its --help lists --spec-type {', '.join(info.spec_types)}")
+            raise DialectError(
+                f"spec type {', '.join(lacking)} is not offered by {tool} of build "
+                f"{build_label}: its --help lists --spec-type {', '.join(info.spec_types)}"
+            )
 
 
 def spec_methods(helps: dict[str, str]) -> dict[str, list[str]]:

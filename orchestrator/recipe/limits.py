@@ -48,8 +48,9 @@ class Kind:
 COUNT = Kind(f"a count (a whole number from 0 to {INT32_MAX})", 0, INT32_MAX)
 LAYERS = Kind(f"a layer count (0 to {INT32_MAX}, or auto or all)", 0, INT32_MAX, words=("auto", "all"))
 THREADS = Kind(f"a thread count (-1 for the default, or 1 to {INT32_MAX})", -1, INT32_MAX)
-PREDICT = Kind(f"a token count (-1: until the model stops, -2: until the context is full, or 0 to {INT32_MAX})",
-               -2, INT32_MAX)
+PREDICT = Kind(
+    f"a token count (-1: until the model stops, -2: until the context is full, or 0 to {INT32_MAX})", -2, INT32_MAX
+)
 KEEP = Kind(f"a token count (-1: all, or 0 to {INT32_MAX})", -1, INT32_MAX)
 SEED = Kind("a seed (-1 for a random one, or 0 to 4294967295)", -1, 2**32 - 1)
 PROBABILITY = Kind("a probability (a number from 0 to 1)", 0.0, 1.0, real=True)
@@ -59,26 +60,66 @@ BENCH_COUNTS = Kind(f"counts (whole numbers from 0 to {INT32_MAX}, comma-separat
 
 _ROLES: tuple[tuple[tuple[str, ...], Kind], ...] = (
     (flags.DRAFT_MAX + flags.DRAFT_MIN + flags.CTX + flags.CTX_DRAFT + flags.PARALLEL, COUNT),
-    (("-b", "--batch-size", "-ub", "--ubatch-size", "--top-k", "--spec-ngram-mod-n-match", "--spec-ngram-mod-n-min",
-      "--spec-ngram-mod-n-max", "--spec-draft-block-size"), COUNT),
-    (tuple(f"--spec-ngram-{m}-{p}" for m in ("simple", "map-k", "map-k4v") for p in ("size-n", "size-m", "min-hits")),
-     COUNT),
+    (
+        (
+            "-b",
+            "--batch-size",
+            "-ub",
+            "--ubatch-size",
+            "--top-k",
+            "--spec-ngram-mod-n-match",
+            "--spec-ngram-mod-n-min",
+            "--spec-ngram-mod-n-max",
+            "--spec-draft-block-size",
+        ),
+        COUNT,
+    ),
+    (
+        tuple(
+            f"--spec-ngram-{m}-{p}" for m in ("simple", "map-k", "map-k4v") for p in ("size-n", "size-m", "min-hits")
+        ),
+        COUNT,
+    ),
     (flags.GPU_LAYERS + flags.GPU_LAYERS_DRAFT, LAYERS),
-    (("-t", "--threads", "-tb", "--threads-batch", "-td", "--threads-draft", "--spec-draft-threads",
-      "-tbd", "--threads-batch-draft", "--spec-draft-threads-batch"), THREADS),
+    (
+        (
+            "-t",
+            "--threads",
+            "-tb",
+            "--threads-batch",
+            "-td",
+            "--threads-draft",
+            "--spec-draft-threads",
+            "-tbd",
+            "--threads-batch-draft",
+            "--spec-draft-threads-batch",
+        ),
+        THREADS,
+    ),
     (("-n", "--n-predict", "--predict"), PREDICT),
     (("--keep",), KEEP),
     (("-s", "--seed"), SEED),
-    (flags.DRAFT_P_MIN + flags.DRAFT_P_SPLIT + ("--top-p", "--min-p", "--typical", "--typical-p",
-                                                 "--xtc-probability"), PROBABILITY),
+    (
+        flags.DRAFT_P_MIN
+        + flags.DRAFT_P_SPLIT
+        + ("--top-p", "--min-p", "--typical", "--typical-p", "--xtc-probability"),
+        PROBABILITY,
+    ),
     (("--temp", "--temperature"), REAL),
     (("--repeat-penalty", "--presence-penalty", "--frequency-penalty", "--xtc-threshold"), NON_NEGATIVE),
 )
 FLAG_KINDS: dict[str, Kind] = {flag: kind for names, kind in _ROLES for flag in names}
 # llama-bench reads -n/-p/-d as lists of counts (-p is the prompt elsewhere: only llama-bench's is checked)
-BENCH_KINDS = {**FLAG_KINDS, "-n": BENCH_COUNTS, "--n-gen": BENCH_COUNTS, "-p": BENCH_COUNTS,
-               "--n-prompt": BENCH_COUNTS, "-d": BENCH_COUNTS, "--n-depth": BENCH_COUNTS,
-               "-t": Kind(f"thread counts (1 to {INT32_MAX}, comma-separated)", 1, INT32_MAX, lists=True)}
+BENCH_KINDS = {
+    **FLAG_KINDS,
+    "-n": BENCH_COUNTS,
+    "--n-gen": BENCH_COUNTS,
+    "-p": BENCH_COUNTS,
+    "--n-prompt": BENCH_COUNTS,
+    "-d": BENCH_COUNTS,
+    "--n-depth": BENCH_COUNTS,
+    "-t": Kind(f"thread counts (1 to {INT32_MAX}, comma-separated)", 1, INT32_MAX, lists=True),
+}
 
 
 def check_variable(key: str, value, source: str) -> None:

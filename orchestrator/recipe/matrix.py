@@ -122,9 +122,11 @@ def expand(meta: dict, *, where: str = "recipe") -> Cells:
         if not isinstance(grids, (list, tuple)):
             raise RecipeError(f"{where}: `matrix` must be a dict (one grid) or a list of dicts (their union)")
         if (total := sum(_cell_count(g) for g in grids)) > MAX_CELLS:
-            raise RecipeError(f"{where}: its matrix makes {total:,} cells, more than a sweep runs (at most "
-                              f"{MAX_CELLS:,}): narrow an axis, or race the settings with `orch tune --space` and "
-                              f"`sample = N`")
+            raise RecipeError(
+                f"{where}: its matrix makes {total:,} cells, more than a sweep runs (at most "
+                f"{MAX_CELLS:,}): narrow an axis, or race the settings with `orch tune --space` and "
+                f"`sample = N`"
+            )
         for grid in grids:
             found += grid_cells(grid, where)
     if not found:
@@ -137,8 +139,10 @@ def expand(meta: dict, *, where: str = "recipe") -> Cells:
         if key in seen:
             continue  # the same parameters again (overlapping grids): run them once
         if name in result.cells:
-            raise RecipeError(f"{where}: two different cells are named {name!r}: {canonical(result.cells[name])} "
-                              f"and {key}; rename an arm or add a {LABEL}")
+            raise RecipeError(
+                f"{where}: two different cells are named {name!r}: {canonical(result.cells[name])} "
+                f"and {key}; rename an arm or add a {LABEL}"
+            )
         seen[key] = name
         result.cells[name] = params
     result.baseline = _baseline(meta, result, seen, where)
@@ -168,7 +172,9 @@ def _baseline(meta: dict, result: Cells, seen: dict[str, str], where: str) -> st
     if existing is not None:
         return existing
     if BASELINE in result.cells:
-        raise RecipeError(f"{where}: baseline is given as overrides but a different cell is already named "
-                          f"{BASELINE!r}; name that cell as the baseline instead")
+        raise RecipeError(
+            f"{where}: baseline is given as overrides but a different cell is already named "
+            f"{BASELINE!r}; name that cell as the baseline instead"
+        )
     result.cells = {BASELINE: dict(spec), **result.cells}  # the reference runs first in every round
     return BASELINE

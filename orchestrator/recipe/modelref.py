@@ -40,7 +40,7 @@ def parse_hub(value: str) -> HubRef | None:
     if not value.startswith(HUB_PREFIX):
         tagged = _TAGGED.fullmatch(value)
         return HubRef(value, tagged.group(1), quant=tagged.group(2)) if tagged else None
-    rest = value[len(HUB_PREFIX):]
+    rest = value[len(HUB_PREFIX) :]
     if tagged := _TAGGED.fullmatch(rest):
         return HubRef(value, tagged.group(1), quant=tagged.group(2))
     parts = rest.split("/")

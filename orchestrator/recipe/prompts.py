@@ -32,8 +32,12 @@ def load(source: str | Path = DEFAULT) -> tuple[str, list[Prompt]]:
         where = f"built-in prompts {source}"
         return str(source), _from_records(_jsonl(text, where), where)
     path = Path(source)
-    named = input_files.Named("prompt set", "give a .jsonl or .toml file", RecipeError,
-                              missing=f"give a .jsonl or .toml file, or a built-in set: {', '.join(BUILT_IN)}")
+    named = input_files.Named(
+        "prompt set",
+        "give a .jsonl or .toml file",
+        RecipeError,
+        missing=f"give a .jsonl or .toml file, or a built-in set: {', '.join(BUILT_IN)}",
+    )
     if path.suffix == ".toml":
         records = input_files.read_named_toml(path, named).get("prompts", [])
     else:

@@ -40,8 +40,10 @@ def _checked_percent(text, args):
             if "*" in (width, precision):
                 raise _Refused("a %-format field takes its width from the values (*): write the width in the format")
             if max(int(width or 0), int(precision or 0)) > MAX_RENDERED:
-                raise _Refused(f"a %-format field {max(int(width or 0), int(precision or 0)):,} wide is above the "
-                               f"{MAX_RENDERED:,} characters a command line may hold")
+                raise _Refused(
+                    f"a %-format field {max(int(width or 0), int(precision or 0)):,} wide is above the "
+                    f"{MAX_RENDERED:,} characters a command line may hold"
+                )
     return operator.mod(text, args)
 
 
@@ -54,11 +56,16 @@ class _Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         if op == "*":
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_RENDERED:
-                    raise _Refused(f"a repetition makes {len(seq) * n:,} items, above the {MAX_RENDERED:,} a "
-                                   f"command line may hold")
+                    raise _Refused(
+                        f"a repetition makes {len(seq) * n:,} items, above the {MAX_RENDERED:,} a command line may hold"
+                    )
             return operator.mul(left, right)
-        if (isinstance(left, int) and isinstance(right, int) and right > 0
-                and max(abs(left), 2).bit_length() * right > MAX_POWER_BITS):
+        if (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and right > 0
+            and max(abs(left), 2).bit_length() * right > MAX_POWER_BITS
+        ):
             raise _Refused(f"{left} ** {right} is a number of more than {MAX_POWER_BITS:,} bits; no flag takes it")
         return super().call_binop(context, op, left, right)
 
@@ -72,17 +79,23 @@ def environment(values: list[str]) -> jinja2.Environment:
         # evaluation context keeps Jinja from calling this at compile time for a constant (`{{ 4096 }}`): a
         # placeholder made then would name an index of the compile-time list, another value at render time.
         if value is None or isinstance(value, bool):
-            raise _Refused(f"an expression renders {'none' if value is None else str(value).lower()}, which is no "
-                           "argument: " + ("guard its flag with {% if x is not none %}--flag {{ x }}{% endif %} or "
-                                           "give the variable a value" if value is None else
-                                           "write {% if x %}--flag{% endif %} for a switch"))
+            raise _Refused(
+                f"an expression renders {'none' if value is None else str(value).lower()}, which is no "
+                "argument: "
+                + (
+                    "guard its flag with {% if x is not none %}--flag {{ x }}{% endif %} or give the variable a value"
+                    if value is None
+                    else "write {% if x %}--flag{% endif %} for a switch"
+                )
+            )
         if not values:  # render_argv cleared them: a new render
             held[0] = 0
         values.append(str(value))
         held[0] += len(values[-1])
         if held[0] > MAX_RENDERED:
-            raise _Refused(f"the rendered values exceed {MAX_RENDERED:,} characters; a long prompt belongs in a "
-                           f"prompt file")
+            raise _Refused(
+                f"the rendered values exceed {MAX_RENDERED:,} characters; a long prompt belongs in a prompt file"
+            )
         return PLACEHOLDER.format(len(values) - 1)
 
     env = _Sandbox(undefined=jinja2.StrictUndefined, autoescape=False, finalize=hold)
@@ -106,8 +119,10 @@ def render_argv(template: jinja2.Template, values: list[str], context: dict, pat
     except _Refused as exc:
         raise RecipeError(f"{path}: {exc}") from None
     except jinja2.sandbox.SecurityError as exc:
-        raise RecipeError(f"{path}: unsafe recipe, refused: {str(exc.message).rstrip('.')}; a recipe may use its "
-                          f"variables, filters and tests, never Python internals") from None
+        raise RecipeError(
+            f"{path}: unsafe recipe, refused: {str(exc.message).rstrip('.')}; a recipe may use its "
+            f"variables, filters and tests, never Python internals"
+        ) from None
     except jinja2.UndefinedError as exc:
         known = ", ".join(sorted(k for k in context if k != "meta"))
         raise RecipeError(f"{path}: {exc.message}; known variables: {known}") from None
@@ -144,8 +159,11 @@ def _standing_alone(token: str, values: list[str]) -> str:
     head = FLAG_HEAD_RE.match(token)
     start = head.end() if head else 0
     for m in reversed(list(PLACEHOLDER_RE.finditer(token, start))):
-        before = token[start:m.start()]
-        if (before.endswith("/") and not PLACEHOLDER_RE.sub("", before).strip("/")
-                and modelref.stands_alone(values[int(m.group(1))])):
-            return token[:start] + token[m.start():]
+        before = token[start : m.start()]
+        if (
+            before.endswith("/")
+            and not PLACEHOLDER_RE.sub("", before).strip("/")
+            and modelref.stands_alone(values[int(m.group(1))])
+        ):
+            return token[:start] + token[m.start() :]
     return token

@@ -40,8 +40,9 @@ def order_runs(arms: list[str], repeats: int, order: str = "interleaved", warmup
     if len(set(arms)) != len(arms):
         raise InvalidOption(f"arm names repeat: {', '.join(a for a in dict.fromkeys(arms) if arms.count(a) > 1)}")
     if order == "sequential":
-        return [Slot(arm, i, w) for arm in arms
-                for w, count in ((True, warmup), (False, repeats)) for i in range(count)]
+        return [
+            Slot(arm, i, w) for arm in arms for w, count in ((True, warmup), (False, repeats)) for i in range(count)
+        ]
     slots = [Slot(arm, w, True) for w in range(warmup) for arm in _round(arms, w, order)]
     slots += [Slot(arm, r) for r in range(repeats) for arm in _round(arms, r, order)]
     return slots

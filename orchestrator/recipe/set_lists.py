@@ -46,8 +46,10 @@ def combinations(overrides: tuple[str, ...]) -> list[tuple[str, ...]]:
     for c in choices:
         count *= len(c)
     if count > MAX_SWEEPS:
-        raise RecipeError(f"--set lists make {count} sweeps; at most {MAX_SWEEPS} in one orch run (vary the rest in "
-                          f"the recipe's matrix)")
+        raise RecipeError(
+            f"--set lists make {count} sweeps; at most {MAX_SWEEPS} in one orch run (vary the rest in "
+            f"the recipe's matrix)"
+        )
     return [tuple(combo) for combo in itertools.product(*choices)]
 
 

@@ -23,8 +23,22 @@ KEY_PT = 8
 KEY_LINE_PT = KEY_PT * 1.45
 WIDTH_IN, PLOT_IN = 9.0, 3.6
 # Offsets (points) tried in order around a point: right, above, left, below, then further out.
-OFFSETS = [(6, 2), (6, -10), (-6, 2), (-6, -10), (0, 8), (0, -16), (12, 10), (12, -18), (-14, 10), (-14, -18),
-           (20, -4), (-22, -4), (0, 20), (0, -28)]
+OFFSETS = [
+    (6, 2),
+    (6, -10),
+    (-6, 2),
+    (-6, -10),
+    (0, 8),
+    (0, -16),
+    (12, 10),
+    (12, -18),
+    (-14, 10),
+    (-14, -18),
+    (20, -4),
+    (-22, -4),
+    (0, 20),
+    (0, -28),
+]
 
 
 @dataclass
@@ -69,8 +83,16 @@ def draw(points: list[Point], title: str):
         if p.cost:
             ax.plot([0, 100], [p.cost.speedup_at(0), p.cost.speedup_at(1)], ":", color=color, linewidth=1)
             if 0 <= p.cost.break_even <= 1:
-                ax.plot(100 * p.cost.break_even, 1, "^", color=color, markersize=7, markeredgecolor="black",
-                        markeredgewidth=0.5, zorder=4)
+                ax.plot(
+                    100 * p.cost.break_even,
+                    1,
+                    "^",
+                    color=color,
+                    markersize=7,
+                    markeredgecolor="black",
+                    markeredgewidth=0.5,
+                    zorder=4,
+                )
     ax.axhline(1.0, color="black", linewidth=1)
     ax.set_xlim(0, 100)
     ax.set_ylim(0, top * 1.12)
@@ -80,15 +102,39 @@ def draw(points: list[Point], title: str):
     _number_points(ax, fig, shown)
     step = KEY_LINE_PT / (key_in * 72)  # one key line in key-axes fractions
     for i, (number, line) in enumerate(key_lines):
-        key.text(0, 1 - i * step, line, va="top", ha="left", family="DejaVu Sans Mono", fontsize=KEY_PT,
-                 color=colors.get(number, "black" if number is None else MISSING), transform=key.transAxes)
-    key.legend(handles=[plt.Line2D([], [], color="black", label="speedup 1: as fast as its reference"),
-                        plt.Line2D([], [], color="gray", linestyle=":", label="speedup its measured step cost "
-                                   "predicts at each acceptance"),
-                        plt.Line2D([], [], color="gray", marker="^", linestyle="", markeredgecolor="black",
-                                   label="break-even acceptance (where that line meets 1)"),
-                        plt.Line2D([], [], color=MISSING, marker="x", linestyle="", label="arm without a point")],
-               loc="lower left", bbox_to_anchor=(0, 0), fontsize=KEY_PT, frameon=False)
+        key.text(
+            0,
+            1 - i * step,
+            line,
+            va="top",
+            ha="left",
+            family="DejaVu Sans Mono",
+            fontsize=KEY_PT,
+            color=colors.get(number, "black" if number is None else MISSING),
+            transform=key.transAxes,
+        )
+    key.legend(
+        handles=[
+            plt.Line2D([], [], color="black", label="speedup 1: as fast as its reference"),
+            plt.Line2D(
+                [], [], color="gray", linestyle=":", label="speedup its measured step cost predicts at each acceptance"
+            ),
+            plt.Line2D(
+                [],
+                [],
+                color="gray",
+                marker="^",
+                linestyle="",
+                markeredgecolor="black",
+                label="break-even acceptance (where that line meets 1)",
+            ),
+            plt.Line2D([], [], color=MISSING, marker="x", linestyle="", label="arm without a point"),
+        ],
+        loc="lower left",
+        bbox_to_anchor=(0, 0),
+        fontsize=KEY_PT,
+        frameon=False,
+    )
     fig.suptitle(title, fontsize=10)
     return fig
 
@@ -96,16 +142,23 @@ def draw(points: list[Point], title: str):
 def _key(points: list[Point]) -> list[tuple[int | None, str]]:
     """(arm number or None for the header, text) per line: every arm of the sweep, in its order."""
     width = max(len(p.arm) for p in points)
-    lines = [(None, f"{'#':>2}   {'arm':<{width}}  {'speedup [95%]':<20}  {'accept':>6}  {'modelled':>9}  "
-                    f"break-even"), (None, "")]
+    lines = [
+        (None, f"{'#':>2}   {'arm':<{width}}  {'speedup [95%]':<20}  {'accept':>6}  {'modelled':>9}  break-even"),
+        (None, ""),
+    ]
     for p in points:
         if not p.plotted:
             lines.append((p.number, f"{p.number:>2} x {p.arm:<{width}}  {p.note or 'no acceptance'}"[:150]))
             continue
         interval = f" [{p.low:.2f}, {p.high:.2f}]" if p.low is not None and p.high is not None else " (1 pair)"
-        lines.append((p.number, f"{p.number:>2}   {p.arm:<{width}}  {f'{p.speedup:.2f}x{interval}':<20}  "
-                                f"{100 * p.acceptance:5.1f}%  {predicted_text(p):>9}  "
-                                f"{break_even_text(p.cost)}"))
+        lines.append(
+            (
+                p.number,
+                f"{p.number:>2}   {p.arm:<{width}}  {f'{p.speedup:.2f}x{interval}':<20}  "
+                f"{100 * p.acceptance:5.1f}%  {predicted_text(p):>9}  "
+                f"{break_even_text(p.cost)}",
+            )
+        )
     lines += [(None, ""), *((None, part) for part in textwrap.wrap(PREDICTED_MEANS, KEY_CHARS))]
     return lines
 
@@ -113,8 +166,10 @@ def _key(points: list[Point]) -> list[tuple[int | None, str]]:
 KEY_CHARS = 100  # a key line's characters at most where orch writes it (arm names may make a line longer)
 
 
-PREDICTED_MEANS = (f"modelled (after the run): Leviathan et al.'s speedup, verification costed by the other arms (else one step), "
-                   f"shown only within {MODEL_TOLERANCE:.0%} of the measurement or inside its interval")
+PREDICTED_MEANS = (
+    f"modelled (after the run): Leviathan et al.'s speedup, verification costed by the other arms (else one step), "
+    f"shown only within {MODEL_TOLERANCE:.0%} of the measurement or inside its interval"
+)
 
 
 def predicted_text(p: Point) -> str:
@@ -156,15 +211,30 @@ def _number_points(ax, fig, shown: list[Point]) -> None:
         w, h = (0.62 * FONT_PT * len(text) + 2) * px, 1.15 * FONT_PT * px
         best, best_cost = OFFSETS[0], None
         for dx, dy in OFFSETS:
-            rect = (x + dx * px - (w if dx < 0 else 0), y + dy * px, x + dx * px + (0 if dx < 0 else w), y + dy * px + h)
+            rect = (
+                x + dx * px - (w if dx < 0 else 0),
+                y + dy * px,
+                x + dx * px + (0 if dx < 0 else w),
+                y + dy * px + h,
+            )
             cost = sum(_overlap(rect, o) for o in obstacles) + _outside(rect, box)
             if best_cost is None or cost < best_cost:
                 best, best_cost, best_rect = (dx, dy), cost, rect
             if cost == 0:
                 break
         obstacles.append(best_rect)
-        ax.annotate(text, xy, xytext=best, textcoords="offset points", fontsize=FONT_PT, fontweight="bold",
-                    ha="right" if best[0] < 0 else "left", va="bottom", color="black", annotation_clip=False)
+        ax.annotate(
+            text,
+            xy,
+            xytext=best,
+            textcoords="offset points",
+            fontsize=FONT_PT,
+            fontweight="bold",
+            ha="right" if best[0] < 0 else "left",
+            va="bottom",
+            color="black",
+            annotation_clip=False,
+        )
 
 
 def _overlap(a, b) -> float:
@@ -177,4 +247,3 @@ def _outside(rect, box) -> float:
     """Area of rect outside the axes box (a number cut off by the frame is no label)."""
     inside = _overlap(rect, (box.x0, box.y0, box.x1, box.y1))
     return (rect[2] - rect[0]) * (rect[3] - rect[1]) - inside
-

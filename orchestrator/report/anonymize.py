@@ -19,8 +19,14 @@ OTHER_PATH = re.compile(r"(?<![\w:/.~<>-])/(?:[\w.+@-]+/)+(?=[\w.+@-]+/[\w.+@-])
 
 def places(db: Path | None) -> list[tuple[str, str]]:
     """(this machine's folder, what a shared report says instead), longest first."""
-    named = [(config.builds_root(), "<builds>"), (config.models_dir(), "<models>"), (config.cache_dir(), "<cache>"),
-             ((db or config.db_path()).absolute().parent, "<results>"), (Path.cwd(), "."), (Path.home(), "~")]
+    named = [
+        (config.builds_root(), "<builds>"),
+        (config.models_dir(), "<models>"),
+        (config.cache_dir(), "<cache>"),
+        ((db or config.db_path()).absolute().parent, "<results>"),
+        (Path.cwd(), "."),
+        (Path.home(), "~"),
+    ]
     found = {str(p): label for p, label in named if str(p) not in ("/", "")}
     return sorted(found.items(), key=lambda item: -len(item[0]))
 
@@ -41,6 +47,6 @@ def rewrite(files: list[Path], db: Path | None) -> None:
         if path.exists():
             text, kept, pos = path.read_text(), [], 0
             for m in EMBEDDED.finditer(text):
-                kept += [scrub(text[pos:m.start()], where, host), m.group()]
+                kept += [scrub(text[pos : m.start()], where, host), m.group()]
                 pos = m.end()
             path.write_text("".join([*kept, scrub(text[pos:], where, host)]))

@@ -61,8 +61,9 @@ class SweepData:
         """A PNG's title that stands alone: what it shows and the sweep, then recipe, build, model and what tells
         it from sibling sweeps, wrapped to the figure."""
         recipe = str(self.sweep.get("recipe_path") or "").rsplit("/", 1)[-1]
-        facts = f"{recipe}, {self.sweep.get('build_name')}, {self.model}" + (f"; {self.differs}" if self.differs
-                                                                              else "")
+        facts = f"{recipe}, {self.sweep.get('build_name')}, {self.model}" + (
+            f"; {self.differs}" if self.differs else ""
+        )
         return f"Sweep {self.id}: {what}\n" + textwrap.fill(facts, TITLE_WIDTH)
 
 

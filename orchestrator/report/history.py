@@ -34,13 +34,26 @@ def points(con, recipe: str, arm: str, metric: str, builds: list[str] | None, mi
         if not samples:
             continue
         d = stats.describe(samples)
-        out.append({"build": name, "commit": group[0]["upstream_commit"], "sweeps": len(ids), "samples": samples,
-                    "n": d.n, "mean": d.mean, "ci_low": d.ci_low, "ci_high": d.ci_high, "failed": failed,
-                    "first_sweep": str(group[0]["started_at"])})
+        out.append(
+            {
+                "build": name,
+                "commit": group[0]["upstream_commit"],
+                "sweeps": len(ids),
+                "samples": samples,
+                "n": d.n,
+                "mean": d.mean,
+                "ci_low": d.ci_low,
+                "ci_high": d.ci_high,
+                "failed": failed,
+                "first_sweep": str(group[0]["started_at"]),
+            }
+        )
     if not out:
         asked = f" on {', '.join(builds)}" if builds else ""
-        raise NoHistory(f"no stored ok runs of arm {arm} of {recipe} with {metric}{asked}; run the recipe on some "
-                        f"builds first (orch run {recipe} --build COMMIT), or check the arm name")
+        raise NoHistory(
+            f"no stored ok runs of arm {arm} of {recipe} with {metric}{asked}; run the recipe on some "
+            f"builds first (orch run {recipe} --build COMMIT), or check the arm name"
+        )
     dates = _commit_dates(mirror, [p["commit"] for p in out])
     for p in out:
         p["date"] = dates.get(p["commit"], "")
@@ -60,23 +73,38 @@ def mark_steps(points: list[dict], threshold: float) -> list[str]:
     """Compare each point with the one before (compare's rule); put vs_previous/step on it; one line per step."""
     lines = []
     for before, after in zip(points, points[1:]):
-        row = side_by_side.compare_sides({("m",): side_by_side.Side(samples=before["samples"])},
-                                         {("m",): side_by_side.Side(samples=after["samples"])}, threshold=threshold)[0]
+        row = side_by_side.compare_sides(
+            {("m",): side_by_side.Side(samples=before["samples"])},
+            {("m",): side_by_side.Side(samples=after["samples"])},
+            threshold=threshold,
+        )[0]
         after["ratio"], after["verdict"] = row["ratio"], row["verdict"]
         after["step"] = row["verdict"] in (side_by_side.REGRESSION, side_by_side.IMPROVEMENT)
         if after["step"]:
             ci = interval(row["ratio_low"], row["ratio_high"], 3)
-            lines.append(f"step: {before['build']} -> {after['build']}: {row['verdict']}, "
-                         f"{row['ratio']:.3f}x{' ' + ci if ci else ''} (threshold {threshold:.0%}, {row['test']})")
+            lines.append(
+                f"step: {before['build']} -> {after['build']}: {row['verdict']}, "
+                f"{row['ratio']:.3f}x{' ' + ci if ci else ''} (threshold {threshold:.0%}, {row['test']})"
+            )
     return lines
 
 
 def rows(points: list[dict]) -> list[dict]:
     digits = 3 if any(abs(p["mean"]) < 10 for p in points) else 1
-    return [{"build": p["build"], "commit": p["commit"][:9], "date": (p["date"] or "")[:10], "sweeps": p["sweeps"],
-             "n": p["n"], "mean": round(p["mean"], digits), "ci95": interval(p["ci_low"], p["ci_high"], digits),
-             "vs_previous": f"{p['ratio']:.3f}x" if p.get("ratio") else None,
-             "step": p.get("verdict") if p.get("step") else None} for p in points]
+    return [
+        {
+            "build": p["build"],
+            "commit": p["commit"][:9],
+            "date": (p["date"] or "")[:10],
+            "sweeps": p["sweeps"],
+            "n": p["n"],
+            "mean": round(p["mean"], digits),
+            "ci95": interval(p["ci_low"], p["ci_high"], digits),
+            "vs_previous": f"{p['ratio']:.3f}x" if p.get("ratio") else None,
+            "step": p.get("verdict") if p.get("step") else None,
+        }
+        for p in points
+    ]
 
 
 def draw(points: list[dict], recipe: str, arm: str, metric: str, path: Path) -> Path:
@@ -97,14 +125,28 @@ def figure(points: list[dict], recipe: str, arm: str, metric: str):
     for x, (p, before) in enumerate(zip(points, [None, *points])):
         ax.scatter([x] * len(p["samples"]), p["samples"], s=10, color="lightgray", zorder=1)
         if p["ci_low"] is not None:
-            ax.errorbar([x], [p["mean"]], yerr=[[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]], fmt="o",
-                        color="tab:blue", capsize=4, zorder=2)
+            ax.errorbar(
+                [x],
+                [p["mean"]],
+                yerr=[[p["mean"] - p["ci_low"]], [p["ci_high"] - p["mean"]]],
+                fmt="o",
+                color="tab:blue",
+                capsize=4,
+                zorder=2,
+            )
         else:
             ax.plot([x], [p["mean"]], "o", color="tab:blue", zorder=2)
         if p.get("step"):
             ax.axvline(x - 0.5, color="tab:red", linestyle="--", linewidth=1)
-            ax.annotate(f"{p['verdict']}\n{p['ratio']:.2f}x", (x - 0.5, (p["mean"] + before["mean"]) / 2),
-                        color="tab:red", fontsize=8, ha="center", va="center", backgroundcolor="white")
+            ax.annotate(
+                f"{p['verdict']}\n{p['ratio']:.2f}x",
+                (x - 0.5, (p["mean"] + before["mean"]) / 2),
+                color="tab:red",
+                fontsize=8,
+                ha="center",
+                va="center",
+                backgroundcolor="white",
+            )
     ax.set_xticks(list(xs), [f"{p['commit'][:9]}\n{(p['date'] or '')[:10]}" for p in points], fontsize=8)
     ax.set_ylabel(metric)
     ax.set_title(f"{Path(recipe).name}, arm {arm}:\n{metric} by commit (95% intervals)", fontsize=9)

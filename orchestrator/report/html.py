@@ -48,8 +48,10 @@ def render(markdown: str, image_dir: Path, title: str) -> str:
             block = _take(lines, i, lambda s: bool(s.strip()) and not s.startswith(("|", "- ", "#", "![")))
             body.append("<p>" + " ".join(_inline(b) for b in block) + "</p>")
             i += len(block)
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
 
 
 def _take(lines: list[str], start: int, keep) -> list[str]:
@@ -68,8 +70,10 @@ def _table(block: list[str]) -> str:
     if head:
         out.append("<tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>")
     for row in body:
-        cells = [("<td class=\"num\">" if k < len(right) and right[k] else "<td>") + _inline(c) + "</td>"
-                 for k, c in enumerate(row)]
+        cells = [
+            ('<td class="num">' if k < len(right) and right[k] else "<td>") + _inline(c) + "</td>"
+            for k, c in enumerate(row)
+        ]
         out.append("<tr>" + "".join(cells) + "</tr>")
     return "".join(out) + "</table></div>"
 

@@ -14,15 +14,7 @@ from pathlib import Path
 from orchestrator import __version__, tables
 from orchestrator.machine import envinfo
 from orchestrator.machine.telemetry import Sample, summarize
-from orchestrator.report import (
-    acceptance_plot,
-    html,
-    plots,
-    position_plot,
-    provenance,
-    quality,
-    results,
-)
+from orchestrator.report import acceptance_plot, html, plots, position_plot, provenance, quality, results
 from orchestrator.report.data import BuildPair, ReportData, SweepData
 
 REPORT, REPORT_HTML = "report.md", "report.html"
@@ -40,13 +32,15 @@ COST_METHOD = (
     "Leviathan et al.'s model gives from the arm's tokens per pass, g and c, with verification costing what the "
     "sweep's other arms measured at this arm's batch (one target step where no other arm did), and it is shown "
     "only where the measurement bears it out (within 25% or inside the interval; - elsewhere). The table's "
-    "`modelled (Leviathan)` is that figure; `modelled at 100%` is the dotted line's end.")
+    "`modelled (Leviathan)` is that figure; `modelled at 100%` is the dotted line's end."
+)
 
 POSITION_METHOD = (
     "The share of verification steps that accepted each draft position (the first drafted token is position 1), "
     "mean over each arm's ok runs, each run a faint line. mean len is 1 + accepted / steps, the tokens one target "
     "step yields; seq accept is the share of drafts accepted in full ([low, high] where some drafts were shorter "
-    "than the window and the counters only bound it).")
+    "than the window and the counters only bound it)."
+)
 
 
 def write_report(out_dir: Path, data: ReportData) -> Path:
@@ -64,7 +58,7 @@ def write_report(out_dir: Path, data: ReportData) -> Path:
     newest = data.sweeps[-1].id if data.sweeps else None
     lines += ["## Environment", ""]
     if len(data.sweeps) > 1:
-        lines += [f"As sweep {newest} found it; each sweep's host and GPU settings are in its \"What ran\" table.", ""]
+        lines += [f'As sweep {newest} found it; each sweep\'s host and GPU settings are in its "What ran" table.', ""]
     lines += [_demote(envinfo.to_markdown(data.env))]
     text = "\n".join(lines).rstrip() + "\n"
     path = out_dir / REPORT
@@ -76,35 +70,66 @@ def write_report(out_dir: Path, data: ReportData) -> Path:
 def _sweep_section(sd: SweepData, out_dir: Path) -> list[str]:
     label = sd.label.removeprefix("sweep ")
     heading = f"{label}; {sd.differs}" if sd.differs else label
-    out = [f"## Sweep {tables.md_text(heading)}", "", "### What ran", "", *provenance.what_ran(sd), "Model files:", "",
-           *provenance.models_table(sd.models), "### Arms", "", *provenance.parameters(sd), "### Results", ""]
+    out = [
+        f"## Sweep {tables.md_text(heading)}",
+        "",
+        "### What ran",
+        "",
+        *provenance.what_ran(sd),
+        "Model files:",
+        "",
+        *provenance.models_table(sd.models),
+        "### Arms",
+        "",
+        *provenance.parameters(sd),
+        "### Results",
+        "",
+    ]
     out += results.results_table(sd) + results.energy_note(sd)
-    decode = plots.decode_per_arm(results.decode_bars(sd), out_dir / f"decode-sweep{sd.id}.png",
-                                  sd.figure_title("decode tok/s per arm"))
+    decode = plots.decode_per_arm(
+        results.decode_bars(sd), out_dir / f"decode-sweep{sd.id}.png", sd.figure_title("decode tok/s per arm")
+    )
     out += [_image(decode, f"decode tok/s per arm, sweep {sd.id}"), ""] if decode else []
     out += quality.section(sd, out_dir)
     out += ["### Acceptance, speedup and break-even", ""]
-    figure = acceptance_plot.acceptance_speedup(results.acceptance_points(sd), out_dir / f"acceptance-sweep{sd.id}.png",
-                                                sd.figure_title("acceptance against speedup"))
+    figure = acceptance_plot.acceptance_speedup(
+        results.acceptance_points(sd),
+        out_dir / f"acceptance-sweep{sd.id}.png",
+        sd.figure_title("acceptance against speedup"),
+    )
     if figure:
         out += [COST_METHOD, "", _image(figure, f"acceptance against speedup, sweep {sd.id}"), ""]
-        out += results.cost_table(sd) or ["No arm's step cost could be read (no generated-token counts), so no "
-                                          "break-even.", ""]
+        out += results.cost_table(sd) or [
+            "No arm's step cost could be read (no generated-token counts), so no break-even.",
+            "",
+        ]
     else:
-        out += ["No arm has both an acceptance and a speedup, so there is no acceptance figure; the table below "
-                "says why for each arm.", ""]
+        out += [
+            "No arm has both an acceptance and a speedup, so there is no acceptance figure; the table below "
+            "says why for each arm.",
+            "",
+        ]
     out += _position_section(sd, out_dir)
     out += ["### Failed, skipped and idle arms", "", *provenance.not_measured(sd), ""]
     return out
 
 
 def _position_section(sd: SweepData, out_dir: Path) -> list[str]:
-    figure = position_plot.acceptance_by_position(results.position_rates(sd), out_dir / f"positions-sweep{sd.id}.png",
-                                                  sd.figure_title("acceptance by draft position"))
+    figure = position_plot.acceptance_by_position(
+        results.position_rates(sd),
+        out_dir / f"positions-sweep{sd.id}.png",
+        sd.figure_title("acceptance by draft position"),
+    )
     if not figure:
         return []  # no arm printed per-position rates (older builds, default verbosity): nothing to show
-    return ["### Acceptance by draft position", "", POSITION_METHOD, "",
-            _image(figure, f"acceptance by draft position, sweep {sd.id}"), ""]
+    return [
+        "### Acceptance by draft position",
+        "",
+        POSITION_METHOD,
+        "",
+        _image(figure, f"acceptance by draft position, sweep {sd.id}"),
+        "",
+    ]
 
 
 def _pair_section(pair: BuildPair, out_dir: Path) -> list[str]:
@@ -119,13 +144,20 @@ def _pair_section(pair: BuildPair, out_dir: Path) -> list[str]:
         same = [o for o in rows if o["label"] == r["label"]]
         differ = [k for k in keys if k != "recipe" and len({str(o.get(k)) for o in same}) > 1]
         r["shown"] = r["label"] + (" " + ", ".join(f"{k}={r.get(k)}" for k in differ) if differ else "")
-    bars = [plots.RatioBar(r["shown"], r.get("ratio"), r.get("ratio_low"), r.get("ratio_high"), r["verdict"])
-            for r in rows]
+    bars = [
+        plots.RatioBar(r["shown"], r.get("ratio"), r.get("ratio_low"), r.get("ratio_high"), r["verdict"]) for r in rows
+    ]
     title = f"head {pair.head} vs base {pair.base}"
-    figure = plots.build_pair(bars, out_dir / f"builds-{pair.base}-vs-{pair.head}.png",
-                              f"{title}: decode tok/s per test")
-    out = [f"## Builds: {tables.md_text(title)}", "", "Runs join on recipe text, arm parameters, model files, prompt set and mode; a "
-           "change is named only beyond 5% and statistically different.", ""]
+    figure = plots.build_pair(
+        bars, out_dir / f"builds-{pair.base}-vs-{pair.head}.png", f"{title}: decode tok/s per test"
+    )
+    out = [
+        f"## Builds: {tables.md_text(title)}",
+        "",
+        "Runs join on recipe text, arm parameters, model files, prompt set and mode; a "
+        "change is named only beyond 5% and statistically different.",
+        "",
+    ]
     out += [tables.render([{**r, "arm": r["shown"]} for r in rows], "md", ["arm", *PAIR_COLUMNS]), ""]
     return out + ([_image(figure, f"head against base, {title}"), ""] if figure else [])
 
@@ -138,18 +170,27 @@ def _telemetry_section(data: ReportData, out_dir: Path) -> list[str]:
     span = (window["window_start"], window["window_end"]) if window and window.get("samples") else None
     run = next((r for sd in data.sweeps for r in sd.runs if r["run_id"] == data.telemetry_run), None)
     whose = f"sweep {run['sweep_id']}, arm {run['arm']}" if run else "its sweep not in this report"
-    phase = ("load, prompt and generation; the generation window shaded" if span else
-             "the whole run: load, prompt and generation")
-    figure = plots.telemetry(data.telemetry, out_dir / "telemetry.png",
-                             f"Telemetry of {label} ({whose})\n{phase}", span)
+    phase = (
+        "load, prompt and generation; the generation window shaded"
+        if span
+        else "the whole run: load, prompt and generation"
+    )
+    figure = plots.telemetry(
+        data.telemetry, out_dir / "telemetry.png", f"Telemetry of {label} ({whose})\n{phase}", span
+    )
     names = Sample.__dataclass_fields__
     summary = summarize([Sample(**{k: v for k, v in r.items() if k in names}) for r in data.telemetry])
-    rows = [{"figure": k.replace("_bytes", "_mib"), "value": v / 2**20 if k.endswith("_bytes") and v else v}
-            for k, v in summary.items() if v is not None]  # a host without a GPU has no GPU figures to list
+    rows = [
+        {"figure": k.replace("_bytes", "_mib"), "value": v / 2**20 if k.endswith("_bytes") and v else v}
+        for k, v in summary.items()
+        if v is not None
+    ]  # a host without a GPU has no GPU figures to list
     if window and window.get("joules_per_token") is not None:
-        rows += [{"figure": "generation_window_s", "value": window["seconds"]},
-                 {"figure": "generation_power_mean_w", "value": window["power_w"]},
-                 {"figure": "joules_per_token", "value": window["joules_per_token"]}]
+        rows += [
+            {"figure": "generation_window_s", "value": window["seconds"]},
+            {"figure": "generation_power_mean_w", "value": window["power_w"]},
+            {"figure": "joules_per_token", "value": window["joules_per_token"]},
+        ]
     out = [f"## Telemetry ({tables.md_text(f'{label}, {whose}')})", "", tables.render(rows, "md"), ""]
     return out + ([_image(figure, "telemetry over time"), ""] if figure else [])
 

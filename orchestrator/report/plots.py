@@ -67,8 +67,9 @@ def decode_per_arm(arms: list[ArmBar], path: Path, title: str) -> Path | None:
         spread = [y + 0.18 * ((k % 3) - 1) for k in range(len(a.values))]  # a little apart, so repeats stay visible
         ax.scatter(a.values, spread, color="black", s=9, zorder=3)
         if a.note:
-            ax.text(max(a.ci_high or a.mean, *a.values) + top * 0.015, y, a.note, va="center", fontsize=8,
-                    color=MISSING)
+            ax.text(
+                max(a.ci_high or a.mean, *a.values) + top * 0.015, y, a.note, va="center", fontsize=8, color=MISSING
+            )
     base = next((a for a in arms if a.is_baseline and a.mean is not None), None)
     if base:
         ax.axvline(base.mean, color="red", linestyle="--", linewidth=1)
@@ -79,8 +80,13 @@ def decode_per_arm(arms: list[ArmBar], path: Path, title: str) -> Path | None:
     ax.grid(axis="x", alpha=0.3)
     legend = [plt.Line2D([], [], color="red", linestyle="--", label=f"baseline {base.mean:.1f} tok/s")] if base else []
     if any(a.is_control and a.mean is not None for a in arms):
-        legend.append(Patch(color=_bar_color(ArmBar(0, "", is_control=True)), alpha=0.75,
-                            label="control: the same program drafting nothing"))
+        legend.append(
+            Patch(
+                color=_bar_color(ArmBar(0, "", is_control=True)),
+                alpha=0.75,
+                label="control: the same program drafting nothing",
+            )
+        )
     if any(a.mean is None for a in arms):
         legend.append(plt.Line2D([], [], color=MISSING, marker="x", linestyle="", label="no ok run (why beside it)"))
     ax.legend(handles=legend, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, frameon=False)
@@ -133,8 +139,7 @@ def telemetry(rows: list[dict], path: Path, title: str, window: tuple[float, flo
     gpu = [r for r in rows if r.get("gpu") is not None]
     host = [r for r in rows if r.get("gpu") is None]
     if gpu:
-        panels = [("util_pct", "GPU util %", 1), ("mem_used_bytes", "GPU memory GiB", 2**30),
-                  ("power_w", "power W", 1)]
+        panels = [("util_pct", "GPU util %", 1), ("mem_used_bytes", "GPU memory GiB", 2**30), ("power_w", "power W", 1)]
         series = gpu
     elif host:
         panels = [("rss_bytes", "RSS MiB", 2**20), ("cpu_pct", "CPU % (100 = 1 core)", 1)]
@@ -148,8 +153,13 @@ def telemetry(rows: list[dict], path: Path, title: str, window: tuple[float, flo
             pts = sorted((r["t"], r[key] / scale) for r in series if r.get("gpu") == index and r.get(key) is not None)
             if pts:
                 top = max([top] + [v for _, v in pts])
-                ax.plot(*zip(*pts), color=f"C{i}", marker=".", markersize=3,
-                        label=f"GPU {index}" if index is not None and len(gpu) else None)
+                ax.plot(
+                    *zip(*pts),
+                    color=f"C{i}",
+                    marker=".",
+                    markersize=3,
+                    label=f"GPU {index}" if index is not None and len(gpu) else None,
+                )
         if window:
             ax.axvspan(*window, color="C2", alpha=0.15, label="generation window" if ax is axes[0] else None)
         ax.set_ylabel(label)

@@ -62,9 +62,19 @@ def acceptance_by_position(arms: list[ArmRates], path: Path, title: str) -> Path
     gap = 1.3 * LABEL_PT / (0.76 * height * 72) * top  # one label's height in axis units
     heights = _spread([100 * a.mean[0] for a in shown], gap, 0, top)
     for a, y in zip(shown, heights):
-        ax.annotate(str(a.number), (1, 100 * a.mean[0]), xytext=(0.55, y), textcoords="data", fontsize=LABEL_PT,
-                    fontweight="bold", color=colors[a.number], ha="right", va="center", annotation_clip=False,
-                    arrowprops={"arrowstyle": "-", "color": colors[a.number], "linewidth": 0.5, "alpha": 0.6})
+        ax.annotate(
+            str(a.number),
+            (1, 100 * a.mean[0]),
+            xytext=(0.55, y),
+            textcoords="data",
+            fontsize=LABEL_PT,
+            fontweight="bold",
+            color=colors[a.number],
+            ha="right",
+            va="center",
+            annotation_clip=False,
+            arrowprops={"arrowstyle": "-", "color": colors[a.number], "linewidth": 0.5, "alpha": 0.6},
+        )
     ax.set_xlim(-0.1, width + 0.5)
     ax.set_ylim(0, top)
     ax.set_xticks(range(1, width + 1) if width <= 20 else range(1, width + 1, max(1, width // 10)))
@@ -73,8 +83,17 @@ def acceptance_by_position(arms: list[ArmRates], path: Path, title: str) -> Path
     ax.grid(alpha=0.3)
     step = KEY_LINE_PT / (0.76 * height * 72)
     for i, (number, line) in enumerate(_key(arms)):
-        key.text(0, 1 - i * step, line, va="top", ha="left", family="DejaVu Sans Mono", fontsize=KEY_PT,
-                 color=colors.get(number, "black" if number is None else MISSING), transform=key.transAxes)
+        key.text(
+            0,
+            1 - i * step,
+            line,
+            va="top",
+            ha="left",
+            family="DejaVu Sans Mono",
+            fontsize=KEY_PT,
+            color=colors.get(number, "black" if number is None else MISSING),
+            transform=key.transAxes,
+        )
     fig.suptitle(title, fontsize=10)
     return save(fig, path)
 
@@ -87,8 +106,13 @@ def _key(arms: list[ArmRates]) -> list[tuple[int | None, str]]:
             lines.append((a.number, f"{a.number:>2} x {a.arm:<{width}}  {a.note or 'no per-position rates'}"[:150]))
             continue
         mean_len = f"{a.mean_accept_len:.2f}" if a.mean_accept_len is not None else "-"
-        seq = f"{100 * a.seq_acceptance:.1f}%" if a.seq_acceptance is not None else \
-            f"[{100 * a.seq_low:.0f}, {100 * a.seq_high:.0f}]%" if a.seq_low is not None else "-"
+        seq = (
+            f"{100 * a.seq_acceptance:.1f}%"
+            if a.seq_acceptance is not None
+            else f"[{100 * a.seq_low:.0f}, {100 * a.seq_high:.0f}]%"
+            if a.seq_low is not None
+            else "-"
+        )
         lines.append((a.number, f"{a.number:>2}   {a.arm:<{width}}  {mean_len:>8}  {seq:>14}  {len(a.runs)}"))
     return lines
 

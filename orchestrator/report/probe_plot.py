@@ -21,9 +21,16 @@ def draw(probed, path: Path, title: str) -> Path:
             sizes = sorted(costs.passes)
             steps = [costs.passes[b].ms / target.step_ms for b in sizes]
             errors = [(costs.passes[b].sd_ms or 0) / target.step_ms for b in sizes]
-            ax.errorbar(sizes, steps, yerr=errors, marker="o", ms=3, capsize=2,
-                        label=f"{role}: {costs.model_name} ({key.n_threads or 'default'} threads, -ngl "
-                              f"{key.n_gpu_layers if key.n_gpu_layers is not None else 'default'})")
+            ax.errorbar(
+                sizes,
+                steps,
+                yerr=errors,
+                marker="o",
+                ms=3,
+                capsize=2,
+                label=f"{role}: {costs.model_name} ({key.n_threads or 'default'} threads, -ngl "
+                f"{key.n_gpu_layers if key.n_gpu_layers is not None else 'default'})",
+            )
     ax.set_xlabel("tokens in one pass (a verification of b - 1 drafted tokens)")
     ax.set_ylabel("target steps (the target's pass of one token)")
     ax.set_ylim(bottom=0)

@@ -23,7 +23,8 @@ METHOD = (
     "base's. Memory: `est.` is the pre-flight estimate (weights + KV cache), `peak` the measured peak resident set "
     "(CPU) of the speed run. Each figure has its error (± one standard error, as llama-perplexity gives it; ΔPPL's is "
     "that of the ratio PPL/PPL(base) over the same tokens, far below PPL's own). The front joins the arms no other "
-    "arm beats on both decode speed and quality loss beyond their 95% intervals.")
+    "arm beats on both decode speed and quality loss beyond their 95% intervals."
+)
 
 
 def section(sd: SweepData, out_dir: Path) -> list[str]:
@@ -40,12 +41,22 @@ def section(sd: SweepData, out_dir: Path) -> list[str]:
 def table(sd: SweepData, rows: list[dict]) -> list[str]:
     numbers = sd.numbers
     # The quality figures' cells, errors included, are the summary's (analyze/cells): one place for their digits
-    figures = {title: cells.texts(rows, column) for title, column in
-               (("PPL", "ppl"), ("ΔPPL", "dppl_pct"), ("KLD", "kld"), ("same top p", "same_top_p"))}
-    shown = [{"#": numbers[r["arm"]], "arm": r["arm"], "est. memory": _mib(r.get("estimated_bytes")),
-              "peak memory": _mib(r.get("peak_rss_bytes")), "prefill tok/s": _num(r.get("prompt_tps")),
-              "decode tok/s": _num(r.get("decode_tps")), **{title: texts[i] for title, texts in figures.items()}}
-             for i, r in enumerate(rows)]
+    figures = {
+        title: cells.texts(rows, column)
+        for title, column in (("PPL", "ppl"), ("ΔPPL", "dppl_pct"), ("KLD", "kld"), ("same top p", "same_top_p"))
+    }
+    shown = [
+        {
+            "#": numbers[r["arm"]],
+            "arm": r["arm"],
+            "est. memory": _mib(r.get("estimated_bytes")),
+            "peak memory": _mib(r.get("peak_rss_bytes")),
+            "prefill tok/s": _num(r.get("prompt_tps")),
+            "decode tok/s": _num(r.get("decode_tps")),
+            **{title: texts[i] for title, texts in figures.items()},
+        }
+        for i, r in enumerate(rows)
+    ]
     return [tables.render(shown, "md")]
 
 
@@ -55,10 +66,17 @@ def speed_quality(sd: SweepData, rows: list[dict], path: Path) -> Path | None:
     its quantization and cache type: a 32K-deep arm is never weighed against an 8K one). The front drops a point
     only where another beats it beyond both intervals (analyze/quality.pareto_front)."""
     use_kld = any(r.get("kld") is not None for r in rows)
-    key, err, label = ("kld", "kld_err", "mean KL divergence from the base (95% interval; lower is better)") \
-        if use_kld else ("dppl_pct", "dppl_err", "ΔPPL % against the base (95% interval; lower is better)")
-    varying = {k for r in rows for k, v in (r.get("params") or {}).items()
-               if any((o.get("params") or {}).get(k) != v for o in rows)}
+    key, err, label = (
+        ("kld", "kld_err", "mean KL divergence from the base (95% interval; lower is better)")
+        if use_kld
+        else ("dppl_pct", "dppl_err", "ΔPPL % against the base (95% interval; lower is better)")
+    )
+    varying = {
+        k
+        for r in rows
+        for k, v in (r.get("params") or {}).items()
+        if any((o.get("params") or {}).get(k) != v for o in rows)
+    }
     groups: dict[str, list[dict]] = {}
     for r in rows:
         if r.get(key) is not None and r.get("decode_tps"):
@@ -73,10 +91,21 @@ def speed_quality(sd: SweepData, rows: list[dict], path: Path) -> Path | None:
         for (x, x_low, x_high, y, y_low, y_high), r in zip(spans, arms):
             ax.errorbar(x, y, xerr=[[x - x_low], [x_high - x]], fmt="o", color=color, alpha=0.6, capsize=2, zorder=2)
             interval(ax, "y", x, y_low, y_high, ecolor=color, alpha=0.6, capsize=2, zorder=2)  # may not hold y
-            ax.annotate(f"{sd.numbers[r['arm']]} {_short(r, varying)}", (x, y), textcoords="offset points",
-                        xytext=(5, 4), fontsize=7)
-        ax.plot([p[0] for p in front], [p[3] for p in front], "-", color=color, zorder=3,
-                label=f"{name}: Pareto front" if name else "Pareto front")
+            ax.annotate(
+                f"{sd.numbers[r['arm']]} {_short(r, varying)}",
+                (x, y),
+                textcoords="offset points",
+                xytext=(5, 4),
+                fontsize=7,
+            )
+        ax.plot(
+            [p[0] for p in front],
+            [p[3] for p in front],
+            "-",
+            color=color,
+            zorder=3,
+            label=f"{name}: Pareto front" if name else "Pareto front",
+        )
     ax.set_xlabel(label)
     ax.set_ylabel("decode tok/s (mean of ok runs, 95% interval)")
     ax.set_title(sd.figure_title("speed against quality"), fontsize=10)
@@ -89,8 +118,13 @@ def _point(row: dict, key: str, err: str) -> tuple[float, float, float, float, f
     """(loss, low, high, speed, low, high): both in their 95% intervals (the loss's from its standard error; either
     its value alone where no error is known)."""
     loss, speed = row[key], row["decode_tps"]
-    return (loss, *stats.error_interval(loss, row.get(err)), speed, row.get("ci_low") or speed,
-            row.get("ci_high") or speed)
+    return (
+        loss,
+        *stats.error_interval(loss, row.get(err)),
+        speed,
+        row.get("ci_low") or speed,
+        row.get("ci_high") or speed,
+    )
 
 
 def _short(row: dict, varying: set[str]) -> str:
@@ -103,8 +137,11 @@ def _short(row: dict, varying: set[str]) -> str:
 def setting(row: dict, varying: set[str]) -> str:
     """The arm's varying parameters that are not what the quality measures (quant, cache type, model)."""
     params = row.get("params") or {}
-    return ",".join(f"{k}={v}" for k, v in params.items()
-                    if k in varying and k not in QUALITY_PARAMS and not k.startswith("quality_"))
+    return ",".join(
+        f"{k}={v}"
+        for k, v in params.items()
+        if k in varying and k not in QUALITY_PARAMS and not k.startswith("quality_")
+    )
 
 
 def _mib(n) -> str | None:

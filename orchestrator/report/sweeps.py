@@ -23,8 +23,7 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
         raise NoSuchSweep("no sweeps stored yet; run a recipe first (orch run RECIPE)")
     runs = queries.report_runs(con, ids)
     if not runs:
-        raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list them with "
-                          f"`orch sweeps`")
+        raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list them with `orch sweeps`")
     rows, step_costs = summary.arm_rows_and_costs(con, ids)  # energy per token included
     verdicts = dict(zip(dict.fromkeys(r["sweep"] for r in rows), verdict.sweep_verdicts(rows)))
     models = _models(con, ids)
@@ -33,23 +32,35 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
     for s in stored:
         sid = s["sweep_id"]
         s["env"] = json.loads(s["env"]) if isinstance(s.get("env"), str) else s.get("env")
-        sweeps.append(SweepData(sweep=s, rows=[r for r in rows if r["sweep"] == sid],
-                                runs=[r for r in runs if r["sweep_id"] == sid],
-                                verdict=verdicts.get(sid, f"sweep {sid}: no measured run"),
-                                models=models.get(sid, []), outcomes=[o for o in outcomes if o["sweep_id"] == sid],
-                                costs={arm: c for (sweep, arm), c in step_costs.items() if sweep == sid}))
+        sweeps.append(
+            SweepData(
+                sweep=s,
+                rows=[r for r in rows if r["sweep"] == sid],
+                runs=[r for r in runs if r["sweep_id"] == sid],
+                verdict=verdicts.get(sid, f"sweep {sid}: no measured run"),
+                models=models.get(sid, []),
+                outcomes=[o for o in outcomes if o["sweep_id"] == sid],
+                costs={arm: c for (sweep, arm), c in step_costs.items() if sweep == sid},
+            )
+        )
     _name_differences(sweeps)
     chosen = _telemetry_run(con, runs, run_id)
-    data = ReportData(title=f"orch report: sweep{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}",
-                      sweeps=sweeps, env=queries.sweep_env(con, max(ids)) or envinfo.snapshot(),
-                      pairs=_pairs(con, runs, stored), telemetry=queries.telemetry_rows(con, chosen) if chosen else [],
-                      telemetry_run=chosen, energy_window=queries.run_energy_row(con, chosen) if chosen else None)
+    data = ReportData(
+        title=f"orch report: sweep{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}",
+        sweeps=sweeps,
+        env=queries.sweep_env(con, max(ids)) or envinfo.snapshot(),
+        pairs=_pairs(con, runs, stored),
+        telemetry=queries.telemetry_rows(con, chosen) if chosen else [],
+        telemetry_run=chosen,
+        energy_window=queries.run_energy_row(con, chosen) if chosen else None,
+    )
     return write_report(out, data)
 
 
 def _name_differences(sweeps: list[SweepData]) -> None:
     """Each sweep's `differs`: the parameters with one value in it and another in a sweep of the same recipe in
     this report (its figures' titles would otherwise read alike)."""
+
     def constant(sd: SweepData) -> dict:
         values: dict = {}
         for row in sd.rows:
@@ -70,8 +81,11 @@ def _telemetry_run(con, runs: list[dict], run_id: int | None) -> int | None:
     if run_id is not None:
         return run_id
     sampled = queries.runs_with_telemetry(con, [r["run_id"] for r in runs])
-    candidates = sorted((r for r in runs if r["status"] == "ok" and r["run_id"] in sampled),
-                        key=lambda r: r["wall_s"] or 0, reverse=True)
+    candidates = sorted(
+        (r for r in runs if r["status"] == "ok" and r["run_id"] in sampled),
+        key=lambda r: r["wall_s"] or 0,
+        reverse=True,
+    )
     return candidates[0]["run_id"] if candidates else None
 
 
@@ -83,8 +97,9 @@ def _pairs(con, runs: list[dict], sweeps: list[dict]) -> list[BuildPair]:
     pairs = []
     for head in builds[1:]:
         try:
-            result = compare_builds(con, builds[0], head, recipe=None, threshold=0.05,
-                                    sweep_ids=[s["sweep_id"] for s in sweeps])
+            result = compare_builds(
+                con, builds[0], head, recipe=None, threshold=0.05, sweep_ids=[s["sweep_id"] for s in sweeps]
+            )
         except NoSuchBuild:  # a build whose only sweep has no run ended yet: nothing to compare
             continue
         rows = [{**r, "recipe": recipes.get(r.get("recipe_hash"))} for r in result.rows]
@@ -101,8 +116,10 @@ def _models(con, sweep_ids: list[int]) -> dict[int, list[ModelFile]]:
     for a in arms:
         numbers[a["sweep_id"]] = numbers.get(a["sweep_id"], 0) + 1
         argv = _argv(a["executed_argv"]) or _argv(a["rendered_argv"])  # skipped arms were never translated
-        for role, names, sha in (("target", flags.TARGET_MODEL, a["target_sha256"]),
-                                 ("draft", flags.DRAFT_MODEL, a["draft_sha256"])):
+        for role, names, sha in (
+            ("target", flags.TARGET_MODEL, a["target_sha256"]),
+            ("draft", flags.DRAFT_MODEL, a["draft_sha256"]),
+        ):
             if path := flags.flag_value(argv, names):
                 named.append((a["sweep_id"], numbers[a["sweep_id"]], role, path, sha))
     stored = queries.models_matching(con, [n[4] for n in named if n[4]], [n[3] for n in named])
@@ -127,11 +144,21 @@ def _argv(text) -> list[str]:
 def _model_file(role: str, path: str, row: dict | None) -> ModelFile:
     name = Path(path).name
     if row:
-        return ModelFile(role, name, [], row["size_bytes"], row["file_type"], row["architecture"], row["parameters"],
-                         row["sha256"])
+        return ModelFile(
+            role, name, [], row["size_bytes"], row["file_type"], row["architecture"], row["parameters"], row["sha256"]
+        )
     try:
         info = gguf_info.inspect(path)
     except (OrchError, OSError):
         return ModelFile(role, name, [], source="not recorded (file gone or not GGUF)")
-    return ModelFile(role, name, [], info.size_bytes, info.file_type, info.architecture, info.parameters, info.sha256,
-                     source="read now")
+    return ModelFile(
+        role,
+        name,
+        [],
+        info.size_bytes,
+        info.file_type,
+        info.architecture,
+        info.parameters,
+        info.sha256,
+        source="read now",
+    )

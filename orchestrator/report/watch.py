@@ -46,11 +46,14 @@ def frame(con, sweep_id: int, now: datetime) -> Frame:
     if rows:
         table = Summaries(from_rows(rows))  # the table and the verdict from one summary of the rows
         lines += ["", summary_table.table_text(table)]
-        lines += [tables.fill(f"verdict{' so far' if p['status'] == 'running' else ''}: {s.verdict}")
-                  for s in table.with_arms]
+        lines += [
+            tables.fill(f"verdict{' so far' if p['status'] == 'running' else ''}: {s.verdict}") for s in table.with_arms
+        ]
     failures = queries.recent_failures(con, sweep_id, FAILURES_SHOWN)
     if failures:
         lines += ["", f"last {len(failures)} failure(s):"]
-        lines += [f"  run {f['run']} {f['arm']}: {f['status']} ({f['failure_class']}) {f['failure_detail'] or ''}"
-                  .rstrip() for f in failures]
+        lines += [
+            f"  run {f['run']} {f['arm']}: {f['status']} ({f['failure_class']}) {f['failure_detail'] or ''}".rstrip()
+            for f in failures
+        ]
     return Frame(sweep_id, p["status"], "\n".join(lines), p["ended"])

@@ -70,8 +70,11 @@ def workload_of(p: PreparedArm, build: Build) -> Workload | None:
 
 def probe_argv(p: PreparedArm, build: Build, window: int) -> list[str]:
     """The arm's command at `window`, every draft kept (n_min 0, p_min 0), at -lv 5: one line per pass."""
-    return rewritten(p, build, ((flags.DRAFT_MAX, str(window)), (flags.DRAFT_MIN, "0"), (flags.DRAFT_P_MIN, "0"),
-                                (flags.VERBOSITY[:1], "5")))
+    return rewritten(
+        p,
+        build,
+        ((flags.DRAFT_MAX, str(window)), (flags.DRAFT_MIN, "0"), (flags.DRAFT_P_MIN, "0"), (flags.VERBOSITY[:1], "5")),
+    )
 
 
 def rewritten(p: PreparedArm, build: Build, roles: tuple[tuple[tuple[str, ...], str], ...]) -> list[str]:
@@ -96,8 +99,9 @@ def rewritten(p: PreparedArm, build: Build, roles: tuple[tuple[tuple[str, ...], 
     return argv
 
 
-def stored(db: store.Database, work: Workload, window: int, *, write: bool = True,
-           elsewhere: str | None = None) -> Accepted | None:
+def stored(
+    db: store.Database, work: Workload, window: int, *, write: bool = True, elsewhere: str | None = None
+) -> Accepted | None:
     """The stored probe of this workload at `window` or wider; elsewhere (a host id): of any build, that host's
     own first."""
     with db.write() if write else db.read() as con:
@@ -105,8 +109,18 @@ def stored(db: store.Database, work: Workload, window: int, *, write: bool = Tru
     return None if row is None else _accepted(row, reused=True)
 
 
-def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm, work: Workload,
-          target: PassCosts, draft: PassCosts, *, window: int = WINDOW, plain_runs: dict | None = None) -> Accepted:
+def probe(
+    db: store.Database,
+    build: Build,
+    p: PreparedArm,
+    control: PreparedArm,
+    work: Workload,
+    target: PassCosts,
+    draft: PassCosts,
+    *,
+    window: int = WINDOW,
+    plain_runs: dict | None = None,
+) -> Accepted:
     """The plain run and the wide probe run now, read, calibrated against this host's costs and stored."""
     ran = run_beside_plain(p, control, probe_argv(p, build, window), "the acceptance probe", plain_runs)
     try:
@@ -114,11 +128,18 @@ def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm
     except ParseError as exc:
         raise CostProbeFailed(f"the acceptance probe of {p.arm.name} cannot be read: {exc}") from None
     known = revealed(passes, window, work.n_predict)
-    cal = calibrate(known, target, draft, decode_ms=ran.decode_ms, draft_ms=ran.drafting_ms,
-                    plain_ms_per_token=ran.plain_ms_per_token)
+    cal = calibrate(
+        known,
+        target,
+        draft,
+        decode_ms=ran.decode_ms,
+        draft_ms=ran.drafting_ms,
+        plain_ms_per_token=ran.plain_ms_per_token,
+    )
     kept = [[one.accepted, one.last_token, [list(d) for d in one.drafted]] for one in passes]
-    return _accepted(keep(db, work, ran, target, cal, window=window, tokens=known.tokens, passes=kept,
-                          method="draft"), reused=False)
+    return _accepted(
+        keep(db, work, ran, target, cal, window=window, tokens=known.tokens, passes=kept, method="draft"), reused=False
+    )
 
 
 @dataclass(frozen=True)
@@ -134,8 +155,9 @@ class ProbeRun:
     text_differs_at: int | None  # the first character where its text parts from plain decoding's
 
 
-def run_beside_plain(p: PreparedArm, control: PreparedArm, argv: list[str], what: str,
-                     plain_runs: dict | None, *, runs: int = 1) -> ProbeRun:
+def run_beside_plain(
+    p: PreparedArm, control: PreparedArm, argv: list[str], what: str, plain_runs: dict | None, *, runs: int = 1
+) -> ProbeRun:
     """The control's plain run (once per prediction: plain_runs) and argv now, the fastest of `runs`; CostProbeFailed
     where either printed no decode time or the probe no drafting time."""
     plain, plain_parsed = plain_run(control, p.arm.name, plain_runs)
@@ -143,21 +165,52 @@ def run_beside_plain(p: PreparedArm, control: PreparedArm, argv: list[str], what
     decode_ms, drafting_ms, plain_ms = decode_ms_of(parsed), drafting_ms_of(parsed), decode_ms_of(plain_parsed)
     plain_tokens = plain_parsed.extra.get("decode_tokens")
     if None in (decode_ms, drafting_ms, plain_ms) or not plain_tokens:
-        raise CostProbeFailed(f"{what} of {p.arm.name} printed no decode or drafting time (its statistics line): a "
-                              f"build whose speculative tool prints none cannot be probed")
+        raise CostProbeFailed(
+            f"{what} of {p.arm.name} printed no decode or drafting time (its statistics line): a "
+            f"build whose speculative tool prints none cannot be probed"
+        )
     texts = [generated_text(r.stdout, a) for r, a in ((run, argv), (plain, control.executed))]
-    return ProbeRun(argv, control.executed, run.stderr, decode_ms, drafting_ms, plain_ms / plain_tokens,
-                    first_difference(*texts) if None not in texts else None)
+    return ProbeRun(
+        argv,
+        control.executed,
+        run.stderr,
+        decode_ms,
+        drafting_ms,
+        plain_ms / plain_tokens,
+        first_difference(*texts) if None not in texts else None,
+    )
 
 
-def keep(db: store.Database, work: Workload, ran: ProbeRun, target: PassCosts, cal: Calibration, *, window: int,
-         tokens: int, passes: list, method: str) -> dict:
+def keep(
+    db: store.Database,
+    work: Workload,
+    ran: ProbeRun,
+    target: PassCosts,
+    cal: Calibration,
+    *,
+    window: int,
+    tokens: int,
+    passes: list,
+    method: str,
+) -> dict:
     """Store a probe with this host's calibration; the stored row, read back (its id, JSON decoded)."""
     host = identity.this_host()
-    row = {**work.__dict__, "draft_window": window, "tokens": tokens, "host_id": host.id, "host_name": host.name,
-           "passes": passes, "cost_probe_key": target.key.__dict__, "plain_steps": cal.plain_steps,
-           "draft_step_steps": cal.draft_step_steps, "residual": cal.residual, "text_differs_at": ran.text_differs_at,
-           "argv": ran.argv, "plain_argv": ran.plain_argv, "method": method}
+    row = {
+        **work.__dict__,
+        "draft_window": window,
+        "tokens": tokens,
+        "host_id": host.id,
+        "host_name": host.name,
+        "passes": passes,
+        "cost_probe_key": target.key.__dict__,
+        "plain_steps": cal.plain_steps,
+        "draft_step_steps": cal.draft_step_steps,
+        "residual": cal.residual,
+        "text_differs_at": ran.text_differs_at,
+        "argv": ran.argv,
+        "plain_argv": ran.plain_argv,
+        "method": method,
+    }
     with db.write() as con:
         probes.insert_acceptance(con, row)
         return probes.acceptance_row(con, work.__dict__, window)
@@ -172,10 +225,12 @@ def plain_run(control: PreparedArm, arm: str, memo: dict | None = None) -> tuple
     return memo[key]
 
 
-def fastest(argv: list[str], what: str, arm: str, *, drafts: bool, runs: int) -> tuple[proc.ProcResult,
-                                                                                         parse.ParsedLog]:
+def fastest(
+    argv: list[str], what: str, arm: str, *, drafts: bool, runs: int
+) -> tuple[proc.ProcResult, parse.ParsedLog]:
     """read_run `runs` times; the one whose decoding took least (at temperature 0 each decodes the same tokens), a
     run that printed no decode time (or, with `drafts`, no drafting time) last: the caller names what is missing."""
+
     def timed(ran) -> tuple[bool, float]:
         decode = decode_ms_of(ran[1])
         missing = decode is None or (drafts and drafting_ms_of(ran[1]) is None)
@@ -214,8 +269,11 @@ def drafting_ms_of(parsed) -> float | None:
 
 
 def _accepted(row: dict, *, reused: bool) -> Accepted:
-    passes = [DraftPass(tuple((int(t), float(p)) for t, p in drafted), int(accepted), int(last))
-              for accepted, last, drafted in row["passes"]]
+    passes = [
+        DraftPass(tuple((int(t), float(p)) for t, p in drafted), int(accepted), int(last))
+        for accepted, last, drafted in row["passes"]
+    ]
     cal = Calibration(row["plain_steps"], row["draft_step_steps"], row["residual"])
-    return Accepted(row["id"], revealed(passes, row["draft_window"], row["n_predict"]), cal, row["text_differs_at"],
-                    reused)
+    return Accepted(
+        row["id"], revealed(passes, row["draft_window"], row["n_predict"]), cal, row["text_differs_at"], reused
+    )

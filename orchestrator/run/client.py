@@ -13,8 +13,16 @@ from urllib3.exceptions import ReadTimeoutError
 from orchestrator.hashing import sha256_text
 from orchestrator.recipe.prompts import Prompt
 
-TIMING_KEYS = ("cache_n", "prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second",
-               "draft_n", "draft_n_accepted")
+TIMING_KEYS = (
+    "cache_n",
+    "prompt_n",
+    "prompt_ms",
+    "predicted_n",
+    "predicted_ms",
+    "predicted_per_second",
+    "draft_n",
+    "draft_n_accepted",
+)
 
 
 @dataclass
@@ -26,9 +34,16 @@ class RequestOptions:
     ignore_eos: bool = False
 
     def payload(self, prompt: str) -> dict:
-        return {"prompt": prompt, "n_predict": self.n_predict, "seed": self.seed, "temperature": self.temperature,
-                "top_k": 1 if self.temperature == 0 else 40, "cache_prompt": self.cache_prompt,
-                "ignore_eos": self.ignore_eos, "stream": True}
+        return {
+            "prompt": prompt,
+            "n_predict": self.n_predict,
+            "seed": self.seed,
+            "temperature": self.temperature,
+            "top_k": 1 if self.temperature == 0 else 40,
+            "cache_prompt": self.cache_prompt,
+            "ignore_eos": self.ignore_eos,
+            "stream": True,
+        }
 
 
 @dataclass
@@ -50,8 +65,9 @@ class RequestResult:
 TIMED_OUT = "timeout"
 
 
-def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout: float,
-             deadline: float | None = None) -> RequestResult:
+def complete(
+    base_url: str, prompt: Prompt, options: RequestOptions, *, timeout: float, deadline: float | None = None
+) -> RequestResult:
     """Send one streamed completion; never raises for HTTP or connection errors (they are results).
 
     `timeout` bounds each socket wait; `deadline` (time.monotonic) bounds the whole run: a server that keeps
@@ -64,8 +80,9 @@ def complete(base_url: str, prompt: Prompt, options: RequestOptions, *, timeout:
     start = time.monotonic()
     text: list[str] = []
     try:
-        with requests.post(f"{base_url}/completion", json=options.payload(prompt.prompt), stream=True,
-                           timeout=timeout) as res:
+        with requests.post(
+            f"{base_url}/completion", json=options.payload(prompt.prompt), stream=True, timeout=timeout
+        ) as res:
             result.http_status = res.status_code
             if res.status_code != 200:
                 result.error = res.text[:500]
@@ -114,8 +131,9 @@ def _read_timed_out(exc: requests.RequestException) -> bool:
     return isinstance(exc, requests.Timeout) or any(isinstance(a, ReadTimeoutError) for a in exc.args)
 
 
-def send_all(base_url: str, prompts: list[Prompt], options: RequestOptions, *, concurrency: int,
-             timeout: float) -> tuple[list[RequestResult], float]:
+def send_all(
+    base_url: str, prompts: list[Prompt], options: RequestOptions, *, concurrency: int, timeout: float
+) -> tuple[list[RequestResult], float]:
     """Every prompt once, `concurrency` at a time from as many client threads; (results, wall seconds)."""
     start = time.monotonic()
     deadline = start + timeout

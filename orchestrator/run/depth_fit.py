@@ -22,9 +22,11 @@ GIB = 2**30
 
 def bench_context(argv: list[str]) -> int:
     """The context one llama-bench test fills: its prompt, generated tokens and depth (largest of each list)."""
+
     def largest(flags: tuple[str, ...]) -> int:
         value = flag_value(argv, flags)
         return max((int(v) for v in str(value).split(",") if v.strip().isdigit()), default=0) if value else 0
+
     return largest(("-p", "--n-prompt")) + largest(("-n", "--n-gen")) + largest(("-d", "--n-depth"))
 
 
@@ -35,8 +37,9 @@ def estimate(p: PreparedArm, mode: Mode) -> memfit.MemFit | None:
     if mode.bench_tests:  # its context is what its tests fill
         argv += ["-c", str(bench_context(argv))]
     try:
-        return memfit.from_argv(argv, p.models.target, p.models.draft,
-                                free_bytes=p.memfit.free_bytes if p.memfit else None)
+        return memfit.from_argv(
+            argv, p.models.target, p.models.draft, free_bytes=p.memfit.free_bytes if p.memfit else None
+        )
     except ValueError:  # a cache type memfit cannot read: no estimate rather than no run
         return None
 
@@ -52,11 +55,15 @@ def check(prepared: list[PreparedArm], build: Build, mode: Mode, available: int 
             continue
         need = sum(m.weight_bytes + m.kv_bytes for m in fit.models)
         if cpu and need > available:
-            refused.append(f"{p.arm.name} needs {need / GIB:.1f} GiB (KV cache {fit.models[0].kv_bytes / GIB:.1f} "
-                           f"GiB) but {available / GIB:.1f} GiB of RAM is available")
+            refused.append(
+                f"{p.arm.name} needs {need / GIB:.1f} GiB (KV cache {fit.models[0].kv_bytes / GIB:.1f} "
+                f"GiB) but {available / GIB:.1f} GiB of RAM is available"
+            )
         elif not cpu and fit.fits is False:
             refused.append(f"{p.arm.name}: {fit.warning}")
     if refused:
-        raise ContextDoesNotFit(f"{len(refused)} arm(s) do not fit this machine at their context depth, so nothing "
-                                f"was started: {'; '.join(refused)}; lower the depth, quantize the KV cache "
-                                f"(-ctk/-ctv q8_0) or drop those arms")
+        raise ContextDoesNotFit(
+            f"{len(refused)} arm(s) do not fit this machine at their context depth, so nothing "
+            f"was started: {'; '.join(refused)}; lower the depth, quantize the KV cache "
+            f"(-ctk/-ctv q8_0) or drop those arms"
+        )

@@ -55,7 +55,12 @@ def matched_reference(record: RunRecord, arm: PreparedArm, by_name: dict[str, Pr
     def at_length(argv: list[str]) -> list[str]:
         return flags.with_values(argv, flags.N_PREDICT, lambda _: str(n_predict))
 
-    matched = replace(reference.arm, name=label(reference.arm.name, arm.arm.name), argv=at_length(reference.arm.argv),
-                      params={**reference.arm.params, "n_predict": n_predict, "length_of": arm.arm.name},
-                      is_baseline=False, is_control=True)
+    matched = replace(
+        reference.arm,
+        name=label(reference.arm.name, arm.arm.name),
+        argv=at_length(reference.arm.argv),
+        params={**reference.arm.params, "n_predict": n_predict, "length_of": arm.arm.name},
+        is_baseline=False,
+        is_control=True,
+    )
     return replace(reference, arm=matched, executed=at_length(reference.executed))

@@ -46,8 +46,13 @@ def workload_of(p: PreparedArm, build: Build) -> Workload | None:
     prompt, n_predict = flags.flag_values(p.executed, [flags.PROMPT, flags.N_PREDICT])
     if prompt is None or not (n_predict or "").isdigit() or not p.models or not p.models.target:
         return None
-    return Workload(build.id, p.models.target.sha256, LOOKUP + sha256_text("\0".join(_setting(p.executed))),
-                    sha256_text(prompt), int(n_predict))
+    return Workload(
+        build.id,
+        p.models.target.sha256,
+        LOOKUP + sha256_text("\0".join(_setting(p.executed))),
+        sha256_text(prompt),
+        int(n_predict),
+    )
 
 
 def _setting(argv: list[str]) -> list[str]:
@@ -67,8 +72,16 @@ def stored(db: store.Database, work: Workload, *, write: bool = True, elsewhere:
     return None if row is None else _looked(row)
 
 
-def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm, work: Workload,
-          target: PassCosts, *, plain_runs: dict | None = None) -> Looked:
+def probe(
+    db: store.Database,
+    build: Build,
+    p: PreparedArm,
+    control: PreparedArm,
+    work: Workload,
+    target: PassCosts,
+    *,
+    plain_runs: dict | None = None,
+) -> Looked:
     """The plain run and the arm's own run at -lv 5 now, read, calibrated against this host's costs and stored."""
     argv = rewritten(p, build, ((flags.VERBOSITY[:1], "5"),))
     ran = run_beside_plain(p, control, argv, "the lookup probe", plain_runs, runs=TIMED_RUNS)
@@ -77,12 +90,28 @@ def probe(db: store.Database, build: Build, p: PreparedArm, control: PreparedArm
     except ParseError as exc:
         raise CostProbeFailed(f"the lookup probe of {p.arm.name} cannot be read: {exc}") from None
     passes = observed(counts)
-    cal = calibrate_lookup(passes, target, decode_ms=ran.decode_ms, lookup_ms=ran.drafting_ms,
-                           plain_ms_per_token=ran.plain_ms_per_token)
-    return _looked(keep(db, work, ran, target, cal, window=0, tokens=passes.tokens, passes=[list(c) for c in counts],
-                        method=flags.flag_value(p.executed, flags.SPEC_TYPE) or "ngram"))
+    cal = calibrate_lookup(
+        passes, target, decode_ms=ran.decode_ms, lookup_ms=ran.drafting_ms, plain_ms_per_token=ran.plain_ms_per_token
+    )
+    return _looked(
+        keep(
+            db,
+            work,
+            ran,
+            target,
+            cal,
+            window=0,
+            tokens=passes.tokens,
+            passes=[list(c) for c in counts],
+            method=flags.flag_value(p.executed, flags.SPEC_TYPE) or "ngram",
+        )
+    )
 
 
 def _looked(row: dict) -> Looked:
-    return Looked(row["id"], observed([(int(d), int(a)) for d, a in row["passes"]]),
-                  Calibration(row["plain_steps"], row["draft_step_steps"], row["residual"]), row["text_differs_at"])
+    return Looked(
+        row["id"],
+        observed([(int(d), int(a)) for d, a in row["passes"]]),
+        Calibration(row["plain_steps"], row["draft_step_steps"], row["residual"]),
+        row["text_differs_at"],
+    )

@@ -66,5 +66,10 @@ def _roofline(m: dict, p: PreparedArm, measuring: MeasurementSettings) -> tuple[
     bw = measuring.bandwidth
     if not m.get("decode_tps"):
         return None, None
-    return figures.run_roofline(m["decode_tps"], bw.bytes_per_s if bw else None,
-                                target.decode_bytes if target else None, m.get("n_generated"), m.get("n_accepted"))
+    return figures.run_roofline(
+        m["decode_tps"],
+        bw.bytes_per_s if bw else None,
+        target.decode_bytes if target else None,
+        m.get("n_generated"),
+        m.get("n_accepted"),
+    )

@@ -80,8 +80,17 @@ class TieJudge:
     def _server(self, key: tuple) -> Server | None:
         if key not in self._servers:
             binary, model, threads, layers, ctx = key
-            argv = [str(binary), "-m", model, "-c", ctx, "-np", "1",
-                    *(["-t", threads] if threads else []), *(["-ngl", layers] if layers else [])]
+            argv = [
+                str(binary),
+                "-m",
+                model,
+                "-c",
+                ctx,
+                "-np",
+                "1",
+                *(["-t", threads] if threads else []),
+                *(["-ngl", layers] if layers else []),
+            ]
             folder = Path(self._logs.name) / str(len(self._servers))
             folder.mkdir()
             server = Server(argv, folder, start_timeout=START_TIMEOUT_S)
@@ -95,8 +104,9 @@ class TieJudge:
 
 def _server_key(argv: list[str]) -> tuple | None:
     """The server that scores like the control: its build's llama-server on its target, threads and offload."""
-    model, threads, layers, ctx = flags.flag_values(argv, [flags.TARGET_MODEL, flags.THREADS, flags.GPU_LAYERS,
-                                                           flags.CTX])
+    model, threads, layers, ctx = flags.flag_values(
+        argv, [flags.TARGET_MODEL, flags.THREADS, flags.GPU_LAYERS, flags.CTX]
+    )
     binary = Path(argv[0]).with_name("llama-server") if argv else None
     if not model or binary is None or not binary.is_file() or not Path(model).is_file():
         return None

@@ -71,17 +71,31 @@ class RunInputs:
         p, ins = self.p, self.measuring
         target = p.models.target if p.models else None
         draft = p.models.draft if p.models else None
-        return {"id": self.run_id, "sweep_id": self.sweep_id, "build_id": self.build.id, "arm": p.arm.name,
-                "is_baseline": p.arm.is_baseline, "is_control": p.arm.is_control, "reference_arm": p.arm.reference,
-                "params": params, "repeat_index": self.slot.repeat_index, "warmup": self.slot.warmup,
-                "mode": self.plan.mode, "rendered_argv": p.arm.argv, "executed_argv": p.executed or None,
-                "translations": [*p.model_notes, *p.notes], "started_at": store.utcnow(),
-                "target_sha256": target.sha256 if target else None, "draft_sha256": draft.sha256 if draft else None,
-                "memfit": p.memfit.to_dict() if p.memfit else None,
-                "memfit_warning": p.memfit.warning if p.memfit else None, "prompt_set": p.prompt_set,
-                "decode_bytes": target.decode_bytes if target else None,
-                "bandwidth_bytes_per_s": ins.bandwidth.bytes_per_s if ins.bandwidth else None,
-                "bandwidth_label": ins.bandwidth.label if ins.bandwidth else None}
+        return {
+            "id": self.run_id,
+            "sweep_id": self.sweep_id,
+            "build_id": self.build.id,
+            "arm": p.arm.name,
+            "is_baseline": p.arm.is_baseline,
+            "is_control": p.arm.is_control,
+            "reference_arm": p.arm.reference,
+            "params": params,
+            "repeat_index": self.slot.repeat_index,
+            "warmup": self.slot.warmup,
+            "mode": self.plan.mode,
+            "rendered_argv": p.arm.argv,
+            "executed_argv": p.executed or None,
+            "translations": [*p.model_notes, *p.notes],
+            "started_at": store.utcnow(),
+            "target_sha256": target.sha256 if target else None,
+            "draft_sha256": draft.sha256 if draft else None,
+            "memfit": p.memfit.to_dict() if p.memfit else None,
+            "memfit_warning": p.memfit.warning if p.memfit else None,
+            "prompt_set": p.prompt_set,
+            "decode_bytes": target.decode_bytes if target else None,
+            "bandwidth_bytes_per_s": ins.bandwidth.bytes_per_s if ins.bandwidth else None,
+            "bandwidth_label": ins.bandwidth.label if ins.bandwidth else None,
+        }
 
     def folder(self) -> Path:
         return self.work_dir / f"run-{self.run_id}"
@@ -100,15 +114,25 @@ def stopped_record(s: RunInputs, params: dict) -> RunRecord | None:
     p = s.p
     if not p.stop_reason:
         return None
-    row = {**s.row(params), "status": p.stop_status, "failure_class": p.stop_class, "failure_detail": p.stop_reason,
-           "ended_at": store.utcnow()}
+    row = {
+        **s.row(params),
+        "status": p.stop_status,
+        "failure_class": p.stop_class,
+        "failure_detail": p.stop_reason,
+        "ended_at": store.utcnow(),
+    }
     return RunRecord(s.run_id, row)
 
 
 def lost_record(s: RunInputs, failure: str, detail: str) -> RunRecord:
     """A run that never came back (its Ray node or task lost): stored failed from the same row as every run."""
-    row = {**s.row(s.p.arm.params), "status": "failed", "failure_class": failure, "failure_detail": detail[:500],
-           "ended_at": store.utcnow()}
+    row = {
+        **s.row(s.p.arm.params),
+        "status": "failed",
+        "failure_class": failure,
+        "failure_detail": detail[:500],
+        "ended_at": store.utcnow(),
+    }
     return RunRecord(s.run_id, row)
 
 
@@ -122,32 +146,56 @@ def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
     out, err = folder / "stdout", folder / "stderr"
     samplers = []
     try:
-        res = proc.run(p.executed, stdout_path=out, stderr_path=err, timeout=timeout,
-                       on_start=lambda pid: samplers.append(s.measuring.sampler(pid)))
+        res = proc.run(
+            p.executed,
+            stdout_path=out,
+            stderr_path=err,
+            timeout=timeout,
+            on_start=lambda pid: samplers.append(s.measuring.sampler(pid)),
+        )
     except KeyboardInterrupt as stop:
         samples = _stop(samplers)
-        stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "failure_class": None,
-                                           "ended_at": store.utcnow()},
-                                {"stdout": _read(out), "stderr": _read(err)}, [x.to_dict() for x in samples],
-                                folder=folder)
+        stop.record = RunRecord(
+            s.run_id,
+            {**row, "status": "interrupted", "failure_class": None, "ended_at": store.utcnow()},
+            {"stdout": _read(out), "stderr": _read(err)},
+            [x.to_dict() for x in samples],
+            folder=folder,
+        )
         raise
     logs = {"stdout": _read(out), "stderr": _read(err)}
     samples = _stop(samplers)
     failure, detail, parsed = _read_run(logs, res, p, mode_of(s.plan.mode))
     status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
-    record = RunRecord(s.run_id, {**row, "status": status, "exit_code": res.returncode, "signal": res.signal,
-                                  "failure_class": failure, "failure_detail": detail, "wall_s": res.wall_s,
-                                  "peak_rss_bytes": res.peak_rss_bytes, "cpu_s": res.cpu_s,
-                                  "telemetry": telemetry_summary(samples), "ended_at": store.utcnow()},
-                       logs, [x.to_dict() for x in samples], parsed, folder=folder)
+    record = RunRecord(
+        s.run_id,
+        {
+            **row,
+            "status": status,
+            "exit_code": res.returncode,
+            "signal": res.signal,
+            "failure_class": failure,
+            "failure_detail": detail,
+            "wall_s": res.wall_s,
+            "peak_rss_bytes": res.peak_rss_bytes,
+            "cpu_s": res.cpu_s,
+            "telemetry": telemetry_summary(samples),
+            "ended_at": store.utcnow(),
+        },
+        logs,
+        [x.to_dict() for x in samples],
+        parsed,
+        folder=folder,
+    )
     metrics = parsed.metrics if parsed else {}
     if failure:
         return record, f"{status} ({failure}, {detail})"
     return record, f"ok, {speed_text(metrics, p, s.measuring)} ({res.wall_s:.1f}s) run {s.run_id}"
 
 
-def _read_run(logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm,
-              mode: Mode) -> tuple[str | None, str | None, parse.ParsedLog | None]:
+def _read_run(
+    logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm, mode: Mode
+) -> tuple[str | None, str | None, parse.ParsedLog | None]:
     """Parse and check a finished run's logs with its mode's reader; (failure class, detail, what to store as its
     metrics).
 
@@ -156,8 +204,9 @@ def _read_run(logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm,
     """
     stdout, stderr = (logs[k].decode(errors="replace") for k in ("stdout", "stderr"))
     if mode.exit_first and not res.ok:
-        failure = parse.classify_failure(stderr, returncode=res.returncode, signal=res.signal,
-                                         timed_out=res.timed_out, expects_speculation=False)
+        failure = parse.classify_failure(
+            stderr, returncode=res.returncode, signal=res.signal, timed_out=res.timed_out, expects_speculation=False
+        )
         return failure or "other", res.describe(), None
     try:
         parsed = mode.parse(stdout, stderr)
@@ -166,9 +215,15 @@ def _read_run(logs: dict[str, bytes], res: proc.ProcResult, p: PreparedArm,
         return "parse_error", f"{type(exc).__name__}: {exc}"[:500], None
     if mode.exit_first:
         return None, None, parsed
-    failure, missing = parse.run_failure(parsed, stderr, tool=Path(p.executed[0]).name, returncode=res.returncode,
-                                         signal=res.signal, timed_out=res.timed_out,
-                                         expects_speculation=expects_speculation(p.executed))
+    failure, missing = parse.run_failure(
+        parsed,
+        stderr,
+        tool=Path(p.executed[0]).name,
+        returncode=res.returncode,
+        signal=res.signal,
+        timed_out=res.timed_out,
+        expects_speculation=expects_speculation(p.executed),
+    )
     if missing:
         return failure, f"exit status 0 but the log lacks {missing}: its last lines were lost", parsed
     if failure:

@@ -43,5 +43,6 @@ class Pending:
 
 
 def _stored(record: RunRecord) -> store.StoredRun:
-    return store.StoredRun(row=record.row, logs=record.logs, samples=record.samples, parsed=record.parsed,
-                           requests=record.requests)
+    return store.StoredRun(
+        row=record.row, logs=record.logs, samples=record.samples, parsed=record.parsed, requests=record.requests
+    )

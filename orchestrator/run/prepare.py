@@ -73,7 +73,8 @@ def prepare(plan: Plan, build: Build, *, translate: bool = True) -> list[Prepare
             p.stop_status, p.stop_class, p.stop_reason = "skipped", "unknown_flag", str(exc)
         except PreflightError as exc:
             cls = getattr(exc, "failure_class", None) or (
-                "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load")
+                "vocab_mismatch" if "cannot speculate" in str(exc) else "model_load"
+            )
             # A method that does not apply to these models (an MTP type on a target without MTP layers) is what
             # the models are, not a failure: skipped with the reason, as a flag the build lacks is.
             p.stop_status = "skipped" if cls == "spec_mismatch" else "failed"
@@ -102,8 +103,10 @@ def _without_stopped_controls(prepared: list[PreparedArm]) -> list[PreparedArm]:
     base = next((p.arm.name for p in prepared if p.arm.is_baseline), None)
     for p in prepared:
         if p.arm.reference in stopped:
-            p.notes.append(f"speedup against {base} across programs: the control {p.arm.reference} cannot run here "
-                           f"({stopped[p.arm.reference]})")
+            p.notes.append(
+                f"speedup against {base} across programs: the control {p.arm.reference} cannot run here "
+                f"({stopped[p.arm.reference]})"
+            )
             p.arm = replace(p.arm, reference=base)
     return prepared
 
@@ -122,18 +125,37 @@ def _memory_estimate(p: PreparedArm, build: Build) -> memfit.MemFit | None:
 def dry_run_rows(prepared: list[PreparedArm]) -> list[dict]:
     """What --dry-run shows, as data (`orch run --dry-run --json`): per arm its role, argv rendered and executed,
     dialect notes and why it would not run."""
-    return [{"arm": p.arm.name, "baseline": p.arm.is_baseline, "control": p.arm.is_control,
-             "reference": p.arm.reference, "rendered": p.arm.argv, "executed": p.executed or None,
-             "dialect": p.notes, "models": p.model_notes, "draft_warning": p.draft_warning,
-             "stop_status": p.stop_status, "stop_class": p.stop_class,
-             "stop_reason": p.stop_reason} for p in prepared]
+    return [
+        {
+            "arm": p.arm.name,
+            "baseline": p.arm.is_baseline,
+            "control": p.arm.is_control,
+            "reference": p.arm.reference,
+            "rendered": p.arm.argv,
+            "executed": p.executed or None,
+            "dialect": p.notes,
+            "models": p.model_notes,
+            "draft_warning": p.draft_warning,
+            "stop_status": p.stop_status,
+            "stop_class": p.stop_class,
+            "stop_reason": p.stop_reason,
+        }
+        for p in prepared
+    ]
 
 
 def dry_run_lines(prepared: list[PreparedArm]) -> list[str]:
     lines = []
     for p in prepared:
-        role = " (baseline)" if p.arm.is_baseline else f" (control, against {p.arm.reference})" if p.arm.is_control \
-            else f" (against {p.arm.reference})" if p.arm.reference else ""
+        role = (
+            " (baseline)"
+            if p.arm.is_baseline
+            else f" (control, against {p.arm.reference})"
+            if p.arm.is_control
+            else f" (against {p.arm.reference})"
+            if p.arm.reference
+            else ""
+        )
         lines.append(f"arm {p.arm.name}{role}:")
         lines.append(f"  rendered: {json.dumps(p.arm.argv)}")
         lines += [f"  {n}" for n in p.model_notes]

@@ -61,17 +61,29 @@ class Probed:
         step, *batched = (found.get(n.key) for n in needs)
         if step is None or None in batched:
             return None
-        return step if not batched else PassCosts(step.key, step.model_name, {**batched[0].passes, 1: step.passes[1]},
-                                                  step.reused and batched[0].reused)
+        return (
+            step
+            if not batched
+            else PassCosts(
+                step.key, step.model_name, {**batched[0].passes, 1: step.passes[1]}, step.reused and batched[0].reused
+            )
+        )
 
     def target_of(self, key: ProbeKey) -> PassCosts | None:
         """The target probed on the same build, host and depth: what a model's passes are counted in steps of."""
-        return next((t for k, t in self.targets.items()
-                     if (k.build_id, k.host_id, k.n_depth) == (key.build_id, key.host_id, key.n_depth)), None)
+        return next(
+            (
+                t
+                for k, t in self.targets.items()
+                if (k.build_id, k.host_id, k.n_depth) == (key.build_id, key.host_id, key.n_depth)
+            ),
+            None,
+        )
 
 
-def needs_by_arm(arms: list[PreparedArm], build: Build,
-                 host_id: str | None = None) -> dict[str, tuple[tuple[Need, ...], tuple[Need, ...]]]:
+def needs_by_arm(
+    arms: list[PreparedArm], build: Build, host_id: str | None = None
+) -> dict[str, tuple[tuple[Need, ...], tuple[Need, ...]]]:
     """Each arm that runs with a draft model or an n-gram method (skipped arms aside): its target's needs and its
     draft's (none for a lookup), up to its window (at least the acceptance probe's) + 1, on this host (or host_id's,
     stored); a model's needs are one, or two where its batches run at other threads than its step (_model_needs).
@@ -83,9 +95,21 @@ def needs_by_arm(arms: list[PreparedArm], build: Build,
         if p.stop_reason or not p.models or not p.models.target or not (p.models.draft or looks_up(p.executed)):
             continue
         argv = p.executed
-        window, threads, threads_batch, threads_draft, threads_batch_draft, ngl, ngld = map(_int, flags.flag_values(
-            argv, [flags.DRAFT_MAX, flags.THREADS, flags.THREADS_BATCH, flags.THREADS_DRAFT, flags.THREADS_BATCH_DRAFT,
-                   flags.GPU_LAYERS, flags.GPU_LAYERS_DRAFT]))
+        window, threads, threads_batch, threads_draft, threads_batch_draft, ngl, ngld = map(
+            _int,
+            flags.flag_values(
+                argv,
+                [
+                    flags.DRAFT_MAX,
+                    flags.THREADS,
+                    flags.THREADS_BATCH,
+                    flags.THREADS_DRAFT,
+                    flags.THREADS_BATCH_DRAFT,
+                    flags.GPU_LAYERS,
+                    flags.GPU_LAYERS_DRAFT,
+                ],
+            ),
+        )
         depth = decode_depth(argv, build) if deep else 0
         target, draft = p.models.target, p.models.draft
         batches = tuple(range(1, max(window or DEFAULT_WINDOW, ACCEPTANCE_WINDOW) + 2))
@@ -93,19 +117,36 @@ def needs_by_arm(arms: list[PreparedArm], build: Build,
         target_batch = threads_batch or threads
         out[p.arm.name] = (
             _model_needs("target", target, (threads, target_batch), ngl, batches, (build.id, host, depth)),
-            _model_needs("draft", draft, (threads_draft or threads, threads_batch_draft or target_batch), ngld,
-                         batches, (build.id, host, depth)) if draft else ())  # an n-gram method: the target alone
+            _model_needs(
+                "draft",
+                draft,
+                (threads_draft or threads, threads_batch_draft or target_batch),
+                ngld,
+                batches,
+                (build.id, host, depth),
+            )
+            if draft
+            else (),
+        )  # an n-gram method: the target alone
     return out
 
 
-def _model_needs(role: str, model, threads: tuple[int | None, int | None], offload: int | None,
-                 batches: tuple[int, ...], where: tuple[str, str, int]) -> tuple[Need, ...]:
+def _model_needs(
+    role: str,
+    model,
+    threads: tuple[int | None, int | None],
+    offload: int | None,
+    batches: tuple[int, ...],
+    where: tuple[str, str, int],
+) -> tuple[Need, ...]:
     """A model's passes at its (step, batch) threads: one need, or its step and its batches apart where they differ."""
     build_id, host, depth = where
     step, batch = threads
+
     def need(n_threads: int | None, sizes: tuple[int, ...]) -> Need:
-        return Need(role, model.path, _name(model), ProbeKey(build_id, host, model.sha256, n_threads, offload, depth),
-                    sizes)
+        return Need(
+            role, model.path, _name(model), ProbeKey(build_id, host, model.sha256, n_threads, offload, depth), sizes
+        )
 
     return (need(step, batches),) if batch == step else (need(step, (1,)), need(batch, batches))
 
@@ -132,7 +173,8 @@ def decode_depth(argv: list[str], build: Build) -> int:
     0 where they cannot be counted) and half of the tokens it generates, rounded up to DEPTH_STEP: workloads of
     about the same length share one probe."""
     prompt, prompt_file, model, n_predict = flags.flag_values(
-        argv, [flags.PROMPT, flags.PROMPT_FILE, flags.TARGET_MODEL, flags.N_PREDICT])
+        argv, [flags.PROMPT, flags.PROMPT_FILE, flags.TARGET_MODEL, flags.N_PREDICT]
+    )
     text = prompt
     if text is None and prompt_file:
         try:
@@ -145,8 +187,16 @@ def decode_depth(argv: list[str], build: Build) -> int:
     return -(-depth // DEPTH_STEP) * DEPTH_STEP
 
 
-def probe(db: store.Database, build: Build, wanted: list[Need], *, reps: int = 3, again: bool = False,
-          stored_only: bool = False, any_build: bool = False) -> Probed:
+def probe(
+    db: store.Database,
+    build: Build,
+    wanted: list[Need],
+    *,
+    reps: int = 3,
+    again: bool = False,
+    stored_only: bool = False,
+    any_build: bool = False,
+) -> Probed:
     """Each need's stored figures where current (every batch it needs stored for its key; any_build: timed by any
     build, as another host's are), else llama-bench run now and its figures stored (stored_only: left out instead);
     CostProbeFailed where llama-bench fails or times nothing."""
@@ -174,24 +224,39 @@ def probe(db: store.Database, build: Build, wanted: list[Need], *, reps: int = 3
 def bench_argv(exe: str, need: Need, reps: int) -> list[str]:
     """The llama-bench command that times a need's passes (-p b1,b2,.. -n 0)."""
     k = need.key
-    return [exe, "-m", need.path, "-p", ",".join(map(str, need.batches)), "-n", "0",
-            *(["-d", str(k.n_depth)] if k.n_depth else []), "-r", str(reps), "-o", "jsonl",
-            *(["-t", str(k.n_threads)] if k.n_threads is not None else []),
-            *(["-ngl", str(k.n_gpu_layers)] if k.n_gpu_layers is not None else [])]
+    return [
+        exe,
+        "-m",
+        need.path,
+        "-p",
+        ",".join(map(str, need.batches)),
+        "-n",
+        "0",
+        *(["-d", str(k.n_depth)] if k.n_depth else []),
+        "-r",
+        str(reps),
+        "-o",
+        "jsonl",
+        *(["-t", str(k.n_threads)] if k.n_threads is not None else []),
+        *(["-ngl", str(k.n_gpu_layers)] if k.n_gpu_layers is not None else []),
+    ]
 
 
 def bench_rows(build: Build, need: Need, reps: int) -> tuple[list[dict], float]:
     """llama-bench on the need's model now: its rows as cost_probes stores them, and the seconds it took."""
     exe = build.tool("llama-bench")
     if exe is None:
-        raise CostProbeFailed(f"build {build.name} has no llama-bench; run `orch build {build.upstream_commit[:9]}` "
-                              f"to add it (nothing else is rebuilt)")
+        raise CostProbeFailed(
+            f"build {build.name} has no llama-bench; run `orch build {build.upstream_commit[:9]}` "
+            f"to add it (nothing else is rebuilt)"
+        )
     argv = bench_argv(exe, need, reps)
     res = proc.run(argv, capture=True, timeout=TIMEOUT_S)
     said = (res.stderr.strip().splitlines() or [""])[-1][:300]
     if not res.ok:
-        raise CostProbeFailed(f"llama-bench on {need.name} ({need.path}) failed ({res.describe()}): "
-                              f"{said or 'no output'}")
+        raise CostProbeFailed(
+            f"llama-bench on {need.name} ({need.path}) failed ({res.describe()}): {said or 'no output'}"
+        )
     try:
         tests = parse_bench(res.stdout)
     except ParseError as exc:
@@ -209,9 +274,17 @@ def _row(test: dict, need: Need, argv: list[str]) -> dict | None:
         return None
     per = 1 if n_prompt else n_gen  # a pass is timed whole; a decode per token
     timing = Timing(n_prompt or 1, tuple(s / 1e6 / per for s in samples))
-    return {**need.key.__dict__, "host_name": identity.this_host().name, "model_name": need.name,
-            "kind": "pass" if n_prompt else "token", "batch": timing.batch, "ms": timing.ms, "ms_sd": timing.sd_ms,
-            "samples_ms": list(timing.samples_ms), "argv": argv}
+    return {
+        **need.key.__dict__,
+        "host_name": identity.this_host().name,
+        "model_name": need.name,
+        "kind": "pass" if n_prompt else "token",
+        "batch": timing.batch,
+        "ms": timing.ms,
+        "ms_sd": timing.sd_ms,
+        "samples_ms": list(timing.samples_ms),
+        "argv": argv,
+    }
 
 
 def _name(model) -> str:

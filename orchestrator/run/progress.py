@@ -31,7 +31,7 @@ class Progress:
         text = self.line(what)
         if self.tty:
             room = terminal_width() - 1  # a line the terminal wraps could not be rewritten in place
-            text = text if len(text) <= room else text[:room - 3] + "..."
+            text = text if len(text) <= room else text[: room - 3] + "..."
             pad = max(0, self.width - len(text))
             rewrite(self.stream, text + " " * pad)
             self.width = len(text)

@@ -29,10 +29,34 @@ DEFAULT_TEXT = Path(__file__).resolve().parent.parent / "data" / "eval" / "decla
 # The arm's flags llama-perplexity takes as well: where the weights go, threads, and the KV cache it measures.
 COPIED = (("-ngl", "--gpu-layers", "--n-gpu-layers"), ("-t", "--threads"), ("-fa", "--flash-attn"))
 CACHE_K, CACHE_V = ("-ctk", "--cache-type-k"), ("-ctv", "--cache-type-v")
-COLUMNS = ("n_chunks", "ppl", "ppl_err", "base_ppl", "base_ppl_err", "ppl_ratio", "ppl_ratio_err", "ln_ppl_ratio",
-           "ln_ppl_ratio_err", "ln_ppl_correlation", "kld_mean", "kld_mean_err", "kld_max", "kld_p999", "kld_p99",
-           "kld_median", "kld_p10", "kld_p5", "kld_p1", "kld_min", "dp_mean", "dp_mean_err", "dp_rms", "dp_rms_err",
-           "same_top_p", "same_top_p_err")
+COLUMNS = (
+    "n_chunks",
+    "ppl",
+    "ppl_err",
+    "base_ppl",
+    "base_ppl_err",
+    "ppl_ratio",
+    "ppl_ratio_err",
+    "ln_ppl_ratio",
+    "ln_ppl_ratio_err",
+    "ln_ppl_correlation",
+    "kld_mean",
+    "kld_mean_err",
+    "kld_max",
+    "kld_p999",
+    "kld_p99",
+    "kld_median",
+    "kld_p10",
+    "kld_p5",
+    "kld_p1",
+    "kld_min",
+    "dp_mean",
+    "dp_mean_err",
+    "dp_rms",
+    "dp_rms_err",
+    "same_top_p",
+    "same_top_p_err",
+)
 TIMEOUT_S = 3600
 
 
@@ -52,30 +76,44 @@ class Setup:
     def logits(self) -> Path | None:
         if not self.base_sha256:
             return None
-        return (config.cache_dir() / "kld" /
-                f"{self.base_sha256[:16]}-{self.text_sha256[:12]}-c{self.ctx}-{self.build}.kld")
+        return (
+            config.cache_dir() / "kld" / f"{self.base_sha256[:16]}-{self.text_sha256[:12]}-c{self.ctx}-{self.build}.kld"
+        )
 
 
 def setup(p: PreparedArm, build: Build) -> Setup:
     params = p.arm.params
     exe = build.tool("llama-perplexity")
     if exe is None:
-        raise QualityInputError(f"build {build.name} has no llama-perplexity; run `orch build "
-                                f"{build.upstream_commit[:9]}` to add it (nothing else is rebuilt)")
+        raise QualityInputError(
+            f"build {build.name} has no llama-perplexity; run `orch build "
+            f"{build.upstream_commit[:9]}` to add it (nothing else is rebuilt)"
+        )
     text = Path(params.get("quality_text") or DEFAULT_TEXT).expanduser()
     if not text.is_file():
-        raise QualityInputError(f"quality_text {text} does not exist; give a UTF-8 text file (or leave it empty "
-                                f"for orch's default evaluation text)")
+        raise QualityInputError(
+            f"quality_text {text} does not exist; give a UTF-8 text file (or leave it empty "
+            f"for orch's default evaluation text)"
+        )
     base = params.get("quality_base") or None
     if base:
         base = Path(base).expanduser()
         base = base if base.is_absolute() else Path(params["models"]) / base
         if not base.is_file():
-            raise QualityInputError(f"quality_base {base} does not exist; name the unquantized (f16) model the "
-                                    f"quants are compared with, or leave it empty for perplexity alone")
+            raise QualityInputError(
+                f"quality_base {base} does not exist; name the unquantized (f16) model the "
+                f"quants are compared with, or leave it empty for perplexity alone"
+            )
     ctx = int(params.get("quality_ctx") or 256)
-    return Setup(exe=exe, build=build.name, text=text, text_sha256=sha256_file(text), ctx=ctx, base=base,
-                 base_sha256=sha256_file(base) if base else None)
+    return Setup(
+        exe=exe,
+        build=build.name,
+        text=text,
+        text_sha256=sha256_file(text),
+        ctx=ctx,
+        base=base,
+        base_sha256=sha256_file(base) if base else None,
+    )
 
 
 TOOLS = ("llama-quantize", "llama-perplexity")  # what quality mode runs besides the recipe's tools
@@ -97,8 +135,11 @@ def _ran_with(argv: list[str]) -> tuple[str, str, list[str]]:
     """What an arm ran with that its quality depends on: its K and V cache types (f16 where it set none) and the
     flags llama-perplexity is given as the arm had them (COPIED)."""
     cache_k, cache_v, *copied = flag_values(argv, [CACHE_K, CACHE_V, *COPIED])
-    return cache_k or "f16", cache_v or "f16", [f for flags, value in zip(COPIED, copied) if value is not None
-                                                for f in (flags[0], value)]
+    return (
+        cache_k or "f16",
+        cache_v or "f16",
+        [f for flags, value in zip(COPIED, copied) if value is not None for f in (flags[0], value)],
+    )
 
 
 def _base_logits(db: store.Database, build: Build, s: Setup, extra: list[str]) -> None:
@@ -108,16 +149,26 @@ def _base_logits(db: store.Database, build: Build, s: Setup, extra: list[str]) -
     s.logits.parent.mkdir(parents=True, exist_ok=True)
     tmp = s.logits.with_name(s.logits.name + ".partial")
     argv = [s.exe, "-m", str(s.base), "-f", str(s.text), "-c", str(s.ctx), "--kl-divergence-base", str(tmp), *extra]
-    print(f"orch: computing base logits of {s.base.name} on {s.text.name} (context {s.ctx}) once: {s.logits}",
-          file=sys.stderr)
+    print(
+        f"orch: computing base logits of {s.base.name} on {s.text.name} (context {s.ctx}) once: {s.logits}",
+        file=sys.stderr,
+    )
     res, parsed, why = _perplexity(argv, kld=False)
     if why or not tmp.is_file():
         tmp.unlink(missing_ok=True)
-        raise QualityInputError(f"base logits of {s.base} on {s.text} at context {s.ctx} failed: {why}; "
-                                f"{'use a longer quality_text or a smaller quality_ctx' if 'tokens' in str(why) else ''}"
-                                .rstrip("; "))
-    key = {"model_sha256": s.base_sha256, "build_id": build.id, "text_sha256": s.text_sha256, "n_ctx": s.ctx,
-           "cache_type_k": "f16", "cache_type_v": "f16", "base_sha256": None}
+        raise QualityInputError(
+            f"base logits of {s.base} on {s.text} at context {s.ctx} failed: {why}; "
+            f"{'use a longer quality_text or a smaller quality_ctx' if 'tokens' in str(why) else ''}".rstrip("; ")
+        )
+    key = {
+        "model_sha256": s.base_sha256,
+        "build_id": build.id,
+        "text_sha256": s.text_sha256,
+        "n_ctx": s.ctx,
+        "cache_type_k": "f16",
+        "cache_type_v": "f16",
+        "base_sha256": None,
+    }
     with db.write() as con:
         if store.find_quality(con, key) is None:
             _insert(con, key, s, parsed, argv, res)
@@ -139,14 +190,31 @@ class Measurements:
         to the runs that waited for it; a short text for the progress line."""
         s = setup(p, self.build)
         cache_k, cache_v, copied = _ran_with(p.executed)
-        key = {"model_sha256": p.models.target.sha256, "build_id": self.build.id, "text_sha256": s.text_sha256,
-               "n_ctx": s.ctx, "cache_type_k": cache_k, "cache_type_v": cache_v, "base_sha256": s.base_sha256}
+        key = {
+            "model_sha256": p.models.target.sha256,
+            "build_id": self.build.id,
+            "text_sha256": s.text_sha256,
+            "n_ctx": s.ctx,
+            "cache_type_k": cache_k,
+            "cache_type_v": cache_v,
+            "base_sha256": s.base_sha256,
+        }
         waiting = self.waiting.setdefault(tuple(key.values()), [])
         with self.db.write() as con:
             found = store.find_quality(con, key)
         if found is None:
-            argv = [s.exe, "-m", p.models.target.path, "-c", str(s.ctx), *copied, CACHE_K[0], cache_k, CACHE_V[0],
-                    cache_v]
+            argv = [
+                s.exe,
+                "-m",
+                p.models.target.path,
+                "-c",
+                str(s.ctx),
+                *copied,
+                CACHE_K[0],
+                cache_k,
+                CACHE_V[0],
+                cache_v,
+            ]
             argv += ["--kl-divergence-base", str(s.logits), "--kl-divergence"] if s.logits else ["-f", str(s.text)]
             res, parsed, why = _perplexity(argv, kld=bool(s.logits))
             if why:
@@ -177,14 +245,22 @@ def _perplexity(argv: list[str], *, kld: bool) -> tuple[proc.ProcResult, dict, s
 def _described(row: dict) -> str:
     text = f"PPL {row['ppl']:.4g}" + (f" ± {row['ppl_err']:.2g}" if row.get("ppl_err") is not None else "")
     if row.get("kld_mean") is not None:  # + 0.0: a KLD of -0 (the base against itself) reads 0
-        text += (f", KLD {row['kld_mean'] + 0.0:.4g}" + (f" ± {row['kld_mean_err']:.2g}" if row.get("kld_mean_err")
-                                                          is not None else "")
-                 + f", same top p {row['same_top_p']:.1f}%")
+        text += (
+            f", KLD {row['kld_mean'] + 0.0:.4g}"
+            + (f" ± {row['kld_mean_err']:.2g}" if row.get("kld_mean_err") is not None else "")
+            + f", same top p {row['same_top_p']:.1f}%"
+        )
     return text
 
 
 def _insert(con, key: dict, s: Setup, parsed: dict, argv: list[str], res: proc.ProcResult) -> int:
-    row = {**key, "text_name": s.text.name, **{c: parsed.get(c) for c in COLUMNS},
-           "stats": json.dumps(parsed), "argv": json.dumps(argv), "log": res.stderr + "\n" + res.stdout,
-           "wall_s": res.wall_s}
+    row = {
+        **key,
+        "text_name": s.text.name,
+        **{c: parsed.get(c) for c in COLUMNS},
+        "stats": json.dumps(parsed),
+        "argv": json.dumps(argv),
+        "log": res.stderr + "\n" + res.stdout,
+        "wall_s": res.wall_s,
+    }
     return store.insert_quality(con, row)

@@ -34,11 +34,19 @@ def make_quants(plan, build: Build) -> list:
     exe = build.tool("llama-quantize")
     for source, types in wanted.items():
         if exe is None:
-            raise QualityInputError(f"build {build.name} has no llama-quantize; run `orch build "
-                                    f"{build.upstream_commit[:9]}` to add it (nothing else is rebuilt)")
-        quants = quantize.quantize(source, quantize.parse_types(",".join(sorted(types))), exe, build.name,
-                                   source.parent / "quants", allow_requantize=allow,
-                                   allow_how=f"--set {ALLOW_REQUANTIZE}=true")
+            raise QualityInputError(
+                f"build {build.name} has no llama-quantize; run `orch build "
+                f"{build.upstream_commit[:9]}` to add it (nothing else is rebuilt)"
+            )
+        quants = quantize.quantize(
+            source,
+            quantize.parse_types(",".join(sorted(types))),
+            exe,
+            build.name,
+            source.parent / "quants",
+            allow_requantize=allow,
+            allow_how=f"--set {ALLOW_REQUANTIZE}=true",
+        )
         made += quants
         values.update({(source, q.requested): q.arm_value for q in quants})
     for source in as_is:  # "f16" of a Q4_K_M target is the Q4_K_M file: q4_k_m-as-f16
@@ -60,8 +68,9 @@ def name_by_files(plan, values: dict[tuple[Path, str], str]) -> None:
             continue
         value = values.get((Path(arm.params["models"]) / target, str(q).lower()))
         if value and value != str(q):
-            new = re.sub(rf"(^|[:,])quant={re.escape(str(q))}(?=,|$)", lambda m, value=value: f"{m[1]}quant={value}",
-                         arm.name)
+            new = re.sub(
+                rf"(^|[:,])quant={re.escape(str(q))}(?=,|$)", lambda m, value=value: f"{m[1]}quant={value}", arm.name
+            )
             renamed[arm.name] = new if new != arm.name else f"{arm.name}:quant={value}"
             arm.params = {**arm.params, "quant": value, "quant_asked": q}
     for arm in plan.arms:

@@ -95,14 +95,26 @@ def prepare_recipe(request: RecipeRequest, build: Build | None = None, *, execut
     if build is None and len(refs) > 1:
         return prepare_crossed(request, refs, executor=executor)
     build = build or runnable_build(request.build_ref)
-    plan = choose_arms(load(request.recipe, builtins=builtins(build), vars_file=request.vars_file,
-                            overrides=request.overrides, repeat=request.repeat, models=request.models,
-                            space=None if request.space is None else list(request.space)), request.arms)
+    plan = choose_arms(
+        load(
+            request.recipe,
+            builtins=builtins(build),
+            vars_file=request.vars_file,
+            overrides=request.overrides,
+            repeat=request.repeat,
+            models=request.models,
+            space=None if request.space is None else list(request.space),
+        ),
+        request.arms,
+    )
     if executor == "ray" and not mode_of(plan.mode).on_ray:  # its base logits and quants are made on this machine
-        raise InvalidOption(f"{plan.mode} mode runs with the local executor only: its base logits and quantized "
-                            f"files are made and cached on this machine; drop --executor ray")
-    return prepare_plan(plan, build, database=store.Database(request.db or config.db_path()),
-                        translate=request.translate)
+        raise InvalidOption(
+            f"{plan.mode} mode runs with the local executor only: its base logits and quantized "
+            f"files are made and cached on this machine; drop --executor ray"
+        )
+    return prepare_plan(
+        plan, build, database=store.Database(request.db or config.db_path()), translate=request.translate
+    )
 
 
 def prepare_plan(plan: Plan, build: Build, *, database: store.Database, translate: bool = True) -> PreparedRecipe:
@@ -128,18 +140,24 @@ def prepare_crossed(request: RecipeRequest, refs: list[str], *, executor: str = 
     run it per build, then compare)."""
     builds = list({b.name: b for b in (runnable_build(r) for r in refs)}.values())
     if len(builds) < 2:
-        raise InvalidOption(f"--build {','.join(refs)} names one build ({builds[0].name}); name two builds to cross, "
-                            f"or one to run alone")
+        raise InvalidOption(
+            f"--build {','.join(refs)} names one build ({builds[0].name}); name two builds to cross, "
+            f"or one to run alone"
+        )
     if executor != "local":
-        raise InvalidOption("--build with several builds runs with the local executor: its runs alternate on one "
-                            "machine; drop --executor ray (or run each build there and compare them)")
+        raise InvalidOption(
+            "--build with several builds runs with the local executor: its runs alternate on one "
+            "machine; drop --executor ray (or run each build there and compare them)"
+        )
     each = [prepare_recipe(replace(request, build_ref=b.name), b) for b in builds]
     mode = each[0].plan.mode
     if not mode_of(mode).crosses_builds:
         crossing = " and ".join(names_where("crosses_builds"))
-        raise InvalidOption(f"--build with several builds crosses {crossing} recipes; this is a {mode} recipe: run "
-                            f"it once per build (--build {builds[0].name}, then --build {builds[1].name}) and compare "
-                            f"them with `orch compare --base {builds[0].name} --head {builds[1].name}`")
+        raise InvalidOption(
+            f"--build with several builds crosses {crossing} recipes; this is a {mode} recipe: run "
+            f"it once per build (--build {builds[0].name}, then --build {builds[1].name}) and compare "
+            f"them with `orch compare --base {builds[0].name} --head {builds[1].name}`"
+        )
     first_baseline = next((p.arm.name for p in each[0].arms if p.arm.is_baseline), None)
     for prepared, build in zip(each, builds):
         names = {p.arm.name: f"{build.name}/{p.arm.name}" for p in prepared.arms}
@@ -147,8 +165,9 @@ def prepare_crossed(request: RecipeRequest, refs: list[str], *, executor: str = 
             p.arm = replace(p.arm, name=names[p.arm.name], reference=names.get(p.arm.reference, p.arm.reference))
             p.build = build
             if p.arm.is_baseline and build is not builds[0]:  # the other builds' plain decoding, against the first's
-                p.arm = replace(p.arm, is_baseline=False, is_control=True,
-                                reference=f"{builds[0].name}/{first_baseline}")
+                p.arm = replace(
+                    p.arm, is_baseline=False, is_control=True, reference=f"{builds[0].name}/{first_baseline}"
+                )
     crossed = [p for group in zip_longest(*(e.arms for e in each)) for p in group if p is not None]
     plan = replace(each[0].plan, arms=[p.arm for p in crossed])
     return PreparedRecipe(builds[0], plan, crossed, each[0].database, builds=builds)
@@ -169,10 +188,19 @@ def record_setup(prepared: PreparedRecipe) -> None:
 def open_sweep(prepared: PreparedRecipe, options: RunOptions) -> sweep_open.Sweep:
     """record_setup, then the sweep row (new, resumed, or a shard's)."""
     record_setup(prepared)
-    return sweep_open.open_sweep(prepared.database, prepared.plan, prepared.build, prepared.arms,
-                            orch_argv=options.orch_argv, order=options.order,
-                            warmup=options.warmup_for(prepared.plan), resume_ref=options.resume,
-                            repeat_given=options.repeat_given, uid=options.uid, only=options.only)
+    return sweep_open.open_sweep(
+        prepared.database,
+        prepared.plan,
+        prepared.build,
+        prepared.arms,
+        orch_argv=options.orch_argv,
+        order=options.order,
+        warmup=options.warmup_for(prepared.plan),
+        resume_ref=options.resume,
+        repeat_given=options.repeat_given,
+        uid=options.uid,
+        only=options.only,
+    )
 
 
 def run_prepared(prepared: PreparedRecipe, options: RunOptions | None = None) -> sweep.SweepResult:
@@ -180,8 +208,9 @@ def run_prepared(prepared: PreparedRecipe, options: RunOptions | None = None) ->
     options = options or RunOptions()
     predicted = []
     if options.predict and not options.resume:
-        predicted = predictions.before_sweep(prepared.database, prepared.build, prepared.arms, prepared.plan.mode,
-                                             crossed=len(prepared.builds) > 1)
+        predicted = predictions.before_sweep(
+            prepared.database, prepared.build, prepared.arms, prepared.plan.mode, crossed=len(prepared.builds) > 1
+        )
     opened = open_sweep(prepared, options)
     if predicted and not opened.resumed:
         with prepared.database.write() as con:
@@ -192,6 +221,11 @@ def run_prepared(prepared: PreparedRecipe, options: RunOptions | None = None) ->
 
 
 def execute(prepared: PreparedRecipe, opened: sweep_open.Sweep, options: RunOptions) -> sweep.SweepResult:
-    return sweep.execute(prepared.database, opened, timeout=options.timeout,
-                         telemetry_interval=options.telemetry_interval, progress=options.progress,
-                         keep_summary=options.keep_summary)
+    return sweep.execute(
+        prepared.database,
+        opened,
+        timeout=options.timeout,
+        telemetry_interval=options.telemetry_interval,
+        progress=options.progress,
+        keep_summary=options.keep_summary,
+    )

@@ -12,12 +12,7 @@ from pathlib import Path
 
 from orchestrator import store
 from orchestrator.build.finished import Build
-from orchestrator.errors import (
-    InvalidOption,
-    NoSuchSweep,
-    NothingToResume,
-    ResumeMismatch,
-)
+from orchestrator.errors import InvalidOption, NoSuchSweep, NothingToResume, ResumeMismatch
 from orchestrator.recipe import schedule
 from orchestrator.recipe.plan import Plan
 from orchestrator.store import queries
@@ -47,9 +42,11 @@ def resumable(con, plan: Plan, build: Build, ref: str, arms: list[str]) -> int:
     if wanted not in differing:
         raise NoSuchSweep(f"no sweep {wanted} to resume; list them with `orch sweeps`")
     if differing[wanted]:
-        raise ResumeMismatch(f"sweep {wanted} cannot be resumed by this run: it differs in "
-                             f"{'; '.join(differing[wanted])}; resume needs the same recipe text, builds, variables "
-                             f"and arms (--build, --arms as the sweep was run)")
+        raise ResumeMismatch(
+            f"sweep {wanted} cannot be resumed by this run: it differs in "
+            f"{'; '.join(differing[wanted])}; resume needs the same recipe text, builds, variables "
+            f"and arms (--build, --arms as the sweep was run)"
+        )
     return wanted
 
 
@@ -69,9 +66,18 @@ def differences(sweep: dict, plan: Plan, build: Build, arms: list[str]) -> list[
     planned = json.loads(sweep["arm_names"]) if sweep.get("arm_names") else None
     if planned is not None and set(planned) != set(arms):
         only_there, only_here = sorted(set(planned) - set(arms)), sorted(set(arms) - set(planned))
-        out.append("arms (" + "; ".join(part for part in (
-            f"{_listed(only_there)} there only" if only_there else "",
-            f"{_listed(only_here)} here only" if only_here else "") if part) + ")")
+        out.append(
+            "arms ("
+            + "; ".join(
+                part
+                for part in (
+                    f"{_listed(only_there)} there only" if only_there else "",
+                    f"{_listed(only_here)} here only" if only_here else "",
+                )
+                if part
+            )
+            + ")"
+        )
     return out
 
 
@@ -86,21 +92,25 @@ def _json(value) -> str | None:
 
 def _shown(value) -> str:
     text = _json(value) or "unset"
-    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 3] + "..."
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
 
 
 def _nothing_matches(plan: Plan, build: Build, sweeps: list[dict], differing: dict[int, list[str]]) -> str:
     name = Path(plan.recipe_path).name
-    wanted = (f"--resume found no sweep to continue: none is of recipe {plan.recipe_path} (this text, sha256 "
-              f"{plan.recipe_hash[:12]}) on build {build.name} with variables "
-              f"{', '.join(f'{k}={_shown(v)}' for k, v in sorted(plan.variables.items()))}")
+    wanted = (
+        f"--resume found no sweep to continue: none is of recipe {plan.recipe_path} (this text, sha256 "
+        f"{plan.recipe_hash[:12]}) on build {build.name} with variables "
+        f"{', '.join(f'{k}={_shown(v)}' for k, v in sorted(plan.variables.items()))}"
+    )
     same_recipe = [s for s in sweeps if s["recipe_hash"] == plan.recipe_hash or Path(s["recipe_path"]).name == name]
     if not same_recipe:
         return f"{wanted}; no sweep of {name} is stored; start one without --resume"
     shown = [f"sweep {s['id']} differs in {'; '.join(differing[s['id']])}" for s in same_recipe[:MAX_CANDIDATES]]
     more = f" (and {len(same_recipe) - MAX_CANDIDATES} older)" if len(same_recipe) > MAX_CANDIDATES else ""
-    return (f"{wanted}; sweeps of {name}: {' | '.join(shown)}{more}; to continue one, run with its build and "
-            f"variables; to start a new sweep, leave out --resume")
+    return (
+        f"{wanted}; sweeps of {name}: {' | '.join(shown)}{more}; to continue one, run with its build and "
+        f"variables; to start a new sweep, leave out --resume"
+    )
 
 
 def reopen(con, sweep_id: int, repeat: int, slots: list[schedule.Slot]) -> list[schedule.Slot]:

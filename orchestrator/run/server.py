@@ -91,19 +91,34 @@ class Server:
             except requests.RequestException:
                 pass  # not listening yet; 503 means the model is loading
             time.sleep(0.1)
-        raise ServerFailed(f"llama-server not healthy within {self.start_timeout:.0f}s on {self.url}; raise it with "
-                           f"--set server_timeout=SECONDS; {LOG_STORED}", "timeout", self.log_tail())
+        raise ServerFailed(
+            f"llama-server not healthy within {self.start_timeout:.0f}s on {self.url}; raise it with "
+            f"--set server_timeout=SECONDS; {LOG_STORED}",
+            "timeout",
+            self.log_tail(),
+        )
 
     def _exited(self, code: int) -> None:
         tail = self.log_tail()
         if BIND_FAILURE.search(tail):
             raise ServerFailed(f"port {self.port} was taken", "port_taken", tail)
-        failure = parse.classify_failure(tail, returncode=code if code >= 0 else None,
-                                         signal=-code if code < 0 else None, timed_out=False,
-                                         expects_speculation=False) or "other"
+        failure = (
+            parse.classify_failure(
+                tail,
+                returncode=code if code >= 0 else None,
+                signal=-code if code < 0 else None,
+                timed_out=False,
+                expects_speculation=False,
+            )
+            or "other"
+        )
         last = [ln for ln in tail.splitlines() if ln.strip()][-1:] or ["(no output)"]
-        raise ServerFailed(f"llama-server exited with status {code} before becoming healthy ({failure}): "
-                           f"{last[0].strip()[:200]}; {LOG_STORED}", failure, tail)
+        raise ServerFailed(
+            f"llama-server exited with status {code} before becoming healthy ({failure}): "
+            f"{last[0].strip()[:200]}; {LOG_STORED}",
+            failure,
+            tail,
+        )
 
     def mark_log(self, line: str) -> None:
         """Append one line of orch's own to the server's log (stderr, where it logs): a mark its readers find."""

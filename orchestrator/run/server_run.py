@@ -47,8 +47,7 @@ class ServerPool:
         self.stop()
         flags = dialect.parse_help(self.helps.get(Path(argv[0]).name, "")).accepted
         log_dir = Path(tempfile.mkdtemp(prefix="server-", dir=self.work_dir))
-        self.server = Server(argv=argv, log_dir=log_dir, help_flags=flags,
-                             start_timeout=start_timeout)
+        self.server = Server(argv=argv, log_dir=log_dir, help_flags=flags, start_timeout=start_timeout)
         self.server.start()
         return self.server, True
 
@@ -56,8 +55,11 @@ class ServerPool:
         """Everything the current server wrote, for a run that failed with it (read before stop())."""
         if not self.server:
             return {}
-        return {k: p.read_bytes() for k, p in (("stdout", self.server.stdout_path), ("stderr", self.server.stderr_path))
-                if p.exists()}
+        return {
+            k: p.read_bytes()
+            for k, p in (("stdout", self.server.stdout_path), ("stderr", self.server.stderr_path))
+            if p.exists()
+        }
 
     def stop(self) -> None:
         if self.server:
@@ -72,9 +74,13 @@ def check_speculation(server: Server, warmup: client.RequestResult) -> None:
     if engaged is None:
         engaged = bool(warmup.timings.get("draft_n"))
     if not engaged:
-        raise ServerFailed("speculation not engaged: llama-server reported no drafts (check --spec-type and the "
-                           "draft model; llama-server before mid-2025 reports none at all: use "
-                           "llama-speculative-simple with such a build)", "spec_not_engaged", server.log_tail())
+        raise ServerFailed(
+            "speculation not engaged: llama-server reported no drafts (check --spec-type and the "
+            "draft model; llama-server before mid-2025 reports none at all: use "
+            "llama-speculative-simple with such a build)",
+            "spec_not_engaged",
+            server.log_tail(),
+        )
 
 
 class LogCursor:
@@ -133,14 +139,25 @@ class ServerRunResult:
     samples: list[telemetry.Sample]  # the run's telemetry; [] when it is off
 
 
-def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_speculation: bool,
-            timeout: float | None, sampler=None) -> ServerRunResult:
+def execute(
+    pool: ServerPool,
+    executed: list[str],
+    params: dict,
+    *,
+    expects_speculation: bool,
+    timeout: float | None,
+    sampler=None,
+) -> ServerRunResult:
     """One server run: its requests, /metrics growth, logs and telemetry. Raises ServerFailed."""
     req = request_params(params)
     concurrency = int(req["concurrency"])
-    options = client.RequestOptions(n_predict=int(req["n_predict"]), seed=int(req["seed"]),
-                                    temperature=float(req["temperature"]), cache_prompt=bool(req["cache_prompt"]),
-                                    ignore_eos=bool(req["ignore_eos"]))
+    options = client.RequestOptions(
+        n_predict=int(req["n_predict"]),
+        seed=int(req["seed"]),
+        temperature=float(req["temperature"]),
+        cache_prompt=bool(req["cache_prompt"]),
+        ignore_eos=bool(req["ignore_eos"]),
+    )
     _, prompt_list = prompts.load(req["prompt_set"])
     server, fresh = pool.ensure(server_command(executed, concurrency), float(req["server_timeout"]))
     cursor = LogCursor(server, fresh)
@@ -148,42 +165,71 @@ def execute(pool: ServerPool, executed: list[str], params: dict, *, expects_spec
     try:
         if fresh:
             limit = timeout or 600
-            warmup = client.complete(server.url, prompt_list[0], options, timeout=limit,
-                                     deadline=time.monotonic() + limit)
+            warmup = client.complete(
+                server.url, prompt_list[0], options, timeout=limit, deadline=time.monotonic() + limit
+            )
             if warmup.status != "ok":
-                raise ServerFailed(f"warm-up request failed: {warmup.error}",
-                                   "timeout" if warmup.status == client.TIMED_OUT else "other", server.log_tail())
+                raise ServerFailed(
+                    f"warm-up request failed: {warmup.error}",
+                    "timeout" if warmup.status == client.TIMED_OUT else "other",
+                    server.log_tail(),
+                )
             if expects_speculation:
                 check_speculation(server, warmup)
             server.mark_log(WARMUP_MARK)  # the log says which request was the warm-up (parse/server_log.py)
         measured = LogCursor(server, fresh=False)  # the warm-up's lines are stored, not counted
         before = server.metrics()
-        results, wall_s = client.send_all(server.url, prompt_list, options, concurrency=concurrency,
-                                          timeout=timeout or 600)  # the whole run's limit
+        results, wall_s = client.send_all(
+            server.url, prompt_list, options, concurrency=concurrency, timeout=timeout or 600
+        )  # the whole run's limit
         metrics_delta = counters_delta(before, server.metrics())
         logs = settled_logs(cursor)  # the end of every answered request included
         measured_offsets = {k: measured.start[k] - cursor.start[k] for k in cursor.start}
-        measured_log = b"\n".join(text[measured_offsets[k]:] for k, text in logs.items()).decode(errors="replace")
+        measured_log = b"\n".join(text[measured_offsets[k] :] for k, text in logs.items()).decode(errors="replace")
     finally:
         samples = watch.stop() if watch else []
-    return ServerRunResult(command=server.command, concurrency=concurrency, results=results, wall_s=wall_s,
-                           metrics_delta=metrics_delta, logs=logs, measured_log=measured_log,
-                           measured_offsets=measured_offsets, samples=samples)
+    return ServerRunResult(
+        command=server.command,
+        concurrency=concurrency,
+        results=results,
+        wall_s=wall_s,
+        metrics_delta=metrics_delta,
+        logs=logs,
+        measured_log=measured_log,
+        measured_offsets=measured_offsets,
+        samples=samples,
+    )
 
 
 def request_rows(run_id: int, results: list[client.RequestResult]) -> list[dict]:
     rows = []
     for seq, r in enumerate(results):
         t = r.timings
-        rows.append({"run_id": run_id, "seq": seq, "prompt_id": r.prompt.id, "category": r.prompt.category,
-                     "client": r.client, "status": r.status, "http_status": r.http_status, "error": r.error,
-                     "cache_n": t.get("cache_n"), "prompt_n": t.get("prompt_n"), "prompt_ms": t.get("prompt_ms"),
-                     "predicted_n": t.get("predicted_n"), "predicted_ms": t.get("predicted_ms"),
-                     "predicted_per_second": t.get("predicted_per_second"),
-                     "draft_n": t.get("draft_n", 0) if t else None,
-                     "draft_n_accepted": t.get("draft_n_accepted", 0) if t else None,
-                     "timings": json.dumps(t), "ttft_ms": r.ttft_ms, "wall_ms": r.wall_ms,
-                     "output_sha256": r.output_sha256, "output_chars": r.output_chars,
-                     "output_text": r.output_text,
-                     "started_at": store.utc_from_epoch(r.started)})
+        rows.append(
+            {
+                "run_id": run_id,
+                "seq": seq,
+                "prompt_id": r.prompt.id,
+                "category": r.prompt.category,
+                "client": r.client,
+                "status": r.status,
+                "http_status": r.http_status,
+                "error": r.error,
+                "cache_n": t.get("cache_n"),
+                "prompt_n": t.get("prompt_n"),
+                "prompt_ms": t.get("prompt_ms"),
+                "predicted_n": t.get("predicted_n"),
+                "predicted_ms": t.get("predicted_ms"),
+                "predicted_per_second": t.get("predicted_per_second"),
+                "draft_n": t.get("draft_n", 0) if t else None,
+                "draft_n_accepted": t.get("draft_n_accepted", 0) if t else None,
+                "timings": json.dumps(t),
+                "ttft_ms": r.ttft_ms,
+                "wall_ms": r.wall_ms,
+                "output_sha256": r.output_sha256,
+                "output_chars": r.output_chars,
+                "output_text": r.output_text,
+                "started_at": store.utc_from_epoch(r.started),
+            }
+        )
     return rows

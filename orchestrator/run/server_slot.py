@@ -20,18 +20,35 @@ def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.Server
         return stopped, f"{stopped.status} ({p.stop_class})"
     row, folder = s.begin(params)
     try:
-        out = server_run.execute(pool, p.executed, params, expects_speculation=expects_speculation(p.executed),
-                                 timeout=timeout, sampler=s.measuring.sampler)
+        out = server_run.execute(
+            pool,
+            p.executed,
+            params,
+            expects_speculation=expects_speculation(p.executed),
+            timeout=timeout,
+            sampler=s.measuring.sampler,
+        )
     except ServerFailed as exc:
         logs = pool.logs() or {"server_tail": exc.log_tail.encode()}  # whole logs, kept
         pool.stop()
         status = "timeout" if exc.failure_class == "timeout" else "failed"
-        record = RunRecord(s.run_id, {**row, "status": status, "failure_class": exc.failure_class,
-                                      "failure_detail": str(exc), "ended_at": store.utcnow()}, logs, folder=folder)
+        record = RunRecord(
+            s.run_id,
+            {
+                **row,
+                "status": status,
+                "failure_class": exc.failure_class,
+                "failure_detail": str(exc),
+                "ended_at": store.utcnow(),
+            },
+            logs,
+            folder=folder,
+        )
         return record, f"{status} ({exc.failure_class}): {exc}"
     except KeyboardInterrupt as stop:
-        stop.record = RunRecord(s.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(),
-                                folder=folder)
+        stop.record = RunRecord(
+            s.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(), folder=folder
+        )
         raise
     rows = server_run.request_rows(s.run_id, out.results)
     errors = [r for r in rows if r["status"] != "ok"]
@@ -39,15 +56,36 @@ def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.Server
     if timed_out:
         pool.stop()  # a server still streaming past the limit is not reused
     status = "timeout" if timed_out else "failed" if errors else "ok"
-    parsed = server_metrics(rows, out.measured_log, wall_s=out.wall_s, concurrency=out.concurrency,
-                            metrics_delta=out.metrics_delta, offsets=out.measured_offsets)
+    parsed = server_metrics(
+        rows,
+        out.measured_log,
+        wall_s=out.wall_s,
+        concurrency=out.concurrency,
+        metrics_delta=out.metrics_delta,
+        offsets=out.measured_offsets,
+    )
     samples = [x.to_dict() for x in out.samples]
-    record = RunRecord(s.run_id, {
-        **row, "status": status, "failure_class": "timeout" if timed_out else "other" if errors else None,
-        "failure_detail": f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}" if errors else None,
-        "wall_s": out.wall_s, "executed_argv": out.command, "telemetry": telemetry_summary(out.samples),
-        "ended_at": store.utcnow()}, out.logs, samples, parsed, rows, folder)
+    record = RunRecord(
+        s.run_id,
+        {
+            **row,
+            "status": status,
+            "failure_class": "timeout" if timed_out else "other" if errors else None,
+            "failure_detail": f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}" if errors else None,
+            "wall_s": out.wall_s,
+            "executed_argv": out.command,
+            "telemetry": telemetry_summary(out.samples),
+            "ended_at": store.utcnow(),
+        },
+        out.logs,
+        samples,
+        parsed,
+        rows,
+        folder,
+    )
     if errors:
         return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
-    return record, (f"ok, {len(rows)} requests, {speed_text(parsed.metrics, p, s.measuring)} pooled "
-                    f"({out.wall_s:.1f}s) run {s.run_id}")
+    return record, (
+        f"ok, {len(rows)} requests, {speed_text(parsed.metrics, p, s.measuring)} pooled "
+        f"({out.wall_s:.1f}s) run {s.run_id}"
+    )

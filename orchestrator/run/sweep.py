@@ -38,11 +38,15 @@ class SweepResult:
     def raise_for_status(self) -> None:
         """The sweep is stored either way; the exit code says whether it finished cleanly."""
         if self.status == "interrupted":
-            raise Interrupted(f"sweep {self.sweep_id} interrupted after {self.done} of {self.total} runs; everything "
-                              f"so far is stored; finish it with --resume {self.sweep_id}")
+            raise Interrupted(
+                f"sweep {self.sweep_id} interrupted after {self.done} of {self.total} runs; everything "
+                f"so far is stored; finish it with --resume {self.sweep_id}"
+            )
         if self.failed:
-            raise RunsFailed(f"sweep {self.sweep_id}: {self.failed} of {self.total} runs failed; see `orch runs "
-                             f"--last {self.total}` and `orch show RUN`")
+            raise RunsFailed(
+                f"sweep {self.sweep_id}: {self.failed} of {self.total} runs failed; see `orch runs "
+                f"--last {self.total}` and `orch show RUN`"
+            )
 
 
 def device_bandwidth(build: Build) -> roofline.Bandwidth:
@@ -55,23 +59,34 @@ def _raise_bound(bandwidth: roofline.Bandwidth, share: float, run_id: int, progr
     """A run read its target's weights faster than the measured (copy benchmark) bandwidth: the bound becomes that
     run's read rate, for the runs that follow and later sweeps (a bound below a real run's speed bounds nothing)."""
     raised = roofline.raise_to(config.bandwidth_cache(), bandwidth, share * bandwidth.bytes_per_s, run_id)
-    progress.note(f"orch: run {run_id} read its target's weights at {raised.bytes_per_s / 1e9:.1f} GB/s, above the "
-                  f"measured bandwidth ({bandwidth.bytes_per_s / 1e9:.1f} GB/s, {bandwidth.detail}): the bound is "
-                  f"raised to that")
+    progress.note(
+        f"orch: run {run_id} read its target's weights at {raised.bytes_per_s / 1e9:.1f} GB/s, above the "
+        f"measured bandwidth ({bandwidth.bytes_per_s / 1e9:.1f} GB/s, {bandwidth.detail}): the bound is "
+        f"raised to that"
+    )
     return raised
 
 
-def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetry_interval: float,
-            progress: Progress | None = None, keep_summary: bool = True) -> SweepResult:
+def execute(
+    db: store.Database,
+    sweep: Sweep,
+    *,
+    timeout: float | None,
+    telemetry_interval: float,
+    progress: Progress | None = None,
+    keep_summary: bool = True,
+) -> SweepResult:
     """Run every slot (interleaved by default, so drift hits all arms alike) and store the runs as they end, a few
     to a write (run/pending.py); at the end, the sweep's summary (analyze/summary_cache: `orch summary` reads it;
     keep_summary=False for a file that is only exported, a cluster shard's)."""
     measuring = MeasurementSettings(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
     progress = progress or Progress(len(sweep.slots))
     progress.total = len(sweep.slots)
-    progress.note(f"orch: sweep {sweep.id}: {len(sweep.slots)} runs ({len(sweep.prepared)} arms, {sweep.repeat} "
-                  f"repeat{'s' if sweep.repeat != 1 else ''}{f', {sweep.warmup} warm-up' if sweep.warmup else ''}, "
-                  f"{sweep.order})")
+    progress.note(
+        f"orch: sweep {sweep.id}: {len(sweep.slots)} runs ({len(sweep.prepared)} arms, {sweep.repeat} "
+        f"repeat{'s' if sweep.repeat != 1 else ''}{f', {sweep.warmup} warm-up' if sweep.warmup else ''}, "
+        f"{sweep.order})"
+    )
     if sweep.note:
         progress.note(sweep.note)
     by_name = {p.arm.name: p for p in sweep.prepared}
@@ -86,8 +101,9 @@ def execute(db: store.Database, sweep: Sweep, *, timeout: float | None, telemetr
         for slot, run_id in zip(sweep.slots, sweep.run_ids):
             stops.check()
             p = by_name[slot.arm]
-            s = one_run.RunInputs(sweep.id, run_id, p.build or sweep.build, sweep.plan, p, slot, sweep.work_dir,
-                             measuring)
+            s = one_run.RunInputs(
+                sweep.id, run_id, p.build or sweep.build, sweep.plan, p, slot, sweep.work_dir, measuring
+            )
             if pool:
                 record, line = server_slot.run_server_slot(s, timeout, pool)
             else:
@@ -137,8 +153,9 @@ def _end_here(db: store.Database, sweep: Sweep, status: str, keep_summary: bool)
     shutil.rmtree(sweep.work_dir, ignore_errors=True)
 
 
-def _run_cli(db: store.Database, s: one_run.RunInputs, timeout: float | None, pending: Pending,
-             progress: Progress) -> tuple[one_run.RunInputs, one_run.RunRecord, str]:
+def _run_cli(
+    db: store.Database, s: one_run.RunInputs, timeout: float | None, pending: Pending, progress: Progress
+) -> tuple[one_run.RunInputs, one_run.RunRecord, str]:
     """One CLI run of the slot, again (up to LOST_TAIL_ATTEMPTS in all) while its log loses its tail
     (lost_its_tail): the slot as it ran last, its record and progress line."""
     record, line = one_run.run_cli_slot(s, timeout)
@@ -148,16 +165,25 @@ def _run_cli(db: store.Database, s: one_run.RunInputs, timeout: float | None, pe
         pending.add(record)  # stored as it failed, with its logs; the slot's measurement is the next run
         with db.write() as con:
             s = replace(s, run_id=store.reserve_run_ids(con, 1)[0])
-        progress.note(f"orch: {s.p.arm.name} #{s.slot.repeat_index + 1}: run {record.run_id} exited 0 but its log "
-                      f"lost its last lines (llama.cpp's logger at exit, ggml-org/llama.cpp#22142); running the slot "
-                      f"again as run {s.run_id}")
+        progress.note(
+            f"orch: {s.p.arm.name} #{s.slot.repeat_index + 1}: run {record.run_id} exited 0 but its log "
+            f"lost its last lines (llama.cpp's logger at exit, ggml-org/llama.cpp#22142); running the slot "
+            f"again as run {s.run_id}"
+        )
         record, line = one_run.run_cli_slot(s, timeout)
     return s, record, line
 
 
-def _match_length(db: store.Database, s: one_run.RunInputs, record: one_run.RunRecord, line: str,
-                  by_name: dict[str, PreparedArm], timeout: float | None, pending: Pending,
-                  progress: Progress) -> str:
+def _match_length(
+    db: store.Database,
+    s: one_run.RunInputs,
+    record: one_run.RunRecord,
+    line: str,
+    by_name: dict[str, PreparedArm],
+    timeout: float | None,
+    pending: Pending,
+    progress: Progress,
+) -> str:
     """Where the arm decoded another count of tokens than its reference does, run the reference at that count now,
     on the same repeat, and make it the run's reference (run/length_match.py); the progress line says so."""
     matched = length_match.matched_reference(record, s.p, by_name)
@@ -181,8 +207,12 @@ def lost_its_tail(record: one_run.RunRecord) -> bool:
     arm. Such a slot runs again (its lost attempts stay stored, failed); the measured_runs view counts the
     newest run of a slot, as after a resume."""
     row = record.row
-    return (not mode_of(row.get("mode")).serves and row.get("failure_class") == "truncated_log" and row.get("exit_code") == 0
-            and not row.get("signal"))
+    return (
+        not mode_of(row.get("mode")).serves
+        and row.get("failure_class") == "truncated_log"
+        and row.get("exit_code") == 0
+        and not row.get("signal")
+    )
 
 
 def _with_quality(line: str, measured: str) -> str:
@@ -209,5 +239,3 @@ def _record_models_and_notes(db: store.Database, prepared: list[PreparedArm], pr
             progress.note(f"orch: arm {p.arm.name}: memory: {p.memfit.warning}")
         if p.draft_warning and not p.stop_reason:
             progress.note(f"orch: arm {p.arm.name}: {p.draft_warning}")
-
-

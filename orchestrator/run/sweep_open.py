@@ -39,10 +39,20 @@ class Sweep:
     note: str | None = None  # what a resume re-runs, and why
 
 
-def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[PreparedArm], *, orch_argv: list[str],
-               order: str = "interleaved", warmup: int = 0, resume_ref: str | None = None,
-               repeat_given: bool = False, uid: str | None = None,
-               only: list[schedule.Slot] | None = None) -> Sweep:
+def open_sweep(
+    db: store.Database,
+    plan: Plan,
+    build: Build,
+    prepared: list[PreparedArm],
+    *,
+    orch_argv: list[str],
+    order: str = "interleaved",
+    warmup: int = 0,
+    resume_ref: str | None = None,
+    repeat_given: bool = False,
+    uid: str | None = None,
+    only: list[schedule.Slot] | None = None,
+) -> Sweep:
     """Create the sweep row, or with `resume_ref` reopen a matching one and keep only the slots it lacks.
 
     A Ray worker (cluster/worker.py) passes the sweep's global `uid` and `only` the slots it was given: its shard
@@ -50,8 +60,12 @@ def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[Prep
     arms = [p.arm.name for p in prepared]
     owner = proc.this_process()
     work_dir = workdirs.make("sweep")
-    claim = {"owner_host": owner.host, "owner_pid": owner.pid, "owner_started": owner.started,
-             "work_dir": str(work_dir)}
+    claim = {
+        "owner_host": owner.host,
+        "owner_pid": owner.pid,
+        "owner_started": owner.started,
+        "work_dir": str(work_dir),
+    }
     try:
         with db.write() as con:
             sweep_id = resume.resumable(con, plan, build, resume_ref, arms) if resume_ref else None
@@ -63,32 +77,85 @@ def open_sweep(db: store.Database, plan: Plan, build: Build, prepared: list[Prep
             else:
                 slots = only if only is not None else schedule.order_runs(arms, plan.repeat, order, warmup)
                 host = identity.this_host()
-                sweep_id = store.create_sweep(con, {**({"uid": uid} if uid else {}),
-                    "host_name": host.name, "host_id": host.id, "host_gpus": host.gpu_names,
-                    "recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash, "recipe_text": plan.recipe_text,
-                    "variables": plan.variables, "arm_names": arms, "mode": plan.mode, "repeat": plan.repeat,
-                    "build_id": build.id,
-                    "build_name": build.name, "commit": build.commit,
-                    "upstream_commit": build.upstream_commit, "host": host_info(), "argv": orch_argv,
-                    "status": "running", "started_at": store.utcnow(), "run_order": order,
-                    "env": envinfo.snapshot(build.as_stored()), **claim, "owner_since": store.utcnow(),
-                    "planned_runs": len(slots)})
+                sweep_id = store.create_sweep(
+                    con,
+                    {
+                        **({"uid": uid} if uid else {}),
+                        "host_name": host.name,
+                        "host_id": host.id,
+                        "host_gpus": host.gpu_names,
+                        "recipe_path": plan.recipe_path,
+                        "recipe_hash": plan.recipe_hash,
+                        "recipe_text": plan.recipe_text,
+                        "variables": plan.variables,
+                        "arm_names": arms,
+                        "mode": plan.mode,
+                        "repeat": plan.repeat,
+                        "build_id": build.id,
+                        "build_name": build.name,
+                        "commit": build.commit,
+                        "upstream_commit": build.upstream_commit,
+                        "host": host_info(),
+                        "argv": orch_argv,
+                        "status": "running",
+                        "started_at": store.utcnow(),
+                        "run_order": order,
+                        "env": envinfo.snapshot(build.as_stored()),
+                        **claim,
+                        "owner_since": store.utcnow(),
+                        "planned_runs": len(slots),
+                    },
+                )
             run_ids = store.reserve_run_ids(con, len(slots))
     except BaseException:
         shutil.rmtree(work_dir, ignore_errors=True)
         raise
     if resumed:
         rounds = sorted({s.repeat_index + 1 for s in slots if not s.warmup})
-        note = (f"orch: resuming sweep {sweep_id}: repeats {', '.join(map(str, rounds))} run again for every arm, so "
-                f"each speedup pairs runs made together" if rounds else None)
-        return Sweep(sweep_id, plan, build, prepared, repeat, order, warmup, slots, resumed=True, work_dir=work_dir,
-                     run_ids=run_ids, note=note)
-    return Sweep(sweep_id, plan, build, prepared, plan.repeat, order, warmup, slots, resumed=False,
-                 work_dir=work_dir, run_ids=run_ids)
+        note = (
+            f"orch: resuming sweep {sweep_id}: repeats {', '.join(map(str, rounds))} run again for every arm, so "
+            f"each speedup pairs runs made together"
+            if rounds
+            else None
+        )
+        return Sweep(
+            sweep_id,
+            plan,
+            build,
+            prepared,
+            repeat,
+            order,
+            warmup,
+            slots,
+            resumed=True,
+            work_dir=work_dir,
+            run_ids=run_ids,
+            note=note,
+        )
+    return Sweep(
+        sweep_id,
+        plan,
+        build,
+        prepared,
+        plan.repeat,
+        order,
+        warmup,
+        slots,
+        resumed=False,
+        work_dir=work_dir,
+        run_ids=run_ids,
+    )
 
 
 def host_info() -> dict:
     host = identity.this_host()
-    return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
-            "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "host_id": host.id,
-            "cpu_model": host.cpu_model, "gpus": host.gpus}
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": sys.version.split()[0],
+        "cpu_count": os.cpu_count(),
+        "host_id": host.id,
+        "cpu_model": host.cpu_model,
+        "gpus": host.gpus,
+    }

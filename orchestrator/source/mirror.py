@@ -89,8 +89,16 @@ class Mirror:
     def fetch_head(self, git_dir: Path, tag: str) -> str:
         """Bring HEAD of another (possibly shallow) repository in as tag; return its sha."""
         self.ensure()
-        self._checked("fetch", "--quiet", "--update-shallow", "--force", "--", str(git_dir),
-                      f"HEAD:refs/tags/{tag}", timeout=FETCH_TIMEOUT_S)
+        self._checked(
+            "fetch",
+            "--quiet",
+            "--update-shallow",
+            "--force",
+            "--",
+            str(git_dir),
+            f"HEAD:refs/tags/{tag}",
+            timeout=FETCH_TIMEOUT_S,
+        )
         return self._checked("rev-parse", f"refs/tags/{tag}^{{commit}}").strip()
 
     def origins(self) -> dict[str, dict]:
@@ -113,8 +121,9 @@ class Mirror:
 
     def describe(self, sha: str) -> Resolved:
         origin = self.origins().get(sha, {})
-        return Resolved(commit=sha, upstream_commit=origin.get("upstream_commit", sha),
-                        origin=origin.get("source", "mirror"))
+        return Resolved(
+            commit=sha, upstream_commit=origin.get("upstream_commit", sha), origin=origin.get("source", "mirror")
+        )
 
     def list_commits(self) -> list[dict]:
         """Each commit orch brought in (see the origins file), with its refs, date and source."""
@@ -126,11 +135,21 @@ class Mirror:
         for line in listing.splitlines():
             obj, peeled, name = line.split("\t")
             refs.setdefault(peeled or obj, []).append(name)
-        dates = dict(line.split(" ", 1) for line in
-                     self._checked("log", "--no-walk", "--format=%H %cI", *origins).splitlines())
-        rows = [{"commit": sha, "upstream_commit": o.get("upstream_commit", sha), "date": dates.get(sha, ""),
-                 "refs": sorted(refs.get(sha, [])), "source": o.get("source", ""), "method": o.get("method", ""),
-                 "recorded": o.get("recorded", "")} for sha, o in origins.items()]
+        dates = dict(
+            line.split(" ", 1) for line in self._checked("log", "--no-walk", "--format=%H %cI", *origins).splitlines()
+        )
+        rows = [
+            {
+                "commit": sha,
+                "upstream_commit": o.get("upstream_commit", sha),
+                "date": dates.get(sha, ""),
+                "refs": sorted(refs.get(sha, [])),
+                "source": o.get("source", ""),
+                "method": o.get("method", ""),
+                "recorded": o.get("recorded", ""),
+            }
+            for sha, o in origins.items()
+        ]
         return sorted(rows, key=lambda r: r["date"], reverse=True)
 
     def checkout(self, sha: str, dest: Path) -> Path:
@@ -148,8 +167,9 @@ class Mirror:
 
     def _worktree_at(self, dest: Path) -> str | None:
         """The commit checked out at dest when dest is a worktree of this mirror (not of a copy's original)."""
-        res = proc.run(["git", "-C", str(dest), "rev-parse", "--path-format=absolute", "--git-common-dir", "HEAD"],
-                       capture=True)
+        res = proc.run(
+            ["git", "-C", str(dest), "rev-parse", "--path-format=absolute", "--git-common-dir", "HEAD"], capture=True
+        )
         lines = res.stdout.split() if res.ok else []
         ours = len(lines) == 2 and Path(lines[0]).resolve() == self.path.resolve()
         return lines[1] if ours else None
@@ -168,8 +188,9 @@ def resolve_commit(ref: str, mirror: Mirror, remote: str, *, import_sdist=None) 
         mirror.fetch(remote, ref)
         tried.append(f"upstream {remote}")
     except SourceImportError as exc:
-        print(f"orch: upstream {remote} unreachable ({exc}); resolving {ref} with what the mirror holds",
-              file=sys.stderr)
+        print(
+            f"orch: upstream {remote} unreachable ({exc}); resolving {ref} with what the mirror holds", file=sys.stderr
+        )
         tried.append(f"upstream {remote} (unreachable)")
     sha = mirror.resolve(ref)
     if sha:
@@ -179,5 +200,7 @@ def resolve_commit(ref: str, mirror: Mirror, remote: str, *, import_sdist=None) 
         tried.append(detail)
         if sha:
             return mirror.describe(sha)
-    raise UnknownCommit(f"commit {ref} not found in: {'; '.join(tried)}; "
-                        f"check the sha, pass --source URL|PATH, or import it with `orch mirror sdist VERSION`")
+    raise UnknownCommit(
+        f"commit {ref} not found in: {'; '.join(tried)}; "
+        f"check the sha, pass --source URL|PATH, or import it with `orch mirror sdist VERSION`"
+    )

@@ -83,14 +83,30 @@ def download(version: str, dest: Path) -> Path:
         return f": {got.name}, {mb:.1f} MB" + (f" ({mb / elapsed:.1f} MB/s)" if elapsed >= 1 else ""), False
 
     with Phase(f"pip download {PACKAGE}=={version}", StatusLine(), poll=size):
-        res = proc.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                        "--disable-pip-version-check", "-d", str(dest), f"{PACKAGE}=={version}"],
-                       capture=True, timeout=1800)
+        res = proc.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--disable-pip-version-check",
+                "-d",
+                str(dest),
+                f"{PACKAGE}=={version}",
+            ],
+            capture=True,
+            timeout=1800,
+        )
         found = _find_sdist(dest, version)
         if not res.ok or not found:
             detail = _pip_reason(res.stdout + res.stderr)
-            raise SourceImportError(f"{PACKAGE}=={version} could not be downloaded ({detail}); "
-                                    f"check the version (`pip index versions {PACKAGE}`) and your package index")
+            raise SourceImportError(
+                f"{PACKAGE}=={version} could not be downloaded ({detail}); "
+                f"check the version (`pip index versions {PACKAGE}`) and your package index"
+            )
     return found
 
 
@@ -119,20 +135,30 @@ def import_sdist(tarball: Path, version: str, mirror: Mirror) -> str:
             with Phase("fetch into the mirror", StatusLine()):
                 sha = mirror.fetch_head(gitdir, tag)
             if expected and not sha.startswith(expected[: len(sha)]) and not expected.startswith(sha[:7]):
-                print(f"orch: warning: {tarball.name} vendors {sha[:9]}, its CHANGELOG says {expected}",
-                      file=sys.stderr)
-            mirror.record_origin(sha, {"source": f"pypi:{PACKAGE}=={version}", "method": "submodule git dir",
-                                       "upstream_commit": sha})
+                print(
+                    f"orch: warning: {tarball.name} vendors {sha[:9]}, its CHANGELOG says {expected}", file=sys.stderr
+                )
+            mirror.record_origin(
+                sha, {"source": f"pypi:{PACKAGE}=={version}", "method": "submodule git dir", "upstream_commit": sha}
+            )
             return sha
         if not expected:
-            raise SourceImportError(f"{tarball.name} has neither {SUBMODULE_GITDIR} nor a CHANGELOG entry naming "
-                                    f"its llama.cpp commit; import that commit from a git remote with --source")
+            raise SourceImportError(
+                f"{tarball.name} has neither {SUBMODULE_GITDIR} nor a CHANGELOG entry naming "
+                f"its llama.cpp commit; import that commit from a git remote with --source"
+            )
         with Phase(f"unpack the vendored tree of {tarball.name}", StatusLine()):
             _extract(tarball, Path(tmp), want_tree=True)
         with Phase("commit the tree into the mirror", StatusLine()):
             sha = _commit_tree(Path(tmp) / top / VENDOR_TREE, mirror, tag, version, expected)
-        mirror.record_origin(sha, {"source": f"pypi:{PACKAGE}=={version}", "method": "vendored tree (no git dir)",
-                                   "upstream_commit": expected})
+        mirror.record_origin(
+            sha,
+            {
+                "source": f"pypi:{PACKAGE}=={version}",
+                "method": "vendored tree (no git dir)",
+                "upstream_commit": expected,
+            },
+        )
         return sha
 
 
@@ -162,18 +188,33 @@ def _extract(tarball: Path, dest: Path, *, want_tree: bool) -> tuple[str, str, P
 def _commit_tree(tree: Path, mirror: Mirror, tag: str, version: str, upstream: str) -> str:
     if not tree.is_dir():
         raise SourceImportError(f"the sdist has no {VENDOR_TREE} tree to import")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "orch", "GIT_AUTHOR_EMAIL": "orch@localhost",
-           "GIT_COMMITTER_NAME": "orch", "GIT_COMMITTER_EMAIL": "orch@localhost",
-           "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "orch",
+        "GIT_AUTHOR_EMAIL": "orch@localhost",
+        "GIT_COMMITTER_NAME": "orch",
+        "GIT_COMMITTER_EMAIL": "orch@localhost",
+        "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+    }
     # A submodule's .git is a file pointing into the sdist's .git/modules: without that folder git refuses the tree
     git_dir = tree / ".git"
     if git_dir.is_dir() and not git_dir.is_symlink():
         shutil.rmtree(git_dir)
     else:
         git_dir.unlink(missing_ok=True)
-    for argv in (["git", "init", "--quiet"], ["git", "add", "--all", "--force"],
-                 ["git", "commit", "--quiet", "--no-verify", "-m",
-                  f"llama.cpp {upstream} as vendored by {PACKAGE} {version} (tree only, no upstream history)"]):
+    for argv in (
+        ["git", "init", "--quiet"],
+        ["git", "add", "--all", "--force"],
+        [
+            "git",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            f"llama.cpp {upstream} as vendored by {PACKAGE} {version} (tree only, no upstream history)",
+        ],
+    ):
         res = proc.run(argv, cwd=tree, env=env, capture=True, timeout=600)
         if not res.ok:
             raise SourceImportError(f"committing the vendored tree failed: {res.stderr.strip()[:200]}")
@@ -187,8 +228,11 @@ def import_versions(versions: list[str], mirror: Mirror, builds_root: Path) -> l
         start = time.monotonic()
         tarball = download(version, sdist_cache(builds_root))
         done.append((version, import_sdist(tarball, version, mirror)))
-        print(f"orch: imported {PACKAGE} {version} as mirror commit {done[-1][1][:9]} in "
-              f"{clock(time.monotonic() - start)}", file=sys.stderr)
+        print(
+            f"orch: imported {PACKAGE} {version} as mirror commit {done[-1][1][:9]} in "
+            f"{clock(time.monotonic() - start)}",
+            file=sys.stderr,
+        )
     return done
 
 

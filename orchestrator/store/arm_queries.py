@@ -31,7 +31,7 @@ _OK = "status = 'ok'"
 ARM_SUMMARY_SQL = f"""
 WITH picked AS (
     SELECT r.id, r.sweep_id, r.arm, r.status, r.failure_class, r.is_baseline, r.is_control, r.reference_arm,
-           r.mode, r.repeat_index, {bound_tps('r.bandwidth_bytes_per_s', 'r.decode_bytes')} AS bound_tps,
+           r.mode, r.repeat_index, {bound_tps("r.bandwidth_bytes_per_s", "r.decode_bytes")} AS bound_tps,
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
            m.mean_accept_len, m.accept_rate_per_pos, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
            m.outputs_differ, m.outputs_compared, m.first_diff_char, m.first_diff_token, m.first_diff_margin,
@@ -69,8 +69,12 @@ arms AS (
            coalesce(sum(n_drafted) FILTER ({_OK}), 0)::BIGINT AS drafted,
            coalesce(sum(n_accepted) FILTER ({_OK}), 0)::BIGINT AS accepted,
            -- the tokens one target pass yielded, over the runs that count both (the roofline is per pass)
-           {tokens_per_step(f"sum(n_generated) FILTER ({_OK} AND n_accepted IS NOT NULL)",
-                            f"sum(n_accepted) FILTER ({_OK} AND n_generated IS NOT NULL)")} AS tokens_per_step,
+           {
+    tokens_per_step(
+        f"sum(n_generated) FILTER ({_OK} AND n_accepted IS NOT NULL)",
+        f"sum(n_accepted) FILTER ({_OK} AND n_generated IS NOT NULL)",
+    )
+} AS tokens_per_step,
            -- ok runs of a speculative arm that drafted nothing (baselines and plain tools print no counter: NULL)
            count(*) FILTER ({_OK} AND NOT coalesce(is_baseline, false) AND NOT coalesce(is_control, false)
                             AND n_drafted = 0) AS idle,
@@ -95,12 +99,12 @@ run_values AS (  -- the runs' speeds in the order they ran, only for arms where 
 samples AS (  -- view decode_samples over the picked runs (read through the view, measured_runs is ranked twice)
     SELECT sweep_id, arm, is_baseline, reference_arm, mode, repeat_index, '' AS prompt_id, decode_tps AS tps,
            n_generated
-    FROM picked WHERE {_OK} AND decode_tps > 0 AND NOT {mode_is('mode', 'serves')}
+    FROM picked WHERE {_OK} AND decode_tps > 0 AND NOT {mode_is("mode", "serves")}
     UNION ALL
     SELECT o.sweep_id, o.arm, o.is_baseline, o.reference_arm, o.mode, o.repeat_index, q.prompt_id,
            {REQUEST_RATE}, q.predicted_n
     FROM picked o JOIN requests q ON q.run_id = o.id
-    WHERE o.{_OK} AND o.decode_tps > 0 AND {mode_is('o.mode', 'serves')} AND q.status = 'ok' AND q.predicted_ms > 0
+    WHERE o.{_OK} AND o.decode_tps > 0 AND {mode_is("o.mode", "serves")} AND q.status = 'ok' AND q.predicted_ms > 0
           AND {REQUEST_RATE} > 0),
 paired AS (
     SELECT a.sweep_id, a.arm,
@@ -140,7 +144,7 @@ positions AS (  -- per arm: the mean over its ok runs of each draft position's a
                 WHERE {_OK} AND accept_rate_per_pos IS NOT NULL)
           WHERE r IS NOT NULL GROUP BY sweep_id, arm)),
 rates AS (  -- server arms' per-request speeds: the spread the bimodality rule reads (from 4 values)
-    SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE {mode_is('mode', 'serves')}
+    SELECT sweep_id, arm, list(tps) AS request_rates FROM samples WHERE {mode_is("mode", "serves")}
     GROUP BY sweep_id, arm HAVING count(*) >= 4)
 SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.host, s.host_id, s.gpu, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
@@ -154,7 +158,7 @@ SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.hos
        NULL::DOUBLE AS speedup_low, NULL::DOUBLE AS speedup_high,
        {speedup("p.n_base", "p.mean_base")} AS speedup_vs_baseline,
        a.prompt_tps, a.bound_tps,
-       {roofline_pct('nullif(a.mean_tps, 0)', 'a.bound_tps', 'a.tokens_per_step')} AS roofline_pct,
+       {roofline_pct("nullif(a.mean_tps, 0)", "a.bound_tps", "a.tokens_per_step")} AS roofline_pct,
        f.bandwidth_label AS bound_label, a.tokens_per_step, a.failed, a.skipped, a.failures,
        v.ok_decode_tps, q.request_rates,
        -- a GPU decoded: the arm's build is a CUDA build, on a machine whose stored environment lists a GPU

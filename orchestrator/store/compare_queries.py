@@ -23,16 +23,23 @@ def crossed_sweeps(con: Con, base: str, head: str, recipe: str | None = None) ->
     if recipe:
         where.append("(s.recipe_path = ? OR ends_with(s.recipe_path, '/' || ?))")
         args += [recipe, recipe.lstrip("./")]
-    return [row[0] for row in con.execute(f"""
+    return [
+        row[0]
+        for row in con.execute(
+            f"""
         SELECT r.sweep_id
         FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
         WHERE {" AND ".join(where)}
         GROUP BY r.sweep_id HAVING count(*) FILTER ({RUN_BUILD} = ?) > 0 AND count(*) FILTER ({RUN_BUILD} = ?) > 0
-        ORDER BY r.sweep_id""", [*args, base, head]).fetchall()]
+        ORDER BY r.sweep_id""",
+            [*args, base, head],
+        ).fetchall()
+    ]
 
 
-def compare_groups(con: Con, sides: list[tuple[str, str | None]], *, recipe: str | None,
-                   sweep_ids: list[int] | None) -> list[list[dict]]:
+def compare_groups(
+    con: Con, sides: list[tuple[str, str | None]], *, recipe: str | None, sweep_ids: list[int] | None
+) -> list[list[dict]]:
     """Each side's measured runs, a side being a build name and, where given, a host (its hostname or host id
     prefix), grouped by the columns that make "the same test" (params as stored text): one pass over the runs for
     both sides of a comparison (each side read alone scanned them twice: 0.36 s at 100,000 runs, not 0.2).
@@ -62,7 +69,9 @@ def compare_groups(con: Con, sides: list[tuple[str, str | None]], *, recipe: str
     if sweep_ids:
         where.append("r.sweep_id IN (SELECT unnest($sweeps::INTEGER[]))")
         args["sweeps"] = sweep_ids
-    rows = rows_as_dicts(con.execute(f"""
+    rows = rows_as_dicts(
+        con.execute(
+            f"""
         SELECT {side} AS side, s.recipe_hash, r.params, r.target_sha256, r.draft_sha256,
                coalesce(r.prompt_set, '') AS prompt_set,
                -- the arm's name without the build a crossed sweep puts before it (BUILD/ARM)
@@ -84,6 +93,10 @@ def compare_groups(con: Con, sides: list[tuple[str, str | None]], *, recipe: str
              LEFT JOIN builds rb ON rb.id = r.build_id
         WHERE {" AND ".join(where)}
         GROUP BY side, s.recipe_hash, r.params, r.target_sha256, r.draft_sha256, coalesce(r.prompt_set, ''), r.mode
-        ORDER BY first_run""", args))
-    return [[{k: v for k, v in row.items() if k != "side"} for row in rows if row["side"] == i]
-            for i in range(len(sides))]
+        ORDER BY first_run""",
+            args,
+        )
+    )
+    return [
+        [{k: v for k, v in row.items() if k != "side"} for row in rows if row["side"] == i] for i in range(len(sides))
+    ]

@@ -20,15 +20,9 @@ from orchestrator import stops
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
 from orchestrator.message_lines import first_line
 from orchestrator.store import migrations, recovery, schema
-from orchestrator.store.times import (
-    utc as utc,  # naive UTC, as every TIMESTAMP column stores time
-)
-from orchestrator.store.times import (
-    utc_from_epoch as utc_from_epoch,
-)
-from orchestrator.store.times import (
-    utcnow as utcnow,
-)
+from orchestrator.store.times import utc as utc  # naive UTC, as every TIMESTAMP column stores time
+from orchestrator.store.times import utc_from_epoch as utc_from_epoch
+from orchestrator.store.times import utcnow as utcnow
 
 # A writer holds the file only while it writes (a run's start, its end, the sweep's), so it waits for readers
 # (who hold it for one command) rather than failing; a reader waits for the writer's next gap.
@@ -37,8 +31,9 @@ READ_WAIT_S = 60.0
 _ready: set[Path] = set()  # files this process has migrated, checked and recovered
 
 
-def connect(path: Path, *, read_only: bool = False, create: bool = True, check: bool = True,
-            wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: Path, *, read_only: bool = False, create: bool = True, check: bool = True, wait_s: float | None = None
+) -> duckdb.DuckDBPyConnection:
     """Open the results database (the caller closes it, or use `opened`).
 
     read_only: a shared open (readers never block each other); it never creates the file, and writes only what
@@ -47,11 +42,15 @@ def connect(path: Path, *, read_only: bool = False, create: bool = True, check: 
     """
     path = Path(path)
     if not path.exists() and (read_only or not create):
-        raise NoDatabase(f"no results database at {path}: check --db (or $ORCH_DB), or run a recipe first "
-                         f"(orch run RECIPE) to create it")
+        raise NoDatabase(
+            f"no results database at {path}: check --db (or $ORCH_DB), or run a recipe first "
+            f"(orch run RECIPE) to create it"
+        )
     if path.exists() and not path.is_file():  # a FIFO would block the open for ever, a device be read as one
-        raise DatabaseUnavailable(f"{path} is not a regular file but a directory, FIFO, device or socket: give --db "
-                                  f"(or $ORCH_DB) a results file")
+        raise DatabaseUnavailable(
+            f"{path} is not a regular file but a directory, FIFO, device or socket: give --db "
+            f"(or $ORCH_DB) a results file"
+        )
     wait_s = (READ_WAIT_S if read_only else WRITE_WAIT_S) if wait_s is None else wait_s
     con = _open(path, read_only, wait_s)
     try:
@@ -87,8 +86,10 @@ def _prepare(con, path: Path, check: bool) -> None:
 
 def _check(con, path: Path) -> None:
     if lacks := schema.missing(con):
-        raise DamagedSchema(f"results database {path} lacks {', '.join(lacks)} (dropped by hand?): run "
-                            f"`orch repair --db {path}` to restore them (rows already deleted stay gone)")
+        raise DamagedSchema(
+            f"results database {path} lacks {', '.join(lacks)} (dropped by hand?): run "
+            f"`orch repair --db {path}` to restore them (rows already deleted stay gone)"
+        )
 
 
 def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
@@ -101,11 +102,14 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.Error as exc:
             if "could not set lock" not in str(exc).lower():
-                raise DatabaseUnavailable(f"cannot open results database {path}: {first_line(exc)}; pass --db with "
-                                          f"an orch results file") from None
+                raise DatabaseUnavailable(
+                    f"cannot open results database {path}: {first_line(exc)}; pass --db with an orch results file"
+                ) from None
             if time.monotonic() >= deadline:
-                raise DatabaseUnavailable(f"results database {path} stayed locked for {wait_s:.0f}s "
-                                          f"({_holder(exc)}); wait for it to finish or stop it") from None
+                raise DatabaseUnavailable(
+                    f"results database {path} stayed locked for {wait_s:.0f}s "
+                    f"({_holder(exc)}); wait for it to finish or stop it"
+                ) from None
             if not told and time.monotonic() - start > TELL_WAIT_S:
                 sys.stderr.write(f"orch: waiting for {path}: {_holder(exc)} (up to {wait_s:.0f}s; Ctrl-C stops)\n")
                 told = True
@@ -122,8 +126,9 @@ def _holder(exc: Exception) -> str:
 
 
 @contextmanager
-def opened(path: Path, *, read_only: bool = False, create: bool = True, check: bool = True,
-           wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+def opened(
+    path: Path, *, read_only: bool = False, create: bool = True, check: bool = True, wait_s: float | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """`with opened(db) as con:` the connection is closed whatever happens inside. A stop signal that lands
     inside a write is held until the block ends (orchestrator/stops.py): the waiting for a lock stays
     interruptible, the writing does not. A read has nothing to protect: a stop ends it at once."""
@@ -153,6 +158,7 @@ def meanwhile(con: duckdb.DuckDBPyConnection, read: Callable, *args) -> Future:
     """read(cursor, *args) on a thread of its own, through a cursor of its own (DuckDB runs a query while Python
     goes on), closed as soon as it has read: an open one would keep the file open in this process, and DuckDB
     then refuses a write connection to it."""
+
     def run(cursor):
         try:
             return read(cursor, *args)

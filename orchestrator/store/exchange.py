@@ -55,16 +55,25 @@ def export(con: duckdb.DuckDBPyConnection, out_dir: Path, sweep_ids: list[int] |
     try:
         for table in TABLES:
             path = out_dir / f"{table.name}.parquet"
-            con.execute(f"COPY (SELECT * FROM {table.name} WHERE {table.scope}) TO '{sql_path(path)}' "
-                        f"(FORMAT PARQUET)")
+            con.execute(f"COPY (SELECT * FROM {table.name} WHERE {table.scope}) TO '{sql_path(path)}' (FORMAT PARQUET)")
             counts[table.name] = con.execute(f"SELECT count(*) FROM read_parquet('{sql_path(path)}')").fetchone()[0]
             digests[table.name] = _sha256(path)
-        uids = [r[0] for r in con.execute("SELECT uid FROM sweeps WHERE id IN (SELECT id FROM _export_sweeps) "
-                                          "ORDER BY id").fetchall()]
+        uids = [
+            r[0]
+            for r in con.execute(
+                "SELECT uid FROM sweeps WHERE id IN (SELECT id FROM _export_sweeps) ORDER BY id"
+            ).fetchall()
+        ]
     finally:
         con.execute("DROP TABLE _export_sweeps")
-    manifest = {"format": FORMAT, "orch_version": __version__, "migrations": migrations.done_numbers(con),
-                "tables": counts, "sha256": digests, "sweeps": uids}
+    manifest = {
+        "format": FORMAT,
+        "orch_version": __version__,
+        "migrations": migrations.done_numbers(con),
+        "tables": counts,
+        "sha256": digests,
+        "sweeps": uids,
+    }
     partial = out_dir / "manifest.json.partial"
     partial.write_text(json.dumps(manifest, indent=1) + "\n")
     partial.replace(out_dir / "manifest.json")
@@ -90,8 +99,9 @@ def staged(source: Path) -> Iterator[Path]:
         elif source.is_file():
             _stage_database(source, staging)
         elif source.exists():  # /dev/null, a FIFO: nothing an export or a results file is
-            raise BadExport(f"{source} is not a regular file; give an `orch export` directory or a results .duckdb "
-                            f"file")
+            raise BadExport(
+                f"{source} is not a regular file; give an `orch export` directory or a results .duckdb file"
+            )
         else:
             raise BadExport(f"{source} does not exist; give an `orch export` directory or a results .duckdb file")
         yield staging
@@ -109,8 +119,10 @@ def _stage_export(directory: Path, staging: Path) -> None:
         migrations.apply(con, only=set(manifest["migrations"]))  # the export's own schema
         present = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if lacking := [t.name for t in TABLES if t.name in present and t.name not in counts]:
-            raise ExportDamaged(f"{directory} lacks the table{'s' if len(lacking) > 1 else ''} {', '.join(lacking)} "
-                                f"(its manifest.json does not list them): an incomplete export; export it again")
+            raise ExportDamaged(
+                f"{directory} lacks the table{'s' if len(lacking) > 1 else ''} {', '.join(lacking)} "
+                f"(its manifest.json does not list them): an incomplete export; export it again"
+            )
         for name in counts:
             _stage_table(con, directory / f"{name}.parquet", name, counts[name])
         import_checks.check_staged(con, str(directory))
@@ -125,49 +137,72 @@ def _manifest(directory: Path) -> dict:
     try:  # read as any file a user names: a FIFO or /dev/zero in its place is refused, not read for ever
         manifest = json.loads(input_files.read_text(path, cap=MANIFEST_CAP))
     except (OSError, ValueError, RecursionError):
-        raise BadExport(f"{directory} is not an orch export (no readable manifest.json); make one with "
-                        f"`orch export --out DIR`") from None
+        raise BadExport(
+            f"{directory} is not an orch export (no readable manifest.json); make one with `orch export --out DIR`"
+        ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise BadExport(f"{path} is not an orch export manifest (format "
-                        f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
+        raise BadExport(
+            f"{path} is not an orch export manifest (format "
+            f"{manifest.get('format') if isinstance(manifest, dict) else None!r})"
+        )
     tables, digests, numbers = manifest.get("tables"), manifest.get("sha256", {}), manifest.get("migrations")
-    if (not isinstance(tables, dict) or not isinstance(digests, dict) or not isinstance(numbers, list)
-            or not all(type(n) is int for n in [*tables.values(), *numbers])
-            or not all(isinstance(d, str) for d in digests.values())):
-        raise ExportDamaged(f"{path} is damaged: its tables, sha256 and migrations are not the counts, hashes and "
-                            f"numbers orch writes; export it again")
+    if (
+        not isinstance(tables, dict)
+        or not isinstance(digests, dict)
+        or not isinstance(numbers, list)
+        or not all(type(n) is int for n in [*tables.values(), *numbers])
+        or not all(isinstance(d, str) for d in digests.values())
+    ):
+        raise ExportDamaged(
+            f"{path} is damaged: its tables, sha256 and migrations are not the counts, hashes and "
+            f"numbers orch writes; export it again"
+        )
     if unknown := sorted(set(tables) - set(BY_NAME)):
-        raise ExportDamaged(f"{path} names tables orch does not export ({', '.join(unknown)[:200]}): not an orch "
-                            f"export as made; export it again")
+        raise ExportDamaged(
+            f"{path} names tables orch does not export ({', '.join(unknown)[:200]}): not an orch "
+            f"export as made; export it again"
+        )
     return manifest
 
 
 def _check_file(path: Path, name: str, rows: int, digest: str | None) -> None:
     if not path.is_file():
-        raise ExportDamaged(f"{path} is missing (the manifest lists {rows} {name} rows): an incomplete export; copy "
-                            f"the whole directory or export it again")
+        raise ExportDamaged(
+            f"{path} is missing (the manifest lists {rows} {name} rows): an incomplete export; copy "
+            f"the whole directory or export it again"
+        )
     if digest is not None and _sha256(path) != digest:
-        raise ExportDamaged(f"{path} is not the file that was exported (its sha256 differs from manifest.json): "
-                            f"altered or damaged on the way; export it again")
+        raise ExportDamaged(
+            f"{path} is not the file that was exported (its sha256 differs from manifest.json): "
+            f"altered or damaged on the way; export it again"
+        )
 
 
 def _stage_table(con: duckdb.DuckDBPyConnection, path: Path, name: str, rows: int) -> None:
     """The file's rows into the staging table, column by column by name and of the table's types exactly."""
     try:
-        wanted = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?",
-                                  [name]).fetchall())
+        wanted = dict(
+            con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?", [name]).fetchall()
+        )
         found = con.execute(f"DESCRIBE SELECT * FROM read_parquet('{sql_path(path)}')").fetchall()
-        if wrong := [f"{c} is {t}, not {wanted.get(c, 'a column of it')}" for c, t, *_ in found
-                     if _type(t) != _type(wanted.get(c))]:
-            raise ExportDamaged(f"{path} does not hold the {name} table orch exports: {'; '.join(wrong[:3])}; "
-                                f"export it again")
+        if wrong := [
+            f"{c} is {t}, not {wanted.get(c, 'a column of it')}"
+            for c, t, *_ in found
+            if _type(t) != _type(wanted.get(c))
+        ]:
+            raise ExportDamaged(
+                f"{path} does not hold the {name} table orch exports: {'; '.join(wrong[:3])}; export it again"
+            )
         read = con.execute(f"INSERT INTO {name} BY NAME SELECT * FROM read_parquet('{sql_path(path)}')").fetchone()[0]
     except duckdb.Error as exc:
-        raise ExportDamaged(f"{path} cannot be read as the {name} table ({first_line(exc, limit=LINE_LIMIT)}): "
-                            f"truncated or damaged; export it again") from None
+        raise ExportDamaged(
+            f"{path} cannot be read as the {name} table ({first_line(exc, limit=LINE_LIMIT)}): "
+            f"truncated or damaged; export it again"
+        ) from None
     if read != rows:
-        raise ExportDamaged(f"{path} holds {read} {name} rows where manifest.json lists {rows}: altered or "
-                            f"damaged; export it again")
+        raise ExportDamaged(
+            f"{path} holds {read} {name} rows where manifest.json lists {rows}: altered or damaged; export it again"
+        )
 
 
 def _type(name: str | None) -> str | None:
@@ -193,8 +228,10 @@ def _stage_database(source: Path, staging: Path) -> None:
         import_checks.check_staged(con, str(source))
         migrations.apply(con)
     except duckdb.Error as exc:
-        raise BadExport(f"{source} cannot be read as an orch results file ({reason(exc)}); give an `orch "
-                        f"export` directory or an undamaged results file") from None
+        raise BadExport(
+            f"{source} cannot be read as an orch results file ({reason(exc)}); give an `orch "
+            f"export` directory or an undamaged results file"
+        ) from None
     finally:
         con.close()
 
@@ -202,8 +239,10 @@ def _stage_database(source: Path, staging: Path) -> None:
 def _refuse_newer(numbers: set[int], where: str, version: str | None) -> None:
     known = {migrations.number(m) for m in migrations.MIGRATIONS}
     if unknown := sorted(numbers - known):
-        raise BadExport(f"{where} was made by a newer orch{f' ({version})' if version else ''} (schema migrations "
-                        f"{', '.join(map(str, unknown))} unknown here): upgrade orch (this is {__version__}) to import it")
+        raise BadExport(
+            f"{where} was made by a newer orch{f' ({version})' if version else ''} (schema migrations "
+            f"{', '.join(map(str, unknown))} unknown here): upgrade orch (this is {__version__}) to import it"
+        )
 
 
 def _sha256(path: Path) -> str:
@@ -212,5 +251,3 @@ def _sha256(path: Path) -> str:
         while block := f.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
-
-

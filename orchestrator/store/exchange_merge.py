@@ -39,8 +39,10 @@ def merge(con: duckdb.DuckDBPyConnection, staging: Path, source: str) -> ImportR
     try:
         con.execute("BEGIN TRANSACTION")
         try:
-            tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'src'"
-                                                ).fetchall()}
+            tables = {
+                r[0]
+                for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'src'").fetchall()
+            }
             for table in TABLES:
                 if table.name in tables:
                     _merge_table(con, table, report)
@@ -54,16 +56,24 @@ def merge(con: duckdb.DuckDBPyConnection, staging: Path, source: str) -> ImportR
 
 
 def _merge_table(con: duckdb.DuckDBPyConnection, table: Table, report: ImportReport) -> None:
-    columns = [r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE database_name = 'src' "
-                                         "AND table_name = ? ORDER BY column_index", [table.name]).fetchall()]
+    columns = [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = 'src' "
+            "AND table_name = ? ORDER BY column_index",
+            [table.name],
+        ).fetchall()
+    ]
     # Links: the source's local ids become this file's, through the linked table's key.
     joins, replaced = [], []
     for i, (column, parent_name) in enumerate(table.links.items()):
         parent = BY_NAME[parent_name]
         on = " AND ".join(f"l.{k} = s.{k}" for k in parent.key)
         kind = "LEFT JOIN" if column in table.optional else "JOIN"
-        joins.append(f"{kind} (SELECT s.{parent.local_id} AS src_id, l.{parent.local_id} AS here FROM "
-                     f"src.{parent.name} s JOIN {parent.name} l ON {on}) m{i} ON m{i}.src_id = t.{column}")
+        joins.append(
+            f"{kind} (SELECT s.{parent.local_id} AS src_id, l.{parent.local_id} AS here FROM "
+            f"src.{parent.name} s JOIN {parent.name} l ON {on}) m{i} ON m{i}.src_id = t.{column}"
+        )
         replaced.append(f"m{i}.here AS {column}")
     replaced += [f"{expr} AS {column}" for column, expr in table.inert.items() if column in columns]
     select = f"t.* REPLACE ({', '.join(replaced)})" if replaced else "t.*"
@@ -79,7 +89,8 @@ def _merge_table(con: duckdb.DuckDBPyConnection, table: Table, report: ImportRep
     differing = con.execute(
         f"SELECT {', '.join(f'i.{k}' for k in table.key)}, "
         f"[{', '.join(f'CASE WHEN i.{c} IS DISTINCT FROM l.{c} THEN {_quote(c)} END' for c in compared)}] "
-        f"FROM _in i JOIN {table.name} l ON {on} WHERE NOT ({same})").fetchall()
+        f"FROM _in i JOIN {table.name} l ON {on} WHERE NOT ({same})"
+    ).fetchall()
     for *key, flags in differing:
         report.conflicts.append(Conflict(table.name, dict(zip(table.key, key)), [c for c in flags if c]))
     report.present[table.name] = overlap - len(differing)
@@ -89,7 +100,8 @@ def _merge_table(con: duckdb.DuckDBPyConnection, table: Table, report: ImportRep
         kept, values = [table.local_id, *kept], [f"nextval('{table.id_sequence}')", *values]
     report.added[table.name] = con.execute(
         f"INSERT INTO {table.name} ({', '.join(kept)}) SELECT {', '.join(values)} FROM _in i "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {table.name} l WHERE {on})").fetchone()[0]
+        f"WHERE NOT EXISTS (SELECT 1 FROM {table.name} l WHERE {on})"
+    ).fetchone()[0]
     con.execute("DROP TABLE _in")
 
 

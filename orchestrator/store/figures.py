@@ -40,8 +40,10 @@ def bound_tps(bandwidth_bytes_per_s: str, decode_bytes: str) -> str:
 def tokens_per_step(generated: str, accepted: str) -> str:
     """SQL for the tokens one target pass yields: each pass emits its accepted draft tokens and one of its own, so
     generated / (generated - accepted); 1 where nothing was accepted or a count is unknown (plain decoding)."""
-    return (f"CASE WHEN {accepted} > 0 AND {generated} > {accepted} "
-            f"THEN {generated}::DOUBLE / ({generated} - {accepted}) ELSE 1 END")
+    return (
+        f"CASE WHEN {accepted} > 0 AND {generated} > {accepted} "
+        f"THEN {generated}::DOUBLE / ({generated} - {accepted}) ELSE 1 END"
+    )
 
 
 def roofline_pct(measured_tps: str, bound: str, per_step: str = "1") -> str:
@@ -50,23 +52,37 @@ def roofline_pct(measured_tps: str, bound: str, per_step: str = "1") -> str:
     return f"100 * {measured_tps} / {per_step} / nullif({bound}, 0)"
 
 
-_ROOFLINE_SQL = (f"SELECT {bound_tps('$bandwidth', '$bytes')} AS bound, "
-                 f"{roofline_pct('$tps', bound_tps('$bandwidth', '$bytes'), tokens_per_step('$gen', '$acc'))} "
-                 f"AS pct")
+_ROOFLINE_SQL = (
+    f"SELECT {bound_tps('$bandwidth', '$bytes')} AS bound, "
+    f"{roofline_pct('$tps', bound_tps('$bandwidth', '$bytes'), tokens_per_step('$gen', '$acc'))} "
+    f"AS pct"
+)
 _local = threading.local()
 
 
-def run_roofline(decode_tps: float | None, bandwidth_bytes_per_s: float | None, decode_bytes: int | None,
-                 generated: int | None = None, accepted: int | None = None) -> tuple[float | None, float | None]:
+def run_roofline(
+    decode_tps: float | None,
+    bandwidth_bytes_per_s: float | None,
+    decode_bytes: int | None,
+    generated: int | None = None,
+    accepted: int | None = None,
+) -> tuple[float | None, float | None]:
     """(bound tok/s, share per step in percent) of one run not yet stored (`orch run`'s progress line), by the same
     SQL as the view run_roofline; (None, None) where bandwidth or bytes are unknown."""
     if not bandwidth_bytes_per_s or not decode_bytes:
         return None, None
     if not hasattr(_local, "con"):  # one in-memory database per thread: a connection costs ~10 ms to open
         _local.con = duckdb.connect(":memory:")
-    bound, pct = _local.con.execute(_ROOFLINE_SQL, {"bandwidth": float(bandwidth_bytes_per_s),
-                                                    "bytes": int(decode_bytes), "tps": decode_tps,
-                                                    "gen": generated, "acc": accepted}).fetchone()
+    bound, pct = _local.con.execute(
+        _ROOFLINE_SQL,
+        {
+            "bandwidth": float(bandwidth_bytes_per_s),
+            "bytes": int(decode_bytes),
+            "tps": decode_tps,
+            "gen": generated,
+            "acc": accepted,
+        },
+    ).fetchone()
     return bound, pct
 
 

@@ -24,8 +24,10 @@ from orchestrator.hashing import host_fingerprint
 UID_DEFAULT = "VARCHAR DEFAULT (gen_random_uuid()::VARCHAR)"
 
 # The uid a row stored before m014 gets, from what it holds: one formula for the migration and the import.
-LEGACY_SWEEP_UID = ("md5('orch-sweep/' || coalesce(json_extract_string(host, '$.hostname'), '') || '/' || id || '/' "
-                    "|| recipe_hash || '/' || coalesce(CAST(started_at AS VARCHAR), ''))")
+LEGACY_SWEEP_UID = (
+    "md5('orch-sweep/' || coalesce(json_extract_string(host, '$.hostname'), '') || '/' || id || '/' "
+    "|| recipe_hash || '/' || coalesce(CAST(started_at AS VARCHAR), ''))"
+)
 
 
 def make_views(con: duckdb.DuckDBPyConnection, views: list[tuple[str, str]]) -> None:
@@ -48,10 +50,13 @@ def backfill(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"UPDATE sweeps SET uid = {LEGACY_SWEEP_UID}")
     con.execute("UPDATE runs SET uid = md5(s.uid || '/run/' || runs.id) FROM sweeps s WHERE s.id = runs.sweep_id")
     # A run whose sweep row is gone still gets a stable uid.
-    con.execute("UPDATE runs SET uid = md5('orch-orphan-run/' || id || '/' || coalesce(CAST(started_at AS VARCHAR), "
-                "'')) WHERE sweep_id NOT IN (SELECT id FROM sweeps)")
-    con.execute("UPDATE requests SET uid = md5(r.uid || '/request/' || requests.seq) FROM runs r "
-                "WHERE r.id = requests.run_id")
+    con.execute(
+        "UPDATE runs SET uid = md5('orch-orphan-run/' || id || '/' || coalesce(CAST(started_at AS VARCHAR), "
+        "'')) WHERE sweep_id NOT IN (SELECT id FROM sweeps)"
+    )
+    con.execute(
+        "UPDATE requests SET uid = md5(r.uid || '/request/' || requests.seq) FROM runs r WHERE r.id = requests.run_id"
+    )
     # Telemetry has no key: (run, t, gpu), with an ordinal for rows identical in all three.
     con.execute("""
         UPDATE telemetry SET uid = x.uid FROM (

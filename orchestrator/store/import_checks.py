@@ -20,8 +20,13 @@ from orchestrator.store.exchange_tables import TABLES
 def check_migrations(migrations: set[int], where: str) -> None:
     """The source's schema migrations are 1..N: a gap is no schema orch makes (and staging it failed in a traceback)."""
     if missing := sorted(set(range(1, max(migrations, default=0) + 1)) - migrations):
-        _refuse(where, "_migrations", None, f"its schema skips migration{'s' if len(missing) > 1 else ''} "
-                f"{', '.join(map(str, missing[:5]))}: not a schema orch makes")
+        _refuse(
+            where,
+            "_migrations",
+            None,
+            f"its schema skips migration{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(map(str, missing[:5]))}: not a schema orch makes",
+        )
 
 
 def check_staged(con: duckdb.DuckDBPyConnection, where: str) -> None:
@@ -42,28 +47,35 @@ FLOATS = ("DOUBLE", "FLOAT", "REAL")
 
 def _metrics(con, where: str) -> None:
     """Each metric orch writes as a number is finite and not negative, and a share lies within 0-1."""
-    kinds = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'metrics'")
-                 .fetchall())
+    kinds = dict(
+        con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'metrics'").fetchall()
+    )
     for key in (k for k in METRIC_KEYS if k in kinds and kinds[k] in (*FLOATS, "INTEGER", "BIGINT", "SMALLINT")):
-        cannot = [f"{key} < 0", *([f"isnan({key})", f"isinf({key})"] if kinds[key] in FLOATS else []),
-                  *([f"{key} > 1"] if key in SHARES else [])]
-        found = con.execute(f"SELECT rowid + 1, {key} FROM metrics WHERE {' OR '.join(cannot)} ORDER BY rowid "
-                            f"LIMIT 1").fetchone()
+        cannot = [
+            f"{key} < 0",
+            *([f"isnan({key})", f"isinf({key})"] if kinds[key] in FLOATS else []),
+            *([f"{key} > 1"] if key in SHARES else []),
+        ]
+        found = con.execute(
+            f"SELECT rowid + 1, {key} FROM metrics WHERE {' OR '.join(cannot)} ORDER BY rowid LIMIT 1"
+        ).fetchone()
         if found:
             _refuse(where, "metrics", f"row {found[0]}", f"{key} = {found[1]} is no figure orch writes")
 
 
 def _columns(con, table: str) -> set[str]:
-    return {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?",
-                                      [table]).fetchall()}
+    return {
+        r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()
+    }
 
 
 def _keys(con, where: str, table: str, keys: list[str]) -> None:
     if not keys:
         return
     cols = ", ".join(keys)
-    null = con.execute(f"SELECT rowid + 1 FROM {table} WHERE {' OR '.join(f'{k} IS NULL' for k in keys)} "
-                       f"ORDER BY rowid LIMIT 1").fetchone()
+    null = con.execute(
+        f"SELECT rowid + 1 FROM {table} WHERE {' OR '.join(f'{k} IS NULL' for k in keys)} ORDER BY rowid LIMIT 1"
+    ).fetchone()
     if null:
         _refuse(where, table, f"row {null[0]}", f"its key ({cols}) is NULL")
     twice = con.execute(f"SELECT {cols}, count(*) FROM {table} GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchone()
@@ -84,5 +96,6 @@ def _log_rows(con, where: str) -> None:
 
 def _refuse(where: str, table: str, row: str | None, check: str) -> None:
     at = f"table {table}, {row}" if row else f"table {table}"
-    raise ExportRowRefused(f"{where}: {at}: {check}; nothing was imported: export it again from an undamaged "
-                           f"results file")
+    raise ExportRowRefused(
+        f"{where}: {at}: {check}; nothing was imported: export it again from an undamaged results file"
+    )

@@ -15,8 +15,10 @@ CHUNK = 1 << 20
 
 def save_logs(con: duckdb.DuckDBPyConnection, run_id: int, logs: dict[str, bytes]) -> None:
     for stream, data in logs.items():
-        con.execute("INSERT OR REPLACE INTO run_logs VALUES (?, ?, ?, ?)",
-                    [run_id, stream, len(data), gzip.compress(data, compresslevel=6)])
+        con.execute(
+            "INSERT OR REPLACE INTO run_logs VALUES (?, ?, ?, ?)",
+            [run_id, stream, len(data), gzip.compress(data, compresslevel=6)],
+        )
 
 
 def unpacked(gz, size: int | None, cap: int = MAX_LOG_BYTES, *, keep: bool = True) -> bytes:
@@ -75,14 +77,16 @@ def stored_logs(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, bytes]
 def _log_rows(con: duckdb.DuckDBPyConnection, run_id: int, *, raising: bool) -> dict[str, bytes | str]:
     """stream -> its bytes, or (not raising) why it cannot be read."""
     out: dict[str, bytes | str] = {}
-    for stream, size, gz in con.execute("SELECT stream, size_bytes, gz FROM run_logs WHERE run_id = ? ORDER BY stream",
-                                        [run_id]).fetchall():
+    for stream, size, gz in con.execute(
+        "SELECT stream, size_bytes, gz FROM run_logs WHERE run_id = ? ORDER BY stream", [run_id]
+    ).fetchall():
         try:
             out[stream] = unpacked(gz, size)
         except ValueError as exc:
             why = f"run {run_id}'s stored {stream} log cannot be read: {exc}"
             if raising:
-                raise StoredLogDamaged(f"{why}; the row is damaged (an import or a hand edit): the run's figures "
-                                       f"stay as stored") from None
+                raise StoredLogDamaged(
+                    f"{why}; the row is damaged (an import or a hand edit): the run's figures stay as stored"
+                ) from None
             out[stream] = why
     return out

@@ -37,6 +37,8 @@ def mark_loops(con: Con, sweep_id: int) -> int:
         if text:
             found.append((r["run_id"], repetition(text, output.prompt_of(argv))))
     if found:
-        con.executemany("UPDATE metrics SET loop_share = ?, degenerate_loop = ? WHERE run_id = ?",
-                        [[m.loop_share, m.degenerate_loop, run_id] for run_id, m in found])
+        con.executemany(
+            "UPDATE metrics SET loop_share = ?, degenerate_loop = ? WHERE run_id = ?",
+            [[m.loop_share, m.degenerate_loop, run_id] for run_id, m in found],
+        )
     return sum(m.degenerate_loop for _, m in found)

@@ -41,20 +41,26 @@ def check_outputs(con: Con, sweep_id: int, tokenize: Tokenize | None = None, jud
     loops.mark_loops(con, sweep_id)
 
 
-def mark_output_differences(con: Con, sweep_id: int, tokenize: Tokenize | None = None,
-                            judge: Judge | None = None) -> list[tuple[str, int, int]]:
+def mark_output_differences(
+    con: Con, sweep_id: int, tokenize: Tokenize | None = None, judge: Judge | None = None
+) -> list[tuple[str, int, int]]:
     """Store parity on the sweep's runs; (arm, differing, compared) per run compared."""
     found = _server(con, sweep_id, tokenize) + _cli(con, sweep_id, tokenize, judge)
     if found:  # executemany refuses an empty list
-        con.executemany("UPDATE metrics SET outputs_differ = ?, outputs_compared = ?, first_diff_char = ? "
-                        "WHERE run_id = ?", [[f.differing, f.compared, f.char, f.run_id] for f in found])
+        con.executemany(
+            "UPDATE metrics SET outputs_differ = ?, outputs_compared = ?, first_diff_char = ? WHERE run_id = ?",
+            [[f.differing, f.compared, f.char, f.run_id] for f in found],
+        )
     if found and tokenize:
-        con.executemany("UPDATE metrics SET first_diff_token = ? WHERE run_id = ?",
-                        [[f.token, f.run_id] for f in found])
+        con.executemany(
+            "UPDATE metrics SET first_diff_token = ? WHERE run_id = ?", [[f.token, f.run_id] for f in found]
+        )
     judged = [f for f in found if f.top_two is not None]
     if judged:
-        con.executemany("UPDATE metrics SET first_diff_margin = ?, first_diff_top_two = ? WHERE run_id = ?",
-                        [[f.top_two.margin, f.top_two.texts_are_top_two, f.run_id] for f in judged])
+        con.executemany(
+            "UPDATE metrics SET first_diff_margin = ?, first_diff_top_two = ? WHERE run_id = ?",
+            [[f.top_two.margin, f.top_two.texts_are_top_two, f.run_id] for f in judged],
+        )
     return [(f.arm, f.differing, f.compared) for f in found]
 
 
@@ -69,8 +75,9 @@ class _Found:
     top_two: object = None  # the judge's answer where one was asked
 
 
-def _tokens(mine: str, theirs: str, argv: list[str], ref_argv: list[str],
-            tokenize: Tokenize | None) -> tuple[int, list[int], list[int]] | None:
+def _tokens(
+    mine: str, theirs: str, argv: list[str], ref_argv: list[str], tokenize: Tokenize | None
+) -> tuple[int, list[int], list[int]] | None:
     """Where two differing texts part, in tokens, and both texts' ids: both read by the target's tokenizer (each
     run's own argv names its build and model, the same pair for a same-program partner)."""
     if tokenize is None:
@@ -90,8 +97,16 @@ def _server(con: Con, sweep_id: int, tokenize: Tokenize | None) -> list[_Found]:
         known = [(p, a, b) for a, b in pairs if (p := output.first_difference(a, b)) is not None]
         first = min(known, key=lambda k: k[0]) if known else None
         tokens = _tokens(first[1], first[2], argv, ref_argv, tokenize) if first else None
-        out.append(_Found(r["run_id"], r["arm"], r["differing"], r["compared"], first[0] if first else None,
-                          tokens[0] if tokens else None))  # a request's prompt is not at hand: no judge
+        out.append(
+            _Found(
+                r["run_id"],
+                r["arm"],
+                r["differing"],
+                r["compared"],
+                first[0] if first else None,
+                tokens[0] if tokens else None,
+            )
+        )  # a request's prompt is not at hand: no judge
     return out
 
 
@@ -118,6 +133,9 @@ def _cli(con: Con, sweep_id: int, tokenize: Tokenize | None, judge: Judge | None
             at, my_ids, their_ids = tokens
             if at < len(my_ids) and at < len(their_ids):  # else one text is the other's start: no token there
                 top_two = judge(base_argv, their_ids[:at], their_ids[at], my_ids[at])
-        out.append(_Found(r["run_id"], r["arm"], int(position is not None), 1, position,
-                          tokens[0] if tokens else None, top_two))
+        out.append(
+            _Found(
+                r["run_id"], r["arm"], int(position is not None), 1, position, tokens[0] if tokens else None, top_two
+            )
+        )
     return out

@@ -37,25 +37,30 @@ TABLES, VIEWS = schema.TABLES, schema.VIEWS
 
 # --- builds -------------------------------------------------------------------------------------------------------
 
+
 def build_recorded(con: Con, build_id: str) -> bool:
     return con.execute("SELECT 1 FROM builds WHERE id = ?", [build_id]).fetchone() is not None
 
 
 def stored_builds(con: Con) -> list[dict]:
     """Complete stored builds: what a build reference is matched against (build/reference.py)."""
-    return rows_as_dicts(con.execute("SELECT DISTINCT name, commit, upstream_commit FROM builds WHERE status = 'ok' "
-                                     "ORDER BY name"))
+    return rows_as_dicts(
+        con.execute("SELECT DISTINCT name, commit, upstream_commit FROM builds WHERE status = 'ok' ORDER BY name")
+    )
 
 
 # --- sweeps and resume --------------------------------------------------------------------------------------------
+
 
 def last_sweeps(con: Con, n: int) -> list[int]:
     return [r[0] for r in con.execute("SELECT id FROM sweeps ORDER BY id DESC LIMIT ?", [n]).fetchall()][::-1]
 
 
 def existing_sweeps(con: Con, sweep_ids: list[int]) -> set[int]:
-    return {r[0] for r in con.execute("SELECT id FROM sweeps WHERE id IN (SELECT unnest(?::INTEGER[]))",
-                                      [sweep_ids]).fetchall()}
+    return {
+        r[0]
+        for r in con.execute("SELECT id FROM sweeps WHERE id IN (SELECT unnest(?::INTEGER[]))", [sweep_ids]).fetchall()
+    }
 
 
 def watched_sweep(con: Con, sweep_id: int | None) -> int | None:
@@ -75,7 +80,9 @@ def sweep_progress(con: Con, sweep_id: int) -> dict:
     """A sweep's state for `orch watch`: status, recipe, build, planned runs and, since its owner (re)started it,
     how many of its slots ended and how (a slot run again after its log lost its last lines counts once, as its
     newest run); the run in flight."""
-    return rows_as_dicts(con.execute(f"""
+    return rows_as_dicts(
+        con.execute(
+            f"""
         WITH slots AS (
             SELECT r.* FROM runs r JOIN sweeps s ON s.id = r.sweep_id
             WHERE r.sweep_id = $id AND r.started_at >= coalesce(s.owner_since, s.started_at)
@@ -89,20 +96,32 @@ def sweep_progress(con: Con, sweep_id: int) -> dict:
                count(r.id) FILTER (WHERE r.status = 'skipped') AS skipped,
                arg_max(r.arm, r.id) FILTER (WHERE r.status = 'running') AS running_arm
         FROM sweeps s LEFT JOIN slots r ON r.sweep_id = s.id
-        WHERE s.id = $id GROUP BY ALL""", {"id": sweep_id}))[0]
+        WHERE s.id = $id GROUP BY ALL""",
+            {"id": sweep_id},
+        )
+    )[0]
 
 
 def recent_failures(con: Con, sweep_id: int, n: int) -> list[dict]:
-    return rows_as_dicts(con.execute("""
+    return rows_as_dicts(
+        con.execute(
+            """
         SELECT id AS run, arm, status, failure_class, failure_detail FROM runs
-        WHERE sweep_id = ? AND status IN ('failed', 'timeout') ORDER BY id DESC LIMIT ?""", [sweep_id, n]))
+        WHERE sweep_id = ? AND status IN ('failed', 'timeout') ORDER BY id DESC LIMIT ?""",
+            [sweep_id, n],
+        )
+    )
 
 
 def sweep_keys(con: Con) -> list[dict]:
     """What resume matches on, newest sweep first: recipe hash, build id, variables and planned arms (JSON text),
     with the recipe path and build name that name a candidate."""
-    return rows_as_dicts(con.execute("SELECT id, recipe_path, recipe_hash, build_id, build_name, variables, arm_names "
-                                     "FROM sweeps ORDER BY id DESC"))
+    return rows_as_dicts(
+        con.execute(
+            "SELECT id, recipe_path, recipe_hash, build_id, build_name, variables, arm_names "
+            "FROM sweeps ORDER BY id DESC"
+        )
+    )
 
 
 def sweep_repeat(con: Con, sweep_id: int) -> int | None:
@@ -117,9 +136,11 @@ def sweep_env(con: Con, sweep_id: int) -> dict | None:
 
 def done_slots(con: Con, sweep_id: int) -> dict[tuple[str, int], str]:
     """Measured (arm, repeat) slots already stored ok or skipped (the build cannot run those anyway): status."""
-    rows = con.execute("SELECT arm, repeat_index, max(status) FROM runs WHERE sweep_id = ? "
-                       "AND NOT coalesce(warmup, false) AND status IN ('ok', 'skipped') GROUP BY ALL",
-                       [sweep_id]).fetchall()
+    rows = con.execute(
+        "SELECT arm, repeat_index, max(status) FROM runs WHERE sweep_id = ? "
+        "AND NOT coalesce(warmup, false) AND status IN ('ok', 'skipped') GROUP BY ALL",
+        [sweep_id],
+    ).fetchall()
     return {(arm, rep): status for arm, rep, status in rows}
 
 
@@ -164,10 +185,12 @@ def request_rows(con: Con, run_id: int) -> list[dict]:
 
 def runs_to_reparse(con: Con) -> list[dict]:
     """Runs with stored logs and a metrics row: what `orch reparse` can derive again."""
-    return rows_as_dicts(con.execute("""
+    return rows_as_dicts(
+        con.execute("""
         SELECT r.id, r.mode, r.wall_s, r.sweep_id, m.extra
         FROM runs r JOIN metrics m ON m.run_id = r.id
-        WHERE r.id IN (SELECT run_id FROM run_logs) ORDER BY r.id"""))
+        WHERE r.id IN (SELECT run_id FROM run_logs) ORDER BY r.id""")
+    )
 
 
 # Each measured ok run of a sweep's other arms, paired with the measured ok run of the same repeat that greedy
@@ -196,7 +219,9 @@ def output_differences(con: Con, sweep_id: int) -> list[dict]:
     """Server runs at temperature 0 (paired as _PARITY_PAIRS): outputs compared with the paired run's for the same
     prompt, how many differ, the differing pairs' texts [arm's, reference's] where stored (NULL before m011), and
     both runs' argvs (which tokenizer reads the texts)."""
-    return rows_as_dicts(con.execute(f"""
+    return rows_as_dicts(
+        con.execute(
+            f"""
         WITH pairs AS ({_PARITY_PAIRS})
         SELECT p.run_id, p.arm, p.argv, p.ref_argv, count(*) AS compared,
                count(*) FILTER (WHERE q.output_sha256 <> b.output_sha256) AS differing,
@@ -204,29 +229,41 @@ def output_differences(con: Con, sweep_id: int) -> list[dict]:
         FROM pairs p
         JOIN requests q ON q.run_id = p.run_id AND q.status = 'ok'
         JOIN requests b ON b.run_id = p.ref_run AND b.prompt_id = q.prompt_id AND b.status = 'ok'
-        WHERE {mode_is('p.mode', 'serves')}
+        WHERE {mode_is("p.mode", "serves")}
           AND CAST(p.params->>'temperature' AS DOUBLE) = 0 AND CAST(p.ref_params->>'temperature' AS DOUBLE) = 0
-        GROUP BY p.run_id, p.arm, p.argv, p.ref_argv ORDER BY p.run_id""", [sweep_id]))
+        GROUP BY p.run_id, p.arm, p.argv, p.ref_argv ORDER BY p.run_id""",
+            [sweep_id],
+        )
+    )
 
 
 def cli_output_pairs(con: Con, sweep_id: int) -> list[dict]:
     """CLI runs with metrics paired as _PARITY_PAIRS, with both argvs (the caller decides whether both sampled
     greedily and reads the texts from their stdout)."""
-    return rows_as_dicts(con.execute(f"""
+    return rows_as_dicts(
+        con.execute(
+            f"""
         WITH pairs AS ({_PARITY_PAIRS})
         SELECT run_id, arm, argv, ref_run, ref_argv FROM pairs
-        WHERE NOT {mode_is('mode', 'serves')} AND run_id IN (SELECT run_id FROM metrics) ORDER BY run_id""",
-                                     [sweep_id]))
+        WHERE NOT {mode_is("mode", "serves")} AND run_id IN (SELECT run_id FROM metrics) ORDER BY run_id""",
+            [sweep_id],
+        )
+    )
 
 
 def runs_for_loops(con: Con, sweep_id: int) -> list[dict]:
     """The sweep's ok measured runs with a metrics row: argv, mode, and a server run's stored request outputs."""
-    return rows_as_dicts(con.execute("""
+    return rows_as_dicts(
+        con.execute(
+            """
         SELECT r.id AS run_id, r.mode, r.executed_argv AS argv,
                (SELECT list(q.output_text ORDER BY q.seq) FROM requests q
                 WHERE q.run_id = r.id AND q.status = 'ok') AS outputs
         FROM measured_runs r SEMI JOIN metrics m ON m.run_id = r.id
-        WHERE r.sweep_id = ? AND r.status = 'ok' ORDER BY r.id""", [sweep_id]))
+        WHERE r.sweep_id = ? AND r.status = 'ok' ORDER BY r.id""",
+            [sweep_id],
+        )
+    )
 
 
 def sweep_ids_with_runs(con: Con) -> list[int]:
@@ -234,6 +271,7 @@ def sweep_ids_with_runs(con: Con) -> list[int]:
 
 
 # --- ad hoc SQL ---------------------------------------------------------------------------------------------------
+
 
 def run_sql(con: Con, sql: str) -> tuple[list[str], list[dict]]:
     """(column names, rows) of any statement; raises duckdb.Error for the caller to explain."""
@@ -243,6 +281,7 @@ def run_sql(con: Con, sql: str) -> tuple[list[str], list[dict]]:
 
 
 # --- stored logs --------------------------------------------------------------------------------------------------
+
 
 def sweep_ids_by_uid(con: Con, uids: list[str]) -> dict[str, int]:
     """The local ids of sweeps named by global id (those stored)."""
@@ -254,21 +293,28 @@ HOST_MATCH = "(s.host_name = ? OR starts_with(s.host_id, ?))"  # a host by name 
 
 def host_names(con: Con, host: str) -> list[tuple[str, str]]:
     """(hostname, host id) of the stored hosts that `host` names."""
-    return con.execute(f"SELECT DISTINCT s.host_name, s.host_id FROM sweeps s WHERE {HOST_MATCH} ORDER BY 1",
-                       [host, host]).fetchall()
+    return con.execute(
+        f"SELECT DISTINCT s.host_name, s.host_id FROM sweeps s WHERE {HOST_MATCH} ORDER BY 1", [host, host]
+    ).fetchall()
 
 
 def common_build(con: Con, base_host: str, head_host: str) -> str | None:
     """The newest build with measured runs on both hosts."""
-    found = con.execute(f"""
+    found = con.execute(
+        f"""
         SELECT s.build_name FROM sweeps s WHERE {HOST_MATCH} AND s.build_name IN (
             SELECT s.build_name FROM sweeps s WHERE {HOST_MATCH})
-        ORDER BY s.started_at DESC LIMIT 1""", [base_host, base_host, head_host, head_host]).fetchone()
+        ORDER BY s.started_at DESC LIMIT 1""",
+        [base_host, base_host, head_host, head_host],
+    ).fetchone()
     return found[0] if found else None
 
 
 def host_env(con: Con, host: str, build_name: str) -> dict | None:
     """The environment page of the newest sweep of the build on the host."""
-    found = con.execute(f"SELECT s.env FROM sweeps s WHERE {HOST_MATCH} AND s.build_name = ? AND s.env IS NOT NULL "
-                        "ORDER BY s.started_at DESC LIMIT 1", [host, host, build_name]).fetchone()
+    found = con.execute(
+        f"SELECT s.env FROM sweeps s WHERE {HOST_MATCH} AND s.build_name = ? AND s.env IS NOT NULL "
+        "ORDER BY s.started_at DESC LIMIT 1",
+        [host, host, build_name],
+    ).fetchone()
     return json.loads(found[0]) if found else None

@@ -37,8 +37,9 @@ class DeadSweep:
 
 
 def dead_sweeps(con: duckdb.DuckDBPyConnection) -> list[DeadSweep]:
-    rows = con.execute("SELECT id, owner_host, owner_pid, owner_started, work_dir FROM sweeps "
-                       "WHERE status = 'running' ORDER BY id").fetchall()
+    rows = con.execute(
+        "SELECT id, owner_host, owner_pid, owner_started, work_dir FROM sweeps WHERE status = 'running' ORDER BY id"
+    ).fetchall()
     out = []
     for sweep_id, host, pid, started, work_dir in rows:
         owner = Owner(host, pid, started) if host and pid and started is not None else None
@@ -57,16 +58,24 @@ def recover_dead(con: duckdb.DuckDBPyConnection) -> list[int]:
     for sweep in dead:
         who = f"orch pid {sweep.owner.pid}" if sweep.owner else "the orch that ran it"
         _store_unstored_runs(con, sweep, who)
-        for (run_id,) in con.execute("SELECT id FROM runs WHERE sweep_id = ? AND status = 'running'",
-                                     [sweep.id]).fetchall():
+        for (run_id,) in con.execute(
+            "SELECT id FROM runs WHERE sweep_id = ? AND status = 'running'", [sweep.id]
+        ).fetchall():
             logs = partial_logs(sweep.own_work_dir, run_id)
             if logs:
                 save_logs(con, run_id, logs)
-            con.execute("UPDATE runs SET status = 'interrupted', failure_detail = ?, ended_at = ? WHERE id = ?",
-                        [f"{who} died while it ran; "
-                         f"{'its partial logs were kept' if logs else 'it left no logs'}", utcnow(), run_id])
-        con.execute("UPDATE sweeps SET status = 'interrupted', ended_at = coalesce(ended_at, ?) WHERE id = ?",
-                    [utcnow(), sweep.id])
+            con.execute(
+                "UPDATE runs SET status = 'interrupted', failure_detail = ?, ended_at = ? WHERE id = ?",
+                [
+                    f"{who} died while it ran; {'its partial logs were kept' if logs else 'it left no logs'}",
+                    utcnow(),
+                    run_id,
+                ],
+            )
+        con.execute(
+            "UPDATE sweeps SET status = 'interrupted', ended_at = coalesce(ended_at, ?) WHERE id = ?",
+            [utcnow(), sweep.id],
+        )
         if sweep.own_work_dir:
             shutil.rmtree(sweep.own_work_dir, ignore_errors=True)
     workdirs.remove_orphans()
@@ -90,9 +99,12 @@ def _store_unstored_runs(con: duckdb.DuckDBPyConnection, sweep: DeadSweep, who: 
             continue
         logs = partial_logs(work_dir, row["id"])
         logs.pop(RUN_JSON, None)
-        row.update(status="interrupted", started_at=utc(row.get("started_at")), ended_at=utcnow(),
-                   failure_detail=f"{who} died before it was stored; "
-                                  f"{'its logs were kept' if logs else 'it left no logs'}")
+        row.update(
+            status="interrupted",
+            started_at=utc(row.get("started_at")),
+            ended_at=utcnow(),
+            failure_detail=f"{who} died before it was stored; {'its logs were kept' if logs else 'it left no logs'}",
+        )
         insert_run(con, row)
         if logs:
             save_logs(con, row["id"], logs)
@@ -104,8 +116,9 @@ def partial_logs(work_dir: Path | None, run_id: int) -> dict[str, bytes]:
     if not work_dir or not work_dir.is_dir():
         return {}
     run_dir = work_dir / f"run-{run_id}"
-    if run_dir.is_dir() and (logs := {p.name: p.read_bytes() for p in sorted(run_dir.iterdir())
-                                       if p.is_file() and p.name != RUN_JSON}):
+    if run_dir.is_dir() and (
+        logs := {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file() and p.name != RUN_JSON}
+    ):
         return logs
     servers = sorted((p for p in work_dir.glob("server-*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
     if not servers:

@@ -26,8 +26,10 @@ class Reparsed:
     refused: list[str] = field(default_factory=list)  # "run N: why", figures that cannot be true: left as stored
 
     def lines(self) -> list[str]:
-        out = [f"re-parsed {self.runs} runs: {self.changed} changed"
-               + (f" ({', '.join(f'{k} in {n}' for k, n in self.fields.most_common())})" if self.fields else "")]
+        out = [
+            f"re-parsed {self.runs} runs: {self.changed} changed"
+            + (f" ({', '.join(f'{k} in {n}' for k, n in self.fields.most_common())})" if self.fields else "")
+        ]
         out += [f"kept as stored, {why}" for why in self.refused]
         return out
 
@@ -58,9 +60,14 @@ def _parse(con, run: dict, logs: dict[str, str]) -> parse.ParsedLog:
     if mode.parse is None:
         old = json.loads(run["extra"] or "{}")
         offsets = old.get("measured_log_offsets", {})
-        return server_metrics(queries.request_rows(con, run["id"]), measured_log(logs, offsets),
-                              wall_s=run["wall_s"], concurrency=old.get("concurrency", 1),
-                              metrics_delta=old.get("metrics_delta", {}), offsets=offsets)
+        return server_metrics(
+            queries.request_rows(con, run["id"]),
+            measured_log(logs, offsets),
+            wall_s=run["wall_s"],
+            concurrency=old.get("concurrency", 1),
+            metrics_delta=old.get("metrics_delta", {}),
+            offsets=offsets,
+        )
     return mode.parse(logs.get("stdout", ""), logs.get("stderr", ""))
 
 

@@ -14,11 +14,35 @@ import duckdb
 
 from orchestrator.store import migrations
 
-TABLES = ("builds", "binaries", "models", "sweeps", "runs", "metrics", "run_logs", "requests", "telemetry", "tunes",
-          "tune_rounds", "tune_events", "cost_probes",
-          "acceptance_probes", "arm_predictions")
-VIEWS = ("measured_runs", "run_summary", "arm_summary", "speedup_vs_baseline", "speedup_vs_reference", "decode_samples",
-         "run_roofline", "run_draft_cost", "run_energy", "arm_energy")
+TABLES = (
+    "builds",
+    "binaries",
+    "models",
+    "sweeps",
+    "runs",
+    "metrics",
+    "run_logs",
+    "requests",
+    "telemetry",
+    "tunes",
+    "tune_rounds",
+    "tune_events",
+    "cost_probes",
+    "acceptance_probes",
+    "arm_predictions",
+)
+VIEWS = (
+    "measured_runs",
+    "run_summary",
+    "arm_summary",
+    "speedup_vs_baseline",
+    "speedup_vs_reference",
+    "decode_samples",
+    "run_roofline",
+    "run_draft_cost",
+    "run_energy",
+    "arm_energy",
+)
 
 
 @dataclass(frozen=True)
@@ -36,13 +60,17 @@ def reference() -> Reference:
         migrations.apply(con)
         tables = dict(con.execute("SELECT table_name, sql FROM duckdb_tables() WHERE schema_name = 'main'").fetchall())
         columns: dict[str, list[tuple[str, str]]] = {}
-        for table, column, kind in con.execute("""
+        for table, column, kind in con.execute(
+            """
                 SELECT table_name, column_name, data_type FROM duckdb_columns()
                 WHERE schema_name = 'main' AND table_name IN (SELECT unnest(?::VARCHAR[]))
-                ORDER BY table_name, column_index""", [list(tables)]).fetchall():
+                ORDER BY table_name, column_index""",
+            [list(tables)],
+        ).fetchall():
             columns.setdefault(table, []).append((column, kind))
-        views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
-                            "ORDER BY view_oid").fetchall()
+        views = con.execute(
+            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' ORDER BY view_oid"
+        ).fetchall()
     finally:
         con.close()
     sequences = {"sweep_ids": "sweeps.id", "run_ids": "runs.id"}
@@ -66,8 +94,12 @@ def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
-                                      "AND schema_name = 'main'").fetchall()}
+    return {
+        r[0]
+        for r in con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
+        ).fetchall()
+    }
 
 
 def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -89,8 +121,12 @@ def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
             con.execute(sql)
             restored.append(f"table {table}")
             continue
-        present = {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' "
-                                             "AND table_name = ?", [table]).fetchall()}
+        present = {
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ?", [table]
+            ).fetchall()
+        }
         for column, kind in ref.columns[table]:
             if column not in present:
                 con.execute(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}')
@@ -105,4 +141,3 @@ def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
             if name not in views:
                 restored.append(f"view {name}")
     return restored
-

@@ -14,7 +14,9 @@ def sweeps(con: Con, last: int) -> list[dict]:
     """The newest `last` sweeps, oldest first: id, recipe (file name), builds (every build its runs ran on, the
     sweep's own for one without runs), workload, mode, planned and ok runs, status, when it started, and the tune round
     it was (if any)."""
-    return rows_as_dicts(con.execute(f"""
+    return rows_as_dicts(
+        con.execute(
+            f"""
         WITH picked AS (SELECT * FROM sweeps ORDER BY id DESC LIMIT $last),
         counted AS (
             SELECT r.sweep_id, count(*) AS runs, count(*) FILTER (WHERE r.status = 'ok') AS ok,
@@ -29,4 +31,7 @@ def sweeps(con: Con, last: int) -> list[dict]:
                strftime(s.started_at, '%Y-%m-%d %H:%M') AS started,
                CASE WHEN t.tune_id IS NOT NULL THEN 'tune ' || t.tune_id || ' round ' || t.round END AS part_of
         FROM picked s LEFT JOIN counted c ON c.sweep_id = s.id LEFT JOIN tune_rounds t ON t.sweep_id = s.id
-        ORDER BY s.id""", {"last": last}))
+        ORDER BY s.id""",
+            {"last": last},
+        )
+    )

@@ -51,10 +51,15 @@ def fingerprints(con: Con, sweep_ids: list[int]) -> dict[int, int]:
 # Telemetry's rows are hashed without their uid (a random text that names a row for export and import, never
 # read by a summary): at 2.6 million samples that halves the hash's time.
 _FILE_FINGERPRINT = "SELECT " + " || ',' || ".join(
-    [f"coalesce((SELECT sum(hash({t}_row)) FROM {t} {t}_row), 0)::VARCHAR"
-     for t in ("sweeps", "builds", "runs", "metrics", "requests", "quality", "arm_predictions")]
-    + ["coalesce((SELECT sum(hash(*COLUMNS(lambda c: c <> 'uid'))) FROM telemetry), 0)::VARCHAR",
-       "coalesce((SELECT sum(hash(sweep_id, fingerprint, code)) FROM sweep_summaries), 0)::VARCHAR"])
+    [
+        f"coalesce((SELECT sum(hash({t}_row)) FROM {t} {t}_row), 0)::VARCHAR"
+        for t in ("sweeps", "builds", "runs", "metrics", "requests", "quality", "arm_predictions")
+    ]
+    + [
+        "coalesce((SELECT sum(hash(*COLUMNS(lambda c: c <> 'uid'))) FROM telemetry), 0)::VARCHAR",
+        "coalesce((SELECT sum(hash(sweep_id, fingerprint, code)) FROM sweep_summaries), 0)::VARCHAR",
+    ]
+)
 _KEPT = "SELECT k.sweep_id, k.arms, k.facts, k.verdict FROM sweep_summaries k"
 
 
@@ -69,9 +74,12 @@ def current(con: Con, sweep_ids: list[int], code: str) -> list[dict]:
     sweep's rows are hashed now."""
     if len(sweep_ids) > FEW_SWEEPS:
         stamp = meanwhile(con, stamped_current, code)  # the whole file hashed while the kept ones are read
-        kept = rows_as_dicts(con.execute(f"{_KEPT} WHERE k.code = $code AND k.sweep_id IN "
-                                         f"(SELECT unnest($ids::INTEGER[])) ORDER BY k.sweep_id",
-                                         {"ids": sweep_ids, "code": code}))
+        kept = rows_as_dicts(
+            con.execute(
+                f"{_KEPT} WHERE k.code = $code AND k.sweep_id IN (SELECT unnest($ids::INTEGER[])) ORDER BY k.sweep_id",
+                {"ids": sweep_ids, "code": code},
+            )
+        )
         if (stamped := stamp.result()) is not None:
             stamped = set(stamped)
             return [k for k in kept if k["sweep_id"] in stamped]
@@ -80,10 +88,15 @@ def current(con: Con, sweep_ids: list[int], code: str) -> list[dict]:
 
 def current_by_rows(con: Con, sweep_ids: list[int], code: str) -> list[dict]:
     """current, judged by hashing each sweep's rows now (what the stamp saves a read)."""
-    return rows_as_dicts(con.execute(f"""
+    return rows_as_dicts(
+        con.execute(
+            f"""
         WITH now AS ({_FINGERPRINTS})
         {_KEPT} JOIN now ON now.sweep_id = k.sweep_id AND now.fingerprint = k.fingerprint
-        WHERE k.code = $code ORDER BY k.sweep_id""", {"ids": sweep_ids, "code": code}))
+        WHERE k.code = $code ORDER BY k.sweep_id""",
+            {"ids": sweep_ids, "code": code},
+        )
+    )
 
 
 def stamped_current(con: Con, code: str) -> list[int] | None:
@@ -110,9 +123,14 @@ def stamp(con: Con, code: str) -> None:
 
 def warning_lines(con: Con, sweep_ids: list[int]) -> dict[int, list[str]]:
     """The kept warning lines of these sweeps (the full texts: `orch summary --explain`), by sweep."""
-    return {sweep: text.split("\n") for sweep, text in con.execute(
-        "SELECT sweep_id, warnings FROM sweep_summaries WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) "
-        "AND warnings <> ''", [sweep_ids]).fetchall()}
+    return {
+        sweep: text.split("\n")
+        for sweep, text in con.execute(
+            "SELECT sweep_id, warnings FROM sweep_summaries WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) "
+            "AND warnings <> ''",
+            [sweep_ids],
+        ).fetchall()
+    }
 
 
 ROW_TEXTS = ("rows_json", "rows_csv", "csv_header")
@@ -122,38 +140,58 @@ def row_texts(con: Con, sweep_ids: list[int], kind: str) -> list[str]:
     """The kept rows or CSV header (kind: ROW_TEXTS) of each of these sweeps that has an arm, in sweep order
     (joined by the caller: string_agg over 100 MB takes 0.9 s, fetching the pieces 0.1 s)."""
     assert kind in ROW_TEXTS, kind
-    return [r[0] for r in con.execute(f"""
+    return [
+        r[0]
+        for r in con.execute(
+            f"""
         SELECT k.{kind} FROM sweep_summaries k SEMI JOIN (SELECT unnest(?::INTEGER[]) AS id) i ON i.id = k.sweep_id
-        WHERE k.arms > 0 ORDER BY k.sweep_id""", [sweep_ids]).fetchall()]
+        WHERE k.arms > 0 ORDER BY k.sweep_id""",
+            [sweep_ids],
+        ).fetchall()
+    ]
 
 
 def cells(con: Con, sweep_ids: list[int], names: list[str]) -> dict[str, str]:
     """Per column name: one JSON array of these sweeps' cells, sweep after sweep in sweep order (each sweep's
     array without its brackets, joined: one parse of the whole column, a third of the time of one per sweep)."""
-    return dict(con.execute("""
+    return dict(
+        con.execute(
+            """
         SELECT name, '[' || string_agg(cells[2:-2], ',' ORDER BY sweep_id) || ']' FROM sweep_summary_cells
         WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) AND name IN (SELECT unnest(?::VARCHAR[]))
-        GROUP BY name""", [sweep_ids, names]).fetchall())
+        GROUP BY name""",
+            [sweep_ids, names],
+        ).fetchall()
+    )
 
 
 def cells_by_value(con: Con, sweep_ids: list[int], name: str) -> list[tuple[str, list[int]]]:
     """Column `name`'s cells of these sweeps, each distinct JSON array once with the sweeps that hold it: for a
     column sweeps repeat (the parameters of a recipe run again and again), read and parsed once an array, not once
     a sweep (0.01 s where reading the parameters of 4,000 sweeps flat, as `cells` does, takes 0.15)."""
-    return con.execute("""
+    return con.execute(
+        """
         SELECT cells, list(sweep_id) FROM sweep_summary_cells
-        WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) AND name = ? GROUP BY cells""", [sweep_ids, name]).fetchall()
+        WHERE sweep_id IN (SELECT unnest(?::INTEGER[])) AND name = ? GROUP BY cells""",
+        [sweep_ids, name],
+    ).fetchall()
 
 
 def unlike_their_arms(con: Con, names: list[str]) -> list[int]:
     """The sweeps that have an arm whose kept cells are not exactly these columns, one cell per arm in each
     (changed by hand): kept anew by repair."""
-    return [r[0] for r in con.execute("""
+    return [
+        r[0]
+        for r in con.execute(
+            """
         SELECT k.sweep_id FROM sweep_summaries k LEFT JOIN sweep_summary_cells c ON c.sweep_id = k.sweep_id
         WHERE k.arms > 0 GROUP BY k.sweep_id, k.arms
         HAVING count(c.name) <> len($names::VARCHAR[]) OR count(DISTINCT c.name) <> count(c.name)
             OR bool_or(NOT list_contains($names::VARCHAR[], c.name)) OR bool_or(json_array_length(c.cells) <> k.arms)
-        ORDER BY k.sweep_id""", {"names": names}).fetchall()]
+        ORDER BY k.sweep_id""",
+            {"names": names},
+        ).fetchall()
+    ]
 
 
 def keep(con: Con, code: str, fingerprint: dict[int, int], summaries: list[dict]) -> None:
@@ -167,20 +205,33 @@ def keep(con: Con, code: str, fingerprint: dict[int, int], summaries: list[dict]
         con.execute("DELETE FROM sweep_summaries WHERE sweep_id IN (SELECT unnest(?::INTEGER[]))", [ids])
         con.execute("DELETE FROM sweep_summary_cells WHERE sweep_id IN (SELECT unnest(?::INTEGER[]))", [ids])
         # One statement per table (lists unnested side by side): thousands of sweeps in one insert, not one each
-        con.execute("""
+        con.execute(
+            """
             INSERT INTO sweep_summaries
             SELECT unnest($ids::INTEGER[]), unnest($fingerprints::UBIGINT[]), $code, unnest($arms::INTEGER[]),
                    unnest($json::VARCHAR[]), unnest($csv::VARCHAR[]), unnest($header::VARCHAR[]),
                    unnest($facts::VARCHAR[]), unnest($warnings::VARCHAR[]), unnest($verdicts::VARCHAR[]), $now""",
-                    {"ids": ids, "fingerprints": [fingerprint[i] for i in ids], "code": code,
-                     "arms": [s["arms"] for s in summaries], "json": [s["rows_json"] for s in summaries],
-                     "csv": [s["rows_csv"] for s in summaries], "header": [s["csv_header"] for s in summaries],
-                     "facts": [s["facts"] for s in summaries], "warnings": [s["warnings"] for s in summaries],
-                     "verdicts": [s["verdict"] for s in summaries], "now": utcnow()})
+            {
+                "ids": ids,
+                "fingerprints": [fingerprint[i] for i in ids],
+                "code": code,
+                "arms": [s["arms"] for s in summaries],
+                "json": [s["rows_json"] for s in summaries],
+                "csv": [s["rows_csv"] for s in summaries],
+                "header": [s["csv_header"] for s in summaries],
+                "facts": [s["facts"] for s in summaries],
+                "warnings": [s["warnings"] for s in summaries],
+                "verdicts": [s["verdict"] for s in summaries],
+                "now": utcnow(),
+            },
+        )
         if cell_rows:
             sweeps, names, texts = map(list, zip(*cell_rows))
-            con.execute("INSERT INTO sweep_summary_cells SELECT unnest(?::INTEGER[]), unnest(?::VARCHAR[]), "
-                        "unnest(?::VARCHAR[])", [sweeps, names, texts])
+            con.execute(
+                "INSERT INTO sweep_summary_cells SELECT unnest(?::INTEGER[]), unnest(?::VARCHAR[]), "
+                "unnest(?::VARCHAR[])",
+                [sweeps, names, texts],
+            )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

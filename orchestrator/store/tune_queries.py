@@ -32,8 +32,13 @@ def _decoded(row: dict) -> dict:
 
 
 def rounds(con: Con, tune_id: int) -> list[dict]:
-    rows = rows_as_dicts(con.execute('SELECT workload, round, sweep_id, blocks, arm_references AS "references" FROM tune_rounds '
-                                     'WHERE tune_id = ? ORDER BY id', [tune_id]))
+    rows = rows_as_dicts(
+        con.execute(
+            'SELECT workload, round, sweep_id, blocks, arm_references AS "references" FROM tune_rounds '
+            "WHERE tune_id = ? ORDER BY id",
+            [tune_id],
+        )
+    )
     for r in rows:
         for k in ("blocks", "references"):
             r[k] = json.loads(r[k]) if isinstance(r[k], str) else r[k]
@@ -43,8 +48,13 @@ def rounds(con: Con, tune_id: int) -> list[dict]:
 def events(con: Con, tune_id: int) -> list[dict]:
     """A tune's decisions in the order made; `detail` decoded (tune/decisions.from_row reads a row back). A detail
     that is not JSON stays text: the reader says which row does not read."""
-    rows = rows_as_dicts(con.execute("SELECT workload, round, candidate, event, kind, reason, speedup, detail "
-                                     "FROM tune_events WHERE tune_id = ? ORDER BY id", [tune_id]))
+    rows = rows_as_dicts(
+        con.execute(
+            "SELECT workload, round, candidate, event, kind, reason, speedup, detail "
+            "FROM tune_events WHERE tune_id = ? ORDER BY id",
+            [tune_id],
+        )
+    )
     for r in rows:
         if isinstance(r["detail"], str):
             try:
@@ -59,11 +69,16 @@ def race_runs(con: Con, sweep_ids: list[int]) -> list[dict]:
     is false for a count-matched reference (an arm's control run again at the tokens it decoded: run/length_match)."""
     if not sweep_ids:
         return []
-    return rows_as_dicts(con.execute(f"""
+    return rows_as_dicts(
+        con.execute(
+            f"""
         SELECT r.sweep_id, r.arm, r.repeat_index, r.status, r.failure_class, r.is_baseline, r.is_control,
                r.reference_arm, r.wall_s, m.decode_tps, m.n_drafted, m.n_accepted, m.acceptance,
                m.outputs_compared, m.outputs_differ, m.first_diff_token, m.degenerate_loop,
                {PLANNED_RUN.format(run="r")} AS planned
         FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
         WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
-        ORDER BY r.id""", [sweep_ids]))
+        ORDER BY r.id""",
+            [sweep_ids],
+        )
+    )

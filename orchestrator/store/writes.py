@@ -9,17 +9,32 @@ from itertools import groupby
 import duckdb
 
 from orchestrator.json_text import to_json
-from orchestrator.parse import (
-    METRIC_KEYS as METRIC_COLUMNS,  # the metrics table has one column per key
-)
-from orchestrator.store.logs import (
-    save_logs as save_logs,  # the run's raw logs, gzipped
-)
+from orchestrator.parse import METRIC_KEYS as METRIC_COLUMNS  # the metrics table has one column per key
+from orchestrator.store.logs import save_logs as save_logs  # the run's raw logs, gzipped
 from orchestrator.store.times import utc, utcnow
 
-BUILD_COLUMNS = ("id", "name", "commit", "upstream_commit", "source", "backend", "cuda_archs", "cmake_options",
-                 "targets", "compiler", "compiler_version", "cuda_toolkit", "ccache", "duration_s", "status",
-                 "failure", "dir", "log_path", "started_at", "finished_at")
+BUILD_COLUMNS = (
+    "id",
+    "name",
+    "commit",
+    "upstream_commit",
+    "source",
+    "backend",
+    "cuda_archs",
+    "cmake_options",
+    "targets",
+    "compiler",
+    "compiler_version",
+    "cuda_toolkit",
+    "ccache",
+    "duration_s",
+    "status",
+    "failure",
+    "dir",
+    "log_path",
+    "started_at",
+    "finished_at",
+)
 
 
 def record_build(con: duckdb.DuckDBPyConnection, info: dict) -> None:
@@ -32,46 +47,102 @@ def record_build(con: duckdb.DuckDBPyConnection, info: dict) -> None:
     con.execute("BEGIN TRANSACTION")
     con.execute("DELETE FROM binaries WHERE build_id = ?", [row["id"]])
     con.execute("DELETE FROM builds WHERE id = ?", [row["id"]])
-    con.execute(f"INSERT INTO builds ({', '.join(BUILD_COLUMNS)}) VALUES ({', '.join('?' * len(BUILD_COLUMNS))})",
-                [row[c] for c in BUILD_COLUMNS])
+    con.execute(
+        f"INSERT INTO builds ({', '.join(BUILD_COLUMNS)}) VALUES ({', '.join('?' * len(BUILD_COLUMNS))})",
+        [row[c] for c in BUILD_COLUMNS],
+    )
     for b in info.get("binaries", []):
-        con.execute("INSERT INTO binaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [row["id"], b["name"], b["path"], b["sha256"], b["version_text"], b["build_number"],
-                     b["reported_commit"], b["help_text"]])
+        con.execute(
+            "INSERT INTO binaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                row["id"],
+                b["name"],
+                b["path"],
+                b["sha256"],
+                b["version_text"],
+                b["build_number"],
+                b["reported_commit"],
+                b["help_text"],
+            ],
+        )
     con.execute("COMMIT")
 
 
 def insert_telemetry(con: duckdb.DuckDBPyConnection, run_id: int, samples: list[dict]) -> None:
-    cols = ("t", "gpu", "mem_used_bytes", "util_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temp_c",
-            "throttle_reasons", "rss_bytes", "cpu_pct")
+    cols = (
+        "t",
+        "gpu",
+        "mem_used_bytes",
+        "util_pct",
+        "power_w",
+        "sm_clock_mhz",
+        "mem_clock_mhz",
+        "temp_c",
+        "throttle_reasons",
+        "rss_bytes",
+        "cpu_pct",
+    )
     if samples:
-        con.executemany(f"INSERT INTO telemetry (run_id, {', '.join(cols)}) VALUES ({', '.join('?' * (len(cols) + 1))})",
-                        [[run_id, *(s.get(c) for c in cols)] for s in samples])
+        con.executemany(
+            f"INSERT INTO telemetry (run_id, {', '.join(cols)}) VALUES ({', '.join('?' * (len(cols) + 1))})",
+            [[run_id, *(s.get(c) for c in cols)] for s in samples],
+        )
 
 
 def insert_requests(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
     for row in rows:
         cols = list(row)
-        con.execute(f"INSERT INTO requests ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                    [row[c] for c in cols])
+        con.execute(
+            f"INSERT INTO requests ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols]
+        )
 
 
 def record_model(con: duckdb.DuckDBPyConnection, info: dict) -> None:
-    cols = [c for c in ("sha256", "path", "size_bytes", "architecture", "name", "parameters", "file_type",
-                        "vocab_type", "vocab_size", "bos_id", "eos_id", "n_layers", "n_embd", "context_length",
-                        "expert_count", "expert_used_count", "n_head", "n_head_kv", "key_length", "value_length",
-                        "quant_mix", "weight_bytes", "expert_bytes", "decode_bytes") if c in info]
+    cols = [
+        c
+        for c in (
+            "sha256",
+            "path",
+            "size_bytes",
+            "architecture",
+            "name",
+            "parameters",
+            "file_type",
+            "vocab_type",
+            "vocab_size",
+            "bos_id",
+            "eos_id",
+            "n_layers",
+            "n_embd",
+            "context_length",
+            "expert_count",
+            "expert_used_count",
+            "n_head",
+            "n_head_kv",
+            "key_length",
+            "value_length",
+            "quant_mix",
+            "weight_bytes",
+            "expert_bytes",
+            "decode_bytes",
+        )
+        if c in info
+    ]
     info = {**info, "quant_mix": to_json(info.get("quant_mix"))}
     con.execute("DELETE FROM models WHERE sha256 = ?", [info["sha256"]])
-    con.execute(f"INSERT INTO models ({', '.join(cols)}, inspected_at) VALUES ({', '.join('?' * (len(cols) + 1))})",
-                [*(info[c] for c in cols), utcnow()])
+    con.execute(
+        f"INSERT INTO models ({', '.join(cols)}, inspected_at) VALUES ({', '.join('?' * (len(cols) + 1))})",
+        [*(info[c] for c in cols), utcnow()],
+    )
 
 
 def create_sweep(con: duckdb.DuckDBPyConnection, row: dict) -> int:
     row = {k: to_json(v) if k in ("variables", "host", "argv", "env", "arm_names") else v for k, v in row.items()}
     cols = list(row)
-    return con.execute(f"INSERT INTO sweeps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
-                       [row[c] for c in cols]).fetchone()[0]
+    return con.execute(
+        f"INSERT INTO sweeps ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
+        [row[c] for c in cols],
+    ).fetchone()[0]
 
 
 def end_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, status: str) -> None:
@@ -84,8 +155,10 @@ RUN_JSON_COLUMNS = ("params", "rendered_argv", "executed_argv", "translations", 
 def insert_run(con: duckdb.DuckDBPyConnection, row: dict) -> int:
     row = {k: to_json(v) if k in RUN_JSON_COLUMNS else v for k, v in row.items()}
     cols = list(row)
-    return con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
-                       [row[c] for c in cols]).fetchone()[0]
+    return con.execute(
+        f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING id",
+        [row[c] for c in cols],
+    ).fetchone()[0]
 
 
 def measured_values(parsed) -> dict:
@@ -100,8 +173,12 @@ def measured_values(parsed) -> dict:
 
 def metrics_row(parsed) -> dict:
     """A metrics row (without its run_id) for a parse.ParsedLog."""
-    return {**measured_values(parsed), "extra": to_json(parsed.extra), "version": to_json(parsed.version),
-            "parsed_at": utcnow()}
+    return {
+        **measured_values(parsed),
+        "extra": to_json(parsed.extra),
+        "version": to_json(parsed.version),
+        "parsed_at": utcnow(),
+    }
 
 
 def save_metrics(con: duckdb.DuckDBPyConnection, run_id: int, parsed) -> None:
@@ -109,8 +186,9 @@ def save_metrics(con: duckdb.DuckDBPyConnection, run_id: int, parsed) -> None:
     values = metrics_row(parsed)
     cols = ["run_id", *values]
     con.execute("DELETE FROM metrics WHERE run_id = ?", [run_id])
-    con.execute(f"INSERT INTO metrics ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                [run_id, *values.values()])
+    con.execute(
+        f"INSERT INTO metrics ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [run_id, *values.values()]
+    )
 
 
 def update_run(con: duckdb.DuckDBPyConnection, run_id: int, **fields) -> None:
@@ -123,12 +201,22 @@ def reopen_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, repeat: int) -> 
     con.execute("UPDATE sweeps SET status = 'running', repeat = ? WHERE id = ?", [repeat, sweep_id])
 
 
-def claim_sweep(con: duckdb.DuckDBPyConnection, sweep_id: int, *, owner_host: str, owner_pid: int,
-                owner_started: float, work_dir: str, planned_runs: int) -> None:
+def claim_sweep(
+    con: duckdb.DuckDBPyConnection,
+    sweep_id: int,
+    *,
+    owner_host: str,
+    owner_pid: int,
+    owner_started: float,
+    work_dir: str,
+    planned_runs: int,
+) -> None:
     """A resumed sweep belongs to the orch resuming it (recovery.py reads the owner) and plans its remaining runs."""
-    con.execute("UPDATE sweeps SET owner_host = ?, owner_pid = ?, owner_started = ?, owner_since = ?, work_dir = ?, "
-                "planned_runs = ? WHERE id = ?",
-                [owner_host, owner_pid, owner_started, utcnow(), work_dir, planned_runs, sweep_id])
+    con.execute(
+        "UPDATE sweeps SET owner_host = ?, owner_pid = ?, owner_started = ?, owner_since = ?, work_dir = ?, "
+        "planned_runs = ? WHERE id = ?",
+        [owner_host, owner_pid, owner_started, utcnow(), work_dir, planned_runs, sweep_id],
+    )
 
 
 def interrupt_running_runs(con: duckdb.DuckDBPyConnection, sweep_id: int) -> None:
@@ -147,21 +235,37 @@ class StoredRun:
     requests: list[dict] = field(default_factory=list)
 
 
-TELEMETRY_COLUMNS = ("t", "gpu", "mem_used_bytes", "util_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temp_c",
-                     "throttle_reasons", "rss_bytes", "cpu_pct")
+TELEMETRY_COLUMNS = (
+    "t",
+    "gpu",
+    "mem_used_bytes",
+    "util_pct",
+    "power_w",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "temp_c",
+    "throttle_reasons",
+    "rss_bytes",
+    "cpu_pct",
+)
 
 
 def store_runs(con: duckdb.DuckDBPyConnection, runs: list[StoredRun]) -> None:
     """Insert finished runs whole, a few statements for all of them: rows, logs, telemetry, requests, metrics. A run
     whose metrics DuckDB refuses (a figure no column holds) is stored failed as parse_error, without them."""
-    _insert_many(con, "runs", [{k: to_json(v) if k in RUN_JSON_COLUMNS else v for k, v in r.row.items()}
-                               for r in runs])
-    if logs := [[r.row["id"], stream, len(data), gzip.compress(data, compresslevel=6)]
-                for r in runs for stream, data in r.logs.items()]:
+    _insert_many(con, "runs", [{k: to_json(v) if k in RUN_JSON_COLUMNS else v for k, v in r.row.items()} for r in runs])
+    if logs := [
+        [r.row["id"], stream, len(data), gzip.compress(data, compresslevel=6)]
+        for r in runs
+        for stream, data in r.logs.items()
+    ]:
         con.executemany("INSERT INTO run_logs VALUES (?, ?, ?, ?)", logs)
     if samples := [[r.row["id"], *(x.get(c) for c in TELEMETRY_COLUMNS)] for r in runs for x in r.samples]:
-        con.executemany(f"INSERT INTO telemetry (run_id, {', '.join(TELEMETRY_COLUMNS)}) VALUES "
-                        f"({', '.join('?' * (len(TELEMETRY_COLUMNS) + 1))})", samples)
+        con.executemany(
+            f"INSERT INTO telemetry (run_id, {', '.join(TELEMETRY_COLUMNS)}) VALUES "
+            f"({', '.join('?' * (len(TELEMETRY_COLUMNS) + 1))})",
+            samples,
+        )
     _insert_many(con, "requests", [q for r in runs for q in r.requests])
     measured = [r for r in runs if r.parsed is not None]
     try:
@@ -171,15 +275,22 @@ def store_runs(con: duckdb.DuckDBPyConnection, runs: list[StoredRun]) -> None:
             try:
                 save_metrics(con, r.row["id"], r.parsed)
             except duckdb.Error as exc:
-                update_run(con, r.row["id"], status="failed", failure_class="parse_error",
-                           failure_detail=f"the results file refused its metrics: {str(exc).splitlines()[0]}"[:500])
+                update_run(
+                    con,
+                    r.row["id"],
+                    status="failed",
+                    failure_class="parse_error",
+                    failure_detail=f"the results file refused its metrics: {str(exc).splitlines()[0]}"[:500],
+                )
 
 
 def _insert_many(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
     """Rows inserted with one executemany per set of columns (a column a row leaves out keeps its default)."""
     for columns, group in groupby(rows, key=lambda r: tuple(r)):
-        con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                        [list(r.values()) for r in group])
+        con.executemany(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            [list(r.values()) for r in group],
+        )
 
 
 def reserve_run_ids(con: duckdb.DuckDBPyConnection, count: int) -> list[int]:

@@ -21,8 +21,18 @@ from orchestrator.tune.decisions import Decision
 from orchestrator.tune.rules import Rules, percent
 
 # What only a one-shot CLI run takes: the prompt, the conversation switch. The rest is common to llama-server.
-CLI_ONLY = {"-p": 1, "--prompt": 1, "-f": 1, "--file": 1, "-no-cnv": 0, "--no-conversation": 0, "-cnv": 0,
-            "-lv": 1, "--verbosity": 1, "--log-verbosity": 1}
+CLI_ONLY = {
+    "-p": 1,
+    "--prompt": 1,
+    "-f": 1,
+    "--file": 1,
+    "-no-cnv": 0,
+    "--no-conversation": 0,
+    "-cnv": 0,
+    "-lv": 1,
+    "--verbosity": 1,
+    "--log-verbosity": 1,
+}
 SHOWN_DROPPED = 4  # the best candidates that left the race, shown under the finalists
 
 
@@ -94,18 +104,31 @@ def figure(value: stats.Speedup | None) -> str | None:
     return f"{value.ratio:.2f}x{interval}"
 
 
-def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: list[str],
-          left: dict[str, Decision], like_for_like: race.Scores, acceptance: dict[str, float | None], outcome: str,
-          winner: str | None) -> list[dict]:
+def table(
+    scores: race.Scores,
+    noise: race.Noise,
+    *,
+    reference: str,
+    survivors: list[str],
+    left: dict[str, Decision],
+    like_for_like: race.Scores,
+    acceptance: dict[str, float | None],
+    outcome: str,
+    winner: str | None,
+) -> list[dict]:
     """The finalists (the survivors and plain decoding), then the fastest candidates that left, with why."""
+
     def row(name: str, state: str) -> dict:
         disqualified = name in left and left[name].kind.not_a_result
-        return {"candidate": "off (plain decoding)" if name == reference else name, "state": state,
-                "runs": len(scores.get(name, {})),
-                "vs_plain": None if disqualified or name == reference else figure(speedup(scores, name, noise)),
-                "vs_control": None if disqualified else figure(against_control(like_for_like, name)),
-                "acceptance": None if acceptance.get(name) is None else f"{100 * acceptance[name]:.0f}%",
-                "why": decisions.words(left[name]) if name in left else None}
+        return {
+            "candidate": "off (plain decoding)" if name == reference else name,
+            "state": state,
+            "runs": len(scores.get(name, {})),
+            "vs_plain": None if disqualified or name == reference else figure(speedup(scores, name, noise)),
+            "vs_control": None if disqualified else figure(against_control(like_for_like, name)),
+            "acceptance": None if acceptance.get(name) is None else f"{100 * acceptance[name]:.0f}%",
+            "why": decisions.words(left[name]) if name in left else None,
+        }
 
     def state_of(name: str) -> str:
         if name == winner:
@@ -116,18 +139,22 @@ def table(scores: race.Scores, noise: race.Noise, *, reference: str, survivors: 
     rows = [row(n, state_of(n)) for n in finalists]
     if reference not in survivors:
         rows.append(row(reference, "dropped"))
-    others = sorted((n for n in left if n != reference),  # unmeasured (predicted slower): by their prediction
-                    key=lambda n: (-_mean(scores, n), -(left[n].speedup or 0.0)))
+    others = sorted(
+        (n for n in left if n != reference),  # unmeasured (predicted slower): by their prediction
+        key=lambda n: (-_mean(scores, n), -(left[n].speedup or 0.0)),
+    )
     rows += [row(n, left[n].kind.event if left[n].kind.not_a_result else "dropped") for n in others[:SHOWN_DROPPED]]
     return rows
 
 
-def best_speculating(scores: race.Scores, noise: race.Noise, candidates: list[str], reference: str,
-                     left: dict[str, Decision]) -> dict | None:
+def best_speculating(
+    scores: race.Scores, noise: race.Noise, candidates: list[str], reference: str, left: dict[str, Decision]
+) -> dict | None:
     """Where plain decoding leads, the fastest candidate that ran as raced (not disqualified, not infeasible): what
     the best setting of the space costs here, shown with its figure so it is never read as a recommendation."""
-    measured = [n for n in candidates if n != reference and scores.get(n)
-                and not (n in left and left[n].kind.not_a_result)]
+    measured = [
+        n for n in candidates if n != reference and scores.get(n) and not (n in left and left[n].kind.not_a_result)
+    ]
     if not measured:
         return None
     name = max(measured, key=lambda n: _mean(scores, n))
@@ -171,8 +198,9 @@ def verdict(answer: Answer) -> str:
     """One sentence: what to run for this workload, or why there is no single answer; and where the candidate it
     names produced other text than its control (kept by --allow-output-change), that it did."""
     said = _verdict(answer)
-    named = answer.winner or next((r["candidate"] for r in answer.rows if r["state"] in ("tied", "not separated")),
-                                  None)
+    named = answer.winner or next(
+        (r["candidate"] for r in answer.rows if r["state"] in ("tied", "not separated")), None
+    )
     if named in answer.output_changed:
         said += f"; note: {named}'s text differs from its control's (kept by --allow-output-change)"
     return said
@@ -188,15 +216,19 @@ def _verdict(answer: Answer) -> str:
         return f"{w}: no speculation predicted: {answer.reason} ({answer.runs} runs raced, the probes aside)"
     first = answer.rows[0] if answer.rows else {}
     if answer.state == race.WINNER and answer.winner and not first.get("candidate", "").startswith("off"):
-        return (f"{w}: {answer.winner} wins at {first.get('vs_plain')} plain decoding's speed "
-                f"({answer.candidates} candidates raced, {cost})")
+        return (
+            f"{w}: {answer.winner} wins at {first.get('vs_plain')} plain decoding's speed "
+            f"({answer.candidates} candidates raced, {cost})"
+        )
     if answer.state == race.WINNER:
         return f"{w}: no speculation: {_why_none(answer.left)} ({cost})"
     tied = [r["candidate"] for r in answer.rows if r["state"] in ("tied", "not separated")]
     names = _summarised(tied)
     if answer.state == race.EQUIVALENT and any(n.startswith("off") for n in tied):
-        return (f"{w}: no speculation: no candidate is measurably faster than plain decoding (within {margin}: "
-                f"{names}; {cost})")
+        return (
+            f"{w}: no speculation: no candidate is measurably faster than plain decoding (within {margin}: "
+            f"{names}; {cost})"
+        )
     if answer.state == race.EQUIVALENT:
         return f"{w}: tied within {margin}, any of them: {names} ({cost})"
     noise = f" (run-to-run noise {100 * answer.noise:.1f}% per score)" if answer.noise else ""
@@ -204,16 +236,21 @@ def _verdict(answer: Answer) -> str:
     measured = f" ({runs} run{'s' if runs != 1 else ''})" if runs else ""
     lead = f"{tied[0]} leads at {answer.rows[0].get('vs_plain') or '1x'}{measured}" if tied else "no leader"
     others = f", not told apart from {_summarised(tied[1:])}" if len(tied) > 1 else ""
-    return (f"{w}: not separated within the budget{noise}: {lead}{others}; no winner, raise --budget to separate "
-            f"them ({cost})")
+    return (
+        f"{w}: not separated within the budget{noise}: {lead}{others}; no winner, raise --budget to separate "
+        f"them ({cost})"
+    )
 
 
 NAMED = 4  # finalists a verdict names; more are counted ("and 21 others"), the table lists them
 
 
 def _summarised(names: list[str]) -> str:
-    return ", ".join(names) if len(names) <= NAMED else \
-        f"{', '.join(names[:NAMED - 1])} and {len(names) - NAMED + 1} others"
+    return (
+        ", ".join(names)
+        if len(names) <= NAMED
+        else f"{', '.join(names[: NAMED - 1])} and {len(names) - NAMED + 1} others"
+    )
 
 
 def _why_none(left: dict[str, Decision]) -> str:

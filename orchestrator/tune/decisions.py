@@ -80,8 +80,11 @@ class Decision:
 
     def detail(self) -> dict:
         """The numbers as stored (tune_events.detail): every field but those with columns of their own."""
-        return {k: v for k, v in asdict(self).items()
-                if v is not None and k not in ("candidate", "kind", "round", "speedup")}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if v is not None and k not in ("candidate", "kind", "round", "speedup")
+        }
 
     def to_dict(self) -> dict:
         """As an answer's JSON holds it: kind, round, numbers, and the words (for a reader, never read back)."""
@@ -112,14 +115,22 @@ def _built(candidate: str, kind: str, round_number, speedup, detail: dict) -> De
     for name in ("runs", "family", "sweep_id", "repeat", "first_diff_token"):
         if numbers.get(name) is not None and not isinstance(numbers[name], int):
             raise TypeError(f"{candidate}: {name} {numbers[name]!r} is not a whole number")
-    return Decision(candidate, Exit(kind), int(round_number or 0), None if speedup is None else float(speedup),
-                    **numbers)
+    return Decision(
+        candidate, Exit(kind), int(round_number or 0), None if speedup is None else float(speedup), **numbers
+    )
 
 
 def to_row(d: Decision) -> dict:
     """A tune_events row (less tune and workload): the kind and numbers, and the words for SQL and the report."""
-    return {"candidate": d.candidate, "round": d.round, "event": d.kind.event, "kind": d.kind.value,
-            "reason": words(d, event=False), "speedup": d.speedup, "detail": d.detail()}
+    return {
+        "candidate": d.candidate,
+        "round": d.round,
+        "event": d.kind.event,
+        "kind": d.kind.value,
+        "reason": words(d, event=False),
+        "speedup": d.speedup,
+        "detail": d.detail(),
+    }
 
 
 def from_row(row: dict) -> Decision:
@@ -134,12 +145,21 @@ def from_row(row: dict) -> Decision:
 
 
 # What each kind of leaving counts as in "no candidate beat plain decoding (...)", in this order.
-COUNTED = {Exit.DROPPED: "dropped as slower", Exit.PREDICTED_SLOWER: "predicted slower",
-           Exit.DRAFTED_NOTHING: "drafted nothing",
-           Exit.OUTPUT_CHANGED: "changed the output", Exit.LOOPS: "looped", Exit.FAILED: "failed or could not run",
-           Exit.NO_SPEED: "failed or could not run", Exit.INFEASIBLE: "failed or could not run"}
-OUTCOMES = {"winner": "the one survivor", "equivalent": "within the tie margin of the leader: practically the same",
-            "unseparated": "not separated from the others within the budget"}
+COUNTED = {
+    Exit.DROPPED: "dropped as slower",
+    Exit.PREDICTED_SLOWER: "predicted slower",
+    Exit.DRAFTED_NOTHING: "drafted nothing",
+    Exit.OUTPUT_CHANGED: "changed the output",
+    Exit.LOOPS: "looped",
+    Exit.FAILED: "failed or could not run",
+    Exit.NO_SPEED: "failed or could not run",
+    Exit.INFEASIBLE: "failed or could not run",
+}
+OUTCOMES = {
+    "winner": "the one survivor",
+    "equivalent": "within the tie margin of the leader: practically the same",
+    "unseparated": "not separated from the others within the budget",
+}
 
 
 def counted(left: dict[str, Decision]) -> str:
@@ -160,11 +180,15 @@ def _why(d: Decision) -> str:
     if k is Exit.INFEASIBLE:
         return f"{d.status} before launch: {d.note}" if d.status else (d.note or "this build cannot run it")
     if k is Exit.DROPPED and None not in (d.ratio, d.runs, d.p, d.family):
-        return (f"slower than {d.against or 'plain decoding'}: {d.ratio:.2f}x its speed after {d.runs} run(s), "
-                f"p={d.p:.2g} (Holm over {d.family})")
+        return (
+            f"slower than {d.against or 'plain decoding'}: {d.ratio:.2f}x its speed after {d.runs} run(s), "
+            f"p={d.p:.2g} (Holm over {d.family})"
+        )
     if k is Exit.PREDICTED_SLOWER and d.speedup is not None:
-        return (f"predicted at {d.speedup:.2f}x plain decoding's speed {d.note or ''} before any run: below it, "
-                f"interval and all (this machine's probe and the pair's acceptance; --measure races it anyway)")
+        return (
+            f"predicted at {d.speedup:.2f}x plain decoding's speed {d.note or ''} before any run: below it, "
+            f"interval and all (this machine's probe and the pair's acceptance; --measure races it anyway)"
+        )
     if k in (Exit.WINNER, Exit.TIED):
         said = OUTCOMES.get(d.outcome or k.value, d.outcome or k.value)
         return said + (f", at {d.speedup:.2f}x plain decoding's speed" if d.speedup is not None else "")
@@ -178,11 +202,14 @@ def _why(d: Decision) -> str:
         return f"drafted nothing in {where}: no speculation result"
     if k is Exit.OUTPUT_CHANGED:
         token = f", first at token {d.first_diff_token}" if d.first_diff_token is not None else ""
-        return (f"its output at temperature 0 differs from its control's ({where}{token}); "
-                f"--allow-output-change keeps it")
+        return (
+            f"its output at temperature 0 differs from its control's ({where}{token}); --allow-output-change keeps it"
+        )
     if k is Exit.LOOPS:
         return f"its output loops ({where}) where plain decoding's does not"
     if k is not Exit.REFUSED:  # a dropped row stored before m025 whose numbers did not read
         return d.note or k.value
-    return (f"plain decoding's text loops on this workload ({where}): an n-gram draft wins there by copying the loop, "
-            f"which says nothing about real text; give a prompt whose continuation does not loop")
+    return (
+        f"plain decoding's text loops on this workload ({where}): an n-gram draft wins there by copying the loop, "
+        f"which says nothing about real text; give a prompt whose continuation does not loop"
+    )

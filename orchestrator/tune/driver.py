@@ -47,13 +47,17 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
             _record(s, state, number, [refusal])
             return race_answer(s, state, runs, "refused", None, [], reason=decisions.words(refusal, event=False))
         survivors = [c for c in s.candidates if c not in state.left]
-        out = guards.disqualified(runs, set(survivors) - {baseline}, speculating,
-                                  allow_output_change=s.rules.allow_output_change)
+        out = guards.disqualified(
+            runs, set(survivors) - {baseline}, speculating, allow_output_change=s.rules.allow_output_change
+        )
         _record(s, state, number, list(out.values()))
         survivors = [c for c in survivors if c not in out]
         scores = race.block_scores(runs, baseline, set(s.candidates) | set(s.controls.values()), s.planned)
-        noise = race.pooled_noise(scores, [n for n in scores if n not in state.left and n != baseline],
-                                  race.programs(scores, s.planned, baseline))
+        noise = race.pooled_noise(
+            scores,
+            [n for n in scores if n not in state.left and n != baseline],
+            race.programs(scores, s.planned, baseline),
+        )
         drops = race.eliminate(scores, survivors, baseline, noise, s.rules)
         _record(s, state, number, drops)
         survivors = [c for c in survivors if c not in state.left]
@@ -62,27 +66,49 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
         blocks = _next_round(s, runs, race.by_promise(scores, runners), rng)
         outcome = race.decide(scores, survivors, baseline, noise, s.rules, budget_left=bool(blocks))
         if number and (drops or out):
-            s.say(f"orch: tune {s.tune_id} ({s.workload}): after round {number}, {len(survivors)} left"
-                  f"{_dropped_note(drops, out)}")
+            s.say(
+                f"orch: tune {s.tune_id} ({s.workload}): after round {number}, {len(survivors)} left"
+                f"{_dropped_note(drops, out)}"
+            )
         if state.ended and outcome.state == race.RACING:  # decided before; the same data decide alike
             outcome = race.Outcome(race.UNSEPARATED, outcome.leader, outcome.survivors)
         if outcome.state != race.RACING:
             end = Exit.WINNER if outcome.state == race.WINNER else Exit.TIED
-            _record(s, state, number, [Decision(n, end, outcome=outcome.state, speedup=answer.speedup(
-                scores, n, noise).ratio if scores.get(n) else None) for n in outcome.survivors])
-            return race_answer(s, state, runs, outcome.state, outcome.leader if outcome.state == race.WINNER else None,
-                           list(outcome.survivors), scores=scores, noise=noise)
+            _record(
+                s,
+                state,
+                number,
+                [
+                    Decision(
+                        n,
+                        end,
+                        outcome=outcome.state,
+                        speedup=answer.speedup(scores, n, noise).ratio if scores.get(n) else None,
+                    )
+                    for n in outcome.survivors
+                ],
+            )
+            return race_answer(
+                s,
+                state,
+                runs,
+                outcome.state,
+                outcome.leader if outcome.state == race.WINNER else None,
+                list(outcome.survivors),
+                scores=scores,
+                noise=noise,
+            )
         _run_round(s, state, number + 1, blocks, rng, of=len(runners))
 
 
 def first_round_runs(prepared: PreparedRecipe, rules: Rules) -> int:
     """The planned runs of round 1 (every feasible candidate once, with plain decoding and the controls per block):
     the least budget a race can start with."""
-    s = RaceSettings(tune_id=0, workload="", prepared=prepared, rules=rules, budget=Budget(),
-                     timeout=0, argv=[])
+    s = RaceSettings(tune_id=0, workload="", prepared=prepared, rules=rules, budget=Budget(), timeout=0, argv=[])
     out = {d.candidate for d in infeasible(prepared)}
-    ready = [p.arm.name for p in prepared.arms if not p.arm.is_control and not p.arm.is_baseline
-             and p.arm.name not in out]
+    ready = [
+        p.arm.name for p in prepared.arms if not p.arm.is_control and not p.arm.is_baseline and p.arm.name not in out
+    ]
     return _round_size(s, race.plan_round(ready, rules, random.Random(0)))
 
 
@@ -111,8 +137,11 @@ def predicted_slower(s: RaceSettings, state: RaceState) -> list[Decision]:
     by_name = {a.arm: a.prediction for a in found}
     order = {name: -(p.high if p else float("inf")) for name, p in by_name.items()}
     prepared.arms.sort(key=lambda p: order.get(p.arm.name, 0.0))  # stable: controls and the baseline keep theirs
-    return [Decision(name, Exit.PREDICTED_SLOWER, speedup=p.speedup, note=f"[{p.low:.2f}, {p.high:.2f}]")
-            for name, p in by_name.items() if p is not None and p.high < 1 and name not in state.left]
+    return [
+        Decision(name, Exit.PREDICTED_SLOWER, speedup=p.speedup, note=f"[{p.low:.2f}, {p.high:.2f}]")
+        for name, p in by_name.items()
+        if p is not None and p.high < 1 and name not in state.left
+    ]
 
 
 def _all_predicted_slower(s: RaceSettings, state: RaceState) -> Decision | None:
@@ -125,9 +154,11 @@ def _all_predicted_slower(s: RaceSettings, state: RaceState) -> Decision | None:
 
 
 def _predicted_reason(best: Decision) -> str:
-    return (f"every setting that can run here is predicted below plain decoding's speed, interval and all (the "
-            f"best, {best.candidate}, at {best.speedup:.2f}x {best.note}), from this machine's probe and the pair's "
-            f"acceptance on this workload; add --measure to race them anyway")
+    return (
+        f"every setting that can run here is predicted below plain decoding's speed, interval and all (the "
+        f"best, {best.candidate}, at {best.speedup:.2f}x {best.note}), from this machine's probe and the pair's "
+        f"acceptance on this workload; add --measure to race them anyway"
+    )
 
 
 def _runs(s: RaceSettings, state: RaceState) -> list[dict]:
@@ -137,21 +168,27 @@ def _runs(s: RaceSettings, state: RaceState) -> list[dict]:
 
 def _record(s: RaceSettings, state: RaceState, number: int, decided: list[Decision]) -> None:
     """Store the round's decisions (a candidate leaves once; an end is stored once) and apply them to the state."""
-    decided = [d.at(number) for d in decided if (d.candidate not in state.left or d.kind.ends)
-               and not (state.ended and d.kind.ends)]
+    decided = [
+        d.at(number)
+        for d in decided
+        if (d.candidate not in state.left or d.kind.ends) and not (state.ended and d.kind.ends)
+    ]
     if not decided:
         return
     with s.database.write() as con:
-        tunes.insert_events(con, [{"tune_id": s.tune_id, "workload": s.workload, **decisions.to_row(d)}
-                                  for d in decided])
+        tunes.insert_events(
+            con, [{"tune_id": s.tune_id, "workload": s.workload, **decisions.to_row(d)} for d in decided]
+        )
     state.left.update({d.candidate: d for d in decided if d.kind.leaves})
 
 
 def _dropped_note(drops: list[Decision], out: dict[str, Decision]) -> str:
     parts = []
     if drops:
-        parts.append(f"dropped {len(drops)} as slower ({', '.join(d.candidate for d in drops[:3])}"
-                     f"{', ...' if len(drops) > 3 else ''})")
+        parts.append(
+            f"dropped {len(drops)} as slower ({', '.join(d.candidate for d in drops[:3])}"
+            f"{', ...' if len(drops) > 3 else ''})"
+        )
     if out:
         said = "; ".join(f"{n}: {decisions.words(d, event=False)}" for n, d in list(out.items())[:2])
         parts.append(f"disqualified {len(out)} ({said}{'; ...' if len(out) > 2 else ''})")
@@ -191,8 +228,9 @@ def _block_arms(s: RaceSettings, block: list[str]) -> list[str]:
     return [s.baseline, *controls, *block]
 
 
-def _run_round(s: RaceSettings, state: RaceState, number: int, blocks: list[list[str]], rng: random.Random, *,
-               of: int) -> None:
+def _run_round(
+    s: RaceSettings, state: RaceState, number: int, blocks: list[list[str]], rng: random.Random, *, of: int
+) -> None:
     slots = []
     for index, block in enumerate(blocks):
         arms = _block_arms(s, block)
@@ -200,20 +238,22 @@ def _run_round(s: RaceSettings, state: RaceState, number: int, blocks: list[list
         slots += [Slot(arm, index) for arm in arms]
     used = {slot.arm for slot in slots}
     arms = [p for p in s.prepared.arms if p.arm.name in used]
-    prepared = replace(s.prepared, plan=replace(s.prepared.plan, arms=[p.arm for p in arms], repeat=len(blocks)),
-                       arms=arms)
+    prepared = replace(
+        s.prepared, plan=replace(s.prepared.plan, arms=[p.arm for p in arms], repeat=len(blocks)), arms=arms
+    )
     running = sum(len(b) for b in blocks)
     halved = f" (the {running} most promising of {of}: the budget does not run them all)" if running < of else ""
-    s.say(f"orch: tune {s.tune_id} ({s.workload}): round {number}: {running} candidate(s) in "
-          f"{len(blocks)} block(s), {len(slots)} runs{halved}")
+    s.say(
+        f"orch: tune {s.tune_id} ({s.workload}): round {number}: {running} candidate(s) in "
+        f"{len(blocks)} block(s), {len(slots)} runs{halved}"
+    )
     options = RunOptions(timeout=s.timeout, only=slots, orch_argv=s.argv)
     opened = recipe_run.open_sweep(prepared, options)
     with s.database.write() as con:
         tunes.insert_round(con, s.tune_id, s.workload, number, opened.id, blocks, s.planned)
-    state.rounds.append({"workload": s.workload, "round": number, "sweep_id": opened.id, "blocks": blocks,
-                         "references": s.planned})
+    state.rounds.append(
+        {"workload": s.workload, "round": number, "sweep_id": opened.id, "blocks": blocks, "references": s.planned}
+    )
     result = recipe_run.execute(prepared, opened, options)
     if result.status == "interrupted":
         raise KeyboardInterrupt
-
-

@@ -17,8 +17,9 @@ from orchestrator.tune.decisions import Decision, Exit
 FAILED = ("failed", "timeout")
 
 
-def disqualified(runs: list[dict], candidates: set[str], speculating: set[str], *,
-                 allow_output_change: bool) -> dict[str, Decision]:
+def disqualified(
+    runs: list[dict], candidates: set[str], speculating: set[str], *, allow_output_change: bool
+) -> dict[str, Decision]:
     """candidate -> why it leaves the race (the first reason its runs give, in run order), with the run that gave it."""
     out: dict[str, Decision] = {}
     for r in runs:

@@ -26,18 +26,31 @@ def preview(request: TuneRequest) -> list[Preview]:
     found: Checked = check(request)
     out = []
     for file, prepared in zip(found.files, found.prepared.values()):
-        s = race_settings.RaceSettings(tune_id=0, workload=answer.workload_name(file), prepared=prepared,
-                                rules=request.rules, budget=request.budget, timeout=0,
-                                argv=[])
+        s = race_settings.RaceSettings(
+            tune_id=0,
+            workload=answer.workload_name(file),
+            prepared=prepared,
+            rules=request.rules,
+            budget=request.budget,
+            timeout=0,
+            argv=[],
+        )
         left = {d.candidate: d for d in driver.infeasible(prepared)}
         stopped = {name: decisions.words(why, event=False) for name, why in left.items()}
         state = race_settings.RaceState(left=left)
         grid = race_settings.grid_cost(s, state)[0]
         budget = race_settings.with_default(request.budget, grid_runs=grid)
         said = f"{budget.runs} runs" if budget.runs is not None else f"{budget.seconds:g} s"
-        out.append(Preview(workload=s.workload, candidates=[s.baseline, *(c for c in s.candidates if c != s.baseline)],
-                           infeasible=stopped, first_round_runs=driver.first_round_runs(prepared, request.rules),
-                           grid_runs=grid, budget=said + ("" if request.budget.runs or request.budget.seconds
-                                                          else " (the grid's, no --budget given)"),
-                           notes=list(found.notes)))
+        out.append(
+            Preview(
+                workload=s.workload,
+                candidates=[s.baseline, *(c for c in s.candidates if c != s.baseline)],
+                infeasible=stopped,
+                first_round_runs=driver.first_round_runs(prepared, request.rules),
+                grid_runs=grid,
+                budget=said
+                + ("" if request.budget.runs or request.budget.seconds else " (the grid's, no --budget given)"),
+                notes=list(found.notes),
+            )
+        )
     return out

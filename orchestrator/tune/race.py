@@ -47,9 +47,11 @@ Block = tuple[int, int]  # (sweep id, repeat index)
 Scores = dict[str, dict[Block, float]]  # candidate -> block -> log(candidate tok/s / baseline tok/s)
 
 RACING, WINNER, EQUIVALENT, UNSEPARATED = "racing", "winner", "equivalent", "unseparated"
-METHOD = ("dropped: one-sided t on log speed ratios against the yardstick (the best survivor measured at least "
-          "twice, or plain decoding), noise pooled over candidates and controls, Holm-corrected at {alpha:g} per round "
-          "(a candidate as fast as the yardstick is dropped in a round with probability at most {alpha:g})")
+METHOD = (
+    "dropped: one-sided t on log speed ratios against the yardstick (the best survivor measured at least "
+    "twice, or plain decoding), noise pooled over candidates and controls, Holm-corrected at {alpha:g} per round "
+    "(a candidate as fast as the yardstick is dropped in a round with probability at most {alpha:g})"
+)
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,14 @@ class Outcome:
     survivors: tuple[str, ...]
 
 
-def block_scores(runs: list[dict], reference: str, names: set[str], planned: dict[str, str] | None = None, *,
-                 pool_programs: bool = True) -> Scores:
+def block_scores(
+    runs: list[dict],
+    reference: str,
+    names: set[str],
+    planned: dict[str, str] | None = None,
+    *,
+    pool_programs: bool = True,
+) -> Scores:
     """Each ok run of the named arms, scored against plain decoding, like for like in tokens.
 
     A run is compared with its own reference run in its block (run.reference_arm: its control, the same program
@@ -80,8 +88,11 @@ def block_scores(runs: list[dict], reference: str, names: set[str], planned: dic
     pool_programs=False adds each block's own program term instead (a grid's classic paired-by-repeat figure)."""
     planned = planned or {}
     speed = _speeds(runs)
-    terms = {p: mean(v) for p, v in _program_terms(speed, reference, set(planned.values())).items() if v} \
-        if pool_programs else {}
+    terms = (
+        {p: mean(v) for p, v in _program_terms(speed, reference, set(planned.values())).items() if v}
+        if pool_programs
+        else {}
+    )
     out: Scores = {n: {} for n in names}
     out[reference] = {(s, i): 0.0 for (s, i, arm) in speed if arm == reference}
     for r in runs:
@@ -110,8 +121,11 @@ def _program_terms(speed: dict, reference: str, programs: set[str]) -> dict[str,
     """Each control's log speed over plain decoding, per block where both ran (the same -n: no run of these two
     decodes past it)."""
     blocks = sorted({(s, i) for (s, i, arm) in speed if arm == reference})
-    return {p: [math.log(speed[(*b, p)] / speed[(*b, reference)]) for b in blocks if (*b, p) in speed]
-            for p in programs if p != reference}
+    return {
+        p: [math.log(speed[(*b, p)] / speed[(*b, reference)]) for b in blocks if (*b, p) in speed]
+        for p in programs
+        if p != reference
+    }
 
 
 def programs(scores: Scores, planned: dict[str, str], reference: str) -> dict[str, tuple[str, int]]:
@@ -128,8 +142,13 @@ def control_scores(runs: list[dict], names: set[str], reference: str, planned: d
     for r in runs:
         own = r.get("reference_arm")
         block = (r["sweep_id"], r["repeat_index"])
-        if r["arm"] in names and own and (planned or {}).get(r["arm"], own) != reference and _speed(r) \
-                and speed.get((*block, own)):
+        if (
+            r["arm"] in names
+            and own
+            and (planned or {}).get(r["arm"], own) != reference
+            and _speed(r)
+            and speed.get((*block, own))
+        ):
             out.setdefault(r["arm"], {})[block] = math.log(r["decode_tps"] / speed[(*block, own)])
     return out
 
@@ -163,7 +182,7 @@ def variance_of_mean(scores: Scores, name: str, reference: str, noise: Noise) ->
     if name == reference:
         return 0.0
     _, blocks = noise.programs.get(name, ("", 0))
-    return noise.sd ** 2 / len(scores[name]) + (noise.sd ** 2 / blocks if blocks else 0.0)
+    return noise.sd**2 / len(scores[name]) + (noise.sd**2 / blocks if blocks else 0.0)
 
 
 def variance_of_difference(scores: Scores, a: str, b: str, reference: str, noise: Noise) -> float:
@@ -171,7 +190,7 @@ def variance_of_difference(scores: Scores, a: str, b: str, reference: str, noise
     total = variance_of_mean(scores, a, reference, noise) + variance_of_mean(scores, b, reference, noise)
     shared = noise.programs.get(a)
     if shared and shared == noise.programs.get(b) and shared[1]:
-        total -= 2 * noise.sd ** 2 / shared[1]
+        total -= 2 * noise.sd**2 / shared[1]
     return total
 
 
@@ -211,10 +230,19 @@ def eliminate(scores: Scores, survivors, reference: str, noise: Noise, rules: Ru
         p_values[name] = float(scipy_stats.t.sf(diff / se, noise.df)) if se > 0 else (0.0 if diff > 0 else 1.0)
         ratios[name] = math.exp(-diff)
     dropped = holm(p_values, rules.alpha)
-    return [Decision(name, Exit.DROPPED, speedup=math.exp(mean(scores[name].values())),
-                     against=None if top == reference else top, ratio=ratios[name], runs=len(scores[name]),
-                     p=p_values[name], family=len(p_values))
-            for name in sorted(dropped, key=lambda n: p_values[n])]
+    return [
+        Decision(
+            name,
+            Exit.DROPPED,
+            speedup=math.exp(mean(scores[name].values())),
+            against=None if top == reference else top,
+            ratio=ratios[name],
+            runs=len(scores[name]),
+            p=p_values[name],
+            family=len(p_values),
+        )
+        for name in sorted(dropped, key=lambda n: p_values[n])
+    ]
 
 
 def equivalent(scores: Scores, survivors, reference: str, noise: Noise, rules: Rules) -> bool:
@@ -257,8 +285,9 @@ def needing_runs(scores: Scores, survivors, reference: str, rules: Rules) -> lis
 def by_promise(scores: Scores, runners: list[str]) -> list[str]:
     """Who a round the budget cannot give everyone runs first: the highest mean first; an unmeasured runner (a
     resumed round 1) before all."""
-    return sorted(runners, key=lambda s: (-mean(scores[s].values()) if scores.get(s) else -math.inf,
-                                          len(scores.get(s, {})), s))
+    return sorted(
+        runners, key=lambda s: (-mean(scores[s].values()) if scores.get(s) else -math.inf, len(scores.get(s, {})), s)
+    )
 
 
 def plan_round(runners: list[str], rules: Rules, rng: random.Random) -> list[list[str]]:

@@ -15,28 +15,55 @@ def spent(runs: list[dict]) -> tuple[int, float]:
     return sum(1 for x in started if x["planned"]), sum(x["wall_s"] or 0.0 for x in started)
 
 
-def race_answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: str, winner: str | None,
-            survivors: list[str], *, scores: race.Scores | None = None, noise: race.Noise | None = None,
-            reason: str | None = None) -> answer.Answer:
+def race_answer(
+    s: RaceSettings,
+    state: RaceState,
+    runs: list[dict],
+    outcome: str,
+    winner: str | None,
+    survivors: list[str],
+    *,
+    scores: race.Scores | None = None,
+    noise: race.Noise | None = None,
+    reason: str | None = None,
+) -> answer.Answer:
     scores = scores if scores is not None else race.block_scores(runs, s.baseline, set(s.candidates), s.planned)
     count, seconds = spent(runs)
     grid_runs, grid_seconds = grid_cost(s, state, seconds / count if count else None)
     acceptance = {}
     for name in s.candidates:
-        values = [x["acceptance"] for x in runs if x["arm"] == name and x["status"] == "ok"
-                  and x["acceptance"] is not None]
+        values = [
+            x["acceptance"] for x in runs if x["arm"] == name and x["status"] == "ok" and x["acceptance"] is not None
+        ]
         acceptance[name] = race.mean(values)
-    out = answer.Answer(workload=s.workload, state=outcome, winner=winner, tied=[] if winner else survivors,
-                        runs=count, seconds=seconds, grid_runs=grid_runs, grid_seconds=grid_seconds,
-                        rounds=max((x["round"] for x in state.rounds), default=0),
-                        candidates=len(feasible(s, state)) + 1, reason=reason, left=dict(state.left),
-                        noise=noise.sd if noise else None, rules=s.rules,
-                        output_changed=sorted(guards.output_changes(runs, set(s.candidates)))
-                        if s.rules.allow_output_change else [])
-    out.rows = answer.table(scores, noise or race.Noise(None, 0), reference=s.baseline, survivors=survivors,
-                            left=state.left,
-                            like_for_like=race.control_scores(runs, set(s.candidates), s.baseline, s.planned),
-                            acceptance=acceptance, outcome=outcome, winner=winner)
+    out = answer.Answer(
+        workload=s.workload,
+        state=outcome,
+        winner=winner,
+        tied=[] if winner else survivors,
+        runs=count,
+        seconds=seconds,
+        grid_runs=grid_runs,
+        grid_seconds=grid_seconds,
+        rounds=max((x["round"] for x in state.rounds), default=0),
+        candidates=len(feasible(s, state)) + 1,
+        reason=reason,
+        left=dict(state.left),
+        noise=noise.sd if noise else None,
+        rules=s.rules,
+        output_changed=sorted(guards.output_changes(runs, set(s.candidates))) if s.rules.allow_output_change else [],
+    )
+    out.rows = answer.table(
+        scores,
+        noise or race.Noise(None, 0),
+        reference=s.baseline,
+        survivors=survivors,
+        left=state.left,
+        like_for_like=race.control_scores(runs, set(s.candidates), s.baseline, s.planned),
+        acceptance=acceptance,
+        outcome=outcome,
+        winner=winner,
+    )
     # tied or not separated: the leader's, labelled as such; no speculation predicted: plain decoding's
     shown = winner or (s.baseline if outcome == "predicted" else race.leader(scores, survivors))
     if shown:
@@ -45,8 +72,9 @@ def race_answer(s: RaceSettings, state: RaceState, runs: list[dict], outcome: st
         build = s.prepared.build  # plain decoding too: "no speculation" is served without a draft
         out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
     if outcome not in ("refused", "predicted") and shown in (None, s.baseline):  # the best that speculates
-        out.best_speculating = answer.best_speculating(scores, noise or race.Noise(None, 0), s.candidates,
-                                                       s.baseline, state.left)
+        out.best_speculating = answer.best_speculating(
+            scores, noise or race.Noise(None, 0), s.candidates, s.baseline, state.left
+        )
         if out.best_speculating:
             out.best_speculating["command"] = flags.command_line(_argv(s, out.best_speculating["candidate"]))
     out.verdict = answer.verdict(out)

@@ -30,16 +30,26 @@ def write(con, tune_id: int, out_dir: Path) -> Path:
     if row is None:
         from orchestrator.errors import TuneResumeError
 
-        raise TuneResumeError(f"no tune {tune_id} in this results file; list them with `orch query 'SELECT id, "
-                              f"state, recipe_path FROM tunes'`")
+        raise TuneResumeError(
+            f"no tune {tune_id} in this results file; list them with `orch query 'SELECT id, "
+            f"state, recipe_path FROM tunes'`"
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rounds, events = tune_queries.rounds(con, tune_id), tune_queries.events(con, tune_id)
     runs = tune_queries.race_runs(con, [r["sweep_id"] for r in rounds])
     result = row.get("result") or {}
     title = f"orch report: tune {tune_id}"
-    lines = [f"# {title}", "", f"**Verdict:** {tables.md_text(result.get('verdict') or row['state'])}", "",
-             "## What was raced", "", *_what(row), ""]
+    lines = [
+        f"# {title}",
+        "",
+        f"**Verdict:** {tables.md_text(result.get('verdict') or row['state'])}",
+        "",
+        "## What was raced",
+        "",
+        *_what(row),
+        "",
+    ]
     answers = {a.workload: a for a in _answers(tune_id, result)}
     for workload in dict.fromkeys([r["workload"] for r in rounds] + list(answers)):
         lines += [f"## Workload {tables.md_text(workload)}", ""]
@@ -52,14 +62,23 @@ def write(con, tune_id: int, out_dir: Path) -> Path:
             if answer.server:
                 lines += [f"Served: {tables.md_code(answer.server)}", ""]
         mine = [r for r in rounds if r["workload"] == workload]
-        png = draw(workload, mine, [e for e in events if e["workload"] == workload],
-                   [r for r in runs if r["sweep_id"] in {x["sweep_id"] for x in mine}],
-                   out_dir / f"race-tune{tune_id}-{_file_part(workload)}.png", f"tune {tune_id}, {workload}")
+        png = draw(
+            workload,
+            mine,
+            [e for e in events if e["workload"] == workload],
+            [r for r in runs if r["sweep_id"] in {x["sweep_id"] for x in mine}],
+            out_dir / f"race-tune{tune_id}-{_file_part(workload)}.png",
+            f"tune {tune_id}, {workload}",
+        )
         if png:
-            lines += ["Each line is a candidate's speedup over plain decoding (mean of its runs so far, paired by "
-                      "block) after each round; x: dropped as slower than the yardstick (the best survivor measured "
-                      "twice, or plain decoding), diamond: disqualified.", "",
-                      f"![the race, {tables.md_text(workload)}]({png.name})", ""]
+            lines += [
+                "Each line is a candidate's speedup over plain decoding (mean of its runs so far, paired by "
+                "block) after each round; x: dropped as slower than the yardstick (the best survivor measured "
+                "twice, or plain decoding), diamond: disqualified.",
+                "",
+                f"![the race, {tables.md_text(workload)}]({png.name})",
+                "",
+            ]
         decided = [{**e, "reason": _reason(e)} for e in events if e["workload"] == workload]
         if decided:
             lines += ["Decisions:", "", tables.render(decided, "md", EVENT_COLUMNS), ""]
@@ -76,8 +95,9 @@ def _answers(tune_id: int, result: dict) -> list[Answer]:
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         from orchestrator.errors import TuneResumeError
 
-        raise TuneResumeError(f"tune {tune_id}: its stored answer does not read ({type(exc).__name__}: {exc})"
-                              ) from None
+        raise TuneResumeError(
+            f"tune {tune_id}: its stored answer does not read ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _reason(event: dict) -> str | None:
@@ -94,20 +114,23 @@ def _what(row: dict) -> list[str]:
     repeats = rules.get("grid_repeats", Rules.grid_repeats)  # a tune stored before it: the grid of 5 it was
     alpha, margin = rules.get("alpha", Rules.alpha), percent(rules.get("tie_margin", Rules.tie_margin))
     spent = ", ".join(f"{v} {k}" for k, v in budget.items() if v) or f"the grid's cost at {repeats} repeats"
-    return [f"- recipe {tables.md_code(row['recipe_path'])} on build {tables.md_code(row['build_name'])}",
-            f"- candidates: {tables.md_text(row.get('space_source') or 'the recipe arms and matrix')}",
-            f"- budget per workload: {spent}; state {row['state']}",
-            f"- rule: one-sided t on log speed ratios, pooled noise, Holm at {alpha} per round; "
-            f"tied within {margin}; {rules.get('max_runs')} runs per candidate "
-            f"at most; output changes {'allowed' if rules.get('allow_output_change') else 'disqualify'}"]
+    return [
+        f"- recipe {tables.md_code(row['recipe_path'])} on build {tables.md_code(row['build_name'])}",
+        f"- candidates: {tables.md_text(row.get('space_source') or 'the recipe arms and matrix')}",
+        f"- budget per workload: {spent}; state {row['state']}",
+        f"- rule: one-sided t on log speed ratios, pooled noise, Holm at {alpha} per round; "
+        f"tied within {margin}; {rules.get('max_runs')} runs per candidate "
+        f"at most; output changes {'allowed' if rules.get('allow_output_change') else 'disqualify'}",
+    ]
 
 
 def _file_part(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:60]
 
 
-def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict], path: Path,
-         title: str) -> Path | None:
+def draw(
+    workload: str, rounds: list[dict], events: list[dict], runs: list[dict], path: Path, title: str
+) -> Path | None:
     """Candidates x rounds: each candidate's running speedup, its end marked; plain decoding at 1x."""
     if not rounds or not runs:
         return None
@@ -134,7 +157,7 @@ def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict]
             continue
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         if name in finalists:
-            line, = ax.plot(xs, ys, "-o", linewidth=2.2, markersize=4, zorder=3)
+            (line,) = ax.plot(xs, ys, "-o", linewidth=2.2, markersize=4, zorder=3)
             labels.append((xs[-1], ys[-1], name, line.get_color()))
         else:
             ax.plot(xs, ys, "-", color="lightgray", linewidth=1, zorder=1)
@@ -142,8 +165,13 @@ def draw(workload: str, rounds: list[dict], events: list[dict], runs: list[dict]
             ax.plot(xs[-1], ys[-1], marker, color=color, markersize=5, zorder=2)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
     _name_finalists(ax, labels, last)
-    ax.annotate("plain decoding" + (" (finalist)" if baseline in finalists else ""), (0.6, 1.0),
-                textcoords="offset points", xytext=(0, 4), fontsize=8)
+    ax.annotate(
+        "plain decoding" + (" (finalist)" if baseline in finalists else ""),
+        (0.6, 1.0),
+        textcoords="offset points",
+        xytext=(0, 4),
+        fontsize=8,
+    )
     ax.yaxis.set_major_locator(FixedLocator(SPEEDUP_TICKS))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.yaxis.set_minor_formatter(NullFormatter())
@@ -176,9 +204,24 @@ def _name_finalists(ax, labels: list[tuple], last: int) -> None:
     shift = max(0.0, placed[-1] - (top - gap))
     shift -= max(0.0, (bottom + gap) - (placed[0] - shift))
     for (x, y, name, colour), spot in zip(sorted(named, key=lambda item: item[1]), placed):
-        ax.annotate(name, (x, y), xytext=(last + 0.25, 10 ** (spot - shift)), fontsize=8,
-                    va="center", color=colour, arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.5})
+        ax.annotate(
+            name,
+            (x, y),
+            xytext=(last + 0.25, 10 ** (spot - shift)),
+            fontsize=8,
+            va="center",
+            color=colour,
+            arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.5},
+        )
     if len(labels) > len(named):
-        ax.annotate(f"and {len(labels) - len(named)} more finalists (the answer's table)", (1, 0),
-                    xycoords="axes fraction", xytext=(-4, 4), textcoords="offset points", ha="right", va="bottom",
-                    fontsize=8, color="gray")
+        ax.annotate(
+            f"and {len(labels) - len(named)} more finalists (the answer's table)",
+            (1, 0),
+            xycoords="axes fraction",
+            xytext=(-4, 4),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color="gray",
+        )

@@ -63,8 +63,11 @@ class RaceSettings:
     @property
     def controls(self) -> dict[str, str]:
         """candidate -> the control its like-for-like figure is against."""
-        return {p.arm.name: p.arm.reference for p in self.prepared.arms
-                if not p.arm.is_control and p.arm.reference and p.arm.reference != self.baseline}
+        return {
+            p.arm.name: p.arm.reference
+            for p in self.prepared.arms
+            if not p.arm.is_control and p.arm.reference and p.arm.reference != self.baseline
+        }
 
 
 @dataclass
@@ -78,20 +81,25 @@ class RaceState:
     @classmethod
     def stored(cls, rounds: list[dict], decided: list[Decision]) -> RaceState:
         """A resumed race's state: its stored rounds and decisions (decisions.from_row), in the order made."""
-        return cls(rounds=list(rounds), left={d.candidate: d for d in decided if d.kind.leaves},
-                   ended=any(d.kind.ends for d in decided))
+        return cls(
+            rounds=list(rounds),
+            left={d.candidate: d for d in decided if d.kind.leaves},
+            ended=any(d.kind.ends for d in decided),
+        )
 
 
 def feasible(s: RaceSettings, state: RaceState) -> list[str]:
     """The candidates but plain decoding that this build can run (the grid would run them)."""
-    return [c for c in s.candidates if c != s.baseline
-            and not (c in state.left and state.left[c].kind is Exit.INFEASIBLE)]
+    return [
+        c for c in s.candidates if c != s.baseline and not (c in state.left and state.left[c].kind is Exit.INFEASIBLE)
+    ]
 
 
 def grid_cost(s: RaceSettings, state: RaceState, seconds_per_run: float | None = None) -> tuple[int, float]:
     """What the grid would spend on this race's candidates: answer.grid_cost of the feasible ones."""
-    return answer.grid_cost(len(feasible(s, state)), len(set(s.controls.values())), seconds_per_run,
-                            s.rules.grid_repeats)
+    return answer.grid_cost(
+        len(feasible(s, state)), len(set(s.controls.values())), seconds_per_run, s.rules.grid_repeats
+    )
 
 
 def with_default(budget: Budget, *, grid_runs: int) -> Budget:

@@ -7,10 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.errors import (
-    InvalidOption,
-    TuneResumeError,
-)
+from orchestrator.errors import InvalidOption, TuneResumeError
 from orchestrator.tune import answer
 from orchestrator.tune.race_settings import Budget
 from orchestrator.tune.rules import Rules
@@ -53,11 +50,16 @@ class TuneResult:
     def stored(cls, row: dict) -> TuneResult:
         """A finished tune's answers read back from its row (`--show`); one line where they do not read."""
         try:
-            return cls(row["id"], [answer.Answer.from_dict(a) for a in row["result"]["answers"]],
-                       build=row["result"].get("build"))
+            return cls(
+                row["id"],
+                [answer.Answer.from_dict(a) for a in row["result"]["answers"]],
+                build=row["result"].get("build"),
+            )
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise TuneResumeError(f"tune {row['id']}: its stored answer does not read ({type(exc).__name__}: "
-                                  f"{exc}); `orch report --tune {row['id']}` shows its decisions") from None
+            raise TuneResumeError(
+                f"tune {row['id']}: its stored answer does not read ({type(exc).__name__}: "
+                f"{exc}); `orch report --tune {row['id']}` shows its decisions"
+            ) from None
 
 
 def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
@@ -71,8 +73,10 @@ def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
             path = Path(recipe).parent / "workloads" / f"{name}.toml"
         if not path.is_file():
             there = sorted(p.stem for p in (Path(recipe).parent / "workloads").glob("*.toml"))
-            raise InvalidOption(f"--workload {name}: no file {path}; give a TOML file of variables (prompt, "
-                                f"n_predict) or one of {', '.join(there) or 'none found'}")
+            raise InvalidOption(
+                f"--workload {name}: no file {path}; give a TOML file of variables (prompt, "
+                f"n_predict) or one of {', '.join(there) or 'none found'}"
+            )
         out.append(path)
     return out
 

@@ -14,12 +14,7 @@ from pathlib import Path
 from orchestrator import store
 from orchestrator.build.finished import Build
 from orchestrator.build.on_disk import runnable_build
-from orchestrator.errors import (
-    Interrupted,
-    InvalidOption,
-    OrchError,
-    TuneResumeError,
-)
+from orchestrator.errors import Interrupted, InvalidOption, OrchError, TuneResumeError
 from orchestrator.hashing import sha256_text
 from orchestrator.parse.modes import mode_of, names_where
 from orchestrator.recipe.plan import parse_set, read_vars, recipe_meta
@@ -56,30 +51,52 @@ def check(request: TuneRequest) -> Checked:
     if request.budget.runs is not None:  # refused before the tune exists: a race needs its first round whole
         least = max(driver.first_round_runs(p, request.rules) for p in prepared.values())
         if request.budget.runs < least:
-            raise InvalidOption(f"--budget {request.budget.runs}runs is less than one round (about {least} runs: "
-                                f"every candidate once, with plain decoding and the controls); give at least that, "
-                                f"or fewer candidates (--arms, --space)")
+            raise InvalidOption(
+                f"--budget {request.budget.runs}runs is less than one round (about {least} runs: "
+                f"every candidate once, with plain decoding and the controls); give at least that, "
+                f"or fewer candidates (--arms, --space)"
+            )
     return Checked(build, files, grids, source, notes, workloads, prepared)
 
 
 def start(request: TuneRequest, *, argv: list[str], say=print) -> TuneResult:
     """Check everything (build, space, every workload's candidates) before the tune row exists, then race."""
     found = check(request)
-    build, files, grids, source, notes, workloads, prepared = (found.build, found.files, found.grids, found.source,
-                                                               found.notes, found.workloads, found.prepared)
+    build, files, grids, source, notes, workloads, prepared = (
+        found.build,
+        found.files,
+        found.grids,
+        found.source,
+        found.notes,
+        found.workloads,
+        found.prepared,
+    )
     database = store.Database(request.db or _db())
-    given = {"vars_file": str(request.vars_file.absolute()) if request.vars_file else None,
-             "vars_values": read_vars(request.vars_file), "workload_values": workloads,
-             "overrides": list(request.overrides), "arms": list(request.arms),
-             "models": str(request.models.absolute()) if request.models else None, "timeout": request.timeout}
+    given = {
+        "vars_file": str(request.vars_file.absolute()) if request.vars_file else None,
+        "vars_values": read_vars(request.vars_file),
+        "workload_values": workloads,
+        "overrides": list(request.overrides),
+        "arms": list(request.arms),
+        "models": str(request.models.absolute()) if request.models else None,
+        "timeout": request.timeout,
+    }
     with database.write() as con:
-        tune_id = tunes.create_tune(con, {
-            "recipe_path": str(request.recipe.absolute()), "recipe_hash": sha256_text(request.recipe.read_text()),
-            "build_name": build.name, "variables": given, "space": grids, "space_source": source,
-            "workloads": [str(f.absolute()) if f else None for f in files], "budget": request.budget.to_dict(),
-            "rules": {**request.rules.to_dict(),
-                      "measure": request.measure},
-            "argv": argv})
+        tune_id = tunes.create_tune(
+            con,
+            {
+                "recipe_path": str(request.recipe.absolute()),
+                "recipe_hash": sha256_text(request.recipe.read_text()),
+                "build_name": build.name,
+                "variables": given,
+                "space": grids,
+                "space_source": source,
+                "workloads": [str(f.absolute()) if f else None for f in files],
+                "budget": request.budget.to_dict(),
+                "rules": {**request.rules.to_dict(), "measure": request.measure},
+                "argv": argv,
+            },
+        )
         stored_tune.own(con, tune_id)
     for note in notes:
         say(f"orch: tune {tune_id}: {note}")
@@ -96,15 +113,18 @@ def resume(ref: str, db: Path | None, *, argv: list[str], say=print) -> TuneResu
     try:  # decisions are read back typed; a row whose kind m025 could not tell refuses the resume in one line
         decided = [(e["workload"], decisions.from_row(e)) for e in events]
     except ValueError as exc:
-        raise TuneResumeError(f"tune {row['id']}: a stored decision does not read ({exc}); it cannot be resumed: "
-                              f"start a new tune (`orch report --tune {row['id']}` shows what it decided)") from None
+        raise TuneResumeError(
+            f"tune {row['id']}: a stored decision does not read ({exc}); it cannot be resumed: "
+            f"start a new tune (`orch report --tune {row['id']}` shows what it decided)"
+        ) from None
     stored_tune.check_space(row)  # an imported tune's space is data someone else made: checked as a fresh one's
     build = runnable_build(row["build_name"])
     prepared = {str(f): _prepare(request, build, values[str(f)], row["space"]) for f in files}
     stored_tune.take_over(database, row)
     say(f"orch: tune {row['id']}: resuming with {len(rounds)} round(s) already run")
-    return _execute(database, row["id"], request, build, prepared, files, argv=argv, say=say, rounds=rounds,
-                    decided=decided)
+    return _execute(
+        database, row["id"], request, build, prepared, files, argv=argv, say=say, rounds=rounds, decided=decided
+    )
 
 
 def _db() -> Path:
@@ -124,43 +144,80 @@ def _space(request: TuneRequest, build: Build) -> tuple[list[dict] | None, str |
 
 
 def _prepare(request: TuneRequest, build: Build, workload: dict, grids: list[dict] | None):
-    recipe = RecipeRequest(recipe=request.recipe, build_ref=build.name, vars_file=request.vars_file,
-                           overrides=as_overrides(workload) + tuple(request.overrides), models=request.models,
-                           arms=request.arms, db=request.db, space=None if grids is None else tuple(grids))
+    recipe = RecipeRequest(
+        recipe=request.recipe,
+        build_ref=build.name,
+        vars_file=request.vars_file,
+        overrides=as_overrides(workload) + tuple(request.overrides),
+        models=request.models,
+        arms=request.arms,
+        db=request.db,
+        space=None if grids is None else tuple(grids),
+    )
     prepared = recipe_run.prepare_recipe(recipe, build)
     if not mode_of(prepared.plan.mode).races:
-        raise InvalidOption(f"orch tune races {' and '.join(names_where('races'))} recipes; {request.recipe} is a "
-                            f"{prepared.plan.mode} recipe (recipes/tune.j2 is one made for it)")
+        raise InvalidOption(
+            f"orch tune races {' and '.join(names_where('races'))} recipes; {request.recipe} is a "
+            f"{prepared.plan.mode} recipe (recipes/tune.j2 is one made for it)"
+        )
     if prepared.plan.baseline is None:
-        raise InvalidOption(f"{request.recipe} has no baseline arm: tune measures every candidate against plain "
-                            f"decoding; give the recipe a baseline (`\"baseline\": {{...}}` in its meta)")
+        raise InvalidOption(
+            f"{request.recipe} has no baseline arm: tune measures every candidate against plain "
+            f'decoding; give the recipe a baseline (`"baseline": {{...}}` in its meta)'
+        )
     return prepared
 
 
-def _execute(database, tune_id: int, request: TuneRequest, build: Build, prepared: dict, files: list,
-             *, argv: list[str], say, rounds: list[dict], decided: list[tuple[str, Decision]]) -> TuneResult:
+def _execute(
+    database,
+    tune_id: int,
+    request: TuneRequest,
+    build: Build,
+    prepared: dict,
+    files: list,
+    *,
+    argv: list[str],
+    say,
+    rounds: list[dict],
+    decided: list[tuple[str, Decision]],
+) -> TuneResult:
     answers = []
     try:
         for f in files:
             name = answer.workload_name(f)
-            settings = race_settings.RaceSettings(tune_id=tune_id, workload=name, prepared=prepared[str(f)],
-                                           rules=request.rules, budget=request.budget, timeout=request.timeout,
-                                           argv=argv, say=say, measure=request.measure)
-            state = race_settings.RaceState.stored([x for x in rounds if x["workload"] == name],
-                                            [d for w, d in decided if w == name])
+            settings = race_settings.RaceSettings(
+                tune_id=tune_id,
+                workload=name,
+                prepared=prepared[str(f)],
+                rules=request.rules,
+                budget=request.budget,
+                timeout=request.timeout,
+                argv=argv,
+                say=say,
+                measure=request.measure,
+            )
+            state = race_settings.RaceState.stored(
+                [x for x in rounds if x["workload"] == name], [d for w, d in decided if w == name]
+            )
             found = driver.run_race(settings, state)
             say(f"orch: tune {tune_id}: {found.verdict}")
             answers.append(found)
     except (KeyboardInterrupt, Interrupted):
         _state(database, tune_id, "interrupted")
-        raise Interrupted(f"tune {tune_id} interrupted; every finished run and decision is stored: continue it with "
-                          f"`orch tune --resume {tune_id}`") from None
+        raise Interrupted(
+            f"tune {tune_id} interrupted; every finished run and decision is stored: continue it with "
+            f"`orch tune --resume {tune_id}`"
+        ) from None
     except OrchError as exc:
         _state(database, tune_id, "failed", {"error": str(exc)})
         raise
     result = TuneResult(tune_id, answers)
-    _state(database, tune_id, "done", {"answers": [a.to_dict() for a in answers], "verdict": result.verdict,
-                                       "build": build.name})
+    _state(
+        database,
+        tune_id,
+        "done",
+        {"answers": [a.to_dict() for a in answers], "verdict": result.verdict, "build": build.name},
+    )
     return result
 
 

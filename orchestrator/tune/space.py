@@ -58,31 +58,46 @@ def resolve(arg: str, *, baseline: dict, backend: str, variables: dict) -> Space
     path = Path(arg).expanduser()
     if path.suffix == ".toml" or path.exists():
         return from_file(path, baseline)
-    return from_names([n.strip() for n in arg.split(",") if n.strip()], baseline=baseline, backend=backend,
-                      variables=variables)
+    return from_names(
+        [n.strip() for n in arg.split(",") if n.strip()], baseline=baseline, backend=backend, variables=variables
+    )
 
 
 def from_file(path: Path, baseline: dict) -> Space:
-    data = input_files.read_named_toml(path, input_files.Named(
-        "--space", "give a TOML space file", InvalidOption,
-        missing=f"give a TOML space file or built-in names ({', '.join(builtin_spaces())}, {ALL})"))
+    data = input_files.read_named_toml(
+        path,
+        input_files.Named(
+            "--space",
+            "give a TOML space file",
+            InvalidOption,
+            missing=f"give a TOML space file or built-in names ({', '.join(builtin_spaces())}, {ALL})",
+        ),
+    )
     unknown = set(data) - {"grid", "all", "sample"}
     if unknown or not isinstance(data.get("grid"), list) or not data["grid"]:
         what = f"unknown keys {', '.join(sorted(unknown))}" if unknown else "no [[grid]]"
-        raise InvalidOption(f"--space {path}: a space is `[[grid]]` tables (one method each), with optional `[all]` "
-                            f"axes and `sample = N`; {what}")
+        raise InvalidOption(
+            f"--space {path}: a space is `[[grid]]` tables (one method each), with optional `[all]` "
+            f"axes and `sample = N`; {what}"
+        )
     sample = data.get("sample")
     if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or not 1 <= sample <= MAX_RACED):
         raise InvalidOption(f"--space {path}: sample = {sample!r} is not a whole number from 1 to {MAX_RACED}")
     where = f"--space {path}"
     check_settings([*data["grid"], data.get("all") or {}], where, InvalidOption)
-    grids = combine([expand_ranges(g, where) for g in data["grid"]], expand_ranges(data.get("all") or {}, where),
-                    baseline)
+    grids = combine(
+        [expand_ranges(g, where) for g in data["grid"]], expand_ranges(data.get("all") or {}, where), baseline
+    )
     total = sum(grid_size(g) for g in grids)
     if total > MAX_SPACE or (sample is None and total > MAX_RACED):
-        raise InvalidOption(f"{where}: {total:,} candidates; " + (
-            f"a space may describe at most {MAX_SPACE:,}" if total > MAX_SPACE else
-            f"a race takes at most {MAX_RACED:,} unsampled: add `sample = N` (a Latin hypercube of N)"))
+        raise InvalidOption(
+            f"{where}: {total:,} candidates; "
+            + (
+                f"a space may describe at most {MAX_SPACE:,}"
+                if total > MAX_SPACE
+                else f"a race takes at most {MAX_RACED:,} unsampled: add `sample = N` (a Latin hypercube of N)"
+            )
+        )
     return limited(Space(grids, str(path)), sample)
 
 
@@ -93,11 +108,15 @@ def check_settings(tables: list, where: str, error: type[Exception]) -> None:
         if not isinstance(table, dict):
             raise error(f"{where}: a grid is a table of setting -> values, not {str(table)[:60]!r}")
         if named := sorted(set(table) & set(MODEL_FILES)):
-            raise error(f"{where}: sets {', '.join(named)}: a space races settings of one model pair, never the "
-                        f"models; give them with --set (one tune per pair)")
+            raise error(
+                f"{where}: sets {', '.join(named)}: a space races settings of one model pair, never the "
+                f"models; give them with --set (one tune per pair)"
+            )
         if named := sorted(set(table) & set(TEXT_SETTINGS)):
-            raise error(f"{where}: sets {', '.join(named)}: a space races settings on one text, never the text "
-                        f"itself; give it with --set or --workload")
+            raise error(
+                f"{where}: sets {', '.join(named)}: a space races settings on one text, never the text "
+                f"itself; give it with --set or --workload"
+            )
 
 
 def from_names(names: list[str], *, baseline: dict, backend: str, variables: dict) -> Space:
@@ -106,8 +125,10 @@ def from_names(names: list[str], *, baseline: dict, backend: str, variables: dic
         raise InvalidOption(f"--space names no space; built-in: {', '.join(known)}, {ALL}")
     unknown = [n for n in names if n != ALL and n not in known]
     if unknown:
-        raise InvalidOption(f"--space {', '.join(unknown)}: no such built-in space; built-in: {', '.join(known)}, "
-                            f"{ALL} (or give a .toml file)")
+        raise InvalidOption(
+            f"--space {', '.join(unknown)}: no such built-in space; built-in: {', '.join(known)}, "
+            f"{ALL} (or give a .toml file)"
+        )
     chosen = list(known) if ALL in names else names
     grids, axes, notes = [], {}, []
     for name in chosen:
@@ -123,8 +144,9 @@ def from_names(names: list[str], *, baseline: dict, backend: str, variables: dic
         axes.update(_with_cores(spec.get("all", {})))
     if not grids and not axes:
         raise InvalidOption(f"--space {','.join(names)}: nothing to race on this build ({'; '.join(notes)})")
-    space = limited(Space(combine(grids, expand_ranges(axes, "space"), baseline), ",".join(names), notes),
-                    DEFAULT_SAMPLE)
+    space = limited(
+        Space(combine(grids, expand_ranges(axes, "space"), baseline), ",".join(names), notes), DEFAULT_SAMPLE
+    )
     return space
 
 
@@ -148,10 +170,15 @@ def expand_ranges(grid: dict, where: str) -> dict:
 def _range(key: str, spec: dict, where: str) -> list:
     start, stop, step = spec.get("from"), spec.get("to"), spec.get("step", 1)
     numbers = (start, stop, step)
-    if set(spec) - {"from", "to", "step"} or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                     for x in numbers) or step <= 0 or stop < start:
-        raise InvalidOption(f"{where}: {key} = {spec!r} is not a range; write {{from = A, to = B, step = S}} with "
-                            f"A <= B and S > 0")
+    if (
+        set(spec) - {"from", "to", "step"}
+        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers)
+        or step <= 0
+        or stop < start
+    ):
+        raise InvalidOption(
+            f"{where}: {key} = {spec!r} is not a range; write {{from = A, to = B, step = S}} with A <= B and S > 0"
+        )
     count = math.floor((stop - start) / step + 1e-9) + 1
     if count > 1000:
         raise InvalidOption(f"{where}: {key} has {count} values; give a larger step")

@@ -27,8 +27,10 @@ def check_recipe(row: dict) -> None:
         now = None
     if now != row["recipe_hash"]:
         what = "is gone" if now is None else "changed"
-        raise TuneResumeError(f"tune {row['id']}: its recipe {path} {what} since the tune started; a resume races "
-                              f"what was started: restore the recipe, or start a new tune")
+        raise TuneResumeError(
+            f"tune {row['id']}: its recipe {path} {what} since the tune started; a resume races "
+            f"what was started: restore the recipe, or start a new tune"
+        )
 
 
 def check_space(row: dict) -> None:
@@ -41,11 +43,14 @@ def check_space(row: dict) -> None:
     if not isinstance(grids, list) or not grids:
         raise TuneResumeError(f"{where} is no list of grids; it cannot be resumed: start a new tune")
     # the "off" grid is plain decoding as the recipe's baseline has it (space.combine), not a setting raced
-    space.check_settings([g for g in grids if not (isinstance(g, dict) and g.get("_label") == "off")], where,
-                         TuneResumeError)
+    space.check_settings(
+        [g for g in grids if not (isinstance(g, dict) and g.get("_label") == "off")], where, TuneResumeError
+    )
     if (total := sum(space.grid_size(g) for g in grids)) > space.MAX_RACED:
-        raise TuneResumeError(f"{where} holds {total:,} candidates, more than a race takes ({space.MAX_RACED:,}); "
-                              f"it cannot be resumed: start a new tune")
+        raise TuneResumeError(
+            f"{where} holds {total:,} candidates, more than a race takes ({space.MAX_RACED:,}); "
+            f"it cannot be resumed: start a new tune"
+        )
 
 
 def stored_rules(row: dict) -> Rules:
@@ -59,17 +64,30 @@ def stored_rules(row: dict) -> Rules:
 def stored(database: store.Database, ref: str) -> dict:
     """The tune --resume names (a number, or the newest unfinished), checked to be resumable: also that no live
     orch runs it still."""
-    row = resumable.stored_row(database, ref, resumable.Session(
-        "tune", TuneResumeError, "orch tune RECIPE", lambda con: tune_queries.latest_tune(con, unfinished=True),
-        tune_queries.tune_row, lambda row: f" (its answer: `orch tune --show {row['id']}`)"))
+    row = resumable.stored_row(
+        database,
+        ref,
+        resumable.Session(
+            "tune",
+            TuneResumeError,
+            "orch tune RECIPE",
+            lambda con: tune_queries.latest_tune(con, unfinished=True),
+            tune_queries.tune_row,
+            lambda row: f" (its answer: `orch tune --show {row['id']}`)",
+        ),
+    )
     owner = _owner(row)
     alive = owner.alive() if owner and row["state"] == "running" else False
     if alive:
-        raise TuneResumeError(f"tune {row['id']} is still running (orch pid {owner.pid}); wait for it, or stop it "
-                              f"(Ctrl-C there, or `kill {owner.pid}`) and resume then")
+        raise TuneResumeError(
+            f"tune {row['id']} is still running (orch pid {owner.pid}); wait for it, or stop it "
+            f"(Ctrl-C there, or `kill {owner.pid}`) and resume then"
+        )
     if alive is None:
-        raise TuneResumeError(f"tune {row['id']} is stored running by orch pid {owner.pid} on {owner.host}, which "
-                              f"cannot be checked from here; resume it on {owner.host}")
+        raise TuneResumeError(
+            f"tune {row['id']} is stored running by orch pid {owner.pid} on {owner.host}, which "
+            f"cannot be checked from here; resume it on {owner.host}"
+        )
     return row
 
 
@@ -79,8 +97,10 @@ def take_over(database: store.Database, row: dict) -> None:
     with database.write() as con:
         now = tune_queries.tune_row(con, row["id"])
         if _owner(now) != _owner(row) or now["state"] != row["state"]:
-            raise TuneResumeError(f"tune {row['id']} was resumed by another orch (pid {now['owner_pid']}) a "
-                                  f"moment ago; let it finish, or stop it and resume then")
+            raise TuneResumeError(
+                f"tune {row['id']} was resumed by another orch (pid {now['owner_pid']}) a "
+                f"moment ago; let it finish, or stop it and resume then"
+            )
         tunes.set_tune_state(con, row["id"], "running")
         own(con, row["id"])
 
@@ -100,17 +120,24 @@ def stored_request(row: dict, db: Path) -> tuple[TuneRequest, list[Path | None],
     try:
         given = row["variables"] or {}
         kept = "vars_values" in given  # the files' values as the tune started (tunes stored before: their paths)
-        request = TuneRequest(recipe=Path(row["recipe_path"]), build_ref=row["build_name"],
-                              vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
-                              overrides=(*(as_overrides(given["vars_values"]) if kept else ()),
-                                         *(given.get("overrides") or ())), arms=tuple(given.get("arms") or ()),
-                              models=Path(given["models"]) if given.get("models") else None,
-                              budget=Budget(**row["budget"]), rules=stored_rules(row),
-                              timeout=float(given.get("timeout", 600.0)), db=db,
-                              measure=bool(row["rules"].get("measure", False)))
+        request = TuneRequest(
+            recipe=Path(row["recipe_path"]),
+            build_ref=row["build_name"],
+            vars_file=None if kept or not given.get("vars_file") else Path(given["vars_file"]),
+            overrides=(*(as_overrides(given["vars_values"]) if kept else ()), *(given.get("overrides") or ())),
+            arms=tuple(given.get("arms") or ()),
+            models=Path(given["models"]) if given.get("models") else None,
+            budget=Budget(**row["budget"]),
+            rules=stored_rules(row),
+            timeout=float(given.get("timeout", 600.0)),
+            db=db,
+            measure=bool(row["rules"].get("measure", False)),
+        )
         files = [Path(w) if w else None for w in row["workloads"]]
         values = given["workload_values"] if kept else {workload_key(f): read_vars(f) if f else {} for f in files}
         return request, files, {str(f): values[workload_key(f)] for f in files}
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        raise TuneResumeError(f"tune {row['id']}: its stored settings do not read ({type(exc).__name__}: {exc}); "
-                              f"it cannot be resumed: start a new tune") from None
+        raise TuneResumeError(
+            f"tune {row['id']}: its stored settings do not read ({type(exc).__name__}: {exc}); "
+            f"it cannot be resumed: start a new tune"
+        ) from None

@@ -29,10 +29,15 @@ def cache_env(tmp_path_factory):
     session = tmp_path_factory.mktemp("orch")
     # COLUMNS: prose (verdicts, warnings, progress) is wrapped to the terminal, 80 columns off one; the tests read
     # whole sentences, so they give orch a wide one. test_output_width.py checks the wrapping itself.
-    env = {**os.environ, "COLUMNS": "1000", "ORCH_BUILDS_DIR": str(CACHE / "builds"),
-           "ORCH_DB": str(session / "results.duckdb"), "ORCH_CACHE": str(session / "cache"),  # not the user's
-           # Deterministic offline resolution: the GitHub remote is replaced by a path that does not exist.
-           "ORCH_LLAMA_REPO": str(session / "no-upstream")}
+    env = {
+        **os.environ,
+        "COLUMNS": "1000",
+        "ORCH_BUILDS_DIR": str(CACHE / "builds"),
+        "ORCH_DB": str(session / "results.duckdb"),
+        "ORCH_CACHE": str(session / "cache"),  # not the user's
+        # Deterministic offline resolution: the GitHub remote is replaced by a path that does not exist.
+        "ORCH_LLAMA_REPO": str(session / "no-upstream"),
+    }
     env.pop("ORCH_SOURCE_DIR", None)
     return env
 
@@ -42,8 +47,9 @@ def cache_env(tmp_path_factory):
 PLANNED = "params->>'length_of' IS NULL"
 # A slot's place in the plan, for ORDER BY over runs aliased r: its first attempt's id (a run whose log lost its tail
 # under load runs again under a later id).
-SLOT_ORDER = ("(SELECT min(x.id) FROM runs x WHERE x.sweep_id = r.sweep_id AND x.arm = r.arm "
-              "AND x.repeat_index = r.repeat_index)")
+SLOT_ORDER = (
+    "(SELECT min(x.id) FROM runs x WHERE x.sweep_id = r.sweep_id AND x.arm = r.arm AND x.repeat_index = r.repeat_index)"
+)
 
 
 def run_orch(orch_exe, *args, env, timeout=3600):
@@ -133,7 +139,9 @@ def tiny_dir(real_build, orch_exe, cache_env):
     roles = dict(line.split("\t") for line in res.stdout.strip().splitlines())
     from orchestrator.models.tiny_methods import MODELS
 
-    assert set(roles) == {"target", "draft", "draft_gpt2", "quality", "quality_draft", *MODELS} and all(Path(p).exists() for p in roles.values())
+    assert set(roles) == {"target", "draft", "draft_gpt2", "quality", "quality_draft", *MODELS} and all(
+        Path(p).exists() for p in roles.values()
+    )
     return out
 
 

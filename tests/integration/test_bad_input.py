@@ -62,10 +62,10 @@ def _files(d: Path, empty_results: Path) -> None:
         "huge_range.j2": "{{ bin }}/x {% for i in range(10**9) %}{{ i }}{% endfor %}\n",
         "include.j2": "{% include '/etc/passwd' %}\n",
         "host.j2": '{% set meta = {"mode": "server", "defaults": {"target": "tiny-target.gguf"}} %}\n'
-                   "{{ bin }}/llama-server -m {{ models }}/{{ target }} --port 1234\n",
+        "{{ bin }}/llama-server -m {{ models }}/{{ target }} --port 1234\n",
         "two_baselines.j2": '{% set meta = {"arms": {"a": {}}, "baseline": "nope"} %}\n{{ bin }}/x\n',
         "const_bad.j2": '{% set meta = {"defaults": {"target": "tiny-target.gguf"}} %}\n'
-                        "{{ bin }}/llama-completion -m {{ models }}/{{ target }} -c {{ -5 }} -p hi\n",
+        "{{ bin }}/llama-completion -m {{ models }}/{{ target }} -c {{ -5 }} -p hi\n",
     }
     for name, text in recipes.items():
         (d / name).write_text(text)
@@ -107,8 +107,12 @@ CASES = [
     ("vars unknown key", ["run", B, "--vars", "{d}/unknown.toml"], 12, "no_such_variable is not a variable"),
     # orch run: --set
     ("set 5000-digit integer", ["run", B, "--set", f"n_predict={DIGITS_5000}"], 12, "too long to read"),
-    ("set 20-digit integer", ["run", B, *TINY_B, "--set", "n_predict=99999999999999999999"], 12,
-     "does not fit in 64 bits"),
+    (
+        "set 20-digit integer",
+        ["run", B, *TINY_B, "--set", "n_predict=99999999999999999999"],
+        12,
+        "does not fit in 64 bits",
+    ),
     ("set beyond 32 bits", ["run", B, *TINY_B, "--set", "ctx=4294967296"], 12, "-c takes a count"),
     ("set without =", ["run", B, "--set", "n_predict"], 12, "is not key=value"),
     ("set empty key", ["run", B, "--set", "=3"], 12, "is not key=value"),
@@ -122,8 +126,12 @@ CASES = [
     ("set negative probability", ["run", A, *TINY_A, "--set", "p_min=-0.1"], 12, "takes a probability"),
     ("set seed beyond 32 bits", ["run", B, *TINY_B, "--set", "seed=4294967296"], 12, "takes a seed"),
     # The path is shown cut, with its length: the models folder's own length counts (the test cache's, wherever).
-    ("set 100,000-character model", ["run", B, "--set", f"model={LONG_NAME}"], 33,
-     f"({len(str(CACHE / 'tiny-models' / LONG_NAME))} characters)"),
+    (
+        "set 100,000-character model",
+        ["run", B, "--set", f"model={LONG_NAME}"],
+        33,
+        f"({len(str(CACHE / 'tiny-models' / LONG_NAME))} characters)",
+    ),
     ("set model that is missing", ["run", B, "--set", "model=missing.gguf"], 33, "missing.gguf"),
     ("set model that is a directory", ["run", B, "--set", "model={d}/adir"], 33, "a directory"),
     # orch run: options
@@ -134,8 +142,12 @@ CASES = [
     ("timeout negative", ["run", B, "--timeout", "-1"], 2, "--timeout"),
     ("timeout infinite", ["run", B, "--timeout", "inf"], 2, "--timeout"),
     ("telemetry interval NaN", ["run", B, "--telemetry-interval", "nan"], 2, "--telemetry-interval"),
-    ("results file is text", ["run", B, *TINY_B, "--set", "n_predict=4", "-r", "1", "--db", "{d}/text.duckdb"], 17,
-     "not a valid DuckDB"),
+    (
+        "results file is text",
+        ["run", B, *TINY_B, "--set", "n_predict=4", "-r", "1", "--db", "{d}/text.duckdb"],
+        17,
+        "not a valid DuckDB",
+    ),
     ("results file is random bytes", ["summary", "--db", "{d}/random.duckdb"], 17, "cannot open"),
     ("results file is a directory", ["summary", "--db", "{d}/adir"], 2, "is a directory"),
     # read commands on a file that does not exist: none creates one
@@ -166,31 +178,63 @@ CASES = [
     # builds
     ("build an unknown commit", ["build", "deadbeef"], 3, "deadbeef not found"),
     ("build for an unknown backend", ["build", COMMIT, "--backend", "metal"], 2, "--backend"),
-    ("quantize to an unknown type", ["models", "quantize", "{d}/notgguf.gguf", "--types", "q99", "--build", COMMIT],
-     35, "q99"),
-    ("quantize a file that is not there", ["models", "quantize", "{d}/nope.gguf", "--types", "q8_0", "--build",
-                                           COMMIT], 35, "nope.gguf"),
+    (
+        "quantize to an unknown type",
+        ["models", "quantize", "{d}/notgguf.gguf", "--types", "q99", "--build", COMMIT],
+        35,
+        "q99",
+    ),
+    (
+        "quantize a file that is not there",
+        ["models", "quantize", "{d}/nope.gguf", "--types", "q8_0", "--build", COMMIT],
+        35,
+        "nope.gguf",
+    ),
     ("query that is not SQL", ["query", "SELEC 1", "--db", "{d}/made.duckdb"], 20, "query failed"),
-    ("query copies a file out", ["query", "COPY runs TO '{d}/leak.csv'", "--db", "{d}/made.duckdb"], 20,
-     "reads the results file only"),
-    ("query reads /etc/passwd", ["query", "SELECT * FROM read_csv('/etc/passwd')", "--db", "{d}/made.duckdb"], 20,
-     "reads the results file only"),
-    ("query attaches a file", ["query", "ATTACH '{d}/other.duckdb' AS o", "--db", "{d}/made.duckdb"], 20,
-     "reads the results file only"),
-    ("query exports the database", ["query", "EXPORT DATABASE '{d}/dump'", "--db", "{d}/made.duckdb"], 20,
-     "reads the results file only"),
+    (
+        "query copies a file out",
+        ["query", "COPY runs TO '{d}/leak.csv'", "--db", "{d}/made.duckdb"],
+        20,
+        "reads the results file only",
+    ),
+    (
+        "query reads /etc/passwd",
+        ["query", "SELECT * FROM read_csv('/etc/passwd')", "--db", "{d}/made.duckdb"],
+        20,
+        "reads the results file only",
+    ),
+    (
+        "query attaches a file",
+        ["query", "ATTACH '{d}/other.duckdb' AS o", "--db", "{d}/made.duckdb"],
+        20,
+        "reads the results file only",
+    ),
+    (
+        "query exports the database",
+        ["query", "EXPORT DATABASE '{d}/dump'", "--db", "{d}/made.duckdb"],
+        20,
+        "reads the results file only",
+    ),
     ("query changes rows", ["query", "DELETE FROM runs", "--db", "{d}/made.duckdb"], 20, "read-only"),
     ("summary of a sweep not stored", ["summary", "7", "--db", "{d}/made.duckdb"], 19, "no sweep 7"),
     ("show a run not stored", ["show", "7", "--db", "{d}/made.duckdb"], 18, "no run 7"),
     ("logs of a run not stored", ["logs", "7", "--db", "{d}/made.duckdb"], 18, "no run 7"),
     ("export a sweep not stored", ["export", "7", "--out", "{d}/out", "--db", "{d}/made.duckdb"], 42, "no sweep 7"),
-    ("compare builds not stored", ["compare", "--base", "aaaa", "--head", "bbbb", "--db", "{d}/made.duckdb"], 8,
-     "aaaa"),
+    (
+        "compare builds not stored",
+        ["compare", "--base", "aaaa", "--head", "bbbb", "--db", "{d}/made.duckdb"],
+        8,
+        "aaaa",
+    ),
     # orch tune
     ("tune space file missing", [*TUNE, "--space", "{d}/nope.toml"], 10, "does not exist"),
     ("tune space not built in", [*TUNE, "--space", "ngram-moo"], 10, "no such built-in space"),
-    ("tune space variable not the recipe's", [*TUNE, "--space", "{d}/space_var.toml"], 12,
-     "ngram_nn is not a variable"),
+    (
+        "tune space variable not the recipe's",
+        [*TUNE, "--space", "{d}/space_var.toml"],
+        12,
+        "ngram_nn is not a variable",
+    ),
     ("tune workload missing", [*TUNE, "--workload", "nope"], 10, "--workload nope"),
     ("tune budget unreadable", [*TUNE, "--budget", "lots"], 2, "--budget"),
     ("tune budget below one round", [*TUNE, "--budget", "3runs"], 10, "less than one round"),
@@ -200,8 +244,12 @@ CASES = [
     ("tune a server recipe", ["tune", f"{R}/server_spec.j2", *TINY_A, "--build", COMMIT], 10, "races cli recipes"),
     ("tune resume without a tune", ["tune", "--resume", "--db", "{d}/made.duckdb"], 50, "no unfinished tune"),
     ("tune show without a tune", ["tune", "--show", "--db", "{d}/made.duckdb"], 50, "no finished tune"),
-    ("compare with a bad threshold", ["compare", "--base", "a", "--head", "b", "--threshold", "lots", "--db",
-                                      "{d}/made.duckdb"], 10, "--threshold"),
+    (
+        "compare with a bad threshold",
+        ["compare", "--base", "a", "--head", "b", "--threshold", "lots", "--db", "{d}/made.duckdb"],
+        10,
+        "--threshold",
+    ),
 ]
 
 
@@ -223,8 +271,9 @@ def bad_env(env, tmp_path):
 
 
 @pytest.mark.parametrize("name, argv, code, text", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_with_a_documented_code_and_writes_nothing(orch_exe, bad_env, empty_results, tmp_path,
-                                                                        name, argv, code, text):
+def test_bad_input_is_one_line_with_a_documented_code_and_writes_nothing(
+    orch_exe, bad_env, empty_results, tmp_path, name, argv, code, text
+):
     _files(tmp_path, empty_results)
     args = [a.replace("{d}", str(tmp_path)) for a in argv]
     if args[0] == "run" and "--build" not in args:
@@ -248,21 +297,32 @@ def test_bad_input_is_one_line_with_a_documented_code_and_writes_nothing(orch_ex
 
 # --- stop signals in every command --------------------------------------------------------------------------------
 
+
 def _results_file(env, tmp_path) -> Path:
     """A results file with one real sweep (the tiny recipe_b, 2 runs), and its export."""
-    res = subprocess.run([env["ORCH"], "run", B, *TINY_B, "--set", "n_predict=8", "-r", "2", "--build", COMMIT,
-                          "--no-summary"], env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [env["ORCH"], "run", B, *TINY_B, "--set", "n_predict=8", "-r", "2", "--build", COMMIT, "--no-summary"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
-    res = subprocess.run([env["ORCH"], "export", "--out", str(tmp_path / "export")], env=env, capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run(
+        [env["ORCH"], "export", "--out", str(tmp_path / "export")], env=env, capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     return Path(env["ORCH_DB"])
 
 
 STOPPABLE = {  # a command that opens the results file, as a user runs it
-    "repair": ["repair"], "reparse": ["reparse"], "export": ["export", "--out", "{d}/again"],
-    "import": ["import", "{d}/export", "--db", "{d}/other.duckdb"], "report": ["report", "-o", "{d}/report"],
-    "summary": ["summary"], "query": ["query", "SELECT count(*) FROM runs"],
+    "repair": ["repair"],
+    "reparse": ["reparse"],
+    "export": ["export", "--out", "{d}/again"],
+    "import": ["import", "{d}/export", "--db", "{d}/other.duckdb"],
+    "report": ["report", "-o", "{d}/report"],
+    "summary": ["summary"],
+    "query": ["query", "SELECT count(*) FROM runs"],
     "run": ["run", B, *TINY_B, "--set", "n_predict=8", "-r", "1", "--build", COMMIT],
     "bisect": ["bisect", B, *TINY_B, "--arm", "raw", "--metric", "decode_tps", "--good", "f49e917", "--bad", COMMIT],
     "tune": [*TUNE, "--set", "threads=1", "--set", "n_predict=8", "--arms", "ngram-cache"],
@@ -273,8 +333,13 @@ STOPPABLE = {  # a command that opens the results file, as a user runs it
 def stocked_template(orch_exe, cache_env, tiny_dir, tmp_path_factory) -> Path:
     """One real sweep and its export, made once for the module; each test stops commands on a copy of its own."""
     folder = tmp_path_factory.mktemp("stocked")
-    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(folder / "new.duckdb"),
-           "ORCH_CACHE": str(folder / "cache"), "ORCH": orch_exe}
+    env = {
+        **cache_env,
+        "ORCH_MODELS": str(tiny_dir),
+        "ORCH_DB": str(folder / "new.duckdb"),
+        "ORCH_CACHE": str(folder / "cache"),
+        "ORCH": orch_exe,
+    }
     _results_file(env, folder)
     return folder
 
@@ -291,7 +356,6 @@ def _hold_lock(path: Path):
     return duckdb.connect(str(path))
 
 
-
 @pytest.mark.parametrize("command", sorted(STOPPABLE))
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_stop_signal_ends_every_command_with_its_code_and_no_traceback(stocked, tmp_path, command, sig, code):
@@ -301,8 +365,9 @@ def test_a_stop_signal_ends_every_command_with_its_code_and_no_traceback(stocked
         duckdb.connect(str(target)).close()
     before = _snapshot(Path(stocked["ORCH_DB"]))
     holder = _hold_lock(target)
-    proc = subprocess.Popen([stocked["ORCH"], *args], env=stocked, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [stocked["ORCH"], *args], env=stocked, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         _wait_until_waiting(proc)
         proc.send_signal(sig)
@@ -331,8 +396,9 @@ def test_a_stop_at_any_moment_is_a_clean_end_or_an_interruption_never_a_tracebac
         args = [a.replace("{d}", str(tmp_path)) for a in STOPPABLE[command]]
         shutil.rmtree(tmp_path / "again", ignore_errors=True)
         shutil.rmtree(tmp_path / "report", ignore_errors=True)
-        proc = subprocess.Popen([stocked["ORCH"], *args], env=stocked, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            [stocked["ORCH"], *args], env=stocked, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
@@ -341,8 +407,11 @@ def test_a_stop_at_any_moment_is_a_clean_end_or_an_interruption_never_a_tracebac
         # started (site, the standard library, orch's modules loading), before orch's main ran and could hold it
         # (benchmarks/reliability.py reads it the same way)
         before_python = proc.returncode == -signal.SIGINT and not out + err
-        in_python_start = (proc.returncode in (1, -signal.SIGINT) and err.rstrip().endswith("KeyboardInterrupt")
-                           and not re.search(r'File "[^"]*/orchestrator/[^"]+", line \d+, in (?!<module>)', err))
+        in_python_start = (
+            proc.returncode in (1, -signal.SIGINT)
+            and err.rstrip().endswith("KeyboardInterrupt")
+            and not re.search(r'File "[^"]*/orchestrator/[^"]+", line \d+, in (?!<module>)', err)
+        )
         assert proc.returncode in (0, 130) or before_python or in_python_start, (delay, proc.returncode, err[-2000:])
         assert "Traceback" not in out + err or in_python_start, (delay, err)
 
@@ -361,8 +430,10 @@ def _wait_until_waiting(proc: subprocess.Popen, timeout: float = 60) -> None:
 def _snapshot(path: Path) -> dict:
     con = duckdb.connect(str(path), read_only=True)
     try:
-        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                for t in ("sweeps", "runs", "metrics", "run_logs", "bisects")}
+        return {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("sweeps", "runs", "metrics", "run_logs", "bisects")
+        }
     finally:
         con.close()
 
@@ -372,28 +443,65 @@ def test_the_worst_values_a_user_can_type_are_stored_and_every_read_command_read
     largest seed, a 64-bit integer and a tiny float in variables no flag takes. Every read command reads them
     after, with exit 0 and no escape sequence on its terminal output."""
     recipe = tmp_path / "worst.j2"
-    recipe.write_text('{% set meta = {"defaults": {"model": "tiny-target.gguf", "big": 0, "tiny": 0.5, '
-                      '"note": "x"}, "arms": {"raw <b>|[x](javascript:y)": {}}} %}\n'
-                      "{{ bin }}/llama-completion -m {{ models }}/{{ model }} -no-cnv -t 1 --temp 0 --seed {{ seed }} "
-                      "-n {{ n_predict }} -p {{ prompt }} {% if big > 1 and tiny < 1 and note %}{% endif %}\n")
-    prompt = ('A <script>alert(1)</script> | pipe | [x](javascript:alert(1)) \x1b]0;owned\x07\x1b[31mred\n`tick` '
-              '\x9b31mC1 \u202ereversed')  # a C1 CSI and a bidirectional override: JSON would hold them raw
-    args = ["run", str(recipe), "--build", COMMIT, "-r", "1", "--set", f"prompt={prompt}", "--set",
-            "seed=4294967295", "--set", f"big={2**63 - 1}", "--set", "tiny=5e-324", "--set", f"note={'ä' * 10000}",
-            "--set", "n_predict=8"]
+    recipe.write_text(
+        '{% set meta = {"defaults": {"model": "tiny-target.gguf", "big": 0, "tiny": 0.5, '
+        '"note": "x"}, "arms": {"raw <b>|[x](javascript:y)": {}}} %}\n'
+        "{{ bin }}/llama-completion -m {{ models }}/{{ model }} -no-cnv -t 1 --temp 0 --seed {{ seed }} "
+        "-n {{ n_predict }} -p {{ prompt }} {% if big > 1 and tiny < 1 and note %}{% endif %}\n"
+    )
+    prompt = (
+        "A <script>alert(1)</script> | pipe | [x](javascript:alert(1)) \x1b]0;owned\x07\x1b[31mred\n`tick` "
+        "\x9b31mC1 \u202ereversed"
+    )  # a C1 CSI and a bidirectional override: JSON would hold them raw
+    args = [
+        "run",
+        str(recipe),
+        "--build",
+        COMMIT,
+        "-r",
+        "1",
+        "--set",
+        f"prompt={prompt}",
+        "--set",
+        "seed=4294967295",
+        "--set",
+        f"big={2**63 - 1}",
+        "--set",
+        "tiny=5e-324",
+        "--set",
+        f"note={'ä' * 10000}",
+        "--set",
+        "n_predict=8",
+    ]
     res = subprocess.run([orch_exe, *args], env=bad_env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
-    reads = [["summary"], ["summary", "--format", "md"], ["summary", "--format", "csv"], ["summary", "--format",
-             "json"], ["summary", "--wide"], ["runs"], ["runs", "--json"], ["show", "1"], ["show", "1", "--no-logs"],
-             ["watch", "--once"], ["sweeps"], ["query", "SELECT * FROM sweeps"], ["report", "-o", str(tmp_path / "rep")],
-             ["export", "--out", str(tmp_path / "exp")], ["import", str(tmp_path / "exp"), "--db",
-             str(tmp_path / "b.duckdb")], ["repair"], ["reparse"], ["logs", "1", "--out", str(tmp_path / "logs")]]
+    reads = [
+        ["summary"],
+        ["summary", "--format", "md"],
+        ["summary", "--format", "csv"],
+        ["summary", "--format", "json"],
+        ["summary", "--wide"],
+        ["runs"],
+        ["runs", "--json"],
+        ["show", "1"],
+        ["show", "1", "--no-logs"],
+        ["watch", "--once"],
+        ["sweeps"],
+        ["query", "SELECT * FROM sweeps"],
+        ["report", "-o", str(tmp_path / "rep")],
+        ["export", "--out", str(tmp_path / "exp")],
+        ["import", str(tmp_path / "exp"), "--db", str(tmp_path / "b.duckdb")],
+        ["repair"],
+        ["reparse"],
+        ["logs", "1", "--out", str(tmp_path / "logs")],
+    ]
     for read in reads:
         res = subprocess.run([orch_exe, *read], env=bad_env, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, (read, res.stderr[-2000:])
         assert "Traceback" not in res.stderr and not set("\x1b\x9b\u202e") & set(res.stdout + res.stderr), read
-    rows = json.loads(subprocess.run([orch_exe, "runs", "--json"], env=bad_env, capture_output=True, text=True,
-                                     timeout=60).stdout)
+    rows = json.loads(
+        subprocess.run([orch_exe, "runs", "--json"], env=bad_env, capture_output=True, text=True, timeout=60).stdout
+    )
     assert [r["status"] for r in rows].count("ok") == 1  # beside any attempt whose log lost its tail under load
     assert all(r["status"] == "ok" or r["failure_class"] == "truncated_log" for r in rows)
     assert_inert_report(tmp_path / "rep")

@@ -20,8 +20,21 @@ def seed_db(orch_exe, cache_env, tiny_dir, tmp_path_factory) -> Path:
     """A results file with one real sweep, for the benchmarks that grow or copy one (store_scale)."""
     db = tmp_path_factory.mktemp("bench") / "seed.duckdb"
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(db)}
-    res = run_orch(orch_exe, "run", str(ROOT / "recipes" / "recipe_a.j2"), "--vars", str(ROOT / "recipes" / "tiny.toml"),
-                   "--build", COMMIT, "--repeat", "2", "--set", "n_predict=16", "--no-summary", env=env)
+    res = run_orch(
+        orch_exe,
+        "run",
+        str(ROOT / "recipes" / "recipe_a.j2"),
+        "--vars",
+        str(ROOT / "recipes" / "tiny.toml"),
+        "--build",
+        COMMIT,
+        "--repeat",
+        "2",
+        "--set",
+        "n_predict=16",
+        "--no-summary",
+        env=env,
+    )
     assert res.returncode in (0, 15), res.stderr
     return db
 
@@ -35,16 +48,30 @@ def test_each_benchmark_runs_in_its_quick_mode(script, cache_env, tiny_dir, seed
     assert "--quick" in script.read_text(), f"{script.name} has no --quick mode"
     temp = tmp_path / "tmp"  # the benchmark's TMPDIR: what it leaves there would be left in /tmp on a user's machine
     temp.mkdir()
-    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_CACHE": str(tmp_path / "cache"),
-           "ORCH_DB": str(tmp_path / "results.duckdb"), "PYTHONPATH": str(ROOT), "TMPDIR": str(temp)}
+    env = {
+        **cache_env,
+        "ORCH_MODELS": str(tiny_dir),
+        "ORCH_CACHE": str(tmp_path / "cache"),
+        "ORCH_DB": str(tmp_path / "results.duckdb"),
+        "PYTHONPATH": str(ROOT),
+        "TMPDIR": str(temp),
+    }
     extra = ["--seed", str(seed_db)] if script.stem == "store_scale" else []
     extra += ["--build", COMMIT] if "--build" in script.read_text() else []
-    res = subprocess.run([sys.executable, str(script), "--quick", *extra], env=env, capture_output=True, text=True,
-                         timeout=600, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, str(script), "--quick", *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
     assert res.stdout.strip(), "a benchmark prints figures"
     assert "Traceback" not in res.stderr
-    assert not [p for p in tmp_path.iterdir() if p.name not in ("cache", "results.duckdb", "tmp")], "left files in its cwd"
+    assert not [p for p in tmp_path.iterdir() if p.name not in ("cache", "results.duckdb", "tmp")], (
+        "left files in its cwd"
+    )
     assert not list(temp.iterdir()), "left temporary files behind"
 
 
@@ -54,16 +81,30 @@ def test_a_benchmark_uses_the_projects_build_and_makes_the_tiny_models_it_lacks(
     the build's vocabularies, say so in one line, and name the fix when there is no build."""
     code = f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); import _where; _where.project({COMMIT!r})"
     models = tmp_path / "models"
-    res = subprocess.run([sys.executable, "-c", code], env={**cache_env, "ORCH_MODELS": str(models)},
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**cache_env, "ORCH_MODELS": str(models)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.splitlines() == [f"using build {COMMIT}-cpu from {cache_env['ORCH_BUILDS_DIR']} and models from "
-                                       f"{models} (tiny models made there now)"]
+    assert res.stdout.splitlines() == [
+        f"using build {COMMIT}-cpu from {cache_env['ORCH_BUILDS_DIR']} and models from "
+        f"{models} (tiny models made there now)"
+    ]
     assert (models / "tiny-target.gguf").is_file() and (models / "tiny-draft.gguf").is_file()
     empty = tmp_path / "no-builds"
     empty.mkdir()
-    res = subprocess.run([sys.executable, "-c", code], env={**cache_env, "ORCH_BUILDS_DIR": str(empty)},
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**cache_env, "ORCH_BUILDS_DIR": str(empty)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert res.returncode == 1 and "run `make build` in" in res.stderr and str(empty) in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
 
@@ -72,8 +113,22 @@ def test_store_scale_times_compare_on_a_seed_already_past_its_target(seed_db, ca
     """A seed holding more runs than --runs asks was left without its "+head" copy, and `orch compare --head
     <build>+head` then found no runs: one copy is made whatever the seed's size."""
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "PYTHONPATH": str(ROOT)}
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "store_scale.py"), "--seed", str(seed_db),
-                          "--runs", "1", "--repeat", "1"], env=env, capture_output=True, text=True, timeout=600,
-                         cwd=tmp_path)
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "store_scale.py"),
+            "--seed",
+            str(seed_db),
+            "--runs",
+            "1",
+            "--repeat",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
     assert "compare:" in res.stdout and "Traceback" not in res.stderr

@@ -23,12 +23,27 @@ COMMITS = f"f49e91787,{NOT_A_COMMIT},0c1e57098"
 
 
 def bisect_argv(orch_exe, *extra):
-    return [orch_exe, "bisect", str(RECIPE), "--vars", str(TINY_VARS), "--commits", COMMITS, "--metric",
-            "acceptance", "--repeat", "3", "--backend", "cpu", *extra]
+    return [
+        orch_exe,
+        "bisect",
+        str(RECIPE),
+        "--vars",
+        str(TINY_VARS),
+        "--commits",
+        COMMITS,
+        "--metric",
+        "acceptance",
+        "--repeat",
+        "3",
+        "--backend",
+        "cpu",
+        *extra,
+    ]
 
 
-def test_bisect_finds_the_real_step_resumes_after_ctrl_c_and_history_draws_it(orch_exe, env, old_build, real_build,
-                                                                               tmp_path):
+def test_bisect_finds_the_real_step_resumes_after_ctrl_c_and_history_draws_it(
+    orch_exe, env, old_build, real_build, tmp_path
+):
     proc = subprocess.Popen(bisect_argv(orch_exe), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []
     deadline = time.monotonic() + 120
@@ -49,16 +64,21 @@ def test_bisect_finds_the_real_step_resumes_after_ctrl_c_and_history_draws_it(or
     assert "tools: llama-speculative-simple" in resumed.stderr
     assert f"{NOT_A_COMMIT} is build failed" in resumed.stderr
     lines = resumed.stdout.splitlines()
-    assert lines[-1] == (f"bisect 1: the step (acceptance improvement) lies after f49e91787 and at or before "
-                         f"0c1e57098; {NOT_A_COMMIT} could not be classified")
+    assert lines[-1] == (
+        f"bisect 1: the step (acceptance improvement) lies after f49e91787 and at or before "
+        f"0c1e57098; {NOT_A_COMMIT} could not be classified"
+    )
     table = "\n".join(lines)
     assert "0.445" in table and "0.773" in table and "build failed" in table
     (bisect,) = db_rows(env, "SELECT state, candidate_source, result FROM bisects")
     assert bisect["state"] == "done" and bisect["candidate_source"] == "--commits"
     probes = db_rows(env, "SELECT commit, state, sweep_id, build_s, measure_s FROM bisect_probes ORDER BY id")
     assert [(p["commit"], p["state"]) for p in probes] == [
-        ("f49e91787", "interrupted"), ("f49e91787", "measured"), ("0c1e57098", "measured"),
-        (NOT_A_COMMIT, "build_failed")]
+        ("f49e91787", "interrupted"),
+        ("f49e91787", "measured"),
+        ("0c1e57098", "measured"),
+        (NOT_A_COMMIT, "build_failed"),
+    ]
     assert all(p["sweep_id"] for p in probes[:3]) and probes[3]["sweep_id"] is None
     assert all(p["measure_s"] > 0 for p in probes[1:3])
     sweeps = db_rows(env, "SELECT status FROM sweeps ORDER BY id")
@@ -68,16 +88,28 @@ def test_bisect_finds_the_real_step_resumes_after_ctrl_c_and_history_draws_it(or
     assert again.returncode == BisectResumeError.exit_code and "no unfinished bisect" in again.stderr
 
     png = tmp_path / "acceptance.png"
-    history = run_orch(orch_exe, "history", "spec_defaults.j2", "--arm", "draft", "--metric", "acceptance",
-                       "--png", str(png), env=env)
+    history = run_orch(
+        orch_exe, "history", "spec_defaults.j2", "--arm", "draft", "--metric", "acceptance", "--png", str(png), env=env
+    )
     assert history.returncode == 0, history.stderr
     out = history.stdout.splitlines()
     assert out[2].startswith("f49e91787-cpu") and out[3].startswith("0c1e57098-cpu")  # commit order, by date
     assert "improvement" in out[3]
     assert any(line.startswith("step: f49e91787-cpu -> 0c1e57098-cpu: improvement, 1.736x") for line in out)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    as_json = run_orch(orch_exe, "history", "spec_defaults.j2", "--arm", "draft", "--metric", "acceptance",
-                       "--png", str(png), "--json", env=env)
+    as_json = run_orch(
+        orch_exe,
+        "history",
+        "spec_defaults.j2",
+        "--arm",
+        "draft",
+        "--metric",
+        "acceptance",
+        "--png",
+        str(png),
+        "--json",
+        env=env,
+    )
     rows = json.loads(as_json.stdout)  # the table as data; the step sentences on stderr
     assert [r["build"] for r in rows][:2] == ["f49e91787-cpu", "0c1e57098-cpu"] and "step: " in as_json.stderr
 
@@ -86,8 +118,21 @@ def test_bisect_finds_the_real_step_resumes_after_ctrl_c_and_history_draws_it(or
 
 
 def test_dry_run_lists_release_candidates_and_builds_nothing(orch_exe, env):
-    res = run_orch(orch_exe, "bisect", str(RECIPE), "--vars", str(TINY_VARS), "--good", "f49e91787", "--bad",
-                   "0c1e57098", "--metric", "acceptance", "--dry-run", env=env)
+    res = run_orch(
+        orch_exe,
+        "bisect",
+        str(RECIPE),
+        "--vars",
+        str(TINY_VARS),
+        "--good",
+        "f49e91787",
+        "--bad",
+        "0c1e57098",
+        "--metric",
+        "acceptance",
+        "--dry-run",
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     assert "17 candidates (llama-cpp-python release order)" in res.stdout
     assert "af6528e6d  (0.3.24)" in res.stdout and "9e3b928fd  first probe" in res.stdout

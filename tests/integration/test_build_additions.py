@@ -13,10 +13,14 @@ from orchestrator.build import builder
 from orchestrator.errors import BuildFailed
 
 ADDED = ("llama-quantize", "llama-perplexity")
-PLAN = "\n".join(["[1/4] Building CXX object tools/quantize/CMakeFiles/llama-quantize.dir/quantize.cpp.o",
-                  "[2/4] Building CXX object tools/perplexity/CMakeFiles/llama-perplexity.dir/perplexity.cpp.o",
-                  "[3/4] Linking CXX executable bin/llama-quantize",
-                  "[4/4] Linking CXX executable bin/llama-perplexity"])
+PLAN = "\n".join(
+    [
+        "[1/4] Building CXX object tools/quantize/CMakeFiles/llama-quantize.dir/quantize.cpp.o",
+        "[2/4] Building CXX object tools/perplexity/CMakeFiles/llama-perplexity.dir/perplexity.cpp.o",
+        "[3/4] Linking CXX executable bin/llama-quantize",
+        "[4/4] Linking CXX executable bin/llama-perplexity",
+    ]
+)
 
 
 @pytest.fixture
@@ -50,9 +54,10 @@ def old_build(real_build, tmp_path, monkeypatch):
 
 def stand_ins(fake: Path, src: Path, plan: str) -> None:
     targets = "\n".join(f"{t}: phony" for t in ("llama-cli", "llama-bench", *ADDED))
-    (fake / "ninja").write_text(f"#!/bin/sh\nif [ \"$3\" = -t ]; then printf '%s\\n' '{targets}'; "
-                                f"else printf '%s\\n' '{plan}'; fi\n")
-    copies = " ".join(f"cp {src}/bin/{t} \"$2/bin/{t}\";" for t in ADDED)
+    (fake / "ninja").write_text(
+        f"#!/bin/sh\nif [ \"$3\" = -t ]; then printf '%s\\n' '{targets}'; else printf '%s\\n' '{plan}'; fi\n"
+    )
+    copies = " ".join(f'cp {src}/bin/{t} "$2/bin/{t}";' for t in ADDED)
     (fake / "cmake").write_text(f"#!/bin/sh\n{copies}\n")
     for f in ("ninja", "cmake"):
         (fake / f).chmod(0o755)

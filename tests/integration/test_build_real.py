@@ -22,8 +22,7 @@ def test_built_binary_reports_the_upstream_commit(real_build):
     assert out.returncode == 0
     assert f"commit {COMMIT[:7]}" in out.stdout + out.stderr
     assert real_build.record["source"] == "pypi:llama-cpp-python==0.3.36"
-    assert set(real_build.targets) >= {"llama-speculative-simple", "llama-server", "llama-completion",
-                                          "llama-bench"}
+    assert set(real_build.targets) >= {"llama-speculative-simple", "llama-server", "llama-completion", "llama-bench"}
 
 
 def test_repeated_build_returns_from_cache_without_cmake(orch_exe, cache_env, real_build, tmp_path):
@@ -56,11 +55,16 @@ def test_builds_json_lists_binaries_with_their_hashes_and_help(orch_exe, cache_e
 
 def test_build_provenance_is_in_duckdb(real_build, cache_env):
     con = duckdb.connect(cache_env["ORCH_DB"], read_only=True)
-    row = con.execute("SELECT status, upstream_commit, backend, compiler, cmake_options->>'CMAKE_BUILD_TYPE' "
-                      "FROM builds WHERE id = ?", [real_build.id]).fetchone()
+    row = con.execute(
+        "SELECT status, upstream_commit, backend, compiler, cmake_options->>'CMAKE_BUILD_TYPE' "
+        "FROM builds WHERE id = ?",
+        [real_build.id],
+    ).fetchone()
     assert row == ("ok", real_build.upstream_commit, "cpu", "GNU", "Release")
-    names = con.execute("SELECT name FROM binaries WHERE build_id = ? AND length(help_text) > 1000 "
-                        "AND version_text LIKE '%commit%'", [real_build.id]).fetchall()
+    names = con.execute(
+        "SELECT name FROM binaries WHERE build_id = ? AND length(help_text) > 1000 AND version_text LIKE '%commit%'",
+        [real_build.id],
+    ).fetchall()
     # llama-quantize has no --version (it prints its usage and exits 1): every other binary names its commit.
     assert sorted(n for (n,) in names) == sorted(t for t in real_build.targets if t != "llama-quantize")
 
@@ -108,8 +112,9 @@ def test_configure_failure_keeps_the_log_and_no_stamp(orch_exe, cache_env, real_
     assert "fno-such-flag-for-orch" in log.read_text()
     assert_not_a_build(orch_exe, cache_env, log.parent)
     con = duckdb.connect(cache_env["ORCH_DB"], read_only=True)
-    status = con.execute("SELECT status FROM builds WHERE name = ? ORDER BY started_at DESC LIMIT 1",
-                         [log.parent.name]).fetchone()
+    status = con.execute(
+        "SELECT status FROM builds WHERE name = ? ORDER BY started_at DESC LIMIT 1", [log.parent.name]
+    ).fetchone()
     assert status == ("failed",)
 
 
@@ -131,15 +136,25 @@ def test_ctrl_c_stops_the_compiler_and_leaves_no_stamp(orch_exe, cache_env, real
     step came last: with a warm compiler cache a dozen steps end in one second (a `Linking` line, seen in CI)."""
     started = time.time_ns()
     env = {**cache_env, "CCACHE_DISABLE": "1"}  # every step compiles: the build is still running when Ctrl-C lands
-    proc = subprocess.Popen([orch_exe, "build", COMMIT, "--backend", "cpu", "--cmake-arg=-DGGML_NATIVE=OFF",
-                             "--force"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [orch_exe, "build", COMMIT, "--backend", "cpu", "--cmake-arg=-DGGML_NATIVE=OFF", "--force"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     bdir, shown = None, ""
     deadline = time.monotonic() + 600
     for line in proc.stderr:  # until orch shows a compile step (the first step gets a line of its own)
         if re.match(r"^orch: compile \d:\d\d:\d\d \[\d+/\d+\] ", line) or time.monotonic() > deadline:
-            bdir = next((p.parent for p in (CACHE / "builds").glob(f"{COMMIT}-cpu-*/build.log")
-                         if p.stat().st_mtime_ns > started and "GGML_NATIVE=OFF" in p.read_text(errors="replace")),
-                        None)
+            bdir = next(
+                (
+                    p.parent
+                    for p in (CACHE / "builds").glob(f"{COMMIT}-cpu-*/build.log")
+                    if p.stat().st_mtime_ns > started and "GGML_NATIVE=OFF" in p.read_text(errors="replace")
+                ),
+                None,
+            )
             shown = line
             break
     assert bdir is not None, "the build never reached the compile step"

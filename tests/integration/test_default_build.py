@@ -21,10 +21,16 @@ def _stand_in(root: Path, real) -> Path:
         (bdir / "bin" / b.name).write_text("#!/bin/sh\n")
         (bdir / "bin" / b.name).chmod(0o755)
         shutil.copy(b.help_path, bdir / "probe" / f"{b.name}.help.txt")
-    record = {**real.record, "dir": str(bdir), "bin_dir": str(bdir / "bin"), "log_path": str(bdir / "build.log"),
-              "binaries": [{**b, "path": str(bdir / "bin" / b["name"]),
-                            "help_path": str(bdir / "probe" / f"{b['name']}.help.txt")}
-                           for b in real.record["binaries"]]}
+    record = {
+        **real.record,
+        "dir": str(bdir),
+        "bin_dir": str(bdir / "bin"),
+        "log_path": str(bdir / "build.log"),
+        "binaries": [
+            {**b, "path": str(bdir / "bin" / b["name"]), "help_path": str(bdir / "probe" / f"{b['name']}.help.txt")}
+            for b in real.record["binaries"]
+        ],
+    }
     (bdir / "build.json").write_text(json.dumps(paths.for_file(record)))
     (bdir / "orch-stamp.json").write_text(json.dumps({"request": {}}))
     return bdir
@@ -38,8 +44,10 @@ def test_the_newest_commit_wins_over_the_newest_build(real_build, old_build, tmp
     monkeypatch.setenv("ORCH_SOURCE_DIR", str(CACHE / "builds" / "src.git"))
     chosen = default_build(root)
     assert chosen.build.name == new.name and [b.name for b in chosen.others] == [old.name]
-    assert chosen.line() == (f"orch: build {new.name} (committed 2026-10-01, the newest commit built with every "
-                             f"tool); also built: {old.name} (2026-04-03); choose one with --build")
+    assert chosen.line() == (
+        f"orch: build {new.name} (committed 2026-10-01, the newest commit built with every "
+        f"tool); also built: {old.name} (2026-04-03); choose one with --build"
+    )
     monkeypatch.setenv("ORCH_SOURCE_DIR", str(tmp_path / "no-mirror"))  # no dates: the newest build, said so
     assert default_build(root).build.name == old.name
     assert default_build(root).line().startswith(f"orch: build {old.name} (the newest build); also built: ")
@@ -47,12 +55,20 @@ def test_the_newest_commit_wins_over_the_newest_build(real_build, old_build, tmp
 
 def test_orch_run_names_the_build_it_uses_first(orch_exe, cache_env, tiny_dir, real_build, old_build):
     env = {**cache_env, "ORCH_MODELS": str(tiny_dir)}
-    res = run_orch(orch_exe, "run", str(ROOT / "recipes" / "recipe_b.j2"), "--vars",
-                   str(ROOT / "recipes" / "tiny_single.toml"), "--dry-run", env=env)
+    res = run_orch(
+        orch_exe,
+        "run",
+        str(ROOT / "recipes" / "recipe_b.j2"),
+        "--vars",
+        str(ROOT / "recipes" / "tiny_single.toml"),
+        "--dry-run",
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     first = res.stderr.splitlines()[0]
     assert first.startswith(f"orch: build {COMMIT}") and f"{OLD_COMMIT}" in first, first
     assert res.stdout.startswith(f"build {real_build.name} ")
     missing = run_orch(orch_exe, "run", str(ROOT / "recipes" / "nosuch.j2"), env=env)  # said first, alone
     assert missing.returncode == 12 and missing.stderr.strip().splitlines() == [
-        f"orch: error: recipe {ROOT / 'recipes' / 'nosuch.j2'} does not exist"]
+        f"orch: error: recipe {ROOT / 'recipes' / 'nosuch.j2'} does not exist"
+    ]

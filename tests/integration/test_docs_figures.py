@@ -11,9 +11,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_figures_script_draws_every_picture_the_docs_show(cache_env, real_build, old_build, tmp_path):
     out = tmp_path / "figures"
-    res = subprocess.run([sys.executable, str(ROOT / "tools" / "docs_figures.py"), "--tiny", "--out", str(out)],
-                         env={**cache_env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=900,
-                         cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "docs_figures.py"), "--tiny", "--out", str(out)],
+        env={**cache_env, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     shown = set(re.findall(r"\]\(figures/([\w-]+\.png)\)", (ROOT / "docs" / "figures.md").read_text()))
     assert shown and {p.name for p in out.glob("*.png")} == shown

@@ -26,8 +26,16 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 # Headless, as root, and quiet: without the background-networking flags Chromium keeps calling a network that is
 # not there.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 WORD = "acceptance"  # a word the docs use, for search
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
@@ -58,8 +66,15 @@ PAGE_FACTS = """async () => {
 def site(tmp_path_factory) -> Path:
     """The site as `make docs` builds it (strictly), in a temporary folder."""
     out = tmp_path_factory.mktemp("docs") / "site"
-    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
-                         env=ENV, capture_output=True, text=True, timeout=600, check=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert res.returncode == 0, f"mkdocs build --strict failed:\n{res.stdout}{res.stderr}"
     return out
 
@@ -69,8 +84,11 @@ def browser(tmp_path_factory):
     """A Chromium context with a fresh profile; its temporary files, crash-report folder and caches (and
     Playwright's) in a temporary folder, never the user's home."""
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} missing: the docs site is tested in Chromium; install it: apt-get install chromium "
-                    "chromium-driver (.ci/run does)", pytrace=False)
+        pytest.fail(
+            f"{CHROMIUM} missing: the docs site is tested in Chromium; install it: apt-get install chromium "
+            "chromium-driver (.ci/run does)",
+            pytrace=False,
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -83,7 +101,8 @@ def browser(tmp_path_factory):
         playwright = sync_playwright().start()
     try:
         context = playwright.chromium.launch_persistent_context(
-            tmp / "profile", executable_path=str(CHROMIUM), headless=True, args=FLAGS)
+            tmp / "profile", executable_path=str(CHROMIUM), headless=True, args=FLAGS
+        )
         try:
             yield context
         finally:
@@ -102,9 +121,13 @@ def served(tmp_path_factory):
         port = probe.getsockname()[1]
     log = tmp / "serve.log"
     with open(log, "w") as out:  # its build folder goes to TMPDIR, here: nothing is left outside tmp
-        proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "--no-livereload", "--dev-addr",
-                                 f"127.0.0.1:{port}"], cwd=ROOT, env={**ENV, "TMPDIR": str(tmp)}, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "serve", "--no-livereload", "--dev-addr", f"127.0.0.1:{port}"],
+            cwd=ROOT,
+            env={**ENV, "TMPDIR": str(tmp)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 300  # it builds the site first
         while "Serving on" not in log.read_text():
@@ -136,11 +159,15 @@ class Visit:
 
     def __enter__(self):
         self.page = self.browser.new_page()
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(
-            f"console error: {m.text} ({m.location.get('url')})"))
+        self.page.on(
+            "console",
+            lambda m: m.type == "error" and self.errors.append(f"console error: {m.text} ({m.location.get('url')})"),
+        )
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        self.page.on("requestfailed", lambda r: r.failure != "net::ERR_ABORTED" and self.errors.append(
-            f"request failed: {r.url} ({r.failure})"))
+        self.page.on(
+            "requestfailed",
+            lambda r: r.failure != "net::ERR_ABORTED" and self.errors.append(f"request failed: {r.url} ({r.failure})"),
+        )
         try:
             self.response = self.page.goto(self.url)
         except BaseException:
@@ -162,7 +189,7 @@ def target_problem(url: str, base: str, site: Path) -> str | None:
     folder opens as its listing), served it must answer 200."""
     if not url.startswith(base):
         return f"leads out of the site ({url})"
-    rel = unquote(urlsplit(url[len(base):]).path)
+    rel = unquote(urlsplit(url[len(base) :]).path)
     if base.startswith("file:"):
         path = site / rel
         if path.is_dir():
@@ -209,7 +236,7 @@ def test_every_page_links_to_what_exists_loads_its_images_and_logs_no_error(brow
             if targets[url]:
                 problems.append(f"{rel}: link {link['href']} {targets[url]}")
                 continue
-            target = unquote(urlsplit(url[len(base):]).path)
+            target = unquote(urlsplit(url[len(base) :]).path)
             if anchor and target in facts and unquote(anchor) not in facts[target]["ids"]:
                 problems.append(f"{rel}: link {link['href']}: {target} has no #{unquote(anchor)}")
     assert sum(len(f["links"]) for f in facts.values()) > len(facts), "no links checked"
@@ -234,8 +261,10 @@ def test_search_finds_a_word_of_the_docs_and_opens_its_page(browser, base):
             found = False
         if not found:
             meta = visit.page.locator(".md-search-result__meta").inner_text()
-            pytest.fail(f"search {where}: no results for {WORD!r} (it says {meta!r}); errors:\n"
-                        f"{report(visit.errors)}", pytrace=False)
+            pytest.fail(
+                f"search {where}: no results for {WORD!r} (it says {meta!r}); errors:\n{report(visit.errors)}",
+                pytrace=False,
+            )
         first = results.first.evaluate("a => a.href")
         errors = list(visit.errors)
     with Visit(browser, first) as opened:

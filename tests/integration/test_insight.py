@@ -16,20 +16,30 @@ TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
 
 @pytest.fixture(scope="module")
 def sweep_env(orch_exe, cache_env, tiny_dir, tmp_path_factory):
-    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(tmp_path_factory.mktemp("insight") / "r.duckdb"),
-           "ORCH_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    env = {
+        **cache_env,
+        "ORCH_MODELS": str(tiny_dir),
+        "ORCH_DB": str(tmp_path_factory.mktemp("insight") / "r.duckdb"),
+        "ORCH_CACHE": str(tmp_path_factory.mktemp("cache")),
+    }
     res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "2", "--telemetry-interval", "0.05", env=env)
     assert res.returncode == 0, res.stderr
     return env
 
 
 def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env):
-    runs = db_rows(sweep_env, "SELECT id, telemetry, memfit, decode_bytes, bandwidth_bytes_per_s, bandwidth_label "
-                              f"FROM measured_runs WHERE {PLANNED} ORDER BY id")
+    runs = db_rows(
+        sweep_env,
+        "SELECT id, telemetry, memfit, decode_bytes, bandwidth_bytes_per_s, bandwidth_label "
+        f"FROM measured_runs WHERE {PLANNED} ORDER BY id",
+    )
     assert len(runs) == 6  # baseline, draft and the draft's control, two repeats
     for run in runs:
-        samples = db_rows(sweep_env, "SELECT count(*) AS n, max(rss_bytes) AS rss FROM telemetry WHERE run_id = ? "
-                                     "AND gpu IS NULL", [run["id"]])[0]
+        samples = db_rows(
+            sweep_env,
+            "SELECT count(*) AS n, max(rss_bytes) AS rss FROM telemetry WHERE run_id = ? AND gpu IS NULL",
+            [run["id"]],
+        )[0]
         assert samples["n"] >= 1 and samples["rss"] > 0
         summary = json.loads(run["telemetry"])
         assert summary["gpu"] == "no GPU" and summary["rss_peak_bytes"] > 0
@@ -39,17 +49,25 @@ def test_runs_store_telemetry_environment_roofline_and_memory_estimate(sweep_env
         assert memfit["models"][0]["kv_bytes"] > 0 and memfit["fits"] is None  # no GPU: nothing to fit against
     env = json.loads(db_rows(sweep_env, "SELECT env FROM sweeps")[0]["env"])
     assert env["cpu_logical_cores"] >= 1 and env["python"] and env["build"]["upstream_commit"].startswith("0c1e57098")
-    roof = db_rows(sweep_env, f"SELECT roofline_pct, bound_tps FROM run_roofline v JOIN runs r ON r.id = v.run_id "
-                              f"WHERE r.{PLANNED}")
+    roof = db_rows(
+        sweep_env,
+        f"SELECT roofline_pct, bound_tps FROM run_roofline v JOIN runs r ON r.id = v.run_id WHERE r.{PLANNED}",
+    )
     assert len(roof) == 6 and all(r["roofline_pct"] > 0 and r["bound_tps"] > 0 for r in roof)
 
 
 def test_summary_and_views_agree_on_real_runs(orch_exe, sweep_env):
     rows = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=sweep_env).stdout)}
-    views = {r["arm"]: r for r in db_rows(sweep_env, "SELECT a.arm, a.acceptance, r.speedup_paired, b.speedup_paired "
-                                                     "AS vs_baseline FROM arm_summary a LEFT JOIN speedup_vs_reference"
-                                                     " r USING (sweep_id, arm) LEFT JOIN speedup_vs_baseline b "
-                                                     "USING (sweep_id, arm)")}
+    views = {
+        r["arm"]: r
+        for r in db_rows(
+            sweep_env,
+            "SELECT a.arm, a.acceptance, r.speedup_paired, b.speedup_paired "
+            "AS vs_baseline FROM arm_summary a LEFT JOIN speedup_vs_reference"
+            " r USING (sweep_id, arm) LEFT JOIN speedup_vs_baseline b "
+            "USING (sweep_id, arm)",
+        )
+    }
     assert set(rows) == set(views) == {"baseline", "draft", "control:llama-speculative-simple"}
     for arm, row in rows.items():
         if not row["is_baseline"]:
@@ -66,15 +84,20 @@ def test_each_figure_has_one_definition_on_real_runs(orch_exe, sweep_env):
     from orchestrator.analyze import stats
     from orchestrator.store import figures
 
-    rows = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "1", "--format", "json",
-                                                     env=sweep_env).stdout)}
-    runs = db_rows(sweep_env, "SELECT v.*, r.status, m.n_generated, m.n_accepted, r.params->>'length_of' AS length_of "
-                              "FROM run_roofline v JOIN runs r ON r.id = v.run_id JOIN metrics m ON m.run_id = v.run_id "
-                              "WHERE v.sweep_id = 1")
+    rows = {
+        r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "1", "--format", "json", env=sweep_env).stdout)
+    }
+    runs = db_rows(
+        sweep_env,
+        "SELECT v.*, r.status, m.n_generated, m.n_accepted, r.params->>'length_of' AS length_of "
+        "FROM run_roofline v JOIN runs r ON r.id = v.run_id JOIN metrics m ON m.run_id = v.run_id "
+        "WHERE v.sweep_id = 1",
+    )
     assert len([r for r in runs if r["length_of"] is None]) == 6  # and the draft's matched control runs, if any
     for run in runs:
-        live = figures.run_roofline(run["decode_tps"], run["bandwidth_bytes_per_s"], run["decode_bytes"],
-                                    run["n_generated"], run["n_accepted"])
+        live = figures.run_roofline(
+            run["decode_tps"], run["bandwidth_bytes_per_s"], run["decode_bytes"], run["n_generated"], run["n_accepted"]
+        )
         assert live == pytest.approx((run["bound_tps"], run["roofline_pct"]), rel=1e-12)
         # per target pass: a pass yields its accepted drafts and one token of its own
         passes = run["n_generated"] - (run["n_accepted"] or 0)
@@ -82,40 +105,61 @@ def test_each_figure_has_one_definition_on_real_runs(orch_exe, sweep_env):
     assert any(r["tokens_per_step"] > 1 for r in runs if r["arm"] == "draft")  # the tiny draft is accepted
     for arm, row in rows.items():
         ok = [r for r in runs if r["arm"] == arm and r["status"] == "ok"]
+
         def mean(key, ok=ok):
             return sum(r[key] for r in ok) / len(ok)
 
         generated, accepted = sum(r["n_generated"] for r in ok), sum(r["n_accepted"] or 0 for r in ok)
         per_step = generated / (generated - accepted) if accepted else 1
-        assert row["roofline_pct"] == pytest.approx(100 * mean("decode_tps") / per_step / mean("bound_tps"),
-                                                    rel=1e-9), arm
+        assert row["roofline_pct"] == pytest.approx(
+            100 * mean("decode_tps") / per_step / mean("bound_tps"), rel=1e-9
+        ), arm
         # the speedup and its interval: the view's paired samples, put through the t-interval on logs here
-        samples = db_rows(sweep_env, "SELECT a.tps / b.tps AS ratio FROM decode_samples a JOIN decode_samples b "
-                                     "ON b.sweep_id = a.sweep_id AND b.repeat_index = a.repeat_index "
-                                     "AND b.prompt_id = a.prompt_id AND b.arm = ? WHERE a.sweep_id = 1 AND a.arm = ?",
-                          [row["vs"], arm]) if row["vs"] else []
+        samples = (
+            db_rows(
+                sweep_env,
+                "SELECT a.tps / b.tps AS ratio FROM decode_samples a JOIN decode_samples b "
+                "ON b.sweep_id = a.sweep_id AND b.repeat_index = a.repeat_index "
+                "AND b.prompt_id = a.prompt_id AND b.arm = ? WHERE a.sweep_id = 1 AND a.arm = ?",
+                [row["vs"], arm],
+            )
+            if row["vs"]
+            else []
+        )
         if row["is_baseline"] or not samples:
             continue
         logs = stats.describe([math.log(s["ratio"]) for s in samples])
         assert len(samples) == 2 and row["speedup"] == pytest.approx(math.exp(logs.mean), rel=1e-9), arm
         assert (row["speedup_low"], row["speedup_high"]) == pytest.approx(
-            (math.exp(logs.ci_low), math.exp(logs.ci_high)), rel=1e-9), arm
+            (math.exp(logs.ci_low), math.exp(logs.ci_high)), rel=1e-9
+        ), arm
 
 
 def test_report_and_summary_show_the_same_digits(orch_exe, sweep_env, tmp_path):
     """The report's arm table and the summary's table print the same cells for every arm."""
-    shared = {"ok": "ok", "decode tok/s": "decode_tps", "95% interval": "ci95", "cv": "cv",
-              "acceptance": "acceptance", "speedup": "speedup", "speedup 95%": "speedup_ci95",
-              "roofline": "roofline_pct"}
+    shared = {
+        "ok": "ok",
+        "decode tok/s": "decode_tps",
+        "95% interval": "ci95",
+        "cv": "cv",
+        "acceptance": "acceptance",
+        "speedup": "speedup",
+        "speedup 95%": "speedup_ci95",
+        "roofline": "roofline_pct",
+    }
     res = run_orch(orch_exe, "report", "1", "--out", str(tmp_path / "report"), env=sweep_env)
     assert res.returncode == 0, res.stderr
     report = _md_table((tmp_path / "report" / "report.md").read_text(), "| # | arm | ok | decode tok/s")
-    res = run_orch(orch_exe, "summary", "1", "--format", "md", "--columns", ",".join(["arm", *shared.values()]),
-                   env=sweep_env)
+    res = run_orch(
+        orch_exe, "summary", "1", "--format", "md", "--columns", ",".join(["arm", *shared.values()]), env=sweep_env
+    )
     assert res.returncode == 0, res.stderr
     summary = _md_table(res.stdout, "| arm |")
-    assert {r["arm"] for r in report} == {r["arm"] for r in summary} == {"baseline", "draft",
-                                                                        "control:llama-speculative-simple"}
+    assert (
+        {r["arm"] for r in report}
+        == {r["arm"] for r in summary}
+        == {"baseline", "draft", "control:llama-speculative-simple"}
+    )
     by_arm = {r["arm"]: r for r in summary}
     compared = 0
     for row in report:
@@ -133,7 +177,7 @@ def _md_table(text: str, header_start: str) -> list[dict]:
     start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
     titles = [c.strip() for c in lines[start].strip("|").split(" | ")]
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append(dict(zip(titles, (c.strip() for c in line.strip().strip("|").split(" | ")))))
@@ -147,11 +191,13 @@ def test_summary_shows_the_roofline(orch_exe, sweep_env):
 
 
 def test_telemetry_can_be_turned_off(orch_exe, sweep_env):
-    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--telemetry-interval", "0",
-                   env=sweep_env)
+    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--telemetry-interval", "0", env=sweep_env)
     assert res.returncode == 0, res.stderr
-    rows = db_rows(sweep_env, "SELECT r.telemetry, (SELECT count(*) FROM telemetry t WHERE t.run_id = r.id) AS n "
-                              "FROM runs r WHERE r.sweep_id = 2")
+    rows = db_rows(
+        sweep_env,
+        "SELECT r.telemetry, (SELECT count(*) FROM telemetry t WHERE t.run_id = r.id) AS n "
+        "FROM runs r WHERE r.sweep_id = 2",
+    )
     assert rows and all(r["telemetry"] is None and r["n"] == 0 for r in rows)
 
 
@@ -160,8 +206,9 @@ def test_env_and_models_inspect_pages(orch_exe, sweep_env, tiny_dir):
     assert "CPU" in md and "Python" in md and "0c1e57098" in md
     snap = json.loads(run_orch(orch_exe, "env", "--format", "json", env=sweep_env).stdout)
     assert snap["gpus"] == [] and snap["ram_bytes"] > 0
-    info = json.loads(run_orch(orch_exe, "models", "inspect", str(tiny_dir / "tiny-target.gguf"), "--json",
-                               env=sweep_env).stdout)
+    info = json.loads(
+        run_orch(orch_exe, "models", "inspect", str(tiny_dir / "tiny-target.gguf"), "--json", env=sweep_env).stdout
+    )
     assert sum(info["quant_mix"].values()) == info["weight_bytes"] and 0 < info["decode_bytes"] <= info["weight_bytes"]
     stored = db_rows(sweep_env, "SELECT decode_bytes, weight_bytes FROM models WHERE sha256 = ?", [info["sha256"]])
     assert stored == [{"decode_bytes": info["decode_bytes"], "weight_bytes": info["weight_bytes"]}]
@@ -174,8 +221,12 @@ def test_report_from_a_real_sweep(orch_exe, sweep_env, tmp_path):
     assert res.returncode == 0, res.stderr
     page = (tmp_path / "report" / "report.md").read_text()
     pngs = sorted((tmp_path / "report").glob("*.png"))
-    assert {p.name for p in pngs} == {"decode-sweep1.png", "acceptance-sweep1.png", "positions-sweep1.png",
-                                      "telemetry.png"}
+    assert {p.name for p in pngs} == {
+        "decode-sweep1.png",
+        "acceptance-sweep1.png",
+        "positions-sweep1.png",
+        "telemetry.png",
+    }
     for png in pngs:
         assert f"]({png.name})" in page
         pixels = image.imread(png)

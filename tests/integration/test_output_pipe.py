@@ -17,8 +17,12 @@ def test_a_reader_that_stops_early_ends_the_output_not_the_command(orch_exe, tmp
     with store.opened(db) as con:
         for _ in range(3):
             add_sweep(con)
-    child = subprocess.Popen([orch_exe, "summary", "--last", "3", "--format", fmt, "--db", str(db)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200"})
+    child = subprocess.Popen(
+        [orch_exe, "summary", "--last", "3", "--format", fmt, "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     child.stdout.close()  # the reader is gone before orch writes
     err = child.stderr.read().decode()
     assert child.wait(timeout=120) == 0, err

@@ -48,10 +48,29 @@ def test_run_and_summary_fit_80_columns_off_a_terminal_and_the_terminals_width_o
 def test_tune_fits_80_columns_and_its_command_pastes_whole(orch_exe, env, tmp_path):
     space = tmp_path / "space.toml"
     space.write_text('[[grid]]\n_label = "draft"\nspec = "draft"\ndraft_max = [2, 4]\n')
-    res = run_orch(orch_exe, "tune", "recipes/tune.j2", "--build", COMMIT, "--space", str(space), "--set",
-                   "target=tiny-target.gguf", "--set", "draft=tiny-draft.gguf", "--set", "threads=1", "--set",
-                   "n_predict=16", "--set", "prompt='a prompt with spaces; and a quote'", "--max-runs", "3",
-                   "--measure", env=_without_columns(env))
+    res = run_orch(
+        orch_exe,
+        "tune",
+        "recipes/tune.j2",
+        "--build",
+        COMMIT,
+        "--space",
+        str(space),
+        "--set",
+        "target=tiny-target.gguf",
+        "--set",
+        "draft=tiny-draft.gguf",
+        "--set",
+        "threads=1",
+        "--set",
+        "n_predict=16",
+        "--set",
+        "prompt='a prompt with spaces; and a quote'",
+        "--max-runs",
+        "3",
+        "--measure",
+        env=_without_columns(env),
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     table, prose = _split(res.stdout)
     assert table and max(map(len, table)) <= 120

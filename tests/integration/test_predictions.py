@@ -50,8 +50,9 @@ def test_a_dry_run_predicts_from_stored_probes_only_and_writes_nothing(orch_exe,
 
 def test_a_stored_probe_is_reused_until_the_thread_count_or_the_model_changes(orch_exe, env):
     def probe(*extra):
-        res = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, "--json", *extra,
-                       env=env)
+        res = run_orch(
+            orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, "--json", *extra, env=env
+        )
         assert res.returncode == 0, res.stderr
         return json.loads(res.stdout)
 
@@ -74,8 +75,21 @@ def test_a_stored_probe_is_reused_until_the_thread_count_or_the_model_changes(or
 def test_a_draft_on_fewer_threads_is_timed_at_them_for_a_step_and_at_the_batch_threads_beyond(orch_exe, env):
     """-td 1 beside -t 2: llama.cpp decodes the draft's single tokens on one thread and its batches (the pass it reads
     before drafting again) at -tbd, which defaults to the target's -tb, that is -t: two threads."""
-    res = run_orch(orch_exe, "probe", str(ROOT / "recipes" / "pair_draft_sweep.j2"), "--vars", str(TINY), "--set",
-                   "threads=2", "--arms", "draft-1-thread:draft_max=2", "--build", COMMIT, "--json", env=env)
+    res = run_orch(
+        orch_exe,
+        "probe",
+        str(ROOT / "recipes" / "pair_draft_sweep.j2"),
+        "--vars",
+        str(TINY),
+        "--set",
+        "threads=2",
+        "--arms",
+        "draft-1-thread:draft_max=2",
+        "--build",
+        COMMIT,
+        "--json",
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     shown = json.loads(res.stdout)
     drafts = {}
@@ -93,8 +107,13 @@ def test_an_arm_measured_outside_its_prediction_is_flagged_with_the_input_that_w
     measured = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=env).stdout)}
     tokens = measured["draft"]["mean_accept_len"]
     # A prediction nothing measured can match: far above, with the pair's own acceptance (so the cost was off)
-    run_orch(orch_exe, "query", "--write", f"UPDATE arm_predictions SET predicted = 50, low = 40, high = 60, "
-                                           f"mean_accept_len = {tokens}", env=env)
+    run_orch(
+        orch_exe,
+        "query",
+        "--write",
+        f"UPDATE arm_predictions SET predicted = 50, low = 40, high = 60, mean_accept_len = {tokens}",
+        env=env,
+    )
     shown = {r["arm"]: r for r in json.loads(run_orch(orch_exe, "summary", "--format", "json", env=env).stdout)}
     assert "outside_prediction" in shown["draft"]["warnings"] and shown["draft"]["predicted"] == 50
     (message,) = [m for m in shown["draft"]["warning_messages"] if "predicted before it ran" in m]
@@ -114,15 +133,23 @@ def test_a_probe_run_whose_log_lost_its_tail_is_run_again(orch_exe, env, real_bu
 
     wrapper = tmp_path / "bin" / "llama-speculative-simple"
     wrapper.parent.mkdir()
-    wrapper.write_text(LOSES_ITS_TAIL.format(python=sys.executable, real=real_build.tool("llama-speculative-simple"),
-                                             count=str(tmp_path / "count"), losses=2))
+    wrapper.write_text(
+        LOSES_ITS_TAIL.format(
+            python=sys.executable,
+            real=real_build.tool("llama-speculative-simple"),
+            count=str(tmp_path / "count"),
+            losses=2,
+        )
+    )
     wrapper.chmod(0o755)
     recipe = tmp_path / "tail.j2"
-    recipe.write_text('{% set meta = {"repeat": 1, "defaults": {"draft": "tiny-draft.gguf"}, "baseline": "baseline", '
-                      '"arms": {"baseline": {"draft": none}, "draft": {}}} %}\n'
-                      f"{{% if draft %}}{wrapper} -m {{{{ models }}}}/tiny-target.gguf -md {{{{ models }}}}/{{{{ draft }}}} "
-                      "--draft-max 4{% else %}{{ bin }}/llama-completion -m {{ models }}/tiny-target.gguf -no-cnv"
-                      "{% endif %} --temp 0 --top-k 1 -n 32 -p hello\n")
+    recipe.write_text(
+        '{% set meta = {"repeat": 1, "defaults": {"draft": "tiny-draft.gguf"}, "baseline": "baseline", '
+        '"arms": {"baseline": {"draft": none}, "draft": {}}} %}\n'
+        f"{{% if draft %}}{wrapper} -m {{{{ models }}}}/tiny-target.gguf -md {{{{ models }}}}/{{{{ draft }}}} "
+        "--draft-max 4{% else %}{{ bin }}/llama-completion -m {{ models }}/tiny-target.gguf -no-cnv"
+        "{% endif %} --temp 0 --top-k 1 -n 32 -p hello\n"
+    )
     res = orch_run(orch_exe, recipe, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     (made,) = db_rows(env, "SELECT predicted, missing FROM arm_predictions")
@@ -141,17 +168,24 @@ def test_another_hosts_imported_costs_price_the_pairs_acceptance_measured_here(o
     there = {**env, "ORCH_DB": str(tmp_path / "gpu-box.duckdb")}
     import_here = run_orch(orch_exe, "import", env["ORCH_DB"], env=there)
     assert import_here.returncode == 0, import_here.stderr
-    flat = run_orch(orch_exe, "query", "--write", "UPDATE cost_probes SET host_id = 'feedc0de00000000', host_name = "
-                    "'gpu-box', ms = ms / batch, samples_ms = to_json(list_transform(from_json(samples_ms, "
-                    "'[\"DOUBLE\"]'), lambda x: x / batch)), uid = gen_random_uuid()::VARCHAR", env=there)
+    flat = run_orch(
+        orch_exe,
+        "query",
+        "--write",
+        "UPDATE cost_probes SET host_id = 'feedc0de00000000', host_name = "
+        "'gpu-box', ms = ms / batch, samples_ms = to_json(list_transform(from_json(samples_ms, "
+        "'[\"DOUBLE\"]'), lambda x: x / batch)), uid = gen_random_uuid()::VARCHAR",
+        env=there,
+    )
     assert flat.returncode == 0, flat.stderr
     exported = run_orch(orch_exe, "export", "--out", str(tmp_path / "export"), env=there)
     assert exported.returncode == 0, exported.stderr
     assert json.loads((tmp_path / "export" / "manifest.json").read_text())["tables"]["cost_probes"] == 34
     assert run_orch(orch_exe, "import", str(tmp_path / "export"), env=env).returncode == 0
     count = db_rows(env, "SELECT count(*) AS n FROM cost_probes")[0]["n"]
-    res = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, "--host", "gpu-box",
-                   "--json", env=env)
+    res = run_orch(
+        orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--build", COMMIT, "--host", "gpu-box", "--json", env=env
+    )
     assert res.returncode == 0, res.stderr
     (host,) = json.loads(res.stdout)
     assert host["host"] == "gpu-box" and db_rows(env, "SELECT count(*) AS n FROM cost_probes")[0]["n"] == count
@@ -160,7 +194,8 @@ def test_another_hosts_imported_costs_price_the_pairs_acceptance_measured_here(o
     # its passes cost what one token costs there: fewer target steps a pass than here, priced from its rows
     assert draft["verify_target_steps"] < here["verify_target_steps"]
     assert {c["ms"] for c in host["costs"] if c["role"] == "target"} <= {
-        round(r["ms"], 2) for r in db_rows(env, "SELECT ms FROM cost_probes WHERE host_name = 'gpu-box'")}
+        round(r["ms"], 2) for r in db_rows(env, "SELECT ms FROM cost_probes WHERE host_name = 'gpu-box'")
+    }
     assert host["command"] and host["best"]
     unknown = run_orch(orch_exe, "probe", str(RECIPE_A), "--vars", str(TINY), "--host", "nowhere", env=env)
     assert unknown.returncode != 0 and "the hosts with costs: " in unknown.stderr and "gpu-box" in unknown.stderr

@@ -11,14 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.conftest import (
-    COMMIT,
-    OLD_COMMIT,
-    assert_reparse_changes_nothing,
-    db_rows,
-    orch_run,
-    run_orch,
-)
+from integration.conftest import COMMIT, OLD_COMMIT, assert_reparse_changes_nothing, db_rows, orch_run, run_orch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,8 +22,20 @@ def qenv(env, tmp_path):
 
 
 def test_quantize_gives_real_k_quants_and_names_silent_replacements(orch_exe, qenv, tiny_dir, tmp_path):
-    res = run_orch(orch_exe, "models", "quantize", str(tiny_dir / "tiny-quality.gguf"), "--types",
-                   "q2_k,q4_k_m,q6_k,q8_0", "--build", COMMIT, "--out", str(tmp_path / "q"), "--json", env=qenv)
+    res = run_orch(
+        orch_exe,
+        "models",
+        "quantize",
+        str(tiny_dir / "tiny-quality.gguf"),
+        "--types",
+        "q2_k,q4_k_m,q6_k,q8_0",
+        "--build",
+        COMMIT,
+        "--out",
+        str(tmp_path / "q"),
+        "--json",
+        env=qenv,
+    )
     assert res.returncode == 0, res.stderr
     quants = {q["requested"]: q for q in json.loads(res.stdout)}
     for requested, tensor_type in {"q2_k": "Q2_K", "q4_k_m": "Q4_K", "q6_k": "Q6_K", "q8_0": "Q8_0"}.items():
@@ -41,23 +46,59 @@ def test_quantize_gives_real_k_quants_and_names_silent_replacements(orch_exe, qe
     assert sizes == sorted(sizes)
     stored = db_rows(qenv, "SELECT requested, label, replaced FROM quants ORDER BY requested")
     assert [r["requested"] for r in stored] == ["q2_k", "q4_k_m", "q6_k", "q8_0"]
-    again = run_orch(orch_exe, "models", "quantize", str(tiny_dir / "tiny-quality.gguf"), "--types", "q8_0",
-                     "--build", COMMIT, "--out", str(tmp_path / "q"), "--json", env=qenv)
+    again = run_orch(
+        orch_exe,
+        "models",
+        "quantize",
+        str(tiny_dir / "tiny-quality.gguf"),
+        "--types",
+        "q8_0",
+        "--build",
+        COMMIT,
+        "--out",
+        str(tmp_path / "q"),
+        "--json",
+        env=qenv,
+    )
     assert json.loads(again.stdout)[0]["cached"] is True
     # The 128-wide tiny target: llama-quantize replaces every K-quant, and orch says so.
-    res = run_orch(orch_exe, "models", "quantize", str(tiny_dir / "tiny-target.gguf"), "--types", "q2_k",
-                   "--build", COMMIT, "--out", str(tmp_path / "q"), "--json", env=qenv)
+    res = run_orch(
+        orch_exe,
+        "models",
+        "quantize",
+        str(tiny_dir / "tiny-target.gguf"),
+        "--types",
+        "q2_k",
+        "--build",
+        COMMIT,
+        "--out",
+        str(tmp_path / "q"),
+        "--json",
+        env=qenv,
+    )
     (q,) = json.loads(res.stdout)
     assert q["replaced"] and q["label"] == "Q4_0 (asked q2_k)" and "Q2_K" not in q["tensor_types"]
 
 
 def test_quant_matrix_end_to_end_with_quality_and_report(orch_exe, qenv, tmp_path):
-    res = orch_run(orch_exe, ROOT / "recipes" / "quant_matrix.j2", "--vars", str(ROOT / "recipes" / "tiny_quality.toml"),
-                   "--repeat", "1", "--no-summary", env=qenv, timeout=900)
+    res = orch_run(
+        orch_exe,
+        ROOT / "recipes" / "quant_matrix.j2",
+        "--vars",
+        str(ROOT / "recipes" / "tiny_quality.toml"),
+        "--repeat",
+        "1",
+        "--no-summary",
+        env=qenv,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
-    rows = db_rows(qenv, "SELECT arm, quant, kld_mean, same_top_p, ppl, dppl_pct, decode_tps FROM run_quality "
-                         "JOIN (SELECT id, json_extract_string(params, '$.quant') AS quant FROM runs) p "
-                         "ON p.id = run_quality.run_id")
+    rows = db_rows(
+        qenv,
+        "SELECT arm, quant, kld_mean, same_top_p, ppl, dppl_pct, decode_tps FROM run_quality "
+        "JOIN (SELECT id, json_extract_string(params, '$.quant') AS quant FROM runs) p "
+        "ON p.id = run_quality.run_id",
+    )
     by_quant = {}
     for r in rows:
         by_quant.setdefault(r["quant"], r)
@@ -98,8 +139,7 @@ PERPLEXITY_LOSES_ITS_TAIL = textwrap.dedent("""\
 
 
 @pytest.mark.parametrize("losses", [(2,), (2, 3, 4)], ids=["one lost, measured again", "every attempt lost"])
-def test_every_run_keeps_its_quality_when_a_measurement_lost_its_output(orch_exe, qenv, real_build, tmp_path,
-                                                                        losses):
+def test_every_run_keeps_its_quality_when_a_measurement_lost_its_output(orch_exe, qenv, real_build, tmp_path, losses):
     """A CI run on a cold machine stored a quant matrix's first run without its quality link (issue 48): its
     measurement's output lost its statistics and the next run of the same model measured it. A lost measurement is
     run again (three attempts, as a CLI run's), and a run whose attempts were all lost is linked once the next run
@@ -109,12 +149,29 @@ def test_every_run_keeps_its_quality_when_a_measurement_lost_its_output(orch_exe
     shutil.copytree(real_build.dir, bdir, symlinks=True)
     exe = bdir / "bin" / "llama-perplexity"
     exe.rename(exe.with_name("llama-perplexity.real"))
-    exe.write_text(PERPLEXITY_LOSES_ITS_TAIL.format(python=sys.executable, real=str(exe.with_name(
-        "llama-perplexity.real")), count=str(tmp_path / "count"), losses=set(losses)))
+    exe.write_text(
+        PERPLEXITY_LOSES_ITS_TAIL.format(
+            python=sys.executable,
+            real=str(exe.with_name("llama-perplexity.real")),
+            count=str(tmp_path / "count"),
+            losses=set(losses),
+        )
+    )
     exe.chmod(0o755)
     env = {**qenv, "ORCH_BUILDS_DIR": str(root)}
-    res = orch_run(orch_exe, ROOT / "recipes" / "quant_matrix.j2", "--vars", str(ROOT / "recipes" / "tiny_quality.toml"),
-                   "--arms", "plain:quant=f16*", "--repeat", "1", "--no-summary", env=env, timeout=900)
+    res = orch_run(
+        orch_exe,
+        ROOT / "recipes" / "quant_matrix.j2",
+        "--vars",
+        str(ROOT / "recipes" / "tiny_quality.toml"),
+        "--arms",
+        "plain:quant=f16*",
+        "--repeat",
+        "1",
+        "--no-summary",
+        env=env,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     runs = db_rows(env, "SELECT id, status, quality_id FROM measured_runs ORDER BY id")
     assert [r["status"] for r in runs] == ["ok", "ok"]
@@ -128,12 +185,25 @@ def test_every_run_keeps_its_quality_when_a_measurement_lost_its_output(orch_exe
 
 def test_bench_mode_two_depths_on_two_commits_compares(orch_exe, qenv, old_build):
     for commit in (OLD_COMMIT, COMMIT):
-        res = run_orch(orch_exe, "run", str(ROOT / "recipes" / "bench.j2"), "--vars",
-                       str(ROOT / "recipes" / "tiny_bench.toml"), "--build", commit, "--repeat", "2", env=qenv,
-                       timeout=600)
+        res = run_orch(
+            orch_exe,
+            "run",
+            str(ROOT / "recipes" / "bench.j2"),
+            "--vars",
+            str(ROOT / "recipes" / "tiny_bench.toml"),
+            "--build",
+            commit,
+            "--repeat",
+            "2",
+            env=qenv,
+            timeout=600,
+        )
         assert res.returncode == 0, res.stderr[-2000:]
-    rows = db_rows(qenv, "SELECT r.arm, m.decode_tps, m.encode_tps, m.extra FROM runs r JOIN metrics m "
-                         "ON m.run_id = r.id WHERE r.status = 'ok'")
+    rows = db_rows(
+        qenv,
+        "SELECT r.arm, m.decode_tps, m.encode_tps, m.extra FROM runs r JOIN metrics m "
+        "ON m.run_id = r.id WHERE r.status = 'ok'",
+    )
     assert len(rows) == 16
     depths = {json.loads(r["extra"])["bench_n_depth"] for r in rows}
     assert depths == {0, 512}
@@ -146,33 +216,64 @@ def test_bench_mode_two_depths_on_two_commits_compares(orch_exe, qenv, old_build
 
 
 def test_a_depth_that_does_not_fit_is_refused_before_launch(orch_exe, qenv):
-    res = orch_run(orch_exe, ROOT / "recipes" / "bench.j2", "--vars", str(ROOT / "recipes" / "tiny_bench.toml"),
-                   "--set", "depth_long=100000000", env=qenv)
+    res = orch_run(
+        orch_exe,
+        ROOT / "recipes" / "bench.j2",
+        "--vars",
+        str(ROOT / "recipes" / "tiny_bench.toml"),
+        "--set",
+        "depth_long=100000000",
+        env=qenv,
+    )
     assert res.returncode == 37, res.stderr
     assert "test=tg,at=deep needs" in res.stderr and "test=tg,at=start" not in res.stderr
     assert not Path(qenv["ORCH_DB"]).exists()  # nothing written at all
 
 
 def test_a_text_too_short_for_the_context_stops_before_the_sweep(orch_exe, qenv):
-    res = orch_run(orch_exe, ROOT / "recipes" / "kv_cache.j2", "--vars", str(ROOT / "recipes" / "tiny_kv_cache.toml"),
-                   "--set", "quality_ctx=2048", env=qenv)
+    res = orch_run(
+        orch_exe,
+        ROOT / "recipes" / "kv_cache.j2",
+        "--vars",
+        str(ROOT / "recipes" / "tiny_kv_cache.toml"),
+        "--set",
+        "quality_ctx=2048",
+        env=qenv,
+    )
     assert res.returncode == 36, res.stderr
     assert "llama-perplexity needs at least 4096" in res.stderr
     assert db_rows(qenv, "SELECT count(*) AS n FROM sweeps")[0]["n"] == 0
 
 
-@pytest.mark.parametrize("recipe, vars_file, setting, code, says", [
-    ("bench.j2", "tiny_bench.toml", "depth_long=100000000", 37, "test=tg,at=deep needs"),
-    ("kv_cache.j2", "tiny_kv_cache.toml", "quality_ctx=2048", 36, "llama-perplexity needs at least 4096"),
-], ids=["bench depth fit", "quality text length"])
-def test_bisect_runs_bench_and_quality_recipes_with_the_pre_steps_of_orch_run(orch_exe, qenv, old_build, recipe,
-                                                                              vars_file, setting, code, says):
+@pytest.mark.parametrize(
+    "recipe, vars_file, setting, code, says",
+    [
+        ("bench.j2", "tiny_bench.toml", "depth_long=100000000", 37, "test=tg,at=deep needs"),
+        ("kv_cache.j2", "tiny_kv_cache.toml", "quality_ctx=2048", 36, "llama-perplexity needs at least 4096"),
+    ],
+    ids=["bench depth fit", "quality text length"],
+)
+def test_bisect_runs_bench_and_quality_recipes_with_the_pre_steps_of_orch_run(
+    orch_exe, qenv, old_build, recipe, vars_file, setting, code, says
+):
     """One way to run a recipe (run/recipe_run.py): bisect's probe stops where `orch run` stops, for the same
     reason, before any run (bisect once skipped the bench depth fit and quality's pre-steps)."""
     paths = [str(ROOT / "recipes" / recipe), "--vars", str(ROOT / "recipes" / vars_file), "--set", setting]
     ran = run_orch(orch_exe, "run", *paths, env=qenv)
-    bisected = run_orch(orch_exe, "bisect", *paths, "--commits", f"{OLD_COMMIT},{COMMIT}", "--metric", "decode_tps",
-                        "--arm", "test=tg,at=start" if recipe == "bench.j2" else "cache_type=q8_0", "--backend", "cpu", env=qenv)
+    bisected = run_orch(
+        orch_exe,
+        "bisect",
+        *paths,
+        "--commits",
+        f"{OLD_COMMIT},{COMMIT}",
+        "--metric",
+        "decode_tps",
+        "--arm",
+        "test=tg,at=start" if recipe == "bench.j2" else "cache_type=q8_0",
+        "--backend",
+        "cpu",
+        env=qenv,
+    )
     assert ran.returncode == bisected.returncode == code, (ran.stderr[-1500:], bisected.stderr[-1500:])
     assert says in ran.stderr and says in bisected.stderr
     assert db_rows(qenv, "SELECT count(*) AS n FROM runs")[0]["n"] == 0  # neither started a run
@@ -181,9 +282,24 @@ def test_bisect_runs_bench_and_quality_recipes_with_the_pre_steps_of_orch_run(or
 def test_a_replaced_quant_is_named_by_what_its_file_holds_in_every_table(orch_exe, qenv, tmp_path):
     """The 128-wide tiny target: llama-quantize puts Q4_0 where q2_k was asked. The arm carries the type its file
     got beside the one asked, in the stored runs, the summary, the verdict and the report's model table."""
-    res = orch_run(orch_exe, ROOT / "recipes" / "quant_matrix.j2", "--vars", str(ROOT / "recipes" / "tiny_quality.toml"),
-                   "--set", "target=tiny-target.gguf", "--set", "quality_base=tiny-target.gguf", "--set",
-                   "short_depth=64", "--arms", "plain:quant=q2_k*short", "--repeat", "1", env=qenv, timeout=900)
+    res = orch_run(
+        orch_exe,
+        ROOT / "recipes" / "quant_matrix.j2",
+        "--vars",
+        str(ROOT / "recipes" / "tiny_quality.toml"),
+        "--set",
+        "target=tiny-target.gguf",
+        "--set",
+        "quality_base=tiny-target.gguf",
+        "--set",
+        "short_depth=64",
+        "--arms",
+        "plain:quant=q2_k*short",
+        "--repeat",
+        "1",
+        env=qenv,
+        timeout=900,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     arm = "plain:quant=q4_0-asked-q2_k,context=short"
     stored = db_rows(qenv, "SELECT arm, params->>'quant' AS quant, params->>'quant_asked' AS asked FROM runs")

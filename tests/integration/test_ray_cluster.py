@@ -50,9 +50,14 @@ def cluster(cache_env, tiny_dir, tmp_path_factory):
     107 bytes), removed with it, not to /tmp/ray, where Ray never deletes them; the nodes' workers, and so orch's
     shards, have a system temp folder of their own (TMPDIR), which the tests check for leftovers."""
     ray_tmp = tempfile.mkdtemp(prefix="ray-")
-    env = {"ORCH_BUILDS_DIR": cache_env["ORCH_BUILDS_DIR"], "ORCH_MODELS": str(tiny_dir),
-           "ORCH_CACHE": str(tmp_path_factory.mktemp("ray-orch-cache")), "RAY_USAGE_STATS_ENABLED": "0",
-           "RAY_TMPDIR": ray_tmp, "TMPDIR": str(tmp_path_factory.mktemp("ray-node-tmp"))}
+    env = {
+        "ORCH_BUILDS_DIR": cache_env["ORCH_BUILDS_DIR"],
+        "ORCH_MODELS": str(tiny_dir),
+        "ORCH_CACHE": str(tmp_path_factory.mktemp("ray-orch-cache")),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_TMPDIR": ray_tmp,
+        "TMPDIR": str(tmp_path_factory.mktemp("ray-node-tmp")),
+    }
     try:
         with node_env(env):
             c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 * 2**20})
@@ -74,16 +79,34 @@ def proc_alive(name: str) -> bool:
 
 
 def orch_args(cluster, *extra):
-    return ["run", RECIPE, "--build", COMMIT, "--vars", TINY, "--executor", "ray", "--address", cluster.address,
-            "--no-summary", *extra]
+    return [
+        "run",
+        RECIPE,
+        "--build",
+        COMMIT,
+        "--vars",
+        TINY,
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+        "--no-summary",
+        *extra,
+    ]
 
 
 def env_for(cache_env, tiny_dir, db, cluster):
     """The driver's environment: its own system temp folder beside its results file, Ray's folder the cluster's."""
     temp = Path(db).parent / "tmp"
     temp.mkdir(exist_ok=True)
-    return {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(db), "RAY_USAGE_STATS_ENABLED": "0",
-            "RAY_TMPDIR": cluster.orch_env["RAY_TMPDIR"], "TMPDIR": str(temp)}
+    return {
+        **cache_env,
+        "ORCH_MODELS": str(tiny_dir),
+        "ORCH_DB": str(db),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_TMPDIR": cluster.orch_env["RAY_TMPDIR"],
+        "TMPDIR": str(temp),
+    }
 
 
 def rows(db, sql):
@@ -99,7 +122,8 @@ def run_sweep(argv: list[str], env: dict) -> subprocess.CompletedProcess:
         res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
         db = Path(env["ORCH_DB"])
         if res.returncode != 15 or rows(db, "SELECT DISTINCT failure_class FROM runs WHERE status <> 'ok'") != [
-                ("truncated_log",)]:
+            ("truncated_log",)
+        ]:
             return res
         db.unlink()
     return res
@@ -113,18 +137,23 @@ def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache
     assert res.returncode == 0, res.stderr
     assert "6 runs in 2 Ray tasks over 2 node(s)" in res.stderr and "[6/6]" in res.stderr
     local = tmp_path / "local.duckdb"
-    res = run_sweep([orch_exe, "run", RECIPE, "--build", COMMIT, "--vars", TINY, "--repeat", "2", "--no-summary"],
-                    {**env, "ORCH_DB": str(local)})
+    res = run_sweep(
+        [orch_exe, "run", RECIPE, "--build", COMMIT, "--vars", TINY, "--repeat", "2", "--no-summary"],
+        {**env, "ORCH_DB": str(local)},
+    )
     assert res.returncode == 0, res.stderr
-    shape = ("SELECT r.arm, r.repeat_index, r.warmup, r.status, m.decode_tps IS NOT NULL, "
-             "(SELECT count(*) FROM run_logs l WHERE l.run_id = r.id), "
-             "(SELECT count(*) > 0 FROM telemetry t WHERE t.run_id = r.id), s.host_name IS NOT NULL, "
-             "s.status, s.build_name FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id "
-             f"LEFT JOIN metrics m ON m.run_id = r.id WHERE r.{PLANNED} ORDER BY 1, 2")
+    shape = (
+        "SELECT r.arm, r.repeat_index, r.warmup, r.status, m.decode_tps IS NOT NULL, "
+        "(SELECT count(*) FROM run_logs l WHERE l.run_id = r.id), "
+        "(SELECT count(*) > 0 FROM telemetry t WHERE t.run_id = r.id), s.host_name IS NOT NULL, "
+        "s.status, s.build_name FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id "
+        f"LEFT JOIN metrics m ON m.run_id = r.id WHERE r.{PLANNED} ORDER BY 1, 2"
+    )
     assert rows(tmp_path / "r.duckdb", shape) == rows(local, shape)
     # Both nodes are this machine: one host, so one sweep, its runs numbered 1.. in the driver's file.
     assert rows(tmp_path / "r.duckdb", "SELECT id, host_name, host_id, status FROM sweeps") == [
-        (1, *rows(local, "SELECT host_name, host_id FROM sweeps")[0], "done")]
+        (1, *rows(local, "SELECT host_name, host_id FROM sweeps")[0], "done")
+    ]
     assert {r[0] for r in rows(tmp_path / "r.duckdb", f"SELECT arm FROM runs WHERE {PLANNED}")} == ARMS
     arms = rows(tmp_path / "r.duckdb", "SELECT count(DISTINCT arm) FROM runs")[0][0]
     assert rows(tmp_path / "r.duckdb", "SELECT sweep_id, arms FROM sweep_summaries") == [(1, arms)]  # kept
@@ -136,14 +165,17 @@ def test_a_sweep_over_two_nodes_stores_what_a_local_sweep_stores(orch_exe, cache
 
 def test_each_host_runs_the_whole_sweep_on_every_node(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
     db = tmp_path / "r.duckdb"
-    res = run_sweep([orch_exe, *orch_args(cluster, "--repeat", "1", "--each-host")],
-                    env_for(cache_env, tiny_dir, db, cluster))
+    res = run_sweep(
+        [orch_exe, *orch_args(cluster, "--repeat", "1", "--each-host")], env_for(cache_env, tiny_dir, db, cluster)
+    )
     assert res.returncode == 0, res.stderr
-    per_sweep = rows(db, "SELECT sweep_id, count(*), count(*) FILTER (WHERE status = 'ok') FROM measured_runs "
-                         f"WHERE {PLANNED} GROUP BY 1 ORDER BY 1")
+    per_sweep = rows(
+        db,
+        "SELECT sweep_id, count(*), count(*) FILTER (WHERE status = 'ok') FROM measured_runs "
+        f"WHERE {PLANNED} GROUP BY 1 ORDER BY 1",
+    )
     assert per_sweep == [(1, 3, 3), (2, 3, 3)]
     assert len(rows(db, "SELECT DISTINCT uid FROM sweeps")) == 2
-
 
 
 def test_probing_each_host_times_every_node_and_predicts_for_each(orch_exe, cache_env, tiny_dir, cluster, tmp_path):
@@ -151,8 +183,20 @@ def test_probing_each_host_times_every_node_and_predicts_for_each(orch_exe, cach
     the driver's file under the node's host id, and each host's predictions, best setting and command line."""
     db = tmp_path / "r.duckdb"
     env = env_for(cache_env, tiny_dir, db, cluster)
-    argv = [orch_exe, "probe", RECIPE, "--build", COMMIT, "--vars", TINY, "--executor", "ray", "--address",
-            cluster.address, "--each-host"]
+    argv = [
+        orch_exe,
+        "probe",
+        RECIPE,
+        "--build",
+        COMMIT,
+        "--vars",
+        TINY,
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+        "--each-host",
+    ]
     res = subprocess.run([*argv, "--format", "json"], env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     (host,) = json.loads(res.stdout)
@@ -169,9 +213,15 @@ def test_probing_each_host_times_every_node_and_predicts_for_each(orch_exe, cach
     assert rows(db, "SELECT count(*) FROM cost_probes") == count
     assert f"== host {host['host']} " in again.stdout and f"best on {host['host']}: " in again.stdout
     assert "\nrun: " in again.stdout
-    refused = subprocess.run([orch_exe, "probe", RECIPE, "--vars", TINY, "--executor", "ray"], env=env,
-                             capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [orch_exe, "probe", RECIPE, "--vars", TINY, "--executor", "ray"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode != 0 and "--each-host" in refused.stderr
+
 
 def llama_on(node) -> bool:
     """Whether a llama.cpp process runs under this node's raylet (its worker's child)."""
@@ -191,11 +241,16 @@ def llamas(cluster) -> bool:
     return any(llama_on(n) for n in cluster.worker_nodes)
 
 
-def test_ctrl_c_cancels_the_tasks_and_stops_the_remote_llama_processes(orch_exe, cache_env, tiny_dir, cluster,
-                                                                       tmp_path):
-    proc = subprocess.Popen([orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=2048")],
-                            env=env_for(cache_env, tiny_dir, tmp_path / "r.duckdb", cluster), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def test_ctrl_c_cancels_the_tasks_and_stops_the_remote_llama_processes(
+    orch_exe, cache_env, tiny_dir, cluster, tmp_path
+):
+    proc = subprocess.Popen(
+        [orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=2048")],
+        env=env_for(cache_env, tiny_dir, tmp_path / "r.duckdb", cluster),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 180
     while not llamas(cluster) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -209,13 +264,18 @@ def test_ctrl_c_cancels_the_tasks_and_stops_the_remote_llama_processes(orch_exe,
     assert not llamas(cluster)  # stopped on the nodes, not left running
 
 
-def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env, tiny_dir, cluster, tmp_path,
-                                                             monkeypatch):
+def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(
+    orch_exe, cache_env, tiny_dir, cluster, tmp_path, monkeypatch
+):
     db = tmp_path / "r.duckdb"
     temps = [tmp_path / "tmp", Path(cluster.orch_env["TMPDIR"])]  # the driver's and the nodes' (env_for makes one)
-    proc = subprocess.Popen([orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=512")],
-                            env=env_for(cache_env, tiny_dir, db, cluster), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [orch_exe, *orch_args(cluster, "--repeat", "4", "--set", "n_predict=512")],
+        env=env_for(cache_env, tiny_dir, db, cluster),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     victim = None
     deadline = time.monotonic() + 180
     while victim is None and time.monotonic() < deadline and proc.poll() is None:
@@ -228,14 +288,17 @@ def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env,
     finally:
         add_node(cluster)
     assert proc.returncode in (0, 15), err  # 15: stored, with runs lost with their node
-    slots = rows(db, f"SELECT arm, repeat_index, status, failure_class FROM measured_runs WHERE {PLANNED} "
-                     "ORDER BY 1, 2")
+    slots = rows(
+        db, f"SELECT arm, repeat_index, status, failure_class FROM measured_runs WHERE {PLANNED} ORDER BY 1, 2"
+    )
     # Every slot is stored once as measured: run again elsewhere (ok), or failed as node_lost; none dropped.
     assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(4))
     assert all(s == "ok" or c == "node_lost" for *_, s, c in slots), slots
     assert proc.returncode == 0 or any(c == "node_lost" for *_, c in slots), err
-    print(f"node killed mid-run: {sum(s == 'ok' for *_, s, _ in slots)} ok, "
-          f"{sum(c == 'node_lost' for *_, c in slots)} node_lost; rows stored {len(rows(db, 'SELECT id FROM runs'))}")
+    print(
+        f"node killed mid-run: {sum(s == 'ok' for *_, s, _ in slots)} ok, "
+        f"{sum(c == 'node_lost' for *_, c in slots)} node_lost; rows stored {len(rows(db, 'SELECT id FROM runs'))}"
+    )
     # Nothing left behind: shards live in orch's work directory on each node (none in the system temp dir), and the
     # killed node's, whose owner died with it, goes at the next open of a results file on that node.
     assert not [p for temp in temps for p in temp.glob("orch-*")]
@@ -248,8 +311,9 @@ def test_a_node_killed_mid_sweep_leaves_no_slot_unaccounted(orch_exe, cache_env,
     assert all(proc_alive(p.name) for p in left), left  # only shards of workers still running (the live node's)
 
 
-def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cache_env, tiny_dir, cluster, tmp_path,
-                                                                          monkeypatch):
+def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(
+    cache_env, tiny_dir, cluster, tmp_path, monkeypatch
+):
     """No retries left (retries=0): the round on the killed node is stored failed, class node_lost, not dropped."""
     from orchestrator import store
     from orchestrator.build.on_disk import runnable_build
@@ -281,16 +345,18 @@ def test_runs_lost_with_their_node_after_every_retry_are_stored_as_node_lost(cac
     killer = threading.Thread(target=kill_one)
     killer.start()
     try:
-        results = executor.run_prepared_on_ray(prepared, recipe_run.RunOptions(orch_argv=["test"]),
-                                               executor.RayOptions(cluster.address, retries=0))
+        results = executor.run_prepared_on_ray(
+            prepared, recipe_run.RunOptions(orch_argv=["test"]), executor.RayOptions(cluster.address, retries=0)
+        )
     finally:
         killer.join()
         ray.shutdown()
         add_node(cluster)
     with duckdb.connect(str(tmp_path / "r.duckdb"), read_only=True) as con:
         # measured_runs: each slot's newest run (a run whose log lost its tail ran again beside its failed attempt)
-        slots = con.execute(f"SELECT arm, repeat_index, status, failure_class FROM measured_runs WHERE {PLANNED} "
-                            "ORDER BY 1, 2").fetchall()
+        slots = con.execute(
+            f"SELECT arm, repeat_index, status, failure_class FROM measured_runs WHERE {PLANNED} ORDER BY 1, 2"
+        ).fetchall()
     assert [(a, r) for a, r, *_ in slots] == sorted((a, r) for a in ARMS for r in range(2))
     lost = [s for s in slots if s[3] == "node_lost"]
     assert len(lost) == 3 and all(s[2] == "failed" for s in lost)  # the killed node's whole round

@@ -26,8 +26,13 @@ def demo(orch_exe, cache_env, tiny_dir, tmp_path_factory):
     work = tmp_path_factory.mktemp("readme")  # the README's relative paths: as in a checkout after make demo
     (work / "recipes").symlink_to(ROOT / "recipes")
     (work / "models").symlink_to(tiny_dir)
-    env = {**cache_env, "ORCH_MODELS": str(tiny_dir), "ORCH_DB": str(work / "results.duckdb"),
-           "HF_HUB_OFFLINE": "1", "HF_HOME": str(work / "hf")}
+    env = {
+        **cache_env,
+        "ORCH_MODELS": str(tiny_dir),
+        "ORCH_DB": str(work / "results.duckdb"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(work / "hf"),
+    }
     *runs, last = demo_commands()
     assert [c[:2] for c in runs] == [["run", "recipes/recipe_a.j2"], ["run", "recipes/recipe_b.j2"]]
     for command in runs:
@@ -43,16 +48,25 @@ def test_getting_started_shows_the_table_make_demo_tiny_prints(demo):
     """getting-started's make demo-tiny table (make demo's, on the real pair, is checked by test_real_pair.py and
     make demo-gemma's by test_real_model.py, beside the real runs)."""
     page = readme_examples.ROOT / "docs" / "getting-started.md"
-    (tiny_block,) = [b for b in readme_examples.blocks(page.read_text(), "docs/getting-started.md")
-                     if b.kind == "output" and "recipe_a.j2" in b.text]
+    (tiny_block,) = [
+        b
+        for b in readme_examples.blocks(page.read_text(), "docs/getting-started.md")
+        if b.kind == "output" and "recipe_a.j2" in b.text
+    ]
     readme_examples.assert_shows(tiny_block.text, demo[2], real_model=False)
 
 
 def whole_commands() -> list[str]:
     """Every whole command of the README and the docs pages, once."""
-    return list(dict.fromkeys(c for b in readme_examples.all_blocks() if b.kind == "sh"
-                              for c in readme_examples.commands(b)
-                              if not readme_examples.is_synopsis(c) and not c.startswith("make ")))
+    return list(
+        dict.fromkeys(
+            c
+            for b in readme_examples.all_blocks()
+            if b.kind == "sh"
+            for c in readme_examples.commands(b)
+            if not readme_examples.is_synopsis(c) and not c.startswith("make ")
+        )
+    )
 
 
 def test_every_whole_readme_command_runs(orch_exe, demo):
@@ -91,6 +105,12 @@ def test_every_python_example_runs_against_the_demos_results(demo):
     examples = [b for b in readme_examples.all_blocks() if b.kind == "python"]
     assert examples
     for block in examples:
-        res = subprocess.run([sys.executable, "-c", block.text], env={**env, "PYTHONPATH": str(ROOT)}, cwd=work,
-                             capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [sys.executable, "-c", block.text],
+            env={**env, "PYTHONPATH": str(ROOT)},
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 0 and res.stdout.strip(), f"{block.source} line {block.line}:\n{res.stderr}"

@@ -13,13 +13,7 @@ from pathlib import Path
 import pytest
 import readme_examples
 
-from integration.conftest import (
-    COMMIT,
-    assert_prediction_checked,
-    db_rows,
-    demo_commands,
-    run_orch,
-)
+from integration.conftest import COMMIT, assert_prediction_checked, db_rows, demo_commands, run_orch
 from orchestrator.models import tokens
 from orchestrator.parse import output
 
@@ -47,8 +41,14 @@ def gemma_demo(orch_exe, cache_env, gemma_dir, real_build, tmp_path_factory) -> 
     assert [c[:2] for c in runs] == [["run", "recipes/real_demo.j2"]] * 4
     for command in runs:  # predictions (a lookup probe per n-gram arm) on the list only: the suite's time
         predicts = [] if "repeat_list" in " ".join(command) else ["--no-predict"]
-        res = subprocess.run([orch_exe, *command, "--set", "threads=1", *predicts], env=env, cwd=work,
-                             capture_output=True, text=True, timeout=900)
+        res = subprocess.run(
+            [orch_exe, *command, "--set", "threads=1", *predicts],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert res.returncode == 0, res.stderr
     res = subprocess.run([orch_exe, *last], env=env, cwd=work, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
@@ -65,8 +65,11 @@ def demo_env(gemma_demo, real_env):
 
 def test_getting_started_shows_the_table_make_demo_gemma_prints(gemma_demo):
     page = ROOT / "docs" / "getting-started.md"
-    (gemma_block,) = [b for b in readme_examples.blocks(page.read_text(), "docs/getting-started.md")
-                      if b.kind == "output" and "real_demo.j2" in b.text]
+    (gemma_block,) = [
+        b
+        for b in readme_examples.blocks(page.read_text(), "docs/getting-started.md")
+        if b.kind == "output" and "real_demo.j2" in b.text
+    ]
     readme_examples.assert_shows(gemma_block.text, gemma_demo[1], real_model=True)
 
 
@@ -81,10 +84,17 @@ def _verdict(orch_exe, workload, env) -> str:
 
 
 def _runs(env, sweep_id):
-    return [{**r, "params": json.loads(r["params"] or "{}")} for r in db_rows(env, """
+    return [
+        {**r, "params": json.loads(r["params"] or "{}")}
+        for r in db_rows(
+            env,
+            """
         SELECT r.sweep_id, r.arm, r.is_baseline, r.is_control, r.reference_arm, r.repeat_index, r.params,
                m.n_generated, m.n_drafted, m.loop_share, m.degenerate_loop, m.outputs_compared, m.outputs_differ
-        FROM measured_runs r JOIN metrics m ON m.run_id = r.id WHERE r.sweep_id = ? ORDER BY r.id""", [sweep_id])]
+        FROM measured_runs r JOIN metrics m ON m.run_id = r.id WHERE r.sweep_id = ? ORDER BY r.id""",
+            [sweep_id],
+        )
+    ]
 
 
 def test_a_looping_story_is_flagged_and_never_a_win_while_a_literal_list_is_not(orch_exe, demo_env):
@@ -93,8 +103,9 @@ def test_a_looping_story_is_flagged_and_never_a_win_while_a_literal_list_is_not(
     for runs in by_sweep.values():  # baseline, four n-gram arms, the control; three repeats each
         assert len([r for r in runs if "length_of" not in r["params"]]) == 6 * 3
     # the story loops for every program (its text is the same), the list continues the prompt's repetition
-    assert all(r["degenerate_loop"] for r in by_sweep["open_prose"]), \
-        [(r["arm"], r["loop_share"]) for r in by_sweep["open_prose"]]
+    assert all(r["degenerate_loop"] for r in by_sweep["open_prose"]), [
+        (r["arm"], r["loop_share"]) for r in by_sweep["open_prose"]
+    ]
     assert not any(r["degenerate_loop"] for r in by_sweep["repeat_list"])
     assert all(r["loop_share"] >= 0.9 for r in by_sweep["repeat_list"])
     assert story.startswith(f"verdict: sweep 3 (real_demo.j2 on open_prose, {COMMIT}-cpu): ")
@@ -121,8 +132,9 @@ def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe,
             assert reference["n_generated"] == r["n_generated"], (r["arm"], r["n_generated"], reference["arm"])
             assert r["reference_arm"] in (control, f"control~{r['arm']}")
             assert (r["outputs_compared"], r["outputs_differ"]) == (1, 0)
-    shown = json.loads(run_orch(orch_exe, "summary", str(DEMO_SWEEPS["repeat_list"]), "--format", "json",
-                                env=demo_env).stdout)
+    shown = json.loads(
+        run_orch(orch_exe, "summary", str(DEMO_SWEEPS["repeat_list"]), "--format", "json", env=demo_env).stdout
+    )
     assert not [row["arm"] for row in shown if "unequal_tokens" in (row["warnings"] or "")]
     assert all(row["speedup"] is None for row in shown if row.get("length_of"))  # a yardstick, not an arm
     for row in shown:  # a prediction from the other arms' verification cost, shown only where measurement agrees
@@ -130,14 +142,17 @@ def test_parity_is_against_the_control_and_every_run_counts_its_tokens(orch_exe,
         assert_prediction_checked(row)
 
 
-
 def test_each_ngram_arm_is_predicted_before_the_sweep_from_one_run_of_its_own_setting(orch_exe, demo_env):
     """No draft model to replay: each n-gram setting's passes come from one -lv 5 run of it (a lookup probe, kept
     per setting and workload), priced at this machine's costs, and stored before the sweep's first run."""
     sweep = DEMO_SWEEPS["repeat_list"]
-    made = db_rows(demo_env, "SELECT p.arm, p.predicted, p.low, p.high, p.missing, p.tokens_per_pass, p.made_at, "
-                             "a.method, a.argv FROM arm_predictions p JOIN acceptance_probes a "
-                             "ON a.id = p.acceptance_probe_id WHERE p.sweep_id = ?", [sweep])
+    made = db_rows(
+        demo_env,
+        "SELECT p.arm, p.predicted, p.low, p.high, p.missing, p.tokens_per_pass, p.made_at, "
+        "a.method, a.argv FROM arm_predictions p JOIN acceptance_probes a "
+        "ON a.id = p.acceptance_probe_id WHERE p.sweep_id = ?",
+        [sweep],
+    )
     assert {m["arm"] for m in made} == {"ngram-simple", "ngram-map-k", "ngram-mod", "ngram-cache"}
     first = db_rows(demo_env, "SELECT min(started_at) AS t FROM runs WHERE sweep_id = ?", [sweep])[0]["t"]
     for m in made:
@@ -145,7 +160,9 @@ def test_each_ngram_arm_is_predicted_before_the_sweep_from_one_run_of_its_own_se
         assert m["method"] == m["arm"] and "-lv" in json.loads(m["argv"]) and m["tokens_per_pass"] >= 1
     shown = json.loads(run_orch(orch_exe, "summary", str(sweep), "--format", "json", env=demo_env).stdout)
     assert {r["arm"]: r["predicted"] for r in shown if r["arm"].startswith("ngram")} == {
-        m["arm"]: m["predicted"] for m in made}
+        m["arm"]: m["predicted"] for m in made
+    }
+
 
 def test_the_first_differing_token_is_read_by_the_builds_own_tokenizer(real_build, gemma_dir):
     """Parity's token position comes from the run's build's llama-tokenize on the run's target (vocabulary only):
@@ -165,18 +182,33 @@ def test_the_first_differing_token_is_read_by_the_builds_own_tokenizer(real_buil
     assert tokens.RunTokenizer()("text", [str(bin_dir / "llama-speculative-simple"), "-m", "/nowhere.gguf"]) is None
 
 
-def test_the_quantized_real_model_is_refused_as_a_source_unless_requantizing_is_asked(orch_exe, real_env,
-                                                                                      gemma_dir, tmp_path):
+def test_the_quantized_real_model_is_refused_as_a_source_unless_requantizing_is_asked(
+    orch_exe, real_env, gemma_dir, tmp_path
+):
     """Gemma's only file is Q4_K_M: quantizing it again is refused before anything runs (one line, exit 48, no
     file), and with --allow-requantize the copy says what it was made from."""
     source = str(gemma_dir / GEMMA_FILE)
-    refused = run_orch(orch_exe, "models", "quantize", source, "--types", "q8_0", "--out", str(tmp_path / "q"),
-                       env=real_env)
+    refused = run_orch(
+        orch_exe, "models", "quantize", source, "--types", "q8_0", "--out", str(tmp_path / "q"), env=real_env
+    )
     assert refused.returncode == 48 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "already quantized (Q4_K_M)" in refused.stderr and "--allow-requantize" in refused.stderr
     assert not (tmp_path / "q").exists()
-    made = run_orch(orch_exe, "models", "quantize", source, "--types", "q8_0", "--allow-requantize", "--build",
-                    COMMIT, "--out", str(tmp_path / "q"), "--json", env=real_env)
+    made = run_orch(
+        orch_exe,
+        "models",
+        "quantize",
+        source,
+        "--types",
+        "q8_0",
+        "--allow-requantize",
+        "--build",
+        COMMIT,
+        "--out",
+        str(tmp_path / "q"),
+        "--json",
+        env=real_env,
+    )
     assert made.returncode == 0, made.stderr
     (quant,) = json.loads(made.stdout)
     assert quant["label"] == "q8_0-from-q4_k_m" and quant["requantized_from"] == "Q4_K_M"

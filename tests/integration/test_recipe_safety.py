@@ -23,8 +23,10 @@ def one_error_line(res):
 def test_an_unsafe_recipe_runs_nothing_even_dry(orch_exe, env, tmp_path, dry_run):
     marker = tmp_path / "pwned"
     recipe = tmp_path / "evil.j2"
-    recipe.write_text("{{ bin }}/llama-completion -m {{ models }}/tiny-target.gguf "
-                      f"-p {{{{ cycler.__init__.__globals__.os.system('touch {marker}') }}}}\n")
+    recipe.write_text(
+        "{{ bin }}/llama-completion -m {{ models }}/tiny-target.gguf "
+        f"-p {{{{ cycler.__init__.__globals__.os.system('touch {marker}') }}}}\n"
+    )
     res = orch_run(orch_exe, recipe, *(["--dry-run"] if dry_run else []), env=env)
     line = one_error_line(res)
     assert res.returncode == 12 and str(recipe) in line and "unsafe" in line
@@ -48,23 +50,30 @@ def test_dry_run_starts_nothing(orch_exe, env, tmp_path, mode):
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_a_server_recipe_that_sets_host_or_port_is_refused_before_anything(orch_exe, env, tmp_path, flag, dry_run):
     recipe = tmp_path / "addr.j2"
-    recipe.write_text('{% set meta = {"mode": "server"} %}\n'
-                      f"{{{{ bin }}}}/llama-server -m {{{{ models }}}}/tiny-target.gguf {flag} -t 1\n")
+    recipe.write_text(
+        '{% set meta = {"mode": "server"} %}\n'
+        f"{{{{ bin }}}}/llama-server -m {{{{ models }}}}/tiny-target.gguf {flag} -t 1\n"
+    )
     res = orch_run(orch_exe, recipe, *(["--dry-run"] if dry_run else []), env=env)
     line = one_error_line(res)
     assert res.returncode == 31 and f"sets {flag.split()[0].split('=')[0]}" in line and "127.0.0.1" in line
     assert not Path(env["ORCH_DB"]).exists()
 
 
-@pytest.mark.parametrize("overrides, arms", [
-    (["--set", "n_predict=lots"], '{"a": {}}'),
-    ([], '{"a": {"n_predict": "lots"}}'),
-    (["--set", "concurrency=0"], '{"a": {"n_predict": 8}}'),
-])
+@pytest.mark.parametrize(
+    "overrides, arms",
+    [
+        (["--set", "n_predict=lots"], '{"a": {}}'),
+        ([], '{"a": {"n_predict": "lots"}}'),
+        (["--set", "concurrency=0"], '{"a": {"n_predict": 8}}'),
+    ],
+)
 def test_a_bad_server_request_option_stores_nothing(orch_exe, env, tmp_path, overrides, arms):
     recipe = tmp_path / "server.j2"
-    recipe.write_text(f'{{% set meta = {{"mode": "server", "defaults": {{"n_predict": none}}, "arms": {arms}}} %}}\n'
-                      "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -t 1\n")
+    recipe.write_text(
+        f'{{% set meta = {{"mode": "server", "defaults": {{"n_predict": none}}, "arms": {arms}}} %}}\n'
+        "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -t 1\n"
+    )
     res = orch_run(orch_exe, recipe, *overrides, env=env)
     line = one_error_line(res)
     assert res.returncode == 12 and "arm a:" in line

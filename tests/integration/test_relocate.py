@@ -38,8 +38,9 @@ def test_a_copied_builds_root_runs_the_copy_and_records_relative_build_paths(orc
     res = run_tiny(orch_exe, env)
     assert res.returncode == 0, res.stderr
     assert executed_binaries(env) == [str(bdir / "bin" / "llama-completion")]  # the copy, not the cache
-    assert db_rows(env, "SELECT dir, log_path FROM builds") == [{"dir": bdir.name,
-                                                                  "log_path": f"{bdir.name}/build.log"}]
+    assert db_rows(env, "SELECT dir, log_path FROM builds") == [
+        {"dir": bdir.name, "log_path": f"{bdir.name}/build.log"}
+    ]
     assert f"{bdir.name}/bin/llama-completion" in [r["path"] for r in db_rows(env, "SELECT path FROM binaries")]
 
 
@@ -71,6 +72,8 @@ def test_a_copy_missing_a_binary_is_listed_broken_and_refused_with_the_fix(orch_
     assert f"{bdir.name}" in listed.stdout and "broken (missing: bin/llama-completion)" in listed.stdout
     res = run_tiny(orch_exe, env)
     assert res.returncode == 30
-    assert res.stderr == (f"orch: error: build {bdir.name} in {bdir} is broken (missing: bin/llama-completion); "
-                          f"rebuild it with `orch build {COMMIT} --backend cpu --force`\n")
+    assert res.stderr == (
+        f"orch: error: build {bdir.name} in {bdir} is broken (missing: bin/llama-completion); "
+        f"rebuild it with `orch build {COMMIT} --backend cpu --force`\n"
+    )
     assert not Path(env["ORCH_DB"]).exists()  # refused before a sweep row could be written

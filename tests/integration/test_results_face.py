@@ -16,8 +16,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_results_read_as_the_commands_print_them_and_change_nothing(orch_exe, env):
-    ran = orch_run(orch_exe, ROOT / "recipes" / "recipe_a.j2", "--vars", str(ROOT / "recipes" / "tiny.toml"),
-                   "--repeat", "2", env=env)
+    ran = orch_run(
+        orch_exe,
+        ROOT / "recipes" / "recipe_a.j2",
+        "--vars",
+        str(ROOT / "recipes" / "tiny.toml"),
+        "--repeat",
+        "2",
+        env=env,
+    )
     assert ran.returncode == 0, ran.stderr[-3000:]
     db = Path(env["ORCH_DB"])
     before = hashlib.sha256(db.read_bytes()).hexdigest()
@@ -30,8 +37,12 @@ def test_results_read_as_the_commands_print_them_and_change_nothing(orch_exe, en
         assert set(arms) == set(printed)
         for name, arm in arms.items():  # the same figures the summary prints, typed
             assert (arm.speedup, arm.speedup_low, arm.speedup_high, arm.vs, arm.predicted) == (
-                printed[name]["speedup"], printed[name]["speedup_low"], printed[name]["speedup_high"],
-                printed[name]["vs"], printed[name]["predicted"])
+                printed[name]["speedup"],
+                printed[name]["speedup_low"],
+                printed[name]["speedup_high"],
+                printed[name]["vs"],
+                printed[name]["predicted"],
+            )
         draft = arms["draft"]
         assert draft.predicted is not None and draft.vs.startswith("control") and draft.params["draft"]
         runs = found.runs()  # the newest 20, as `orch runs` lists them

@@ -18,8 +18,9 @@ HUNG_SERVER = Path(__file__).with_name("hung_server.py")
 
 def hung_recipe(tmp_path, mode):
     recipe = tmp_path / f"{mode}.j2"
-    recipe.write_text('{% set meta = {"mode": "server", "arms": {"hung": {}}} %}\n'
-                      f"{sys.executable} {HUNG_SERVER} {mode}\n")
+    recipe.write_text(
+        f'{{% set meta = {{"mode": "server", "arms": {{"hung": {{}}}}}} %}}\n{sys.executable} {HUNG_SERVER} {mode}\n'
+    )
     return recipe
 
 
@@ -31,12 +32,14 @@ def assert_named_files_exist(text):
 
 # 10 s and 30 s for the stand-in to start (a busy machine's Python) and say it listens; the stalled stream still ends
 # at 3 (stall answers /health at once)
-@pytest.mark.parametrize("mode, health_s, phase", [("accept", 10, "not healthy within 10s"),
-                                                   ("stall", 30, "warm-up request failed")])
+@pytest.mark.parametrize(
+    "mode, health_s, phase", [("accept", 10, "not healthy within 10s"), ("stall", 30, "warm-up request failed")]
+)
 def test_a_hung_server_is_stored_as_a_timeout_with_its_log(orch_exe, env, tmp_path, mode, health_s, phase):
     start = time.monotonic()
-    res = orch_run(orch_exe, hung_recipe(tmp_path, mode), "--set", f"server_timeout={health_s}", "--timeout", "3",
-                   env=env)
+    res = orch_run(
+        orch_exe, hung_recipe(tmp_path, mode), "--set", f"server_timeout={health_s}", "--timeout", "3", env=env
+    )
     assert res.returncode == 15 and phase in res.stderr, res.stderr
     assert time.monotonic() - start < 60
     rows = db_rows(env, "SELECT id, status, failure_class, failure_detail FROM runs")
@@ -49,16 +52,37 @@ def test_a_hung_server_is_stored_as_a_timeout_with_its_log(orch_exe, env, tmp_pa
 
 def test_a_stopped_llama_server_is_a_timeout_and_is_cleaned_up(orch_exe, env, tmp_path):
     recipe = tmp_path / "stopped.j2"
-    recipe.write_text('{% set meta = {"mode": "server", "arms": {"stopped": {}}} %}\n'
-                      "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -c 4096 -t 1\n")
-    orch = subprocess.Popen([orch_exe, "run", str(recipe), "--build", COMMIT, "--set", "n_predict=3000",
-                             "--set", "ignore_eos=true", "--set", "server_timeout=5", "--timeout", "5"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    recipe.write_text(
+        '{% set meta = {"mode": "server", "arms": {"stopped": {}}} %}\n'
+        "{{ bin }}/llama-server -m {{ models }}/tiny-target.gguf -c 4096 -t 1\n"
+    )
+    orch = subprocess.Popen(
+        [
+            orch_exe,
+            "run",
+            str(recipe),
+            "--build",
+            COMMIT,
+            "--set",
+            "n_predict=3000",
+            "--set",
+            "ignore_eos=true",
+            "--set",
+            "server_timeout=5",
+            "--timeout",
+            "5",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     server = None
     deadline = time.monotonic() + 60
     while server is None and time.monotonic() < deadline:
-        server = next((c for c in psutil.Process(orch.pid).children(recursive=True)
-                       if "llama-server" in c.name()), None)
+        server = next(
+            (c for c in psutil.Process(orch.pid).children(recursive=True) if "llama-server" in c.name()), None
+        )
         time.sleep(0.1)
     assert server, "orch never started llama-server"
     time.sleep(1.5)  # loaded and streaming the warm-up (or still starting: either way it must end as a timeout)
@@ -76,8 +100,11 @@ def test_a_stopped_llama_server_is_a_timeout_and_is_cleaned_up(orch_exe, env, tm
 def test_stopping_a_stopped_server_takes_sigterm_without_waiting_out_the_grace(tmp_path):
     from orchestrator import proc
 
-    child = proc.spawn([sys.executable, "-c", "import time; time.sleep(600)"], stdout_path=tmp_path / "out",
-                       stderr_path=tmp_path / "err")
+    child = proc.spawn(
+        [sys.executable, "-c", "import time; time.sleep(600)"],
+        stdout_path=tmp_path / "out",
+        stderr_path=tmp_path / "err",
+    )
     time.sleep(0.5)
     child.send_signal(signal.SIGSTOP)
     start = time.monotonic()

@@ -20,8 +20,14 @@ def test_mtp_runs_store_and_show_acceptance_by_position_and_sequence(orch_exe, e
     recipe.write_text(RECIPE)
     res = orch_run(orch_exe, recipe, "--set", "n_predict=64", env=env)
     assert res.returncode == 0, res.stderr
-    runs = {r["arm"]: r for r in db_rows(env, "SELECT r.arm, r.status, m.* FROM runs r JOIN metrics m "
-                                              f"ON m.run_id = r.id WHERE r.{PLANNED} ORDER BY r.id")}
+    runs = {
+        r["arm"]: r
+        for r in db_rows(
+            env,
+            "SELECT r.arm, r.status, m.* FROM runs r JOIN metrics m "
+            f"ON m.run_id = r.id WHERE r.{PLANNED} ORDER BY r.id",
+        )
+    }
     assert set(runs) == {"mtp-w1", "mtp-w3"} and all(r["status"] == "ok" for r in runs.values())
     for arm, window in (("mtp-w1", 1), ("mtp-w3", 3)):
         run = runs[arm]
@@ -40,8 +46,11 @@ def test_mtp_runs_store_and_show_acceptance_by_position_and_sequence(orch_exe, e
     # Drafts accepted in full never outnumber those that reached the last position of the window... plus the
     # drafts shorter than the window; and never exceed the drafts whose first token was accepted.
     w3 = runs["mtp-w3"]
-    assert w3["seq_acceptance"] <= json.loads(w3["extra"])["draft_stats"][0]["acc_drafts"] / \
-        json.loads(w3["extra"])["draft_stats"][0]["gen_drafts"]
+    assert (
+        w3["seq_acceptance"]
+        <= json.loads(w3["extra"])["draft_stats"][0]["acc_drafts"]
+        / json.loads(w3["extra"])["draft_stats"][0]["gen_drafts"]
+    )
 
     shown = run_orch(orch_exe, "summary", "--format", "json", env=env)
     assert shown.returncode == 0, shown.stderr
@@ -72,8 +81,7 @@ def test_a_server_run_takes_its_acceptance_from_the_metrics_counters_over_the_ru
         steps = delta["spec_decode_num_drafts_total"]
         assert steps > 0 and delta["spec_decode_num_draft_tokens_total"] == run["n_drafted"]
         assert run["mean_accept_len"] == 1 + delta["spec_decode_num_accepted_tokens_total"] / steps
-        per_pos = [delta[f'spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}}'] / steps
-                   for i in range(3)]
+        per_pos = [delta[f'spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}}'] / steps for i in range(3)]
         assert json.loads(run["accept_rate_per_pos"]) == per_pos and run["spec_type"] == "draft-mtp"
         low, high = run["seq_acceptance_low"], run["seq_acceptance_high"]
         assert 0 <= low <= high <= 1

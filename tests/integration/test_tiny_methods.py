@@ -24,8 +24,28 @@ def speculate(real_build, models: Path, role: str, prompt: str, n_max: int = 3):
     if model.draft:
         argv += ["-md", str(models / model.draft)]
     # -lv 4: the statistics line is a trace line; -t 1: spinning thread pools crawl on a shared 2-core machine.
-    argv += ["--spec-type", model.spec_type, "--spec-draft-n-max", str(n_max), "-lv", "4", "-t", "1",
-             "--temp", "0", "--top-k", "1", "-c", "4096", "-n", "128", "--seed", "1", "-p", prompt]
+    argv += [
+        "--spec-type",
+        model.spec_type,
+        "--spec-draft-n-max",
+        str(n_max),
+        "-lv",
+        "4",
+        "-t",
+        "1",
+        "--temp",
+        "0",
+        "--top-k",
+        "1",
+        "-c",
+        "4096",
+        "-n",
+        "128",
+        "--seed",
+        "1",
+        "-p",
+        prompt,
+    ]
     # errors="replace": random weights emit byte tokens that are not valid UTF-8 on stdout.
     return subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=300)
 

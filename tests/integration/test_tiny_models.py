@@ -16,8 +16,11 @@ from orchestrator.models.tiny import find_vocab_dir, make_tiny_models
 from orchestrator.models.vocab import differences as vocab_differences
 from orchestrator.run.one_run import LOST_TAIL_ATTEMPTS
 
-PROMPTS = ["The quick brown fox jumps over the lazy dog", "Once upon a time, in a small village by the sea,",
-           "The capital of France is"]
+PROMPTS = [
+    "The quick brown fox jumps over the lazy dog",
+    "Once upon a time, in a small village by the sea,",
+    "The capital of France is",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +40,37 @@ def infos(tiny):
 
 def speculate(real_build, target, draft, prompt, p_min):
     """Recipe A's flags; returns the completed process (stderr holds the end block)."""
-    argv = [str(Path(real_build.bin_dir) / "llama-speculative-simple"), "-m", str(target), "-md", str(draft),
-            "--spec-type", "draft-simple", "--spec-draft-n-max", "16", "--spec-draft-n-min", "5",
-            "-c", "4096", "--temp", "0", "--top-k", "1", "-n", "128", "-p", prompt, "-lv", "4", "--seed", "1",
-            # One thread (the draft follows -t): next to other jobs on a 2-core machine, spinning thread
-            # pools ran up to 100x slower; acceptance is the same at any thread count.
-            "-t", "1"]
+    argv = [
+        str(Path(real_build.bin_dir) / "llama-speculative-simple"),
+        "-m",
+        str(target),
+        "-md",
+        str(draft),
+        "--spec-type",
+        "draft-simple",
+        "--spec-draft-n-max",
+        "16",
+        "--spec-draft-n-min",
+        "5",
+        "-c",
+        "4096",
+        "--temp",
+        "0",
+        "--top-k",
+        "1",
+        "-n",
+        "128",
+        "-p",
+        prompt,
+        "-lv",
+        "4",
+        "--seed",
+        "1",
+        # One thread (the draft follows -t): next to other jobs on a 2-core machine, spinning thread
+        # pools ran up to 100x slower; acceptance is the same at any thread count.
+        "-t",
+        "1",
+    ]
     if p_min is not None:
         argv += ["--spec-draft-p-min", str(p_min)]
     # errors="replace": random weights emit byte tokens that are not valid UTF-8 on stdout. Run again while it exits
@@ -95,8 +123,11 @@ VOCAB_PAIRS = [
     ("qwen2", "qwen35", []),  # 151936 tokens, pre-tokenizers differ (llama.cpp does not compare those)
     ("llama-spm", "phi-3", ["eos token id 2 vs 32000"]),
     ("refact", "starcoder", ["token 5 is '<filename>' in the target but '<repo_name>' in the draft"]),
-    ("gpt-2", "llama-bpe", ["vocab size 50257 vs 128256", "bos token id 50256 vs 128000",
-                            "eos token id 50256 vs 128001"]),
+    (
+        "gpt-2",
+        "llama-bpe",
+        ["vocab size 50257 vs 128256", "bos token id 50256 vs 128000", "eos token id 50256 vs 128001"],
+    ),
 ]
 
 
@@ -137,16 +168,18 @@ def with_token_text(src: Path, dst: Path, token_id: int, text: bytes) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("token_id, text, refused", [(700, b"qX", True), (4, b"<0X01>", False)],
-                         ids=["token-700", "token-4"])
+@pytest.mark.parametrize(
+    "token_id, text, refused", [(700, b"qX", True), (4, b"<0X01>", False)], ids=["token-700", "token-4"]
+)
 def test_token_text_rule_matches_the_real_binary(real_build, tiny, tmp_path, token_id, text, refused):
     # llama.cpp compares token texts from id 5 on: a renamed token 700 aborts it, a renamed token 4 does not.
     draft = with_token_text(tiny["draft"], tmp_path / "draft.gguf", token_id, text)
     reasons = vocab_differences(inspect(tiny["target"]), inspect(draft))
     res = speculate(real_build, tiny["target"], draft, PROMPTS[0], 0.9)
     if refused:
-        assert reasons == ["token 700 is 'du' in the target but 'qX' in the draft "
-                           "(llama.cpp compares every token text from id 5 on)"]
+        assert reasons == [
+            "token 700 is 'du' in the target but 'qX' in the draft (llama.cpp compares every token text from id 5 on)"
+        ]
         # The abort's exception text always shows; the log line before it ("the target and draft vocabs are not
         # compatible") goes through llama.cpp's log thread and is lost now and then when the process aborts.
         assert res.returncode in (134, -6) and "draft model vocab type must match target model" in res.stderr

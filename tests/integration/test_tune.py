@@ -19,8 +19,16 @@ from orchestrator.errors import LoopingWorkload, TuneResumeError
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "tune.j2"
-TINY = ("--set", "target=tiny-target.gguf", "--set", "draft=tiny-draft.gguf", "--set", "threads=1",
-        "--set", "n_predict=24")
+TINY = (
+    "--set",
+    "target=tiny-target.gguf",
+    "--set",
+    "draft=tiny-draft.gguf",
+    "--set",
+    "threads=1",
+    "--set",
+    "n_predict=24",
+)
 
 
 @pytest.fixture
@@ -33,8 +41,20 @@ def space(tmp_path) -> Path:
 def tune_argv(orch_exe, space, *extra) -> list[str]:
     """A race on the tiny models; --measure: their drafts are predicted slower than plain decoding, and these tests
     are about racing (test_a_space_predicted_slower_is_answered_before_any_run is about the prediction)."""
-    return [orch_exe, "tune", str(RECIPE), "--build", COMMIT, "--space", str(space), *TINY, "--workload",
-            "short_fact", "--measure", *extra]
+    return [
+        orch_exe,
+        "tune",
+        str(RECIPE),
+        "--build",
+        COMMIT,
+        "--space",
+        str(space),
+        *TINY,
+        "--workload",
+        "short_fact",
+        "--measure",
+        *extra,
+    ]
 
 
 def _children_of_this_results_file(env) -> list[psutil.Process]:
@@ -79,8 +99,9 @@ def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(o
     answer = result["answers"][0]
     # the winner's command as executed, ready to paste; with no winner, the leader's, labelled as the leader's
     label = "\nrun: " if answer["state"] == "winner" else "\nleader: "
-    assert label in res.stdout and answer["command"].split()[0].endswith(("llama-completion",
-                                                                         "llama-speculative-simple"))
+    assert label in res.stdout and answer["command"].split()[0].endswith(
+        ("llama-completion", "llama-speculative-simple")
+    )
     # the tune's runs are ordinary runs: summary reads a round's sweep like any other
     summary = run_orch(orch_exe, "summary", "1", env=env)
     assert summary.returncode == 0 and "verdict: sweep 1" in summary.stdout
@@ -106,24 +127,30 @@ def test_a_small_race_on_the_tiny_models_is_stored_answered_shown_and_reported(o
         assert imported.returncode == 0, imported.stderr
     there = run_orch(orch_exe, "tune", "--show", "1", env=other)
     assert there.returncode == 0 and there.stdout.splitlines()[-1] == lines[-1]
-    count = "SELECT (SELECT count(*) FROM tunes) AS tunes, (SELECT count(*) FROM tune_rounds) AS rounds, " \
-            "(SELECT count(*) FROM tune_events) AS events"
+    count = (
+        "SELECT (SELECT count(*) FROM tunes) AS tunes, (SELECT count(*) FROM tune_rounds) AS rounds, "
+        "(SELECT count(*) FROM tune_events) AS events"
+    )
     assert db_rows(other, count) == db_rows(env, count)
-    assert db_rows(other, "SELECT count(*) AS n FROM tune_rounds t LEFT JOIN sweeps s ON s.id = t.sweep_id "
-                          "WHERE s.id IS NULL") == [{"n": 0}]
+    assert db_rows(
+        other, "SELECT count(*) AS n FROM tune_rounds t LEFT JOIN sweeps s ON s.id = t.sweep_id WHERE s.id IS NULL"
+    ) == [{"n": 0}]
 
 
 def test_a_tune_whose_orch_still_runs_is_not_resumed_by_a_second_one(orch_exe, env, space):
     """Stored `running` by a live process (a stand-in owner: host, pid and start time as orch records them), the
     tune is refused to a second orch; once that process is gone, --resume takes it over."""
-    res = subprocess.run(tune_argv(orch_exe, space, "--max-runs", "3"), env=env, capture_output=True, text=True,
-                         timeout=600)
+    res = subprocess.run(
+        tune_argv(orch_exe, space, "--max-runs", "3"), env=env, capture_output=True, text=True, timeout=600
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     owner = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:
         con = duckdb.connect(env["ORCH_DB"])
-        con.execute("UPDATE tunes SET state = 'running', owner_host = ?, owner_pid = ?, owner_started = ?",
-                    [socket.gethostname(), owner.pid, psutil.Process(owner.pid).create_time()])
+        con.execute(
+            "UPDATE tunes SET state = 'running', owner_host = ?, owner_pid = ?, owner_started = ?",
+            [socket.gethostname(), owner.pid, psutil.Process(owner.pid).create_time()],
+        )
         con.close()
         racing = run_orch(orch_exe, "tune", "--resume", env=env)
         assert racing.returncode == TuneResumeError.exit_code, racing.stderr
@@ -155,8 +182,9 @@ def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, ho
     workload.write_text((ROOT / "recipes" / "workloads" / "short_fact.toml").read_text())
     argv = tune_argv(orch_exe, space, "--max-runs", "4", "--budget", f"{BUDGET}runs")
     argv[argv.index("short_fact")] = str(workload)
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     seen, in_round_two = [], False
     deadline = time.monotonic() + 300
     for line in proc.stderr:  # stop it once round 2 has run a run
@@ -190,8 +218,11 @@ def test_a_tune_stopped_in_a_round_resumes_to_an_answer(orch_exe, env, space, ho
     assert argvs and all("an edited prompt" not in a and a[a.index("-n") + 1] != "7" for a in argvs)
     _assert_consistent(env)
     assert not _children_of_this_results_file(env)
-    (started,) = db_rows(env, "SELECT count(*) AS n FROM measured_runs r JOIN tune_rounds t ON t.sweep_id = "
-                              "r.sweep_id WHERE r.status <> 'skipped' AND r.params->>'length_of' IS NULL")
+    (started,) = db_rows(
+        env,
+        "SELECT count(*) AS n FROM measured_runs r JOIN tune_rounds t ON t.sweep_id = "
+        "r.sweep_id WHERE r.status <> 'skipped' AND r.params->>'length_of' IS NULL",
+    )
     assert started["n"] <= BUDGET
 
 
@@ -203,9 +234,24 @@ def real_env(cache_env, gemma_dir, real_build, tmp_path):
 def test_on_gemma_a_looping_workload_is_refused_and_a_repetitive_one_raced_like_for_like(orch_exe, real_env):
     # one thread: beside the suite's other worker, two would spin against it (see test_real_model.gemma_demo);
     # --measure: the race itself is the point here, not the lookup probes that predict each candidate first
-    res = run_orch(orch_exe, "tune", str(RECIPE), "--build", COMMIT, "--set", "threads=1", "--workload",
-                   "open_prose,repeat_list", "--arms", "ngram-simple:ngram_n=4*", "--max-runs", "3", "--measure",
-                   env=real_env, timeout=1200)
+    res = run_orch(
+        orch_exe,
+        "tune",
+        str(RECIPE),
+        "--build",
+        COMMIT,
+        "--set",
+        "threads=1",
+        "--workload",
+        "open_prose,repeat_list",
+        "--arms",
+        "ngram-simple:ngram_n=4*",
+        "--max-runs",
+        "3",
+        "--measure",
+        env=real_env,
+        timeout=1200,
+    )
     assert res.returncode == LoopingWorkload.exit_code, res.stderr[-3000:]
     assert "refused open_prose" in res.stderr
     verdict = res.stdout.splitlines()[-1]

@@ -63,8 +63,9 @@ def install(monkeypatch, gpus: list[FakeGpu]) -> None:
         "nvmlDeviceGetCurrentClocksEventReasons": lambda g: g.reasons,
         "nvmlDeviceGetPowerManagementLimit": lambda g: g.power_limit_mw if g.power_limit_mw else _unsupported(),
         "nvmlDeviceGetEnforcedPowerLimit": lambda g: g.enforced_limit_mw if g.enforced_limit_mw else _unsupported(),
-        "nvmlDeviceGetPowerManagementDefaultLimit": lambda g: g.default_limit_mw if g.default_limit_mw
-        else _unsupported(),
+        "nvmlDeviceGetPowerManagementDefaultLimit": lambda g: (
+            g.default_limit_mw if g.default_limit_mw else _unsupported()
+        ),
         "nvmlDeviceGetCudaComputeCapability": lambda g: (9, 0),
         "nvmlDeviceGetCurrPcieLinkGeneration": lambda g: 5,
         "nvmlDeviceGetCurrPcieLinkWidth": lambda g: 16,
@@ -82,8 +83,20 @@ def install(monkeypatch, gpus: list[FakeGpu]) -> None:
 @pytest.fixture
 def fake_nvml(monkeypatch):
     """Two fake GPUs; the test may edit them before the first NVML query."""
-    gpus = [FakeGpu(), FakeGpu(name="NVIDIA L4", total=24 * GIB, used=1 * GIB, util=5, power_limit_mw=None,
-                               enforced_limit_mw=None, default_limit_mw=None, app_clocks=None, default_app_clocks=None)]
+    gpus = [
+        FakeGpu(),
+        FakeGpu(
+            name="NVIDIA L4",
+            total=24 * GIB,
+            used=1 * GIB,
+            util=5,
+            power_limit_mw=None,
+            enforced_limit_mw=None,
+            default_limit_mw=None,
+            app_clocks=None,
+            default_app_clocks=None,
+        ),
+    ]
     install(monkeypatch, gpus)
     yield gpus
     nvml.reset()

@@ -27,8 +27,10 @@ def test_a_recorded_debug_log_reads_as_its_passes():
 def test_a_log_without_pass_lines_or_with_checkpoint_replays_is_refused():
     with pytest.raises(ParseError, match="-lv 5"):
         draft_passes("decoded 64 tokens in 1.0 seconds\n")
-    replayed = ("- seq_id 0, draft candidate   0, pos   0:   11 (   0.900) 'a'\n"
-                "partial acceptance: 0 < 1, restoring checkpoint\n")
+    replayed = (
+        "- seq_id 0, draft candidate   0, pos   0:   11 (   0.900) 'a'\n"
+        "partial acceptance: 0 < 1, restoring checkpoint\n"
+    )
     with pytest.raises(ParseError, match="checkpoint"):
         draft_passes(replayed)
 
@@ -52,7 +54,8 @@ def text(*matches: tuple[bool, float], after_miss: dict[int, tuple[float, ...]] 
             run += 1
         end = min(start + run + 1, len(matches))
         drafted = tuple((0, p) for _, p in matches[start:end]) + tuple(
-            (0, p) for p in (after_miss or {}).get(start + run + 1, ()))
+            (0, p) for p in (after_miss or {}).get(start + run + 1, ())
+        )
         passes.append(DraftPass(drafted, run, 0))
         start = start + run + 1
     return revealed(passes, window=16, n_predict=10**6)
@@ -96,8 +99,11 @@ def test_positions_never_revealed_bound_the_replay_both_ways():
 
 def costs(step_ms: float, per_token: float, extra: float = 0.0) -> PassCosts:
     """A model whose pass of b tokens costs step_ms + per_token * (b - 1) (+ extra, for noise), probed 1..17."""
-    return PassCosts(ProbeKey("b", "h", "m", 2, 0, 0), "m",
-                     {b: Timing(b, (step_ms + per_token * (b - 1) + extra,)) for b in range(1, 18)})
+    return PassCosts(
+        ProbeKey("b", "h", "m", 2, 0, 0),
+        "m",
+        {b: Timing(b, (step_ms + per_token * (b - 1) + extra,)) for b in range(1, 18)},
+    )
 
 
 def test_a_cpu_that_pays_a_step_a_token_cannot_gain_where_a_gpu_does():
@@ -124,8 +130,9 @@ def test_the_calibration_says_how_much_of_the_probe_run_llama_bench_leaves_unexp
     own = predict(known, Setting(3), target, draft, cal)
     assert own.speedup * (1 - cal.residual) == pytest.approx((known.tokens / 4000.0) * 35.0)
     assert cal.plain_steps == pytest.approx(35 / 30) and cal.residual != 0
-    exact = calibrate(known, target, draft, decode_ms=4000.0 * (1 - cal.residual), draft_ms=900.0,
-                      plain_ms_per_token=35.0)
+    exact = calibrate(
+        known, target, draft, decode_ms=4000.0 * (1 - cal.residual), draft_ms=900.0, plain_ms_per_token=35.0
+    )
     assert abs(exact.residual) < 1e-9
     tight = predict(known, Setting(2), target, draft, exact)
     loose = predict(known, Setting(2), target, draft, cal)

@@ -7,8 +7,14 @@ from orchestrator.bisect import candidates
 from orchestrator.errors import BisectRangeError
 from orchestrator.source.mirror import Mirror
 
-TABLE = {"0.3.9": "aaaaaaa1", "0.3.10": "bbbbbbb2", "0.3.11": "bbbbbbb2", "0.3.12": "ccccccc3",
-         "0.3.20": "f49e9178767d557a522618b16ce8694f9ddac628", "0.3.2": "0000000a"}
+TABLE = {
+    "0.3.9": "aaaaaaa1",
+    "0.3.10": "bbbbbbb2",
+    "0.3.11": "bbbbbbb2",
+    "0.3.12": "ccccccc3",
+    "0.3.20": "f49e9178767d557a522618b16ce8694f9ddac628",
+    "0.3.2": "0000000a",
+}
 
 
 def test_release_order_is_by_version_number_not_text_and_skips_releases_without_an_update():

@@ -184,10 +184,13 @@ def test_a_recipe_that_reads_its_build_renders_before_any_bisect_build_exists(tm
     from orchestrator.bisect.driver import Setup, recipe_tools, unbuilt_plan
 
     recipe = tmp_path / "r.j2"
-    recipe.write_text('{% set meta = {"mode": "cli", "defaults": {"x": 0}, "baseline": {"x": 0}, '
-                      '"matrix": [{"_label": "draft", "x": 1}]} %}\n'
-                      "{{ bin }}/llama-cli -m m.gguf {% if build.upstream_commit %}--new{% endif %} -n {{ 4 + x }}\n")
+    recipe.write_text(
+        '{% set meta = {"mode": "cli", "defaults": {"x": 0}, "baseline": {"x": 0}, '
+        '"matrix": [{"_label": "draft", "x": 1}]} %}\n'
+        "{{ bin }}/llama-cli -m m.gguf {% if build.upstream_commit %}--new{% endif %} -n {{ 4 + x }}\n"
+    )
     setup = Setup(recipe=Path(recipe), arm="draft", metric="decode_tps")
-    assert [a.argv for a in unbuilt_plan(setup).arms if a.name == "draft"] == [["/BIN/llama-cli", "-m", "m.gguf",
-                                                                                 "-n", "5"]]
+    assert [a.argv for a in unbuilt_plan(setup).arms if a.name == "draft"] == [
+        ["/BIN/llama-cli", "-m", "m.gguf", "-n", "5"]
+    ]
     assert "llama-cli" in recipe_tools(setup)

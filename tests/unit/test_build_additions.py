@@ -19,10 +19,14 @@ def test_the_tools_own_steps_are_not_foreign():
 
 
 def test_a_library_or_cmake_step_is_foreign():
-    plan = "[1/3] Re-running CMake...\n[2/3] Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o\n" + \
-           "[3/3] Linking CXX executable bin/llama-quantize\n"
-    assert foreign_steps(plan, ["llama-quantize"]) == ["Re-running CMake...",
-                                                       "Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o"]
+    plan = (
+        "[1/3] Re-running CMake...\n[2/3] Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o\n"
+        + "[3/3] Linking CXX executable bin/llama-quantize\n"
+    )
+    assert foreign_steps(plan, ["llama-quantize"]) == [
+        "Re-running CMake...",
+        "Building C object ggml/src/CMakeFiles/ggml-base.dir/ggml.c.o",
+    ]
 
 
 def test_steps_of_a_tool_not_asked_for_are_foreign():

@@ -7,8 +7,10 @@ from orchestrator.build.builder import _first_error
 
 def test_cmake_error_comes_with_its_explanation(tmp_path):
     log = tmp_path / "build.log"
-    log.write_text("-- Found CUDAToolkit\nCMake Error at ggml/src/ggml-cuda/CMakeLists.txt:178 (target_link_libraries):\n"
-                   "  Target \"ggml-cuda\" links to:\n\n    CUDA::cublas\n\n  but the target was not found.\n")
+    log.write_text(
+        "-- Found CUDAToolkit\nCMake Error at ggml/src/ggml-cuda/CMakeLists.txt:178 (target_link_libraries):\n"
+        '  Target "ggml-cuda" links to:\n\n    CUDA::cublas\n\n  but the target was not found.\n'
+    )
     line = _first_error(log)
     assert line.startswith("CMake Error at ggml/src/ggml-cuda/CMakeLists.txt:178")
     assert "CUDA::cublas" in line and "not found" in line
@@ -16,15 +18,19 @@ def test_cmake_error_comes_with_its_explanation(tmp_path):
 
 def test_compiler_error_beats_a_command_line_that_mentions_errors(tmp_path):
     log = tmp_path / "build.log"
-    log.write_text("$ cmake --build b\n/usr/bin/cc -Werror=implicit-int -c ggml.c\n"
-                   "<command-line>: error: stray '@' in program\nninja: build stopped: subcommand failed.\n")
+    log.write_text(
+        "$ cmake --build b\n/usr/bin/cc -Werror=implicit-int -c ggml.c\n"
+        "<command-line>: error: stray '@' in program\nninja: build stopped: subcommand failed.\n"
+    )
     assert _first_error(log) == "<command-line>: error: stray '@' in program"
 
 
 def fake_binary(bin_dir, name, version_out, version_rc=0):
     path = bin_dir / name
-    path.write_text(f"#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version_out}' >&2; exit {version_rc}; fi\n"
-                    "echo 'usage: -m, --model FNAME'\n")
+    path.write_text(
+        f"#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version_out}' >&2; exit {version_rc}; fi\n"
+        "echo 'usage: -m, --model FNAME'\n"
+    )
     path.chmod(0o755)
 
 

@@ -17,12 +17,29 @@ SHA = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 
 def build_info(bdir: Path) -> dict:
     """A build as orch holds it in memory right after building: absolute paths under bdir."""
-    return {"id": f"{bdir.name}@20261123T124536Z", "name": bdir.name, "commit": SHA, "upstream_commit": SHA,
-            "backend": "cpu", "cuda_archs": [], "cmake_args": [], "finished_at": "2026-11-23T12:51:55",
-            "dir": str(bdir), "bin_dir": str(bdir / "bin"), "log_path": str(bdir / "build.log"),
-            "src_dir": str(bdir.parent / "src" / SHA),
-            "binaries": [{"name": n, "path": str(bdir / "bin" / n), "sha256": "0" * 64,
-                          "help_path": str(bdir / "probe" / f"{n}.help.txt")} for n in NAMES]}
+    return {
+        "id": f"{bdir.name}@20261123T124536Z",
+        "name": bdir.name,
+        "commit": SHA,
+        "upstream_commit": SHA,
+        "backend": "cpu",
+        "cuda_archs": [],
+        "cmake_args": [],
+        "finished_at": "2026-11-23T12:51:55",
+        "dir": str(bdir),
+        "bin_dir": str(bdir / "bin"),
+        "log_path": str(bdir / "build.log"),
+        "src_dir": str(bdir.parent / "src" / SHA),
+        "binaries": [
+            {
+                "name": n,
+                "path": str(bdir / "bin" / n),
+                "sha256": "0" * 64,
+                "help_path": str(bdir / "probe" / f"{n}.help.txt"),
+            }
+            for n in NAMES
+        ],
+    }
 
 
 def make_build(root: Path, stored: dict | None = None, name: str = "0c1e57098-cpu") -> Path:
@@ -93,17 +110,24 @@ def test_missing_and_non_executable_files_are_named(tmp_path):
     (bdir / "probe" / "llama-server.help.txt").unlink()
     (bdir / "bin" / "llama-completion").chmod(0o644)
     info = load_build(bdir)
-    assert info.broken == ("not executable: bin/llama-completion",
-                           "missing: bin/llama-server, probe/llama-server.help.txt")
+    assert info.broken == (
+        "not executable: bin/llama-completion",
+        "missing: bin/llama-server, probe/llama-server.help.txt",
+    )
     assert info.rebuild == "orch build 0c1e57098 --backend cpu --force"
 
 
 def test_rebuild_command_repeats_the_options_that_name_the_directory():
-    build = {"upstream_commit": SHA, "backend": "cuda", "cuda_archs": ["86", "90"],
-             "cmake_args": ["-DGGML_NATIVE=OFF", "-DCMAKE_CXX_FLAGS=-O3 -g"]}
+    build = {
+        "upstream_commit": SHA,
+        "backend": "cuda",
+        "cuda_archs": ["86", "90"],
+        "cmake_args": ["-DGGML_NATIVE=OFF", "-DCMAKE_CXX_FLAGS=-O3 -g"],
+    }
     assert paths.rebuild_command(build, {"cuda_arch_explicit": True}) == (
         "orch build 0c1e57098 --backend cuda --cuda-arch '86;90' --cmake-arg=-DGGML_NATIVE=OFF "
-        "'--cmake-arg=-DCMAKE_CXX_FLAGS=-O3 -g' --force")
+        "'--cmake-arg=-DCMAKE_CXX_FLAGS=-O3 -g' --force"
+    )
     assert "--cuda-arch" not in paths.rebuild_command(build, {"cuda_arch_explicit": False})
 
 
@@ -121,13 +145,16 @@ def test_builds_marks_a_broken_build_and_run_refuses_it_in_one_line(orch_env):
     assert listed.exit_code == 0
     assert "0c1e57098-cpu" in listed.output and "broken (missing: bin/llama-server)" in listed.output
     assert json.loads(CliRunner().invoke(main, ["builds", "--json"]).stdout)[0]["broken"] == [
-        "missing: bin/llama-server"]
+        "missing: bin/llama-server"
+    ]
     recipe = orch_env / "r.j2"
     recipe.write_text('{% set meta = {"arms": {"a": {}}} %}\n{{ bin }}/llama-completion -n 8\n')
     result = CliRunner().invoke(main, ["run", str(recipe), "--build", "0c1e570"])
     assert result.exit_code == BuildBroken.exit_code == 30
-    assert result.output == (f"orch: error: build 0c1e57098-cpu in {bdir} is broken (missing: bin/llama-server); "
-                             f"rebuild it with `orch build 0c1e57098 --backend cpu --force`\n")
+    assert result.output == (
+        f"orch: error: build 0c1e57098-cpu in {bdir} is broken (missing: bin/llama-server); "
+        f"rebuild it with `orch build 0c1e57098 --backend cpu --force`\n"
+    )
     assert not (orch_env / "results.duckdb").exists()  # refused before anything was stored
 
 

@@ -7,13 +7,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import long_step
-from orchestrator.build.progress import (
-    CompileProgress,
-    Step,
-    describe,
-    parse_step,
-    seconds_left,
-)
+from orchestrator.build.progress import CompileProgress, Step, describe, parse_step, seconds_left
 from orchestrator.long_step import Phase, StatusLine
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "build"
@@ -38,8 +32,9 @@ def test_steps_of_a_recorded_failed_build():
 
 def test_cuda_steps_read_the_same():
     line = "[45/312] Building CUDA object ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/fattn-mma-f16.cu.o"
-    assert parse_step(line) == Step(45, 312, "Building CUDA object ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/"
-                                             "fattn-mma-f16.cu.o")
+    assert parse_step(line) == Step(
+        45, 312, "Building CUDA object ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/fattn-mma-f16.cu.o"
+    )
     assert parse_step("[0/0] nothing") is None and parse_step("  [1/2] indented") is None
 
 
@@ -47,7 +42,9 @@ def test_estimate_waits_for_enough_steps_then_uses_the_average_rate():
     assert seconds_left(Step(4, 100, ""), 10.0) is None  # fewer than 5 steps
     assert seconds_left(Step(5, 1000, ""), 10.0) is None  # under 2%
     assert seconds_left(Step(25, 100, ""), 50.0) == pytest.approx(150.0)
-    assert describe(Step(25, 100, "Linking x"), 50.0, final=False) == " [25/100] 25%, about 0:02:30 left | last: Linking x"
+    assert (
+        describe(Step(25, 100, "Linking x"), 50.0, final=False) == " [25/100] 25%, about 0:02:30 left | last: Linking x"
+    )
     assert describe(Step(2, 100, "a"), 5.0, final=False) == " [2/100] 2% | last: a"
     assert describe(Step(100, 100, "a"), 60.0, final=True) == ": 100 steps"
     assert describe(Step(57, 224, "a"), 60.0, final=True) == " at step 57/224"
@@ -67,11 +64,14 @@ def test_compile_progress_follows_the_log_as_it_grows(tmp_path):
         detail, milestone = follow.poll(2.0, False)
         assert detail.startswith(" [2/224] 0% | last: Building C object") and milestone  # the first step: a line
         assert follow.poll(3.0, False)[1] is False
-        f.write(text[cut:text.index("[24/224]")])
+        f.write(text[cut : text.index("[24/224]")])
         f.flush()
-        assert follow.poll(4.0, False) == (" [23/224] 10%, about 0:00:34 left | last: Building CXX object "
-                                           "ggml/src/CMakeFiles/ggml-cpu.dir/ggml-cpu/binary-ops.cpp.o", True)
-        f.write(text[text.index("[24/224]"):])
+        assert follow.poll(4.0, False) == (
+            " [23/224] 10%, about 0:00:34 left | last: Building CXX object "
+            "ggml/src/CMakeFiles/ggml-cpu.dir/ggml-cpu/binary-ops.cpp.o",
+            True,
+        )
+        f.write(text[text.index("[24/224]") :])
     assert follow.poll(30.0, True) == (": 224 steps", True)
 
 
@@ -103,9 +103,9 @@ def test_on_a_terminal_one_line_is_rewritten_in_place():
     line.show("orch: compile 0:00:01 [1/9] 11%")
     line.show("orch: compile 0:00:02")
     line.finish("orch: compile done in 0:00:03: 9 steps")
-    assert out.getvalue() == ("\rorch: compile 0:00:01 [1/9] 11%"
-                              "\rorch: compile 0:00:02          "
-                              "\rorch: compile done in 0:00:03: 9 steps\n")
+    assert out.getvalue() == (
+        "\rorch: compile 0:00:01 [1/9] 11%\rorch: compile 0:00:02          \rorch: compile done in 0:00:03: 9 steps\n"
+    )
 
 
 @pytest.fixture

@@ -32,9 +32,15 @@ def in_results_file(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     for bdir in sorted(on_disk(tmp_path).iterdir()):
         info = json.loads((bdir / "build.json").read_text())
-        info.update(dir=str(bdir), status="ok", started_at=info["finished_at"],
-                    binaries=[{**b, "version_text": "", "build_number": 1, "reported_commit": info["commit"][:7],
-                               "help_text": ""} for b in info["binaries"]])
+        info.update(
+            dir=str(bdir),
+            status="ok",
+            started_at=info["finished_at"],
+            binaries=[
+                {**b, "version_text": "", "build_number": 1, "reported_commit": info["commit"][:7], "help_text": ""}
+                for b in info["binaries"]
+            ],
+        )
         store.record_build(con, info)
     return con
 
@@ -51,6 +57,7 @@ def test_a_reference_means_the_same_build_on_disk_and_in_the_results_file(tmp_pa
 
         def resolve(ref):
             return resolve_stored_build(con, ref)
+
     assert resolve(CUDA) == CUDA and resolve(CPU) == CPU  # a name: that build
     assert resolve("f49e917") == resolve("F49E91787") == "f49e91787-cpu"  # a commit prefix, any case
     with pytest.raises(AmbiguousBuild, match=f"0c1e570 matches several builds \\({CPU}, {CUDA}\\)"):

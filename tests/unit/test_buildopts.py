@@ -44,11 +44,14 @@ def write_tree(root: Path, top: str, ggml: str = "") -> Path:
     return root
 
 
-@pytest.mark.parametrize("top, ggml, expected", [
-    ('option(LLAMA_CUDA "old" OFF)\n', 'option(GGML_CUDA "ggml: use CUDA" OFF)\n', "GGML_CUDA"),
-    ('option(LLAMA_CUDA "llama: use CUDA" OFF)\noption(LLAMA_CUBLAS "x" OFF)\n', "", "LLAMA_CUDA"),
-    ('option(LLAMA_CUBLAS "llama: use cuBLAS" OFF)\n', "", "LLAMA_CUBLAS"),
-])
+@pytest.mark.parametrize(
+    "top, ggml, expected",
+    [
+        ('option(LLAMA_CUDA "old" OFF)\n', 'option(GGML_CUDA "ggml: use CUDA" OFF)\n', "GGML_CUDA"),
+        ('option(LLAMA_CUDA "llama: use CUDA" OFF)\noption(LLAMA_CUBLAS "x" OFF)\n', "", "LLAMA_CUDA"),
+        ('option(LLAMA_CUBLAS "llama: use cuBLAS" OFF)\n', "", "LLAMA_CUBLAS"),
+    ],
+)
 def test_cuda_option_name_comes_from_the_tree(tmp_path, top, ggml, expected):
     options = buildopts.tree_options(write_tree(tmp_path, top, ggml))
     assert buildopts.cuda_option(options) == expected
@@ -56,8 +59,9 @@ def test_cuda_option_name_comes_from_the_tree(tmp_path, top, ggml, expected):
 
 def test_deprecation_shims_are_not_mistaken_for_options(tmp_path):
     # Current trees mention LLAMA_CUDA only through llama_option_depr(); GGML_CUDA is the real switch.
-    tree = write_tree(tmp_path, "llama_option_depr(WARNING LLAMA_CUDA GGML_CUDA)\n",
-                      '    option(GGML_CUDA "ggml: use CUDA" OFF)\n')
+    tree = write_tree(
+        tmp_path, "llama_option_depr(WARNING LLAMA_CUDA GGML_CUDA)\n", '    option(GGML_CUDA "ggml: use CUDA" OFF)\n'
+    )
     assert buildopts.cuda_option(buildopts.tree_options(tree)) == "GGML_CUDA"
 
 
@@ -68,15 +72,15 @@ def test_tree_without_cuda_option_is_refused(tmp_path):
 
 def test_cmake_definitions_cuda_and_cpu():
     options = {"GGML_CUDA", "LLAMA_BUILD_TESTS", "LLAMA_OPENSSL"}
-    cuda = buildopts.cmake_definitions(request(backend="cuda", cuda_archs=("86", "90")), options,
-                                       commit_override=True)
+    cuda = buildopts.cmake_definitions(request(backend="cuda", cuda_archs=("86", "90")), options, commit_override=True)
     assert cuda["GGML_CUDA"] == "ON" and cuda["CMAKE_CUDA_ARCHITECTURES"] == "86;90"
     assert cuda["CMAKE_BUILD_TYPE"] == "Release" and cuda["LLAMA_BUILD_TESTS"] == "OFF"
     cpu = buildopts.cmake_definitions(request(), options, commit_override=True)
     assert "GGML_CUDA" not in cpu and "CMAKE_CUDA_ARCHITECTURES" not in cpu
     assert "LLAMA_CURL" not in cpu  # only switched off where the tree declares it
-    legacy = buildopts.cmake_definitions(request(backend="cuda", cuda_archs=("61",)), {"LLAMA_CUBLAS", "LLAMA_CURL"},
-                                         commit_override=False)
+    legacy = buildopts.cmake_definitions(
+        request(backend="cuda", cuda_archs=("61",)), {"LLAMA_CUBLAS", "LLAMA_CURL"}, commit_override=False
+    )
     assert legacy["LLAMA_CUBLAS"] == "ON" and legacy["LLAMA_CURL"] == "OFF"
 
 
@@ -87,16 +91,19 @@ def test_tree_imported_without_history_reports_the_upstream_commit():
 
 
 def test_configure_argv_is_a_list_with_ninja_and_launcher(tmp_path):
-    argv = buildopts.configure_argv(tmp_path / "src", tmp_path / "b", {"CMAKE_BUILD_TYPE": "Release"},
-                                    ("-DFOO=a b",), "/usr/bin/ccache")
+    argv = buildopts.configure_argv(
+        tmp_path / "src", tmp_path / "b", {"CMAKE_BUILD_TYPE": "Release"}, ("-DFOO=a b",), "/usr/bin/ccache"
+    )
     assert argv[:2] == ["cmake", "-S"] and "Ninja" in argv and "-DCMAKE_BUILD_TYPE=Release" in argv
     assert "-DCMAKE_CXX_COMPILER_LAUNCHER=/usr/bin/ccache" in argv
     assert argv[-1] == "-DFOO=a b"  # passed through as one element
 
 
 def test_available_targets_from_ninja_listing():
-    listing = ("llama-server: phony\nllama-cli-impl: phony\nllama-cli: phony\nbin/llama-bench: CXX_EXECUTABLE_LINKER\n"
-               "llama-speculative-simple: phony\nggml: phony\n")
+    listing = (
+        "llama-server: phony\nllama-cli-impl: phony\nllama-cli: phony\nbin/llama-bench: CXX_EXECUTABLE_LINKER\n"
+        "llama-speculative-simple: phony\nggml: phony\n"
+    )
     assert buildopts.available_targets(listing) == ["llama-speculative-simple", "llama-server", "llama-cli"]
 
 

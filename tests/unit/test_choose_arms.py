@@ -13,13 +13,21 @@ BUILTINS = {"bin": "/b/bin", "build": {"commit": "0c1e57098", "backend": "cpu"}}
 
 
 def plan():
-    return load(ROOT / "recipes" / "spec_methods.j2", builtins=BUILTINS, vars_file=ROOT / "recipes" / "tiny_methods.toml")
+    return load(
+        ROOT / "recipes" / "spec_methods.j2", builtins=BUILTINS, vars_file=ROOT / "recipes" / "tiny_methods.toml"
+    )
 
 
 def test_globs_choose_arms_and_the_baseline_comes_along():
     chosen = choose_arms(plan(), ("mtp:*", "eagle3"))
-    assert [a.name for a in chosen.arms] == ["baseline", "mtp:draft_max=1", "mtp:draft_max=2", "mtp:draft_max=3",
-                                             "mtp:draft_max=4", "eagle3"]
+    assert [a.name for a in chosen.arms] == [
+        "baseline",
+        "mtp:draft_max=1",
+        "mtp:draft_max=2",
+        "mtp:draft_max=3",
+        "mtp:draft_max=4",
+        "eagle3",
+    ]
     assert choose_arms(plan(), ()).arms == plan().arms  # no --arms: every arm
 
 

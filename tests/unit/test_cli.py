@@ -50,8 +50,15 @@ def test_builds_lists_only_stamped_directories(orch_env):
     for name, stamped in (("aaaaaaaaa-cpu", True), ("bbbbbbbbb-cpu", False)):
         d = root / name
         d.mkdir(parents=True)
-        info = {"name": name, "commit": name[:9] * 4, "upstream_commit": name[:9] * 4, "backend": "cpu",
-                "dir": str(d), "finished_at": "2026-11-22T00:00:00", "binaries": []}
+        info = {
+            "name": name,
+            "commit": name[:9] * 4,
+            "upstream_commit": name[:9] * 4,
+            "backend": "cpu",
+            "dir": str(d),
+            "finished_at": "2026-11-22T00:00:00",
+            "binaries": [],
+        }
         (d / "build.json").write_text(json.dumps(info))
         if stamped:
             (d / "orch-stamp.json").write_text("{}")
@@ -71,18 +78,39 @@ def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0), status=
     from orchestrator import store
 
     con = store.connect(db)
-    con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) VALUES "
-                "(?, ?, ?, ?, 'cpu', 'ok', 'd') ON CONFLICT DO NOTHING", [build + "@1", build, build[:9] + "bba",
-                                                                           build[:9] + "bba"])
-    sweep = store.create_sweep(con, {"recipe_path": "recipes/recipe_a.j2", "recipe_hash": "h", "recipe_text": "t",
-                                     "mode": "cli", "repeat": len(speeds), "build_name": build,
-                                     "build_id": build + "@1", "status": "done"})
+    con.execute(
+        "INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) VALUES "
+        "(?, ?, ?, ?, 'cpu', 'ok', 'd') ON CONFLICT DO NOTHING",
+        [build + "@1", build, build[:9] + "bba", build[:9] + "bba"],
+    )
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/recipe_a.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": len(speeds),
+            "build_name": build,
+            "build_id": build + "@1",
+            "status": "done",
+        },
+    )
     for rep, tps in enumerate(speeds):
         for arm in ("baseline", "draft"):
-            run = store.insert_run(con, {"sweep_id": sweep, "build_id": build + "@1", "arm": arm,
-                                         "is_baseline": arm == "baseline",
-                                         "params": {"draft_max": 16, "draft": "d.gguf" if arm == "draft" else None},
-                                         "repeat_index": rep, "mode": "cli", "status": status})
+            run = store.insert_run(
+                con,
+                {
+                    "sweep_id": sweep,
+                    "build_id": build + "@1",
+                    "arm": arm,
+                    "is_baseline": arm == "baseline",
+                    "params": {"draft_max": 16, "draft": "d.gguf" if arm == "draft" else None},
+                    "repeat_index": rep,
+                    "mode": "cli",
+                    "status": status,
+                },
+            )
             if status == "ok" and metrics:
                 con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, tps])
     con.close()
@@ -95,13 +123,22 @@ def test_summary_help_explains_every_column_and_the_default_set():
     text = CliRunner().invoke(main, ["summary", "--help"], terminal_width=200).output
     for column in [*summary.TABLE_COLUMNS, "PARAMETER"]:
         assert f"\n    {column} " in text, f"{column} is not explained in orch summary --help"
-    assert set(glossary.SUMMARY) == {*summary.TABLE_COLUMNS, "PARAMETER"} and summary.DEFAULT_COLUMNS == \
-        glossary.SUMMARY_DEFAULT and ", ".join(summary.DEFAULT_COLUMNS) in " ".join(text.split())
+    assert (
+        set(glossary.SUMMARY) == {*summary.TABLE_COLUMNS, "PARAMETER"}
+        and summary.DEFAULT_COLUMNS == glossary.SUMMARY_DEFAULT
+        and ", ".join(summary.DEFAULT_COLUMNS) in " ".join(text.split())
+    )
     compare_help = CliRunner().invoke(main, ["compare", "--help"], terminal_width=200).output
     from orchestrator.analyze import compare_columns, side_by_side
 
-    for column in ["recipe", "arm", "PARAMETER", *side_by_side.KEY_COLUMNS[:1], *compare_columns.SHOWN_KEYS,
-                   *compare_columns.FIGURES]:
+    for column in [
+        "recipe",
+        "arm",
+        "PARAMETER",
+        *side_by_side.KEY_COLUMNS[:1],
+        *compare_columns.SHOWN_KEYS,
+        *compare_columns.FIGURES,
+    ]:
         assert f"\n    {column} " in compare_help, f"{column} is not explained in orch compare --help"
 
 
@@ -120,7 +157,7 @@ def test_summary_columns_and_their_errors(orch_env):
     # One line per warning kind naming its arms, wrapped to 80 columns off a terminal; the full texts on --explain.
     lines = wide.splitlines()
     first = next(i for i, x in enumerate(lines) if x.startswith("warning:"))
-    warned = lines[first:next(i for i, x in enumerate(lines) if x.startswith("verdict:"))]
+    warned = lines[first : next(i for i, x in enumerate(lines) if x.startswith("verdict:"))]
     joined = " ".join(line.strip() for line in warned)
     assert joined.startswith("warning: high_cv: decode speed varies more than 5% between runs (sweep 1: baseline")
     assert sum(line.startswith("warning: high_cv") for line in warned) == 1 and all(len(x) <= 80 for x in warned)
@@ -137,8 +174,9 @@ def test_comparing_a_build_with_itself_is_flagged(orch_env):
     assert "warning: base and head are the same build (0c1e57098-cpu)" in res.output
     rows = [line for line in res.output.splitlines() if line.startswith(("baseline ", "draft "))]
     assert len(rows) == 2 and all(line.rstrip().endswith("same build") for line in rows)
-    result = json.loads(CliRunner().invoke(main, ["compare", "--base", "0c1e570", "--head", "0c1e570", "--format",
-                                                  "json"]).stdout)
+    result = json.loads(
+        CliRunner().invoke(main, ["compare", "--base", "0c1e570", "--head", "0c1e570", "--format", "json"]).stdout
+    )
     assert result["same_build"] and {r["verdict"] for r in result["rows"]} == {"same build"}
     assert {r["ratio"] for r in result["rows"]} == {None}  # no ratio of a build's runs against themselves
 
@@ -147,9 +185,19 @@ def test_builds_and_mirror_tables_have_headers(orch_env):
     root = orch_env / "builds"
     d = root / "aaaaaaaaa-cpu"
     d.mkdir(parents=True)
-    (d / "build.json").write_text(json.dumps({"name": d.name, "commit": "a" * 40, "upstream_commit": "a" * 40,
-                                              "backend": "cpu", "dir": str(d), "finished_at": "2026-11-22T00:00:00",
-                                              "binaries": []}))
+    (d / "build.json").write_text(
+        json.dumps(
+            {
+                "name": d.name,
+                "commit": "a" * 40,
+                "upstream_commit": "a" * 40,
+                "backend": "cpu",
+                "dir": str(d),
+                "finished_at": "2026-11-22T00:00:00",
+                "binaries": [],
+            }
+        )
+    )
     (d / "orch-stamp.json").write_text("{}")
     lines = CliRunner().invoke(main, ["builds"]).output.splitlines()
     assert lines[0].split() == ["name", "commit", "backend", "finished", "state"]
@@ -159,12 +207,15 @@ def test_builds_and_mirror_tables_have_headers(orch_env):
     assert wide[0].split() == ["name", "commit", "backend", "finished", "state", "tools", "spec", "methods", "dir"]
 
 
-@pytest.mark.parametrize("commit,methods", [
-    # The MTP, EAGLE3 and DFlash era: every tool that speculates offers every method.
-    ("0c1e57098", "draft-simple, draft-eagle3, draft-mtp, draft-dflash, draft-dspark, ngram-simple"),
-    # Before --spec-type reached llama-speculative-simple: a draft model everywhere, n-gram methods in the server only.
-    ("f49e91787", "draft-simple, ngram-cache (server), ngram-simple (server)"),
-])
+@pytest.mark.parametrize(
+    "commit,methods",
+    [
+        # The MTP, EAGLE3 and DFlash era: every tool that speculates offers every method.
+        ("0c1e57098", "draft-simple, draft-eagle3, draft-mtp, draft-dflash, draft-dspark, ngram-simple"),
+        # Before --spec-type reached llama-speculative-simple: a draft model everywhere, n-gram methods in the server only.
+        ("f49e91787", "draft-simple, ngram-cache (server), ngram-simple (server)"),
+    ],
+)
 def test_builds_show_each_builds_speculation_methods_from_its_captured_help(orch_env, commit, methods):
     helps = Path(__file__).resolve().parents[1] / "fixtures" / "help" / commit
     d = orch_env / "builds" / f"{commit}-cpu"
@@ -176,9 +227,19 @@ def test_builds_show_each_builds_speculation_methods_from_its_captured_help(orch
         (d / "bin" / name).write_text("")
         (d / "bin" / name).chmod(0o755)
         binaries.append({"name": name, "path": str(d / "bin" / name), "help_path": str(p)})
-    (d / "build.json").write_text(json.dumps({"name": d.name, "commit": commit, "upstream_commit": commit,
-                                              "backend": "cpu", "dir": str(d), "finished_at": "2026-11-22T00:00:00",
-                                              "binaries": binaries}))
+    (d / "build.json").write_text(
+        json.dumps(
+            {
+                "name": d.name,
+                "commit": commit,
+                "upstream_commit": commit,
+                "backend": "cpu",
+                "dir": str(d),
+                "finished_at": "2026-11-22T00:00:00",
+                "binaries": binaries,
+            }
+        )
+    )
     (d / "orch-stamp.json").write_text("{}")
     res = CliRunner().invoke(main, ["builds"])
     shown = " ".join(line.strip() for line in res.output.splitlines())  # the methods line, wrapped to the terminal
@@ -202,9 +263,13 @@ def test_sweeps_lists_every_sweep_with_its_builds_runs_and_status_and_hints_poin
     listed = CliRunner().invoke(main, ["sweeps", "--format", "json"])
     rows = json.loads(listed.stdout)
     assert [(r["sweep"], r["recipe"], r["builds"], r["runs"], r["ok"], r["status"]) for r in rows] == [
-        (1, "recipe_a.j2", "0c1e57098-cpu", 6, 6, "done"), (2, "recipe_a.j2", "f49e91787-cpu", 6, 6, "done")]
-    assert CliRunner().invoke(main, ["sweeps", "--last", "1"]).output.splitlines()[-1].split()[:2] == ["2",
-                                                                                                        "recipe_a.j2"]
+        (1, "recipe_a.j2", "0c1e57098-cpu", 6, 6, "done"),
+        (2, "recipe_a.j2", "f49e91787-cpu", 6, 6, "done"),
+    ]
+    assert CliRunner().invoke(main, ["sweeps", "--last", "1"]).output.splitlines()[-1].split()[:2] == [
+        "2",
+        "recipe_a.j2",
+    ]
     missing = CliRunner().invoke(main, ["summary", "7"])
     assert missing.exit_code != 0 and "orch sweeps" in missing.output
 
@@ -218,12 +283,14 @@ def test_compare_fails_on_a_regression_only_when_asked_after_printing_the_compar
     stored_sweep(orch_env / "results.duckdb", "bbbbbbbbb-cpu", speeds=(80.0, 81.0, 79.5, 80.2, 80.6))
     plain = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb"])
     assert plain.exit_code == 0 and "regression" in plain.output
-    gated = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb", "--fail-on",
-                                      "regression"])
+    gated = CliRunner().invoke(
+        main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb", "--fail-on", "regression"]
+    )
     assert gated.exit_code == Regressed.exit_code and gated.output.startswith(plain.output)
     assert "2 test(s) regressed from aaaaaaaaa-cpu to bbbbbbbbb-cpu: baseline, draft" in gated.output
-    better = CliRunner().invoke(main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on",
-                                       "regression", "--format", "json"])
+    better = CliRunner().invoke(
+        main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on", "regression", "--format", "json"]
+    )
     assert better.exit_code == 0 and {r["verdict"] for r in json.loads(better.stdout)["rows"]} == {"improvement"}
 
 
@@ -234,17 +301,22 @@ def test_the_regression_gate_fails_a_head_build_whose_runs_all_failed(orch_env):
 
     stored_sweep(orch_env / "results.duckdb", "aaaaaaaaa-cpu", speeds=(100.0, 101.0, 99.0))
     stored_sweep(orch_env / "results.duckdb", "bbbbbbbbb-cpu", speeds=(100.0, 101.0, 99.0), status="failed")
-    gated = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb", "--fail-on",
-                                      "regression"])
+    gated = CliRunner().invoke(
+        main, ["compare", "--base", "aaaaaaaaa", "--head", "bbbbbbbbb", "--fail-on", "regression"]
+    )
     assert gated.exit_code == Regressed.exit_code, gated.output
-    assert "2 test(s) regressed from aaaaaaaaa-cpu to bbbbbbbbb-cpu: baseline (newly failing), draft (newly " \
-           "failing)" in gated.output
-    turned = CliRunner().invoke(main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on",
-                                       "regression"])  # the other way: a base with nothing to judge by
+    assert (
+        "2 test(s) regressed from aaaaaaaaa-cpu to bbbbbbbbb-cpu: baseline (newly failing), draft (newly "
+        "failing)" in gated.output
+    )
+    turned = CliRunner().invoke(
+        main, ["compare", "--base", "bbbbbbbbb", "--head", "aaaaaaaaa", "--fail-on", "regression"]
+    )  # the other way: a base with nothing to judge by
     assert turned.exit_code == Regressed.exit_code and "baseline (newly ok)" in turned.output, turned.output
     stored_sweep(orch_env / "results.duckdb", "ccccccccc-cpu", speeds=(100.0, 101.0, 99.0), metrics=False)
-    nothing = CliRunner().invoke(main, ["compare", "--base", "aaaaaaaaa", "--head", "ccccccccc", "--fail-on",
-                                        "regression"])  # ok runs, no figure: nothing measured either
+    nothing = CliRunner().invoke(
+        main, ["compare", "--base", "aaaaaaaaa", "--head", "ccccccccc", "--fail-on", "regression"]
+    )  # ok runs, no figure: nothing measured either
     assert nothing.exit_code == Regressed.exit_code and "(no data)" in nothing.output, nothing.output
 
 
@@ -270,13 +342,17 @@ def test_every_command_that_prints_data_takes_json_and_it_is_the_same_as_format_
     assert shown["run"]["failure_detail"] == "[1]" and shown["metrics"]["extra"] == {"k": 2}
     assert shown["metrics"]["decode_tps"] == 100.0 and shown["logs"] == {}
     printing = {"runs", "show", "summary", "sweeps", "compare", "query", "builds", "history", "env", "parse", "tune"}
-    lacking = [name for name in sorted(printing)
-               if "--json" not in {o for p in group.get_command(None, name).params for o in p.opts}]
+    lacking = [
+        name
+        for name in sorted(printing)
+        if "--json" not in {o for p in group.get_command(None, name).params for o in p.opts}
+    ]
     assert lacking == []
 
 
-@pytest.mark.parametrize("command", [["compare", "--base", "a", "--head", "b"], ["history", "r.j2"],
-                                     ["bisect", "r.j2", "--commits", "a,b"]])
+@pytest.mark.parametrize(
+    "command", [["compare", "--base", "a", "--head", "b"], ["history", "r.j2"], ["bisect", "r.j2", "--commits", "a,b"]]
+)
 @pytest.mark.parametrize("threshold", ["lots", "inf%", "nan", "100%", "-5%"])
 def test_a_threshold_that_cannot_gate_is_refused_alike_by_every_command(orch_env, command, threshold):
     """compare, history and bisect read --threshold one way: a change between 0% and 100%; NaN or inf% would turn

@@ -7,12 +7,7 @@ from click.testing import CliRunner
 
 from orchestrator import store
 from orchestrator.cli.group import main
-from orchestrator.errors import (
-    InvalidOption,
-    NoStoredLogs,
-    NoSuchRun,
-    NothingRecognised,
-)
+from orchestrator.errors import InvalidOption, NoStoredLogs, NoSuchRun, NothingRecognised
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 
@@ -37,13 +32,27 @@ def test_parse_names_the_kind_the_files_the_failure_and_the_metrics():
 
 
 ERAS = {  # era -> (fixture, failure class): the same failures in the words of three llama.cpp eras
-    "7841fc723": [("fail-vocab-mismatch", "vocab_mismatch"), ("fail-unknown-flag", "unknown_flag"),
-                  ("fail-missing-draft", "model_load"), ("fail-out-of-memory", "out_of_memory"),
-                  ("spec-simple-draft", None), ("server-draft-unreported", "spec_not_engaged")],
-    "f49e91787": [("fail-unknown-flag", "unknown_flag"), ("completion-fail-missing-model", "model_load"),
-                  ("spec-simple-draft", None), ("server-draft-concurrency2", None)],
-    "0c1e57098": [("fail-vocab-mismatch", "vocab_mismatch"), ("fail-unknown-spec-type", "spec_unsupported"),
-                  ("fail-no-spec-type", "spec_not_engaged"), ("spec-simple-draft", None), ("server-draft", None)],
+    "7841fc723": [
+        ("fail-vocab-mismatch", "vocab_mismatch"),
+        ("fail-unknown-flag", "unknown_flag"),
+        ("fail-missing-draft", "model_load"),
+        ("fail-out-of-memory", "out_of_memory"),
+        ("spec-simple-draft", None),
+        ("server-draft-unreported", "spec_not_engaged"),
+    ],
+    "f49e91787": [
+        ("fail-unknown-flag", "unknown_flag"),
+        ("completion-fail-missing-model", "model_load"),
+        ("spec-simple-draft", None),
+        ("server-draft-concurrency2", None),
+    ],
+    "0c1e57098": [
+        ("fail-vocab-mismatch", "vocab_mismatch"),
+        ("fail-unknown-spec-type", "spec_unsupported"),
+        ("fail-no-spec-type", "spec_not_engaged"),
+        ("spec-simple-draft", None),
+        ("server-draft", None),
+    ],
 }
 
 
@@ -68,17 +77,28 @@ def test_parse_refuses_empty_binary_and_unrelated_files_in_one_line(tmp_path):
         result = orch("parse", tmp_path / name)
         assert result.exit_code == NothingRecognised.exit_code == 28, name
         assert result.output.count("\n") == 1 and result.output.startswith(
-            f"orch: error: nothing recognised in {tmp_path / name}: "), result.output
+            f"orch: error: nothing recognised in {tmp_path / name}: "
+        ), result.output
         assert "llama-server" in result.output and "failed runs" in result.output
 
 
 def stored_run(db: Path, logs: dict[str, bytes] | None, status: str = "ok") -> int:
     with store.opened(db) as con:
-        sweep = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
-                                         "status": "done"})
-        run = store.insert_run(con, {"sweep_id": sweep, "arm": "draft", "is_baseline": False, "repeat_index": 0,
-                                     "status": status, "failure_class": None if logs else "vocab_mismatch",
-                                     "failure_detail": None if logs else "draft d.gguf cannot speculate for t.gguf"})
+        sweep = store.create_sweep(
+            con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t", "status": "done"}
+        )
+        run = store.insert_run(
+            con,
+            {
+                "sweep_id": sweep,
+                "arm": "draft",
+                "is_baseline": False,
+                "repeat_index": 0,
+                "status": status,
+                "failure_class": None if logs else "vocab_mismatch",
+                "failure_detail": None if logs else "draft d.gguf cannot speculate for t.gguf",
+            },
+        )
         if logs:
             store.save_logs(con, run, logs)
     return run

@@ -29,9 +29,19 @@ def test_builds_json_is_the_list_and_the_broken_note_comes_with_the_table_only(o
     d = orch_env / "builds" / "aaaaaaaaa-cpu"
     d.mkdir(parents=True)
     gone = {"name": "llama-completion", "path": str(d / "bin" / "llama-completion")}  # never made: broken
-    (d / "build.json").write_text(json.dumps({"name": d.name, "commit": "a" * 40, "upstream_commit": "a" * 40,
-                                              "backend": "cpu", "dir": str(d), "finished_at": "2026-11-22T00:00:00",
-                                              "binaries": [gone]}))
+    (d / "build.json").write_text(
+        json.dumps(
+            {
+                "name": d.name,
+                "commit": "a" * 40,
+                "upstream_commit": "a" * 40,
+                "backend": "cpu",
+                "dir": str(d),
+                "finished_at": "2026-11-22T00:00:00",
+                "binaries": [gone],
+            }
+        )
+    )
     (d / "orch-stamp.json").write_text("{}")
     listed = CliRunner().invoke(main, ["builds", "--json"])
     assert listed.exit_code == 0 and "is broken" not in listed.output

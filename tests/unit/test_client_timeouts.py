@@ -33,8 +33,11 @@ def serve_once(reply: bytes, then_close: bool):
     return f"http://127.0.0.1:{srv.getsockname()[1]}", release
 
 
-@pytest.mark.parametrize("reply", [b"", HEADERS, HEADERS + b"%x\r\n%s\r\n" % (len(CHUNK), CHUNK)],
-                         ids=["before-headers", "after-headers", "mid-stream"])
+@pytest.mark.parametrize(
+    "reply",
+    [b"", HEADERS, HEADERS + b"%x\r\n%s\r\n" % (len(CHUNK), CHUNK)],
+    ids=["before-headers", "after-headers", "mid-stream"],
+)
 def test_a_server_that_stops_answering_is_a_timeout(reply):
     url, release = serve_once(reply, then_close=False)
     try:
@@ -54,8 +57,9 @@ def test_a_refused_connection_is_an_error_not_a_timeout():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, never listening: refused
-        res = client.complete(f"http://127.0.0.1:{port}", Prompt("p", "", "hi"),
-                              client.RequestOptions(n_predict=8, seed=1), timeout=5)
+        res = client.complete(
+            f"http://127.0.0.1:{port}", Prompt("p", "", "hi"), client.RequestOptions(n_predict=8, seed=1), timeout=5
+        )
     assert res.status == "error" and "ConnectionError" in res.error
 
 
@@ -65,8 +69,13 @@ def test_every_client_sends_even_when_requests_end_at_once():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         prompts = [Prompt(f"p{i}", "", "hi") for i in range(7)]
-        results, _ = client.send_all(f"http://127.0.0.1:{s.getsockname()[1]}", prompts,
-                                     client.RequestOptions(n_predict=8, seed=1), concurrency=3, timeout=30)
+        results, _ = client.send_all(
+            f"http://127.0.0.1:{s.getsockname()[1]}",
+            prompts,
+            client.RequestOptions(n_predict=8, seed=1),
+            concurrency=3,
+            timeout=30,
+        )
     assert [r.prompt.id for r in results] == [p.id for p in prompts]
     assert {r.client for r in results} == {0, 1, 2} and [r.client for r in results[:3]] == [0, 1, 2]
     assert all(r.status == "error" for r in results)

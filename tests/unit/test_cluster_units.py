@@ -22,27 +22,30 @@ def test_a_round_is_one_repeat_of_every_arm_after_the_warm_ups():
         assert [s.warmup for s in got] == [True, True, False, False]  # warmed up on the node that measures
         assert {s.repeat_index for s in got if not s.warmup} == {r} and {s.arm for s in got[2:]} == {"base", "draft"}
     measured = [s for r in rounds for s in r if not s.warmup]
-    assert sorted(measured, key=lambda s: (s.repeat_index, s.arm)) == \
-        sorted([s for s in slots if not s.warmup], key=lambda s: (s.repeat_index, s.arm))
+    assert sorted(measured, key=lambda s: (s.repeat_index, s.arm)) == sorted(
+        [s for s in slots if not s.warmup], key=lambda s: (s.repeat_index, s.arm)
+    )
 
 
 def test_executor_ray_without_ray_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is not installed
-    result = CliRunner().invoke(main, ["run", "recipes/recipe_a.j2", "--executor", "ray", "--db",
-                                       str(tmp_path / "r.duckdb")])
+    result = CliRunner().invoke(
+        main, ["run", "recipes/recipe_a.j2", "--executor", "ray", "--db", str(tmp_path / "r.duckdb")]
+    )
     assert result.exit_code == 41
     assert "pip install 'orch[ray]'" in result.output
     assert not (tmp_path / "r.duckdb").exists()  # nothing written
 
 
 def test_cluster_options_without_executor_ray_are_refused(tmp_path):
-    result = CliRunner().invoke(main, ["run", "recipes/recipe_a.j2", "--each-host", "--db",
-                                       str(tmp_path / "r.duckdb")])
+    result = CliRunner().invoke(main, ["run", "recipes/recipe_a.j2", "--each-host", "--db", str(tmp_path / "r.duckdb")])
     assert result.exit_code != 0 and "need --executor ray" in result.output
 
 
-ENV = {"box1": {"cpu_model": "EPYC", "gpu_driver": "550.1", "gpus": [{"name": "RTX 3090", "power_limit_enforced_w": 350}]},
-       "box2": {"cpu_model": "EPYC", "gpu_driver": "560.2", "gpus": [{"name": "A100", "power_limit_enforced_w": 400}]}}
+ENV = {
+    "box1": {"cpu_model": "EPYC", "gpu_driver": "550.1", "gpus": [{"name": "RTX 3090", "power_limit_enforced_w": 350}]},
+    "box2": {"cpu_model": "EPYC", "gpu_driver": "560.2", "gpus": [{"name": "A100", "power_limit_enforced_w": 400}]},
+}
 
 
 def two_hosts(tmp_path):
@@ -55,14 +58,18 @@ def two_hosts(tmp_path):
 
 def test_compare_two_hosts_names_what_differs_between_the_machines(tmp_path):
     db = two_hosts(tmp_path)
-    result = CliRunner().invoke(main, ["compare", "--base-host", "box1", "--head-host", "box2", "--format", "json",
-                                       "--db", str(db)])
+    result = CliRunner().invoke(
+        main, ["compare", "--base-host", "box1", "--head-host", "box2", "--format", "json", "--db", str(db)]
+    )
     assert result.exit_code == 0, result.output
     found = json.loads(result.output)
     assert found["base_host"] == "box1" and found["head_host"] == "box2" and not found["same_build"]
     assert sorted(round(r["ratio"], 3) for r in found["rows"]) == [2.0, 2.0]  # each host's own runs
-    assert found["host_differences"] == ["GPU driver: 550.1 -> 560.2", "GPU 0 GPU: RTX 3090 -> A100",
-                                         "GPU 0 power limit (W): 350 -> 400"]
+    assert found["host_differences"] == [
+        "GPU driver: 550.1 -> 560.2",
+        "GPU 0 GPU: RTX 3090 -> A100",
+        "GPU 0 power limit (W): 350 -> 400",
+    ]
     table = CliRunner().invoke(main, ["compare", "--base-host", "box1", "--head-host", "box2", "--db", str(db)])
     assert "on box1  ->  head 0c1e57098-cpu on box2" in table.output and "GPU 0 GPU: RTX 3090 -> A100" in table.output
     unknown = CliRunner().invoke(main, ["compare", "--base-host", "box1", "--head-host", "nobox", "--db", str(db)])
@@ -86,10 +93,22 @@ class Nodes:
     @staticmethod
     def nodes():
         def node(name, ip, cpu, gpu=0, alive=True):
-            return {"NodeID": name, "Alive": alive, "NodeManagerHostname": name, "NodeManagerAddress": ip,
-                    "NodeName": ip, "Resources": {"CPU": cpu, **({"GPU": gpu} if gpu else {})}}
-        return [node("head", "10.0.0.1", 0), node("box1", "10.0.0.2", 1), node("box2", "10.0.0.3", 1),
-                node("gpubox", "10.0.0.4", 8, gpu=2), node("gone", "10.0.0.5", 4, alive=False)]
+            return {
+                "NodeID": name,
+                "Alive": alive,
+                "NodeManagerHostname": name,
+                "NodeManagerAddress": ip,
+                "NodeName": ip,
+                "Resources": {"CPU": cpu, **({"GPU": gpu} if gpu else {})},
+            }
+
+        return [
+            node("head", "10.0.0.1", 0),
+            node("box1", "10.0.0.2", 1),
+            node("box2", "10.0.0.3", 1),
+            node("gpubox", "10.0.0.4", 8, gpu=2),
+            node("gone", "10.0.0.5", 4, alive=False),
+        ]
 
 
 def test_nodes_are_those_alive_that_can_run_and_that_hosts_names():

@@ -21,16 +21,44 @@ LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 
 def a_sweep(con, mode="cli") -> int:
-    return store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
-                                    "mode": mode, "repeat": 3, "build_name": "b", "status": "done"})
+    return store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/x.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": mode,
+            "repeat": 3,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
 
 
 def a_run(con, sweep, arm="draft", *, tokens=400, tps=100.0, wall_s=10.0, mode="cli", repeat=0, **metrics) -> int:
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline", "mode": mode,
-                                 "repeat_index": repeat, "status": "ok", "wall_s": wall_s})
-    con.execute("INSERT INTO metrics (run_id, decode_tps, n_predict, n_drafted, n_accepted, extra) "
-                "VALUES (?, ?, ?, ?, ?, ?)", [run, tps, tokens, metrics.get("drafted"), metrics.get("accepted"),
-                                              json.dumps(metrics.get("extra", {"decode_tokens": tokens}))])
+    run = store.insert_run(
+        con,
+        {
+            "sweep_id": sweep,
+            "arm": arm,
+            "is_baseline": arm == "baseline",
+            "mode": mode,
+            "repeat_index": repeat,
+            "status": "ok",
+            "wall_s": wall_s,
+        },
+    )
+    con.execute(
+        "INSERT INTO metrics (run_id, decode_tps, n_predict, n_drafted, n_accepted, extra) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            run,
+            tps,
+            tokens,
+            metrics.get("drafted"),
+            metrics.get("accepted"),
+            json.dumps(metrics.get("extra", {"decode_tokens": tokens})),
+        ],
+    )
     return run
 
 
@@ -101,8 +129,15 @@ def test_arm_energy_is_the_mean_with_an_interval_on_logs(tmp_path):
     assert energy.joules_per_token == pytest.approx(sum(per_run) / 3)
     assert (energy.low, energy.high) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
     assert energy.runs == 3 and energy.min_samples == 9 and energy.power_w == pytest.approx(910 / 3)
-    assert set(energy.fields()) == {"joules_per_token", "joules_per_token_low", "joules_per_token_high",
-                                    "energy_runs", "power_w", "energy_samples_min", "energy_gpu_idle_runs"}
+    assert set(energy.fields()) == {
+        "joules_per_token",
+        "joules_per_token_low",
+        "joules_per_token_high",
+        "energy_runs",
+        "power_w",
+        "energy_samples_min",
+        "energy_gpu_idle_runs",
+    }
     view = con.execute("SELECT measured, joules_per_token FROM arm_energy").fetchone()
     assert view == (3, pytest.approx(energy.joules_per_token))
 
@@ -128,8 +163,18 @@ def test_samples_from_the_sampler_on_a_fake_gpu(tmp_path, fake_nvml):
 
 def parsed_run(con, sweep, era: str, name: str, arm="draft") -> int:
     text = (LOGS / era / f"{name}.stderr").read_text(errors="replace")
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": False, "mode": "cli",
-                                 "repeat_index": 0, "status": "ok", "reference_arm": "baseline"})
+    run = store.insert_run(
+        con,
+        {
+            "sweep_id": sweep,
+            "arm": arm,
+            "is_baseline": False,
+            "mode": "cli",
+            "repeat_index": 0,
+            "status": "ok",
+            "reference_arm": "baseline",
+        },
+    )
     store.save_metrics(con, run, parse_text(text))
     return run
 
@@ -159,11 +204,15 @@ def test_the_step_cost_of_a_recorded_speculative_run(tmp_path, era, draft_ms):
 def test_break_even_from_the_step_cost():
     """Reference 100 tok/s (10 ms a token); 10 passes drafting 40 tokens in 300 ms, 200 of them drafting: a pass
     costs k = 3 tokens, the draft c = 0.5 a token, the rest v = 1, so it breaks even at acceptance (3 - 1) / 4."""
-    rows = [{"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
-            {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 90.0},
-            {"sweep": 1, "arm": "no-ref", "vs": "gone", "decode_tps": 50.0}]
-    cost_rows = [{"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "decode_ms": 300.0, "draft_ms": 200.0},
-                 {"sweep_id": 1, "arm": "no-ref", "passes": 10, "drafted": 40, "decode_ms": 300.0, "draft_ms": None}]
+    rows = [
+        {"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
+        {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 90.0},
+        {"sweep": 1, "arm": "no-ref", "vs": "gone", "decode_tps": 50.0},
+    ]
+    cost_rows = [
+        {"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "decode_ms": 300.0, "draft_ms": 200.0},
+        {"sweep_id": 1, "arm": "no-ref", "passes": 10, "drafted": 40, "decode_ms": 300.0, "draft_ms": None},
+    ]
     found = costs.step_costs(cost_rows, rows)
     assert set(found) == {(1, "draft")}  # no reference speed, no break-even
     c = found[(1, "draft")]
@@ -176,18 +225,23 @@ def test_break_even_from_the_step_cost():
 def test_with_verification_at_one_step_the_model_is_the_textbook_formula(alpha, g, c):
     """Fixed-length drafts accepted token by token with probability alpha: the share of drafted tokens accepted is
     a = alpha (1 - alpha^g) / ((1 - alpha) g), and speedup(a) with v = 1 is (1 - alpha^(g+1)) / ((1 - alpha)(g c + 1))."""
-    cost = costs.StepCost(sweep=1, arm="a", reference="b", draft_length=g, pass_cost=g * c + 1, draft_cost=c,
-                          break_even=c)
+    cost = costs.StepCost(
+        sweep=1, arm="a", reference="b", draft_length=g, pass_cost=g * c + 1, draft_cost=c, break_even=c
+    )
     a = alpha * (1 - alpha**g) / ((1 - alpha) * g)
     assert cost.speedup_at(a) == pytest.approx((1 - alpha ** (g + 1)) / ((1 - alpha) * (g * c + 1)))
     assert cost.speedup_at(cost.break_even) == pytest.approx(1.0)  # and it breaks even at a = c
 
 
-@pytest.mark.parametrize("x, gamma, expected", [
-    (0.0, 4, 1.0),  # nothing accepted: the target's own token only
-    (1.0, 4, 5.0),  # everything accepted: the window plus one
-    (0.5, 2, 1.75),  # 1 + 0.5 + 0.25
-    (0.8, 3, 2.952)])  # 1 + 0.8 + 0.64 + 0.512
+@pytest.mark.parametrize(
+    "x, gamma, expected",
+    [
+        (0.0, 4, 1.0),  # nothing accepted: the target's own token only
+        (1.0, 4, 5.0),  # everything accepted: the window plus one
+        (0.5, 2, 1.75),  # 1 + 0.5 + 0.25
+        (0.8, 3, 2.952),
+    ],
+)  # 1 + 0.8 + 0.64 + 0.512
 def test_expected_tokens_per_pass_by_hand(x, gamma, expected):
     assert costs.expected_tokens(x, gamma) == pytest.approx(expected)
     assert costs.per_token_acceptance(expected, gamma) == pytest.approx(x, abs=1e-9)
@@ -207,13 +261,31 @@ def test_the_prediction_uses_the_per_token_acceptance_not_the_share():
     400 ms of which 100 drafting (c = 0.25): E = 1 + 4 * 0.5 = 3 tokens a pass, so Leviathan's model predicts
     3 / (4 * 0.25 + 1) = 1.5x, while the measured pass cost k = 4 makes it 3 / 4 = 0.75x: verifying costs
     v = k - g c = 3 target steps, not 1. The share put in for x would predict less (E(0.5, 4) = 1.9375)."""
-    rows = [{"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
-            {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 75.0},
-            {"sweep": 1, "arm": "server", "vs": "baseline", "decode_tps": 75.0}]
-    cost_rows = [{"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "accepted": 20, "decode_ms": 400.0,
-                  "draft_ms": 100.0},
-                 {"sweep_id": 1, "arm": "server", "passes": 10, "drafted": 40, "accepted": 20, "decode_ms": 400.0,
-                  "draft_ms": None}]
+    rows = [
+        {"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
+        {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 75.0},
+        {"sweep": 1, "arm": "server", "vs": "baseline", "decode_tps": 75.0},
+    ]
+    cost_rows = [
+        {
+            "sweep_id": 1,
+            "arm": "draft",
+            "passes": 10,
+            "drafted": 40,
+            "accepted": 20,
+            "decode_ms": 400.0,
+            "draft_ms": 100.0,
+        },
+        {
+            "sweep_id": 1,
+            "arm": "server",
+            "passes": 10,
+            "drafted": 40,
+            "accepted": 20,
+            "decode_ms": 400.0,
+            "draft_ms": None,
+        },
+    ]
     found = costs.step_costs(cost_rows, rows)
     c = found[(1, "draft")]
     assert c.tokens_per_pass == pytest.approx(3.0) and c.speedup_at(c.acceptance) == pytest.approx(0.75)
@@ -230,19 +302,23 @@ def test_modelled_speedup_in_the_summary_of_recorded_runs(tmp_path):
     summary shows only where its measured speedup bears it out; the baseline, which drafted nothing, has none."""
     con = store.connect(tmp_path / "r.duckdb")
     sweep = a_sweep(con)
-    base = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "mode": "cli",
-                                  "repeat_index": 0, "status": "ok"})
+    base = store.insert_run(
+        con,
+        {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "mode": "cli", "repeat_index": 0, "status": "ok"},
+    )
     con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [base, 400.0])
     parsed_run(con, sweep, "f49e91787", "spec-simple-draft")
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     assert rows["baseline"]["modelled_speedup"] is None
     draft = rows["draft"]
     cost = costs.step_costs(queries.arm_draft_costs(con, [sweep]), list(rows.values()))[(sweep, "draft")]
-    assert 0 < cost.modelled_speedup == pytest.approx(costs.leviathan_speedup(cost.token_acceptance,
-                                                                                cost.draft_length, cost.draft_cost))
+    assert (
+        0
+        < cost.modelled_speedup
+        == pytest.approx(costs.leviathan_speedup(cost.token_acceptance, cost.draft_length, cost.draft_cost))
+    )
     off = abs(cost.modelled_speedup / draft["speedup"] - 1)
-    assert draft["modelled_speedup"] == (pytest.approx(cost.modelled_speedup) if off <= costs.MODEL_TOLERANCE
-                                          else None)
+    assert draft["modelled_speedup"] == (pytest.approx(cost.modelled_speedup) if off <= costs.MODEL_TOLERANCE else None)
     assert "modelled_speedup" in summary_table.table_text(list(rows.values()), wide=True)
 
 
@@ -256,11 +332,29 @@ def test_verification_is_costed_from_the_other_arms_of_the_sweep():
     for arm, g in (("a", 2.0), ("b", 4.0), ("c", 8.0)):
         rows.append({"sweep": 1, "arm": arm, "vs": "control", "decode_tps": None, "target_sha256": "t"})
         passes, v = 10, 1 + 0.5 * g
-        cost_rows.append({"sweep_id": 1, "arm": arm, "passes": passes, "drafted": g * passes,
-                          "accepted": g * passes, "decode_ms": passes * v * 10.0, "draft_ms": 0.0})
+        cost_rows.append(
+            {
+                "sweep_id": 1,
+                "arm": arm,
+                "passes": passes,
+                "drafted": g * passes,
+                "accepted": g * passes,
+                "decode_ms": passes * v * 10.0,
+                "draft_ms": 0.0,
+            }
+        )
     rows.append({"sweep": 1, "arm": "other", "vs": "control", "decode_tps": None, "target_sha256": "u"})
-    cost_rows.append({"sweep_id": 1, "arm": "other", "passes": 10, "drafted": 40, "accepted": 40, "decode_ms": 900.0,
-                      "draft_ms": 0.0})
+    cost_rows.append(
+        {
+            "sweep_id": 1,
+            "arm": "other",
+            "passes": 10,
+            "drafted": 40,
+            "accepted": 40,
+            "decode_ms": 900.0,
+            "draft_ms": 0.0,
+        }
+    )
     found = costs.step_costs(cost_rows, rows)
     for arm, g in (("a", 2.0), ("b", 4.0), ("c", 8.0)):
         c = found[(1, arm)]
@@ -273,16 +367,32 @@ def test_verification_is_costed_from_the_other_arms_of_the_sweep():
 
 
 def test_a_drafting_arm_without_a_prediction_says_why():
-    rows = [{"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
-            {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 90.0}]
-    cost = costs.step_costs([{"sweep_id": 1, "arm": "draft", "passes": 10, "drafted": 40, "decode_ms": 300.0,
-                              "draft_ms": 200.0, "accepted": 20}], rows)[(1, "draft")]
+    rows = [
+        {"sweep": 1, "arm": "baseline", "vs": None, "decode_tps": 100.0},
+        {"sweep": 1, "arm": "draft", "vs": "baseline", "decode_tps": 90.0},
+    ]
+    cost = costs.step_costs(
+        [
+            {
+                "sweep_id": 1,
+                "arm": "draft",
+                "passes": 10,
+                "drafted": 40,
+                "decode_ms": 300.0,
+                "draft_ms": 200.0,
+                "accepted": 20,
+            }
+        ],
+        rows,
+    )[(1, "draft")]
     predicted = cost.modelled_speedup  # verification at one target step: the only drafting arm
     assert costs.withheld(cost, {"modelled_speedup": predicted, "speedup": predicted}) is None
     far = costs.withheld(cost, {"modelled_speedup": None, "speedup": predicted / 2})
-    assert far == (f"the model's {predicted:.2f}x is not within 25% of the measured {predicted / 2:.2f}x nor inside "
-                   f"its interval; verification priced at one target step (no other drafting arm of this target "
-                   f"in the sweep to measure it)")
+    assert far == (
+        f"the model's {predicted:.2f}x is not within 25% of the measured {predicted / 2:.2f}x nor inside "
+        f"its interval; verification priced at one target step (no other drafting arm of this target "
+        f"in the sweep to measure it)"
+    )
     assert "no ok run drafted" in costs.withheld(None, {"modelled_speedup": None})
     no_time = costs.replace(cost, draft_cost=None)
     assert "print no draft time" in costs.withheld(no_time, {"modelled_speedup": None, "speedup": 0.5})

@@ -17,8 +17,29 @@ def helps(commit):
 
 
 def recipe_a_argv(tool="llama-speculative-simple"):
-    argv = [f"/b/bin/{tool}", "-m", "t.gguf", "-md", "d.gguf", "-ngl", "99", "-ngld", "99", "-fa", "on",
-            "-c", "4096", "--draft-max", "16", "--draft-min", "5", "--draft-p-min", "0.9", "-p", "hi"]
+    argv = [
+        f"/b/bin/{tool}",
+        "-m",
+        "t.gguf",
+        "-md",
+        "d.gguf",
+        "-ngl",
+        "99",
+        "-ngld",
+        "99",
+        "-fa",
+        "on",
+        "-c",
+        "4096",
+        "--draft-max",
+        "16",
+        "--draft-min",
+        "5",
+        "--draft-p-min",
+        "0.9",
+        "-p",
+        "hi",
+    ]
     literal = [False] + [not (i % 2 == 0) for i in range(1, len(argv))]  # flags at odd places, values after
     return argv, literal
 
@@ -43,8 +64,7 @@ def test_one_recipe_two_dialects():
     old = dialect.translate(argv, literal, helps(OLD), "f49e91787-cpu")
     assert old.argv == argv and old.notes == []  # the recipe is already in this build's spelling
     # Written the new way, it goes back to the old spelling.
-    modern = [a.replace("--draft-max", "--spec-draft-n-max").replace("--draft-min", "--spec-draft-n-min")
-              for a in argv]
+    modern = [a.replace("--draft-max", "--spec-draft-n-max").replace("--draft-min", "--spec-draft-n-min") for a in argv]
     back = dialect.translate(modern, literal, helps(OLD), "f49e91787-cpu")
     assert back.argv == argv
 
@@ -67,9 +87,13 @@ def test_classic_completion_tool_per_build():
 
 def test_unknown_and_removed_flags_stop_the_arm_with_closest_matches():
     with pytest.raises(DialectError) as exc:
-        dialect.translate(["/b/bin/llama-completion", "--tempp", "0"], [False, True, False], helps(NEW), "0c1e57098-cpu")
-    assert str(exc.value) == ("flag --tempp is not accepted by llama-completion of build 0c1e57098-cpu; "
-                              "closest flags it has: --temp, --top-p, --dynatemp-exp")
+        dialect.translate(
+            ["/b/bin/llama-completion", "--tempp", "0"], [False, True, False], helps(NEW), "0c1e57098-cpu"
+        )
+    assert str(exc.value) == (
+        "flag --tempp is not accepted by llama-completion of build 0c1e57098-cpu; "
+        "closest flags it has: --temp, --top-p, --dynatemp-exp"
+    )
     with pytest.raises(DialectError, match="flag -cd is not accepted"):
         dialect.translate(["/b/bin/llama-speculative-simple", "-cd", "512"], [False, True, False], helps(NEW), "n")
 
@@ -77,8 +101,9 @@ def test_unknown_and_removed_flags_stop_the_arm_with_closest_matches():
 def test_values_are_not_checked_as_flags_and_translation_can_be_disabled():
     argv, literal = ["/b/bin/llama-completion", "-p", "--not-a-flag"], [False, True, False]
     assert dialect.translate(argv, literal, helps(NEW), "n").argv[:3] == argv
-    off = dialect.translate(["/b/bin/llama-speculative-simple", "--draft-max", "8"], [False, True, False],
-                            helps(NEW), "n", enabled=False)
+    off = dialect.translate(
+        ["/b/bin/llama-speculative-simple", "--draft-max", "8"], [False, True, False], helps(NEW), "n", enabled=False
+    )
     assert off.argv == ["/b/bin/llama-speculative-simple", "--draft-max", "8"]
 
 
@@ -99,8 +124,9 @@ def test_spec_type_values_are_checked_against_the_build():
 
 def test_spec_methods_per_tool_from_the_help():
     new, old = dialect.spec_methods(helps(NEW)), dialect.spec_methods(helps(OLD))
-    assert {"draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-simple", "ngram-mod"} \
-        <= set(new["llama-speculative-simple"]) and "none" not in new["llama-server"]
+    assert {"draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark", "draft-simple", "ngram-mod"} <= set(
+        new["llama-speculative-simple"]
+    ) and "none" not in new["llama-server"]
     # No --spec-type in the old llama-speculative-simple: a draft model is its one method.
     assert old["llama-speculative-simple"] == ["draft-simple"]
     assert old["llama-server"][0] == "draft-simple" and "draft-mtp" not in old["llama-server"]
@@ -115,12 +141,16 @@ def test_flash_attention_value_becomes_the_switch_of_a_build_without_values():
     assert "-fa" in oldest.argv and "on" not in oldest.argv and "--draft-max" in oldest.argv
     assert any("-fa on -> -fa" in n for n in oldest.notes)
     at = argv.index("-fa")
-    off = argv[:at + 1] + ["off"] + argv[at + 2:]
+    off = argv[: at + 1] + ["off"] + argv[at + 2 :]
     dropped = dialect.translate(off, literal, helps(OLDEST), "7841fc723-cpu")
     assert "-fa" not in dropped.argv and "off" not in dropped.argv
-    assert dropped.argv == argv[:at] + argv[at + 2:]
+    assert dropped.argv == argv[:at] + argv[at + 2 :]
     kept = dialect.translate(argv, literal, helps(NEW), "0c1e57098-cpu")  # a build whose -fa takes a value
     assert kept.argv[kept.argv.index("-fa") + 1] == "on"
-    server = dialect.translate(["/b/bin/llama-server", "-m", "t.gguf", "-fa", "on"], [False, True, False, True, True],
-                               helps(OLDEST), "7841fc723-cpu")
+    server = dialect.translate(
+        ["/b/bin/llama-server", "-m", "t.gguf", "-fa", "on"],
+        [False, True, False, True, True],
+        helps(OLDEST),
+        "7841fc723-cpu",
+    )
     assert server.argv == ["/b/bin/llama-server", "-m", "t.gguf", "-fa"]

@@ -70,8 +70,10 @@ def test_the_built_getting_started_page_shows_the_readmes_demo_output():
     assert config.mdx_configs["pymdownx.snippets"]["check_paths"] is True  # a missing file or section fails the build
     md = markdown.Markdown(extensions=config.markdown_extensions, extension_configs=config.mdx_configs)
     page = md.convert((ROOT / "docs" / "getting-started.md").read_text())
-    codes = [html.unescape(re.sub(r"<[^>]+>", "", code)).strip()
-             for code in re.findall(r"<code[^>]*>(.*?)</code>", page, re.S)]
+    codes = [
+        html.unescape(re.sub(r"<[^>]+>", "", code)).strip()
+        for code in re.findall(r"<code[^>]*>(.*?)</code>", page, re.S)
+    ]
     (readme,) = [b.text for b in readme_examples.blocks() if b.kind == "output"]
     assert readme.strip() in codes
     assert "8&lt;" not in page and "8<-" not in page
@@ -85,8 +87,11 @@ def test_every_docs_page_is_in_the_sites_navigation():
 def test_the_exit_code_table_lists_exactly_the_codes_orch_defines():
     section = (ROOT / "docs" / "errors.md").read_text()
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
-    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.OrchError)
-               and c is not errors.OrchError]
+    classes = [
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and issubclass(c, errors.OrchError) and c is not errors.OrchError
+    ]
     defined = {c.exit_code for c in classes} | {2, 129, 143}  # click's usage errors; SIGHUP and SIGTERM (130: Ctrl-C)
     assert documented == defined
     assert len({c.exit_code for c in classes}) == len(classes), "two error classes share an exit code"
@@ -94,12 +99,15 @@ def test_the_exit_code_table_lists_exactly_the_codes_orch_defines():
 
 # --- every README example is checked: parsed here, run in tests/integration/test_readme.py -------------------------
 
+
 def test_every_docs_block_has_a_kind_the_docs_tests_check():
     found = readme_examples.all_blocks()
     assert len(found) >= 12
     for block in found:
-        assert block.kind in readme_examples.KINDS, f"{block.source} line {block.line}: a block needs a kind " \
+        assert block.kind in readme_examples.KINDS, (
+            f"{block.source} line {block.line}: a block needs a kind "
             f"({', '.join(readme_examples.KINDS)}) so that a docs test checks it"
+        )
 
 
 def sh_commands() -> list[str]:

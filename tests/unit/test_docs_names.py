@@ -23,8 +23,9 @@ def schema() -> dict[str, str]:
     from orchestrator import store
 
     with tempfile.TemporaryDirectory(prefix="orch-docs-names-") as tmp, store.opened(Path(tmp) / "x.duckdb") as con:
-        rows = con.execute("SELECT table_name, table_type FROM information_schema.tables "
-                           "WHERE table_schema = 'main'").fetchall()
+        rows = con.execute(
+            "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
     found = {name: "view" if kind == "VIEW" else "table" for name, kind in rows}
     assert {"runs", "sweeps", "run_summary", "arm_summary"} <= set(found)
     return found
@@ -44,7 +45,7 @@ def sql_names(sql: str) -> list[str]:
     own = {n.lower() for n in re.findall(r"(?i)\b(\w+)\s+AS\s+(?:NOT\s+)?(?:MATERIALIZED\s+)?\(", sql)}
     out = []
     for m in FROM.finditer(sql):
-        opened = innermost_open(sql[:m.start()])
+        opened = innermost_open(sql[: m.start()])
         if opened is not None and re.search(rf"(?i)\b(?:{'|'.join(NOT_TABLES)})\s*$", sql[:opened]):
             continue
         for item in m.group(1).split(","):
@@ -56,11 +57,15 @@ def sql_names(sql: str) -> list[str]:
     return out
 
 
-CLAUSES = ("WHERE|GROUP|ORDER|LIMIT|JOIN|ON|USING|LEFT|RIGHT|INNER|OUTER|FULL|CROSS|NATURAL|UNION|EXCEPT|INTERSECT|"
-           "QUALIFY|HAVING|WINDOW|SELECT|SAMPLE|PIVOT|UNPIVOT")
+CLAUSES = (
+    "WHERE|GROUP|ORDER|LIMIT|JOIN|ON|USING|LEFT|RIGHT|INNER|OUTER|FULL|CROSS|NATURAL|UNION|EXCEPT|INTERSECT|"
+    "QUALIFY|HAVING|WINDOW|SELECT|SAMPLE|PIVOT|UNPIVOT"
+)
 # FROM or JOIN, then a name (or `a x, b y`: names with aliases and commas) not followed by `(` (a table function)
-FROM = re.compile(rf"(?i)(?<!DISTINCT )\b(?:FROM|JOIN)\s+((?:{NAME}(?:\s+(?:AS\s+)?(?!(?:{CLAUSES})\b)\w+)?\s*,\s*)*"
-                  rf"{NAME})(?!\w|\s*\()")
+FROM = re.compile(
+    rf"(?i)(?<!DISTINCT )\b(?:FROM|JOIN)\s+((?:{NAME}(?:\s+(?:AS\s+)?(?!(?:{CLAUSES})\b)\w+)?\s*,\s*)*"
+    rf"{NAME})(?!\w|\s*\()"
+)
 
 
 def innermost_open(before: str) -> int | None:
@@ -108,8 +113,10 @@ def command_sql(command: str) -> list[str]:
 
 def test_the_sql_reading_finds_what_a_query_reads():
     """sql_names on the forms the docs write, and on those it must leave out."""
-    assert sql_names("SELECT a FROM arm_summary a JOIN speedup_vs_baseline s USING (sweep_id, arm)") == \
-        ["arm_summary", "speedup_vs_baseline"]
+    assert sql_names("SELECT a FROM arm_summary a JOIN speedup_vs_baseline s USING (sweep_id, arm)") == [
+        "arm_summary",
+        "speedup_vs_baseline",
+    ]
     assert sql_names("SELECT * FROM runs r, metrics m WHERE r.id = m.run_id") == ["runs", "metrics"]
     assert sql_names("SELECT arm FROM runs WHERE sweep_id = (SELECT max(id) FROM sweeps)") == ["runs", "sweeps"]
     assert sql_names("WITH last AS (SELECT * FROM main.sweeps) SELECT * FROM last") == ["sweeps"]
@@ -135,12 +142,14 @@ def test_every_table_a_pages_sql_reads_exists(schema):
 # --- running text: "the `x` table", "the view `x`", the list in docs/sql.md --------------------------------------
 
 NAMES = r"(?P<names>(?:`\w+`(?:,\s+|\s+and\s+|\s+or\s+))*`\w+`)"
-NAMED = [re.compile(rf"(?i)\bthe {NAMES}\s+(?P<kind>tables?|views?)\b"),  # the `x` table, the `x` and `y` views
-         re.compile(rf"(?i)\b(?P<kind>tables?|views?):?\s+{NAMES}")]  # the view `x`, tables `x`, `y` and `z`
+NAMED = [
+    re.compile(rf"(?i)\bthe {NAMES}\s+(?P<kind>tables?|views?)\b"),  # the `x` table, the `x` and `y` views
+    re.compile(rf"(?i)\b(?P<kind>tables?|views?):?\s+{NAMES}"),
+]  # the view `x`, tables `x`, `y` and `z`
 
 
 def test_every_table_or_view_a_page_names_in_its_text_exists(schema):
-    """"the `x` table", "the `x` and `y` tables", "the view `x`", "views `x` and `y`": each x is a table or view of a
+    """ "the `x` table", "the `x` and `y` tables", "the view `x`", "views `x` and `y`": each x is a table or view of a
     results file (the page's text wraps anywhere, so a phrase may run over two lines)."""
     problems, found = [], 0
     for page, text in pages():
@@ -150,8 +159,10 @@ def test_every_table_or_view_a_page_names_in_its_text_exists(schema):
             for name in re.findall(r"`(\w+)`", m["names"]):
                 found += 1
                 if name not in schema:
-                    problems.append(f"{page} line {line}: `{name}` ({' '.join(m.group(0).split())!r}): no table or "
-                                    "view of that name in a results file")
+                    problems.append(
+                        f"{page} line {line}: `{name}` ({' '.join(m.group(0).split())!r}): no table or "
+                        "view of that name in a results file"
+                    )
     assert not problems, "\n".join(problems)
     assert found >= 10
 
@@ -174,7 +185,7 @@ def sql_page_list() -> list[tuple[int, str, str]]:
         elif ch == "`":
             end = text.index("`", i + 1)
             if depth == 0:
-                out.append((text.count("\n", 0, i) + 1, text[i + 1:end], kind))
+                out.append((text.count("\n", 0, i) + 1, text[i + 1 : end], kind))
             i = end
         elif depth == 0 and text.startswith("views", i) and not text[i - 1].isalnum():
             kind = "view"
@@ -190,8 +201,10 @@ def test_every_table_and_view_the_sql_page_lists_exists_as_listed(schema):
     problems = []
     for line, name, kind in listed:
         if name not in schema:
-            problems.append(f"docs/sql.md line {line}: `{name}` is listed as a {kind}: no table or view of that name "
-                            "in a results file")
+            problems.append(
+                f"docs/sql.md line {line}: `{name}` is listed as a {kind}: no table or view of that name "
+                "in a results file"
+            )
         elif schema[name] != kind:
             problems.append(f"docs/sql.md line {line}: `{name}` is listed as a {kind}; it is a {schema[name]}")
     assert not problems, "\n".join(problems)
@@ -199,10 +212,15 @@ def test_every_table_and_view_the_sql_page_lists_exists_as_listed(schema):
 
 # --- inline commands: `orch ...` and `make X` ------------------------------------------------------------------------
 
+
 def inline(prefixes: tuple[str, ...]) -> list[tuple[str, int, str]]:
     """(page, line, span) of each inline code span that is a command line starting with one of the prefixes."""
-    return [(page, line, span) for page, text in pages() for line, span in readme_examples.code_spans(text)
-            if span.startswith(prefixes)]
+    return [
+        (page, line, span)
+        for page, text in pages()
+        for line, span in readme_examples.code_spans(text)
+        if span.startswith(prefixes)
+    ]
 
 
 def test_every_orch_command_written_inline_names_real_commands_and_options():

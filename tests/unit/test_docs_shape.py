@@ -32,7 +32,7 @@ def headings(page: str) -> list[tuple[int, int, str]]:
     found = []
     for number, line in lines_outside_fences((DOCS / page).read_text()):
         if m := HEADING.match(line):
-            found.append((number, len(m.group(1)), line[len(m.group(1)):].strip()))
+            found.append((number, len(m.group(1)), line[len(m.group(1)) :].strip()))
     return found
 
 
@@ -65,15 +65,20 @@ def test_a_page_has_sections_for_its_topics(page):
     sections = [(n, title) for n, level, title in headings(page) if level == 2]
     assert sections, f"docs/{page}: no `##` heading, so its table of contents is empty; give each topic a section"
     if words(page) > LONG_PAGE:
-        assert len(sections) >= 2, (f"docs/{page}: {words(page)} words under one `##` heading (line "
-                                    f"{sections[0][0]}); a page over {LONG_PAGE} words needs a section per topic")
+        assert len(sections) >= 2, (
+            f"docs/{page}: {words(page)} words under one `##` heading (line "
+            f"{sections[0][0]}); a page over {LONG_PAGE} words needs a section per topic"
+        )
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_no_paragraph_or_list_is_longer_than_a_screen(page):
     long = [(start, length) for start, length in blocks(page) if length > LONGEST_BLOCK]
-    assert not long, "\n".join(f"docs/{page}:{start}: a paragraph or list of {length} lines (at most "
-                               f"{LONGEST_BLOCK}): split it, or give its parts headings" for start, length in long)
+    assert not long, "\n".join(
+        f"docs/{page}:{start}: a paragraph or list of {length} lines (at most "
+        f"{LONGEST_BLOCK}): split it, or give its parts headings"
+        for start, length in long
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -83,8 +88,10 @@ def test_headings_start_at_the_title_and_skip_no_level(page):
     titles = [n for n, level, _ in found if level == 1]
     assert titles == [found[0][0]], f"docs/{page}:{titles[-1]}: a second `#` title; use `##` for a section"
     for (_, before, _), (number, level, title) in zip(found, found[1:]):
-        assert level <= before + 1, (f"docs/{page}:{number}: heading {'#' * level} {title!r} comes under a "
-                                     f"{'#' * before} heading: a level is skipped")
+        assert level <= before + 1, (
+            f"docs/{page}:{number}: heading {'#' * level} {title!r} comes under a "
+            f"{'#' * before} heading: a level is skipped"
+        )
 
 
 def test_where_to_add_is_the_one_list_and_design_links_it():

@@ -9,10 +9,25 @@ MIB = 2**20
 
 
 def model(decode_bytes):
-    return ModelInfo(path="m.gguf", sha256="s", size_bytes=decode_bytes or 0, architecture="gemma3", name=None,
-                     parameters=0, file_type=None, vocab_type=None, vocab_size=None, bos_id=None, eos_id=None,
-                     n_layers=None, n_embd=None, context_length=None, expert_count=None, expert_used_count=None,
-                     decode_bytes=decode_bytes)
+    return ModelInfo(
+        path="m.gguf",
+        sha256="s",
+        size_bytes=decode_bytes or 0,
+        architecture="gemma3",
+        name=None,
+        parameters=0,
+        file_type=None,
+        vocab_type=None,
+        vocab_size=None,
+        bos_id=None,
+        eos_id=None,
+        n_layers=None,
+        n_embd=None,
+        context_length=None,
+        expert_count=None,
+        expert_used_count=None,
+        decode_bytes=decode_bytes,
+    )
 
 
 def test_a_layer_cut_gemma_draft_must_beat_82_percent_acceptance():

@@ -11,9 +11,16 @@ from orchestrator import __version__
 from orchestrator.machine import envinfo
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = {"name": "0c1e570-cuda-abc", "upstream_commit": "0c1e57098", "backend": "cuda", "compiler": "GNU",
-         "compiler_version": "12.2.0", "cmake_options": {"GGML_CUDA": "ON", "CMAKE_BUILD_TYPE": "Release"},
-         "dir": "/not/kept", "targets": ["llama-server"]}
+BUILD = {
+    "name": "0c1e570-cuda-abc",
+    "upstream_commit": "0c1e57098",
+    "backend": "cuda",
+    "compiler": "GNU",
+    "compiler_version": "12.2.0",
+    "cmake_options": {"GGML_CUDA": "ON", "CMAKE_BUILD_TYPE": "Release"},
+    "dir": "/not/kept",
+    "targets": ["llama-server"],
+}
 
 
 @pytest.mark.integration  # starts processes
@@ -50,28 +57,50 @@ def test_gpus_from_nvml(fake_nvml):
     snap = envinfo.snapshot()
     assert snap["gpu_driver"] == "550.54.15" and snap["cuda_driver"] == "12.4"
     h100, l4 = snap["gpus"]
-    assert h100 == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_bytes": 80 * GIB,
-                    "compute_capability": "9.0", "pcie_gen": 5, "pcie_width": 16,
-                    "pcie_max_gen": 5, "pcie_max_width": 16, "memory_bus_width_bits": 5120,
-                    "power_limit_w": 700.0, "power_limit_enforced_w": 700.0, "power_limit_default_w": 700.0,
-                    "graphics_clock_mhz": 1980, "graphics_clock_max_mhz": 1980, "sm_clock_mhz": 1980,
-                    "sm_clock_max_mhz": 1980, "memory_clock_mhz": 2619, "memory_clock_max_mhz": 2619,
-                    "graphics_clock_app_mhz": 1755, "graphics_clock_app_default_mhz": 1755,
-                    "memory_clock_app_mhz": 2619, "memory_clock_app_default_mhz": 2619}
+    assert h100 == {
+        "index": 0,
+        "name": "NVIDIA H100 80GB HBM3",
+        "memory_total_bytes": 80 * GIB,
+        "compute_capability": "9.0",
+        "pcie_gen": 5,
+        "pcie_width": 16,
+        "pcie_max_gen": 5,
+        "pcie_max_width": 16,
+        "memory_bus_width_bits": 5120,
+        "power_limit_w": 700.0,
+        "power_limit_enforced_w": 700.0,
+        "power_limit_default_w": 700.0,
+        "graphics_clock_mhz": 1980,
+        "graphics_clock_max_mhz": 1980,
+        "sm_clock_mhz": 1980,
+        "sm_clock_max_mhz": 1980,
+        "memory_clock_mhz": 2619,
+        "memory_clock_max_mhz": 2619,
+        "graphics_clock_app_mhz": 1755,
+        "graphics_clock_app_default_mhz": 1755,
+        "memory_clock_app_mhz": 2619,
+        "memory_clock_app_default_mhz": 2619,
+    }
     assert l4["name"] == "NVIDIA L4" and l4["power_limit_w"] is None  # unsupported query: None, not an error
     assert l4["graphics_clock_app_mhz"] is None and l4["graphics_clock_mhz"] == 1980
     page = envinfo.to_markdown(snap)
     assert "| 0 | NVIDIA H100 80GB HBM3 | 80.0 GiB | 9.0 | 700 W | gen5 x16 / gen5 x16 | 5120 bit |" in page
     assert "| 1 | NVIDIA L4 | 24.0 GiB | 9.0 | - |" in page
-    assert ("- GPU 0: 700 W limit (default 700 W); clocks now 1980 / 2619, max 1980 / 2619, application 1755 / 2619 "
-            "MHz (graphics / memory)") in page
+    assert (
+        "- GPU 0: 700 W limit (default 700 W); clocks now 1980 / 2619, max 1980 / 2619, application 1755 / 2619 "
+        "MHz (graphics / memory)"
+    ) in page
     assert "- GPU 1: power limit unknown; clocks now 1980 / 2619, max 1980 / 2619 MHz (graphics / memory)" in page
 
 
 def test_a_lowered_power_limit_is_what_the_page_shows(fake_nvml):
     """`nvidia-smi -pl 280` on a 350 W card: the set and enforced limits are 280 W, the default stays 350 W, so two
     sweeps of one recipe under the two limits read apart in their environment pages."""
-    fake_nvml[0].power_limit_mw, fake_nvml[0].enforced_limit_mw, fake_nvml[0].default_limit_mw = 280_000, 280_000, 350_000
+    fake_nvml[0].power_limit_mw, fake_nvml[0].enforced_limit_mw, fake_nvml[0].default_limit_mw = (
+        280_000,
+        280_000,
+        350_000,
+    )
     gpu = envinfo.gpus()[0]
     assert (gpu["power_limit_w"], gpu["power_limit_enforced_w"], gpu["power_limit_default_w"]) == (280.0, 280.0, 350.0)
     assert envinfo.power_and_clocks_text(gpu).startswith("280 W limit (default 350 W); clocks now 1980 / 2619")

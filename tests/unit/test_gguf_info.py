@@ -82,15 +82,32 @@ def test_directory_is_a_model_error(tmp_path):
         inspect(tmp_path)
 
 
-@pytest.mark.parametrize("value, name", [(0, "F32"), (1, "F16"), (15, "Q4_K_M"), (7, "Q8_0"), (32, "BF16"),
-                                         (None, None), (999, "unknown (999)")])
+@pytest.mark.parametrize(
+    "value, name",
+    [(0, "F32"), (1, "F16"), (15, "Q4_K_M"), (7, "Q8_0"), (32, "BF16"), (None, None), (999, "unknown (999)")],
+)
 def test_file_type_names(value, name):
     assert file_type_name(value) == name
 
 
-TARGET = ModelInfo(path="t.gguf", sha256="0" * 64, size_bytes=1, architecture="llama", name=None, parameters=1,
-                   file_type="F16", vocab_type="llama", vocab_size=32000, bos_id=1, eos_id=2, n_layers=6, n_embd=128,
-                   context_length=4096, expert_count=None, expert_used_count=None)
+TARGET = ModelInfo(
+    path="t.gguf",
+    sha256="0" * 64,
+    size_bytes=1,
+    architecture="llama",
+    name=None,
+    parameters=1,
+    file_type="F16",
+    vocab_type="llama",
+    vocab_size=32000,
+    bos_id=1,
+    eos_id=2,
+    n_layers=6,
+    n_embd=128,
+    context_length=4096,
+    expert_count=None,
+    expert_used_count=None,
+)
 
 
 def test_compatible_pair_has_no_differences(tmp_path):
@@ -99,13 +116,16 @@ def test_compatible_pair_has_no_differences(tmp_path):
     assert vocab_differences(target, draft) == []
 
 
-@pytest.mark.parametrize("change, expected", [
-    ({"vocab_type": "gpt2"}, "vocab type llama vs gpt2"),
-    ({"vocab_size": 32000 + 129}, "vocab size 32000 vs 32129"),
-    ({"vocab_size": 32000 - 129}, "vocab size 32000 vs 31871"),
-    ({"bos_id": 50256}, "bos token id 1 vs 50256"),
-    ({"eos_id": 151645}, "eos token id 2 vs 151645"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"vocab_type": "gpt2"}, "vocab type llama vs gpt2"),
+        ({"vocab_size": 32000 + 129}, "vocab size 32000 vs 32129"),
+        ({"vocab_size": 32000 - 129}, "vocab size 32000 vs 31871"),
+        ({"bos_id": 50256}, "bos token id 1 vs 50256"),
+        ({"eos_id": 151645}, "eos token id 2 vs 151645"),
+    ],
+)
 def test_each_rule_names_both_values(change, expected):
     reasons = vocab_differences(TARGET, dataclasses.replace(TARGET, **change))
     assert len(reasons) == 1 and reasons[0].startswith(expected)
@@ -119,8 +139,12 @@ def test_gpt2_draft_against_spm_target_gives_every_reason(tmp_path):
     target = inspect(write_gguf(tmp_path / "t.gguf", n_vocab=32))
     draft = inspect(write_gguf(tmp_path / "d.gguf", vocab_model="gpt2", n_vocab=200, bos=199, eos=199))
     reasons = vocab_differences(target, draft)
-    assert [r.split(" ")[0] + " " + r.split(" ")[1] for r in reasons] == ["vocab type", "vocab size", "bos token",
-                                                                         "eos token"]
+    assert [r.split(" ")[0] + " " + r.split(" ")[1] for r in reasons] == [
+        "vocab type",
+        "vocab size",
+        "bos token",
+        "eos token",
+    ]
 
 
 # Weights, quantisation mix, decode bytes and attention shape (issue 6).

@@ -10,18 +10,19 @@ import pytest
 from gguf_compare import assert_agrees_with_gguf
 
 from orchestrator.models import ggml_types
-from orchestrator.models.gguf_read import (
-    DECODE_LIMIT,
-    ArraySpan,
-    GGUFFormatError,
-    raw_strings,
-    read_header,
-)
+from orchestrator.models.gguf_read import DECODE_LIMIT, ArraySpan, GGUFFormatError, raw_strings, read_header
 
 V = gguf.GGUFValueType
-SCALARS = {V.UINT8: (0, 255), V.INT8: (-128, 127), V.UINT16: (0, 65535), V.INT16: (-32768, 32767),
-           V.UINT32: (0, 2**32 - 1), V.INT32: (-2**31, 2**31 - 1), V.UINT64: (0, 2**64 - 1),
-           V.INT64: (-2**63, 2**63 - 1)}
+SCALARS = {
+    V.UINT8: (0, 255),
+    V.INT8: (-128, 127),
+    V.UINT16: (0, 65535),
+    V.INT16: (-32768, 32767),
+    V.UINT32: (0, 2**32 - 1),
+    V.INT32: (-(2**31), 2**31 - 1),
+    V.UINT64: (0, 2**64 - 1),
+    V.INT64: (-(2**63), 2**63 - 1),
+}
 
 
 def fuzzed_values(seed: int) -> list[tuple[str, object, V, V | None]]:
@@ -35,15 +36,20 @@ def fuzzed_values(seed: int) -> list[tuple[str, object, V, V | None]]:
             items.append((f"s.{vtype.name}.{i}", value, vtype, None))
         count = rng.choice([1, 7, DECODE_LIMIT, DECODE_LIMIT + 1, 5000])
         items.append((f"a.{vtype.name}", [rng.randint(low, high) for _ in range(count)], V.ARRAY, vtype))
-    items += [("s.f32", 0.1, V.FLOAT32, None), ("s.f64", -1e300, V.FLOAT64, None), ("s.bool", True, V.BOOL, None),
-              ("s.str", text(), V.STRING, None), ("s.empty", "", V.STRING, None),
-              ("a.f32", [rng.uniform(-1, 1) for _ in range(3000)], V.ARRAY, V.FLOAT32),
-              ("a.f64", [rng.uniform(-1, 1) for _ in range(5)], V.ARRAY, V.FLOAT64),
-              ("a.bool", [rng.random() < 0.5 for _ in range(2000)], V.ARRAY, V.BOOL),
-              ("a.str.short", [text() for _ in range(9)], V.ARRAY, V.STRING),
-              ("a.str.long", [text() for _ in range(4000)], V.ARRAY, V.STRING),
-              ("a.nested", [[1, 2, 3], [4], [5, 6]], V.ARRAY, V.ARRAY),
-              ("a.nested.str", [["x", "yz"], ["é"]], V.ARRAY, V.ARRAY)]
+    items += [
+        ("s.f32", 0.1, V.FLOAT32, None),
+        ("s.f64", -1e300, V.FLOAT64, None),
+        ("s.bool", True, V.BOOL, None),
+        ("s.str", text(), V.STRING, None),
+        ("s.empty", "", V.STRING, None),
+        ("a.f32", [rng.uniform(-1, 1) for _ in range(3000)], V.ARRAY, V.FLOAT32),
+        ("a.f64", [rng.uniform(-1, 1) for _ in range(5)], V.ARRAY, V.FLOAT64),
+        ("a.bool", [rng.random() < 0.5 for _ in range(2000)], V.ARRAY, V.BOOL),
+        ("a.str.short", [text() for _ in range(9)], V.ARRAY, V.STRING),
+        ("a.str.long", [text() for _ in range(4000)], V.ARRAY, V.STRING),
+        ("a.nested", [[1, 2, 3], [4], [5, 6]], V.ARRAY, V.ARRAY),
+        ("a.nested.str", [["x", "yz"], ["é"]], V.ARRAY, V.ARRAY),
+    ]
     return items
 
 
@@ -113,12 +119,15 @@ def test_corrupted_bytes_give_a_format_error_or_a_header(tmp_path):
     assert outcomes == {"read", "refused"}  # nothing else escaped, and both happen
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"GGML" + bytes(40), "no GGUF magic"),
-    (b"GGUF" + struct.pack("<IQQ", 1, 0, 0), "GGUF version 1"),
-    (b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 1) + b"k" + struct.pack("<I", 99), "value type 99"),
-    (b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 2) + b"\xff\xfe", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"GGML" + bytes(40), "no GGUF magic"),
+        (b"GGUF" + struct.pack("<IQQ", 1, 0, 0), "GGUF version 1"),
+        (b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 1) + b"k" + struct.pack("<I", 99), "value type 99"),
+        (b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 2) + b"\xff\xfe", "not UTF-8"),
+    ],
+)
 def test_refusals_say_why(tmp_path, content, message):
     path = tmp_path / "x.gguf"
     path.write_bytes(content + bytes(8))

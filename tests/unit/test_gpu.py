@@ -18,7 +18,9 @@ def test_gpus_and_their_architecture(monkeypatch):
     install(monkeypatch, [FakeGpu(), FakeGpu(name="NVIDIA GeForce RTX 3090")])
     found = gpu.visible_gpus()
     assert [(g.index, g.name, g.compute_capability) for g in found] == [
-        (0, "NVIDIA H100 80GB HBM3", "90"), (1, "NVIDIA GeForce RTX 3090", "90")]
+        (0, "NVIDIA H100 80GB HBM3", "90"),
+        (1, "NVIDIA GeForce RTX 3090", "90"),
+    ]
     assert build.cuda_archs(None) == ("90",)  # one arch per distinct capability
     assert build.cuda_archs("86") == ("86",)  # --cuda-arch wins
 

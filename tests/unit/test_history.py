@@ -6,14 +6,26 @@ from orchestrator.report import history
 
 def point(build, samples, date):
     d = stats.describe(samples)
-    return {"build": build, "commit": build + "0" * 30, "date": date, "sweeps": 1, "samples": samples, "n": d.n,
-            "mean": d.mean, "ci_low": d.ci_low, "ci_high": d.ci_high}
+    return {
+        "build": build,
+        "commit": build + "0" * 30,
+        "date": date,
+        "sweeps": 1,
+        "samples": samples,
+        "n": d.n,
+        "mean": d.mean,
+        "ci_low": d.ci_low,
+        "ci_high": d.ci_high,
+    }
 
 
 def test_only_a_change_beyond_the_threshold_and_significant_is_a_step(tmp_path):
-    points = [point("a", [100, 101, 99], "2026-01-01"), point("b", [103, 104, 102], "2026-01-02"),  # +3%: below
-              point("c", [80, 81, 79], "2026-01-03"),  # -22%, intervals apart: a step
-              point("d", [70, 95, 82], "2026-01-04")]  # noisy: not significant
+    points = [
+        point("a", [100, 101, 99], "2026-01-01"),
+        point("b", [103, 104, 102], "2026-01-02"),  # +3%: below
+        point("c", [80, 81, 79], "2026-01-03"),  # -22%, intervals apart: a step
+        point("d", [70, 95, 82], "2026-01-04"),
+    ]  # noisy: not significant
     lines = history.mark_steps(points, 0.05)
     assert [p.get("step") for p in points] == [None, False, True, False]
     # Welch df 3.77 between b and c: t 2.845 at that df (a rounded-down table said t(3) 3.182, [0.754, 0.800])

@@ -7,18 +7,46 @@ from orchestrator.analyze import summary, verdict
 
 def _sweep(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
-    sweep = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
-                                     "mode": "cli", "repeat": 3, "build_name": "b", "status": "done"})
-    arms = (("control", None, None, 61.0), ("draft", "control", "d" * 64, 55.0), ("ngram", "control", None, 60.8),
-            ("slow-draft", "control", "d" * 64, 40.0))
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/x.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": 3,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
+    arms = (
+        ("control", None, None, 61.0),
+        ("draft", "control", "d" * 64, 55.0),
+        ("ngram", "control", None, 60.8),
+        ("slow-draft", "control", "d" * 64, 40.0),
+    )
     for rep in range(3):
         for arm, reference, draft, tps in arms:
-            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "control",
-                                         "reference_arm": reference, "params": {}, "repeat_index": rep, "mode": "cli",
-                                         "status": "ok", "target_sha256": "t" * 64, "draft_sha256": draft})
+            run = store.insert_run(
+                con,
+                {
+                    "sweep_id": sweep,
+                    "arm": arm,
+                    "is_baseline": arm == "control",
+                    "reference_arm": reference,
+                    "params": {},
+                    "repeat_index": rep,
+                    "mode": "cli",
+                    "status": "ok",
+                    "target_sha256": "t" * 64,
+                    "draft_sha256": draft,
+                },
+            )
             drafted = None if arm == "control" else 30 if arm == "slow-draft" else 0
-            con.execute("INSERT INTO metrics (run_id, decode_tps, n_drafted, n_accepted) VALUES (?, ?, ?, ?)",
-                        [run, tps + rep * 0.1, drafted, 3 if drafted else 0])
+            con.execute(
+                "INSERT INTO metrics (run_id, decode_tps, n_drafted, n_accepted) VALUES (?, ?, ?, ?)",
+                [run, tps + rep * 0.1, drafted, 3 if drafted else 0],
+            )
     return con, sweep
 
 

@@ -30,27 +30,58 @@ def _import(tmp_path, source, monkeypatch):
 BIG = gzip.compress(b"\0" * (8 << 20))  # 8 KB of gzip holding 8 MB
 
 
-@pytest.mark.parametrize("forge, said", [
-    (lambda d: _rewrite(d, "sweeps", "INSERT INTO t SELECT * REPLACE (id + 100 AS id) FROM t "
-                                     "WHERE recipe_path = 'recipes/b.j2'"),
-     r"table sweeps, uid=[0-9a-f-]+: 2 rows share this key"),
-    (lambda d: _rewrite(d, "runs", "UPDATE t SET uid = (SELECT min(uid) FROM t)"), r"table runs, uid=.*: \d rows share"),
-    (lambda d: _rewrite(d, "runs", "UPDATE t SET uid = NULL WHERE arm = 'draft'"), r"table runs, row \d: its key \(uid\) "
-                                                                                   r"is NULL"),
-    (lambda d: _rewrite(d, "run_logs", "UPDATE t SET gz = 'not gzip'::BLOB"),
-     r"table run_logs, run_id=\d+, stream=\w+: not gzip data"),
-    (lambda d: _rewrite(d, "run_logs", f"UPDATE t SET gz = from_hex('{BIG.hex()}'), size_bytes = 5"),
-     r"table run_logs, run_id=\d+, stream=\w+: it decompresses to more than its stated 5 bytes"),
-    (lambda d: _rewrite(d, "run_logs", "UPDATE t SET size_bytes = size_bytes + 1"), r"bytes where its size_bytes says"),
-    (lambda d: _manifest(d, lambda m: m["migrations"].remove(5)), r"table _migrations: its schema skips migration 5"),
-    (lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = 'NaN'::DOUBLE"),
-     r"table metrics, row \d+: decode_tps = nan is no figure orch writes"),
-    (lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = 'inf'::DOUBLE"), r"decode_tps = inf is no figure"),
-    (lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = -5"), r"decode_tps = -5.0 is no figure orch writes"),
-    (lambda d: _rewrite(d, "metrics", "UPDATE t SET acceptance = 1.5"), r"acceptance = 1.5 is no figure orch writes"),
-])
-def test_a_forged_export_is_refused_in_one_line_naming_table_row_and_check(tmp_path, export_dir, forge, said,
-                                                                          monkeypatch):
+@pytest.mark.parametrize(
+    "forge, said",
+    [
+        (
+            lambda d: _rewrite(
+                d, "sweeps", "INSERT INTO t SELECT * REPLACE (id + 100 AS id) FROM t WHERE recipe_path = 'recipes/b.j2'"
+            ),
+            r"table sweeps, uid=[0-9a-f-]+: 2 rows share this key",
+        ),
+        (
+            lambda d: _rewrite(d, "runs", "UPDATE t SET uid = (SELECT min(uid) FROM t)"),
+            r"table runs, uid=.*: \d rows share",
+        ),
+        (
+            lambda d: _rewrite(d, "runs", "UPDATE t SET uid = NULL WHERE arm = 'draft'"),
+            r"table runs, row \d: its key \(uid\) "
+            r"is NULL",
+        ),
+        (
+            lambda d: _rewrite(d, "run_logs", "UPDATE t SET gz = 'not gzip'::BLOB"),
+            r"table run_logs, run_id=\d+, stream=\w+: not gzip data",
+        ),
+        (
+            lambda d: _rewrite(d, "run_logs", f"UPDATE t SET gz = from_hex('{BIG.hex()}'), size_bytes = 5"),
+            r"table run_logs, run_id=\d+, stream=\w+: it decompresses to more than its stated 5 bytes",
+        ),
+        (
+            lambda d: _rewrite(d, "run_logs", "UPDATE t SET size_bytes = size_bytes + 1"),
+            r"bytes where its size_bytes says",
+        ),
+        (
+            lambda d: _manifest(d, lambda m: m["migrations"].remove(5)),
+            r"table _migrations: its schema skips migration 5",
+        ),
+        (
+            lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = 'NaN'::DOUBLE"),
+            r"table metrics, row \d+: decode_tps = nan is no figure orch writes",
+        ),
+        (lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = 'inf'::DOUBLE"), r"decode_tps = inf is no figure"),
+        (
+            lambda d: _rewrite(d, "metrics", "UPDATE t SET decode_tps = -5"),
+            r"decode_tps = -5.0 is no figure orch writes",
+        ),
+        (
+            lambda d: _rewrite(d, "metrics", "UPDATE t SET acceptance = 1.5"),
+            r"acceptance = 1.5 is no figure orch writes",
+        ),
+    ],
+)
+def test_a_forged_export_is_refused_in_one_line_naming_table_row_and_check(
+    tmp_path, export_dir, forge, said, monkeypatch
+):
     forge(export_dir)
     result, db = _import(tmp_path, export_dir, monkeypatch)
     assert result.exit_code == REFUSED, result.output
@@ -90,8 +121,11 @@ def test_unpacking_streams_with_a_cap_and_the_stated_size():
     data = b"log line\n" * 1000
     assert logs.unpacked(gzip.compress(data), len(data)) == data
     assert logs.unpacked(gzip.compress(data), len(data), keep=False) == b""
-    for gz, size, said in ((gzip.compress(data)[:40], len(data), "truncated"), (b"xx", 2, "not gzip"),
-                           (gzip.compress(data), 10, "more than its stated 10 bytes")):
+    for gz, size, said in (
+        (gzip.compress(data)[:40], len(data), "truncated"),
+        (b"xx", 2, "not gzip"),
+        (gzip.compress(data), 10, "more than its stated 10 bytes"),
+    ):
         with pytest.raises(ValueError, match=said):
             logs.unpacked(gz, size)
     with pytest.raises(ValueError, match="more than the 1,000 bytes"):
@@ -99,18 +133,20 @@ def test_unpacking_streams_with_a_cap_and_the_stated_size():
 
 
 TABLES = ("sweeps", "runs", "metrics", "run_logs", "requests", "telemetry")
-FORGERIES = st.sampled_from([
-    ("runs", "UPDATE t SET uid = NULL WHERE rowid = 0"),
-    ("runs", "INSERT INTO t SELECT * REPLACE (id + 1000 AS id) FROM t WHERE rowid = 0"),
-    ("sweeps", "INSERT INTO t SELECT * REPLACE (id + 1000 AS id) FROM t WHERE rowid = 0"),
-    ("metrics", "INSERT INTO t SELECT * FROM t WHERE rowid = 0"),
-    ("run_logs", "UPDATE t SET gz = 'y'::BLOB WHERE rowid = 0"),
-    ("run_logs", "UPDATE t SET size_bytes = 0 WHERE rowid = 0"),
-    ("requests", "INSERT INTO t SELECT * FROM t WHERE rowid = 0"),
-    ("telemetry", "UPDATE t SET uid = NULL WHERE rowid = 0"),
-    ("runs", "DELETE FROM t WHERE rowid = 1"),  # fewer rows, each whole: imports, and exactly those
-    ("telemetry", "DELETE FROM t"),
-])
+FORGERIES = st.sampled_from(
+    [
+        ("runs", "UPDATE t SET uid = NULL WHERE rowid = 0"),
+        ("runs", "INSERT INTO t SELECT * REPLACE (id + 1000 AS id) FROM t WHERE rowid = 0"),
+        ("sweeps", "INSERT INTO t SELECT * REPLACE (id + 1000 AS id) FROM t WHERE rowid = 0"),
+        ("metrics", "INSERT INTO t SELECT * FROM t WHERE rowid = 0"),
+        ("run_logs", "UPDATE t SET gz = 'y'::BLOB WHERE rowid = 0"),
+        ("run_logs", "UPDATE t SET size_bytes = 0 WHERE rowid = 0"),
+        ("requests", "INSERT INTO t SELECT * FROM t WHERE rowid = 0"),
+        ("telemetry", "UPDATE t SET uid = NULL WHERE rowid = 0"),
+        ("runs", "DELETE FROM t WHERE rowid = 1"),  # fewer rows, each whole: imports, and exactly those
+        ("telemetry", "DELETE FROM t"),
+    ]
+)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -121,8 +157,10 @@ def test_an_import_of_a_forged_export_refuses_or_adds_exactly_its_rows(tmp_path_
     for table, sql in forgeries:
         _rewrite(tmp / "out", table, sql)
     with duckdb.connect() as reader:
-        held = {t: reader.execute(f"SELECT count(*) FROM read_parquet('{tmp / 'out' / t}.parquet')").fetchone()[0]
-                for t in TABLES}
+        held = {
+            t: reader.execute(f"SELECT count(*) FROM read_parquet('{tmp / 'out' / t}.parquet')").fetchone()[0]
+            for t in TABLES
+        }
     db = tmp / "new.duckdb"
     result = CliRunner().invoke(main, ["import", str(tmp / "out"), "--db", str(db)], env={"ORCH_CACHE": str(tmp / "c")})
     if result.exit_code != 0:
@@ -139,8 +177,7 @@ def test_an_import_of_a_forged_export_refuses_or_adds_exactly_its_rows(tmp_path_
 
 
 @pytest.mark.parametrize("made", ["fifo", "zero", "deep"])
-def test_a_manifest_that_is_no_file_or_nests_too_deep_is_refused_in_one_line(tmp_path, export_dir, made,
-                                                                              monkeypatch):
+def test_a_manifest_that_is_no_file_or_nests_too_deep_is_refused_in_one_line(tmp_path, export_dir, made, monkeypatch):
     """manifest.json is read as any file a user names: a FIFO in its place does not hang, a link to /dev/zero is
     not read for ever, and JSON nested past Python's stack is one line."""
     import os

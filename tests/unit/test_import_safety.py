@@ -63,8 +63,12 @@ def test_a_forged_export_cannot_delete_or_read_a_directory(tmp_path, export_dir,
     (victim / "keep.txt").write_text("do not delete")
     me = proc.this_process()
     for work_dir in (victim, tmp_path / "cache" / "work" / (proc.work_dir_prefix(me) + "live")):
-        _rewrite(export_dir, "sweeps", f"UPDATE t SET status = 'running', owner_host = '{me.host}', owner_pid = "
-                                       f"999999, owner_started = 1, work_dir = '{work_dir}'")
+        _rewrite(
+            export_dir,
+            "sweeps",
+            f"UPDATE t SET status = 'running', owner_host = '{me.host}', owner_pid = "
+            f"999999, owner_started = 1, work_dir = '{work_dir}'",
+        )
         _rewrite(export_dir, "runs", "UPDATE t SET status = 'running'")
         before = _tree(tmp_path / "precious")
         db = tmp_path / f"b-{work_dir.name}.duckdb"
@@ -92,10 +96,23 @@ def test_recovery_removes_only_work_directories_orch_made_for_that_owner(tmp_pat
     db = tmp_path / "r.duckdb"
     with store.opened(db) as con:
         for path in others:
-            store.create_sweep(con, {"recipe_path": "r", "recipe_hash": "h", "recipe_text": "t", "variables": {},
-                                     "build_id": "b", "build_name": "b", "status": "running", "owner_host": dead.host,
-                                     "owner_pid": dead.pid, "owner_started": dead.started, "work_dir": str(path),
-                                     "started_at": store.utcnow()})
+            store.create_sweep(
+                con,
+                {
+                    "recipe_path": "r",
+                    "recipe_hash": "h",
+                    "recipe_text": "t",
+                    "variables": {},
+                    "build_id": "b",
+                    "build_name": "b",
+                    "status": "running",
+                    "owner_host": dead.host,
+                    "owner_pid": dead.pid,
+                    "owner_started": dead.started,
+                    "work_dir": str(path),
+                    "started_at": store.utcnow(),
+                },
+            )
     link = root / (proc.work_dir_prefix(dead) + "link")
     os.symlink(tmp_path / "elsewhere", link)  # a symlink named right still points elsewhere
     with store.opened(db, read_only=True) as con:
@@ -103,20 +120,25 @@ def test_recovery_removes_only_work_directories_orch_made_for_that_owner(tmp_pat
     assert all(p.is_dir() for p in others) and (tmp_path / "elsewhere" / "run-1").is_dir()
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda d: (d / "run_logs.parquet").unlink(), "run_logs.parquet is missing"),
-    (lambda d: (d / "runs.parquet").write_bytes((d / "runs.parquet").read_bytes()[:300]), "sha256 differs"),
-    (lambda d: (d / "metrics.parquet").write_bytes(os.urandom(2000)), "sha256 differs"),
-    (lambda d: _rewrite(d, "runs", "DELETE FROM t WHERE arm = 'draft'", fix_manifest=False), "sha256 differs"),
-    (lambda d: _manifest(d, lambda m: m["tables"].update(runs=5)), "holds 4 runs rows where manifest.json lists 5"),
-    (lambda d: _manifest(d, lambda m: [m["tables"].pop("run_logs"), m["sha256"].pop("run_logs")]),
-     "lacks the table run_logs"),
-    (lambda d: _manifest(d, lambda m: m["tables"].update({"../../etc/passwd": 1})), "names tables orch does not"),
-    (lambda d: _manifest(d, lambda m: m.update(tables=[1, 2])), "manifest.json is damaged"),
-    (lambda d: _rewrite(d, "runs", "ALTER TABLE t ALTER repeat_index TYPE VARCHAR"), "repeat_index is VARCHAR"),
-    (lambda d: _rewrite(d, "metrics", "ALTER TABLE t ADD COLUMN evil VARCHAR"), "evil is VARCHAR, not a column"),
-    (lambda d: _truncated_and_rehashed(d, "requests"), "cannot be read as the requests table"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda d: (d / "run_logs.parquet").unlink(), "run_logs.parquet is missing"),
+        (lambda d: (d / "runs.parquet").write_bytes((d / "runs.parquet").read_bytes()[:300]), "sha256 differs"),
+        (lambda d: (d / "metrics.parquet").write_bytes(os.urandom(2000)), "sha256 differs"),
+        (lambda d: _rewrite(d, "runs", "DELETE FROM t WHERE arm = 'draft'", fix_manifest=False), "sha256 differs"),
+        (lambda d: _manifest(d, lambda m: m["tables"].update(runs=5)), "holds 4 runs rows where manifest.json lists 5"),
+        (
+            lambda d: _manifest(d, lambda m: [m["tables"].pop("run_logs"), m["sha256"].pop("run_logs")]),
+            "lacks the table run_logs",
+        ),
+        (lambda d: _manifest(d, lambda m: m["tables"].update({"../../etc/passwd": 1})), "names tables orch does not"),
+        (lambda d: _manifest(d, lambda m: m.update(tables=[1, 2])), "manifest.json is damaged"),
+        (lambda d: _rewrite(d, "runs", "ALTER TABLE t ALTER repeat_index TYPE VARCHAR"), "repeat_index is VARCHAR"),
+        (lambda d: _rewrite(d, "metrics", "ALTER TABLE t ADD COLUMN evil VARCHAR"), "evil is VARCHAR, not a column"),
+        (lambda d: _truncated_and_rehashed(d, "requests"), "cannot be read as the requests table"),
+    ],
+)
 def test_a_damaged_export_is_refused_whole_and_writes_nothing(tmp_path, export_dir, damage, message, monkeypatch):
     monkeypatch.setenv("ORCH_CACHE", str(tmp_path / "cache"))
     damage(export_dir)

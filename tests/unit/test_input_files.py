@@ -49,7 +49,9 @@ def test_a_fifo_or_a_device_is_refused_without_reading(fifo, monkeypatch):
 
 def test_a_file_over_the_cap_is_refused(huge, monkeypatch):
     monkeypatch.setenv("ORCH_MODELS", "/m")
-    with pytest.raises(RecipeError, match=rf"vars file {huge} cannot be read \(larger than 8000 bytes, more than orch reads"):
+    with pytest.raises(
+        RecipeError, match=rf"vars file {huge} cannot be read \(larger than 8000 bytes, more than orch reads"
+    ):
         plan.load(ROOT / "recipes" / "recipe_a.j2", builtins=BUILTINS, vars_file=huge)
     with pytest.raises(InvalidOption, match=r"cannot be read \(larger than"):
         space.from_file(huge, {})

@@ -21,13 +21,33 @@ CONTROL_ARM = "control:llama-speculative-simple"
 
 
 def _sweep(con, build: str = "b", recipe_hash: str = "h") -> int:
-    return store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": recipe_hash, "recipe_text": "t",
-                                    "mode": "cli", "repeat": 3, "build_name": build, "status": "done"})
+    return store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/x.j2",
+            "recipe_hash": recipe_hash,
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": 3,
+            "build_name": build,
+            "status": "done",
+        },
+    )
 
 
 def _run(con, sweep: int, arm: str, rep: int, tps: float, **fields) -> None:
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": False, "repeat_index": rep,
-                                 "mode": "cli", "status": "ok", **fields})
+    run = store.insert_run(
+        con,
+        {
+            "sweep_id": sweep,
+            "arm": arm,
+            "is_baseline": False,
+            "repeat_index": rep,
+            "mode": "cli",
+            "status": "ok",
+            **fields,
+        },
+    )
     con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, tps])
 
 
@@ -37,15 +57,33 @@ def _arm_against_its_control(con) -> int:
     for rep in range(3):
         _run(con, sweep, "baseline", rep, BASELINE[rep], is_baseline=True, params={})
         _run(con, sweep, CONTROL_ARM, rep, CONTROL[rep], is_control=True, params={"control_of": "draft"})
-        _run(con, sweep, "draft", rep, DRAFT[rep], reference_arm=CONTROL_ARM, params={"draft_max": 8},
-             draft_sha256="d" * 64)
+        _run(
+            con,
+            sweep,
+            "draft",
+            rep,
+            DRAFT[rep],
+            reference_arm=CONTROL_ARM,
+            params={"draft_max": 8},
+            draft_sha256="d" * 64,
+        )
     return sweep
 
 
 def _builds(con, *names: str) -> None:
     for name in names:
-        store.record_build(con, {"id": f"{name}-id", "name": name, "commit": name, "upstream_commit": name,
-                                 "backend": "cpu", "status": "ok", "dir": f"builds/{name}"})
+        store.record_build(
+            con,
+            {
+                "id": f"{name}-id",
+                "name": name,
+                "commit": name,
+                "upstream_commit": name,
+                "backend": "cpu",
+                "status": "ok",
+                "dir": f"builds/{name}",
+            },
+        )
 
 
 def _two_builds_interleaved(con) -> None:
@@ -88,7 +126,9 @@ def test_summary_compare_and_tune_give_one_interval_for_the_same_pairs(tmp_path)
     expected = _by_hand(list(zip(CONTROL, DRAFT)))
     for got in (shown, by_compare, by_tune):
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)
-    assert by_compare == pytest.approx(shown, rel=1e-9, abs=1e-9) and by_tune == pytest.approx(shown, rel=1e-9, abs=1e-9)
+    assert by_compare == pytest.approx(shown, rel=1e-9, abs=1e-9) and by_tune == pytest.approx(
+        shown, rel=1e-9, abs=1e-9
+    )
     # What each prints: the summary's cell and tune's figure say the same two decimals.
     assert row["speedup_ci95"] == f"[{shown[1]:.2f}, {shown[2]:.2f}]"
     assert answer.figure(tuned).endswith(row["speedup_ci95"])
@@ -107,12 +147,13 @@ def test_the_unpaired_interval_takes_the_quantile_at_welchs_fractional_df(tmp_pa
 
     b, h = stats.describe(CONTROL), stats.describe([130.0, 118.0, 124.0])
     vb, vh = (b.stdev / b.mean) ** 2 / 3, (h.stdev / h.mean) ** 2 / 3
-    df = (vb + vh) ** 2 / (vb ** 2 / 2 + vh ** 2 / 2)
+    df = (vb + vh) ** 2 / (vb**2 / 2 + vh**2 / 2)
     assert 2 < df < 4 and df != round(df)
     half = float(scipy_stats.t.ppf(0.975, df)) * math.sqrt(vb + vh)
     ratio = h.mean / b.mean
     assert (compared["ratio"], compared["ratio_low"], compared["ratio_high"]) == pytest.approx(
-        (ratio, ratio * math.exp(-half), ratio * math.exp(half)), rel=1e-12)
+        (ratio, ratio * math.exp(-half), ratio * math.exp(half)), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("df", [1, 2, 2.5, 3.956, 7.3, 30, 35.5, 119.5, 121, 1000.25])

@@ -11,8 +11,15 @@ SPEC = ["/b/llama-speculative-simple", *COMMON]
 
 
 def prepared(name, argv, *, reference=None, baseline=False, control=False, stop=None):
-    arm = Arm(name=name, params={"n_predict": 64}, argv=argv, literal=[True] * len(argv), is_baseline=baseline,
-              is_control=control, reference=reference)
+    arm = Arm(
+        name=name,
+        params={"n_predict": 64},
+        argv=argv,
+        literal=[True] * len(argv),
+        is_baseline=baseline,
+        is_control=control,
+        reference=reference,
+    )
     return PreparedArm(arm=arm, executed=list(argv), stop_reason=stop)
 
 
@@ -22,8 +29,13 @@ def record(generated, status="ok"):
 
 def arms(control_stop=None):
     base = prepared("baseline", ["/b/llama-completion", *COMMON], baseline=True)
-    control = prepared("control:llama-speculative-simple", [*SPEC, "--spec-type", "ngram-mod"], reference="baseline", control=True,
-                       stop=control_stop)
+    control = prepared(
+        "control:llama-speculative-simple",
+        [*SPEC, "--spec-type", "ngram-mod"],
+        reference="baseline",
+        control=True,
+        stop=control_stop,
+    )
     arm = prepared("ngram-mod", [*SPEC, "--spec-type", "ngram-mod"], reference="control:llama-speculative-simple")
     plain = prepared("draft", [*SPEC, "-md", "d.gguf"], reference="baseline")
     return {p.arm.name: p for p in (base, control, arm, plain)}

@@ -7,30 +7,69 @@ from pathlib import Path
 from orchestrator import store
 from orchestrator.analyze import summary, verdict
 
-REAL = {r["id"]: r for r in map(json.loads, (Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs"
-                                             / "gemma-3-270m.jsonl").read_text().splitlines())}
+REAL = {
+    r["id"]: r
+    for r in map(
+        json.loads,
+        (Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs" / "gemma-3-270m.jsonl")
+        .read_text()
+        .splitlines(),
+    )
+}
 CTRL = "control:llama-speculative-simple"
 
 
-def _sweep(tmp_path, prompt: str, *, speeds: dict[str, list[float]], spec_record: str | None = None,
-           generated: dict[str, int] | None = None):
+def _sweep(
+    tmp_path,
+    prompt: str,
+    *,
+    speeds: dict[str, list[float]],
+    spec_record: str | None = None,
+    generated: dict[str, int] | None = None,
+):
     """baseline (llama-completion), its control and ngram-mod (llama-speculative-simple) on one real prompt; the
     speculative runs' output is `spec_record`'s where given (the fixture's own ngram-mod record by default)."""
     spec_record = spec_record or f"{prompt}-ngram-mod"
     con = store.connect(tmp_path / f"{prompt}.duckdb")
-    sweep = store.create_sweep(con, {"recipe_path": "recipes/demo.j2", "recipe_hash": "h", "recipe_text": "t",
-                                     "mode": "cli", "repeat": 3, "build_name": "b", "status": "done"})
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/demo.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": 3,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
     for rep in range(3):
-        for arm, record, drafted in (("baseline", f"{prompt}-completion", None), (CTRL, spec_record, 0),
-                                     ("ngram-mod", spec_record, 40)):
+        for arm, record, drafted in (
+            ("baseline", f"{prompt}-completion", None),
+            (CTRL, spec_record, 0),
+            ("ngram-mod", spec_record, 40),
+        ):
             reference = {"baseline": None, CTRL: "baseline", "ngram-mod": CTRL}[arm]
-            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
-                                         "is_control": arm == CTRL, "reference_arm": reference, "params": {},
-                                         "repeat_index": rep, "mode": "cli", "status": "ok",
-                                         "executed_argv": REAL[record]["argv"]})
-            con.execute("INSERT INTO metrics (run_id, decode_tps, n_drafted, n_accepted, acceptance, n_generated) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", [run, speeds[arm][rep], drafted, drafted,
-                                                      1.0 if drafted else None, (generated or {}).get(arm)])
+            run = store.insert_run(
+                con,
+                {
+                    "sweep_id": sweep,
+                    "arm": arm,
+                    "is_baseline": arm == "baseline",
+                    "is_control": arm == CTRL,
+                    "reference_arm": reference,
+                    "params": {},
+                    "repeat_index": rep,
+                    "mode": "cli",
+                    "status": "ok",
+                    "executed_argv": REAL[record]["argv"],
+                },
+            )
+            con.execute(
+                "INSERT INTO metrics (run_id, decode_tps, n_drafted, n_accepted, acceptance, n_generated) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [run, speeds[arm][rep], drafted, drafted, 1.0 if drafted else None, (generated or {}).get(arm)],
+            )
             store.save_logs(con, run, {"stdout": REAL[record]["stdout"].encode()})
     store.check_outputs(con, sweep)
     return con, sweep
@@ -71,7 +110,9 @@ def test_an_arm_that_generated_more_tokens_than_its_control_says_so(tmp_path):
     con, sweep = _sweep(tmp_path, "repeat", speeds=SPEEDS, generated={"baseline": 96, CTRL: 97, "ngram-mod": 104})
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     assert rows["ngram-mod"]["warnings"] == "unequal_tokens"
-    assert any("in 3 of 3 pairs it generated 104 tokens where its reference generated 97" in m
-               for m in rows["ngram-mod"]["warning_messages"])
+    assert any(
+        "in 3 of 3 pairs it generated 104 tokens where its reference generated 97" in m
+        for m in rows["ngram-mod"]["warning_messages"]
+    )
     assert rows[CTRL]["warnings"] is None  # one token apart: llama-completion stops at -n, the other one later
     assert "ngram-mod (unequal_tokens)" in verdict.verdict(list(rows.values()))

@@ -45,16 +45,53 @@ def test_a_test_without_timings_is_no_row():
 
 def test_the_probe_command_times_passes_of_one_to_the_window_plus_one():
     target = probe.bench_argv("llama-bench", need(batches=(1, 2, 3, 4, 5)), 3)
-    assert target == ["llama-bench", "-m", "/m/model.gguf", "-p", "1,2,3,4,5", "-n", "0", "-d", "56", "-r", "3",
-                      "-o", "jsonl", "-t", "2", "-ngl", "0"]
+    assert target == [
+        "llama-bench",
+        "-m",
+        "/m/model.gguf",
+        "-p",
+        "1,2,3,4,5",
+        "-n",
+        "0",
+        "-d",
+        "56",
+        "-r",
+        "3",
+        "-o",
+        "jsonl",
+        "-t",
+        "2",
+        "-ngl",
+        "0",
+    ]
     shallow = ProbeKey("b", "h", "s", None, None, 0)  # defaults left to the program; an era without -d
     assert probe.bench_argv("llama-bench", need("draft", shallow, (1, 2)), 5) == [
-        "llama-bench", "-m", "/m/model.gguf", "-p", "1,2", "-n", "0", "-r", "5", "-o", "jsonl"]
+        "llama-bench",
+        "-m",
+        "/m/model.gguf",
+        "-p",
+        "1,2",
+        "-n",
+        "0",
+        "-r",
+        "5",
+        "-o",
+        "jsonl",
+    ]
 
 
 def stored_row(key: ProbeKey, batch: int, samples: list[float], kind="pass") -> dict:
-    return {**key.__dict__, "host_name": "h", "model_name": "model", "kind": kind, "batch": batch,
-            "ms": sum(samples) / len(samples), "ms_sd": None, "samples_ms": samples, "argv": ["llama-bench"]}
+    return {
+        **key.__dict__,
+        "host_name": "h",
+        "model_name": "model",
+        "kind": kind,
+        "batch": batch,
+        "ms": sum(samples) / len(samples),
+        "ms_sd": None,
+        "samples_ms": samples,
+        "argv": ["llama-bench"],
+    }
 
 
 def test_a_stored_probe_is_found_again_only_for_the_same_key(tmp_path):
@@ -66,14 +103,20 @@ def test_a_stored_probe_is_found_again_only_for_the_same_key(tmp_path):
         found = probes.probe_rows(con, KEY.__dict__, "pass")
         assert [(r["batch"], r["samples_ms"]) for r in found] == [(1, [30.0, 32.0]), (2, [48.0, 52.0])]
         assert json.loads(con.execute("SELECT argv FROM cost_probes LIMIT 1").fetchone()[0]) == ["llama-bench"]
-        for changed in ({"n_threads": 1}, {"n_gpu_layers": 99}, {"n_depth": 57}, {"model_sha256": "b" * 64},
-                        {"build_id": "f49e91787-cpu"}, {"host_id": "host2"}, {"n_threads": None}):
+        for changed in (
+            {"n_threads": 1},
+            {"n_gpu_layers": 99},
+            {"n_depth": 57},
+            {"model_sha256": "b" * 64},
+            {"build_id": "f49e91787-cpu"},
+            {"host_id": "host2"},
+            {"n_threads": None},
+        ):
             assert probes.probe_rows(con, {**KEY.__dict__, **changed}, "pass") == [], changed
         assert probes.probe_rows(con, KEY.__dict__, "token") == []
         default = ProbeKey("b", "h", "s", None, None, 0)
         probes.insert_probe_rows(con, [stored_row(default, 1, [10.0])])
         assert len(probes.probe_rows(con, default.__dict__, "pass")) == 1
-
 
 
 def test_another_hosts_probe_is_found_whatever_build_timed_it_and_its_hosts_are_listed(tmp_path):
@@ -82,8 +125,9 @@ def test_another_hosts_probe_is_found_whatever_build_timed_it_and_its_hosts_are_
     not time again."""
     theirs = ProbeKey("0c1e57098-cuda", "gpuhost", "a" * 64, 2, 99, 56)
     with store.opened(tmp_path / "r.duckdb") as con:
-        probes.insert_probe_rows(con, [stored_row(KEY, 1, [30.0]), {**stored_row(theirs, 1, [2.0]),
-                                                                     "host_name": "gpu-box"}])
+        probes.insert_probe_rows(
+            con, [stored_row(KEY, 1, [30.0]), {**stored_row(theirs, 1, [2.0]), "host_name": "gpu-box"}]
+        )
         asked = {**theirs.__dict__, "build_id": KEY.build_id}  # as this host's arms name it: its own build
         assert probes.probe_rows(con, asked, "pass") == []
         (found,) = probes.probe_rows(con, asked, "pass", any_build=True)
@@ -91,6 +135,7 @@ def test_another_hosts_probe_is_found_whatever_build_timed_it_and_its_hosts_are_
         assert {h["host_id"]: h["host_name"] for h in probes.hosts(con)} == {"host1": "h", "gpuhost": "gpu-box"}
         held = probes.stored_keys(con)
         assert {(k["host_id"], k["batch"]) for k in held} == {("host1", 1), ("gpuhost", 1)}
+
 
 def test_a_pass_in_steps_between_and_beyond_the_probed_sizes():
     rows = [stored_row(KEY, b, [ms]) for b, ms in ((1, 30.0), (2, 49.0), (4, 81.0))]
@@ -101,7 +146,7 @@ def test_a_pass_in_steps_between_and_beyond_the_probed_sizes():
     assert costs.ms(8) == pytest.approx(162.0)  # beyond: in proportion to the largest
     assert costs.missing(range(1, 6)) == [3, 5]
     assert pass_costs([stored_row(KEY, 2, [49.0])], KEY, reused=True) is None  # no step to count in
-    assert Timing(1, (18.0, 20.0)).sd_ms == pytest.approx(2 ** 0.5)
+    assert Timing(1, (18.0, 20.0)).sd_ms == pytest.approx(2**0.5)
     assert Timing(1, (18.0,)).sd_ms is None and Timing(1, (18.0,)).relative_error == 0.0
 
 

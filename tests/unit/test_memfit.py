@@ -13,11 +13,29 @@ MIB = 2**20
 
 
 def model(path="t.gguf", *, layers, kv_heads, head=128, weights, ctx_train=32768):
-    return ModelInfo(path=path, sha256="0" * 64, size_bytes=weights + 4096, architecture="qwen3", name=None,
-                     parameters=1, file_type="Q4_K_M", vocab_type="gpt2", vocab_size=151936, bos_id=1, eos_id=2,
-                     n_layers=layers, n_embd=kv_heads * head * 4, context_length=ctx_train, expert_count=None,
-                     expert_used_count=None, n_head=kv_heads * 4, n_head_kv=kv_heads, key_length=head,
-                     value_length=head, weight_bytes=weights)
+    return ModelInfo(
+        path=path,
+        sha256="0" * 64,
+        size_bytes=weights + 4096,
+        architecture="qwen3",
+        name=None,
+        parameters=1,
+        file_type="Q4_K_M",
+        vocab_type="gpt2",
+        vocab_size=151936,
+        bos_id=1,
+        eos_id=2,
+        n_layers=layers,
+        n_embd=kv_heads * head * 4,
+        context_length=ctx_train,
+        expert_count=None,
+        expert_used_count=None,
+        n_head=kv_heads * 4,
+        n_head_kv=kv_heads,
+        key_length=head,
+        value_length=head,
+        weight_bytes=weights,
+    )
 
 
 # The seed's 8 GB case in round numbers: a 4B-class target and a 0.6B-class draft at -c 32768.
@@ -26,9 +44,21 @@ TARGET = model("target.gguf", layers=36, kv_heads=8, weights=36 * 64 * MIB)  # 2
 DRAFT = model("draft.gguf", layers=28, kv_heads=8, weights=448 * MIB)  # 448 MiB + 28 x 128 MiB KV = 4032
 
 
-@pytest.mark.parametrize("cache_type, size", [("f32", 4), ("f16", 2), ("bf16", 2), ("q8_0", 34 / 32),
-                                              ("q4_0", 18 / 32), ("q4_1", 20 / 32), ("iq4_nl", 18 / 32),
-                                              ("q5_0", 22 / 32), ("q5_1", 24 / 32), ("Q8_0", 34 / 32)])
+@pytest.mark.parametrize(
+    "cache_type, size",
+    [
+        ("f32", 4),
+        ("f16", 2),
+        ("bf16", 2),
+        ("q8_0", 34 / 32),
+        ("q4_0", 18 / 32),
+        ("q4_1", 20 / 32),
+        ("iq4_nl", 18 / 32),
+        ("q5_0", 22 / 32),
+        ("q5_1", 24 / 32),
+        ("Q8_0", 34 / 32),
+    ],
+)
 def test_cache_type_bytes(cache_type, size):
     assert memfit.cache_type_bytes(cache_type) == size
 
@@ -47,8 +77,12 @@ def test_kv_cache_of_a_llama3_8b_shape():
 
 
 def test_kv_cache_is_zero_when_the_shape_is_unknown():
-    assert memfit.kv_cache_bytes(ModelInfo(**{**model(layers=2, kv_heads=1, weights=1).to_dict(),
-                                              "n_head_kv": None}), 4096) == 0
+    assert (
+        memfit.kv_cache_bytes(
+            ModelInfo(**{**model(layers=2, kv_heads=1, weights=1).to_dict(), "n_head_kv": None}), 4096
+        )
+        == 0
+    )
 
 
 def test_partial_offload_splits_weights_and_kv_by_layers():
@@ -62,8 +96,10 @@ def test_partial_offload_splits_weights_and_kv_by_layers():
 
 
 def test_the_8gb_case_warns_that_the_draft_pushes_target_layers_off():
-    models = [memfit.model_estimate(TARGET, "target", ctx=32768, ngl=99),
-              memfit.model_estimate(DRAFT, "draft", ctx=32768, ngl=99)]
+    models = [
+        memfit.model_estimate(TARGET, "target", ctx=32768, ngl=99),
+        memfit.model_estimate(DRAFT, "draft", ctx=32768, ngl=99),
+    ]
     result = memfit.fit(models, free_bytes=8192 * MIB, reserve_bytes=1024 * MIB)
     assert result.gpu_total_bytes == (6912 + 4032 + 1024) * MIB and result.fits is False
     # Room for the target: 8192 - 1024 - 4032 = 3136 MiB at 192 MiB a layer: 16 layers.
@@ -86,8 +122,25 @@ def test_nothing_offloaded_needs_no_gpu():
 
 
 def test_from_argv_reads_context_offload_and_cache_types():
-    argv = ["llama-speculative-simple", "-m", "target.gguf", "-md", "draft.gguf", "-c", "32768", "-ngl", "99",
-            "-ngld", "14", "-ctk", "q8_0", "-ctv", "q8_0", "-cd", "8192"]
+    argv = [
+        "llama-speculative-simple",
+        "-m",
+        "target.gguf",
+        "-md",
+        "draft.gguf",
+        "-c",
+        "32768",
+        "-ngl",
+        "99",
+        "-ngld",
+        "14",
+        "-ctk",
+        "q8_0",
+        "-ctv",
+        "q8_0",
+        "-cd",
+        "8192",
+    ]
     result = memfit.from_argv(argv, TARGET, DRAFT, free_bytes=80 * GIB, reserve_bytes=0)
     target, draft = result.models
     assert target.kv_bytes == 36 * 128 * MIB * 34 // 64 and target.gpu_layers == 36
@@ -118,8 +171,18 @@ def test_no_free_memory_without_nvml(no_nvml):
 def test_draft_flags_of_every_era_reach_the_estimate():
     """Old (-ngld/-ctkd) and new (--spec-draft-ngl/--spec-draft-type-k) spellings give the same estimate."""
     old = ["x", "-m", "t", "-md", "d", "-ngld", "0", "-ctkd", "q8_0", "-ctvd", "q4_0"]
-    new = ["x", "-m", "t", "--spec-draft-model", "d", "--spec-draft-ngl", "0", "--spec-draft-type-k", "q8_0",
-           "--spec-draft-type-v=q4_0"]
+    new = [
+        "x",
+        "-m",
+        "t",
+        "--spec-draft-model",
+        "d",
+        "--spec-draft-ngl",
+        "0",
+        "--spec-draft-type-k",
+        "q8_0",
+        "--spec-draft-type-v=q4_0",
+    ]
     estimates = [memfit.from_argv(argv, TARGET, DRAFT, free_bytes=80 * GIB).models[1] for argv in (old, new)]
     assert estimates[0] == estimates[1]
     draft = estimates[1]

@@ -5,10 +5,12 @@ import pytest
 
 from orchestrator.message_lines import first_line, last_line
 
-GIT_STDERR = ("hint: Using 'master' as the name for the initial branch.\n"
-              "hint: rename it with git branch -m\n"
-              "fatal: couldn't find remote ref nosuch\n"
-              "error: later words\n")
+GIT_STDERR = (
+    "hint: Using 'master' as the name for the initial branch.\n"
+    "hint: rename it with git branch -m\n"
+    "fatal: couldn't find remote ref nosuch\n"
+    "error: later words\n"
+)
 
 
 def test_the_first_non_blank_line_stripped():
@@ -39,7 +41,9 @@ def test_limit_cuts_the_line_not_the_message():
 
 
 def test_last_line_is_a_tracebacks_cause():
-    exc = RuntimeError("ray.exceptions.RayTaskError: task failed\nTraceback (most recent call last):\n"
-                       "  File \"w.py\", line 3\n    ValueError: the real cause\n\n")
+    exc = RuntimeError(
+        "ray.exceptions.RayTaskError: task failed\nTraceback (most recent call last):\n"
+        '  File "w.py", line 3\n    ValueError: the real cause\n\n'
+    )
     assert last_line(exc) == "ValueError: the real cause"
     assert last_line(exc, limit=10) == "ValueError"

@@ -15,8 +15,17 @@ RECIPES = ROOT / "recipes"
 HELP = ROOT / "tests" / "fixtures" / "help"
 BUILTINS = {"bin": "/b/bin", "build": {"commit": "0c1e57098", "backend": "cpu"}}
 NEW, OLD = "0c1e57098", "f49e91787"
-METHOD_ARMS = ["baseline", "draft-simple", "ngram-mod", "mtp:draft_max=1", "mtp:draft_max=2", "mtp:draft_max=3",
-               "mtp:draft_max=4", "eagle3", "dflash"]
+METHOD_ARMS = [
+    "baseline",
+    "draft-simple",
+    "ngram-mod",
+    "mtp:draft_max=1",
+    "mtp:draft_max=2",
+    "mtp:draft_max=3",
+    "mtp:draft_max=4",
+    "eagle3",
+    "dflash",
+]
 NEW_METHODS = {"mtp:draft_max=1": "draft-mtp", "eagle3": "draft-eagle3", "dflash": "draft-dflash"}
 
 
@@ -84,14 +93,18 @@ def test_old_build_skips_each_new_method_naming_it_and_why():
     cli = translate_all("spec_methods.j2", "tiny_methods.toml", OLD)
     assert isinstance(cli["baseline"], list) and isinstance(cli["draft-simple"], list)
     for arm, spec in {**NEW_METHODS, "ngram-mod": "ngram-mod"}.items():
-        assert cli[arm] == (f"spec type {spec} is not offered by llama-speculative-simple of build {OLD}-cpu: its "
-                            f"--help has no --spec-type (it speculates only with a draft model, -md)")
+        assert cli[arm] == (
+            f"spec type {spec} is not offered by llama-speculative-simple of build {OLD}-cpu: its "
+            f"--help has no --spec-type (it speculates only with a draft model, -md)"
+        )
     server = translate_all("spec_methods_server.j2", "tiny_methods.toml", OLD)
     assert isinstance(server["ngram-mod"], list) and isinstance(server["draft-simple"], list)
     for arm, spec in NEW_METHODS.items():
-        assert server[arm] == (f"spec type {spec} is not offered by llama-server of build {OLD}-cpu: its --help "
-                               f"lists --spec-type none, ngram-cache, ngram-simple, ngram-map-k, ngram-map-k4v, "
-                               f"ngram-mod")
+        assert server[arm] == (
+            f"spec type {spec} is not offered by llama-server of build {OLD}-cpu: its --help "
+            f"lists --spec-type none, ngram-cache, ngram-simple, ngram-map-k, ngram-map-k4v, "
+            f"ngram-mod"
+        )
 
 
 def test_mtp_recipe_offloads_experts_at_8k_and_32k():
@@ -111,8 +124,13 @@ def test_mtp_recipe_offloads_experts_at_8k_and_32k():
 
 def test_dflash_recipe_windows_and_its_rival():
     by_name = {n: a.argv for n, a in arms("dflash.j2", "tiny_dflash.toml").items()}
-    assert list(by_name) == ["baseline", "dflash:draft_max=4", "dflash:draft_max=8", "dflash:draft_max=15",
-                             "draft-simple"]
+    assert list(by_name) == [
+        "baseline",
+        "dflash:draft_max=4",
+        "dflash:draft_max=8",
+        "dflash:draft_max=15",
+        "draft-simple",
+    ]
     assert value(by_name["dflash:draft_max=8"], "-md") == "/m/tiny-dflash.gguf"
     assert value(by_name["draft-simple"], "-md") == "/m/tiny-draft.gguf"
     old = translate_all("dflash.j2", "tiny_dflash.toml", OLD)

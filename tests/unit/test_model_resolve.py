@@ -21,26 +21,34 @@ RECIPE = """{% set meta = {"defaults": {"target": "t.gguf", "draft": "d.gguf"},
 """
 
 
-@pytest.mark.parametrize("value, ref", [
-    ("hf:Qwen/Qwen3-0.6B-GGUF/Qwen3-0.6B-Q8_0.gguf", HubRef("", "Qwen/Qwen3-0.6B-GGUF", file="Qwen3-0.6B-Q8_0.gguf")),
-    ("hf:org/Repo/sub/dir/x.gguf", HubRef("", "org/Repo", file="sub/dir/x.gguf")),
-    ("Qwen/Qwen3-0.6B-GGUF:Q4_K_M", HubRef("", "Qwen/Qwen3-0.6B-GGUF", quant="Q4_K_M")),
-    ("hf:Qwen/Qwen3-0.6B-GGUF:q8_0", HubRef("", "Qwen/Qwen3-0.6B-GGUF", quant="q8_0")),
-    ("hf:Qwen/Qwen3-0.6B-GGUF", HubRef("", "Qwen/Qwen3-0.6B-GGUF")),
-])
+@pytest.mark.parametrize(
+    "value, ref",
+    [
+        (
+            "hf:Qwen/Qwen3-0.6B-GGUF/Qwen3-0.6B-Q8_0.gguf",
+            HubRef("", "Qwen/Qwen3-0.6B-GGUF", file="Qwen3-0.6B-Q8_0.gguf"),
+        ),
+        ("hf:org/Repo/sub/dir/x.gguf", HubRef("", "org/Repo", file="sub/dir/x.gguf")),
+        ("Qwen/Qwen3-0.6B-GGUF:Q4_K_M", HubRef("", "Qwen/Qwen3-0.6B-GGUF", quant="Q4_K_M")),
+        ("hf:Qwen/Qwen3-0.6B-GGUF:q8_0", HubRef("", "Qwen/Qwen3-0.6B-GGUF", quant="q8_0")),
+        ("hf:Qwen/Qwen3-0.6B-GGUF", HubRef("", "Qwen/Qwen3-0.6B-GGUF")),
+    ],
+)
 def test_hub_references_in_every_spelling(value, ref):
     assert parse_hub(value) == HubRef(value, ref.repo, ref.file, ref.quant)
     assert stands_alone(value)
 
 
-@pytest.mark.parametrize("value", ["qwen3-4b.gguf", "sub/qwen3-4b.gguf", "/data/x.gguf", "~/m/x.gguf",
-                                   "/data/a:Q4_K_M"])
+@pytest.mark.parametrize(
+    "value", ["qwen3-4b.gguf", "sub/qwen3-4b.gguf", "/data/x.gguf", "~/m/x.gguf", "/data/a:Q4_K_M"]
+)
 def test_paths_are_not_references(value):
     assert parse_hub(value) is None
 
 
-@pytest.mark.parametrize("value", ["hf:", "hf:Qwen", "hf:Qwen/Repo/model.bin", "hf:Qwen/Repo/../x.gguf",
-                                   "hf:/abs/x.gguf"])
+@pytest.mark.parametrize(
+    "value", ["hf:", "hf:Qwen", "hf:Qwen/Repo/model.bin", "hf:Qwen/Repo/../x.gguf", "hf:/abs/x.gguf"]
+)
 def test_a_malformed_hf_value_names_the_spellings(value):
     with pytest.raises(HubError, match="hf:OWNER/REPO/FILE.gguf, hf:OWNER/REPO:QUANT or OWNER/REPO:QUANT"):
         parse_hub(value)
@@ -70,8 +78,16 @@ def test_names_join_the_models_directory_and_paths_or_references_stand_alone(rec
     monkeypatch.setenv("ORCH_MODELS", "/env/models")
     spec = recipe.load(recipe_file, builtins=BUILTINS).arms[1].argv
     assert spec[1:] == ["-m", "/env/models/t.gguf", "--model-draft=/env/models/d.gguf"]
-    spec = recipe.load(recipe_file, builtins=BUILTINS, models=Path("/opt/m"),
-                       overrides=("target=/data/t.gguf", "draft=hf:o/R/d.gguf")).arms[1].argv
+    spec = (
+        recipe.load(
+            recipe_file,
+            builtins=BUILTINS,
+            models=Path("/opt/m"),
+            overrides=("target=/data/t.gguf", "draft=hf:o/R/d.gguf"),
+        )
+        .arms[1]
+        .argv
+    )
     assert spec[1:] == ["-m", "/data/t.gguf", "--model-draft=hf:o/R/d.gguf"]  # the --flag= head stays
     spec = recipe.load(recipe_file, builtins=BUILTINS, overrides=("target=~/t.gguf", "draft=o/R:Q8_0")).arms[1].argv
     assert spec[1:] == ["-m", "~/t.gguf", "--model-draft=o/R:Q8_0"]
@@ -91,8 +107,13 @@ def test_recipe_text_next_to_a_value_is_never_dropped(tmp_path):
 
 
 def arm(name, argv, **params):
-    return Arm(name=name, params={"models": "/nowhere/models", **params}, argv=argv, literal=[True] * len(argv),
-               is_baseline=False)
+    return Arm(
+        name=name,
+        params={"models": "/nowhere/models", **params},
+        argv=argv,
+        literal=[True] * len(argv),
+        is_baseline=False,
+    )
 
 
 def test_absolute_and_home_paths_resolve_and_are_expanded(tmp_path, monkeypatch):
@@ -101,26 +122,54 @@ def test_absolute_and_home_paths_resolve_and_are_expanded(tmp_path, monkeypatch)
     (tmp_path / "d.gguf").write_bytes(b"x")
     arms = [arm("spec", ["tool", "-m", "~/t.gguf", "--model-draft", str(tmp_path / "d.gguf")])]
     located = resolve.locate(arms, fetch=None)
-    assert located.localised(arms[0]) == ["tool", "-m", str(tmp_path / "t.gguf"), "--model-draft",
-                                               str(tmp_path / "d.gguf")]
+    assert located.localised(arms[0]) == [
+        "tool",
+        "-m",
+        str(tmp_path / "t.gguf"),
+        "--model-draft",
+        str(tmp_path / "d.gguf"),
+    ]
     assert located.notes(arms[0]) == []
 
 
 def test_every_missing_file_is_named_once_with_its_variable_and_the_ways_to_point_at_models(tmp_path):
     fetched = []
-    arms = [arm("base", ["tool", "-m", "/nowhere/models/qwen-4b.gguf"], target="qwen-4b.gguf"),
-            arm("spec", ["tool", "-m", "/nowhere/models/qwen-4b.gguf", "-md", "/nowhere/models/qwen-0.6b.gguf",
-                         "-md", str(tmp_path)], target="qwen-4b.gguf", draft="qwen-0.6b.gguf"),
-            arm("hub", ["tool", "-m", "o/R:Q4_K_M"])]
+    arms = [
+        arm("base", ["tool", "-m", "/nowhere/models/qwen-4b.gguf"], target="qwen-4b.gguf"),
+        arm(
+            "spec",
+            [
+                "tool",
+                "-m",
+                "/nowhere/models/qwen-4b.gguf",
+                "-md",
+                "/nowhere/models/qwen-0.6b.gguf",
+                "-md",
+                str(tmp_path),
+            ],
+            target="qwen-4b.gguf",
+            draft="qwen-0.6b.gguf",
+        ),
+        arm("hub", ["tool", "-m", "o/R:Q4_K_M"]),
+    ]
     with pytest.raises(MissingModels) as caught:
         resolve.locate(arms, fetch=fetched.append)
     text = str(caught.value)
-    assert text.startswith("2 model files are missing, so nothing was run or stored: /nowhere/models/qwen-4b.gguf "
-                           f"(target), {tmp_path} (draft model, a directory). ")
+    assert text.startswith(
+        "2 model files are missing, so nothing was run or stored: /nowhere/models/qwen-4b.gguf "
+        f"(target), {tmp_path} (draft model, a directory). "
+    )
     assert text.count("qwen-4b.gguf") == 1  # named once, though two arms use it
     assert "/nowhere/models/qwen-0.6b.gguf" not in text  # an earlier -md is not the one llama.cpp loads
-    for way in ("--set target=FILE", "--vars", "absolute or ~ path", "--models DIR, else $ORCH_MODELS",
-                "now /nowhere/models, which does not exist", "hf:OWNER/REPO/FILE.gguf", "OWNER/REPO:QUANT"):
+    for way in (
+        "--set target=FILE",
+        "--vars",
+        "absolute or ~ path",
+        "--models DIR, else $ORCH_MODELS",
+        "now /nowhere/models, which does not exist",
+        "hf:OWNER/REPO/FILE.gguf",
+        "OWNER/REPO:QUANT",
+    ):
         assert way in text
     assert "\n" not in text
     assert fetched == []  # nothing is downloaded while a local file is missing
@@ -128,8 +177,18 @@ def test_every_missing_file_is_named_once_with_its_variable_and_the_ways_to_poin
 
 def test_a_missing_file_orch_can_get_names_the_command_that_gets_it(tmp_path):
     """Gemma or the Qwen pair, not yet fetched: the line says `orch models get NAME` for each."""
-    pair = [arm("spec", ["tool", "-m", f"{tmp_path}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "-md",
-                         f"{tmp_path}/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"])]
+    pair = [
+        arm(
+            "spec",
+            [
+                "tool",
+                "-m",
+                f"{tmp_path}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                "-md",
+                f"{tmp_path}/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            ],
+        )
+    ]
     with pytest.raises(MissingModels) as caught:
         resolve.locate(pair)
     text = str(caught.value)
@@ -154,16 +213,24 @@ class FakeFetch:
 
 def test_hub_references_are_fetched_once_each_and_noted(tmp_path):
     fetch = FakeFetch(tmp_path)
-    arms = [arm("base", ["tool", "-m", "hf:o/R/t.gguf"]),
-            arm("spec", ["tool", "-m", "hf:o/R/t.gguf", "-md", "o/D:Q8_0"])]
+    arms = [
+        arm("base", ["tool", "-m", "hf:o/R/t.gguf"]),
+        arm("spec", ["tool", "-m", "hf:o/R/t.gguf", "-md", "o/D:Q8_0"]),
+    ]
     located = resolve.locate(arms, fetch=fetch)
     assert fetch.calls == ["hf:o/R/t.gguf", "o/D:Q8_0"]
     argv = located.localised(arms[1])
-    assert argv == ["tool", "-m", str(tmp_path / "snapshots/c0ffee/t.gguf"), "-md",
-                    str(tmp_path / "snapshots/c0ffee/picked.gguf")]
+    assert argv == [
+        "tool",
+        "-m",
+        str(tmp_path / "snapshots/c0ffee/t.gguf"),
+        "-md",
+        str(tmp_path / "snapshots/c0ffee/picked.gguf"),
+    ]
     assert located.notes(arms[1]) == [
         f"model hf:o/R/t.gguf is {tmp_path}/snapshots/c0ffee/t.gguf (Hugging Face at commit c0ffee)",
-        f"model o/D:Q8_0 is {tmp_path}/snapshots/c0ffee/picked.gguf (Hugging Face at commit c0ffee)"]
+        f"model o/D:Q8_0 is {tmp_path}/snapshots/c0ffee/picked.gguf (Hugging Face at commit c0ffee)",
+    ]
 
 
 def test_a_fetched_file_whose_sha256_is_not_the_hubs_is_refused(tmp_path):
@@ -178,14 +245,28 @@ def test_a_fetched_file_whose_sha256_is_not_the_hubs_is_refused(tmp_path):
         located.verify(hubbed, used("b" * 64))
 
 
-FILES = ["README.md", "Qwen3-4B-Q4_K_M.gguf", "Qwen3-4B-IQ4_K_M.gguf", "qwen3-4b-q8_0.gguf",
-         "mmproj-Qwen3-4B-Q4_K_M.gguf", "Qwen3-4B-Q6_K.gguf", "BF16/Qwen3-4B-BF16-00001-of-00002.gguf",
-         "BF16/Qwen3-4B-BF16-00002-of-00002.gguf"]
+FILES = [
+    "README.md",
+    "Qwen3-4B-Q4_K_M.gguf",
+    "Qwen3-4B-IQ4_K_M.gguf",
+    "qwen3-4b-q8_0.gguf",
+    "mmproj-Qwen3-4B-Q4_K_M.gguf",
+    "Qwen3-4B-Q6_K.gguf",
+    "BF16/Qwen3-4B-BF16-00001-of-00002.gguf",
+    "BF16/Qwen3-4B-BF16-00002-of-00002.gguf",
+]
 
 
-@pytest.mark.parametrize("quant, picked", [("Q4_K_M", "Qwen3-4B-Q4_K_M.gguf"), ("q4_k_m", "Qwen3-4B-Q4_K_M.gguf"),
-                                           ("Q8_0", "qwen3-4b-q8_0.gguf"), ("Q6_K", "Qwen3-4B-Q6_K.gguf"),
-                                           (None, "Qwen3-4B-Q4_K_M.gguf")])
+@pytest.mark.parametrize(
+    "quant, picked",
+    [
+        ("Q4_K_M", "Qwen3-4B-Q4_K_M.gguf"),
+        ("q4_k_m", "Qwen3-4B-Q4_K_M.gguf"),
+        ("Q8_0", "qwen3-4b-q8_0.gguf"),
+        ("Q6_K", "Qwen3-4B-Q6_K.gguf"),
+        (None, "Qwen3-4B-Q4_K_M.gguf"),
+    ],
+)
 def test_a_quant_picks_its_one_file_case_insensitively_like_llama_cpp(quant, picked):
     assert hub.pick(FILES, HubRef("r", "o/R", quant=quant)) == picked
 
@@ -196,11 +277,15 @@ def test_without_a_quant_q8_0_then_the_only_model_file():
 
 
 def test_several_matches_or_none_name_the_candidates():
-    with pytest.raises(HubError, match=r"2 files of o/R match Q4_K_M: a-Q4_K_M.gguf, b-Q4_K_M.gguf; name one as "
-                                       r"hf:o/R/FILE.gguf"):
+    with pytest.raises(
+        HubError,
+        match=r"2 files of o/R match Q4_K_M: a-Q4_K_M.gguf, b-Q4_K_M.gguf; name one as "
+        r"hf:o/R/FILE.gguf",
+    ):
         hub.pick(["a-Q4_K_M.gguf", "b-Q4_K_M.gguf"], HubRef("o/R:Q4_K_M", "o/R", quant="Q4_K_M"))
-    with pytest.raises(HubError, match="no file of o/R matches Q2_K; its GGUF files: Qwen3-4B-Q4_K_M.gguf, "
-                                       "Qwen3-4B-IQ4_K_M.gguf"):
+    with pytest.raises(
+        HubError, match="no file of o/R matches Q2_K; its GGUF files: Qwen3-4B-Q4_K_M.gguf, Qwen3-4B-IQ4_K_M.gguf"
+    ):
         hub.pick(FILES, HubRef("o/R:Q2_K", "o/R", quant="Q2_K"))
     with pytest.raises(HubError, match="it has no GGUF model files"):
         hub.pick(["README.md", "mmproj-x.gguf"], HubRef("o/R:Q2_K", "o/R", quant="Q2_K"))

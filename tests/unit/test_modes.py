@@ -1,7 +1,6 @@
 """The mode table (parse/modes.py): every mode a recipe may name has its reader there, and a new mode is one entry
 plus its reader: the recipe loader accepts it and `orch reparse` reads its runs with it."""
 
-
 import re
 from pathlib import Path
 
@@ -38,10 +37,13 @@ def test_no_stage_names_a_mode_outside_the_table():
     """What differs between modes is read from their entry (modes.py); a comparison with a mode's name elsewhere is a
     behaviour the table does not hold. Shipped migrations keep the SQL they had."""
     root = Path(modes.__file__).resolve().parents[1]
-    found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
-             for path in sorted(root.rglob("*.py")) if path.name != "modes.py" and "migrations" not in path.parts
-             for n, line in enumerate(path.read_text().splitlines(), 1)
-             if MODE_NAME.search(line) and "mode" in line.lower()]
+    found = [
+        f"{path.relative_to(root)}:{n}: {line.strip()}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "modes.py" and "migrations" not in path.parts
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if MODE_NAME.search(line) and "mode" in line.lower()
+    ]
     assert found == []
 
 
@@ -51,17 +53,22 @@ def read_words(stdout: str, stderr: str) -> ParsedLog:
 
 
 def test_a_new_mode_is_one_entry_plus_its_reader(tmp_path, monkeypatch):
-    monkeypatch.setitem(modes.MODES, "words", modes.Mode("words", "a tool printing `tps N`", read_words,
-                                                          exit_first=True, controls=False, on_ray=True))
+    monkeypatch.setitem(
+        modes.MODES,
+        "words",
+        modes.Mode("words", "a tool printing `tps N`", read_words, exit_first=True, controls=False, on_ray=True),
+    )
     recipe = tmp_path / "words.j2"
     recipe.write_text('{% set meta = {"mode": "words", "arms": {"one": {}}} %}\n/usr/bin/printf "tps 12.5"\n')
     loaded = plan.load(recipe, builtins={"bin": "/nonexistent", "models": str(tmp_path)})
     assert loaded.mode == "words" and [a.name for a in loaded.arms] == ["one"]
     con = store.connect(tmp_path / "r.duckdb")
-    sweep = store.create_sweep(con, {"recipe_path": str(recipe), "recipe_hash": "h", "recipe_text": "t",
-                                     "status": "done"})
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": "one", "is_baseline": True, "repeat_index": 0,
-                                 "mode": "words", "status": "ok"})
+    sweep = store.create_sweep(
+        con, {"recipe_path": str(recipe), "recipe_hash": "h", "recipe_text": "t", "status": "done"}
+    )
+    run = store.insert_run(
+        con, {"sweep_id": sweep, "arm": "one", "is_baseline": True, "repeat_index": 0, "mode": "words", "status": "ok"}
+    )
     store.save_logs(con, run, {"stdout": b"tps 12.5", "stderr": b""})
     store.save_metrics(con, run, ParsedLog(metrics=dict.fromkeys(METRIC_KEYS)))  # as an older reader left it
     result = reparse_all(con)

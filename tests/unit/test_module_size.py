@@ -12,8 +12,11 @@ MOST_PARAMETERS = 8
 
 
 def test_every_module_holds_at_most_320_lines():
-    over = {str(p.relative_to(ROOT)): n for p in sorted((ROOT / "orchestrator").rglob("*.py"))
-            if (n := len(p.read_text().splitlines())) > MOST_LINES}
+    over = {
+        str(p.relative_to(ROOT)): n
+        for p in sorted((ROOT / "orchestrator").rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > MOST_LINES
+    }
     assert not over, f"modules over {MOST_LINES} lines (split one by the jobs it does): {over}"
 
 
@@ -24,7 +27,10 @@ def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 
 
 def test_no_function_in_analyze_takes_more_than_8_parameters():
-    wide = {f"{p.relative_to(ROOT)}:{fn.name}": n for p in sorted((ROOT / "orchestrator" / "analyze").rglob("*.py"))
-            for fn in ast.walk(ast.parse(p.read_text()))
-            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and (n := _parameters(fn)) > MOST_PARAMETERS}
+    wide = {
+        f"{p.relative_to(ROOT)}:{fn.name}": n
+        for p in sorted((ROOT / "orchestrator" / "analyze").rglob("*.py"))
+        for fn in ast.walk(ast.parse(p.read_text()))
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and (n := _parameters(fn)) > MOST_PARAMETERS
+    }
     assert not wide, f"functions over {MOST_PARAMETERS} parameters (take the facts as one dataclass): {wide}"

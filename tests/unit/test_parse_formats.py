@@ -120,28 +120,35 @@ def test_accept_cross_check_warns_on_disagreement():
 
 
 def test_old_single_calls_statistics_line():
-    st = parse_stats_line("statistics ngram_mod: #calls = 810, #gen drafts = 15, #acc drafts = 15, "
-                          "#gen tokens = 960, #acc tokens = 730, dur(b,g,a) = 0.149, 0.347, 0.005 ms")
+    st = parse_stats_line(
+        "statistics ngram_mod: #calls = 810, #gen drafts = 15, #acc drafts = 15, "
+        "#gen tokens = 960, #acc tokens = 730, dur(b,g,a) = 0.149, 0.347, 0.005 ms"
+    )
     assert st.impl == "ngram_mod" and st.calls == 810 and st.calls_accept is None
     assert (st.gen_drafts, st.acc_drafts, st.gen_tokens, st.acc_tokens) == (15, 15, 960, 730)
     assert st.dur_ms == [0.149, 0.347, 0.005] and st.mean_accept_len is None
 
 
 def test_old_statistics_line_without_durations_and_unpadded_calls():
-    st = parse_stats_line("statistics draft: #calls = 10, #gen drafts = 10, #acc drafts = 10, "
-                          "#gen tokens = 110, #acc tokens = 98")
+    st = parse_stats_line(
+        "statistics draft: #calls = 10, #gen drafts = 10, #acc drafts = 10, #gen tokens = 110, #acc tokens = 98"
+    )
     assert (st.impl, st.calls, st.gen_tokens, st.acc_tokens, st.dur_ms) == ("draft", 10, 110, 98, None)
-    st = parse_stats_line("statistics ngram_map_k: #calls(b,g,a) = 6 1690 26, #gen drafts = 26, #acc drafts = 26, "
-                          "#gen tokens = 1248, #acc tokens = 968, dur(b,g,a) = 2.234, 1.427, 0.016 ms")
+    st = parse_stats_line(
+        "statistics ngram_map_k: #calls(b,g,a) = 6 1690 26, #gen drafts = 26, #acc drafts = 26, "
+        "#gen tokens = 1248, #acc tokens = 968, dur(b,g,a) = 2.234, 1.427, 0.016 ms"
+    )
     assert (st.calls_begin, st.calls_gen, st.calls_accept, st.acc_tokens) == (6, 1690, 26, 968)
 
 
 def test_primary_implementation_gives_mean_len_and_rates():
-    text = ("0.01.000.000 I spec common_specu: statistics     ngram-mod: #calls(b,g,a) =    1     40      0, "
-            "#gen drafts =      0, #acc drafts =     0, #gen tokens =      0, #acc tokens =     0, dur(b,g,a) = 0.1, 0.2, 0.0 ms\n"
-            "0.01.000.001 I spec common_specu: statistics     draft-simple: #calls(b,g,a) =    1     30     20, "
-            "#gen drafts =     10, #acc drafts =     9, #gen tokens =     20, #acc tokens =    14, #mean acc len = 1.70, "
-            "#acc rate/pos = (0.450, 0.250), dur(b,g,a) = 0.001, 10.0, 0.01 ms\n")
+    text = (
+        "0.01.000.000 I spec common_specu: statistics     ngram-mod: #calls(b,g,a) =    1     40      0, "
+        "#gen drafts =      0, #acc drafts =     0, #gen tokens =      0, #acc tokens =     0, dur(b,g,a) = 0.1, 0.2, 0.0 ms\n"
+        "0.01.000.001 I spec common_specu: statistics     draft-simple: #calls(b,g,a) =    1     30     20, "
+        "#gen drafts =     10, #acc drafts =     9, #gen tokens =     20, #acc tokens =    14, #mean acc len = 1.70, "
+        "#acc rate/pos = (0.450, 0.250), dur(b,g,a) = 0.001, 10.0, 0.01 ms\n"
+    )
     p = parse_text(text)
     assert p.metrics["mean_accept_len"] == 1.7  # per accept call, as llama.cpp defines it
     # by position over the 10 drafts made (the line's rates are over 20 accept calls): 9 and 5 of them
@@ -150,26 +157,36 @@ def test_primary_implementation_gives_mean_len_and_rates():
 
 
 def test_server_acceptance_lines_both_wordings():
-    text = ("slot print_timing: id  0 | task 0 | \ndraft acceptance rate = 0.57576 (  171 accepted /   297 generated)\n"
-            "0.06.896.015 I slot print_timing: id  1 | task 4 | draft acceptance = 0.64479 (  167 accepted /   259 "
-            "generated), mean len =  2.92\n")
+    text = (
+        "slot print_timing: id  0 | task 0 | \ndraft acceptance rate = 0.57576 (  171 accepted /   297 generated)\n"
+        "0.06.896.015 I slot print_timing: id  1 | task 4 | draft acceptance = 0.64479 (  167 accepted /   259 "
+        "generated), mean len =  2.92\n"
+    )
     acc = parse_text(text).extra["server_acceptance"]
     assert [(a["accepted"], a["generated"], a["mean_len"]) for a in acc] == [(171, 297, None), (167, 259, 2.92)]
 
 
 def test_prefix_stripping():
-    assert strip_prefixes("0.06.895.980 I slot print_timing: id  1 | task 0 | prompt eval time = 1 ms") == \
-        ("prompt eval time = 1 ms", "I")
-    assert strip_prefixes("0.00.924.086 E spec common_specu: the target and draft vocabs are not compatible") == \
-        ("the target and draft vocabs are not compatible", "E")
+    assert strip_prefixes("0.06.895.980 I slot print_timing: id  1 | task 0 | prompt eval time = 1 ms") == (
+        "prompt eval time = 1 ms",
+        "I",
+    )
+    assert strip_prefixes("0.00.924.086 E spec common_specu: the target and draft vocabs are not compatible") == (
+        "the target and draft vocabs are not compatible",
+        "E",
+    )
     assert strip_prefixes("0.00.238.502 I cmn          init: llama threadpool init") == ("llama threadpool init", "I")
     assert strip_prefixes("12.03.001.002 W srv  load_model: x") == ("x", "W")
-    assert strip_prefixes("llama_perf_context_print:        load time =     1.00 ms") == \
-        ("llama_perf_context_print:        load time =     1.00 ms", None)
+    assert strip_prefixes("llama_perf_context_print:        load time =     1.00 ms") == (
+        "llama_perf_context_print:        load time =     1.00 ms",
+        None,
+    )
     assert strip_prefixes("0.06.201.013 I ") == ("", "I")
     # `--log-prefix` without timestamps (early 2026), `--no-log-timestamps` (late 2026): level letter only.
-    assert strip_prefixes("I common_perf_print:    sampling time =       0.39 ms") == \
-        ("common_perf_print:    sampling time =       0.39 ms", "I")
+    assert strip_prefixes("I common_perf_print:    sampling time =       0.39 ms") == (
+        "common_perf_print:    sampling time =       0.39 ms",
+        "I",
+    )
 
 
 def test_jsonl_lines_are_unwrapped():
@@ -183,23 +200,54 @@ def test_to_float_rejects_non_measurements():
     assert to_float("inf") is None and to_float("-nan") is None and to_float("12.5") == 12.5
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("version: 0.5.0-dev (build 1, commit 0c1e570)\nbuilt with GNU 12.2.0 for Linux x86_64\n",
-     {"version": "0.5.0-dev", "build_number": 1, "commit": "0c1e570", "built_with": "GNU 12.2.0 for Linux x86_64"}),
-    ("version: 5142 (80f19b41)\nbuilt with cc (Ubuntu 11.4.0) 11.4.0 for x86_64-linux-gnu\n",
-     {"version": None, "build_number": 5142, "commit": "80f19b41",
-      "built_with": "cc (Ubuntu 11.4.0) 11.4.0 for x86_64-linux-gnu"}),
-    ("build: 4205 (c6bc7395) with GNU 12.2.0 for Linux x86_64\nsystem_info: n_threads = 2\n",
-     {"version": None, "build_number": 4205, "commit": "c6bc7395", "built_with": "GNU 12.2.0 for Linux x86_64"}),
-    ("build: 4205 (c6bc7395) with GNU 12.2.0 for Linux x86_64 (debug)\n",
-     {"version": None, "build_number": 4205, "commit": "c6bc7395", "built_with": "GNU 12.2.0 for Linux x86_64"}),
-    ("main: build = 1380 (2b4ea35)\nmain: built with cc (GCC) 13.2 for x86_64-pc-linux-gnu\nmain: seed  = 1\n",
-     {"version": None, "build_number": 1380, "commit": "2b4ea35", "built_with": "cc (GCC) 13.2 for x86_64-pc-linux-gnu"}),
-    ("0.00.000.100 I cmn  common_param: common_params_print_info: build 10991 (930e2fa59) with Clang 17 for Darwin arm64\n",
-     {"version": None, "build_number": 10991, "commit": "930e2fa59", "built_with": "Clang 17 for Darwin arm64"}),
-    ("version: 0 (unknown)\nbuilt with GNU 12 for Linux\n",
-     {"version": None, "build_number": 0, "commit": None, "built_with": "GNU 12 for Linux"}),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (
+            "version: 0.5.0-dev (build 1, commit 0c1e570)\nbuilt with GNU 12.2.0 for Linux x86_64\n",
+            {
+                "version": "0.5.0-dev",
+                "build_number": 1,
+                "commit": "0c1e570",
+                "built_with": "GNU 12.2.0 for Linux x86_64",
+            },
+        ),
+        (
+            "version: 5142 (80f19b41)\nbuilt with cc (Ubuntu 11.4.0) 11.4.0 for x86_64-linux-gnu\n",
+            {
+                "version": None,
+                "build_number": 5142,
+                "commit": "80f19b41",
+                "built_with": "cc (Ubuntu 11.4.0) 11.4.0 for x86_64-linux-gnu",
+            },
+        ),
+        (
+            "build: 4205 (c6bc7395) with GNU 12.2.0 for Linux x86_64\nsystem_info: n_threads = 2\n",
+            {"version": None, "build_number": 4205, "commit": "c6bc7395", "built_with": "GNU 12.2.0 for Linux x86_64"},
+        ),
+        (
+            "build: 4205 (c6bc7395) with GNU 12.2.0 for Linux x86_64 (debug)\n",
+            {"version": None, "build_number": 4205, "commit": "c6bc7395", "built_with": "GNU 12.2.0 for Linux x86_64"},
+        ),
+        (
+            "main: build = 1380 (2b4ea35)\nmain: built with cc (GCC) 13.2 for x86_64-pc-linux-gnu\nmain: seed  = 1\n",
+            {
+                "version": None,
+                "build_number": 1380,
+                "commit": "2b4ea35",
+                "built_with": "cc (GCC) 13.2 for x86_64-pc-linux-gnu",
+            },
+        ),
+        (
+            "0.00.000.100 I cmn  common_param: common_params_print_info: build 10991 (930e2fa59) with Clang 17 for Darwin arm64\n",
+            {"version": None, "build_number": 10991, "commit": "930e2fa59", "built_with": "Clang 17 for Darwin arm64"},
+        ),
+        (
+            "version: 0 (unknown)\nbuilt with GNU 12 for Linux\n",
+            {"version": None, "build_number": 0, "commit": None, "built_with": "GNU 12 for Linux"},
+        ),
+    ],
+)
 def test_version_banners(text, expected):
     assert parse_text(text).version == expected
 
@@ -215,8 +263,12 @@ def test_version_text_of_both_eras_one_parser_for_probes_and_logs():
     from orchestrator.parse.version import parse_version_text
 
     current = "version: 0.5.0-dev (build 1, commit 0c1e570)\nbuilt with GNU 12.2.0 for Linux x86_64\n"
-    assert parse_version_text(current) == {"version": "0.5.0-dev", "build_number": 1, "commit": "0c1e570",
-                                           "built_with": "GNU 12.2.0 for Linux x86_64"}
+    assert parse_version_text(current) == {
+        "version": "0.5.0-dev",
+        "build_number": 1,
+        "commit": "0c1e570",
+        "built_with": "GNU 12.2.0 for Linux x86_64",
+    }
     older = "version: 5142 (80f19b41)\nbuilt with cc (Debian 12.2.0-14) 12.2.0 for x86_64-linux-gnu\n"
     assert parse_version_text(older)["commit"] == "80f19b41"
     assert parse_version_text(older)["build_number"] == 5142

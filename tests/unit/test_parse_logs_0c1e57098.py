@@ -26,8 +26,12 @@ def test_speculative_simple_lv4_end_block_stats_and_target_perf():
     assert m["acceptance"] == pytest.approx(45 / 69)
     assert p.extra["accept_pct"] == 65.217 and p.warnings == []
     assert (m["encode_tps"], m["decode_tps"]) == (11.278, 6.316)
-    assert (p.extra["encode_tokens"], p.extra["encode_s"], p.extra["decode_tokens"], p.extra["decode_s"]) == \
-        (12, 1.064, 81, 12.824)
+    assert (p.extra["encode_tokens"], p.extra["encode_s"], p.extra["decode_tokens"], p.extra["decode_s"]) == (
+        12,
+        1.064,
+        81,
+        12.824,
+    )
     assert (m["load_ms"], m["prompt_eval_ms"], m["prompt_eval_tokens"]) == (850.88, 3826.97, 89)
     assert (m["eval_ms"], m["eval_runs"], m["total_ms"]) == (6554.01, 29, 15060.59)
     assert (p.extra["sampling_ms"], p.extra["samplers_ms"], p.extra["graphs_reused"]) == (2.98, 0.97, 28)
@@ -35,8 +39,9 @@ def test_speculative_simple_lv4_end_block_stats_and_target_perf():
     assert m["mean_accept_len"] == 2.96
     # By position over the 6 drafts made: the line's rates are over 23 accept calls (0.261 x 23 = 6 drafts accepted
     # at position 0: every draft made had its first token accepted); 36 draft calls made 6 drafts (draft_min 5)
-    assert m["accept_rate_per_pos"] == pytest.approx([6 / 6, 6 / 6, 5 / 6, 4 / 6, 3 / 6, 3 / 6, 3 / 6, 2 / 6, 2 / 6,
-                                                      2 / 6, 2 / 6, 2 / 6, 2 / 6, 1 / 6, 1 / 6, 1 / 6])
+    assert m["accept_rate_per_pos"] == pytest.approx(
+        [6 / 6, 6 / 6, 5 / 6, 4 / 6, 3 / 6, 3 / 6, 3 / 6, 2 / 6, 2 / 6, 2 / 6, 2 / 6, 2 / 6, 2 / 6, 1 / 6, 1 / 6, 1 / 6]
+    )
     [st] = p.extra["draft_stats"]
     assert st["impl"] == "draft-simple"
     assert (st["calls_begin"], st["calls_gen"], st["calls_accept"]) == (1, 36, 23)
@@ -125,9 +130,14 @@ def test_run_logs_carry_no_version_banner():
         assert parse_text(log(name, "both")).version is None
 
 
-@pytest.mark.parametrize("tool", ["llama-speculative-simple", "llama-speculative", "llama-server", "llama-completion",
-                                  "llama-cli"])
+@pytest.mark.parametrize(
+    "tool", ["llama-speculative-simple", "llama-speculative", "llama-server", "llama-completion", "llama-cli"]
+)
 def test_version_text_of_each_binary(tool):
     v = parse_text((HELP / f"{tool}.version.txt").read_text()).version
-    assert v == {"version": "0.5.0-dev", "build_number": 1, "commit": "0c1e570",
-                 "built_with": "GNU 12.2.0 for Linux x86_64"}
+    assert v == {
+        "version": "0.5.0-dev",
+        "build_number": 1,
+        "commit": "0c1e570",
+        "built_with": "GNU 12.2.0 for Linux x86_64",
+    }

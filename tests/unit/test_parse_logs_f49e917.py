@@ -26,8 +26,12 @@ def test_speculative_simple_end_block_and_target_perf():
     assert (m["n_draft_max"], m["n_predict"], m["n_drafted"], m["n_accepted"]) == (16, 67, 68, 40)
     assert m["acceptance"] == pytest.approx(40 / 68) and p.extra["accept_pct"] == 58.824 and p.warnings == []
     assert (m["encode_tps"], m["decode_tps"]) == (14.279, 5.338)
-    assert (p.extra["encode_tokens"], p.extra["encode_s"], p.extra["decode_tokens"], p.extra["decode_s"]) == \
-        (12, 0.840, 67, 12.551)
+    assert (p.extra["encode_tokens"], p.extra["encode_s"], p.extra["decode_tokens"], p.extra["decode_s"]) == (
+        12,
+        0.840,
+        67,
+        12.551,
+    )
     # Target numbers come from common_perf_print, not from the llama_perf_context_print block printed after it.
     assert (m["load_ms"], m["prompt_eval_ms"], m["prompt_eval_tokens"]) == (424.79, 2210.71, 87)
     assert (m["eval_ms"], m["eval_runs"], m["total_ms"]) == (3597.59, 19, 13477.46)
@@ -40,8 +44,13 @@ def test_draft_perf_printed_after_target_is_the_drafts():
     draft = parse_text(log("spec-simple-draft")).perf["draft"]
     assert draft.source == "llama_perf_context_print"
     assert (draft.load_ms, draft.prompt_eval_ms, draft.prompt_eval_tokens) == (1370.07, 972.19, 14)
-    assert (draft.eval_ms, draft.eval_runs, draft.total_ms, draft.total_tokens, draft.graphs_reused) == \
-        (6161.55, 86, 13477.55, 100, 86)
+    assert (draft.eval_ms, draft.eval_runs, draft.total_ms, draft.total_tokens, draft.graphs_reused) == (
+        6161.55,
+        86,
+        13477.55,
+        100,
+        86,
+    )
 
 
 def test_log_prefix_and_timestamps_flags_parse_the_same_way():
@@ -49,19 +58,34 @@ def test_log_prefix_and_timestamps_flags_parse_the_same_way():
     m = p.metrics
     assert (m["n_predict"], m["n_drafted"], m["n_accepted"]) == (67, 68, 40)
     assert (m["encode_tps"], m["decode_tps"]) == (2048.481, 501.366)
-    assert (m["load_ms"], m["prompt_eval_ms"], m["eval_ms"], m["eval_runs"], m["total_ms"]) == \
-        (45.35, 30.03, 19.83, 19, 191.54)
+    assert (m["load_ms"], m["prompt_eval_ms"], m["eval_ms"], m["eval_runs"], m["total_ms"]) == (
+        45.35,
+        30.03,
+        19.83,
+        19,
+        191.54,
+    )
     assert p.perf["draft"].eval_runs == 86 and p.perf["draft"].load_ms == 59.06
 
 
 def test_speculative_tree():
     p = parse_text(log("speculative-tree"))
     m = p.metrics
-    assert (m["n_draft_max"], m["n_predict"], m["n_drafted"], m["n_accepted"], m["acceptance"]) == \
-        (16, 67, 160, 56, 0.35)
+    assert (m["n_draft_max"], m["n_predict"], m["n_drafted"], m["n_accepted"], m["acceptance"]) == (
+        16,
+        67,
+        160,
+        56,
+        0.35,
+    )
     assert (m["encode_tps"], m["decode_tps"]) == (3176.284, 1.432)
-    assert (m["load_ms"], m["prompt_eval_ms"], m["prompt_eval_tokens"], m["eval_runs"], m["total_ms"]) == \
-        (83.11, 4.14, 182, 1, 46922.08)
+    assert (m["load_ms"], m["prompt_eval_ms"], m["prompt_eval_tokens"], m["eval_runs"], m["total_ms"]) == (
+        83.11,
+        4.14,
+        182,
+        1,
+        46922.08,
+    )
     draft = p.perf["draft"]  # here inside the draft: section, as in every era of llama-speculative
     assert (draft.load_ms, draft.prompt_eval_tokens, draft.eval_ms, draft.eval_runs) == (44.21, 31, 33403.46, 150)
 
@@ -100,8 +124,9 @@ def test_run_logs_carry_no_version_banner():
         assert parse_text(log(name, "both")).version is None
 
 
-@pytest.mark.parametrize("tool", ["llama-speculative-simple", "llama-speculative", "llama-server", "llama-completion",
-                                  "llama-cli"])
+@pytest.mark.parametrize(
+    "tool", ["llama-speculative-simple", "llama-speculative", "llama-server", "llama-completion", "llama-cli"]
+)
 def test_version_text_of_each_binary(tool):
     v = parse_text((HELP / f"{tool}.version.txt").read_text()).version
     assert v == {"version": None, "build_number": 1, "commit": "f49e917", "built_with": "GNU 12.2.0 for Linux x86_64"}

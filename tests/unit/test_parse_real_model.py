@@ -9,8 +9,10 @@ from orchestrator.parse import output, parse_run
 from orchestrator.parse.repetition import repetition
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098"
-PROMPT = ("Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday, Monday, Tuesday, Wednesday, Thursday, "
-          "Friday, Saturday, Sunday, Monday, Tuesday,")
+PROMPT = (
+    "Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday, Monday, Tuesday, Wednesday, Thursday, "
+    "Friday, Saturday, Sunday, Monday, Tuesday,"
+)
 
 
 def read(name: str):
@@ -18,8 +20,9 @@ def read(name: str):
     return stdout, parse_run(stdout, stderr)
 
 
-@pytest.mark.parametrize("name, generated", [("gemma-completion", 64), ("gemma-spec-ngram-map-k", 72),
-                                             ("gemma-control-matched", 72)])
+@pytest.mark.parametrize(
+    "name, generated", [("gemma-completion", 64), ("gemma-spec-ngram-map-k", 72), ("gemma-control-matched", 72)]
+)
 def test_every_tool_counts_its_generated_tokens(name, generated):
     _, parsed = read(name)
     assert parsed.metrics["n_generated"] == generated and parsed.metrics["decode_tps"] > 0

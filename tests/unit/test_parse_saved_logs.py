@@ -59,10 +59,17 @@ CLI_RUNS = [
     ("7841fc723", "fail-out-of-memory", "llama-speculative-simple", None, 6, "failed-run"),
     ("7841fc723", "completion-fail-missing-model", "llama-cli", 1, None, "failed-run"),
 ]
-SERVER_RUNS = [("0c1e57098", "server-baseline"), ("0c1e57098", "server-draft"), ("0c1e57098", "server-draft-reused"),
-               ("0c1e57098", "server-timeout"), ("0c1e57098", "server-fallback"),
-               ("f49e91787", "server-draft-concurrency2"), ("f49e91787", "server-unknown-flag"),
-               ("7841fc723", "server-baseline"), ("7841fc723", "server-draft-unreported")]
+SERVER_RUNS = [
+    ("0c1e57098", "server-baseline"),
+    ("0c1e57098", "server-draft"),
+    ("0c1e57098", "server-draft-reused"),
+    ("0c1e57098", "server-timeout"),
+    ("0c1e57098", "server-fallback"),
+    ("f49e91787", "server-draft-concurrency2"),
+    ("f49e91787", "server-unknown-flag"),
+    ("7841fc723", "server-baseline"),
+    ("7841fc723", "server-draft-unreported"),
+]
 NOT_IN_A_SERVER_LOG = {"n_draft_max", "load_ms", "total_ms"}  # the run's wall clock, the CLI tools' settings
 # These runs were stored with the acceptance length and rates of the server's statistics line, which counts over
 # the server's whole life (warm-up and earlier runs included); orch now pools the run's own requests instead
@@ -77,8 +84,15 @@ def streams(era, name) -> list[LogFile]:
 def stored_class(era, name, tool, returncode, signal) -> str | None:
     """What run/one_run.py stores for a CLI run with these logs and this exit status."""
     stdout, stderr = ((LOGS / era / f"{name}.{s}").read_text() for s in ("stdout", "stderr"))
-    return parse.run_failure(parse.parse_run(stdout, stderr), stderr, tool=tool, returncode=returncode, signal=signal,
-                             timed_out=False, expects_speculation=tool in SPEC_TOOLS)[0]
+    return parse.run_failure(
+        parse.parse_run(stdout, stderr),
+        stderr,
+        tool=tool,
+        returncode=returncode,
+        signal=signal,
+        timed_out=False,
+        expects_speculation=tool in SPEC_TOOLS,
+    )[0]
 
 
 @pytest.mark.parametrize("era,name,tool,returncode,signal,kind", CLI_RUNS, ids=[f"{r[0]}/{r[1]}" for r in CLI_RUNS])
@@ -137,8 +151,9 @@ def test_server_logs_pool_to_what_orch_stored(era, name):
         elif isinstance(want, float):
             # The log prints each request's milliseconds to 0.01: pooled, up to 0.005 ms per request off.
             pooled_ms = stored["metrics"]["eval_ms" if key in ("decode_tps", "eval_ms") else "prompt_eval_ms"]
-            rounding = requests * 0.005 / pooled_ms if key in ("decode_tps", "eval_ms", "encode_tps",
-                                                               "prompt_eval_ms") else 0
+            rounding = (
+                requests * 0.005 / pooled_ms if key in ("decode_tps", "eval_ms", "encode_tps", "prompt_eval_ms") else 0
+            )
             assert got == pytest.approx(want, rel=max(2e-3, 1.01 * rounding)), key
         else:
             assert got == want, key
@@ -153,13 +168,20 @@ def test_the_warm_up_is_left_out_only_where_the_log_holds_the_start_up():
     assert fresh.parsed.version["commit"] == "0c1e570"
 
 
-PRINTED = re.compile(r"(?<!prompt )\beval time =\s+([\d.]+) ms /\s+(\d+) tokens \(\s*[\d.]+ ms per token,\s+([\d.]+) tokens per")
+PRINTED = re.compile(
+    r"(?<!prompt )\beval time =\s+([\d.]+) ms /\s+(\d+) tokens \(\s*[\d.]+ ms per token,\s+([\d.]+) tokens per"
+)
 
 
-@pytest.mark.parametrize("era,name,steps", [("0c1e57098", "server-baseline", "n - 1"),
-                                            ("0c1e57098", "server-draft-unmarked", "n - 1"),
-                                            ("7841fc723", "server-baseline", "n"),
-                                            ("f49e91787", "server-draft-concurrency2", "n")])
+@pytest.mark.parametrize(
+    "era,name,steps",
+    [
+        ("0c1e57098", "server-baseline", "n - 1"),
+        ("0c1e57098", "server-draft-unmarked", "n - 1"),
+        ("7841fc723", "server-baseline", "n"),
+        ("f49e91787", "server-draft-concurrency2", "n"),
+    ],
+)
 def test_a_server_logs_decode_rate_is_the_one_its_build_prints(era, name, steps):
     """Each era's own definition, read from the log's own figures: every request's rate as orch reads it is the
     rate the log prints, and the pooled rate is the printed rates weighted by their times (0c1e57098 counts n - 1
@@ -167,9 +189,10 @@ def test_a_server_logs_decode_rate_is_the_one_its_build_prints(era, name, steps)
     reading = read_logs(streams(era, name))
     text = "\n".join(f.data.decode() for f in streams(era, name))
     printed = [(float(ms), int(n), float(rate)) for ms, n, rate in PRINTED.findall(text)]
-    counted = printed[-reading.parsed.extra["n_requests"]:]  # the run's requests, after any warm-up
-    assert all(rate == pytest.approx(((n - 1) if steps == "n - 1" else n) / ms * 1000, rel=0.01)
-               for ms, n, rate in counted)
+    counted = printed[-reading.parsed.extra["n_requests"] :]  # the run's requests, after any warm-up
+    assert all(
+        rate == pytest.approx(((n - 1) if steps == "n - 1" else n) / ms * 1000, rel=0.01) for ms, n, rate in counted
+    )
     pooled = sum(rate * ms for ms, _, rate in counted) / sum(ms for ms, _, _ in counted)
     assert reading.parsed.metrics["decode_tps"] == pytest.approx(pooled, rel=2e-3)
 
@@ -182,7 +205,7 @@ def test_a_server_log_orch_did_not_mark_counts_every_request():
     assert unmarked.parsed.extra["n_requests"] == 4 and unmarked.failure_class is None
     assert unmarked.parsed.metrics["n_drafted"] > 68  # the stored run's 68, plus what the warm-up drafted
     one = (LOGS / "0c1e57098" / "server-draft-unmarked.stderr").read_text()
-    first_request = one[:one.index("slot      release")]  # the start-up and the first request alone
+    first_request = one[: one.index("slot      release")]  # the start-up and the first request alone
     alone = read_logs([LogFile("one.stderr", first_request.encode())])
     assert alone.parsed.extra["n_requests"] == 1 and alone.parsed.metrics["n_drafted"] > 0
     assert alone.failure_class is None  # its acceptance line is there: speculation ran
@@ -197,9 +220,11 @@ def test_a_server_log_kind_is_not_a_failure_signature():
 
 
 def test_text_in_the_prompt_never_becomes_a_figure():
-    forged = ("Copy this:\ndecoded 64 tokens in 0.001 seconds, speed: 64000.0 t/s\nn_drafted = 99\nn_accept  = 99\n"
-              "llama_perf_context_print:        eval time =       1.00 ms /    64 runs   (    0.02 ms per token, "
-              "64000.00 tokens per second)\nerror loading model: out of memory\n")
+    forged = (
+        "Copy this:\ndecoded 64 tokens in 0.001 seconds, speed: 64000.0 t/s\nn_drafted = 99\nn_accept  = 99\n"
+        "llama_perf_context_print:        eval time =       1.00 ms /    64 runs   (    0.02 ms per token, "
+        "64000.00 tokens per second)\nerror loading model: out of memory\n"
+    )
     for era, name in (("0c1e57098", "spec-simple-draft-lv3"), ("f49e91787", "spec-simple-draft")):
         stderr, stdout = streams(era, name)
         honest = read_logs([stderr, stdout])
@@ -236,6 +261,7 @@ def test_a_binary_file_beside_a_real_log_is_refused_too():
 
 # --- fuzzing the kind detector ------------------------------------------------------------------------------------
 
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text())
 def test_random_text_is_no_kind_and_claims_no_figure(text):
@@ -254,8 +280,9 @@ def test_random_bytes_claim_no_figure(data):
     assert all(v is None for v in reading.parsed.metrics.values())
 
 
-REAL_LOGS = [(LOGS / era / f"{name}.stderr").read_text() for era, name, *_ in CLI_RUNS[:8]] + \
-    [(LOGS / era / f"{name}.stderr").read_text() for era, name in SERVER_RUNS[1:3] + SERVER_RUNS[5:6]]
+REAL_LOGS = [(LOGS / era / f"{name}.stderr").read_text() for era, name, *_ in CLI_RUNS[:8]] + [
+    (LOGS / era / f"{name}.stderr").read_text() for era, name in SERVER_RUNS[1:3] + SERVER_RUNS[5:6]
+]
 
 
 FIGURES = re.compile(r"\| task |time =|accepted|tokens in|n_\w+\s+=")
@@ -282,15 +309,17 @@ def damaged(draw):
             i = draw(st.sampled_from(figures)) if figures and draw(st.booleans()) else i
             if runs := list(re.finditer(r"(?<![\d.])\d+(?![\d.])", lines[i])):  # counts and ids, no timestamp
                 m = draw(st.sampled_from(runs))
-                lines[i] = lines[i][:m.start()] + "9" * 5000 + lines[i][m.end():]
+                lines[i] = lines[i][: m.start()] + "9" * 5000 + lines[i][m.end() :]
     return "\n".join(lines)
 
 
 def test_ids_and_counts_no_machine_prints_are_no_ids():
     huge = "9" * 5000  # int() of it raises
-    for text in (f"slot print_timing: id {huge} | task 1 | prompt eval time = 1.0 ms / 3 tokens",
-                 f"slot launch_slot_: id  1 | task {huge} | processing task",
-                 f"slot print_timing: id  1 | task 2 |        eval time = 1.0 ms / {huge} tokens"):
+    for text in (
+        f"slot print_timing: id {huge} | task 1 | prompt eval time = 1.0 ms / 3 tokens",
+        f"slot launch_slot_: id  1 | task {huge} | processing task",
+        f"slot print_timing: id  1 | task 2 |        eval time = 1.0 ms / {huge} tokens",
+    ):
         assert detect_kind(text) == "server"
         assert read_logs([LogFile("x.log", text.encode())]).parsed.metrics["decode_tps"] is None
 

@@ -12,17 +12,21 @@ from orchestrator import parse, store
 from orchestrator.errors import OrchError, ParseError
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
-FORGED = ("decoded 64 tokens in 0.001 seconds, speed: 64000.0 t/s\n"
-          "encoded 12 tokens in 0.001 seconds, speed: 12000.0 t/s\n"
-          "n_predict = 3000000000\nn_drafted = 99\nn_accept  = 99\naccept    = 100.000%\n"
-          "decoded 5 tokens in 1.2.3 seconds, speed: 1e999 t/s\n"
-          "llama_perf_context_print:        eval time =       1.00 ms /    64 runs   (    0.02 ms per token, 64000.00 tokens per second)\n"
-          "error loading model: out of memory\n")
-RUNS = [("0c1e57098", "spec-simple-draft", "llama-speculative-simple"),
-        ("0c1e57098", "completion", "llama-completion"),
-        ("0c1e57098", "spec-simple-ngram-nodraft", "llama-speculative-simple"),
-        ("f49e91787", "spec-simple-draft", "llama-speculative-simple"),
-        ("f49e91787", "completion", "llama-completion")]
+FORGED = (
+    "decoded 64 tokens in 0.001 seconds, speed: 64000.0 t/s\n"
+    "encoded 12 tokens in 0.001 seconds, speed: 12000.0 t/s\n"
+    "n_predict = 3000000000\nn_drafted = 99\nn_accept  = 99\naccept    = 100.000%\n"
+    "decoded 5 tokens in 1.2.3 seconds, speed: 1e999 t/s\n"
+    "llama_perf_context_print:        eval time =       1.00 ms /    64 runs   (    0.02 ms per token, 64000.00 tokens per second)\n"
+    "error loading model: out of memory\n"
+)
+RUNS = [
+    ("0c1e57098", "spec-simple-draft", "llama-speculative-simple"),
+    ("0c1e57098", "completion", "llama-completion"),
+    ("0c1e57098", "spec-simple-ngram-nodraft", "llama-speculative-simple"),
+    ("f49e91787", "spec-simple-draft", "llama-speculative-simple"),
+    ("f49e91787", "completion", "llama-completion"),
+]
 
 
 def read(commit, name, stream):
@@ -35,8 +39,12 @@ def test_metric_lines_in_the_prompt_or_the_output_change_nothing(commit, name, t
     honest = parse.parse_run(stdout, stderr)
     forged = parse.parse_run(FORGED + stdout + "\n" + FORGED, stderr)  # echoed prompt, then generated text
     assert forged.metrics == honest.metrics and honest.metrics["decode_tps"] < 1000
-    assert parse.classify_failure(stderr, returncode=0, signal=None, timed_out=False,
-                                  expects_speculation=tool != "llama-completion") is None
+    assert (
+        parse.classify_failure(
+            stderr, returncode=0, signal=None, timed_out=False, expects_speculation=tool != "llama-completion"
+        )
+        is None
+    )
     assert parse.missing_block(honest, tool) is None
 
 
@@ -54,16 +62,19 @@ def test_a_log_that_lost_its_last_lines_lacks_its_block(commit, name, tool):
 def test_figures_that_cannot_be_true_are_refused():
     good = parse.parse_run("", read("0c1e57098", "spec-simple-draft", "stderr"))
     parse.check_ranges(good)
-    for key, value, words in (("n_drafted", -3, "negative"), ("n_predict", 3_000_000_000, "beyond"),
-                              ("acceptance", 1.2, "outside"), ("decode_tps", -1.0, "negative")):
+    for key, value, words in (
+        ("n_drafted", -3, "negative"),
+        ("n_predict", 3_000_000_000, "beyond"),
+        ("acceptance", 1.2, "outside"),
+        ("decode_tps", -1.0, "negative"),
+    ):
         bad = parse.ParsedLog(metrics={**good.metrics, key: value})
         with pytest.raises(ParseError, match=words):
             parse.check_ranges(bad)
 
 
 def test_numbers_no_machine_prints_parse_as_unknown():
-    text = ("decoded 64 tokens in 1.2.3 seconds, speed: 53.3 t/s\nn_drafted = " + "9" * 5000 + "\n"
-            "n_accept  = 12\n")
+    text = "decoded 64 tokens in 1.2.3 seconds, speed: 53.3 t/s\nn_drafted = " + "9" * 5000 + "\nn_accept  = 12\n"
     parsed = parse.parse_run("", text)
     assert parsed.extra["decode_s"] is None and parsed.metrics["n_drafted"] is None
 
@@ -71,11 +82,28 @@ def test_numbers_no_machine_prints_parse_as_unknown():
 # --- fuzzing: mutated real logs ------------------------------------------------------------------------------------
 
 FUZZ_LOGS = [read(c, n, "stderr") for c, n, _ in RUNS] + [read("0c1e57098", "fail-vocab-mismatch", "stderr")]
-PATHOLOGICAL = ["-1", "-5", "1.2.3", "nan", "-nan", "inf", "1e999", "9" * 5000, "0x10", "", "-0", "4294967296",
-                "2147483648", "99999999999999999999"]
-NUMBERS = st.one_of(st.sampled_from(PATHOLOGICAL), st.sampled_from(PATHOLOGICAL),
-                    st.integers(min_value=-10**30, max_value=10**30).map(str),
-                    st.floats(allow_nan=True, allow_infinity=True).map(repr))
+PATHOLOGICAL = [
+    "-1",
+    "-5",
+    "1.2.3",
+    "nan",
+    "-nan",
+    "inf",
+    "1e999",
+    "9" * 5000,
+    "0x10",
+    "",
+    "-0",
+    "4294967296",
+    "2147483648",
+    "99999999999999999999",
+]
+NUMBERS = st.one_of(
+    st.sampled_from(PATHOLOGICAL),
+    st.sampled_from(PATHOLOGICAL),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
 
 
 # The lines the parsers read figures from: end block, perf block, statistics.
@@ -91,14 +119,14 @@ def mutated(draw):
             break
         i = draw(st.integers(0, len(lines) - 1))
         if kind == "truncate":  # the async logger loses a log's last lines
-            lines = lines[:max(i, len(lines) - 40)]
+            lines = lines[: max(i, len(lines) - 40)]
         elif kind == "delete":
             del lines[i]
         elif kind == "duplicate":
             lines.insert(i, lines[i])
         elif kind == "flip" and lines[i]:
             j = draw(st.integers(0, len(lines[i]) - 1))
-            lines[i] = lines[i][:j] + chr(draw(st.integers(0, 0x2FF))) + lines[i][j + 1:]
+            lines[i] = lines[i][:j] + chr(draw(st.integers(0, 0x2FF))) + lines[i][j + 1 :]
         elif kind == "number":
             figures = [k for k, line in enumerate(lines) if FIGURE_LINE.search(line)]
             i = draw(st.sampled_from(figures)) if figures else i  # mostly the lines that carry figures

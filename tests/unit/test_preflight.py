@@ -22,13 +22,16 @@ def test_several_roles_read_in_one_pass_each_take_their_own_last_value():
     assert flags.flag_values(argv, roles) == ["b.gguf", "d.gguf", "4", None, "b.gguf"]
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["/b/llama-speculative-simple", "-m", "t", "-md", "d"], True),
-    (["/b/llama-server", "-m", "t", "--spec-type", "ngram-mod"], True),
-    (["/b/llama-server", "-m", "t", "--spec-type", "none"], False),
-    (["/b/llama-completion", "-m", "t"], False),
-    (["/b/llama-speculative", "-m", "t"], True),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["/b/llama-speculative-simple", "-m", "t", "-md", "d"], True),
+        (["/b/llama-server", "-m", "t", "--spec-type", "ngram-mod"], True),
+        (["/b/llama-server", "-m", "t", "--spec-type", "none"], False),
+        (["/b/llama-completion", "-m", "t"], False),
+        (["/b/llama-speculative", "-m", "t"], True),
+    ],
+)
 def test_expects_speculation(argv, expected):
     assert one_run.expects_speculation(argv) is expected
 

@@ -34,8 +34,9 @@ def alive(pid, wait_s=5.0):
 
 
 def test_exit_status_and_capture():
-    res = proc.run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
-                   capture=True)
+    res = proc.run(
+        [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"], capture=True
+    )
     assert (res.returncode, res.signal, res.timed_out) == (3, None, False)
     assert res.stdout.strip() == "out" and res.stderr.strip() == "err" and not res.ok
 
@@ -94,6 +95,9 @@ def test_peak_rss_and_cpu_time_come_from_the_kernel_at_exit(tmp_path):
     assert res.ok and res.peak_rss_bytes >= 120 << 20 and res.cpu_s >= 0.3
     failed = proc.run([sys.executable, "-c", "import sys; sys.exit(3)"], stdout_path=tmp_path / "o", timeout=30)
     assert (failed.returncode, failed.signal) == (3, None)
-    killed = proc.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"],
-                      stdout_path=tmp_path / "o", timeout=30)
+    killed = proc.run(
+        [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"],
+        stdout_path=tmp_path / "o",
+        timeout=30,
+    )
     assert (killed.returncode, killed.signal) == (None, signal.SIGTERM)

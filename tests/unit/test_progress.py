@@ -79,8 +79,10 @@ def test_a_speculating_runs_progress_line_leaves_the_bound_share_to_plain_runs()
     target. Plain runs keep the share; a run that speculated (or tried to, drafting nothing) shows none."""
     arm = SimpleNamespace(models=SimpleNamespace(target=SimpleNamespace(decode_bytes=5_000_000_000)))
     settings = measuring.MeasurementSettings(0, roofline.Bandwidth(1e12, "measured", "CPU x", ""))
-    assert measuring.speed_text({"decode_tps": 50.0}, arm, settings) == \
-        "decode 50.0 tok/s, target passes at 25% of the 200/s measured bound"
+    assert (
+        measuring.speed_text({"decode_tps": 50.0}, arm, settings)
+        == "decode 50.0 tok/s, target passes at 25% of the 200/s measured bound"
+    )
     drafting = {"decode_tps": 300.0, "acceptance": 0.8, "n_drafted": 250, "n_generated": 300, "n_accepted": 200}
     assert measuring.speed_text(drafting, arm, settings) == "decode 300.0 tok/s, acceptance 80.0%"
     assert measuring.speed_text({"decode_tps": 45.0, "n_drafted": 0}, arm, settings) == "decode 45.0 tok/s"

@@ -37,11 +37,12 @@ def test_fallbacks_are_read_from_llama_quantize_warnings():
 
 
 def test_a_replaced_type_is_labelled_by_what_the_file_holds_never_by_the_request():
-    fallbacks = [{"tensor": f"blk.{i}.attn_q.weight", "ncols": 128, "wanted": "Q2_K", "got": "Q4_0"}
-                 for i in range(25)]
+    fallbacks = [{"tensor": f"blk.{i}.attn_q.weight", "ncols": 128, "wanted": "Q2_K", "got": "Q4_0"} for i in range(25)]
     # Only the output matrix kept its own type (the largest tensor): the label follows the replaced tensors.
-    assert label_for("q2_k", {"Q8_0": 4_000_000, "Q4_0": 3_000_000, "F32": 9000}, fallbacks) == \
-        ("Q4_0 (asked q2_k)", True)
+    assert label_for("q2_k", {"Q8_0": 4_000_000, "Q4_0": 3_000_000, "F32": 9000}, fallbacks) == (
+        "Q4_0 (asked q2_k)",
+        True,
+    )
     assert label_for("q4_k_m", {"Q4_K": 5_000_000, "Q6_K": 7_000_000}) == ("q4_k_m", False)
     some = [{"tensor": "t", "ncols": 128, "wanted": "Q4_K", "got": "Q5_0"}] * 3
     assert label_for("q4_k_m", {"Q4_K": 1, "Q5_0": 2}, some) == ("q4_k_m (3 tensors fell back, most to Q5_0)", False)
@@ -72,8 +73,13 @@ def test_a_prompt_and_generation_test_is_neither_prefill_nor_decode():
 
 
 def test_bench_argv_asks_for_jsonl_whatever_the_recipe_said():
-    assert bench_argv(["llama-bench", "-m", "x", "-o", "md", "--output=csv"]) == ["llama-bench", "-m", "x", "-o",
-                                                                                    "jsonl"]
+    assert bench_argv(["llama-bench", "-m", "x", "-o", "md", "--output=csv"]) == [
+        "llama-bench",
+        "-m",
+        "x",
+        "-o",
+        "jsonl",
+    ]
     assert bench_context(["llama-bench", "-p", "512", "-n", "128", "-d", "0,8192"]) == 512 + 128 + 8192
 
 
@@ -83,8 +89,9 @@ def test_pareto_front_keeps_only_points_nothing_beats_on_both():
 
 
 def test_estimated_memory_adds_weights_and_kv_of_every_model():
-    assert estimated_bytes('{"models": [{"weight_bytes": 10, "kv_bytes": 5}, {"weight_bytes": 3, "kv_bytes": 1}]}') \
-        == 19
+    assert (
+        estimated_bytes('{"models": [{"weight_bytes": 10, "kv_bytes": 5}, {"weight_bytes": 3, "kv_bytes": 1}]}') == 19
+    )
     assert estimated_bytes(None) is None
 
 
@@ -120,8 +127,12 @@ def _gguf(path: Path, file_type, weight: np.ndarray, raw_dtype=None) -> Path:
 def test_a_quantized_source_is_refused_in_one_line_naming_its_type_and_both_ways_out(tmp_path):
     f16 = _gguf(tmp_path / "m-f16.gguf", gguf.LlamaFileType.MOSTLY_F16, np.zeros((4, 32), dtype=np.float16))
     # A Q8_0 weight: 4 rows of one 34-byte block (32 weights) each, as llama-quantize writes it.
-    q8 = _gguf(tmp_path / "m-q8.gguf", gguf.LlamaFileType.MOSTLY_Q8_0, np.zeros((4, 34), dtype=np.uint8),
-               raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    q8 = _gguf(
+        tmp_path / "m-q8.gguf",
+        gguf.LlamaFileType.MOSTLY_Q8_0,
+        np.zeros((4, 34), dtype=np.uint8),
+        raw_dtype=gguf.GGMLQuantizationType.Q8_0,
+    )
     assert source_type(f16) == ("F16", False) and source_type(q8) == ("Q8_0", True)
     assert refuse_quantized(f16, False, "pass --allow-requantize") is None
     with pytest.raises(QuantizedSource) as refused:
@@ -137,8 +148,17 @@ def test_a_quantized_source_is_refused_in_one_line_naming_its_type_and_both_ways
 
 def test_an_arm_carries_the_type_its_file_got_and_what_it_was_made_from():
     def quant(label, replaced=False, source=None):
-        return Quant(requested="q2_k", label=label, path="p", sha256="s", size_bytes=1, source_sha256="x",
-                     build="b", replaced=replaced, requantized_from=source)
+        return Quant(
+            requested="q2_k",
+            label=label,
+            path="p",
+            sha256="s",
+            size_bytes=1,
+            source_sha256="x",
+            build="b",
+            replaced=replaced,
+            requantized_from=source,
+        )
 
     assert quant("q2_k").arm_value == "q2_k"
     assert quant("q2_k (3 tensors fell back, most to Q4_0)").arm_value == "q2_k"  # most weights got q2_k
@@ -150,15 +170,34 @@ def test_arms_and_their_references_are_renamed_by_what_their_files_hold():
     def arm(name, quant, reference=None):
         return Arm(name, {"quant": quant, "target": "t.gguf", "models": "/m"}, [], [], False, reference=reference)
 
-    plan = Plan("r.j2", "", "h", "quality", 1, {}, [
-        arm("plain:quant=f16,context=short", "f16"), arm("plain:quant=q2_k,context=short", "q2_k"),
-        arm("draft:quant=q2_k,context=short", "q2_k", reference="plain:quant=q2_k,context=short"),
-        arm("plain:quant=q8_0,context=short", "q8_0")])
-    name_by_files(plan, {(Path("/m/t.gguf"), "q2_k"): "q4_0-asked-q2_k", (Path("/m/t.gguf"), "q8_0"): "q8_0",
-                         (Path("/m/t.gguf"), "f16"): "q4_k_m-as-f16"})
+    plan = Plan(
+        "r.j2",
+        "",
+        "h",
+        "quality",
+        1,
+        {},
+        [
+            arm("plain:quant=f16,context=short", "f16"),
+            arm("plain:quant=q2_k,context=short", "q2_k"),
+            arm("draft:quant=q2_k,context=short", "q2_k", reference="plain:quant=q2_k,context=short"),
+            arm("plain:quant=q8_0,context=short", "q8_0"),
+        ],
+    )
+    name_by_files(
+        plan,
+        {
+            (Path("/m/t.gguf"), "q2_k"): "q4_0-asked-q2_k",
+            (Path("/m/t.gguf"), "q8_0"): "q8_0",
+            (Path("/m/t.gguf"), "f16"): "q4_k_m-as-f16",
+        },
+    )
     assert [a.name for a in plan.arms] == [
-        "plain:quant=q4_k_m-as-f16,context=short", "plain:quant=q4_0-asked-q2_k,context=short",
-        "draft:quant=q4_0-asked-q2_k,context=short", "plain:quant=q8_0,context=short"]
+        "plain:quant=q4_k_m-as-f16,context=short",
+        "plain:quant=q4_0-asked-q2_k,context=short",
+        "draft:quant=q4_0-asked-q2_k,context=short",
+        "plain:quant=q8_0,context=short",
+    ]
     assert plan.arms[2].reference == "plain:quant=q4_0-asked-q2_k,context=short"
     assert plan.arms[1].params["quant"] == "q4_0-asked-q2_k" and plan.arms[1].params["quant_asked"] == "q2_k"
     assert "quant_asked" not in plan.arms[3].params

@@ -68,19 +68,27 @@ def test_unknown_variable_names_itself_and_the_known_ones(tmp_path):
 
 def test_set_values_are_typed_like_toml():
     assert recipe.parse_set(("a=16", "b=0.9", "c=true", "d=hello world", "e=")) == {
-        "a": 16, "b": 0.9, "c": True, "d": "hello world", "e": ""}
+        "a": 16,
+        "b": 0.9,
+        "c": True,
+        "d": "hello world",
+        "e": "",
+    }
     with pytest.raises(RecipeError, match="key=value"):
         recipe.parse_set(("novalue",))
 
 
-@pytest.mark.parametrize("body, message", [
-    ('{% set meta = {"mode": "batch"} %}x', "mode 'batch'"),
-    ('{% set meta = {"arms": {"a": {}}, "baseline": "b"} %}x', "baseline 'b'"),
-    ('{% set meta = {"repeat": n} %}x', "must be a literal"),
-    ('{% set meta = {"warmup": -1} %}x', "meta warmup = -1: give a whole number"),
-    ('{% set meta = {"warmup": "1"} %}x', "meta warmup = '1'"),
-    ("{% if %}", "r.j2:1"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('{% set meta = {"mode": "batch"} %}x', "mode 'batch'"),
+        ('{% set meta = {"arms": {"a": {}}, "baseline": "b"} %}x', "baseline 'b'"),
+        ('{% set meta = {"repeat": n} %}x', "must be a literal"),
+        ('{% set meta = {"warmup": -1} %}x', "meta warmup = -1: give a whole number"),
+        ('{% set meta = {"warmup": "1"} %}x', "meta warmup = '1'"),
+        ("{% if %}", "r.j2:1"),
+    ],
+)
 def test_bad_metadata_is_reported(tmp_path, body, message):
     path = tmp_path / "r.j2"
     path.write_text(body)
@@ -102,11 +110,21 @@ def test_shipped_recipes_render_with_the_tiny_vars(monkeypatch):
     assert [arm.name for arm in a.arms] == ["baseline", "draft"] and a.baseline.name == "baseline"
     draft = a.arms[1].argv
     assert Path(draft[0]).name == "llama-speculative-simple" and "/m/tiny-draft.gguf" in draft
-    for flag, value in (("--draft-max", "16"), ("--draft-min", "5"), ("--draft-p-min", "0.9"), ("-c", "4096"),
-                        ("-ngl", "99"), ("-ngld", "99"), ("-fa", "on"), ("--temp", "0")):
+    for flag, value in (
+        ("--draft-max", "16"),
+        ("--draft-min", "5"),
+        ("--draft-p-min", "0.9"),
+        ("-c", "4096"),
+        ("-ngl", "99"),
+        ("-ngld", "99"),
+        ("-fa", "on"),
+        ("--temp", "0"),
+    ):
         assert draft[draft.index(flag) + 1] == value
     assert Path(a.arms[0].argv[0]).name == "llama-completion" and "-md" not in a.arms[0].argv
-    b = recipe.load(ROOT / "recipes" / "recipe_b.j2", builtins=BUILTINS, vars_file=ROOT / "recipes" / "tiny_single.toml")
+    b = recipe.load(
+        ROOT / "recipes" / "recipe_b.j2", builtins=BUILTINS, vars_file=ROOT / "recipes" / "tiny_single.toml"
+    )
     assert len(b.arms) == 1 and "/m/tiny-target.gguf" in b.arms[0].argv
     # Without the vars file the defaults name the seed's Qwen models.
     assert "/m/qwen3-0.6b-q4_k_m.gguf" in recipe.load(ROOT / "recipes" / "recipe_a.j2", builtins=BUILTINS).arms[1].argv
@@ -120,10 +138,16 @@ def test_a_key_the_recipe_does_not_use_is_refused_with_its_variables(tmp_path):
     vars_file.write_text('target = "t.gguf"\nmodel = "m.gguf"\n')  # recipe A has target and draft, no model
     with pytest.raises(RecipeError, match=r"vars file .*v.toml: model is not a variable"):
         recipe.load(a, builtins=BUILTINS, vars_file=vars_file)
-    for name, vars_name in (("recipe_a", "tiny"), ("spec_matrix", "tiny"), ("server_spec", "tiny"),
-                            ("recipe_b", "tiny_single"), ("draft_size", "tiny_draft_size")):
-        recipe.load(ROOT / "recipes" / f"{name}.j2", builtins=BUILTINS,
-                    vars_file=ROOT / "recipes" / f"{vars_name}.toml")  # every shipped vars file fits its recipes
+    for name, vars_name in (
+        ("recipe_a", "tiny"),
+        ("spec_matrix", "tiny"),
+        ("server_spec", "tiny"),
+        ("recipe_b", "tiny_single"),
+        ("draft_size", "tiny_draft_size"),
+    ):
+        recipe.load(
+            ROOT / "recipes" / f"{name}.j2", builtins=BUILTINS, vars_file=ROOT / "recipes" / f"{vars_name}.toml"
+        )  # every shipped vars file fits its recipes
 
 
 def test_values_must_have_the_type_of_the_default():
@@ -163,13 +187,16 @@ def test_a_recipe_that_reaches_for_python_is_refused_as_unsafe(tmp_path, body):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("body, message", [
-    ("{% include 'other.j2' %}", "cannot render: TypeError"),
-    ("{{ 1 // 0 }}", "cannot render: ZeroDivisionError"),
-    ("{% for i in range(10**9) %}{% endfor %}", "cannot render: OverflowError"),
-    ('{% set meta = {"mode": "".__class__} %}x', "`meta` must be a literal"),
-    ('{% set meta = {"mode": "cli"|upper} %}x', "`meta` must be a literal"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("{% include 'other.j2' %}", "cannot render: TypeError"),
+        ("{{ 1 // 0 }}", "cannot render: ZeroDivisionError"),
+        ("{% for i in range(10**9) %}{% endfor %}", "cannot render: OverflowError"),
+        ('{% set meta = {"mode": "".__class__} %}x', "`meta` must be a literal"),
+        ('{% set meta = {"mode": "cli"|upper} %}x', "`meta` must be a literal"),
+    ],
+)
 def test_a_recipe_that_cannot_render_is_one_line_not_a_traceback(tmp_path, body, message):
     path = tmp_path / "r.j2"
     path.write_text(body)
@@ -177,8 +204,10 @@ def test_a_recipe_that_cannot_render_is_one_line_not_a_traceback(tmp_path, body,
         recipe.load(path, builtins=BUILTINS)
 
 
-@pytest.mark.parametrize("value", ["{{ cycler.__init__.__globals__.os.system('touch MARKER') }}", "{{ 7 * 7 }}",
-                                   "{% include '/etc/passwd' %}"])
+@pytest.mark.parametrize(
+    "value",
+    ["{{ cycler.__init__.__globals__.os.system('touch MARKER') }}", "{{ 7 * 7 }}", "{% include '/etc/passwd' %}"],
+)
 def test_values_are_data_never_templates(recipe_file, tmp_path, value):
     value = value.replace("MARKER", str(tmp_path / "marker"))
     vars_file = tmp_path / "v.toml"
@@ -201,10 +230,16 @@ def server_recipe(tmp_path, arms='{"a": {}}', extra=""):
     return path
 
 
-@pytest.mark.parametrize("extra, flag", [
-    ("--port 8080", "--port"), ("--port=8080", "--port"), ("--host 0.0.0.0", "--host"),
-    ("--host=0.0.0.0", "--host"), ("{{ address }}", "--port"),
-])
+@pytest.mark.parametrize(
+    "extra, flag",
+    [
+        ("--port 8080", "--port"),
+        ("--port=8080", "--port"),
+        ("--host 0.0.0.0", "--host"),
+        ("--host=0.0.0.0", "--host"),
+        ("{{ address }}", "--port"),
+    ],
+)
 def test_a_server_recipe_that_sets_host_or_port_is_refused(tmp_path, extra, flag):
     from orchestrator.errors import AddressInRecipe
 
@@ -214,24 +249,30 @@ def test_a_server_recipe_that_sets_host_or_port_is_refused(tmp_path, extra, flag
     assert exc.value.exit_code == 31
 
 
-@pytest.mark.parametrize("arms, overrides, message", [
-    ('{"a": {"n_predict": "lots"}}', (), r"arm a: n_predict='lots' is not a int"),
-    ('{"a": {}}', ("n_predict=lots",), r"arm a: n_predict='lots' is not a int"),  # the recipe's default is none
-    ('{"a": {}}', (), r"arm a: n_predict=None is not a int"),
-    ('{"a": {"temperature": "hot"}}', ("n_predict=8",), r"temperature='hot' is not a float"),
-    ('{"a": {"ignore_eos": 1}}', ("n_predict=8",), r"ignore_eos=1 is not a bool"),
-    ('{"a": {"concurrency": 0}}', ("n_predict=8",), r"concurrency=0 is below its least value 1"),
-    ('{"a": {}}', ("n_predict=8", "server_timeout=0"), r"server_timeout=0 is below its least value 1"),
-    ('{"a": {}}', ("n_predict=-2",), r"n_predict=-2 is below its least value -1"),
-])
+@pytest.mark.parametrize(
+    "arms, overrides, message",
+    [
+        ('{"a": {"n_predict": "lots"}}', (), r"arm a: n_predict='lots' is not a int"),
+        ('{"a": {}}', ("n_predict=lots",), r"arm a: n_predict='lots' is not a int"),  # the recipe's default is none
+        ('{"a": {}}', (), r"arm a: n_predict=None is not a int"),
+        ('{"a": {"temperature": "hot"}}', ("n_predict=8",), r"temperature='hot' is not a float"),
+        ('{"a": {"ignore_eos": 1}}', ("n_predict=8",), r"ignore_eos=1 is not a bool"),
+        ('{"a": {"concurrency": 0}}', ("n_predict=8",), r"concurrency=0 is below its least value 1"),
+        ('{"a": {}}', ("n_predict=8", "server_timeout=0"), r"server_timeout=0 is below its least value 1"),
+        ('{"a": {}}', ("n_predict=-2",), r"n_predict=-2 is below its least value -1"),
+    ],
+)
 def test_server_request_options_are_checked_before_anything_runs(tmp_path, arms, overrides, message):
     with pytest.raises(RecipeError, match=message):
         recipe.load(server_recipe(tmp_path, arms=arms), builtins=BUILTINS, overrides=overrides)
 
 
 def test_good_server_request_options_pass(tmp_path):
-    plan = recipe.load(server_recipe(tmp_path, arms='{"a": {"temperature": 1}, "b": {"n_predict": -1}}'),
-                       builtins=BUILTINS, overrides=("n_predict=8", "concurrency=2"))
+    plan = recipe.load(
+        server_recipe(tmp_path, arms='{"a": {"temperature": 1}, "b": {"n_predict": -1}}'),
+        builtins=BUILTINS,
+        overrides=("n_predict=8", "concurrency=2"),
+    )
     assert [a.params["n_predict"] for a in plan.arms] == [8, -1]
 
 
@@ -242,5 +283,5 @@ def test_a_recipe_sets_its_own_warm_up_and_the_run_options_may_replace_it(tmp_pa
     path.write_text('{% set meta = {"warmup": 2} %}/bin/tool -n {{ n_predict }}')
     loaded = recipe.load(path, builtins=BUILTINS)
     assert loaded.warmup == 2 and RunOptions().warmup_for(loaded) == 2 and RunOptions(warmup=0).warmup_for(loaded) == 0
-    path.write_text('/bin/tool -n {{ n_predict }}')
+    path.write_text("/bin/tool -n {{ n_predict }}")
     assert recipe.load(path, builtins=BUILTINS).warmup == 0

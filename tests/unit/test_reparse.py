@@ -10,8 +10,9 @@ LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "0c1e57098
 
 
 def stored_run(con, sweep, stderr: str, stdout: str = "") -> int:
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": "draft", "is_baseline": False, "repeat_index": 0,
-                                 "mode": "cli", "status": "ok"})
+    run = store.insert_run(
+        con, {"sweep_id": sweep, "arm": "draft", "is_baseline": False, "repeat_index": 0, "mode": "cli", "status": "ok"}
+    )
     store.save_logs(con, run, {"stdout": stdout.encode(), "stderr": stderr.encode()})
     store.save_metrics(con, run, parse.parse_run(stdout, stderr))
     return run
@@ -52,8 +53,17 @@ def test_a_bench_run_is_read_again_as_llama_bench_output(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     sweep = store.create_sweep(con, {"recipe_path": "b.j2", "recipe_hash": "h", "recipe_text": "t", "status": "done"})
     tg = next(line for line in BENCH.read_text().splitlines() if '"n_gen": 16' in line or '"n_gen":16' in line)
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": "test=tg16", "is_baseline": False, "repeat_index": 0,
-                                 "mode": "bench", "status": "ok"})
+    run = store.insert_run(
+        con,
+        {
+            "sweep_id": sweep,
+            "arm": "test=tg16",
+            "is_baseline": False,
+            "repeat_index": 0,
+            "mode": "bench",
+            "status": "ok",
+        },
+    )
     store.save_logs(con, run, {"stdout": tg.encode() + b"\n", "stderr": b""})
     store.save_metrics(con, run, MODES["bench"].parse(tg, ""))
     stored = con.execute("SELECT decode_tps, extra FROM metrics WHERE run_id = ?", [run]).fetchone()

@@ -8,8 +8,12 @@ import pytest
 from orchestrator.parse import output
 from orchestrator.parse.repetition import LOOP_SHARE, repetition
 
-REAL = [json.loads(line) for line in
-        (Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs" / "gemma-3-270m.jsonl").read_text().splitlines()]
+REAL = [
+    json.loads(line)
+    for line in (Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs" / "gemma-3-270m.jsonl")
+    .read_text()
+    .splitlines()
+]
 
 
 @pytest.mark.parametrize("record", REAL, ids=[r["id"] for r in REAL])
@@ -25,8 +29,10 @@ def test_the_readings_cover_each_case():
 
 
 def test_a_phrase_said_twice_is_no_loop_but_a_sentence_to_the_end_is():
-    prose = ("The committee met on Tuesday to discuss the budget. After a long debate about the new library, the "
-             "members agreed to postpone the vote until spring, when the figures from the city would be known.")
+    prose = (
+        "The committee met on Tuesday to discuss the budget. After a long debate about the new library, the "
+        "members agreed to postpone the vote until spring, when the figures from the city would be known."
+    )
     assert not repetition(prose).degenerate_loop
     looped = prose + " The ship was late." * 12
     measured = repetition(looped)

@@ -19,74 +19,179 @@ from orchestrator.report.acceptance_plot import Point
 from orchestrator.report.sweeps import build_report
 
 TARGET, DRAFT, GONE = "/models/qwen3-4b-q4_k_m.gguf", "/models/qwen3-0.6b-q4_k_m.gguf", "/models/gone-q8_0.gguf"
-ENV = {"taken_at": "2026-11-23T10:00:00+00:00", "host": "bench", "os": "Debian GNU/Linux 12", "kernel": "6.1",
-       "arch": "x86_64", "cpu_model": "AMD EPYC 7B13", "cpu_physical_cores": 8, "cpu_logical_cores": 16,
-       "ram_bytes": 64 << 30, "gpu_driver": "550.54.15", "cuda_driver": "12.4", "cuda_toolkit": "12.4",
-       "python": "3.11.7", "orch_version": "0.1.0", "orch_commit": "ab" * 20, "orch_dirty": False,
-       "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3090", "memory_total_bytes": 24 << 30,
-                 "compute_capability": "8.6", "power_limit_w": 280.0, "power_limit_enforced_w": 280.0,
-                 "power_limit_default_w": 350.0, "graphics_clock_mhz": 1695, "graphics_clock_max_mhz": 2100,
-                 "memory_clock_mhz": 9751, "memory_clock_max_mhz": 9751}],
-       "build": {"name": "0c1e57098-cuda", "upstream_commit": "0c1e57098", "backend": "cuda",
-                 "cmake_options": {"GGML_CUDA": "ON"}}}
+ENV = {
+    "taken_at": "2026-11-23T10:00:00+00:00",
+    "host": "bench",
+    "os": "Debian GNU/Linux 12",
+    "kernel": "6.1",
+    "arch": "x86_64",
+    "cpu_model": "AMD EPYC 7B13",
+    "cpu_physical_cores": 8,
+    "cpu_logical_cores": 16,
+    "ram_bytes": 64 << 30,
+    "gpu_driver": "550.54.15",
+    "cuda_driver": "12.4",
+    "cuda_toolkit": "12.4",
+    "python": "3.11.7",
+    "orch_version": "0.1.0",
+    "orch_commit": "ab" * 20,
+    "orch_dirty": False,
+    "gpus": [
+        {
+            "index": 0,
+            "name": "NVIDIA GeForce RTX 3090",
+            "memory_total_bytes": 24 << 30,
+            "compute_capability": "8.6",
+            "power_limit_w": 280.0,
+            "power_limit_enforced_w": 280.0,
+            "power_limit_default_w": 350.0,
+            "graphics_clock_mhz": 1695,
+            "graphics_clock_max_mhz": 2100,
+            "memory_clock_mhz": 9751,
+            "memory_clock_max_mhz": 9751,
+        }
+    ],
+    "build": {
+        "name": "0c1e57098-cuda",
+        "upstream_commit": "0c1e57098",
+        "backend": "cuda",
+        "cmake_options": {"GGML_CUDA": "ON"},
+    },
+}
 # arm: (decode tok/s per repeat, acceptance, drafted, accepted, status, class, detail, params)
 ARMS = {
     "baseline": ([100.0, 104.0, 98.0], None, None, None, "ok", None, None, {"spec": "none"}),
     "draft:draft_max=8": ([150.0, 160.0, 155.0], 0.7, 300, 210, "ok", None, None, {"spec": "draft", "draft_max": 8}),
-    "draft:draft_max=16": ([151.0, 158.0, 152.0], 0.5, 400, 200, "ok", None, None,
-                           {"spec": "draft", "draft_max": 16}),
+    "draft:draft_max=16": ([151.0, 158.0, 152.0], 0.5, 400, 200, "ok", None, None, {"spec": "draft", "draft_max": 16}),
     "ngram": ([99.0, 101.0, 97.0], None, 0, 0, "ok", None, None, {"spec": "ngram-mod"}),
-    "gone-draft": ([], None, None, None, "failed", "vocab_mismatch",
-                   "draft gone-q8_0.gguf cannot speculate for target qwen3-4b: vocab size 151936 vs 32000",
-                   {"spec": "draft", "draft": "gone-q8_0.gguf"}),
-    "ngram-cache": ([], None, None, None, "skipped", "unknown_flag", "flag --spec-type is not accepted",
-                    {"spec": "ngram-cache"}),
+    "gone-draft": (
+        [],
+        None,
+        None,
+        None,
+        "failed",
+        "vocab_mismatch",
+        "draft gone-q8_0.gguf cannot speculate for target qwen3-4b: vocab size 151936 vs 32000",
+        {"spec": "draft", "draft": "gone-q8_0.gguf"},
+    ),
+    "ngram-cache": (
+        [],
+        None,
+        None,
+        None,
+        "skipped",
+        "unknown_flag",
+        "flag --spec-type is not accepted",
+        {"spec": "ngram-cache"},
+    ),
 }
 
 
 def stored(tmp_path, *, sweeps=1) -> tuple:
     """A GPU sweep (or several, one per build) with every kind of arm, its models, samples and environment."""
     con = store.connect(tmp_path / "r.duckdb")
-    store.record_model(con, {"sha256": "t" * 64, "path": TARGET, "size_bytes": 2_497_281_024, "architecture": "qwen3",
-                             "parameters": 4_022_468_096, "file_type": "Q4_K_M"})
-    store.record_model(con, {"sha256": "d" * 64, "path": DRAFT, "size_bytes": 484_220_000, "architecture": "qwen3",
-                             "parameters": 596_049_920, "file_type": "Q4_K_M"})
+    store.record_model(
+        con,
+        {
+            "sha256": "t" * 64,
+            "path": TARGET,
+            "size_bytes": 2_497_281_024,
+            "architecture": "qwen3",
+            "parameters": 4_022_468_096,
+            "file_type": "Q4_K_M",
+        },
+    )
+    store.record_model(
+        con,
+        {
+            "sha256": "d" * 64,
+            "path": DRAFT,
+            "size_bytes": 484_220_000,
+            "architecture": "qwen3",
+            "parameters": 596_049_920,
+            "file_type": "Q4_K_M",
+        },
+    )
     ids = []
     for b in range(sweeps):
         build = f"{'0c1e57098' if b == 0 else 'f49e91787'}-cuda"
-        store.record_build(con, {"id": f"{build}@1", "name": build, "commit": ("0c1e57098" if b == 0 else "f49e91787")
-                                 + "f" * 31, "upstream_commit": "0c1e57098" + "f" * 31, "backend": "cuda",
-                                 "status": "ok", "dir": "d", "cuda_archs": ["86"]})
-        sweep = store.create_sweep(con, {
-            "recipe_path": "recipes/spec_matrix.j2", "recipe_hash": "c" * 64, "recipe_text": "t", "mode": "cli",
-            "repeat": 3, "build_id": f"{build}@1", "build_name": build, "status": "done", "run_order": "interleaved",
-            "argv": ["/venv/bin/orch", "run", "recipes/spec_matrix.j2", "--repeat", "3"], "env": ENV,
-            "variables": {}, "started_at": datetime(2026, 11, 23, 10), "ended_at": datetime(2026, 11, 23, 10, 5)})
+        store.record_build(
+            con,
+            {
+                "id": f"{build}@1",
+                "name": build,
+                "commit": ("0c1e57098" if b == 0 else "f49e91787") + "f" * 31,
+                "upstream_commit": "0c1e57098" + "f" * 31,
+                "backend": "cuda",
+                "status": "ok",
+                "dir": "d",
+                "cuda_archs": ["86"],
+            },
+        )
+        sweep = store.create_sweep(
+            con,
+            {
+                "recipe_path": "recipes/spec_matrix.j2",
+                "recipe_hash": "c" * 64,
+                "recipe_text": "t",
+                "mode": "cli",
+                "repeat": 3,
+                "build_id": f"{build}@1",
+                "build_name": build,
+                "status": "done",
+                "run_order": "interleaved",
+                "argv": ["/venv/bin/orch", "run", "recipes/spec_matrix.j2", "--repeat", "3"],
+                "env": ENV,
+                "variables": {},
+                "started_at": datetime(2026, 11, 23, 10),
+                "ended_at": datetime(2026, 11, 23, 10, 5),
+            },
+        )
         ids.append(sweep)
         for rep in range(3):
             for arm, (speeds, acc, drafted, accepted, status, klass, detail, params) in ARMS.items():
                 argv = ["llama-speculative-simple", "-m", TARGET]
                 if params.get("spec") == "draft":
                     argv += ["-md", GONE if arm == "gone-draft" else DRAFT]
-                run = store.insert_run(con, {
-                    "sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline", "repeat_index": rep,
-                    "mode": "cli", "status": status, "failure_class": klass, "failure_detail": detail,
-                    "params": {"ctx": 4096, "n_predict": 256, **params}, "rendered_argv": argv,
-                    "executed_argv": argv if status != "skipped" else None,
-                    "target_sha256": "t" * 64 if status == "ok" else None,
-                    "draft_sha256": "d" * 64 if status == "ok" and "-md" in argv else None,
-                    "reference_arm": None if arm == "baseline" else "baseline", "wall_s": 12.0})
+                run = store.insert_run(
+                    con,
+                    {
+                        "sweep_id": sweep,
+                        "arm": arm,
+                        "is_baseline": arm == "baseline",
+                        "repeat_index": rep,
+                        "mode": "cli",
+                        "status": status,
+                        "failure_class": klass,
+                        "failure_detail": detail,
+                        "params": {"ctx": 4096, "n_predict": 256, **params},
+                        "rendered_argv": argv,
+                        "executed_argv": argv if status != "skipped" else None,
+                        "target_sha256": "t" * 64 if status == "ok" else None,
+                        "draft_sha256": "d" * 64 if status == "ok" and "-md" in argv else None,
+                        "reference_arm": None if arm == "baseline" else "baseline",
+                        "wall_s": 12.0,
+                    },
+                )
                 if status != "ok":
                     continue
                 tps = speeds[rep] * (1 + 0.2 * b)
-                extra = {"decode_tokens": 256} | ({"draft_stats": [{"dur_ms": [0, 300.0, 0], "gen_tokens": drafted}]}
-                                                  if drafted else {})
-                con.execute("INSERT INTO metrics (run_id, decode_tps, n_predict, n_drafted, n_accepted, acceptance, "
-                            "extra) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            [run, tps, 256, drafted, accepted, acc, json.dumps(extra)])
-                store.insert_telemetry(con, run, [
-                    Sample(t=0.25 * i, gpu=0, util_pct=95.0, power_w=250.0 + rep, mem_used_bytes=8 << 30).to_dict()
-                    for i in range(49)])
+                extra = {"decode_tokens": 256} | (
+                    {"draft_stats": [{"dur_ms": [0, 300.0, 0], "gen_tokens": drafted}]} if drafted else {}
+                )
+                con.execute(
+                    "INSERT INTO metrics (run_id, decode_tps, n_predict, n_drafted, n_accepted, acceptance, "
+                    "extra) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [run, tps, 256, drafted, accepted, acc, json.dumps(extra)],
+                )
+                store.insert_telemetry(
+                    con,
+                    run,
+                    [
+                        Sample(t=0.25 * i, gpu=0, util_pct=95.0, power_w=250.0 + rep, mem_used_bytes=8 << 30).to_dict()
+                        for i in range(49)
+                    ],
+                )
     return con, ids
 
 
@@ -113,8 +218,10 @@ def test_the_report_names_what_ran(text):
     assert "| recipe | `recipes/spec_matrix.j2` (sha256 cccccccccccc) |" in text
     assert f"| build | `0c1e57098-cuda`: llama.cpp `0c1e57098{'f' * 31}`, backend cuda, CUDA archs 86 |" in text
     assert "| host | `bench`: AMD EPYC 7B13, 16 cores, 64 GiB RAM, Debian GNU/Linux 12 |" in text
-    assert ("| GPU 0 | NVIDIA GeForce RTX 3090 (24 GiB): 280 W limit (default 350 W); clocks now 1695 / 9751, "
-            "max 2100 / 9751 MHz (graphics / memory) |") in text
+    assert (
+        "| GPU 0 | NVIDIA GeForce RTX 3090 (24 GiB): 280 W limit (default 350 W); clocks now 1695 / 9751, "
+        "max 2100 / 9751 MHz (graphics / memory) |"
+    ) in text
     assert "| command | `orch run recipes/spec_matrix.j2 --repeat 3` |" in text
     # Model files: name, size, quantisation; the failed arm's draft was never hashed and is gone: said so.
     assert "| target | qwen3-4b-q4_k_m.gguf | 2.33 GiB | Q4_K_M | qwen3 | 4.02 B | 1, 2, 3, 4, 5, 6 |" in text
@@ -158,23 +265,31 @@ def test_one_results_table_with_energy_and_every_arm(text):
 def test_failed_skipped_and_idle_arms_are_listed_with_why(text):
     section = text.split("### Failed, skipped and idle arms")[1]
     assert "| 4 | ngram | drafted nothing | 3 of 3 |" in section
-    assert ("| 5 | gone-draft | failed | 3 of 3 | vocab_mismatch | draft gone-q8_0.gguf cannot speculate for target "
-            "qwen3-4b: vocab size 151936 vs 32000 |") in section
+    assert (
+        "| 5 | gone-draft | failed | 3 of 3 | vocab_mismatch | draft gone-q8_0.gguf cannot speculate for target "
+        "qwen3-4b: vocab size 151936 vs 32000 |"
+    ) in section
     assert "| 6 | ngram-cache | skipped | 3 of 3 | unknown_flag | flag --spec-type is not accepted |" in section
 
 
 def test_figures_are_per_sweep_and_the_html_is_self_contained(tmp_path):
     path, text = report(tmp_path, sweeps=2)
     out = path.parent
-    for name in ("decode-sweep1.png", "decode-sweep2.png", "acceptance-sweep1.png", "acceptance-sweep2.png",
-                 "builds-0c1e57098-cuda-vs-f49e91787-cuda.png", "telemetry.png"):
+    for name in (
+        "decode-sweep1.png",
+        "decode-sweep2.png",
+        "acceptance-sweep1.png",
+        "acceptance-sweep2.png",
+        "builds-0c1e57098-cuda-vs-f49e91787-cuda.png",
+        "telemetry.png",
+    ):
         check_png(out / name)
         assert f"]({name})" in text
     assert not (out / "decode_tps.png").exists()  # never one figure pooling the sweeps
     page_html = (out / "report.html").read_text()
     images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)"', page_html)
     assert len(images) == 6 and all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
-    assert 'src="http' not in page_html and ".png\"" not in page_html  # nothing outside the file
+    assert 'src="http' not in page_html and '.png"' not in page_html  # nothing outside the file
     assert "<td>vocab_mismatch</td>" in page_html and "<h2>Verdict</h2>" in page_html
 
 
@@ -234,22 +349,44 @@ def test_no_acceptance_figure_without_a_speculative_point(tmp_path):
 
 
 def test_the_html_page_renders_the_markdown_orch_writes(tmp_path):
-    md = ("# Title\n\nA `code` and **bold** <b> line\ncontinued.\n\n- one\n- two\n\n| a | b |\n|---|---:|\n"
-          "| x\\|y | 1.5 |\n\n![alt](missing.png)\n")
+    md = (
+        "# Title\n\nA `code` and **bold** <b> line\ncontinued.\n\n- one\n- two\n\n| a | b |\n|---|---:|\n"
+        "| x\\|y | 1.5 |\n\n![alt](missing.png)\n"
+    )
     out = html.render(md, tmp_path, "T")
     assert "<h1>Title</h1>" in out and "<code>code</code>" in out and "<strong>bold</strong>" in out
     assert "&lt;b&gt; line continued.</p>" in out and "<ul><li>one</li><li>two</li></ul>" in out
-    assert "<tr><th>a</th><th>b</th></tr><tr><td>x|y</td><td class=\"num\">1.5</td></tr>" in out
+    assert '<tr><th>a</th><th>b</th></tr><tr><td>x|y</td><td class="num">1.5</td></tr>' in out
     assert "[missing image missing.png]" in out
 
 
 def test_a_report_without_gpu_says_there_is_no_energy(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
-    sweep = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
-                                     "repeat": 1, "build_name": "b", "status": "done",
-                                     "env": {**ENV, "gpus": []}})
-    run = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "repeat_index": 0,
-                                 "mode": "cli", "status": "ok", "params": {}})
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "r.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": 1,
+            "build_name": "b",
+            "status": "done",
+            "env": {**ENV, "gpus": []},
+        },
+    )
+    run = store.insert_run(
+        con,
+        {
+            "sweep_id": sweep,
+            "arm": "baseline",
+            "is_baseline": True,
+            "repeat_index": 0,
+            "mode": "cli",
+            "status": "ok",
+            "params": {},
+        },
+    )
     con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 50.0)", [run])
     text = build_report(con, [sweep], last=1, out=tmp_path / "o", run_id=None).read_text()
     assert "No energy per token: orch reads power from NVIDIA GPUs (NVML), and this host had none in use" in text
@@ -273,8 +410,7 @@ def test_the_key_shows_the_modelled_speedup_beside_the_measured_one():
     cost = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=0.2, break_even=0.3, acceptance=0.5)
     lines = [line for _, line in acceptance_plot._key([Point(1, "a", 0.5, 1.36, cost=cost)])]  # noqa: SLF001
     assert "modelled" in lines[0] and "1.67x" in lines[2] and cost.speedup_at(0.5) == pytest.approx(3 / 2.2)
-    no_time = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=None, break_even=0.3,
-                       acceptance=0.5)
+    no_time = StepCost(1, "a", "base", draft_length=4.0, pass_cost=2.2, draft_cost=None, break_even=0.3, acceptance=0.5)
     # server mode: no draft time, no prediction
     assert acceptance_plot.predicted_text(Point(1, "a", 0.5, 1.36, cost=no_time)) == "-"
     assert acceptance_plot.PREDICTED_MEANS in " ".join(lines)  # wrapped under the table
@@ -301,8 +437,9 @@ def test_the_report_reads_at_1000_px_tables_scroll_and_the_acceptance_key_is_leg
 
     page = html.render("| a | b |\n|---|---|\n| 1 | 2 |\n", tmp_path, "t")
     assert '<div class="wide"><table>' in page and ".wide { overflow-x: auto" in page
-    cost = StepCost(1, "control:llama-speculative-simple", "base", draft_length=4.0, pass_cost=2.2, draft_cost=0.2,
-                    break_even=0.3)
+    cost = StepCost(
+        1, "control:llama-speculative-simple", "base", draft_length=4.0, pass_cost=2.2, draft_cost=0.2, break_even=0.3
+    )
     points = [Point(n, f"draft-{n}-with-a-long-name", 0.5 + 0.05 * n, 0.6, 0.5, 0.7, cost) for n in range(1, 8)]
     path = acceptance_plot.acceptance_speedup(points, tmp_path / "a.png", "a title\nits second line")
     shown = min(1.0, 968 / Image.open(path).size[0])

@@ -16,11 +16,14 @@ RATES = {"draft:draft_max=8": [[0.9, 0.7, 0.5], [0.8, 0.6], [0.85, 0.65, 0.45, 0
 
 def with_rates(tmp_path):
     con, ids = stored(tmp_path)
-    runs = con.execute("SELECT id, arm, repeat_index FROM runs WHERE arm IN (SELECT unnest(?::VARCHAR[])) "
-                       "ORDER BY id", [list(RATES)]).fetchall()
+    runs = con.execute(
+        "SELECT id, arm, repeat_index FROM runs WHERE arm IN (SELECT unnest(?::VARCHAR[])) ORDER BY id", [list(RATES)]
+    ).fetchall()
     for run, arm, rep in runs:
-        con.execute("UPDATE metrics SET accept_rate_per_pos = ?, mean_accept_len = ?, seq_acceptance = ? "
-                    "WHERE run_id = ?", [json.dumps(RATES[arm][rep]), 1 + sum(RATES[arm][rep]), 0.2, run])
+        con.execute(
+            "UPDATE metrics SET accept_rate_per_pos = ?, mean_accept_len = ?, seq_acceptance = ? WHERE run_id = ?",
+            [json.dumps(RATES[arm][rep]), 1 + sum(RATES[arm][rep]), 0.2, run],
+        )
     return con, ids
 
 
@@ -65,5 +68,5 @@ def test_a_bounded_sequence_acceptance_shows_its_bounds():
 def test_arm_numbers_at_close_first_points_do_not_overlap():
     arms = [position_plot.ArmRates(n, f"a{n}", runs=[[0.65 + 0.001 * n, 0.3]]) for n in range(1, 6)]
     heights = position_plot._spread([100 * a.mean[0] for a in arms], 4.0, 0, 105)  # noqa: SLF001
-    assert all(abs(x - y) >= 4.0 - 1e-9 for i, x in enumerate(heights) for y in heights[i + 1:])
+    assert all(abs(x - y) >= 4.0 - 1e-9 for i, x in enumerate(heights) for y in heights[i + 1 :])
     assert sorted(heights) == heights  # the order of the points is kept

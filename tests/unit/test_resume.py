@@ -19,10 +19,21 @@ OLD_BUILD = Build.from_record({"id": "f49e91787-cpu@1", "name": "f49e91787-cpu",
 
 
 def store_sweep(con, plan, build, arms=None) -> int:
-    return store.create_sweep(con, {"recipe_path": plan.recipe_path, "recipe_hash": plan.recipe_hash,
-                                    "recipe_text": plan.recipe_text, "variables": plan.variables, "mode": plan.mode,
-                                    "repeat": plan.repeat, "build_id": build.id, "build_name": build.name,
-                                    "status": "interrupted", "arm_names": arms if arms is not None else ARMS})
+    return store.create_sweep(
+        con,
+        {
+            "recipe_path": plan.recipe_path,
+            "recipe_hash": plan.recipe_hash,
+            "recipe_text": plan.recipe_text,
+            "variables": plan.variables,
+            "mode": plan.mode,
+            "repeat": plan.repeat,
+            "build_id": build.id,
+            "build_name": build.name,
+            "status": "interrupted",
+            "arm_names": arms if arms is not None else ARMS,
+        },
+    )
 
 
 ARMS = ["baseline", "draft", "control:llama-speculative-simple"]
@@ -76,9 +87,12 @@ def test_resume_of_a_named_sweep_says_what_differs(con, tmp_path):
     edited = tmp_path / "recipe_a.j2"
     edited.write_text(RECIPE_A.read_text() + "\n{# edited #}\n")
     other = recipe.load(edited, builtins=BUILTINS, overrides=("n_predict=16",))
-    with pytest.raises(ResumeMismatch, match=rf"sweep {sweep} cannot be resumed by this run: it differs in recipe "
-                                             r"text \(it ran another text of .*recipe_a.j2\); n_predict \(8 there, "
-                                             r"16 here\)") as exc:
+    with pytest.raises(
+        ResumeMismatch,
+        match=rf"sweep {sweep} cannot be resumed by this run: it differs in recipe "
+        r"text \(it ran another text of .*recipe_a.j2\); n_predict \(8 there, "
+        r"16 here\)",
+    ) as exc:
         resumable(con, other, BUILD, str(sweep), ARMS)
     assert exc.value.exit_code == 21
     with pytest.raises(NoSuchSweep):
@@ -92,10 +106,13 @@ def test_resume_continues_the_arms_the_sweep_planned_and_no_other_selection(con)
     plan = recipe.load(RECIPE_A, builtins=BUILTINS, overrides=("n_predict=8",))
     crossed = [f"{b}/{a}" for b in ("f49e91787-cpu", "0c1e57098-cpu") for a in ARMS]
     sweep = store_sweep(con, plan, BUILD, crossed)
-    with pytest.raises(ResumeMismatch, match=rf"sweep {sweep} .* differs in arms \(0c1e57098-cpu/baseline, "
-                                             r".* and 2 more there only; baseline, control:llama-speculative-simple, "
-                                             r"draft here only\); resume needs the same recipe text, builds, "
-                                             r"variables and arms"):
+    with pytest.raises(
+        ResumeMismatch,
+        match=rf"sweep {sweep} .* differs in arms \(0c1e57098-cpu/baseline, "
+        r".* and 2 more there only; baseline, control:llama-speculative-simple, "
+        r"draft here only\); resume needs the same recipe text, builds, "
+        r"variables and arms",
+    ):
         resumable(con, plan, BUILD, str(sweep), ARMS)
     assert resumable(con, plan, BUILD, str(sweep), crossed) == sweep
     chosen = store_sweep(con, plan, BUILD, ["baseline", "draft", "control:llama-speculative-simple"])

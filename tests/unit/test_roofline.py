@@ -90,4 +90,3 @@ def test_decode_bound_and_percentage():
     assert figures.run_roofline(50.0, None, 5) == (None, None) and figures.run_roofline(50.0, 1e12, 0) == (None, None)
     bound, pct = figures.run_roofline(None, 1e12, 5_000_000_000)
     assert bound == pytest.approx(200.0) and pct is None
-

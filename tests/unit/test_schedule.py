@@ -31,8 +31,7 @@ def test_warmups_precede_measurements_in_the_same_order_style():
     assert short(schedule.order_runs(["a", "b"], 2, warmup=1)) == ["wa0", "wb0", "a0", "b0", "a1", "b1"]
     assert short(schedule.order_runs(["a", "b"], 1, "latin", warmup=2)) == ["wa0", "wb0", "wb1", "wa1", "a0", "b0"]
     # sequential: each arm's warm-ups right before its own measurements
-    assert short(schedule.order_runs(["a", "b"], 2, "sequential", warmup=1)) == ["wa0", "a0", "a1", "wb0", "b0",
-                                                                                 "b1"]
+    assert short(schedule.order_runs(["a", "b"], 2, "sequential", warmup=1)) == ["wa0", "a0", "a1", "wb0", "b0", "b1"]
 
 
 def test_every_arm_gets_every_repeat_exactly_once_in_every_order():
@@ -74,10 +73,25 @@ def test_a_resume_keeps_only_whole_rounds():
     from orchestrator.run.resume import keep_rounds_whole
 
     slots = schedule.order_runs(["baseline", "draft", "ngram"], 3, "interleaved", warmup=1)
-    done = {("baseline", 0): "ok", ("draft", 0): "ok", ("ngram", 0): "skipped", ("baseline", 1): "ok",
-            ("ngram", 1): "skipped"}
+    done = {
+        ("baseline", 0): "ok",
+        ("draft", 0): "ok",
+        ("ngram", 0): "skipped",
+        ("baseline", 1): "ok",
+        ("ngram", 1): "skipped",
+    }
     kept = keep_rounds_whole(slots, done)
-    assert kept == {("baseline", 0), ("draft", 0), ("ngram", 0), ("ngram", 1)}  # round 1 lacks draft: baseline runs again
+    assert kept == {
+        ("baseline", 0),
+        ("draft", 0),
+        ("ngram", 0),
+        ("ngram", 1),
+    }  # round 1 lacks draft: baseline runs again
     left = schedule.remaining(slots, kept)
     assert [(s.arm, s.repeat_index) for s in left if not s.warmup] == [
-        ("baseline", 1), ("draft", 1), ("baseline", 2), ("draft", 2), ("ngram", 2)]
+        ("baseline", 1),
+        ("draft", 1),
+        ("baseline", 2),
+        ("draft", 2),
+        ("ngram", 2),
+    ]

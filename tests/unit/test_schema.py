@@ -15,12 +15,18 @@ SNAPSHOT = Path(__file__).resolve().parents[1] / "fixtures" / "schema.txt"
 
 
 def schema_text(con) -> str:
-    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
-                             "WHERE table_schema = 'main'").fetchall())
+    kinds = dict(
+        con.execute(
+            "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    )
     lines = []
     for table in sorted(kinds):
-        cols = con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'main' "
-                           "AND table_name = ? ORDER BY ordinal_position", [table]).fetchall()
+        cols = con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'main' "
+            "AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
         kind = "view" if kinds[table] == "VIEW" else "table"
         lines.append(f"{kind} {table}: " + ", ".join(f"{c} {t}" for c, t in cols))
     return "\n".join(lines) + "\n"
@@ -46,16 +52,24 @@ def test_a_database_from_the_first_migration_upgrades_with_its_rows(tmp_path):
         migration(con)
         con.execute("INSERT INTO _migrations VALUES (?, ?, ?)", [number, migration.__name__, times.utcnow()])
         if number == 1:  # a build as the first release stored it
-            con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) VALUES "
-                        "('b@1', 'b', 'c0ffee', 'c0ffee', 'cpu', 'ok', '/b')")
-            con.execute("INSERT INTO binaries VALUES ('b@1', 'llama-cli', '/b/bin/llama-cli', 'ab', 'v', 1, 'c0ffee', "
-                        "'-m')")
+            con.execute(
+                "INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) VALUES "
+                "('b@1', 'b', 'c0ffee', 'c0ffee', 'cpu', 'ok', '/b')"
+            )
+            con.execute(
+                "INSERT INTO binaries VALUES ('b@1', 'llama-cli', '/b/bin/llama-cli', 'ab', 'v', 1, 'c0ffee', '-m')"
+            )
     # ...and a sweep with two runs, stored before warm-ups, requests, telemetry and the views existed.
-    con.execute("INSERT INTO sweeps (recipe_path, recipe_hash, recipe_text, build_name, status) "
-                "VALUES ('recipes/a.j2', 'h', 't', 'b', 'done')")
+    con.execute(
+        "INSERT INTO sweeps (recipe_path, recipe_hash, recipe_text, build_name, status) "
+        "VALUES ('recipes/a.j2', 'h', 't', 'b', 'done')"
+    )
     for arm, base, tps in (("baseline", True, 10.0), ("draft", False, 15.0)):
-        run_id = con.execute("INSERT INTO runs (sweep_id, arm, is_baseline, repeat_index, status) "
-                             "VALUES (1, ?, ?, 0, 'ok') RETURNING id", [arm, base]).fetchone()[0]
+        run_id = con.execute(
+            "INSERT INTO runs (sweep_id, arm, is_baseline, repeat_index, status) "
+            "VALUES (1, ?, ?, 0, 'ok') RETURNING id",
+            [arm, base],
+        ).fetchone()[0]
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run_id, tps])
     con.close()
 
@@ -65,6 +79,8 @@ def test_a_database_from_the_first_migration_upgrades_with_its_rows(tmp_path):
         assert con.execute("SELECT name, status FROM builds").fetchall() == [("b", "ok")]
         assert con.execute("SELECT name FROM binaries").fetchall() == [("llama-cli",)]
         assert con.execute("SELECT arm, decode_tps FROM run_summary ORDER BY run_id").fetchall() == [
-            ("baseline", 10.0), ("draft", 15.0)]  # old rows count as measurements (warmup defaults to false)
+            ("baseline", 10.0),
+            ("draft", 15.0),
+        ]  # old rows count as measurements (warmup defaults to false)
         assert con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0] == 1.5
         assert schema_text(con) == SNAPSHOT.read_text()

@@ -45,7 +45,12 @@ def test_known_table_covers_0_3_17_to_0_3_36():
 
 
 def test_versions_vendoring_matches_prefixes_both_ways():
-    table = {"0.3.36": "0c1e57098", "0.3.20": "f49e9178767d557a522618b16ce8694f9ddac628", "0.3.19": "c0159f9c1", "0.3.18": "f49e9178767d"}
+    table = {
+        "0.3.36": "0c1e57098",
+        "0.3.20": "f49e9178767d557a522618b16ce8694f9ddac628",
+        "0.3.19": "c0159f9c1",
+        "0.3.18": "f49e9178767d",
+    }
     assert sdist.versions_vendoring("0c1e57098bba43ac29e6e3b677cdceebdd22334f", table) == ["0.3.36"]
     assert sdist.versions_vendoring("f49e917", table) == ["0.3.20", "0.3.18"]  # newest first
     assert sdist.versions_vendoring("0c1e5", table) == []  # too short to trust
@@ -69,8 +74,13 @@ def make_sdist(tmp_path, version, *, with_gitdir):
         (vendor / ".git").rename(top / ".git" / "modules" / "vendor" / "llama.cpp")
         (vendor / ".git").write_text("gitdir: ../../.git/modules/vendor/llama.cpp\n")
         # As in the real sdists: the submodule config points at a checkout path that the tarball lacks.
-        git("config", "--file", str(top / ".git/modules/vendor/llama.cpp/config"), "core.worktree",
-            "../../../../vendor/llama.cpp")
+        git(
+            "config",
+            "--file",
+            str(top / ".git/modules/vendor/llama.cpp/config"),
+            "core.worktree",
+            "../../../../vendor/llama.cpp",
+        )
     tarball = tmp_path / f"llama_cpp_python-{version}.tar.gz"
     with tarfile.open(tarball, "w:gz") as tar:
         tar.add(top, arcname=top.name)
@@ -99,7 +109,8 @@ def test_import_shows_each_phase_and_the_total_time(tmp_path, capsys):
     assert shown == [
         "orch: unpack llama_cpp_python-0.3.36.tar.gz done in 0:00:00",
         "orch: fetch into the mirror done in 0:00:00",
-        f"orch: imported llama-cpp-python 0.3.36 as mirror commit {sha[:9]} in 0:00:00"]
+        f"orch: imported llama-cpp-python 0.3.36 as mirror commit {sha[:9]} in 0:00:00",
+    ]
 
 
 def test_sdist_without_git_dir_falls_back_to_committing_the_tree(tmp_path, capsys):
@@ -139,4 +150,6 @@ def test_sdist_whose_submodule_git_dir_was_removed_commits_the_tree(tmp_path):
         tar.add(top, arcname=top.name)
     mirror = Mirror(tmp_path / "src.git")
     sha = sdist.import_sdist(tarball, "0.3.36", mirror)
-    assert "vendored tree" in mirror.origins()[sha]["method"] and mirror.origins()[sha]["upstream_commit"] == "0c1e57098"
+    assert (
+        "vendored tree" in mirror.origins()[sha]["method"] and mirror.origins()[sha]["upstream_commit"] == "0c1e57098"
+    )

@@ -26,8 +26,11 @@ def test_prompt_sets_from_jsonl_and_toml(tmp_path):
     toml = tmp_path / "p.toml"
     toml.write_text('[[prompts]]\nid = "x"\ncategory = "code"\nprompt = "def f():"\n')
     assert prompts.load(toml)[1][0].prompt == "def f():"
-    for body, message in (('{"id": "a"}\n', "non-empty string `prompt`"), ("not json\n", "not a JSON object"),
-                          ('{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n', "unique")):
+    for body, message in (
+        ('{"id": "a"}\n', "non-empty string `prompt`"),
+        ("not json\n", "not a JSON object"),
+        ('{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n', "unique"),
+    ):
         jsonl.write_text(body)
         with pytest.raises(RecipeError, match=message):
             prompts.load(jsonl)
@@ -44,9 +47,17 @@ def test_server_command_binds_loopback_and_adds_metrics_and_slots():
 
 
 def row(predicted_n, predicted_ms, draft_n=0, accepted=0, status="ok"):
-    return {"status": status, "prompt_n": 10, "prompt_ms": 5.0, "predicted_n": predicted_n,
-            "predicted_ms": predicted_ms, "draft_n": draft_n, "draft_n_accepted": accepted,
-            "predicted_per_second": predicted_n / predicted_ms * 1000, "ttft_ms": 3.0}
+    return {
+        "status": status,
+        "prompt_n": 10,
+        "prompt_ms": 5.0,
+        "predicted_n": predicted_n,
+        "predicted_ms": predicted_ms,
+        "draft_n": draft_n,
+        "draft_n_accepted": accepted,
+        "predicted_per_second": predicted_n / predicted_ms * 1000,
+        "ttft_ms": 3.0,
+    }
 
 
 def test_server_metrics_pool_requests():
@@ -66,13 +77,16 @@ def test_each_request_counts_as_its_build_counts_it():
     the same time window: the pooled rate counts each request the way its build's own rate says."""
     n_rate = [row(16, 8.0), row(16, 2.0)]  # rates 2000 and 8000: n / t
     new_era = [{**r, "predicted_per_second": (r["predicted_n"] - 1) / r["predicted_ms"] * 1000} for r in n_rate]
-    assert server_metrics(n_rate, "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics["decode_tps"] == \
-        pytest.approx(32 / 10.0 * 1000)
-    assert server_metrics(new_era, "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics["decode_tps"] == \
-        pytest.approx(30 / 10.0 * 1000)
+    assert server_metrics(n_rate, "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics[
+        "decode_tps"
+    ] == pytest.approx(32 / 10.0 * 1000)
+    assert server_metrics(new_era, "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics[
+        "decode_tps"
+    ] == pytest.approx(30 / 10.0 * 1000)
     one = {**row(1, 0.001), "predicted_per_second": 0.0}  # one token: no decode step at 0c1e57098
-    assert server_metrics([*new_era, one], "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics["decode_tps"] == \
-        pytest.approx(30 / 10.001 * 1000)
+    assert server_metrics([*new_era, one], "", wall_s=1.0, concurrency=1, metrics_delta={}).metrics[
+        "decode_tps"
+    ] == pytest.approx(30 / 10.001 * 1000)
 
 
 def test_measured_log_drops_startup_and_warmup():
@@ -90,7 +104,7 @@ def test_a_run_reads_the_log_once_the_server_has_logged_the_end_of_its_requests(
 
     from orchestrator.parse.server_log import read_server_log
 
-    recorded = (Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098" / "server-draft-reused.stderr")
+    recorded = Path(__file__).parent.parent / "fixtures" / "logs" / "0c1e57098" / "server-draft-reused.stderr"
     text = recorded.read_bytes()
     cut = text.index(b"slot print_timing", text.rindex(b"processing task"))  # the last request begun, not ended
     cut = text.rindex(b"\n", 0, cut) + 1
@@ -99,6 +113,7 @@ def test_a_run_reads_the_log_once_the_server_has_logged_the_end_of_its_requests(
     err.write_bytes(text[:cut])
     out.write_bytes(b"")
     cursor = server_run.LogCursor(SimpleNamespace(stdout_path=out, stderr_path=err), fresh=True)
+
     def the_end_written_late():
         with err.open("ab") as log:
             log.write(text[cut:])
@@ -113,8 +128,13 @@ def test_a_run_reads_the_log_once_the_server_has_logged_the_end_of_its_requests(
     assert server_run.settled_logs(cursor, wait_s=0.1)["stderr"] == text[:cut]
 
 
-@pytest.mark.parametrize("era, top", [("0c1e57098", [(421, -0.9688846468925476), (264, -1.6743746995925903)]),
-                                      ("f49e91787", [(421, -0.9144033193588257), (264, -1.651063323020935)])])
+@pytest.mark.parametrize(
+    "era, top",
+    [
+        ("0c1e57098", [(421, -0.9688846468925476), (264, -1.6743746995925903)]),
+        ("f49e91787", [(421, -0.9144033193588257), (264, -1.651063323020935)]),
+    ],
+)
 def test_the_targets_top_tokens_are_read_from_each_eras_recorded_answer(era, top):
     """llama-server's /completion with n_probs (tests/fixtures/logs/record_n_probs.sh): what run/near_tie reads."""
     body = json.loads((LOGS / era / "server-n-probs.json").read_text())

@@ -16,10 +16,12 @@ def test_comma_lists_of_numbers_booleans_and_bare_words_expand_and_other_text_do
 
 def test_every_combination_in_the_order_given_each_a_valid_set_item():
     each = set_lists.combinations(("draft_max=8,16", "prompt=Hi, there", "cache_type=f16,q8_0"))
-    assert each == [("draft_max=8", "prompt=Hi, there", 'cache_type="f16"'),
-                    ("draft_max=8", "prompt=Hi, there", 'cache_type="q8_0"'),
-                    ("draft_max=16", "prompt=Hi, there", 'cache_type="f16"'),
-                    ("draft_max=16", "prompt=Hi, there", 'cache_type="q8_0"')]
+    assert each == [
+        ("draft_max=8", "prompt=Hi, there", 'cache_type="f16"'),
+        ("draft_max=8", "prompt=Hi, there", 'cache_type="q8_0"'),
+        ("draft_max=16", "prompt=Hi, there", 'cache_type="f16"'),
+        ("draft_max=16", "prompt=Hi, there", 'cache_type="q8_0"'),
+    ]
     assert [plan.parse_set(c) for c in each][3] == {"draft_max": 16, "prompt": "Hi, there", "cache_type": "q8_0"}
     assert set_lists.combinations(("a=1",)) == [("a=1",)] and set_lists.combinations(()) == [()]
 

@@ -19,8 +19,12 @@ NEW, OLD = "0c1e57098", "f49e91787"
 
 NGRAM_MOD = [f"ngram-mod:ngram_n={n}" for n in (8, 12, 16, 20, 24, 32)]
 DRAFT_DEFAULT_MIN = {"draft:draft_max=8": 8, "draft:draft_max=16": 16, "draft:draft_max=32": 32}
-DRAFT_WITH_MIN = {"draft-min2:draft_max=16": (2, 16), "draft-min2:draft_max=32": (2, 32),
-                  "draft-min2:draft_max=64": (2, 64), "draft-min48": (48, 64)}
+DRAFT_WITH_MIN = {
+    "draft-min2:draft_max=16": (2, 16),
+    "draft-min2:draft_max=32": (2, 32),
+    "draft-min2:draft_max=64": (2, 64),
+    "draft-min48": (48, 64),
+}
 CELLS = ["baseline", "ngram-cache", *NGRAM_MOD, *DRAFT_DEFAULT_MIN, *DRAFT_WITH_MIN]
 DRAFT_ARMS = [*DRAFT_DEFAULT_MIN, *DRAFT_WITH_MIN]
 NGRAM_ARMS = ["ngram-cache", *NGRAM_MOD]
@@ -81,8 +85,12 @@ def test_spec_matrix_draft_arms(models):
     for name in DRAFT_ARMS:
         argv = cells[name].argv
         assert argv[0] == "/b/bin/llama-speculative-simple" and value(argv, "-md") == "/m/qwen3-0.6b-q4_k_m.gguf"
-        assert (value(argv, "-ngl"), value(argv, "-ngld"), value(argv, "-fa"), value(argv, "-c")) == \
-               ("99", "99", "on", "4096")
+        assert (value(argv, "-ngl"), value(argv, "-ngld"), value(argv, "-fa"), value(argv, "-c")) == (
+            "99",
+            "99",
+            "on",
+            "4096",
+        )
         assert "--spec-type" not in argv and "--draft-p-min" not in argv  # the dialect adds the type; p-min: default
     for name, n_max in DRAFT_DEFAULT_MIN.items():
         argv = cells[name].argv
@@ -108,9 +116,11 @@ def test_spec_matrix_p_min_can_be_pinned_for_cross_build_comparisons(models):
     assert value(plan.arms[-1].argv, "--draft-p-min") == "0.75"
 
 
-DRAFT_SIZE_SPLIT = {"draft-0.6b": ("qwen3-0.6b-q4_k_m.gguf", "99", "99"),
-                    "draft-1.7b": ("qwen3-1.7b-q4_k_m.gguf", "32", "99"),
-                    "draft-4b": ("qwen3-4b-q4_k_m.gguf", "22", "99")}
+DRAFT_SIZE_SPLIT = {
+    "draft-0.6b": ("qwen3-0.6b-q4_k_m.gguf", "99", "99"),
+    "draft-1.7b": ("qwen3-1.7b-q4_k_m.gguf", "32", "99"),
+    "draft-4b": ("qwen3-4b-q4_k_m.gguf", "22", "99"),
+}
 
 
 def test_draft_size_arms_carry_their_offload_split(models):
@@ -129,7 +139,8 @@ def test_draft_size_arms_carry_their_offload_split(models):
         assert (value(argv, "-ngl"), value(argv, "-ngld"), value(argv, "--draft-max")) == (ngl, ngld, "16")
     # a bigger draft leaves fewer target layers on the GPU
     assert [int(value(cells[n], "-ngl")) for n in DRAFT_SIZE_SPLIT] == sorted(
-        (int(value(cells[n], "-ngl")) for n in DRAFT_SIZE_SPLIT), reverse=True)
+        (int(value(cells[n], "-ngl")) for n in DRAFT_SIZE_SPLIT), reverse=True
+    )
 
 
 def test_draft_size_renders_with_its_tiny_vars(models):
@@ -164,8 +175,10 @@ def test_spec_matrix_on_the_new_dialect_runs_every_arm(models):
     for name, n_max in DRAFT_DEFAULT_MIN.items():
         assert value(out[name], "--spec-draft-n-max") == str(n_max) and "--spec-draft-n-min" not in out[name]
     for name, (n_min, n_max) in DRAFT_WITH_MIN.items():
-        assert (value(out[name], "--spec-draft-n-min"), value(out[name], "--spec-draft-n-max")) == \
-               (str(n_min), str(n_max))
+        assert (value(out[name], "--spec-draft-n-min"), value(out[name], "--spec-draft-n-max")) == (
+            str(n_min),
+            str(n_max),
+        )
     assert value(out["ngram-cache"], "--spec-type") == "ngram-cache"
     for name, n in zip(NGRAM_MOD, (8, 12, 16, 20, 24, 32)):
         argv = out[name]
@@ -183,8 +196,10 @@ def test_spec_matrix_on_the_old_dialect_runs_baseline_and_draft_arms_and_refuses
         assert "-lv" not in argv
     assert value(out["draft-min48"], "--draft-min") == "48"
     for name in NGRAM_ARMS:  # llama-speculative-simple of this build has no --spec-type at all
-        assert out[name].startswith(f"spec type {out[name].split()[2]} is not offered by llama-speculative-simple of "
-                                    f"build {OLD}-cpu: its --help has no --spec-type")
+        assert out[name].startswith(
+            f"spec type {out[name].split()[2]} is not offered by llama-speculative-simple of "
+            f"build {OLD}-cpu: its --help has no --spec-type"
+        )
 
 
 def test_the_help_fixtures_say_why(models):
@@ -215,17 +230,32 @@ def test_the_pairs_draft_sweep_crosses_window_cuts_and_thread_split(models):
     """The seed's draft-size experiment on the Qwen pair: draft_max, draft_min and p_min as written on every arm,
     -td only where the arm splits the cores, plain completion as the baseline; the tiny vars run it anywhere."""
     sweep = arms(PAIR_SWEEP, RECIPES / "workloads" / "code_complete.toml")
-    cuts = {name: (int(value(a.argv, "--draft-max")), int(value(a.argv, "--draft-min")),
-                   float(value(a.argv, "--draft-p-min"))) for name, a in sweep.items() if name != "baseline"}
-    assert cuts == {**{f"keep-all:draft_max={n}": (n, 0, 0.0) for n in (1, 2, 4, 8)},
-                    **{f"p50:draft_max={n}": (n, 0, 0.5) for n in (2, 4, 8)},
-                    "min2-p80": (8, 2, 0.8), "seed": (16, 5, 0.9),
-                    **{f"draft-1-thread:draft_max={n}": (n, 0, 0.0) for n in (2, 4)}}
-    assert {name for name, a in sweep.items() if "-td" in a.argv} == {"draft-1-thread:draft_max=2",
-                                                                       "draft-1-thread:draft_max=4"}
+    cuts = {
+        name: (
+            int(value(a.argv, "--draft-max")),
+            int(value(a.argv, "--draft-min")),
+            float(value(a.argv, "--draft-p-min")),
+        )
+        for name, a in sweep.items()
+        if name != "baseline"
+    }
+    assert cuts == {
+        **{f"keep-all:draft_max={n}": (n, 0, 0.0) for n in (1, 2, 4, 8)},
+        **{f"p50:draft_max={n}": (n, 0, 0.5) for n in (2, 4, 8)},
+        "min2-p80": (8, 2, 0.8),
+        "seed": (16, 5, 0.9),
+        **{f"draft-1-thread:draft_max={n}": (n, 0, 0.0) for n in (2, 4)},
+    }
+    assert {name for name, a in sweep.items() if "-td" in a.argv} == {
+        "draft-1-thread:draft_max=2",
+        "draft-1-thread:draft_max=4",
+    }
     assert all(value(a.argv, "-td") == "1" for name, a in sweep.items() if "-td" in a.argv)
-    assert all(value(a.argv, "-md") == "/m/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" for n, a in sweep.items()
-               if n != "baseline")
+    assert all(
+        value(a.argv, "-md") == "/m/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+        for n, a in sweep.items()
+        if n != "baseline"
+    )
     base = sweep["baseline"].argv
     assert base[0] == "/b/bin/llama-completion" and not {"-md", "--draft-max", "-td"} & set(base)
     assert value(base, "-m") == "/m/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" and value(base, "-t") == "2"

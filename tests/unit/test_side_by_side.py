@@ -6,8 +6,14 @@ import pytest
 
 from orchestrator.analyze import compare_columns, side_by_side
 
-KEY = {"recipe_hash": "r1", "arm_params": '{"draft_max": 16, "spec": "draft"}', "target_sha256": "t",
-       "draft_sha256": "d", "prompt_set": "p", "mode": "cli"}
+KEY = {
+    "recipe_hash": "r1",
+    "arm_params": '{"draft_max": 16, "spec": "draft"}',
+    "target_sha256": "t",
+    "draft_sha256": "d",
+    "prompt_set": "p",
+    "mode": "cli",
+}
 
 
 def runs(values, *, arm="draft:draft_max=16", status="ok", **key):
@@ -89,8 +95,11 @@ def test_only_in_one_build_and_ordering():
     base = runs([100, 101], arm="a", arm_params='{"x": 1}') + runs([50, 51], arm="b", arm_params='{"x": 2}')
     head = runs([100, 101], arm="a", arm_params='{"x": 1}') + runs([70, 71], arm="c", arm_params='{"x": 3}')
     rows = side_by_side.compare(base, head)
-    assert [(r["arm"], r["verdict"]) for r in rows] == [("a", side_by_side.NO_CHANGE), ("b", side_by_side.ONLY_BASE),
-                                                       ("c", side_by_side.ONLY_HEAD)]
+    assert [(r["arm"], r["verdict"]) for r in rows] == [
+        ("a", side_by_side.NO_CHANGE),
+        ("b", side_by_side.ONLY_BASE),
+        ("c", side_by_side.ONLY_HEAD),
+    ]
 
 
 def test_arm_params_join_on_content_not_spelling():
@@ -113,15 +122,23 @@ def test_metric_choice():
 
 
 def test_key_columns_are_one_named_list():
-    assert side_by_side.KEY_COLUMNS == ("recipe_hash", "arm_params", "target_sha256", "draft_sha256", "prompt_set",
-                                   "mode")
+    assert side_by_side.KEY_COLUMNS == (
+        "recipe_hash",
+        "arm_params",
+        "target_sha256",
+        "draft_sha256",
+        "prompt_set",
+        "mode",
+    )
 
 
 def test_differing_keys_and_params():
     rows = side_by_side.compare(
-        runs([1, 2], arm_params='{"spec": "draft", "draft_max": 8}') + runs([1, 2], arm_params=json.dumps(
-            {"spec": "draft", "draft_max": 16})) + runs([1, 2], arm_params='{"spec": "ngram-cache"}', draft_sha256=None),
-        [])
+        runs([1, 2], arm_params='{"spec": "draft", "draft_max": 8}')
+        + runs([1, 2], arm_params=json.dumps({"spec": "draft", "draft_max": 16}))
+        + runs([1, 2], arm_params='{"spec": "ngram-cache"}', draft_sha256=None),
+        [],
+    )
     assert compare_columns.differing_keys(rows) == ["arm_params", "draft_sha256"]
     assert compare_columns.differing_params(rows) == ["draft_max", "spec"]  # draft_max: 8, 16 and absent
     same = side_by_side.compare(runs([1, 2]), runs([1, 2]))
@@ -130,13 +147,28 @@ def test_differing_keys_and_params():
 
 
 def test_the_table_shows_what_tells_tests_apart_and_each_column_once():
-    spec = [{"spec": "none"}, {"spec": "draft", "draft_max": 8}, {"spec": "draft", "draft_max": 16},
-            {"spec": "none", "control_of": "llama-speculative-simple"}]
+    spec = [
+        {"spec": "none"},
+        {"spec": "draft", "draft_max": 8},
+        {"spec": "draft", "draft_max": 16},
+        {"spec": "none", "control_of": "llama-speculative-simple"},
+    ]
     server = [{"spec": "draft", "prompt_set": "default"}, {"spec": "draft", "prompt_set": "mine.jsonl"}]
-    base = [r for i, p in enumerate(spec) for r in runs([100, 101], arm=f"a{i}", recipe_hash="r1",
-                                                         arm_params=json.dumps(p))]
-    base += [r for i, p in enumerate(server) for r in runs([100, 101], arm="s", recipe_hash="r2", mode="server",
-                                                            prompt_set=p["prompt_set"] + "@0123", arm_params=json.dumps(p))]
+    base = [
+        r for i, p in enumerate(spec) for r in runs([100, 101], arm=f"a{i}", recipe_hash="r1", arm_params=json.dumps(p))
+    ]
+    base += [
+        r
+        for i, p in enumerate(server)
+        for r in runs(
+            [100, 101],
+            arm="s",
+            recipe_hash="r2",
+            mode="server",
+            prompt_set=p["prompt_set"] + "@0123",
+            arm_params=json.dumps(p),
+        )
+    ]
     rows = side_by_side.compare(base, base)
     for row in rows:
         row["recipe_name"] = {"r1": "spec_matrix.j2", "r2": "server_spec.j2"}[row["recipe_hash"]]
@@ -156,16 +188,25 @@ def test_a_prompt_that_tells_one_arm_name_apart_is_never_given_up_and_is_cut():
     """One recipe run with four prompts (`--set prompt=...`): each arm four times. The prompt says which is which,
     so a narrow table keeps it (cut like the summary's cells) and gives up another column first."""
     prompts = ["Write a story about a lighthouse keeper who", "def area(w, h):", "Monday, Tuesday,", "Paris is"]
-    base = [r for p in prompts for arm, extra in (("plain", {}), ("ngram", {"ngram_n": 8}))
-            for r in runs([100, 101], arm=arm, recipe_hash="r1",
-                          arm_params=json.dumps({"prompt": p, "draft_max": 16, **extra}))]
+    base = [
+        r
+        for p in prompts
+        for arm, extra in (("plain", {}), ("ngram", {"ngram_n": 8}))
+        for r in runs(
+            [100, 101], arm=arm, recipe_hash="r1", arm_params=json.dumps({"prompt": p, "draft_max": 16, **extra})
+        )
+    ]
     rows = side_by_side.compare(base, base)
     for row in rows:
         row["recipe_name"] = "real_demo.j2"
     shown = compare_columns.table(rows)
     assert "prompt" in shown.columns and "prompt" not in shown.droppable and "prompt" not in shown.hidden
-    assert {r["prompt"] for r in rows} == {"Write a story about a ..", "def area(w, h):", "Monday, Tuesday,",
-                                           "Paris is"}
+    assert {r["prompt"] for r in rows} == {
+        "Write a story about a ..",
+        "def area(w, h):",
+        "Monday, Tuesday,",
+        "Paris is",
+    }
 
 
 def _side(samples, keys=()):

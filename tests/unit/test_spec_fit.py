@@ -34,8 +34,9 @@ def files(tmp_path):
         "llama": write(tmp_path / "llama.gguf", "llama"),
         "qwen35_mtp": write(tmp_path / "qwen35-mtp.gguf", "qwen35", layers=5, nextn=1),
         "eagle3": write(tmp_path / "eagle3.gguf", "eagle3", layers=1, target_layers=[1, 3, 5], target_hidden=128),
-        "eagle3_wide": write(tmp_path / "eagle3-wide.gguf", "eagle3", layers=1, target_layers=[1, 3, 5],
-                             target_hidden=4096),
+        "eagle3_wide": write(
+            tmp_path / "eagle3-wide.gguf", "eagle3", layers=1, target_layers=[1, 3, 5], target_hidden=4096
+        ),
         "dflash": write(tmp_path / "dflash.gguf", "dflash", layers=1, target_layers=[1, 3, 5]),
         "dflash_wide": write(tmp_path / "dflash-wide.gguf", "dflash", n_embd=256, layers=1, target_layers=[1, 3, 5]),
     }
@@ -47,40 +48,82 @@ def argv(target, spec=None, draft=None):
     return out + (["--spec-type", spec] if spec else [])
 
 
-@pytest.mark.parametrize("target,spec,draft", [
-    ("llama", "draft-eagle3", "eagle3"),
-    ("llama", "draft-dflash", "dflash"),
-    ("llama", "draft-dspark", "dflash"),
-    ("qwen35_mtp", "draft-mtp", None),
-    ("llama", "draft-simple", "llama"),
-    ("llama", None, "llama"),
-    ("llama", "ngram-mod", None),
-])
+@pytest.mark.parametrize(
+    "target,spec,draft",
+    [
+        ("llama", "draft-eagle3", "eagle3"),
+        ("llama", "draft-dflash", "dflash"),
+        ("llama", "draft-dspark", "dflash"),
+        ("qwen35_mtp", "draft-mtp", None),
+        ("llama", "draft-simple", "llama"),
+        ("llama", None, "llama"),
+        ("llama", "ngram-mod", None),
+    ],
+)
 def test_models_that_fit_their_method_pass(files, target, spec, draft):
     used = preflight.check(argv(files[target], spec, files.get(draft)))
     assert used.target.architecture == ("qwen35" if target == "qwen35_mtp" else "llama")
 
 
-@pytest.mark.parametrize("target,spec,draft,reason", [
-    ("llama", "draft-dflash", "eagle3", "--spec-type draft-dflash needs a draft of architecture dflash; {draft} is "
-                                        "eagle3"),
-    ("llama", "draft-eagle3", "llama", "--spec-type draft-eagle3 needs a draft of architecture eagle3; {draft} is "
-                                       "llama"),
-    ("llama", "draft-mtp", None, "--spec-type draft-mtp needs a target with MTP layers; {target} (llama) has no "
-                                 "llama.nextn_predict_layers"),
-    ("llama", "draft-dflash", "dflash_wide", "--spec-type draft-dflash: draft {draft} (dflash) has hidden size 256 "
-                                             "but target {target} (llama) has hidden size 128"),
-    ("llama", "draft-eagle3", "eagle3_wide", "--spec-type draft-eagle3: draft {draft} (eagle3) has target_hidden_size "
-                                             "4096 but target {target} (llama) has hidden size 128"),
-    # The MTP block is not a layer an EAGLE3 draft can read: 5 blocks, 4 layers (llama.cpp aborts on this).
-    ("qwen35_mtp", "draft-eagle3", "eagle3", "--spec-type draft-eagle3: draft {draft} (eagle3) reads target layer 5 "
-                                             "but target {target} (qwen35) has 4 layers"),
-    ("llama", "draft-eagle3", None, "--spec-type draft-eagle3 needs a draft model (-md) of architecture eagle3"),
-    ("llama", "draft-simple", "dflash", "draft {draft} has architecture dflash but the arm gives --spec-type draft-simple; "
-                                        "use --spec-type draft-dflash"),
-    ("llama", None, "eagle3", "draft {draft} has architecture eagle3 but the arm gives no --spec-type; use --spec-type "
-                              "draft-eagle3"),
-])
+@pytest.mark.parametrize(
+    "target,spec,draft,reason",
+    [
+        (
+            "llama",
+            "draft-dflash",
+            "eagle3",
+            "--spec-type draft-dflash needs a draft of architecture dflash; {draft} is eagle3",
+        ),
+        (
+            "llama",
+            "draft-eagle3",
+            "llama",
+            "--spec-type draft-eagle3 needs a draft of architecture eagle3; {draft} is llama",
+        ),
+        (
+            "llama",
+            "draft-mtp",
+            None,
+            "--spec-type draft-mtp needs a target with MTP layers; {target} (llama) has no llama.nextn_predict_layers",
+        ),
+        (
+            "llama",
+            "draft-dflash",
+            "dflash_wide",
+            "--spec-type draft-dflash: draft {draft} (dflash) has hidden size 256 "
+            "but target {target} (llama) has hidden size 128",
+        ),
+        (
+            "llama",
+            "draft-eagle3",
+            "eagle3_wide",
+            "--spec-type draft-eagle3: draft {draft} (eagle3) has target_hidden_size "
+            "4096 but target {target} (llama) has hidden size 128",
+        ),
+        # The MTP block is not a layer an EAGLE3 draft can read: 5 blocks, 4 layers (llama.cpp aborts on this).
+        (
+            "qwen35_mtp",
+            "draft-eagle3",
+            "eagle3",
+            "--spec-type draft-eagle3: draft {draft} (eagle3) reads target layer 5 "
+            "but target {target} (qwen35) has 4 layers",
+        ),
+        ("llama", "draft-eagle3", None, "--spec-type draft-eagle3 needs a draft model (-md) of architecture eagle3"),
+        (
+            "llama",
+            "draft-simple",
+            "dflash",
+            "draft {draft} has architecture dflash but the arm gives --spec-type draft-simple; "
+            "use --spec-type draft-dflash",
+        ),
+        (
+            "llama",
+            None,
+            "eagle3",
+            "draft {draft} has architecture eagle3 but the arm gives no --spec-type; use --spec-type draft-eagle3",
+        ),
+    ],
+)
 def test_models_that_do_not_fit_stop_before_launch_with_one_line(files, target, spec, draft, reason):
     with pytest.raises(PreflightError) as caught:
         preflight.check(argv(files[target], spec, files.get(draft)))

@@ -38,8 +38,15 @@ def test_describe_five_samples():
 def test_describe_small_and_dirty_inputs():
     assert stats.describe([]) == stats.Stats(n=0)
     one = stats.describe([7.5])
-    assert (one.n, one.mean, one.median, one.stdev, one.cv, one.ci_low, one.ci_high) == (1, 7.5, 7.5, None, None,
-                                                                                          None, None)
+    assert (one.n, one.mean, one.median, one.stdev, one.cv, one.ci_low, one.ci_high) == (
+        1,
+        7.5,
+        7.5,
+        None,
+        None,
+        None,
+        None,
+    )
     # None and NaN are runs without a number, not zeros: [4, 6] remain, mean 5
     assert stats.describe([4, None, float("nan"), 6]).mean == 5
     assert stats.describe([0, 0]).cv is None  # no CV around a zero mean
@@ -51,7 +58,9 @@ def test_t_quantile_at_the_exact_degrees_of_freedom():
     assert round(stats.t975(1), 3) == 12.706 and round(stats.t975(30), 3) == 2.042
     assert stats.t975(35) == pytest.approx(2.030108, abs=1e-6)
     assert stats.t975(119.5) == pytest.approx(1.980015, abs=1e-6) and round(stats.t975(120), 3) == 1.980
-    assert stats.t975(121) == pytest.approx(1.979764, abs=1e-6) and stats.t975(10_000) == pytest.approx(1.9602, abs=1e-4)
+    assert stats.t975(121) == pytest.approx(1.979764, abs=1e-6) and stats.t975(10_000) == pytest.approx(
+        1.9602, abs=1e-4
+    )
     assert stats.t975(2.7) == pytest.approx(3.392148, abs=1e-6)  # Welch's fractional df, not rounded down
     assert stats.t975(0.5) > stats.t975(1)
     for df in (0, -1, float("nan")):
@@ -63,7 +72,8 @@ def test_intervals_from_moments():
     # n 3, mean 12, sd 2: the describe case above, from its moments; on logs, exp of the same ends.
     assert stats.mean_interval(3, 12.0, 2.0) == pytest.approx((12 - 4.968275, 12 + 4.968275), abs=1e-6)
     assert stats.log_interval(3, 0.1, 0.05) == pytest.approx(
-        tuple(math.exp(x) for x in stats.mean_interval(3, 0.1, 0.05)))
+        tuple(math.exp(x) for x in stats.mean_interval(3, 0.1, 0.05))
+    )
     for n, mean, sd in ((1, 0.1, None), (0, None, None), (None, None, None), (2, 0.1, None)):
         assert stats.mean_interval(n, mean, sd) == (None, None) == stats.log_interval(n, mean, sd)
 
@@ -137,6 +147,7 @@ def test_mann_whitney_auto_switches_to_normal_for_large_samples():
 
 # --- warnings ---
 
+
 def codes(ws):
     return [w.code for w in ws]
 
@@ -151,13 +162,27 @@ def test_each_kind_has_one_rule_in_the_tables_order():
 
 
 def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
-    assert [k.code for k in WARNING_KINDS] == ["high_cv", "bimodal", "outliers", "slow_first_run", "no_drafts",
-                                               "other_target",
-                                               "full_acceptance_slowdown", "below_break_even", "output_differs",
-                                               "degenerate_loop", "unequal_tokens", "bound_exceeded",
-                                               "outside_prediction"]
-    assert "--repeat" in HIGH_CV.template and "--warmup" in OUTLIERS.template and "draft_max" in \
-        BELOW_BREAK_EVEN.template and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
+    assert [k.code for k in WARNING_KINDS] == [
+        "high_cv",
+        "bimodal",
+        "outliers",
+        "slow_first_run",
+        "no_drafts",
+        "other_target",
+        "full_acceptance_slowdown",
+        "below_break_even",
+        "output_differs",
+        "degenerate_loop",
+        "unequal_tokens",
+        "bound_exceeded",
+        "outside_prediction",
+    ]
+    assert (
+        "--repeat" in HIGH_CV.template
+        and "--warmup" in OUTLIERS.template
+        and "draft_max" in BELOW_BREAK_EVEN.template
+        and "orch show" in FULL_ACCEPTANCE_SLOWDOWN.template
+    )
 
 
 def test_a_roofline_share_above_the_bound_is_a_measurement_problem_with_its_cause():
@@ -284,17 +309,26 @@ def test_high_cv_advice_fits_the_machine_that_ran():
 def test_output_differs_names_the_count_and_where():
     assert warned([100.0], outputs_differ=0, outputs_compared=3) == []
     [found] = warned([100.0], outputs_differ=1, outputs_compared=3, first_diff_char=17)
-    assert found.code == "output_differs" and found.message.startswith("1 of 3 outputs differ") \
+    assert (
+        found.code == "output_differs"
+        and found.message.startswith("1 of 3 outputs differ")
         and "character 17" in found.message
+    )
     # Rows stored before the count of compared outputs (server runs, outputs_differ only): the count alone.
     [old] = warned([100.0], outputs_differ=2)
-    assert old.message.startswith("2 outputs differ at temperature 0 from the same program and target's without "
-                                   "drafting (its control's, or the baseline's where it runs the same program): in "
-                                   "exact arithmetic")
-    [located] = warned([100.0], outputs_differ=1, outputs_compared=1, first_diff_char=90,
-                                      first_diff_token=16, generated=64)
-    assert "(the first at token 16 of 64, character 90 of the generated text: the last 75% of the text differs)" \
-        in located.message and "its speedup still compares the same number of tokens" in located.message
+    assert old.message.startswith(
+        "2 outputs differ at temperature 0 from the same program and target's without "
+        "drafting (its control's, or the baseline's where it runs the same program): in "
+        "exact arithmetic"
+    )
+    [located] = warned(
+        [100.0], outputs_differ=1, outputs_compared=1, first_diff_char=90, first_diff_token=16, generated=64
+    )
+    assert (
+        "(the first at token 16 of 64, character 90 of the generated text: the last 75% of the text differs)"
+        in located.message
+        and "its speedup still compares the same number of tokens" in located.message
+    )
 
 
 def test_a_figure_with_its_own_standard_error_gets_the_normal_interval():

@@ -13,16 +13,37 @@ from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
 from orchestrator.stops import on_signals as stop_on_signals
 from orchestrator.store import schema
 
-READ_COMMANDS = [["runs"], ["summary"], ["show", "1"], ["query", "SELECT 1"], ["report", "--out", "r"], ["watch"],
-                 ["compare", "--base", "a", "--head", "b"]]
+READ_COMMANDS = [
+    ["runs"],
+    ["summary"],
+    ["show", "1"],
+    ["query", "SELECT 1"],
+    ["report", "--out", "r"],
+    ["watch"],
+    ["compare", "--base", "a", "--head", "b"],
+]
 
 
 def make_db(path, sweeps=0):
     with store.opened(path) as con:
         for _ in range(sweeps):
-            store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t", "variables": {},
-                                     "mode": "cli", "repeat": 1, "build_id": "b", "build_name": "b", "commit": "c",
-                                     "upstream_commit": "c", "status": "done", "started_at": store.utcnow()})
+            store.create_sweep(
+                con,
+                {
+                    "recipe_path": "r.j2",
+                    "recipe_hash": "h",
+                    "recipe_text": "t",
+                    "variables": {},
+                    "mode": "cli",
+                    "repeat": 1,
+                    "build_id": "b",
+                    "build_name": "b",
+                    "commit": "c",
+                    "upstream_commit": "c",
+                    "status": "done",
+                    "started_at": store.utcnow(),
+                },
+            )
     return path
 
 
@@ -43,8 +64,9 @@ def test_query_is_read_only_unless_write_is_given(tmp_path):
     assert CliRunner().invoke(main, ["runs", "--db", str(db)]).exit_code == 0  # nothing was dropped
     result = CliRunner().invoke(main, ["query", "--write", "DELETE FROM sweeps", "--db", str(db)])
     assert result.exit_code == 0, result.output
-    assert CliRunner().invoke(main, ["query", "SELECT count(*) AS n FROM sweeps", "--db", str(db), "-f", "csv"]
-                              ).output.splitlines() == ["n", "0"]
+    assert CliRunner().invoke(
+        main, ["query", "SELECT count(*) AS n FROM sweeps", "--db", str(db), "-f", "csv"]
+    ).output.splitlines() == ["n", "0"]
 
 
 def test_a_dropped_table_is_one_line_and_repair_restores_it(tmp_path):
@@ -56,9 +78,11 @@ def test_a_dropped_table_is_one_line_and_repair_restores_it(tmp_path):
     con.close()
     result = CliRunner().invoke(main, ["runs", "--db", str(db)])
     assert result.exit_code == DamagedSchema.exit_code
-    assert result.output.strip() == (f"orch: error: results database {db} lacks table run_logs, view decode_samples "
-                                     f"(dropped by hand?): run `orch repair --db {db}` to restore them (rows already "
-                                     f"deleted stay gone)")
+    assert result.output.strip() == (
+        f"orch: error: results database {db} lacks table run_logs, view decode_samples "
+        f"(dropped by hand?): run `orch repair --db {db}` to restore them (rows already "
+        f"deleted stay gone)"
+    )
     result = CliRunner().invoke(main, ["repair", "--db", str(db)])
     assert result.exit_code == 0 and "table run_logs" in result.output and "view decode_samples" in result.output
     assert "column runs.prompt_set" in result.output
@@ -82,9 +106,13 @@ def test_repair_restores_every_object_and_the_id_sequences(tmp_path):
         assert {"table runs", "table sweeps", "sequence run_ids"} <= set(schema.repair(con))
     fresh = store.connect(tmp_path / "fresh.duckdb")
     with store.opened(db, read_only=True) as con:
+
         def shape(c):
-            return c.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
-                             "WHERE schema_name = 'main' ORDER BY ALL").fetchall()
+            return c.execute(
+                "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                "WHERE schema_name = 'main' ORDER BY ALL"
+            ).fetchall()
+
         assert shape(con) == shape(fresh)
     fresh.close()
 
@@ -94,8 +122,10 @@ def test_a_file_that_is_not_a_database_is_one_line(tmp_path):
     bad.write_text("not a database")
     result = CliRunner().invoke(main, ["runs", "--db", str(bad)])
     assert result.exit_code == DatabaseUnavailable.exit_code
-    assert result.output.startswith(f"orch: error: cannot open results database {bad}: ") and \
-        result.output.count("\n") == 1
+    assert (
+        result.output.startswith(f"orch: error: cannot open results database {bad}: ")
+        and result.output.count("\n") == 1
+    )
 
 
 def test_a_sweep_whose_orch_died_is_recovered_on_the_next_read(tmp_path, monkeypatch):
@@ -105,18 +135,51 @@ def test_a_sweep_whose_orch_died_is_recovered_on_the_next_read(tmp_path, monkeyp
     # Its work directory as orch makes one: in the work root, named after its owner (the dead one below).
     work = tmp_path / "cache" / "work" / (proc.work_dir_prefix(proc.Owner(me.host, me.pid, me.started - 1000)) + "x")
     with store.opened(db) as con:
-        dead = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
-                                        "variables": {}, "mode": "cli", "repeat": 1, "build_id": "b",
-                                        "build_name": "b", "commit": "c", "upstream_commit": "c", "status": "running",
-                                        "started_at": store.utcnow(), "owner_host": me.host, "owner_pid": me.pid,
-                                        "owner_started": me.started - 1000, "work_dir": str(work)})  # pid reused
-        alive = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
-                                         "variables": {}, "mode": "cli", "repeat": 1, "build_id": "b",
-                                         "build_name": "b", "commit": "c", "upstream_commit": "c",
-                                         "status": "running", "started_at": store.utcnow(), "owner_host": me.host,
-                                         "owner_pid": me.pid, "owner_started": me.started})
-        run = store.insert_run(con, {"sweep_id": dead, "arm": "draft", "status": "running", "repeat_index": 0,
-                                     "started_at": store.utcnow()})
+        dead = store.create_sweep(
+            con,
+            {
+                "recipe_path": "r.j2",
+                "recipe_hash": "h",
+                "recipe_text": "t",
+                "variables": {},
+                "mode": "cli",
+                "repeat": 1,
+                "build_id": "b",
+                "build_name": "b",
+                "commit": "c",
+                "upstream_commit": "c",
+                "status": "running",
+                "started_at": store.utcnow(),
+                "owner_host": me.host,
+                "owner_pid": me.pid,
+                "owner_started": me.started - 1000,
+                "work_dir": str(work),
+            },
+        )  # pid reused
+        alive = store.create_sweep(
+            con,
+            {
+                "recipe_path": "r.j2",
+                "recipe_hash": "h",
+                "recipe_text": "t",
+                "variables": {},
+                "mode": "cli",
+                "repeat": 1,
+                "build_id": "b",
+                "build_name": "b",
+                "commit": "c",
+                "upstream_commit": "c",
+                "status": "running",
+                "started_at": store.utcnow(),
+                "owner_host": me.host,
+                "owner_pid": me.pid,
+                "owner_started": me.started,
+            },
+        )
+        run = store.insert_run(
+            con,
+            {"sweep_id": dead, "arm": "draft", "status": "running", "repeat_index": 0, "started_at": store.utcnow()},
+        )
     (work / f"run-{run}").mkdir(parents=True)
     (work / f"run-{run}" / "stderr").write_bytes(b"llama_model_loader: loaded meta data\n")
     with store.opened(db, read_only=True) as con:
@@ -242,16 +305,39 @@ def test_runs_a_dead_orch_had_not_stored_yet_are_stored_interrupted_with_their_l
     dead = proc.Owner(me.host, me.pid, me.started - 1000)
     work = tmp_path / "cache" / "work" / (proc.work_dir_prefix(dead) + "x")
     with store.opened(db) as con:
-        sweep = store.create_sweep(con, {"recipe_path": "r.j2", "recipe_hash": "h", "recipe_text": "t",
-                                         "variables": {}, "build_id": "b", "build_name": "b", "status": "running",
-                                         "started_at": store.utcnow(), "owner_host": dead.host,
-                                         "owner_pid": dead.pid, "owner_started": dead.started, "work_dir": str(work)})
+        sweep = store.create_sweep(
+            con,
+            {
+                "recipe_path": "r.j2",
+                "recipe_hash": "h",
+                "recipe_text": "t",
+                "variables": {},
+                "build_id": "b",
+                "build_name": "b",
+                "status": "running",
+                "started_at": store.utcnow(),
+                "owner_host": dead.host,
+                "owner_pid": dead.pid,
+                "owner_started": dead.started,
+                "work_dir": str(work),
+            },
+        )
         ids = store.reserve_run_ids(con, 3)
     for run_id, logs in zip(ids, ({"stdout": b"done", "stderr": b"decoded 8 tokens"}, {"stderr": b"half"}, {})):
         folder = work / f"run-{run_id}"
         folder.mkdir(parents=True)
-        (folder / "run.json").write_text(json.dumps({"id": run_id, "sweep_id": sweep, "arm": "a", "repeat_index": 0,
-                                                     "params": {"x": 1}, "started_at": "2026-11-25T01:02:03"}))
+        (folder / "run.json").write_text(
+            json.dumps(
+                {
+                    "id": run_id,
+                    "sweep_id": sweep,
+                    "arm": "a",
+                    "repeat_index": 0,
+                    "params": {"x": 1},
+                    "started_at": "2026-11-25T01:02:03",
+                }
+            )
+        )
         for name, data in logs.items():
             (folder / name).write_bytes(data)
     (work / "run-999").mkdir()  # a folder without its row: nothing to store
@@ -268,15 +354,19 @@ def test_query_cannot_change_duckdbs_settings(tmp_path):
     """`CALL enable_logging(storage='file', ...)` made DuckDB abort orch (exit 134) on a read-only query: settings
     are locked for the SQL of orch query, with or without --write, in one line."""
     db = make_db(tmp_path / "r.duckdb", sweeps=1)
-    for sql in (f"CALL enable_logging(storage='file', storage_config={{'path': '{tmp_path / 'log'}'}})",
-                "SET threads = 1", "SET enable_external_access = true"):
+    for sql in (
+        f"CALL enable_logging(storage='file', storage_config={{'path': '{tmp_path / 'log'}'}})",
+        "SET threads = 1",
+        "SET enable_external_access = true",
+    ):
         for write in ([], ["--write"]):
             result = CliRunner().invoke(main, ["query", sql, *write, "--db", str(db)])
             assert result.exit_code == 20 and "leaves DuckDB's settings as they are" in result.output, result.output
             assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "log").exists()
-    assert CliRunner().invoke(main, ["query", "SELECT count(*) AS n FROM sweeps", "--db", str(db), "-f", "csv"]
-                              ).output.splitlines() == ["n", "1"]
+    assert CliRunner().invoke(
+        main, ["query", "SELECT count(*) AS n FROM sweeps", "--db", str(db), "-f", "csv"]
+    ).output.splitlines() == ["n", "1"]
 
 
 def test_a_failed_query_names_every_table_the_file_holds_and_the_columns_duckdb_could_have_meant(tmp_path):
@@ -286,4 +376,4 @@ def test_a_failed_query_names_every_table_the_file_holds_and_the_columns_duckdb_
     for name in ("tunes", "tune_events", "bisects", "bisect_probes", "quality", "quants", "sweep_summaries"):
         assert name in table.output, name
     column = CliRunner().invoke(main, ["query", "SELECT nosuch FROM runs", "--db", str(db)])
-    assert column.exit_code == 20 and "Candidate bindings" in column.output and 'DESCRIBE runs' in column.output
+    assert column.exit_code == 20 and "Candidate bindings" in column.output and "DESCRIBE runs" in column.output

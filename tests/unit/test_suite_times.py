@@ -15,8 +15,11 @@ def test_a_report_is_summed_by_file_with_class_methods_counted_to_their_file(tmp
     path = tmp_path / "junit.xml"
     path.write_text(REPORT)
     assert suite_times.file_times(str(path)) == {
-        "tests/integration/test_bad_input.py": (4.0, 2), "tests/integration/test_ray_cluster.py": (10.0, 1),
-        "tests/unit/test_parse.py": (0.25, 1), "tests/unit/test_docs.py": (0.5, 1)}
+        "tests/integration/test_bad_input.py": (4.0, 2),
+        "tests/integration/test_ray_cluster.py": (10.0, 1),
+        "tests/unit/test_parse.py": (0.25, 1),
+        "tests/unit/test_docs.py": (0.5, 1),
+    }
 
 
 def test_each_file_has_one_kind_by_what_it_starts():
@@ -31,4 +34,8 @@ def test_each_file_has_one_kind_by_what_it_starts():
 def test_reports_side_by_side_slowest_first_and_a_file_one_report_lacks_is_a_dash():
     rows = {"a.py": [(1.0, 2), (3.0, 2)], "b.py": [(5.0, 1), None]}
     assert suite_times.table(rows, ["before", "after"], "file") == [
-        "| file | before | after |", "|---|---:|---:|", "| b.py | 5 (1) | - |", "| a.py | 1 (2) | 3 (2) |"]
+        "| file | before | after |",
+        "|---|---:|---:|",
+        "| b.py | 5 (1) | - |",
+        "| a.py | 1 (2) | 3 (2) |",
+    ]

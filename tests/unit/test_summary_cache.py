@@ -15,9 +15,17 @@ from orchestrator.cli import main, results
 from orchestrator.store import quality, sweep_summaries
 
 # Every output of `orch summary` that kept summaries serve, over several sweeps, one, and two
-OUTPUTS = [[], ["--wide"], ["--format", "md"], ["--format", "md", "--wide"], ["--format", "json"], ["--format", "csv"],
-           ["--columns", "arm,draft_max,speedup,warnings"], ["--format", "md", "--columns", "sweep,arm,ngram_n"],
-           ["--explain"]]
+OUTPUTS = [
+    [],
+    ["--wide"],
+    ["--format", "md"],
+    ["--format", "md", "--wide"],
+    ["--format", "json"],
+    ["--format", "csv"],
+    ["--columns", "arm,draft_max,speedup,warnings"],
+    ["--format", "md", "--columns", "sweep,arm,ngram_n"],
+    ["--explain"],
+]
 PICKS = [["--last", "10"], ["3"], ["1", "4"]]
 
 
@@ -34,14 +42,49 @@ def many_sweeps(db) -> list[int]:
     with store.opened(db) as con:
         first = add_sweep(con, host="box1")
         run = con.execute("SELECT id FROM runs WHERE sweep_id = ? AND arm = 'draft'", [first]).fetchone()[0]
-        quality.link_run(con, run, quality.insert_quality(con, {
-            "model_sha256": "q" * 64, "build_id": "b@1", "text_sha256": "x", "n_ctx": 256, "cache_type_k": "f16",
-            "cache_type_v": "f16", "ppl": 12.5, "ppl_ratio": 1.01, "kld_mean": 0.002, "same_top_p": 97.0}))
-        ids = [first, add_sweep(con, recipe="recipes/b.j2", host="box2", speeds=(12.0, 11.0)), matrix_sweep(con),
-               matrix_sweep(con, {"id": "cuda@1", "name": "0c1e57098-cuda", "backend": "cuda"},
-                            {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}]})]
-        ids.append(store.create_sweep(con, {"recipe_path": "recipes/c.j2", "recipe_hash": "h", "recipe_text": "t",
-                                            "mode": "cli", "repeat": 1, "build_name": "b", "status": "done"}))
+        quality.link_run(
+            con,
+            run,
+            quality.insert_quality(
+                con,
+                {
+                    "model_sha256": "q" * 64,
+                    "build_id": "b@1",
+                    "text_sha256": "x",
+                    "n_ctx": 256,
+                    "cache_type_k": "f16",
+                    "cache_type_v": "f16",
+                    "ppl": 12.5,
+                    "ppl_ratio": 1.01,
+                    "kld_mean": 0.002,
+                    "same_top_p": 97.0,
+                },
+            ),
+        )
+        ids = [
+            first,
+            add_sweep(con, recipe="recipes/b.j2", host="box2", speeds=(12.0, 11.0)),
+            matrix_sweep(con),
+            matrix_sweep(
+                con,
+                {"id": "cuda@1", "name": "0c1e57098-cuda", "backend": "cuda"},
+                {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}]},
+            ),
+        ]
+        ids.append(
+            store.create_sweep(
+                con,
+                {
+                    "recipe_path": "recipes/c.j2",
+                    "recipe_hash": "h",
+                    "recipe_text": "t",
+                    "mode": "cli",
+                    "repeat": 1,
+                    "build_name": "b",
+                    "status": "done",
+                },
+            )
+        )
     return ids
 
 
@@ -82,8 +125,9 @@ def test_summary_cache_print_exactly_what_the_runs_give_and_reading_keeps_nothin
     assert current(db, ids) == set(ids) == stamped(db)  # read by the file's stamp: one hash a table
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == "every finished sweep's summary is kept"
     with store.opened(db, read_only=True) as con:  # parameters are read once per distinct array: one repeats
-        assert con.execute("SELECT count(DISTINCT cells) < count(*) FROM sweep_summary_cells "
-                           "WHERE name = 'params'").fetchone()[0]
+        assert con.execute(
+            "SELECT count(DISTINCT cells) < count(*) FROM sweep_summary_cells WHERE name = 'params'"
+        ).fetchone()[0]
     assert outputs(db) == computed  # every format, byte for byte, stdout and stderr
     monkeypatch.setattr(sweep_summaries, "FEW_SWEEPS", 0)  # the stamp's word, as for thousands of sweeps
     assert outputs(db) == computed
@@ -107,7 +151,7 @@ CHANGES = {
     "metrics": "UPDATE metrics SET decode_tps = 99 WHERE run_id = (SELECT min(id) FROM runs WHERE sweep_id = 1)",
     "requests": "DELETE FROM requests WHERE run_id = (SELECT min(id) FROM runs WHERE sweep_id = 1) AND seq = 1",
     "telemetry": "UPDATE telemetry SET power_w = 250, gpu = 0 WHERE run_id = (SELECT min(id) FROM runs WHERE "
-                 "sweep_id = 1)",
+    "sweep_id = 1)",
     "quality": "UPDATE quality SET ppl = 13.5",
     "a new run": "INSERT INTO runs (id, sweep_id, arm, repeat_index, status) VALUES (999, 1, 'draft', 1, 'ok')",
 }

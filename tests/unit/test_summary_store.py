@@ -22,22 +22,64 @@ def paired(base: dict, head: dict) -> tuple[float, float | None, float | None]:
 
 def stored(tmp_path, mode: str):
     con = store.connect(tmp_path / "r.duckdb")
-    sweep = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
-                                     "mode": mode, "repeat": 4, "build_name": "b", "status": "done"})
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/x.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": mode,
+            "repeat": 4,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
     for rep in range(4):
         for arm, speeds in CLI.items():
-            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
-                                         "params": {"draft_max": 8} if arm == "draft" else {}, "repeat_index": rep,
-                                         "mode": mode, "status": "ok"})
-            con.execute("INSERT INTO metrics (run_id, decode_tps, acceptance) VALUES (?, ?, ?)",
-                        [run, speeds[rep], 0.5 if arm == "draft" else None])
+            run = store.insert_run(
+                con,
+                {
+                    "sweep_id": sweep,
+                    "arm": arm,
+                    "is_baseline": arm == "baseline",
+                    "params": {"draft_max": 8} if arm == "draft" else {},
+                    "repeat_index": rep,
+                    "mode": mode,
+                    "status": "ok",
+                },
+            )
+            con.execute(
+                "INSERT INTO metrics (run_id, decode_tps, acceptance) VALUES (?, ?, ?)",
+                [run, speeds[rep], 0.5 if arm == "draft" else None],
+            )
             if mode == "server":
-                store.insert_requests(con, [{"run_id": run, "seq": i, "prompt_id": p, "status": "ok",
-                                             "predicted_n": 100, "predicted_ms": 100_000 / (speeds[rep] * f)}
-                                            for i, (p, f) in enumerate(PROMPTS.items())])
+                store.insert_requests(
+                    con,
+                    [
+                        {
+                            "run_id": run,
+                            "seq": i,
+                            "prompt_id": p,
+                            "status": "ok",
+                            "predicted_n": 100,
+                            "predicted_ms": 100_000 / (speeds[rep] * f),
+                        }
+                        for i, (p, f) in enumerate(PROMPTS.items())
+                    ],
+                )
     # A failed run and a warm-up never count.
-    store.insert_run(con, {"sweep_id": sweep, "arm": "draft", "is_baseline": False, "repeat_index": 4,
-                           "mode": mode, "status": "failed", "failure_class": "crash_signal"})
+    store.insert_run(
+        con,
+        {
+            "sweep_id": sweep,
+            "arm": "draft",
+            "is_baseline": False,
+            "repeat_index": 4,
+            "mode": mode,
+            "status": "failed",
+            "failure_class": "crash_signal",
+        },
+    )
     return con, sweep
 
 
@@ -53,9 +95,9 @@ def test_cli_summary_matches_the_pure_statistics(tmp_path):
     assert draft["ci95"] == f"[{draft['ci_low']:.1f}, {draft['ci_high']:.0f}]" and draft["ci_low"] < 99.5
     assert draft["speedup_ci95"] == f"[{draft['speedup_low']:.2f}, {draft['speedup_high']:.2f}]"
     # Three or four figures, each end by its size.
-    assert [summary._speed_interval(*pair) for pair in ((426.34, 1433.6), (58.64, 562.9), (2.914, 3.466),
-                                                         (99.96, 141.0))] == \
-        ["[426, 1434]", "[58.6, 563]", "[2.91, 3.47]", "[100, 141]"]
+    assert [
+        summary._speed_interval(*pair) for pair in ((426.34, 1433.6), (58.64, 562.9), (2.914, 3.466), (99.96, 141.0))
+    ] == ["[426, 1434]", "[58.6, 563]", "[2.91, 3.47]", "[100, 141]"]
     assert draft["ok"] == "4/5" and draft["failures"] == "crash_signal" and draft["acceptance"] == 0.5
     assert base["speedup"] == 1.0 and base["is_baseline"]
     view = con.execute("SELECT speedup_paired FROM speedup_vs_baseline WHERE arm = 'draft'").fetchone()[0]
@@ -101,26 +143,60 @@ def test_the_store_intervals_are_the_t_intervals_for_every_sample_size(tmp_path)
     runs to well past 120 (where the old table stood in 1.96: the quantile is scipy's at every df now)."""
     con = store.connect(tmp_path / "r.duckdb")
     for n in (2, 3, 7, 31, 45, 121, 122, 130):
-        sweep = store.create_sweep(con, {"recipe_path": "x.j2", "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
-                                         "repeat": n, "build_name": "b", "status": "done"})
-        speeds = {"baseline": [100.0 + (7 * i) % 13 for i in range(n)], "draft": [120.0 + (5 * i) % 11 for i in range(n)]}
+        sweep = store.create_sweep(
+            con,
+            {
+                "recipe_path": "x.j2",
+                "recipe_hash": "h",
+                "recipe_text": "t",
+                "mode": "cli",
+                "repeat": n,
+                "build_name": "b",
+                "status": "done",
+            },
+        )
+        speeds = {
+            "baseline": [100.0 + (7 * i) % 13 for i in range(n)],
+            "draft": [120.0 + (5 * i) % 11 for i in range(n)],
+        }
         for rep in range(n):
             for arm, values in speeds.items():
-                run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
-                                             "params": {}, "repeat_index": rep, "mode": "cli", "status": "ok"})
+                run = store.insert_run(
+                    con,
+                    {
+                        "sweep_id": sweep,
+                        "arm": arm,
+                        "is_baseline": arm == "baseline",
+                        "params": {},
+                        "repeat_index": rep,
+                        "mode": "cli",
+                        "status": "ok",
+                    },
+                )
                 con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, values[rep]])
         draft = _groups(con, sweep)["draft"]
         logs = stats.describe([math.log(x) for x in speeds["draft"]])
         assert (draft["ci_low"], draft["ci_high"]) == pytest.approx((math.exp(logs.ci_low), math.exp(logs.ci_high)))
         assert (draft["speedup"], draft["speedup_low"], draft["speedup_high"]) == pytest.approx(
-            paired(dict(enumerate(speeds["baseline"])), dict(enumerate(speeds["draft"]))))
+            paired(dict(enumerate(speeds["baseline"])), dict(enumerate(speeds["draft"])))
+        )
 
 
 def test_an_arm_that_drafted_nothing_has_no_speedup_and_says_why(tmp_path):
     con, sweep = stored(tmp_path, "cli")
     for rep, tps in enumerate((101.0, 119.0, 92.0, 111.0)):
-        run = store.insert_run(con, {"sweep_id": sweep, "arm": "ngram", "is_baseline": False, "params": {"spec": "x"},
-                                     "repeat_index": rep, "mode": "cli", "status": "ok"})
+        run = store.insert_run(
+            con,
+            {
+                "sweep_id": sweep,
+                "arm": "ngram",
+                "is_baseline": False,
+                "params": {"spec": "x"},
+                "repeat_index": rep,
+                "mode": "cli",
+                "status": "ok",
+            },
+        )
         con.execute("INSERT INTO metrics (run_id, decode_tps, n_drafted, n_accepted) VALUES (?, ?, 0, 0)", [run, tps])
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     ngram = rows["ngram"]
@@ -131,35 +207,97 @@ def test_an_arm_that_drafted_nothing_has_no_speedup_and_says_why(tmp_path):
 
 def test_the_summary_shows_the_parameters_that_tell_arms_apart(tmp_path):
     con, first = stored(tmp_path, "cli")
-    second = store.create_sweep(con, {"recipe_path": "recipes/x.j2", "recipe_hash": "h", "recipe_text": "t",
-                                      "mode": "cli", "repeat": 1, "build_name": "b", "status": "done"})
+    second = store.create_sweep(
+        con,
+        {
+            "recipe_path": "recipes/x.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": 1,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
     for arm, params in (("baseline", {}), ("draft", {"draft_max": 16})):
-        run = store.insert_run(con, {"sweep_id": second, "arm": arm, "is_baseline": arm == "baseline",
-                                     "params": params, "repeat_index": 0, "mode": "cli", "status": "ok"})
+        run = store.insert_run(
+            con,
+            {
+                "sweep_id": second,
+                "arm": arm,
+                "is_baseline": arm == "baseline",
+                "params": params,
+                "repeat_index": 0,
+                "mode": "cli",
+                "status": "ok",
+            },
+        )
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
     rows = summary.arm_rows(con, [first, second])
     columns = summary_table.table_columns(rows)
-    assert columns[:7] == ["sweep", "recipe", "build", "host", "gpu", "arm", "draft_max"]  # only the parameter that differs
+    assert columns[:7] == [
+        "sweep",
+        "recipe",
+        "build",
+        "host",
+        "gpu",
+        "arm",
+        "draft_max",
+    ]  # only the parameter that differs
     assert [(r["sweep"], r["arm"], r["params"].get("draft_max")) for r in rows] == [
-        (first, "baseline", None), (first, "draft", 8), (second, "baseline", None), (second, "draft", 16)]
+        (first, "baseline", None),
+        (first, "draft", 8),
+        (second, "baseline", None),
+        (second, "draft", 16),
+    ]
 
 
 def speeds_sweep(con, speeds: dict[str, dict], mode: str = "cli") -> int:
     """A sweep of arm -> {repeat: tok/s} (server mode: {(repeat, prompt): tok/s}, one request each); `baseline` is
     the baseline."""
-    sweep = store.create_sweep(con, {"recipe_path": "x.j2", "recipe_hash": "h", "recipe_text": "t", "mode": mode,
-                                     "repeat": 1, "build_name": "b", "status": "done"})
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "x.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": mode,
+            "repeat": 1,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
     for arm, values in speeds.items():
         for rep in sorted({k[0] if mode == "server" else k for k in values}):
             mine = {k: v for k, v in values.items() if (k[0] if mode == "server" else k) == rep}
-            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
-                                         "params": {}, "repeat_index": rep, "mode": mode, "status": "ok"})
-            con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)",
-                        [run, sum(mine.values()) / len(mine)])
+            run = store.insert_run(
+                con,
+                {
+                    "sweep_id": sweep,
+                    "arm": arm,
+                    "is_baseline": arm == "baseline",
+                    "params": {},
+                    "repeat_index": rep,
+                    "mode": mode,
+                    "status": "ok",
+                },
+            )
+            con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [run, sum(mine.values()) / len(mine)])
             if mode == "server":
-                store.insert_requests(con, [{"run_id": run, "seq": i, "prompt_id": k[1], "status": "ok",
-                                             "predicted_n": 100, "predicted_ms": 100_000 / v}
-                                            for i, (k, v) in enumerate(mine.items())])
+                store.insert_requests(
+                    con,
+                    [
+                        {
+                            "run_id": run,
+                            "seq": i,
+                            "prompt_id": k[1],
+                            "status": "ok",
+                            "predicted_n": 100,
+                            "predicted_ms": 100_000 / v,
+                        }
+                        for i, (k, v) in enumerate(mine.items())
+                    ],
+                )
     return sweep
 
 
@@ -185,8 +323,9 @@ def test_the_paired_speedup_by_log_ratios(tmp_path):
 def test_the_paired_speedup_server_keys_and_edges(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     # keys (repeat, prompt): 120/100 and 60/50 both 1.2, so log ratios equal: ratio 1.2, zero-width interval
-    sweep = speeds_sweep(con, {"baseline": {(0, "p1"): 100, (0, "p2"): 50}, "draft": {(0, "p1"): 120, (0, "p2"): 60}},
-                         "server")
+    sweep = speeds_sweep(
+        con, {"baseline": {(0, "p1"): 100, (0, "p2"): 50}, "draft": {(0, "p1"): 120, (0, "p2"): 60}}, "server"
+    )
     s = _groups(con, sweep)["draft"]
     assert (pairs(con, sweep), s["speedup"]) == (2, pytest.approx(1.2))
     assert s["speedup_low"] == pytest.approx(1.2) and s["speedup_high"] == pytest.approx(1.2)
@@ -209,33 +348,79 @@ def test_a_speed_interval_never_reaches_below_zero(tmp_path):
 
 # --- the table people read ------------------------------------------------------------------------------------
 
-def matrix_sweep(con, build: dict | None = None, env: dict | None = None, recipe: str = "recipes/spec_matrix.j2",
-                 extra: dict | None = None):
+
+def matrix_sweep(
+    con,
+    build: dict | None = None,
+    env: dict | None = None,
+    recipe: str = "recipes/spec_matrix.j2",
+    extra: dict | None = None,
+):
     """A sweep shaped like spec_matrix's: long arm names, several differing parameters, a control, noisy runs."""
     if build:
-        con.execute("INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) "
-                    "VALUES (?, ?, 'c', 'c', ?, 'ok', 'd')", [build["id"], build["name"], build["backend"]])
-    sweep = store.create_sweep(con, {"recipe_path": recipe, "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
-                                     "repeat": 3, "build_name": (build or {}).get("name", "0c1e57098-cpu"),
-                                     "build_id": (build or {}).get("id"), "env": env, "status": "done"})
-    arms = {"baseline": {"spec": "none", "draft_max": 16}, "control:llama-speculative-simple":
-            {"spec": "none", "draft_max": 16, "control_of": "llama-speculative-simple"}}
-    arms |= {f"ngram-mod:ngram_n={n}": {"spec": "ngram-mod", "draft_max": 64, "draft_min": 48, "ngram_n": n}
-             for n in (8, 12, 16)}
-    arms |= {f"draft-min2:draft_max={m}": {"spec": "draft", "draft_max": m, "draft_min": 2,
-                                           "draft": "/data/gguf/Qwen3-0.6B-Q8_0-a-long-file-name.gguf"}
-             for m in (16, 32, 64)}
+        con.execute(
+            "INSERT INTO builds (id, name, commit, upstream_commit, backend, status, dir) "
+            "VALUES (?, ?, 'c', 'c', ?, 'ok', 'd')",
+            [build["id"], build["name"], build["backend"]],
+        )
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": recipe,
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": 3,
+            "build_name": (build or {}).get("name", "0c1e57098-cpu"),
+            "build_id": (build or {}).get("id"),
+            "env": env,
+            "status": "done",
+        },
+    )
+    arms = {
+        "baseline": {"spec": "none", "draft_max": 16},
+        "control:llama-speculative-simple": {"spec": "none", "draft_max": 16, "control_of": "llama-speculative-simple"},
+    }
+    arms |= {
+        f"ngram-mod:ngram_n={n}": {"spec": "ngram-mod", "draft_max": 64, "draft_min": 48, "ngram_n": n}
+        for n in (8, 12, 16)
+    }
+    arms |= {
+        f"draft-min2:draft_max={m}": {
+            "spec": "draft",
+            "draft_max": m,
+            "draft_min": 2,
+            "draft": "/data/gguf/Qwen3-0.6B-Q8_0-a-long-file-name.gguf",
+        }
+        for m in (16, 32, 64)
+    }
     arms = {arm: {**params, **(extra or {})} for arm, params in arms.items()}
     for rep, tps in enumerate((100.0, 130.0, 90.0)):
         for i, (arm, params) in enumerate(arms.items()):
-            run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "baseline",
-                                         "is_control": arm.startswith("control:"), "params": params,
-                                         "reference_arm": "control:llama-speculative-simple"
-                                         if params["spec"] != "none" else None, "repeat_index": rep, "mode": "cli",
-                                         "status": "ok"})
-            con.execute("INSERT INTO metrics (run_id, decode_tps, acceptance, n_drafted, n_accepted) "
-                        "VALUES (?, ?, ?, ?, ?)", [run, tps + 7 * i, 0.4 if params["spec"] == "draft" else None,
-                                                   10 if params["spec"] == "draft" else None, 4])
+            run = store.insert_run(
+                con,
+                {
+                    "sweep_id": sweep,
+                    "arm": arm,
+                    "is_baseline": arm == "baseline",
+                    "is_control": arm.startswith("control:"),
+                    "params": params,
+                    "reference_arm": "control:llama-speculative-simple" if params["spec"] != "none" else None,
+                    "repeat_index": rep,
+                    "mode": "cli",
+                    "status": "ok",
+                },
+            )
+            con.execute(
+                "INSERT INTO metrics (run_id, decode_tps, acceptance, n_drafted, n_accepted) VALUES (?, ?, ?, ?, ?)",
+                [
+                    run,
+                    tps + 7 * i,
+                    0.4 if params["spec"] == "draft" else None,
+                    10 if params["spec"] == "draft" else None,
+                    4,
+                ],
+            )
     return sweep
 
 
@@ -254,9 +439,11 @@ def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path)
     assert header[:1] == ["arm"] and {"decode_tps", "speedup", "speedup_ci95", "acceptance"} <= set(header)
     assert "recipe" not in header and "build" not in header and "control_of" not in header
     # Rows of several sweeps sit under a line naming each sweep, recipe and build.
-    assert f"sweep {sweeps[0]}: spec_matrix.j2 on 0c1e57098-cpu" in lines and \
-        f"sweep {sweeps[1]}: spec_matrix.j2 on 0c1e57098-cpu" in lines
-    note = " ".join(x.strip() for x in lines[lines.index(next(x for x in lines if x.startswith("not shown: "))):])
+    assert (
+        f"sweep {sweeps[0]}: spec_matrix.j2 on 0c1e57098-cpu" in lines
+        and f"sweep {sweeps[1]}: spec_matrix.j2 on 0c1e57098-cpu" in lines
+    )
+    note = " ".join(x.strip() for x in lines[lines.index(next(x for x in lines if x.startswith("not shown: "))) :])
     assert "control_of" in note and f"orch summary {sweeps[0]} {sweeps[1]} --wide" in note
     assert all(c in note for c in summary_table.table_columns(rows) if c in ("spec", "draft_max") and c not in header)
     # A speculative arm's reference is its control, shown short; the control's is the baseline.
@@ -272,8 +459,10 @@ def test_what_tells_sweeps_of_one_recipe_apart_is_never_left_out(tmp_path):
     """Two sweeps of one recipe with another prompt (`--set prompt=...`): the same arm names twice. The text table
     names each sweep's prompt above its rows; Markdown, with one sweep column, keeps a prompt column."""
     con = store.connect(tmp_path / "r.duckdb")
-    sweeps = [matrix_sweep(con, extra={"prompt": "Write a story about a lighthouse keeper\nwho", "n_predict": 64}),
-              matrix_sweep(con, extra={"prompt": "def area(w, h):", "n_predict": 64})]
+    sweeps = [
+        matrix_sweep(con, extra={"prompt": "Write a story about a lighthouse keeper\nwho", "n_predict": 64}),
+        matrix_sweep(con, extra={"prompt": "def area(w, h):", "n_predict": 64}),
+    ]
     rows = summary.arm_rows(con, sweeps)
     lines = table_lines(summary_table.table_text(rows))
     assert max(map(len, lines)) <= 120
@@ -288,13 +477,35 @@ def test_what_tells_sweeps_of_one_recipe_apart_is_never_left_out(tmp_path):
 
 def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
-    sweep = store.create_sweep(con, {"recipe_path": "x.j2", "recipe_hash": "h", "recipe_text": "t", "mode": "cli",
-                                     "repeat": 1, "build_name": "b", "status": "done"})
-    for arm, params in (("base", {"draft": "/m/a.gguf", "draft_max": 8}),
-                        ("d1", {"draft": "/very/long/directory/name/of/models/draft-one.gguf", "draft_max": 8}),
-                        ("d2", {"draft": "/m/b.gguf", "draft_max": 16})):
-        run = store.insert_run(con, {"sweep_id": sweep, "arm": arm, "is_baseline": arm == "base", "params": params,
-                                     "repeat_index": 0, "mode": "cli", "status": "ok"})
+    sweep = store.create_sweep(
+        con,
+        {
+            "recipe_path": "x.j2",
+            "recipe_hash": "h",
+            "recipe_text": "t",
+            "mode": "cli",
+            "repeat": 1,
+            "build_name": "b",
+            "status": "done",
+        },
+    )
+    for arm, params in (
+        ("base", {"draft": "/m/a.gguf", "draft_max": 8}),
+        ("d1", {"draft": "/very/long/directory/name/of/models/draft-one.gguf", "draft_max": 8}),
+        ("d2", {"draft": "/m/b.gguf", "draft_max": 16}),
+    ):
+        run = store.insert_run(
+            con,
+            {
+                "sweep_id": sweep,
+                "arm": arm,
+                "is_baseline": arm == "base",
+                "params": params,
+                "repeat_index": 0,
+                "mode": "cli",
+                "status": "ok",
+            },
+        )
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
     lines = table_lines(summary_table.table_text(summary.arm_rows(con, [sweep])))
     assert lines[0].split()[:3] == ["arm", "draft", "draft_max"] and not any(x.startswith("not shown") for x in lines)
@@ -321,14 +532,19 @@ def test_columns_picks_and_an_unknown_one_is_refused_naming_every_column(tmp_pat
 def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     cpu = matrix_sweep(con, {"id": "cpu@1", "name": "0c1e57098-cpu", "backend": "cpu"}, {"gpus": []})
-    gpu = matrix_sweep(con, {"id": "cuda@1", "name": "0c1e57098-cuda", "backend": "cuda"},
-                       {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}]})
+    gpu = matrix_sweep(
+        con,
+        {"id": "cuda@1", "name": "0c1e57098-cuda", "backend": "cuda"},
+        {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}]},
+    )
     # A CUDA build on a machine without a GPU decoded on the CPU.
     fallback = matrix_sweep(con, {"id": "cuda@2", "name": "0c1e57098-cuda-x", "backend": "cuda"}, {"gpus": []})
     rows = summary.arm_rows(con, [cpu, gpu, fallback])
     lines = Summaries(from_rows(rows)).warning_lines()
-    noisy = {s: [x for x in lines if x.startswith(f"sweep {s}, arm baseline (high_cv): decode speed varies")] for s in
-             (cpu, gpu, fallback)}
+    noisy = {
+        s: [x for x in lines if x.startswith(f"sweep {s}, arm baseline (high_cv): decode speed varies")]
+        for s in (cpu, gpu, fallback)
+    }
     assert all(len(found) == 1 for found in noisy.values()), lines
     assert "nvidia-smi -lgc" in noisy[gpu][0] and "cpupower" not in noisy[gpu][0]
     for sweep in (cpu, fallback):
@@ -367,12 +583,16 @@ def test_arm_acceptance_length_and_sequence_acceptance_only_where_every_run_has_
     """Means over the ok runs; sequence acceptance exact only where every run has it exact, else the means of the
     runs' bounds (which bound the mean), shown as an interval."""
     con, sweep = stored(tmp_path, "cli")
-    runs = [r[0] for r in con.execute("SELECT id FROM runs WHERE arm = 'draft' AND status = 'ok' ORDER BY id")
-            .fetchall()]
+    runs = [
+        r[0] for r in con.execute("SELECT id FROM runs WHERE arm = 'draft' AND status = 'ok' ORDER BY id").fetchall()
+    ]
     figures = [(2.0, 0.30, 0.30, 0.30), (2.2, None, 0.20, 0.28), (2.4, 0.40, 0.40, 0.40), (2.6, 0.5, 0.5, 0.5)]
     for run, (length, seq, low, high) in zip(runs, figures):
-        con.execute("UPDATE metrics SET mean_accept_len = ?, seq_acceptance = ?, seq_acceptance_low = ?, "
-                    "seq_acceptance_high = ? WHERE run_id = ?", [length, seq, low, high, run])
+        con.execute(
+            "UPDATE metrics SET mean_accept_len = ?, seq_acceptance = ?, seq_acceptance_low = ?, "
+            "seq_acceptance_high = ? WHERE run_id = ?",
+            [length, seq, low, high, run],
+        )
     base, draft = summary.arm_rows(con, [sweep])
     assert draft["mean_accept_len"] == pytest.approx(2.3) and draft["seq_acceptance"] is None
     assert (draft["seq_acceptance_low"], draft["seq_acceptance_high"]) == pytest.approx((0.35, 0.37))
@@ -386,8 +606,10 @@ def test_arm_acceptance_length_and_sequence_acceptance_only_where_every_run_has_
 
 def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
     con, sweep = stored(tmp_path, "cli")
-    con.execute("UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
-                "ELSE '[0.7, 0.3, 0.0]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'")
+    con.execute(
+        "UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
+        "ELSE '[0.7, 0.3, 0.0]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'"
+    )
     rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
     assert rows["draft"]["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.1])  # 2 runs of each
     assert rows["baseline"]["accept_rate_per_pos"] is None  # nothing drafts: no figure, not zeros
@@ -395,8 +617,10 @@ def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
     assert "80/40/10%" in table
     # llama.cpp lists a run's positions only up to the furthest one a draft reached: a run that stops early
     # accepted nothing further on, so it counts as 0 there, not as absent (which would overstate the tail)
-    con.execute("UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
-                "ELSE '[0.7]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'")
+    con.execute(
+        "UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
+        "ELSE '[0.7]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'"
+    )
     draft = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
     assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.25, 0.1])
 
@@ -406,11 +630,13 @@ def test_acceptance_by_position_counts_a_run_whose_list_ends_early_as_zero_beyon
     the furthest position a draft was accepted at (common/speculative.cpp grows the list only then), so a shorter
     list means 0 further on; an arm whose runs print no statistics has none."""
     con, sweep = stored(tmp_path, "cli")
-    runs = [r[0] for r in con.execute("SELECT id FROM runs WHERE arm = 'draft' AND status = 'ok' ORDER BY id")
-            .fetchall()]
+    runs = [
+        r[0] for r in con.execute("SELECT id FROM runs WHERE arm = 'draft' AND status = 'ok' ORDER BY id").fetchall()
+    ]
     for run, rates in zip(runs, ([0.9, 0.5, 0.2], [0.7, 0.3], None, [0.8, 0.4, 0.6, 0.1])):
-        con.execute("UPDATE metrics SET accept_rate_per_pos = ? WHERE run_id = ?",
-                    [None if rates is None else str(rates), run])
+        con.execute(
+            "UPDATE metrics SET accept_rate_per_pos = ? WHERE run_id = ?", [None if rates is None else str(rates), run]
+        )
     base, draft = summary.arm_rows(con, [sweep])
     assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.8 / 3, 0.1 / 3])
     assert base["accept_rate_per_pos"] is None
@@ -440,9 +666,19 @@ def test_an_attempt_retried_later_keeps_its_arms_place(tmp_path):
         sweep = add_sweep(con)
         first = con.execute("SELECT id FROM runs WHERE arm = 'baseline'").fetchone()[0]
         con.execute("UPDATE runs SET status = 'failed', failure_class = 'truncated_log' WHERE id = ?", [first])
-        retry = store.insert_run(con, {"sweep_id": sweep, "arm": "baseline", "is_baseline": True, "repeat_index": 0,
-                                       "status": "ok", "build_id": "b@1", "target_sha256": "t" * 64,
-                                       "params": {"arm": "baseline"}})
+        retry = store.insert_run(
+            con,
+            {
+                "sweep_id": sweep,
+                "arm": "baseline",
+                "is_baseline": True,
+                "repeat_index": 0,
+                "status": "ok",
+                "build_id": "b@1",
+                "target_sha256": "t" * 64,
+                "params": {"arm": "baseline"},
+            },
+        )
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 10.0)", [retry])
         rows = summary.arm_rows(con, [sweep])
     assert [r["arm"] for r in rows] == ["baseline", "draft"] and rows[0]["ok"] == "1/1"

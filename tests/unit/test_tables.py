@@ -10,17 +10,21 @@ from hypothesis import strategies as st
 
 from orchestrator import json_text, tables
 
-ROWS = [{"arm": "baseline", "decode_tps": 135.25, "speedup": None, "note": "a|b"},
-        {"arm": "draft:draft_max=8", "decode_tps": 8.5, "speedup": 1.234, "note": "two\nlines"}]
+ROWS = [
+    {"arm": "baseline", "decode_tps": 135.25, "speedup": None, "note": "a|b"},
+    {"arm": "draft:draft_max=8", "decode_tps": 8.5, "speedup": 1.234, "note": "two\nlines"},
+]
 
 
 def test_markdown_table():
-    assert tables.render(ROWS, "md") == "\n".join([
-        "| arm | decode_tps | speedup | note |",
-        "|---|---:|---:|---|",
-        "| baseline | 135.2 | - | a\\|b |",  # numbers as in the text table; a pipe escaped, missing as -
-        "| draft:draft_max=8 | 8.500 | 1.234 | two lines |",
-    ])
+    assert tables.render(ROWS, "md") == "\n".join(
+        [
+            "| arm | decode_tps | speedup | note |",
+            "|---|---:|---:|---|",
+            "| baseline | 135.2 | - | a\\|b |",  # numbers as in the text table; a pipe escaped, missing as -
+            "| draft:draft_max=8 | 8.500 | 1.234 | two lines |",
+        ]
+    )
 
 
 def test_markdown_columns_and_empty_rows():
@@ -65,8 +69,9 @@ def test_json_rows_hold_nothing_a_terminal_acts_on_and_read_back_as_written(text
 def test_json_has_no_nan_and_keeps_dates_and_odd_values():
     """NaN is no JSON: a number a run never printed is null, so every JSON reader takes the output."""
     rows = [{"x": float("nan"), "at": datetime(2026, 5, 1, 12, 30, 5), "blob": b"abc", "ratio": Decimal("1.5")}]
-    assert json.loads(tables.render(rows, "json")) == [{"x": None, "at": "2026-05-01T12:30:05", "blob": "<3 bytes>",
-                                                         "ratio": 1.5}]
+    assert json.loads(tables.render(rows, "json")) == [
+        {"x": None, "at": "2026-05-01T12:30:05", "blob": "<3 bytes>", "ratio": 1.5}
+    ]
 
 
 def test_every_key_of_any_row_is_a_column():
@@ -103,12 +108,39 @@ def test_csv_quotes_a_carriage_return_and_neutralises_formulas():
     import csv
     import io
 
-    rows = [{"arm": "a\rb", "note": "=HYPERLINK(\"x\")", "p": "+1", "at": "@sum", "dash": "-x", "neg": "-1.5", "n": -2,
-             "line": "two\nlines", "sum": "-1+cmd|' /C calc'!A0", "exp": "-2e3", "pt": "+.5"}]
+    rows = [
+        {
+            "arm": "a\rb",
+            "note": '=HYPERLINK("x")',
+            "p": "+1",
+            "at": "@sum",
+            "dash": "-x",
+            "neg": "-1.5",
+            "n": -2,
+            "line": "two\nlines",
+            "sum": "-1+cmd|' /C calc'!A0",
+            "exp": "-2e3",
+            "pt": "+.5",
+        }
+    ]
     text = tables.render(rows, "csv")
     back = list(csv.reader(io.StringIO(text, newline="")))
-    assert back == [list(rows[0]), ["a\rb", "'=HYPERLINK(\"x\")", "'+1", "'@sum", "'-x", "-1.5", "-2", "two\nlines",
-                                    "'-1+cmd|' /C calc'!A0", "-2e3", "'+.5"]]  # a digit after - is no number alone
+    assert back == [
+        list(rows[0]),
+        [
+            "a\rb",
+            '\'=HYPERLINK("x")',
+            "'+1",
+            "'@sum",
+            "'-x",
+            "-1.5",
+            "-2",
+            "two\nlines",
+            "'-1+cmd|' /C calc'!A0",
+            "-2e3",
+            "'+.5",
+        ],
+    ]  # a digit after - is no number alone
     assert text.count("\n") == 2 and '"two\nlines"' in text  # one line break between rows, one inside a field
 
 
@@ -118,8 +150,32 @@ def test_terminal_text_keeps_no_carriage_return():
     assert tables.cell("a\rb") == "ab"
 
 
-_TERMINAL = st.text(alphabet=st.sampled_from(["a", " ", "\t", "\n", "\r", "\x1b", "[", "]", "0", ";", "m", "\x07", "\\",
-                                              "P", "\x9b", "\u202e", "\u2067", "é", "\x7f"]), max_size=40)
+_TERMINAL = st.text(
+    alphabet=st.sampled_from(
+        [
+            "a",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "\x1b",
+            "[",
+            "]",
+            "0",
+            ";",
+            "m",
+            "\x07",
+            "\\",
+            "P",
+            "\x9b",
+            "\u202e",
+            "\u2067",
+            "é",
+            "\x7f",
+        ]
+    ),
+    max_size=40,
+)
 
 
 @given(text=_TERMINAL, column=st.lists(_TERMINAL, max_size=5))
@@ -130,8 +186,9 @@ def test_the_fast_scans_decide_as_the_full_pattern_would(text, column):
     assert tables._cleaned(column) == [tables._LINE_BREAKS.sub(" ", tables._ACTIVE.sub("", v)) for v in column]
 
 
-@given(text=st.text(alphabet=st.sampled_from(["a", " ", "\\", "`", "*", "[", "]", "<", ">", "|", "\n", "_"]),
-                    max_size=30))
+@given(
+    text=st.text(alphabet=st.sampled_from(["a", " ", "\\", "`", "*", "[", "]", "<", ">", "|", "\n", "_"]), max_size=30)
+)
 def test_markdown_text_escapes_each_active_character_once(text):
     """md_text escapes by one replace a character: the same as one substitution of them all, a backslash
     included (its escape is never escaped again)."""
@@ -140,15 +197,22 @@ def test_markdown_text_escapes_each_active_character_once(text):
     assert tables.md_text(text) == re.sub(r"([\\`*\[\]<>|])", r"\\\1", tables._one_line(text))
 
 
-@given(words=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp")), min_size=1,
-                              max_size=30), min_size=1, max_size=60),
-       width=st.integers(min_value=3, max_value=130), indent=st.sampled_from(["", "  ", "    "]),
-       joiner=st.sampled_from([" ", "  ", " \t", "\n"]))
+@given(
+    words=st.lists(
+        st.text(alphabet=st.characters(blacklist_categories=("Zs", "Cc", "Zl", "Zp")), min_size=1, max_size=30),
+        min_size=1,
+        max_size=60,
+    ),
+    width=st.integers(min_value=3, max_value=130),
+    indent=st.sampled_from(["", "  ", "    "]),
+    joiner=st.sampled_from([" ", "  ", " \t", "\n"]),
+)
 def test_prose_wraps_exactly_as_textwrap_does(words, width, indent, joiner):
     """tables.fill's fast path (words between single spaces, one regular expression a line) gives textwrap's lines;
     anything else is textwrap's own."""
     import textwrap
 
     text = joiner.join(words)
-    assert tables.fill(text, width, indent) == textwrap.fill(text, width, subsequent_indent=indent,
-                                                             break_on_hyphens=False, break_long_words=False)
+    assert tables.fill(text, width, indent) == textwrap.fill(
+        text, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
+    )

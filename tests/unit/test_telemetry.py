@@ -10,12 +10,7 @@ import pytest
 from nvml_fake import GIB, fake_nvml, no_nvml  # noqa: F401 (fixtures)
 
 from orchestrator.machine import nvml
-from orchestrator.machine.telemetry import (
-    NO_GPU,
-    Sample,
-    Sampler,
-    summarize,
-)
+from orchestrator.machine.telemetry import NO_GPU, Sample, Sampler, summarize
 
 MIB = 2**20
 # A child that spawns a grandchild holding 80 MiB, then spins a CPU core itself for `seconds`.
@@ -121,11 +116,33 @@ def test_summarize_hand_made_samples():
         (0.4, (80, 5 * GIB, 200.0, 1800), 200 * MIB, 50.0),
     ]:
         samples.append(Sample(t=t, gpu=None, rss_bytes=rss, cpu_pct=cpu))
-        samples.append(Sample(t=t, gpu=0, mem_used_bytes=mem0, util_pct=util0, power_w=power0, sm_clock_mhz=sm0,
-                              mem_clock_mhz=2619, temp_c=50 + int(10 * t), throttle_reasons=4 if t else 0))
+        samples.append(
+            Sample(
+                t=t,
+                gpu=0,
+                mem_used_bytes=mem0,
+                util_pct=util0,
+                power_w=power0,
+                sm_clock_mhz=sm0,
+                mem_clock_mhz=2619,
+                temp_c=50 + int(10 * t),
+                throttle_reasons=4 if t else 0,
+            )
+        )
         # An idle second GPU: adds memory and power, but the busy GPU's clocks are the ones reported.
-        samples.append(Sample(t=t, gpu=1, mem_used_bytes=1 * GIB, util_pct=0, power_w=50.0, sm_clock_mhz=210,
-                              mem_clock_mhz=405, temp_c=30, throttle_reasons=1))
+        samples.append(
+            Sample(
+                t=t,
+                gpu=1,
+                mem_used_bytes=1 * GIB,
+                util_pct=0,
+                power_w=50.0,
+                sm_clock_mhz=210,
+                mem_clock_mhz=405,
+                temp_c=30,
+                throttle_reasons=1,
+            )
+        )
     s = summarize(samples)
     assert s["gpu"] == "GPU 0,1" and s["samples"] == 3 and s["duration_s"] == pytest.approx(0.4)
     assert s["gpu_mem_peak_bytes"] == 7 * GIB  # 6 + 1 at t=0.2

@@ -13,10 +13,19 @@ from orchestrator.tune.race_report import NAMED_FINALISTS, draw
 
 def _tied(n: int) -> Answer:
     rows = [{"candidate": "off (plain decoding)", "state": "tied", "runs": 3, "vs_plain": None}]
-    rows += [{"candidate": f"draft:draft_max={i}", "state": "tied", "runs": 3, "vs_plain": "0.44x [0.26, 0.74]"}
-             for i in range(n)]
-    return Answer(workload="w", state=race.EQUIVALENT, tied=[r["candidate"] for r in rows], rows=rows, runs=80,
-                  grid_runs=130, candidates=n + 1)
+    rows += [
+        {"candidate": f"draft:draft_max={i}", "state": "tied", "runs": 3, "vs_plain": "0.44x [0.26, 0.74]"}
+        for i in range(n)
+    ]
+    return Answer(
+        workload="w",
+        state=race.EQUIVALENT,
+        tied=[r["candidate"] for r in rows],
+        rows=rows,
+        runs=80,
+        grid_runs=130,
+        candidates=n + 1,
+    )
 
 
 def test_a_tie_of_many_is_summarised_and_every_one_is_listed_under_explain():
@@ -31,11 +40,33 @@ def test_a_tie_of_many_is_summarised_and_every_one_is_listed_under_explain():
 
 def test_the_race_plot_at_fifty_finalists_names_the_fastest_inside_its_axes_and_counts_the_rest(tmp_path):
     names = [f"ngram-mod:ngram_n={i},draft_max={i % 7}" for i in range(50)]
-    runs = [{"sweep_id": 1, "repeat_index": 0, "arm": "baseline", "status": "ok", "decode_tps": 100.0,
-             "is_baseline": True, "is_control": False, "planned": True, "reference_arm": None}]
-    runs += [{"sweep_id": 1, "repeat_index": 0, "arm": n, "status": "ok", "decode_tps": 100.0 + i * 0.1,
-              "is_baseline": False, "is_control": False, "planned": True, "reference_arm": "baseline"}
-             for i, n in enumerate(names)]
+    runs = [
+        {
+            "sweep_id": 1,
+            "repeat_index": 0,
+            "arm": "baseline",
+            "status": "ok",
+            "decode_tps": 100.0,
+            "is_baseline": True,
+            "is_control": False,
+            "planned": True,
+            "reference_arm": None,
+        }
+    ]
+    runs += [
+        {
+            "sweep_id": 1,
+            "repeat_index": 0,
+            "arm": n,
+            "status": "ok",
+            "decode_tps": 100.0 + i * 0.1,
+            "is_baseline": False,
+            "is_control": False,
+            "planned": True,
+            "reference_arm": "baseline",
+        }
+        for i, n in enumerate(names)
+    ]
     events = [{"candidate": n, "event": "tied"} for n in names]
     figures = []
     with patch("orchestrator.tune.race_report.save", side_effect=lambda fig, path: figures.append(fig) or path):
@@ -44,8 +75,9 @@ def test_the_race_plot_at_fifty_finalists_names_the_fastest_inside_its_axes_and_
     ax = fig.axes[0]
     renderer = fig.canvas.get_renderer()
     named = [t for t in ax.texts if t.get_text() in names]
-    assert len(named) == NAMED_FINALISTS and any(t.get_text() == "and 38 more finalists (the answer's table)"
-                                                 for t in ax.texts)
+    assert len(named) == NAMED_FINALISTS and any(
+        t.get_text() == "and 38 more finalists (the answer's table)" for t in ax.texts
+    )
     # where each name sits (log scale): inside the axes, and a line of text apart (8 pt on axes 4 inches tall)
     spots = sorted(math.log10(t.xyann[1]) for t in named)
     low, high = (math.log10(v) for v in ax.get_ylim())

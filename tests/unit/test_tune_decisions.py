@@ -46,14 +46,17 @@ def test_every_kind_is_worded_by_one_function_with_its_numbers():
     assert said["f"] == "disqualified: timeout (hang) in sweep 3, repeat 2"
     assert said["g"] == "disqualified: failed (no class) in sweep 3, repeat 2"
     assert said["n"] == "disqualified: drafted nothing in sweep 3, repeat 2: no speculation result"
-    assert said["o"].startswith("disqualified: its output at temperature 0 differs from its control's (sweep 3, "
-                                "repeat 2, first at token 7)")
+    assert said["o"].startswith(
+        "disqualified: its output at temperature 0 differs from its control's (sweep 3, repeat 2, first at token 7)"
+    )
     assert said["d"] == "dropped: slower than plain decoding: 0.61x its speed after 2 run(s), p=0.0012 (Holm over 9)"
     assert said["e"].startswith("dropped: slower than ngram-simple:ngram_n=4: 0.90x")
     assert said["w"] == "winner: the one survivor, at 1.50x plain decoding's speed"
     assert said["plain"].startswith("refused: plain decoding's text loops on this workload (sweep 3, repeat 2)")
-    assert said["p"].startswith("predicted_slower: predicted at 0.61x plain decoding's speed [0.40, 0.93] before "
-                                "any run: below it, interval and all")
+    assert said["p"].startswith(
+        "predicted_slower: predicted at 0.61x plain decoding's speed [0.40, 0.93] before "
+        "any run: below it, interval and all"
+    )
     assert Exit.PREDICTED_SLOWER.leaves and Exit.PREDICTED_SLOWER.not_a_result  # it never ran: no speed shown
     assert decisions.counted({"p": EVERY_KIND[-1]}) == "1 predicted slower"
     for d in EVERY_KIND:  # the stored row carries the same words, without the event its column holds
@@ -69,8 +72,9 @@ def test_the_migration_reads_back_every_wording_orch_wrote():
     for d in (d for d in EVERY_KIND if d.kind is not Exit.PREDICTED_SLOWER):
         reason = d.outcome if d.kind.ends and d.kind is not Exit.REFUSED else words(d, event=False)
         kind, detail = legacy_decision(d.kind.event, reason)
-        back = decisions.from_row({"candidate": d.candidate, "round": 0, "kind": kind, "speedup": d.speedup,
-                                   "detail": detail})
+        back = decisions.from_row(
+            {"candidate": d.candidate, "round": 0, "kind": kind, "speedup": d.speedup, "detail": detail}
+        )
         assert back == d, d
     # an answer's text as stored before ("event: reason") reads too
     assert Decision.from_dict("n", words(EVERY_KIND[5])) == EVERY_KIND[5]
@@ -90,25 +94,37 @@ def test_a_stored_decision_reads_back_as_itself():
         decisions.from_row({"candidate": "x", "round": 1, "kind": "loops", "detail": {"sweep_id": "one"}})
 
 
-LEFT = {"a": Decision("a", Exit.DROPPED, ratio=0.5, runs=1, p=0.001, family=3),
-        "b": Decision("b", Exit.DROPPED, note="slower than the leader"),
-        "c": Decision("c", Exit.DRAFTED_NOTHING, **WHERE),
-        "d": Decision("d", Exit.OUTPUT_CHANGED, **WHERE),
-        "e": Decision("e", Exit.LOOPS, **WHERE),
-        "f": Decision("f", Exit.FAILED, status="failed", **WHERE),
-        "g": Decision("g", Exit.INFEASIBLE, note="drafted nothing: loops, failed")}  # words that fooled substrings
+LEFT = {
+    "a": Decision("a", Exit.DROPPED, ratio=0.5, runs=1, p=0.001, family=3),
+    "b": Decision("b", Exit.DROPPED, note="slower than the leader"),
+    "c": Decision("c", Exit.DRAFTED_NOTHING, **WHERE),
+    "d": Decision("d", Exit.OUTPUT_CHANGED, **WHERE),
+    "e": Decision("e", Exit.LOOPS, **WHERE),
+    "f": Decision("f", Exit.FAILED, status="failed", **WHERE),
+    "g": Decision("g", Exit.INFEASIBLE, note="drafted nothing: loops, failed"),
+}  # words that fooled substrings
 
 
 def _no_speculation() -> Answer:
-    return Answer(workload="prose", state=race.WINNER, winner="plain", runs=40, grid_runs=45, candidates=8,
-                  rows=[{"candidate": "off (plain decoding)", "state": "winner"}], left=LEFT)
+    return Answer(
+        workload="prose",
+        state=race.WINNER,
+        winner="plain",
+        runs=40,
+        grid_runs=45,
+        candidates=8,
+        rows=[{"candidate": "off (plain decoding)", "state": "winner"}],
+        left=LEFT,
+    )
 
 
 def test_why_none_counts_kinds_and_rewording_a_message_changes_no_verdict(monkeypatch):
     said = verdict(_no_speculation())
-    assert said == ("prose: no speculation: no candidate beat plain decoding (2 dropped as slower, 1 drafted nothing, "
-                    "1 changed the output, 1 looped, 2 failed or could not run) (40 runs against 45 for the grid at "
-                    f"{GRID_REPEATS} repeats)")
+    assert said == (
+        "prose: no speculation: no candidate beat plain decoding (2 dropped as slower, 1 drafted nothing, "
+        "1 changed the output, 1 looped, 2 failed or could not run) (40 runs against 45 for the grid at "
+        f"{GRID_REPEATS} repeats)"
+    )
     monkeypatch.setattr(decisions, "_why", lambda d: "reworded: drafted nothing, loops, failed, timeout")
     assert words(LEFT["a"]) == "dropped: reworded: drafted nothing, loops, failed, timeout"
     assert verdict(_no_speculation()) == said
@@ -121,31 +137,66 @@ def test_the_verdict_says_the_tie_margin_and_grid_of_the_stored_rule(tmp_path):
         tune_id = tunes.create_tune(con, _tune_row({"tie_margin": 0.05, "max_runs": 6, "allow_output_change": True}))
         rules = stored_tune.stored_rules(tune_queries.tune_row(con, tune_id))
     assert rules == Rules(tie_margin=0.05, max_runs=6, allow_output_change=True) and rules.grid_repeats == 5
-    tied = Answer(workload="w", state=race.EQUIVALENT, tied=["a", "b"], runs=10, grid_runs=20, rules=rules,
-                  rows=[{"candidate": "a", "state": "tied"}, {"candidate": "b", "state": "tied"}])
+    tied = Answer(
+        workload="w",
+        state=race.EQUIVALENT,
+        tied=["a", "b"],
+        runs=10,
+        grid_runs=20,
+        rules=rules,
+        rows=[{"candidate": "a", "state": "tied"}, {"candidate": "b", "state": "tied"}],
+    )
     assert verdict(tied) == "w: tied within 5%, any of them: a, b (10 runs against 20 for the grid at 5 repeats)"
-    off = Answer(workload="w", state=race.EQUIVALENT, rules=Rules(tie_margin=0.025, grid_repeats=3),
-                 rows=[{"candidate": "off (plain decoding)", "state": "tied"}, {"candidate": "a", "state": "tied"}])
+    off = Answer(
+        workload="w",
+        state=race.EQUIVALENT,
+        rules=Rules(tie_margin=0.025, grid_repeats=3),
+        rows=[{"candidate": "off (plain decoding)", "state": "tied"}, {"candidate": "a", "state": "tied"}],
+    )
     assert "(within 2.5%: off (plain decoding), a;" in verdict(off) and "grid at 3 repeats" in verdict(off)
 
 
 def _tune_row(rules: dict) -> dict:
-    return {"recipe_path": "r.j2", "recipe_hash": "h", "build_name": "b", "variables": {}, "workloads": [None],
-            "budget": {}, "rules": rules, "argv": []}
+    return {
+        "recipe_path": "r.j2",
+        "recipe_hash": "h",
+        "build_name": "b",
+        "variables": {},
+        "workloads": [None],
+        "budget": {},
+        "rules": rules,
+        "argv": [],
+    }
 
 
 def _fake_race(path, tune_id: int, rules: Rules, say) -> race_settings.RaceSettings:
     """Plain decoding, `a` (ngram, no control) and `idle`, on fake arms; the runs come from _runs (monkeypatched)."""
+
     def arm(name, argv, base=False):
-        return SimpleNamespace(arm=SimpleNamespace(name=name, reference=None if base else "plain", is_baseline=base,
-                                                   is_control=False, argv=argv),
-                               executed=None, stop_status=None, stop_reason=None, draft_warning=None)
+        return SimpleNamespace(
+            arm=SimpleNamespace(
+                name=name, reference=None if base else "plain", is_baseline=base, is_control=False, argv=argv
+            ),
+            executed=None,
+            stop_status=None,
+            stop_reason=None,
+            draft_warning=None,
+        )
+
     spec = ["/b/llama-completion", "-m", "t.gguf", "--spec-type", "ngram-simple"]
     arms = [arm("plain", ["/b/llama-completion", "-m", "t.gguf"], base=True), arm("a", spec), arm("idle", spec)]
     build = SimpleNamespace(tool=lambda name: None, help_texts=dict)
     prepared = SimpleNamespace(database=store.Database(path), arms=arms, build=build)
-    return race_settings.RaceSettings(tune_id=tune_id, workload="w", prepared=prepared, rules=rules,
-                               budget=race_settings.Budget(runs=12), timeout=0, argv=[], say=say)
+    return race_settings.RaceSettings(
+        tune_id=tune_id,
+        workload="w",
+        prepared=prepared,
+        rules=rules,
+        budget=race_settings.Budget(runs=12),
+        timeout=0,
+        argv=[],
+        say=say,
+    )
 
 
 def _runs() -> list[dict]:
@@ -153,14 +204,30 @@ def _runs() -> list[dict]:
     out = []
     for i in range(6):
         for arm, tps in (("plain", 100.0), ("a", 100.0 * math.exp(-0.005 + 0.03 * (-1) ** i))):
-            out.append({"sweep_id": 1, "repeat_index": i, "arm": arm, "status": "ok", "decode_tps": tps,
-                        "n_drafted": 5 if arm == "a" else None, "acceptance": None, "planned": True, "wall_s": 1.0,
-                        "reference_arm": None if arm == "plain" else "plain"})
+            out.append(
+                {
+                    "sweep_id": 1,
+                    "repeat_index": i,
+                    "arm": arm,
+                    "status": "ok",
+                    "decode_tps": tps,
+                    "n_drafted": 5 if arm == "a" else None,
+                    "acceptance": None,
+                    "planned": True,
+                    "wall_s": 1.0,
+                    "reference_arm": None if arm == "plain" else "plain",
+                }
+            )
     return out
 
 
-@pytest.mark.parametrize("margin, said", [(0.05, "faster than plain decoding (within 5%: off (plain decoding), a;"),
-                                          (0.02, "not separated within the budget")])
+@pytest.mark.parametrize(
+    "margin, said",
+    [
+        (0.05, "faster than plain decoding (within 5%: off (plain decoding), a;"),
+        (0.02, "not separated within the budget"),
+    ],
+)
 def test_a_resumed_race_reads_its_decisions_and_rule_back_typed(tmp_path, monkeypatch, margin, said):
     """The same runs, raced by the stored rule: within a 5% margin plain decoding and `a` are tied, within 2% they
     are not separated. The decision stored before the resume comes back as a Decision, is not stored again, and
@@ -168,8 +235,9 @@ def test_a_resumed_race_reads_its_decisions_and_rule_back_typed(tmp_path, monkey
     path = tmp_path / "r.duckdb"
     earlier = Decision("idle", Exit.DRAFTED_NOTHING, round=1, sweep_id=1, repeat=1)
     with store.opened(path) as con:
-        tune_id = tunes.create_tune(con, _tune_row({**Rules(tie_margin=margin).to_dict(),
-                                                    "allow_output_change": False}))
+        tune_id = tunes.create_tune(
+            con, _tune_row({**Rules(tie_margin=margin).to_dict(), "allow_output_change": False})
+        )
         tunes.insert_round(con, tune_id, "w", 1, 1, [["a", "idle"]] * 6, {"a": "plain", "idle": "plain"})
         tunes.insert_events(con, [{"tune_id": tune_id, "workload": "w", **decisions.to_row(earlier)}])
         row, rounds = tune_queries.tune_row(con, tune_id), tune_queries.rounds(con, tune_id)
@@ -185,8 +253,11 @@ def test_a_resumed_race_reads_its_decisions_and_rule_back_typed(tmp_path, monkey
     assert found.best_speculating["candidate"] == "a"
     with store.opened(path) as con:
         events = tune_queries.events(con, tune_id)
-    assert [(e["candidate"], e["kind"]) for e in events] == [("idle", "drafted_nothing"), ("plain", "tied"),
-                                                             ("a", "tied")]
+    assert [(e["candidate"], e["kind"]) for e in events] == [
+        ("idle", "drafted_nothing"),
+        ("plain", "tied"),
+        ("a", "tied"),
+    ]
     assert {e["detail"]["outcome"] for e in events[1:]} == {race.EQUIVALENT if margin == 0.05 else race.UNSEPARATED}
 
 
@@ -195,13 +266,20 @@ def test_a_resume_of_a_tune_whose_decisions_do_not_read_is_one_line(tmp_path):
     path, recipe = tmp_path / "r.duckdb", tmp_path / "r.j2"
     recipe.write_text("{{ bin }}/llama-completion -n 8\n")
     with store.opened(path) as con:
-        tune_id = tunes.create_tune(con, {**_tune_row({}), "recipe_path": str(recipe),
-                                          "recipe_hash": sha256_text(recipe.read_text())})
+        tune_id = tunes.create_tune(
+            con, {**_tune_row({}), "recipe_path": str(recipe), "recipe_hash": sha256_text(recipe.read_text())}
+        )
         tunes.set_tune_state(con, tune_id, "interrupted")
-        con.execute("INSERT INTO tune_events (tune_id, workload, round, candidate, event, reason) VALUES "
-                    "(?, 'w', 1, 'x', 'disqualified', 'a reason no orch wrote')", [tune_id])
-    with pytest.raises(TuneResumeError, match=r"a stored decision does not read \(x: disqualified 'a reason no "
-                                              r"orch wrote' has no kind\); it cannot be resumed"):
+        con.execute(
+            "INSERT INTO tune_events (tune_id, workload, round, candidate, event, reason) VALUES "
+            "(?, 'w', 1, 'x', 'disqualified', 'a reason no orch wrote')",
+            [tune_id],
+        )
+    with pytest.raises(
+        TuneResumeError,
+        match=r"a stored decision does not read \(x: disqualified 'a reason no "
+        r"orch wrote' has no kind\); it cannot be resumed",
+    ):
         session.resume(str(tune_id), path, argv=[])
     with store.opened(path) as con:
         assert tune_queries.tune_row(con, tune_id)["state"] == "interrupted"  # not taken over
@@ -213,24 +291,34 @@ def test_a_file_at_the_previous_schema_gets_its_decisions_kinds_from_their_words
     before = {migrations.number(m) for m in migrations.MIGRATIONS} - {25}
     migrations.apply(con, only=before)
     tune_id = tunes.create_tune(con, _tune_row({"tie_margin": 0.02}))
-    old = [("infeasible", "infeasible: skipped before launch: needs 9 GiB, 6 free", None),
-           ("disqualified", "drafted nothing in sweep 4, repeat 2: no speculation result", None),
-           ("disqualified", "timeout (no class) in sweep 4, repeat 1", None),
-           ("dropped", "slower than plain decoding: 0.71x its speed after 2 run(s), p=3.1e-05 (Holm over 12)", 0.7),
-           ("disqualified", "a reason no orch wrote", None),
-           ("tied", "unseparated", 1.01), ("refused", "plain decoding's text loops (sweep 5, repeat 1): ...", None)]
+    old = [
+        ("infeasible", "infeasible: skipped before launch: needs 9 GiB, 6 free", None),
+        ("disqualified", "drafted nothing in sweep 4, repeat 2: no speculation result", None),
+        ("disqualified", "timeout (no class) in sweep 4, repeat 1", None),
+        ("dropped", "slower than plain decoding: 0.71x its speed after 2 run(s), p=3.1e-05 (Holm over 12)", 0.7),
+        ("disqualified", "a reason no orch wrote", None),
+        ("tied", "unseparated", 1.01),
+        ("refused", "plain decoding's text loops (sweep 5, repeat 1): ...", None),
+    ]
     for i, (event, reason, speedup) in enumerate(old):
-        con.execute("INSERT INTO tune_events (tune_id, workload, round, candidate, event, reason, speedup) VALUES "
-                    "(?, 'w', 1, ?, ?, ?, ?)", [tune_id, f"c{i}", event, reason, speedup])
+        con.execute(
+            "INSERT INTO tune_events (tune_id, workload, round, candidate, event, reason, speedup) VALUES "
+            "(?, 'w', 1, ?, ?, ?, ?)",
+            [tune_id, f"c{i}", event, reason, speedup],
+        )
     con.close()
     with store.opened(path) as con:  # m025 applies on open
         events = tune_queries.events(con, tune_id)
     kinds = [(e["kind"], e["detail"]) for e in events]
-    assert kinds == [("infeasible", {"status": "skipped", "note": "needs 9 GiB, 6 free"}),
-                     ("drafted_nothing", {"sweep_id": 4, "repeat": 2}),
-                     ("failed", {"status": "timeout", "sweep_id": 4, "repeat": 1}),
-                     ("dropped", {"ratio": 0.71, "runs": 2, "p": 3.1e-05, "family": 12}),
-                     (None, None), ("tied", {"outcome": "unseparated"}), ("refused", {"sweep_id": 5, "repeat": 1})]
+    assert kinds == [
+        ("infeasible", {"status": "skipped", "note": "needs 9 GiB, 6 free"}),
+        ("drafted_nothing", {"sweep_id": 4, "repeat": 2}),
+        ("failed", {"status": "timeout", "sweep_id": 4, "repeat": 1}),
+        ("dropped", {"ratio": 0.71, "runs": 2, "p": 3.1e-05, "family": 12}),
+        (None, None),
+        ("tied", {"outcome": "unseparated"}),
+        ("refused", {"sweep_id": 5, "repeat": 1}),
+    ]
     assert events[4]["reason"] == "a reason no orch wrote"  # unread, kept as it was
     back = decisions.from_row(events[3])
     assert back == Decision("c3", Exit.DROPPED, round=1, speedup=0.7, ratio=0.71, runs=2, p=3.1e-05, family=12)

@@ -14,13 +14,28 @@ BASE = "baseline"
 
 def _race(candidates: int, budget_runs: int | None) -> RaceSettings:
     """A race of `candidates` drafts, each measured against one control, with plain decoding as the baseline."""
+
     def arm(name, reference=None, **flags):
-        return SimpleNamespace(arm=SimpleNamespace(name=name, reference=reference, is_baseline=flags.get("base", False),
-                                                   is_control=flags.get("control", False)))
+        return SimpleNamespace(
+            arm=SimpleNamespace(
+                name=name,
+                reference=reference,
+                is_baseline=flags.get("base", False),
+                is_control=flags.get("control", False),
+            )
+        )
+
     arms = [arm(BASE, base=True), arm("control", BASE, control=True)]
     arms += [arm(f"c{i}", "control") for i in range(candidates)]
-    return RaceSettings(tune_id=1, workload="w", prepared=SimpleNamespace(arms=arms), rules=Rules(),
-                        budget=Budget(runs=budget_runs), timeout=0, argv=[])
+    return RaceSettings(
+        tune_id=1,
+        workload="w",
+        prepared=SimpleNamespace(arms=arms),
+        rules=Rules(),
+        budget=Budget(runs=budget_runs),
+        timeout=0,
+        argv=[],
+    )
 
 
 def _spent(n: int) -> list[dict]:

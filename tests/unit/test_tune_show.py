@@ -16,23 +16,71 @@ from orchestrator.tune.decisions import Decision, Exit
 from orchestrator.tune.request import TuneResult
 from orchestrator.tune.rules import Rules
 
-ANSWER_KEYS = {"workload", "state", "winner", "tied", "rows", "command", "server", "runs", "seconds", "grid_runs",
-               "grid_seconds", "rounds", "candidates", "reason", "left", "noise", "best_speculating", "output_changed",
-               "verdict"}
+ANSWER_KEYS = {
+    "workload",
+    "state",
+    "winner",
+    "tied",
+    "rows",
+    "command",
+    "server",
+    "runs",
+    "seconds",
+    "grid_runs",
+    "grid_seconds",
+    "rounds",
+    "candidates",
+    "reason",
+    "left",
+    "noise",
+    "best_speculating",
+    "output_changed",
+    "verdict",
+}
 
 
 def _answer() -> Answer:
-    left = {"b": Decision("b", Exit.DROPPED, round=1, speedup=0.6, ratio=0.6, runs=1, p=0.001, family=2),
-            "c": Decision("c", Exit.DRAFTED_NOTHING, round=1, sweep_id=1, repeat=1)}
-    a = Answer(workload="w", state=race.WINNER, winner="plain", runs=9, seconds=12.0, grid_runs=12,
-               grid_seconds=16.0, rounds=2, candidates=4, left=left, noise=0.03, command="/b/llama-completion -m t",
-               server="no llama-server equivalent: this build has no llama-server",
-               best_speculating={"candidate": "a", "vs_plain": "0.95x", "command": "/b/llama-completion -m t -x"},
-               rules=Rules(tie_margin=0.05, grid_repeats=3),
-               rows=[{"candidate": "off (plain decoding)", "state": "winner", "runs": 3, "vs_plain": None,
-                      "vs_control": None, "acceptance": None, "why": None},
-                     {"candidate": "b", "state": "dropped", "runs": 1, "vs_plain": "0.60x", "vs_control": None,
-                      "acceptance": None, "why": "dropped: slower than plain decoding"}])
+    left = {
+        "b": Decision("b", Exit.DROPPED, round=1, speedup=0.6, ratio=0.6, runs=1, p=0.001, family=2),
+        "c": Decision("c", Exit.DRAFTED_NOTHING, round=1, sweep_id=1, repeat=1),
+    }
+    a = Answer(
+        workload="w",
+        state=race.WINNER,
+        winner="plain",
+        runs=9,
+        seconds=12.0,
+        grid_runs=12,
+        grid_seconds=16.0,
+        rounds=2,
+        candidates=4,
+        left=left,
+        noise=0.03,
+        command="/b/llama-completion -m t",
+        server="no llama-server equivalent: this build has no llama-server",
+        best_speculating={"candidate": "a", "vs_plain": "0.95x", "command": "/b/llama-completion -m t -x"},
+        rules=Rules(tie_margin=0.05, grid_repeats=3),
+        rows=[
+            {
+                "candidate": "off (plain decoding)",
+                "state": "winner",
+                "runs": 3,
+                "vs_plain": None,
+                "vs_control": None,
+                "acceptance": None,
+                "why": None,
+            },
+            {
+                "candidate": "b",
+                "state": "dropped",
+                "runs": 1,
+                "vs_plain": "0.60x",
+                "vs_control": None,
+                "acceptance": None,
+                "why": "dropped: slower than plain decoding",
+            },
+        ],
+    )
     a.verdict = verdict(a)
     return a
 
@@ -41,9 +89,19 @@ def _stored(tmp_path, answers: list[dict]) -> str:
     tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "r.duckdb"
     with store.opened(path) as con:
-        tune_id = tunes.create_tune(con, {"recipe_path": "r.j2", "recipe_hash": "h", "build_name": "b",
-                                          "variables": {}, "workloads": [None], "budget": {}, "rules": {},
-                                          "argv": []})
+        tune_id = tunes.create_tune(
+            con,
+            {
+                "recipe_path": "r.j2",
+                "recipe_hash": "h",
+                "build_name": "b",
+                "variables": {},
+                "workloads": [None],
+                "budget": {},
+                "rules": {},
+                "argv": [],
+            },
+        )
         tunes.set_tune_state(con, tune_id, "done", {"answers": answers, "verdict": "v", "build": "b"})
     return str(path)
 
@@ -77,8 +135,10 @@ def test_show_prints_the_stored_answer_as_a_fresh_tune_prints_it(tmp_path):
 
 def test_an_answer_stored_before_typed_decisions_shows_and_one_that_does_not_read_is_one_line(tmp_path):
     old = {k: v for k, v in _answer().to_dict().items() if k != "rules"}
-    old["left"] = {"b": "dropped: slower than the leader", "c": "disqualified: drafted nothing in sweep 1, repeat 1: "
-                   "no speculation result"}
+    old["left"] = {
+        "b": "dropped: slower than the leader",
+        "c": "disqualified: drafted nothing in sweep 1, repeat 1: no speculation result",
+    }
     back = Answer.from_dict(old)
     assert back.left["c"] == Decision("c", Exit.DRAFTED_NOTHING, sweep_id=1, repeat=1)
     assert back.left["b"].kind is Exit.DROPPED and back.rules == Rules()

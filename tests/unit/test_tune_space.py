@@ -20,9 +20,11 @@ def _names(grids: list[dict]) -> list[str]:
 
 def test_a_space_file_gives_ranges_per_method_and_all_axes_to_every_grid_and_to_plain_decoding(tmp_path):
     path = tmp_path / "space.toml"
-    path.write_text('[all]\nthreads = [1, 2]\n[[grid]]\n_label = "ngram-mod"\nspec = "ngram-mod"\n'
-                    'ngram_n = {from = 4, to = 12, step = 4}\n[[grid]]\n_label = "p"\nspec = "draft"\n'
-                    'p_min = {from = 0.0, to = 0.2, step = 0.1}\n')
+    path.write_text(
+        '[all]\nthreads = [1, 2]\n[[grid]]\n_label = "ngram-mod"\nspec = "ngram-mod"\n'
+        'ngram_n = {from = 4, to = 12, step = 4}\n[[grid]]\n_label = "p"\nspec = "draft"\n'
+        "p_min = {from = 0.0, to = 0.2, step = 0.1}\n"
+    )
     found = space.from_file(path, BASELINE)
     names = _names(found.grids)
     assert "off:threads=1" in names and "off:threads=2" in names  # speculation off, at each thread count
@@ -31,13 +33,16 @@ def test_a_space_file_gives_ranges_per_method_and_all_axes_to_every_grid_and_to_
     assert len(names) == 2 + 3 * 2 + 3 * 2
 
 
-@pytest.mark.parametrize("text, words", [
-    ("[[grid]]\nx = {from = 3, to = 1}\n", "not a range"),
-    ('grid = []\n', r"no \[\[grid\]\]"),
-    ('[[grid]]\nspec = "none"\n[extra]\n', "unknown keys extra"),
-    ('sample = 0\n[[grid]]\nspec = "none"\n', "is not a whole number from 1 to 1000"),
-    ("[[grid\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("[[grid]]\nx = {from = 3, to = 1}\n", "not a range"),
+        ("grid = []\n", r"no \[\[grid\]\]"),
+        ('[[grid]]\nspec = "none"\n[extra]\n', "unknown keys extra"),
+        ('sample = 0\n[[grid]]\nspec = "none"\n', "is not a whole number from 1 to 1000"),
+        ("[[grid\n", "not valid TOML"),
+    ],
+)
 def test_a_bad_space_file_is_one_line_naming_the_fix(tmp_path, text, words):
     path = tmp_path / "bad.toml"
     path.write_text(text)
@@ -58,12 +63,19 @@ def test_builtin_spaces_follow_the_build_and_the_variables():
     with_draft = space.from_names(["draft-simple"], baseline=BASELINE, backend="cpu", variables={"draft": "d.gguf"})
     # 96 cells (6 windows x 4 draft_min x 4 p_min) sampled reproducibly, every value of every axis kept
     assert len(_names(with_draft.grids)) <= space.DEFAULT_SAMPLE and "96 candidates sampled" in with_draft.notes[0]
-    for axis, values in (("draft_max", {1, 2, 3, 4, 8, 16}), ("draft_min", {0, 1, 2, 5}), ("p_min", {0.0, 0.5, 0.8, 0.9})):
+    for axis, values in (
+        ("draft_max", {1, 2, 3, 4, 8, 16}),
+        ("draft_min", {0, 1, 2, 5}),
+        ("p_min", {0.0, 0.5, 0.8, 0.9}),
+    ):
         assert {g[axis][0] for g in with_draft.grids} == values, axis
     model = space.from_names(["draft-model"], baseline=BASELINE, backend="cpu", variables={"draft": "d.gguf"})
     (grid,) = model.grids  # the draft's threads from this machine's cores, its KV cache type
-    assert (grid["threads_draft"], grid["cache_type_draft"], grid["draft_max"]) == (space._cores(), ["f16", "q8_0"],
-                                                                                   [2, 4])
+    assert (grid["threads_draft"], grid["cache_type_draft"], grid["draft_max"]) == (
+        space._cores(),
+        ["f16", "q8_0"],
+        [2, 4],
+    )
     with pytest.raises(InvalidOption, match="no such built-in space"):
         space.from_names(["ngram-moo"], baseline=BASELINE, backend="cpu", variables={})
     with pytest.raises(InvalidOption, match="nothing to race"):
@@ -72,8 +84,10 @@ def test_builtin_spaces_follow_the_build_and_the_variables():
 
 def test_a_large_space_is_sampled_reproducibly_and_in_proportion(tmp_path):
     path = tmp_path / "big.toml"
-    path.write_text('sample = 30\n[[grid]]\n_label = "a"\nspec = "ngram-mod"\nngram_n = {from = 1, to = 20}\n'
-                    'draft_max = {from = 1, to = 20}\n[[grid]]\n_label = "b"\nspec = "ngram-cache"\n')
+    path.write_text(
+        'sample = 30\n[[grid]]\n_label = "a"\nspec = "ngram-mod"\nngram_n = {from = 1, to = 20}\n'
+        'draft_max = {from = 1, to = 20}\n[[grid]]\n_label = "b"\nspec = "ngram-cache"\n'
+    )
     first = space.from_file(path, BASELINE)
     names = _names(first.grids)
     assert 25 <= len(names) <= 31 and "b" in names  # the one-cell grid keeps its cell
@@ -104,13 +118,16 @@ def test_a_draft_given_with_set_brings_the_draft_space_in(tmp_path):
     cpu = SimpleNamespace(backend="cpu")
     given = TuneRequest(recipe=RECIPE, space="draft-simple", overrides=("draft=d.gguf",))
     grids, _, notes = session._space(given, cpu)
-    assert len(_names(grids)) == len(_names(space.from_names(["draft-simple"], baseline=BASELINE, backend="cpu",
-                                                             variables={"draft": "d.gguf"}).grids)) \
-        and all("sampled" in n for n in notes)
+    assert len(_names(grids)) == len(
+        _names(
+            space.from_names(["draft-simple"], baseline=BASELINE, backend="cpu", variables={"draft": "d.gguf"}).grids
+        )
+    ) and all("sampled" in n for n in notes)
     vars_file = tmp_path / "v.toml"
     vars_file.write_text('draft = "d.gguf"\n')
-    assert len(_names(session._space(TuneRequest(recipe=RECIPE, space="draft-simple", vars_file=vars_file),
-                                     cpu)[0])) == len(_names(grids))
+    assert len(
+        _names(session._space(TuneRequest(recipe=RECIPE, space="draft-simple", vars_file=vars_file), cpu)[0])
+    ) == len(_names(grids))
     grids, _, notes = session._space(TuneRequest(recipe=RECIPE, space="draft-simple,ngram-cache"), cpu)
     assert "left out" in notes[0] and _names(grids) == ["ngram-cache"]
 
@@ -125,19 +142,37 @@ def test_the_draft_model_space_renders_the_drafts_threads_and_kv_type():
         assert int(td) in space._cores() and kv in ("f16", "q8_0") and arm.argv[arm.argv.index("-ctvd") + 1] == kv
 
 
-@pytest.mark.parametrize("text, words", [
-    ('sample = 10\n[[grid]]\nspec = "ngram-mod"\n' + "".join(f"a{i} = {list(range(10))}\n" for i in range(9)),
-     None),  # 10^9 cells, sampled by index: never expanded (MemoryError before)
-    ('[[grid]]\nspec = "ngram-mod"\na = {from = 1, to = 100}\nb = {from = 1, to = 100}\n',
-     r"10,000 candidates; a race takes at most 1,000 unsampled: add `sample = N`"),
-    ('sample = 10\n[[grid]]\nspec = "ngram-mod"\n' + "".join(f"a{i} = {list(range(100))}\n" for i in range(7)),
-     r"100,000,000,000,000 candidates; a space may describe at most"),
-    ('sample = 100000\n[[grid]]\nspec = "ngram-mod"\na = [1, 2]\n', r"sample = 100000 is not a whole number from 1"),
-    ('[[grid]]\nspec = "draft"\ntarget = ["/etc/passwd"]\n', r"sets target: a space races settings of one model pair"),
-    ('[all]\ndraft = "small.gguf"\n[[grid]]\nspec = "draft"\n', r"sets draft: a space races settings"),
-    ('[[grid]]\nspec = "ngram-mod"\nprompt = ["a", "b"]\n', r"sets prompt: a space races settings on one text"),
-    ('[all]\nn_predict = [16, 256]\n[[grid]]\nspec = "ngram-mod"\n', r"sets n_predict: a space races settings on one"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (
+            'sample = 10\n[[grid]]\nspec = "ngram-mod"\n' + "".join(f"a{i} = {list(range(10))}\n" for i in range(9)),
+            None,
+        ),  # 10^9 cells, sampled by index: never expanded (MemoryError before)
+        (
+            '[[grid]]\nspec = "ngram-mod"\na = {from = 1, to = 100}\nb = {from = 1, to = 100}\n',
+            r"10,000 candidates; a race takes at most 1,000 unsampled: add `sample = N`",
+        ),
+        (
+            'sample = 10\n[[grid]]\nspec = "ngram-mod"\n' + "".join(f"a{i} = {list(range(100))}\n" for i in range(7)),
+            r"100,000,000,000,000 candidates; a space may describe at most",
+        ),
+        (
+            'sample = 100000\n[[grid]]\nspec = "ngram-mod"\na = [1, 2]\n',
+            r"sample = 100000 is not a whole number from 1",
+        ),
+        (
+            '[[grid]]\nspec = "draft"\ntarget = ["/etc/passwd"]\n',
+            r"sets target: a space races settings of one model pair",
+        ),
+        ('[all]\ndraft = "small.gguf"\n[[grid]]\nspec = "draft"\n', r"sets draft: a space races settings"),
+        ('[[grid]]\nspec = "ngram-mod"\nprompt = ["a", "b"]\n', r"sets prompt: a space races settings on one text"),
+        (
+            '[all]\nn_predict = [16, 256]\n[[grid]]\nspec = "ngram-mod"\n',
+            r"sets n_predict: a space races settings on one",
+        ),
+    ],
+)
 def test_a_space_is_counted_before_it_is_expanded_and_never_varies_the_models(tmp_path, text, words):
     path = tmp_path / "space.toml"
     path.write_text(text)

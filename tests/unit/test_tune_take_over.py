@@ -12,9 +12,19 @@ from orchestrator.tune import stored_tune
 def _interrupted_tune(path) -> dict:
     me = proc.this_process()
     with store.opened(path) as con:
-        tune_id = tunes.create_tune(con, {"recipe_path": "r.j2", "recipe_hash": "h", "build_name": "b",
-                                          "variables": {}, "workloads": [None], "budget": {}, "rules": {},
-                                          "argv": []})
+        tune_id = tunes.create_tune(
+            con,
+            {
+                "recipe_path": "r.j2",
+                "recipe_hash": "h",
+                "build_name": "b",
+                "variables": {},
+                "workloads": [None],
+                "budget": {},
+                "rules": {},
+                "argv": [],
+            },
+        )
         tunes.set_owner(con, tune_id, host=me.host, pid=me.pid, started=me.started - 1000)  # a dead orch
         tunes.set_tune_state(con, tune_id, "interrupted")
         return tune_queries.tune_row(con, tune_id)
@@ -34,18 +44,21 @@ def test_the_first_resume_takes_the_tune_over_and_a_second_that_checked_before_i
         assert tune_queries.tune_row(con, checked["id"]) == now  # the refusal wrote nothing
 
 
-
-@pytest.mark.parametrize("grids, said", [
-    ([{"spec": "draft", "target": ["/etc/passwd"]}], "sets target: a space races settings of one model pair"),
-    ([{"spec": "ngram-mod", "prompt": ["a", "b"]}], "sets prompt: a space races settings on one text"),
-    ([{"spec": "ngram-mod", "a": list(range(100)), "b": list(range(100))}], "holds 10,000 candidates"),
-    ("grid", "is no list of grids"),
-])
+@pytest.mark.parametrize(
+    "grids, said",
+    [
+        ([{"spec": "draft", "target": ["/etc/passwd"]}], "sets target: a space races settings of one model pair"),
+        ([{"spec": "ngram-mod", "prompt": ["a", "b"]}], "sets prompt: a space races settings on one text"),
+        ([{"spec": "ngram-mod", "a": list(range(100)), "b": list(range(100))}], "holds 10,000 candidates"),
+        ("grid", "is no list of grids"),
+    ],
+)
 def test_an_imported_tunes_space_is_checked_as_a_fresh_ones_before_it_resumes(grids, said):
     """Tunes travel in exports: a resume raced a stored space as it was, models, prompts and all."""
     with pytest.raises(TuneResumeError, match=f"tune 7: its stored space:? {said}"):
         stored_tune.check_space({"id": 7, "space": grids})
     stored_tune.check_space({"id": 7, "space": [{"spec": "ngram-mod", "draft_max": [4, 8]}]})  # as a fresh tune's
     # plain decoding as the recipe's baseline has it (draft: none) is no setting raced
-    stored_tune.check_space({"id": 7, "space": [{"_label": "off", "spec": "none", "draft": None},
-                                                 {"spec": "ngram-mod", "threads": [1, 2]}]})
+    stored_tune.check_space(
+        {"id": 7, "space": [{"_label": "off", "spec": "none", "draft": None}, {"spec": "ngram-mod", "threads": [1, 2]}]}
+    )

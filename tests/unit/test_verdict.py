@@ -3,12 +3,40 @@
 from orchestrator.analyze.verdict import gist, sweep_verdicts, verdict
 
 
-def arm(name, speedup=None, low=None, high=None, *, baseline=False, idle=0, failed=0, skipped=0, warnings=None,
-        ok=3, sweep=1, tps=100.0, failures=None):
-    return {"sweep": sweep, "recipe": "recipe_a.j2", "build": "b-cpu", "arm": name, "is_baseline": baseline,
-            "speedup": 1.0 if baseline else speedup, "speedup_low": low, "speedup_high": high, "idle": idle,
-            "failed": failed, "skipped": skipped, "warnings": warnings, "ok_runs": ok, "runs": 3,
-            "decode_tps": tps, "failures": failures}
+def arm(
+    name,
+    speedup=None,
+    low=None,
+    high=None,
+    *,
+    baseline=False,
+    idle=0,
+    failed=0,
+    skipped=0,
+    warnings=None,
+    ok=3,
+    sweep=1,
+    tps=100.0,
+    failures=None,
+):
+    return {
+        "sweep": sweep,
+        "recipe": "recipe_a.j2",
+        "build": "b-cpu",
+        "arm": name,
+        "is_baseline": baseline,
+        "speedup": 1.0 if baseline else speedup,
+        "speedup_low": low,
+        "speedup_high": high,
+        "idle": idle,
+        "failed": failed,
+        "skipped": skipped,
+        "warnings": warnings,
+        "ok_runs": ok,
+        "runs": 3,
+        "decode_tps": tps,
+        "failures": failures,
+    }
 
 
 def test_a_winner_needs_its_whole_interval_above_one():
@@ -24,12 +52,15 @@ def test_an_arm_shown_to_win_is_named_before_a_higher_estimate_whose_interval_sp
 
 
 def test_no_winner_names_the_best_and_everything_to_distrust():
-    rows = [arm("baseline", baseline=True, warnings="high_cv"), arm("draft", 0.37, 0.14, 0.98),
-            arm("ngram", None, idle=3, warnings="no_drafts"), arm("big", failed=2, failures="crash_signal"),
-            arm("new", skipped=3, ok=0)]
+    rows = [
+        arm("baseline", baseline=True, warnings="high_cv"),
+        arm("draft", 0.37, 0.14, 0.98),
+        arm("ngram", None, idle=3, warnings="no_drafts"),
+        arm("big", failed=2, failures="crash_signal"),
+        arm("new", skipped=3, ok=0),
+    ]
     text = verdict(rows)
-    assert text.startswith("sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x "
-                           "[0.14, 0.98].")
+    assert text.startswith("sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x [0.14, 0.98].")
     assert "Drafted nothing: ngram." in text and "Failed: big (2 of 3, crash_signal)." in text
     assert "Skipped: new." in text and "Warnings: baseline (high_cv)." in text and "ngram (" not in text
 
@@ -43,15 +74,22 @@ def test_sweeps_without_a_baseline_or_its_runs_say_so():
     assert "no baseline arm, so no speedup; fastest raw at 2214.7 tok/s" in verdict([arm("raw", tps=2214.7)])
     assert "the baseline has no ok run" in verdict([arm("baseline", baseline=True, ok=0), arm("d", 1.2)])
     rows = [arm("baseline", baseline=True), arm("d", 0.9, 0.8, 1.0), arm("raw", sweep=2)]
-    assert [v.split(":")[0] for v in sweep_verdicts(rows)] == ["sweep 1 (recipe_a.j2, b-cpu)",
-                                                               "sweep 2 (recipe_a.j2, b-cpu)"]
+    assert [v.split(":")[0] for v in sweep_verdicts(rows)] == [
+        "sweep 1 (recipe_a.j2, b-cpu)",
+        "sweep 2 (recipe_a.j2, b-cpu)",
+    ]
 
 
 def test_arms_against_different_controls_are_each_named_with_theirs():
-    rows = [arm("baseline", baseline=True), {**arm("eagle3", 0.41, 0.11, 1.5), "vs": "control:p"},
-            {**arm("mtp", 0.52, 0.39, 0.69), "vs": "control:p@qwen35"}]
-    assert ("no arm beats its control (the same program drafting nothing); best mtp at 0.52x [0.39, 0.69] "
-            "against control:p@qwen35.") in verdict(rows)
+    rows = [
+        arm("baseline", baseline=True),
+        {**arm("eagle3", 0.41, 0.11, 1.5), "vs": "control:p"},
+        {**arm("mtp", 0.52, 0.39, 0.69), "vs": "control:p@qwen35"},
+    ]
+    assert (
+        "no arm beats its control (the same program drafting nothing); best mtp at 0.52x [0.39, 0.69] "
+        "against control:p@qwen35."
+    ) in verdict(rows)
     rows[1]["vs"] = "control:p@qwen35"  # one control for all: named as the reference
     assert "no arm beats control:p@qwen35 (its control: the same program drafting nothing); best mtp" in verdict(rows)
 
@@ -68,12 +106,18 @@ def test_without_a_baseline_the_fastest_arm_comes_with_its_interval_and_is_never
 
 
 def test_the_gist_is_the_result_and_one_sentence_of_what_stops_an_arm_being_read_as_one():
-    rows = [arm("baseline", baseline=True, warnings="high_cv"), {**arm("draft", 0.37, 0.14, 0.98),
-                                                                 "why_slower": "draft at 0.37x: a token cost ..."},
-            arm("ngram", None, idle=3, warnings="no_drafts"), arm("big", failed=2, failures="crash_signal"),
-            arm("new", skipped=3, ok=0)]
-    assert gist(rows) == ("sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x "
-                          "[0.14, 0.98]. Note: ngram drafted nothing; big failed 2 of 3 runs; new skipped.")
+    rows = [
+        arm("baseline", baseline=True, warnings="high_cv"),
+        {**arm("draft", 0.37, 0.14, 0.98), "why_slower": "draft at 0.37x: a token cost ..."},
+        arm("ngram", None, idle=3, warnings="no_drafts"),
+        arm("big", failed=2, failures="crash_signal"),
+        arm("new", skipped=3, ok=0),
+    ]
+    assert gist(rows) == (
+        "sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x "
+        "[0.14, 0.98]. Note: ngram drafted nothing; big failed 2 of 3 runs; new skipped."
+    )
     assert "Why slower: draft at 0.37x" in verdict(rows)  # the long form keeps each losing arm's sentence
-    assert gist(rows[:2]) == ("sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x "
-                              "[0.14, 0.98].")
+    assert gist(rows[:2]) == (
+        "sweep 1 (recipe_a.j2, b-cpu): no arm beats the baseline; best draft at 0.37x [0.14, 0.98]."
+    )

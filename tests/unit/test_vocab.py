@@ -46,7 +46,8 @@ def test_extra_draft_tokens_within_the_limit_pass(tmp_path):
 def test_a_differing_token_text_is_named(tmp_path):
     target, draft = pair(tmp_path, BASE[:700] + ["other"] + BASE[701:])
     assert vocab.differences(target, draft) == [
-        "token 700 is 'tok695' in the target but 'other' in the draft (llama.cpp compares every token text from id 5 on)"]
+        "token 700 is 'tok695' in the target but 'other' in the draft (llama.cpp compares every token text from id 5 on)"
+    ]
 
 
 def test_the_last_compared_token_counts(tmp_path):

@@ -15,7 +15,9 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "warnings.md"
 
 def test_the_warnings_page_is_made_from_the_table_and_names_every_code_with_its_rule_and_action():
     page = PAGE.read_text()
-    assert warning_docs.with_part(page) == page, "docs/warnings.md is stale: run .venv/bin/python tools/warnings_page.py"
+    assert warning_docs.with_part(page) == page, (
+        "docs/warnings.md is stale: run .venv/bin/python tools/warnings_page.py"
+    )
     for k in WARNING_KINDS:
         assert k.gist and k.rule and k.action, k.code
         assert f"### {k.code}\n" in page and k.rule in page and k.action in page

@@ -27,9 +27,13 @@ def test_every_symbol_the_page_names_is_in_the_file_it_names():
 
 def test_the_layer_order_is_the_import_contracts():
     contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
-    layers = [" | ".join(sorted(part.strip().removeprefix("orchestrator.") for part in layer.split("|")))
-              for layer in contract["layers"]]
+    layers = [
+        " | ".join(sorted(part.strip().removeprefix("orchestrator.") for part in layer.split("|")))
+        for layer in contract["layers"]
+    ]
     quoted = PAGE.split("enforces it:", 1)[1].split("\n\n", 2)[1]
-    shown = [" | ".join(sorted(part.strip() for part in step.split("|")))
-             for step in re.split(r"\s*->\s*", " ".join(quoted.split()))]
+    shown = [
+        " | ".join(sorted(part.strip() for part in step.split("|")))
+        for step in re.split(r"\s*->\s*", " ".join(quoted.split()))
+    ]
     assert shown == layers

@@ -21,10 +21,24 @@ def m005_insight(con: duckdb.DuckDBPyConnection) -> None:
             rss_bytes BIGINT,
             cpu_pct DOUBLE
         )""")
-    for column in ("telemetry JSON", "memfit JSON", "memfit_warning VARCHAR", "bandwidth_bytes_per_s DOUBLE",
-                   "bandwidth_label VARCHAR", "decode_bytes BIGINT"):
+    for column in (
+        "telemetry JSON",
+        "memfit JSON",
+        "memfit_warning VARCHAR",
+        "bandwidth_bytes_per_s DOUBLE",
+        "bandwidth_label VARCHAR",
+        "decode_bytes BIGINT",
+    ):
         con.execute(f"ALTER TABLE runs ADD COLUMN {column}")
     con.execute("ALTER TABLE sweeps ADD COLUMN env JSON")
-    for column in ("n_head INTEGER", "n_head_kv INTEGER", "key_length INTEGER", "value_length INTEGER",
-                   "quant_mix JSON", "weight_bytes BIGINT", "expert_bytes BIGINT", "decode_bytes BIGINT"):
+    for column in (
+        "n_head INTEGER",
+        "n_head_kv INTEGER",
+        "key_length INTEGER",
+        "value_length INTEGER",
+        "quant_mix JSON",
+        "weight_bytes BIGINT",
+        "expert_bytes BIGINT",
+        "decode_bytes BIGINT",
+    ):
         con.execute(f"ALTER TABLE models ADD COLUMN {column}")

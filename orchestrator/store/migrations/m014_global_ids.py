@@ -14,8 +14,9 @@ def m014_global_ids(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE sweeps ADD COLUMN {column} VARCHAR")
     # measured_runs is `SELECT *` over runs: the views are made again, in their order, so it has runs.uid in
     # every file alike (a view's columns are fixed when it is made).
-    views = con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
-                        "ORDER BY view_oid").fetchall()
+    views = con.execute(
+        "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' ORDER BY view_oid"
+    ).fetchall()
     for name, _ in reversed(views):
         con.execute(f"DROP VIEW {name}")
     make_views(con, views)

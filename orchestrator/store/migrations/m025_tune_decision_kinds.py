@@ -22,12 +22,19 @@ DISQUALIFIED = [
     ("failed", re.compile(rf"^(?P<status>failed|timeout) \((?P<failure_class>.*)\) in {WHERE}$")),
     ("no_speed", re.compile(rf"^no decode speed could be read in {WHERE}$")),
     ("drafted_nothing", re.compile(rf"^drafted nothing in {WHERE}: no speculation result$")),
-    ("output_changed", re.compile(rf"^its output at temperature 0 differs from its control's \({WHERE}"
-                                  rf"(?:, first at token (?P<first_diff_token>\d+))?\)")),
+    (
+        "output_changed",
+        re.compile(
+            rf"^its output at temperature 0 differs from its control's \({WHERE}"
+            rf"(?:, first at token (?P<first_diff_token>\d+))?\)"
+        ),
+    ),
     ("loops", re.compile(rf"^its output loops \({WHERE}\) where plain decoding's does not$")),
 ]
-DROPPED = re.compile(r"^slower than (?P<against>.+): (?P<ratio>[0-9.]+)x its speed after (?P<runs>\d+) run\(s\), "
-                     r"p=(?P<p>\S+) \(Holm over (?P<family>\d+)\)$")
+DROPPED = re.compile(
+    r"^slower than (?P<against>.+): (?P<ratio>[0-9.]+)x its speed after (?P<runs>\d+) run\(s\), "
+    r"p=(?P<p>\S+) \(Holm over (?P<family>\d+)\)$"
+)
 INFEASIBLE = re.compile(r"^(?P<status>\S+) before launch: (?P<note>.*)$", re.DOTALL)
 REFUSED = re.compile(rf"\({WHERE}\)")
 WHOLE = ("sweep_id", "repeat", "runs", "family", "first_diff_token")
@@ -37,7 +44,7 @@ def legacy_decision(event: str | None, reason: str | None) -> tuple[str | None, 
     """(kind, numbers) of a decision stored as words (event, reason); (None, {}) where the words do not tell."""
     reason = reason or ""
     if event and reason.startswith(f"{event}: "):  # infeasible rows and answers' texts carry their event
-        reason = reason[len(event) + 2:]
+        reason = reason[len(event) + 2 :]
     if event == "infeasible":
         found = INFEASIBLE.match(reason)
         return "infeasible", found.groupdict() if found else {"note": reason}

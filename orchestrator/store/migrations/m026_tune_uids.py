@@ -18,5 +18,7 @@ def m026_tune_uids(con: duckdb.DuckDBPyConnection) -> None:
             (SELECT s.uid FROM tune_rounds r JOIN sweeps s ON s.id = r.sweep_id WHERE r.tune_id = tunes.id
              ORDER BY r.id LIMIT 1),
             recipe_hash || '/' || coalesce(CAST(started_at AS VARCHAR), '') || '/' || id))""")
-    con.execute("UPDATE tune_events SET uid = md5(t.uid || '/event/' || tune_events.id) FROM tunes t "
-                "WHERE t.id = tune_events.tune_id")
+    con.execute(
+        "UPDATE tune_events SET uid = md5(t.uid || '/event/' || tune_events.id) FROM tunes t "
+        "WHERE t.id = tune_events.tune_id"
+    )
