@@ -29,8 +29,9 @@ TEST_WORKERS ?= 2
 # JUNIT=FILE keeps a JUnit report of the run: tools/suite_times.py sums it by file and kind (docs/benchmarks.md).
 JUNIT ?=
 
-test: install docs  ## import direction (lint-imports), the linter (ruff), the docs site built strictly, then the whole suite [TEST_WORKERS=2] [JUNIT=FILE]
+test: install docs  ## import direction (lint-imports), the formatter and linter (ruff), the docs site built strictly, then the whole suite [TEST_WORKERS=2] [JUNIT=FILE]
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff format --check --quiet .
 	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/pytest -ra --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 		$(if $(JUNIT),--junitxml=$(JUNIT))
@@ -73,8 +74,10 @@ demo-tiny: build  ## the same stages on tiny random models in seconds: recipes A
 	@echo; echo "== recipes A and B on the tiny models, from results.duckdb =="
 	$(ORCH) summary --last 2
 
-test-unit: install  ## import direction, then only the tests that start no process
+test-unit: install  ## import direction, the formatter and linter, then only the tests that start no process
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/ruff check --quiet .
 	$(VENV)/bin/pytest -ra -m 'not integration'
 
 clean:
