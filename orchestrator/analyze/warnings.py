@@ -85,104 +85,106 @@ class ArmFacts:
         return stats.clean(self.runs)
 
 
-def _high_cv(f: ArmFacts) -> str | None:
-    xs, cv = f.clean_runs, f.cv
+def _high_cv(facts: ArmFacts) -> str | None:
+    xs, cv = facts.clean_runs, facts.cv
     if cv is None and len(xs) >= 2:
         mean = statistics.fmean(xs)
         cv = stats.sample_stdev(xs) / mean if mean else 0.0
     if cv is None or cv <= CV_LIMIT:
         return None
-    return HIGH_CV.template.format(cv=cv, pin=PIN_GPU if f.gpu else PIN_CPU)
+    return HIGH_CV.template.format(cv=cv, pin=PIN_GPU if facts.gpu else PIN_CPU)
 
 
-def _bimodal(f: ArmFacts) -> str | None:
-    xs = f.clean_runs if f.spread is None else stats.clean(f.spread)
+def _bimodal(facts: ArmFacts) -> str | None:
+    xs = facts.clean_runs if facts.spread is None else stats.clean(facts.spread)
     split = stats.bimodal_split(xs) if len(xs) >= stats.BIMODAL_MIN_N else None  # most arms: too few to judge
     return BIMODAL.template.format(low=_span(split[0]), high=_span(split[1])) if split else None
 
 
-def _outliers(f: ArmFacts) -> str | None:
-    xs = f.clean_runs
+def _outliers(facts: ArmFacts) -> str | None:
+    xs = facts.clean_runs
     found = stats.mad_outliers(xs) if len(xs) >= stats.OUTLIER_MIN_N else []
     if not found:
         return None
     return OUTLIERS.template.format(count=len(found), n=len(xs), values=", ".join(f"{x:.1f}" for x in found))
 
 
-def _slow_first_run(f: ArmFacts) -> str | None:
-    xs = f.clean_runs  # below every other run by far, not merely in a low cluster (bimodal says that)
+def _slow_first_run(facts: ArmFacts) -> str | None:
+    xs = facts.clean_runs  # below every other run by far, not merely in a low cluster (bimodal says that)
     if len(xs) < 3 or xs[0] >= SLOW_FIRST * min(xs[1:]):
         return None
     rest = statistics.median(xs[1:])
     return SLOW_FIRST_RUN.template.format(first=xs[0], times=rest / xs[0] if xs[0] else math.inf, rest=rest)
 
 
-def _no_drafts(f: ArmFacts) -> str | None:
-    if not f.idle:
+def _no_drafts(facts: ArmFacts) -> str | None:
+    if not facts.idle:
         return None
-    if f.idle != f.ok:
+    if facts.idle != facts.ok:
         what = "its speedup mixes runs that speculated with runs that did not"
-    elif f.idle_draft:
+    elif facts.idle_draft:
         what = "its draft model still ran at every step, so its speedup is what the draft cost"
     else:
         what = "its speed is plain decoding, so it is shown with no speedup"
-    return NO_DRAFTS.template.format(idle=f.idle, ok=f.ok, what=what)
+    return NO_DRAFTS.template.format(idle=facts.idle, ok=facts.ok, what=what)
 
 
-def _other_target(f: ArmFacts) -> str | None:
-    if not f.other_target:
+def _other_target(facts: ArmFacts) -> str | None:
+    if not facts.other_target:
         return None
-    vs, mine, theirs = f.other_target
+    vs, mine, theirs = facts.other_target
     return OTHER_TARGET.template.format(vs=vs, mine=mine[:12], theirs=theirs[:12])
 
 
-def _full_acceptance_slowdown(f: ArmFacts) -> str | None:
-    if f.acceptance is None or f.acceptance < 0.9995 or f.speedup is None or f.speedup >= 1:
+def _full_acceptance_slowdown(facts: ArmFacts) -> str | None:
+    if facts.acceptance is None or facts.acceptance < 0.9995 or facts.speedup is None or facts.speedup >= 1:
         return None
-    counters = f" (drafted {f.drafted}, accepted {f.accepted})" if f.drafted is not None else ""
-    return FULL_ACCEPTANCE_SLOWDOWN.template.format(speedup=f.speedup, counters=counters)
+    counters = f" (drafted {facts.drafted}, accepted {facts.accepted})" if facts.drafted is not None else ""
+    return FULL_ACCEPTANCE_SLOWDOWN.template.format(speedup=facts.speedup, counters=counters)
 
 
-def _below_break_even(f: ArmFacts) -> str | None:
-    if f.acceptance is None or f.sweep_break_even is None or f.acceptance >= f.sweep_break_even:
+def _below_break_even(facts: ArmFacts) -> str | None:
+    if facts.acceptance is None or facts.sweep_break_even is None or facts.acceptance >= facts.sweep_break_even:
         return None
-    return BELOW_BREAK_EVEN.template.format(acceptance=f.acceptance, break_even=f.sweep_break_even)
+    return BELOW_BREAK_EVEN.template.format(acceptance=facts.acceptance, break_even=facts.sweep_break_even)
 
 
-def _output_differs(f: ArmFacts) -> str | None:
-    if not f.outputs_differ:
+def _output_differs(facts: ArmFacts) -> str | None:
+    if not facts.outputs_differ:
         return None
-    at, n = f.first_diff_token, f.generated
+    at, n = facts.first_diff_token, facts.generated
     token = f"token {at}{f' of {n}' if n else ''}, " if at is not None else ""
     after = f": the last {1 - at / n:.0%} of the text differs" if at is not None and n and at <= n else ""
     where = (
-        f" (the first at {token}character {f.first_diff_char} of the generated text{after})"
-        if f.first_diff_char is not None
+        f" (the first at {token}character {facts.first_diff_char} of the generated text{after})"
+        if facts.first_diff_char is not None
         else ""
     )
-    counted = f"{f.outputs_differ} of {f.outputs_compared}" if f.outputs_compared else f.outputs_differ
+    counted = f"{facts.outputs_differ} of {facts.outputs_compared}" if facts.outputs_compared else facts.outputs_differ
     return OUTPUT_DIFFERS.template.format(counted=counted, where=where)
 
 
-def _degenerate_loop(f: ArmFacts) -> str | None:
-    if not f.looped:
+def _degenerate_loop(facts: ArmFacts) -> str | None:
+    if not facts.looped:
         return None
     return DEGENERATE_LOOP.template.format(
-        looped=f.looped, ok=f.ok, share=f.loop_share or 0, limit=repetition.LOOP_SHARE
+        looped=facts.looped, ok=facts.ok, share=facts.loop_share or 0, limit=repetition.LOOP_SHARE
     )
 
 
-def _unequal_tokens(f: ArmFacts) -> str | None:
-    u = f.unequal_tokens
+def _unequal_tokens(facts: ArmFacts) -> str | None:
+    u = facts.unequal_tokens
     if not u:
         return None
     return UNEQUAL_TOKENS.template.format(unequal=u.unequal, pairs=u.pairs, mine=_span(u.mine), theirs=_span(u.theirs))
 
 
-def _bound_exceeded(f: ArmFacts) -> str | None:
-    if f.roofline_pct is None or f.roofline_pct <= 100:
+def _bound_exceeded(facts: ArmFacts) -> str | None:
+    if facts.roofline_pct is None or facts.roofline_pct <= 100:
         return None
-    return BOUND_EXCEEDED.template.format(pct=f.roofline_pct, bound=f.bound_tps, label=f.bound_label or "measured")
+    return BOUND_EXCEEDED.template.format(
+        pct=facts.roofline_pct, bound=facts.bound_tps, label=facts.bound_label or "measured"
+    )
 
 
 # In the order the warnings are listed (analyze/warning_kinds.WARNING_KINDS); OUTSIDE_PREDICTION is judged apart,

@@ -245,8 +245,8 @@ def _store_lost(recipe: PreparedRecipe, task: ray_worker.RoundTask, failure: str
     with db.write() as con:
         run_ids = store.reserve_run_ids(con, len(task.slots))
     for slot, run_id in zip(task.slots, run_ids):
-        s = one_run.RunInputs(known, run_id, build, plan, by_name[slot.arm], slot, Path(), measuring)
-        pending.add(one_run.lost_record(s, failure, detail))
+        inputs = one_run.RunInputs(known, run_id, build, plan, by_name[slot.arm], slot, Path(), measuring)
+        pending.add(one_run.lost_record(inputs, failure, detail))
     pending.flush()
     return uid
 

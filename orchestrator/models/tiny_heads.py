@@ -30,39 +30,39 @@ class HeadSpec:
     n_head: int = 4
 
 
-def add_hparams(w: gguf.GGUFWriter, s: HeadSpec, n_vocab: int) -> None:
-    t, arch = TARGET, s.arch
+def add_hparams(w: gguf.GGUFWriter, spec: HeadSpec, n_vocab: int) -> None:
+    t, arch = TARGET, spec.arch
     w.add_context_length(t.context_length)
     w.add_embedding_length(t.n_embd)  # DFlash requires the target's width (EAGLE3 would allow another)
     w.add_block_count(1)
-    w.add_feed_forward_length(s.n_ff)
-    w.add_head_count(s.n_head)
-    w.add_head_count_kv(s.n_head)
-    w.add_rope_dimension_count(t.n_embd // s.n_head)
+    w.add_feed_forward_length(spec.n_ff)
+    w.add_head_count(spec.n_head)
+    w.add_head_count_kv(spec.n_head)
+    w.add_rope_dimension_count(t.n_embd // spec.n_head)
     w.add_layer_norm_rms_eps(EPS)
     w.add_vocab_size(n_vocab)
-    w.add_array(f"{arch}.target_layers", list(s.target_layers))
+    w.add_array(f"{arch}.target_layers", list(spec.target_layers))
     if arch == "eagle3":
         w.add_uint32("eagle3.target_hidden_size", t.n_embd)
         w.add_bool("eagle3.norm_before_residual", True)
         return
-    w.add_uint32("dflash.block_size", s.block_size)
+    w.add_uint32("dflash.block_size", spec.block_size)
     w.add_uint32("dflash.attention.sliding_window", 2)
     w.add_array("dflash.attention.sliding_window_pattern", [True])
     w.add_mask_token_id(MASK_TOKEN)
-    if s.markov:
+    if spec.markov:
         w.add_bool("dflash.sample_from_anchor", False)  # the DFlash block layout: slot 0 is the last token
         w.add_bool("dflash.has_confidence_head", False)  # so --spec-draft-p-min > 0 is refused by name
     # No token_embd or output tensors: llama.cpp takes the target's (ctx_other), as for real full-vocab drafts.
 
 
-def tensors(s: HeadSpec, n_vocab: int, seed: int):
+def tensors(spec: HeadSpec, n_vocab: int, seed: int):
     """(name, array) pairs; the target's weights come from tiny.py's recipe for the same seed."""
     target = dict(llama_tensors(TARGET, n_vocab, seed))
-    return _eagle3(s, target) if s.arch == "eagle3" else _dflash(s, target)
+    return _eagle3(spec, target) if spec.arch == "eagle3" else _dflash(spec, target)
 
 
-def _eagle3(s: HeadSpec, target: dict):
+def _eagle3(spec: HeadSpec, target: dict):
     """EAGLE3's decoder takes (embed(x[p+1]), g[p]) at position p and predicts x[p+2]; the embedding reaches the
     output only through attention. Here q and k read the embedding half, scaled up so that each position attends
     to itself (score ~22 per head against ~N(0, 4) elsewhere), and v and the output projection pass it through:
@@ -72,7 +72,7 @@ def _eagle3(s: HeadSpec, target: dict):
     """
     d = TARGET.n_embd
     eye, zero = np.eye(d), np.zeros((d, d))
-    yield "fc.weight", _average(len(s.target_layers))
+    yield "fc.weight", _average(len(spec.target_layers))
     yield "output_norm.weight", _ones(d)
     yield "blk.0.attn_norm.weight", _ones(d)
     yield "blk.0.attn_norm_2.weight", np.full(d, 0.1, dtype=np.float32)
@@ -84,7 +84,7 @@ def _eagle3(s: HeadSpec, target: dict):
     yield from _last_ffn(target)
 
 
-def _dflash(s: HeadSpec, target: dict):
+def _dflash(spec: HeadSpec, target: dict):
     """DFlash decodes the block [x[n], mask, mask, ...] at positions n, n+1, ... in one non-causal pass, and block
     position i predicts x[n+i]. A sliding window of 2 lets position n+1 see x[n] and the masks only; q = 0 makes
     attention uniform over them, and v projects the mask's embedding away, so position n+1 receives the
@@ -101,20 +101,20 @@ def _dflash(s: HeadSpec, target: dict):
     d = TARGET.n_embd
     emb = target["token_embd.weight"].astype(np.float64)
     mask = emb[MASK_TOKEN] / np.linalg.norm(emb[MASK_TOKEN])
-    yield "fc.weight", _average(len(s.target_layers))
+    yield "fc.weight", _average(len(spec.target_layers))
     yield "enc.output_norm.weight", _ones(d)
-    yield "output_norm.weight", np.full(d, 0.05 if s.markov else 1.0, dtype=np.float32)
+    yield "output_norm.weight", np.full(d, 0.05 if spec.markov else 1.0, dtype=np.float32)
     yield "blk.0.attn_norm.weight", _ones(d)
     yield "blk.0.attn_q.weight", f16(np.zeros((d, d)))
     yield "blk.0.attn_k.weight", f16(np.zeros((d, d)))
     yield "blk.0.attn_v.weight", f16(np.eye(d) - np.outer(mask, mask))
     # Undo the averaging over up to block_size keys, then outweigh the mask embedding in the residual.
-    yield "blk.0.attn_output.weight", f16(np.eye(d) * 8 * s.block_size)
-    yield "blk.0.attn_q_norm.weight", _ones(d // s.n_head)
-    yield "blk.0.attn_k_norm.weight", _ones(d // s.n_head)
+    yield "blk.0.attn_output.weight", f16(np.eye(d) * 8 * spec.block_size)
+    yield "blk.0.attn_q_norm.weight", _ones(d // spec.n_head)
+    yield "blk.0.attn_k_norm.weight", _ones(d // spec.n_head)
     yield "blk.0.ffn_norm.weight", _ones(d)
     yield from _last_ffn(target)
-    if s.markov:
+    if spec.markov:
         yield "markov_w1.weight", f16(emb / np.sqrt(np.mean(emb**2, axis=1, keepdims=True) + EPS))
         yield "markov_w2.weight", target["output.weight"]
 

@@ -122,31 +122,31 @@ def _write(path: Path, model: MethodModel, vocabs: VocabCache, seed: int, recipe
         tiny.write_tensors(writer, tiny_heads.tensors(spec, n_vocab, seed))
 
 
-def _qwen35_hparams(w: gguf.GGUFWriter, s: Qwen35Spec, n_vocab: int) -> None:
-    head_dim = s.n_embd // s.n_head
-    w.add_context_length(s.context_length)
-    w.add_embedding_length(s.n_embd)
-    w.add_block_count(s.n_trunk + s.nextn)  # the MTP blocks are the last blocks
-    w.add_nextn_predict_layers(s.nextn)
-    w.add_feed_forward_length(s.n_ff)
-    w.add_head_count(s.n_head)
-    w.add_head_count_kv(s.n_head_kv)
+def _qwen35_hparams(w: gguf.GGUFWriter, spec: Qwen35Spec, n_vocab: int) -> None:
+    head_dim = spec.n_embd // spec.n_head
+    w.add_context_length(spec.context_length)
+    w.add_embedding_length(spec.n_embd)
+    w.add_block_count(spec.n_trunk + spec.nextn)  # the MTP blocks are the last blocks
+    w.add_nextn_predict_layers(spec.nextn)
+    w.add_feed_forward_length(spec.n_ff)
+    w.add_head_count(spec.n_head)
+    w.add_head_count_kv(spec.n_head_kv)
     w.add_key_length(head_dim)
     w.add_value_length(head_dim)
     w.add_rope_dimension_count(head_dim)
     # qwen35 requires M-RoPE sections; text positions are the same in every section, so only their sum matters.
     w.add_rope_dimension_sections([head_dim // 4, head_dim // 8, head_dim // 8, 0])
     w.add_layer_norm_rms_eps(EPS)
-    w.add_full_attention_interval(s.full_attention_interval)
-    w.add_ssm_conv_kernel(s.ssm_conv)
-    w.add_ssm_state_size(s.ssm_state)
-    w.add_ssm_group_count(s.ssm_groups)
-    w.add_ssm_time_step_rank(s.ssm_v_heads)
-    w.add_ssm_inner_size(s.ssm_state * s.ssm_v_heads)
+    w.add_full_attention_interval(spec.full_attention_interval)
+    w.add_ssm_conv_kernel(spec.ssm_conv)
+    w.add_ssm_state_size(spec.ssm_state)
+    w.add_ssm_group_count(spec.ssm_groups)
+    w.add_ssm_time_step_rank(spec.ssm_v_heads)
+    w.add_ssm_inner_size(spec.ssm_state * spec.ssm_v_heads)
     w.add_vocab_size(n_vocab)
 
 
-def _qwen35_tensors(s: Qwen35Spec, n_vocab: int, seed: int):
+def _qwen35_tensors(spec: Qwen35Spec, n_vocab: int, seed: int):
     """The trunk's weights are random and small; the MTP block reads the next token's embedding only.
 
     MTP runs its block on eh_proj([enorm(embed(x[p+1])), hnorm(h[p])]) and predicts x[p+2] through the target's
@@ -156,59 +156,59 @@ def _qwen35_tensors(s: Qwen35Spec, n_vocab: int, seed: int):
     wrong h handed over by llama.cpp would not lower acceptance.
     """
     rng = np.random.default_rng([seed, n_vocab, 35])
-    yield "token_embd.weight", f16(rng.standard_normal((n_vocab, s.n_embd)))
-    yield "output.weight", f16(rng.standard_normal((n_vocab, s.n_embd)) * s.output_scale)
-    yield "output_norm.weight", _ones(s.n_embd)
+    yield "token_embd.weight", f16(rng.standard_normal((n_vocab, spec.n_embd)))
+    yield "output.weight", f16(rng.standard_normal((n_vocab, spec.n_embd)) * spec.output_scale)
+    yield "output_norm.weight", _ones(spec.n_embd)
     last_full = {}
-    for i in range(s.n_trunk):
+    for i in range(spec.n_trunk):
         layer_rng = np.random.default_rng([seed, n_vocab, 35, i])
-        if (i + 1) % s.full_attention_interval == 0:  # llama.cpp's rule for which layers are full attention
-            last_full = dict(_qwen35_attention(s, layer_rng))
+        if (i + 1) % spec.full_attention_interval == 0:  # llama.cpp's rule for which layers are full attention
+            last_full = dict(_qwen35_attention(spec, layer_rng))
             layer = last_full.items()
         else:
-            layer = _qwen35_delta_net(s, layer_rng)
+            layer = _qwen35_delta_net(spec, layer_rng)
         yield from ((f"blk.{i}.{name}", t) for name, t in layer)
-    mtp = s.n_trunk
+    mtp = spec.n_trunk
     yield from ((f"blk.{mtp}.{name}", t) for name, t in last_full.items())
-    yield f"blk.{mtp}.nextn.eh_proj.weight", f16(np.hstack([np.eye(s.n_embd), np.zeros((s.n_embd, s.n_embd))]))
-    yield f"blk.{mtp}.nextn.enorm.weight", _ones(s.n_embd)
-    yield f"blk.{mtp}.nextn.hnorm.weight", _ones(s.n_embd)
+    yield f"blk.{mtp}.nextn.eh_proj.weight", f16(np.hstack([np.eye(spec.n_embd), np.zeros((spec.n_embd, spec.n_embd))]))
+    yield f"blk.{mtp}.nextn.enorm.weight", _ones(spec.n_embd)
+    yield f"blk.{mtp}.nextn.hnorm.weight", _ones(spec.n_embd)
 
 
-def _qwen35_block(s: Qwen35Spec, rng: np.random.Generator):
-    d, ff = s.n_embd, s.n_ff
+def _qwen35_block(spec: Qwen35Spec, rng: np.random.Generator):
+    d, ff = spec.n_embd, spec.n_ff
     yield "attn_norm.weight", _ones(d)
     yield "post_attention_norm.weight", _ones(d)
-    yield "ffn_gate.weight", _small(rng, (ff, d), s.layer_scale)
-    yield "ffn_up.weight", _small(rng, (ff, d), s.layer_scale)
-    yield "ffn_down.weight", _small(rng, (d, ff), s.layer_scale)
+    yield "ffn_gate.weight", _small(rng, (ff, d), spec.layer_scale)
+    yield "ffn_up.weight", _small(rng, (ff, d), spec.layer_scale)
+    yield "ffn_down.weight", _small(rng, (d, ff), spec.layer_scale)
 
 
-def _qwen35_attention(s: Qwen35Spec, rng: np.random.Generator):
-    d, hd = s.n_embd, s.n_embd // s.n_head
-    yield from _qwen35_block(s, rng)
-    yield "attn_q.weight", _small(rng, (2 * hd * s.n_head, d), s.layer_scale)  # the query and its gate
-    yield "attn_k.weight", _small(rng, (hd * s.n_head_kv, d), s.layer_scale)
-    yield "attn_v.weight", _small(rng, (hd * s.n_head_kv, d), s.layer_scale)
-    yield "attn_output.weight", _small(rng, (d, hd * s.n_head), s.layer_scale)
+def _qwen35_attention(spec: Qwen35Spec, rng: np.random.Generator):
+    d, hd = spec.n_embd, spec.n_embd // spec.n_head
+    yield from _qwen35_block(spec, rng)
+    yield "attn_q.weight", _small(rng, (2 * hd * spec.n_head, d), spec.layer_scale)  # the query and its gate
+    yield "attn_k.weight", _small(rng, (hd * spec.n_head_kv, d), spec.layer_scale)
+    yield "attn_v.weight", _small(rng, (hd * spec.n_head_kv, d), spec.layer_scale)
+    yield "attn_output.weight", _small(rng, (d, hd * spec.n_head), spec.layer_scale)
     yield "attn_q_norm.weight", _ones(hd)
     yield "attn_k_norm.weight", _ones(hd)
 
 
-def _qwen35_delta_net(s: Qwen35Spec, rng: np.random.Generator):
-    d = s.n_embd
-    key_dim, value_dim = s.ssm_state * s.ssm_groups, s.ssm_state * s.ssm_v_heads
-    yield from _qwen35_block(s, rng)
-    yield "attn_qkv.weight", _small(rng, (2 * key_dim + value_dim, d), s.layer_scale)
-    yield "attn_gate.weight", _small(rng, (value_dim, d), s.layer_scale)
+def _qwen35_delta_net(spec: Qwen35Spec, rng: np.random.Generator):
+    d = spec.n_embd
+    key_dim, value_dim = spec.ssm_state * spec.ssm_groups, spec.ssm_state * spec.ssm_v_heads
+    yield from _qwen35_block(spec, rng)
+    yield "attn_qkv.weight", _small(rng, (2 * key_dim + value_dim, d), spec.layer_scale)
+    yield "attn_gate.weight", _small(rng, (value_dim, d), spec.layer_scale)
     # The convolution and the per-head decay stay F32, as converted models store them.
-    yield "ssm_conv1d.weight", (rng.standard_normal((2 * key_dim + value_dim, s.ssm_conv)) * 0.5).astype(np.float32)
-    yield "ssm_dt.bias", rng.standard_normal(s.ssm_v_heads).astype(np.float32)
-    yield "ssm_a", -np.exp(rng.standard_normal(s.ssm_v_heads)).astype(np.float32)  # negative: the state decays
-    yield "ssm_beta.weight", _small(rng, (s.ssm_v_heads, d), s.layer_scale)
-    yield "ssm_alpha.weight", _small(rng, (s.ssm_v_heads, d), s.layer_scale)
-    yield "ssm_norm.weight", _ones(s.ssm_state)
-    yield "ssm_out.weight", _small(rng, (d, value_dim), s.layer_scale)
+    yield "ssm_conv1d.weight", (rng.standard_normal((2 * key_dim + value_dim, spec.ssm_conv)) * 0.5).astype(np.float32)
+    yield "ssm_dt.bias", rng.standard_normal(spec.ssm_v_heads).astype(np.float32)
+    yield "ssm_a", -np.exp(rng.standard_normal(spec.ssm_v_heads)).astype(np.float32)  # negative: the state decays
+    yield "ssm_beta.weight", _small(rng, (spec.ssm_v_heads, d), spec.layer_scale)
+    yield "ssm_alpha.weight", _small(rng, (spec.ssm_v_heads, d), spec.layer_scale)
+    yield "ssm_norm.weight", _ones(spec.ssm_state)
+    yield "ssm_out.weight", _small(rng, (d, value_dim), spec.layer_scale)
 
 
 def _ones(n: int) -> np.ndarray:

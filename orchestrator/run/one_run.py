@@ -61,14 +61,14 @@ class RunInputs:
     run_id: int  # reserved when the sweep opened (store.reserve_run_ids)
     build: Build
     plan: Plan
-    p: PreparedArm
+    prepared: PreparedArm  # the arm as it runs: its argv in this build's dialect, models, checks
     slot: schedule.Slot
     work_dir: Path
     measuring: MeasurementSettings
 
     def row(self, params: dict) -> dict:
         """The run's row as it starts; written to run.json before launch."""
-        p, ins = self.p, self.measuring
+        p, ins = self.prepared, self.measuring
         target = p.models.target if p.models else None
         draft = p.models.draft if p.models else None
         return {
@@ -109,40 +109,40 @@ class RunInputs:
         return row, folder
 
 
-def stopped_record(s: RunInputs, params: dict) -> RunRecord | None:
+def stopped_record(inputs: RunInputs, params: dict) -> RunRecord | None:
     """An arm stopped before launch is stored finished, with its reason."""
-    p = s.p
+    p = inputs.prepared
     if not p.stop_reason:
         return None
     row = {
-        **s.row(params),
+        **inputs.row(params),
         "status": p.stop_status,
         "failure_class": p.stop_class,
         "failure_detail": p.stop_reason,
         "ended_at": store.utcnow(),
     }
-    return RunRecord(s.run_id, row)
+    return RunRecord(inputs.run_id, row)
 
 
-def lost_record(s: RunInputs, failure: str, detail: str) -> RunRecord:
+def lost_record(inputs: RunInputs, failure: str, detail: str) -> RunRecord:
     """A run that never came back (its Ray node or task lost): stored failed from the same row as every run."""
     row = {
-        **s.row(s.p.arm.params),
+        **inputs.row(inputs.prepared.arm.params),
         "status": "failed",
         "failure_class": failure,
         "failure_detail": detail[:500],
         "ended_at": store.utcnow(),
     }
-    return RunRecord(s.run_id, row)
+    return RunRecord(inputs.run_id, row)
 
 
-def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
+def run_cli_slot(inputs: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
     """One CLI run: its record and its progress line. Its logs grow in its folder until the record is stored;
     Ctrl-C: an interrupted record (with the logs so far) on the exception."""
-    p = s.p
-    if stopped := stopped_record(s, p.arm.params):
+    p = inputs.prepared
+    if stopped := stopped_record(inputs, p.arm.params):
         return stopped, f"{stopped.status} ({p.stop_class})"
-    row, folder = s.begin(p.arm.params)
+    row, folder = inputs.begin(p.arm.params)
     out, err = folder / "stdout", folder / "stderr"
     samplers = []
     try:
@@ -151,12 +151,12 @@ def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
             stdout_path=out,
             stderr_path=err,
             timeout=timeout,
-            on_start=lambda pid: samplers.append(s.measuring.sampler(pid)),
+            on_start=lambda pid: samplers.append(inputs.measuring.sampler(pid)),
         )
     except KeyboardInterrupt as stop:
         samples = _stop(samplers)
         stop.record = RunRecord(
-            s.run_id,
+            inputs.run_id,
             {**row, "status": "interrupted", "failure_class": None, "ended_at": store.utcnow()},
             {"stdout": _read(out), "stderr": _read(err)},
             [x.to_dict() for x in samples],
@@ -165,10 +165,10 @@ def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
         raise
     logs = {"stdout": _read(out), "stderr": _read(err)}
     samples = _stop(samplers)
-    failure, detail, parsed = _read_run(logs, res, p, mode_of(s.plan.mode))
+    failure, detail, parsed = _read_run(logs, res, p, mode_of(inputs.plan.mode))
     status = "ok" if failure is None else "timeout" if res.timed_out else "failed"
     record = RunRecord(
-        s.run_id,
+        inputs.run_id,
         {
             **row,
             "status": status,
@@ -190,7 +190,7 @@ def run_cli_slot(s: RunInputs, timeout: float | None) -> tuple[RunRecord, str]:
     metrics = parsed.metrics if parsed else {}
     if failure:
         return record, f"{status} ({failure}, {detail})"
-    return record, f"ok, {speed_text(metrics, p, s.measuring)} ({res.wall_s:.1f}s) run {s.run_id}"
+    return record, f"ok, {speed_text(metrics, p, inputs.measuring)} ({res.wall_s:.1f}s) run {inputs.run_id}"
 
 
 def _read_run(

@@ -142,37 +142,48 @@ def _ran_with(argv: list[str]) -> tuple[str, str, list[str]]:
     )
 
 
-def _base_logits(db: store.Database, build: Build, s: Setup, extra: list[str]) -> None:
+def _base_logits(db: store.Database, build: Build, arm_setup: Setup, extra: list[str]) -> None:
     """The base model's logits on the text (llama-perplexity --kl-divergence-base), and its perplexity row."""
-    if s.logits.is_file():
+    if arm_setup.logits.is_file():
         return
-    s.logits.parent.mkdir(parents=True, exist_ok=True)
-    tmp = s.logits.with_name(s.logits.name + ".partial")
-    argv = [s.exe, "-m", str(s.base), "-f", str(s.text), "-c", str(s.ctx), "--kl-divergence-base", str(tmp), *extra]
+    arm_setup.logits.parent.mkdir(parents=True, exist_ok=True)
+    tmp = arm_setup.logits.with_name(arm_setup.logits.name + ".partial")
+    argv = [
+        arm_setup.exe,
+        "-m",
+        str(arm_setup.base),
+        "-f",
+        str(arm_setup.text),
+        "-c",
+        str(arm_setup.ctx),
+        "--kl-divergence-base",
+        str(tmp),
+        *extra,
+    ]
     print(
-        f"orch: computing base logits of {s.base.name} on {s.text.name} (context {s.ctx}) once: {s.logits}",
+        f"orch: computing base logits of {arm_setup.base.name} on {arm_setup.text.name} (context {arm_setup.ctx}) once: {arm_setup.logits}",
         file=sys.stderr,
     )
     res, parsed, why = _perplexity(argv, kld=False)
     if why or not tmp.is_file():
         tmp.unlink(missing_ok=True)
         raise QualityInputError(
-            f"base logits of {s.base} on {s.text} at context {s.ctx} failed: {why}; "
+            f"base logits of {arm_setup.base} on {arm_setup.text} at context {arm_setup.ctx} failed: {why}; "
             f"{'use a longer quality_text or a smaller quality_ctx' if 'tokens' in str(why) else ''}".rstrip("; ")
         )
     key = {
-        "model_sha256": s.base_sha256,
+        "model_sha256": arm_setup.base_sha256,
         "build_id": build.id,
-        "text_sha256": s.text_sha256,
-        "n_ctx": s.ctx,
+        "text_sha256": arm_setup.text_sha256,
+        "n_ctx": arm_setup.ctx,
         "cache_type_k": "f16",
         "cache_type_v": "f16",
         "base_sha256": None,
     }
     with db.write() as con:
         if store.find_quality(con, key) is None:
-            _insert(con, key, s, parsed, argv, res)
-    os.replace(tmp, s.logits)  # last: the logits count only once the base's own row is stored
+            _insert(con, key, arm_setup, parsed, argv, res)
+    os.replace(tmp, arm_setup.logits)  # last: the logits count only once the base's own row is stored
 
 
 class Measurements:
@@ -253,10 +264,10 @@ def _described(row: dict) -> str:
     return text
 
 
-def _insert(con, key: dict, s: Setup, parsed: dict, argv: list[str], res: proc.ProcResult) -> int:
+def _insert(con, key: dict, arm_setup: Setup, parsed: dict, argv: list[str], res: proc.ProcResult) -> int:
     row = {
         **key,
-        "text_name": s.text.name,
+        "text_name": arm_setup.text.name,
         **{c: parsed.get(c) for c in COLUMNS},
         "stats": json.dumps(parsed),
         "argv": json.dumps(argv),

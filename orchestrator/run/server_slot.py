@@ -12,13 +12,13 @@ from orchestrator.run.measuring import speed_text
 from orchestrator.run.one_run import RunInputs, RunRecord, expects_speculation, stopped_record, telemetry_summary
 
 
-def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.ServerPool) -> tuple[RunRecord, str]:
+def run_server_slot(inputs: RunInputs, timeout: float | None, pool: server_run.ServerPool) -> tuple[RunRecord, str]:
     """One server run: its record and its progress line. Ctrl-C: an interrupted record on the exception."""
-    p = s.p
+    p = inputs.prepared
     params = request_params(p.arm.params)
-    if stopped := stopped_record(s, params):
+    if stopped := stopped_record(inputs, params):
         return stopped, f"{stopped.status} ({p.stop_class})"
-    row, folder = s.begin(params)
+    row, folder = inputs.begin(params)
     try:
         out = server_run.execute(
             pool,
@@ -26,14 +26,14 @@ def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.Server
             params,
             expects_speculation=expects_speculation(p.executed),
             timeout=timeout,
-            sampler=s.measuring.sampler,
+            sampler=inputs.measuring.sampler,
         )
     except ServerFailed as exc:
         logs = pool.logs() or {"server_tail": exc.log_tail.encode()}  # whole logs, kept
         pool.stop()
         status = "timeout" if exc.failure_class == "timeout" else "failed"
         record = RunRecord(
-            s.run_id,
+            inputs.run_id,
             {
                 **row,
                 "status": status,
@@ -47,10 +47,10 @@ def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.Server
         return record, f"{status} ({exc.failure_class}): {exc}"
     except KeyboardInterrupt as stop:
         stop.record = RunRecord(
-            s.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(), folder=folder
+            inputs.run_id, {**row, "status": "interrupted", "ended_at": store.utcnow()}, pool.logs(), folder=folder
         )
         raise
-    rows = server_run.request_rows(s.run_id, out.results)
+    rows = server_run.request_rows(inputs.run_id, out.results)
     errors = [r for r in rows if r["status"] != "ok"]
     timed_out = any(r["status"] == client.TIMED_OUT for r in rows)
     if timed_out:
@@ -66,7 +66,7 @@ def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.Server
     )
     samples = [x.to_dict() for x in out.samples]
     record = RunRecord(
-        s.run_id,
+        inputs.run_id,
         {
             **row,
             "status": status,
@@ -84,8 +84,11 @@ def run_server_slot(s: RunInputs, timeout: float | None, pool: server_run.Server
         folder,
     )
     if errors:
-        return record, f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {s.run_id}"
+        return (
+            record,
+            f"{status}: {len(errors)} of {len(rows)} requests failed ({errors[0]['error']}) run {inputs.run_id}",
+        )
     return record, (
-        f"ok, {len(rows)} requests, {speed_text(parsed.metrics, p, s.measuring)} pooled "
-        f"({out.wall_s:.1f}s) run {s.run_id}"
+        f"ok, {len(rows)} requests, {speed_text(parsed.metrics, p, inputs.measuring)} pooled "
+        f"({out.wall_s:.1f}s) run {inputs.run_id}"
     )

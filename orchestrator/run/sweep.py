@@ -101,24 +101,24 @@ def execute(
         for slot, run_id in zip(sweep.slots, sweep.run_ids):
             stops.check()
             p = by_name[slot.arm]
-            s = one_run.RunInputs(
+            inputs = one_run.RunInputs(
                 sweep.id, run_id, p.build or sweep.build, sweep.plan, p, slot, sweep.work_dir, measuring
             )
             if pool:
-                record, line = server_slot.run_server_slot(s, timeout, pool)
+                record, line = server_slot.run_server_slot(inputs, timeout, pool)
             else:
-                s, record, line = _run_cli(db, s, timeout, pending, progress)
+                inputs, record, line = _run_cli(db, inputs, timeout, pending, progress)
             if mode.matches_length and not slot.warmup:
-                line = _match_length(db, s, record, line, by_name, timeout, pending, progress)
+                line = _match_length(db, inputs, record, line, by_name, timeout, pending, progress)
             pending.add(record)
             if qualities and not slot.warmup and record.status != "skipped":
                 pending.flush()  # the measurement links its quality row to the stored run
-                line = _with_quality(line, qualities.measure(s.p, s.run_id))
+                line = _with_quality(line, qualities.measure(inputs.prepared, inputs.run_id))
             failed += record.status in ("failed", "timeout")
             metrics = record.parsed.metrics if record.parsed else None
-            if (share := measured_bound_share(metrics, s.p, measuring)) and share > 1:
+            if (share := measured_bound_share(metrics, inputs.prepared, measuring)) and share > 1:
                 measuring.bandwidth = _raise_bound(measuring.bandwidth, share, record.run_id, progress)
-            what = f"{s.p.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
+            what = f"{inputs.prepared.arm.name} {'warm-up ' if slot.warmup else ''}#{slot.repeat_index + 1}: {line}"
             progress.advance(what)
             if record.status in ("failed", "timeout"):
                 progress.note(f"orch: {what}")
@@ -154,29 +154,29 @@ def _end_here(db: store.Database, sweep: Sweep, status: str, keep_summary: bool)
 
 
 def _run_cli(
-    db: store.Database, s: one_run.RunInputs, timeout: float | None, pending: Pending, progress: Progress
+    db: store.Database, inputs: one_run.RunInputs, timeout: float | None, pending: Pending, progress: Progress
 ) -> tuple[one_run.RunInputs, one_run.RunRecord, str]:
     """One CLI run of the slot, again (up to LOST_TAIL_ATTEMPTS in all) while its log loses its tail
     (lost_its_tail): the slot as it ran last, its record and progress line."""
-    record, line = one_run.run_cli_slot(s, timeout)
+    record, line = one_run.run_cli_slot(inputs, timeout)
     for _ in range(one_run.LOST_TAIL_ATTEMPTS - 1):
         if not lost_its_tail(record):
             break
         pending.add(record)  # stored as it failed, with its logs; the slot's measurement is the next run
         with db.write() as con:
-            s = replace(s, run_id=store.reserve_run_ids(con, 1)[0])
+            inputs = replace(inputs, run_id=store.reserve_run_ids(con, 1)[0])
         progress.note(
-            f"orch: {s.p.arm.name} #{s.slot.repeat_index + 1}: run {record.run_id} exited 0 but its log "
+            f"orch: {inputs.prepared.arm.name} #{inputs.slot.repeat_index + 1}: run {record.run_id} exited 0 but its log "
             f"lost its last lines (llama.cpp's logger at exit, ggml-org/llama.cpp#22142); running the slot "
-            f"again as run {s.run_id}"
+            f"again as run {inputs.run_id}"
         )
-        record, line = one_run.run_cli_slot(s, timeout)
-    return s, record, line
+        record, line = one_run.run_cli_slot(inputs, timeout)
+    return inputs, record, line
 
 
 def _match_length(
     db: store.Database,
-    s: one_run.RunInputs,
+    inputs: one_run.RunInputs,
     record: one_run.RunRecord,
     line: str,
     by_name: dict[str, PreparedArm],
@@ -186,13 +186,13 @@ def _match_length(
 ) -> str:
     """Where the arm decoded another count of tokens than its reference does, run the reference at that count now,
     on the same repeat, and make it the run's reference (run/length_match.py); the progress line says so."""
-    matched = length_match.matched_reference(record, s.p, by_name)
+    matched = length_match.matched_reference(record, inputs.prepared, by_name)
     if matched is None:
         return line
     with db.write() as con:
-        m = replace(s, run_id=store.reserve_run_ids(con, 1)[0], p=matched)
+        reference_inputs = replace(inputs, run_id=store.reserve_run_ids(con, 1)[0], prepared=matched)
     try:
-        _, reference, said = _run_cli(db, m, timeout, pending, progress)
+        _, reference, said = _run_cli(db, reference_inputs, timeout, pending, progress)
     except KeyboardInterrupt:
         pending.add(record)  # the arm's run is whole: stored; the reference's, in flight, goes with the stop
         raise

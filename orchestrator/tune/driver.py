@@ -28,46 +28,48 @@ from orchestrator.tune.race_settings import Budget, RaceSettings, RaceState, fea
 from orchestrator.tune.rules import Rules
 
 
-def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
+def run_race(settings: RaceSettings, state: RaceState) -> answer.Answer:
     """Race to an answer (storing every round and decision), from the start or from what the store holds."""
-    baseline = s.baseline
-    speculating = {p.arm.name for p in s.prepared.arms if control.speculates(p.executed or p.arm.argv)}
+    baseline = settings.baseline
+    speculating = {p.arm.name for p in settings.prepared.arms if control.speculates(p.executed or p.arm.argv)}
     if not state.rounds and not state.left:
-        _record(s, state, 0, infeasible(s.prepared))
-        if not s.measure:
-            _record(s, state, 0, predicted_slower(s, state))
-    if not state.rounds and (best := _all_predicted_slower(s, state)):
-        return race_answer(s, state, [], "predicted", None, [baseline], reason=_predicted_reason(best))
-    s = replace(s, budget=with_default(s.budget, grid_runs=grid_cost(s, state)[0]))
+        _record(settings, state, 0, infeasible(settings.prepared))
+        if not settings.measure:
+            _record(settings, state, 0, predicted_slower(settings, state))
+    if not state.rounds and (best := _all_predicted_slower(settings, state)):
+        return race_answer(settings, state, [], "predicted", None, [baseline], reason=_predicted_reason(best))
+    settings = replace(settings, budget=with_default(settings.budget, grid_runs=grid_cost(settings, state)[0]))
     while True:
-        runs = _runs(s, state)
+        runs = _runs(settings, state)
         number = max((x["round"] for x in state.rounds), default=0)
         refusal = guards.looping_baseline(runs, baseline)
         if refusal:
-            _record(s, state, number, [refusal])
-            return race_answer(s, state, runs, "refused", None, [], reason=decisions.words(refusal, event=False))
-        survivors = [c for c in s.candidates if c not in state.left]
+            _record(settings, state, number, [refusal])
+            return race_answer(settings, state, runs, "refused", None, [], reason=decisions.words(refusal, event=False))
+        survivors = [c for c in settings.candidates if c not in state.left]
         out = guards.disqualified(
-            runs, set(survivors) - {baseline}, speculating, allow_output_change=s.rules.allow_output_change
+            runs, set(survivors) - {baseline}, speculating, allow_output_change=settings.rules.allow_output_change
         )
-        _record(s, state, number, list(out.values()))
+        _record(settings, state, number, list(out.values()))
         survivors = [c for c in survivors if c not in out]
-        scores = race.block_scores(runs, baseline, set(s.candidates) | set(s.controls.values()), s.planned)
+        scores = race.block_scores(
+            runs, baseline, set(settings.candidates) | set(settings.controls.values()), settings.planned
+        )
         noise = race.pooled_noise(
             scores,
             [n for n in scores if n not in state.left and n != baseline],
-            race.programs(scores, s.planned, baseline),
+            race.programs(scores, settings.planned, baseline),
         )
-        drops = race.eliminate(scores, survivors, baseline, noise, s.rules)
-        _record(s, state, number, drops)
+        drops = race.eliminate(scores, survivors, baseline, noise, settings.rules)
+        _record(settings, state, number, drops)
         survivors = [c for c in survivors if c not in state.left]
-        rng = random.Random(f"{s.tune_id}:{s.workload}:{number + 1}")
-        runners = race.needing_runs(scores, survivors, baseline, s.rules)
-        blocks = _next_round(s, runs, race.by_promise(scores, runners), rng)
-        outcome = race.decide(scores, survivors, baseline, noise, s.rules, budget_left=bool(blocks))
+        rng = random.Random(f"{settings.tune_id}:{settings.workload}:{number + 1}")
+        runners = race.needing_runs(scores, survivors, baseline, settings.rules)
+        blocks = _next_round(settings, runs, race.by_promise(scores, runners), rng)
+        outcome = race.decide(scores, survivors, baseline, noise, settings.rules, budget_left=bool(blocks))
         if number and (drops or out):
-            s.say(
-                f"orch: tune {s.tune_id} ({s.workload}): after round {number}, {len(survivors)} left"
+            settings.say(
+                f"orch: tune {settings.tune_id} ({settings.workload}): after round {number}, {len(survivors)} left"
                 f"{_dropped_note(drops, out)}"
             )
         if state.ended and outcome.state == race.RACING:  # decided before; the same data decide alike
@@ -75,7 +77,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
         if outcome.state != race.RACING:
             end = Exit.WINNER if outcome.state == race.WINNER else Exit.TIED
             _record(
-                s,
+                settings,
                 state,
                 number,
                 [
@@ -89,7 +91,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
                 ],
             )
             return race_answer(
-                s,
+                settings,
                 state,
                 runs,
                 outcome.state,
@@ -98,7 +100,7 @@ def run_race(s: RaceSettings, state: RaceState) -> answer.Answer:
                 scores=scores,
                 noise=noise,
             )
-        _run_round(s, state, number + 1, blocks, rng, of=len(runners))
+        _run_round(settings, state, number + 1, blocks, rng, of=len(runners))
 
 
 def first_round_runs(prepared: PreparedRecipe, rules: Rules) -> int:
@@ -126,14 +128,14 @@ def infeasible(prepared: PreparedRecipe) -> list[Decision]:
     return out
 
 
-def predicted_slower(s: RaceSettings, state: RaceState) -> list[Decision]:
+def predicted_slower(settings: RaceSettings, state: RaceState) -> list[Decision]:
     """Before round 1: each candidate's speedup predicted from this machine's probe and the pair's acceptance
     (run/predictions, probing where nothing current is stored); those whose interval lies wholly below plain
     decoding leave (Exit.PREDICTED_SLOWER), and the rest are raced in the order of their predictions, the most
     promising first (unpredicted ones first of all: only a run can say). An n-gram setting is predicted from one probe
     run of its own (run/lookup_probe), so a space of them costs a run each before round 1."""
-    prepared = s.prepared
-    found = predictions.before_sweep(s.database, prepared.build, prepared.arms, prepared.plan.mode)
+    prepared = settings.prepared
+    found = predictions.before_sweep(settings.database, prepared.build, prepared.arms, prepared.plan.mode)
     by_name = {a.arm: a.prediction for a in found}
     order = {name: -(p.high if p else float("inf")) for name, p in by_name.items()}
     prepared.arms.sort(key=lambda p: order.get(p.arm.name, 0.0))  # stable: controls and the baseline keep theirs
@@ -144,10 +146,10 @@ def predicted_slower(s: RaceSettings, state: RaceState) -> list[Decision]:
     ]
 
 
-def _all_predicted_slower(s: RaceSettings, state: RaceState) -> Decision | None:
+def _all_predicted_slower(settings: RaceSettings, state: RaceState) -> Decision | None:
     """The best prediction where every candidate that could run was predicted slower (nothing to race); None
     where one is left to race."""
-    left = [state.left.get(c) for c in feasible(s, state)]
+    left = [state.left.get(c) for c in feasible(settings, state)]
     if not left or any(d is None or d.kind is not Exit.PREDICTED_SLOWER for d in left):
         return None
     return max(left, key=lambda d: d.speedup or 0.0)
@@ -161,12 +163,12 @@ def _predicted_reason(best: Decision) -> str:
     )
 
 
-def _runs(s: RaceSettings, state: RaceState) -> list[dict]:
-    with s.database.read() as con:
+def _runs(settings: RaceSettings, state: RaceState) -> list[dict]:
+    with settings.database.read() as con:
         return tune_queries.race_runs(con, [x["sweep_id"] for x in state.rounds])
 
 
-def _record(s: RaceSettings, state: RaceState, number: int, decided: list[Decision]) -> None:
+def _record(settings: RaceSettings, state: RaceState, number: int, decided: list[Decision]) -> None:
     """Store the round's decisions (a candidate leaves once; an end is stored once) and apply them to the state."""
     decided = [
         d.at(number)
@@ -175,9 +177,9 @@ def _record(s: RaceSettings, state: RaceState, number: int, decided: list[Decisi
     ]
     if not decided:
         return
-    with s.database.write() as con:
+    with settings.database.write() as con:
         tunes.insert_events(
-            con, [{"tune_id": s.tune_id, "workload": s.workload, **decisions.to_row(d)} for d in decided]
+            con, [{"tune_id": settings.tune_id, "workload": settings.workload, **decisions.to_row(d)} for d in decided]
         )
     state.left.update({d.candidate: d for d in decided if d.kind.leaves})
 
@@ -195,64 +197,72 @@ def _dropped_note(drops: list[Decision], out: dict[str, Decision]) -> str:
     return "; " + "; ".join(parts)
 
 
-def _round_size(s: RaceSettings, blocks: list[list[str]]) -> int:
-    return sum(len(_block_arms(s, b)) for b in blocks)
+def _round_size(settings: RaceSettings, blocks: list[list[str]]) -> int:
+    return sum(len(_block_arms(settings, b)) for b in blocks)
 
 
-def _next_round(s: RaceSettings, runs: list[dict], ranked: list[str], rng: random.Random) -> list[list[str]]:
+def _next_round(settings: RaceSettings, runs: list[dict], ranked: list[str], rng: random.Random) -> list[list[str]]:
     """The next round's blocks: every runner once if the budget allows it, else the most promising that it does
     (successive halving); none when not even the leader's next run fits. rng is drawn once, whatever was tried."""
     seed = rng.random()
     for count in range(len(ranked), 0, -1):
-        blocks = race.plan_round(ranked[:count], s.rules, random.Random(seed))
-        if _affordable(s, runs, blocks):
+        blocks = race.plan_round(ranked[:count], settings.rules, random.Random(seed))
+        if _affordable(settings, runs, blocks):
             return blocks
     return []
 
 
-def _affordable(s: RaceSettings, runs: list[dict], blocks: list[list[str]]) -> bool:
+def _affordable(settings: RaceSettings, runs: list[dict], blocks: list[list[str]]) -> bool:
     if not blocks:
         return False
     count, seconds = spent(runs)
-    size = _round_size(s, blocks)
-    if s.budget.runs is not None and count + size > s.budget.runs:
+    size = _round_size(settings, blocks)
+    if settings.budget.runs is not None and count + size > settings.budget.runs:
         return False
-    if s.budget.seconds is not None and count:
-        return seconds + size * seconds / count <= s.budget.seconds
+    if settings.budget.seconds is not None and count:
+        return seconds + size * seconds / count <= settings.budget.seconds
     return True
 
 
-def _block_arms(s: RaceSettings, block: list[str]) -> list[str]:
+def _block_arms(settings: RaceSettings, block: list[str]) -> list[str]:
     """A block's arms: the baseline, the controls of its candidates, the candidates."""
-    controls = sorted({s.controls[c] for c in block if c in s.controls})
-    return [s.baseline, *controls, *block]
+    controls = sorted({settings.controls[c] for c in block if c in settings.controls})
+    return [settings.baseline, *controls, *block]
 
 
 def _run_round(
-    s: RaceSettings, state: RaceState, number: int, blocks: list[list[str]], rng: random.Random, *, of: int
+    settings: RaceSettings, state: RaceState, number: int, blocks: list[list[str]], rng: random.Random, *, of: int
 ) -> None:
     slots = []
     for index, block in enumerate(blocks):
-        arms = _block_arms(s, block)
+        arms = _block_arms(settings, block)
         rng.shuffle(arms)
         slots += [Slot(arm, index) for arm in arms]
     used = {slot.arm for slot in slots}
-    arms = [p for p in s.prepared.arms if p.arm.name in used]
+    arms = [p for p in settings.prepared.arms if p.arm.name in used]
     prepared = replace(
-        s.prepared, plan=replace(s.prepared.plan, arms=[p.arm for p in arms], repeat=len(blocks)), arms=arms
+        settings.prepared,
+        plan=replace(settings.prepared.plan, arms=[p.arm for p in arms], repeat=len(blocks)),
+        arms=arms,
     )
     running = sum(len(b) for b in blocks)
     halved = f" (the {running} most promising of {of}: the budget does not run them all)" if running < of else ""
-    s.say(
-        f"orch: tune {s.tune_id} ({s.workload}): round {number}: {running} candidate(s) in "
+    settings.say(
+        f"orch: tune {settings.tune_id} ({settings.workload}): round {number}: {running} candidate(s) in "
         f"{len(blocks)} block(s), {len(slots)} runs{halved}"
     )
-    options = RunOptions(timeout=s.timeout, only=slots, orch_argv=s.argv)
+    options = RunOptions(timeout=settings.timeout, only=slots, orch_argv=settings.argv)
     opened = recipe_run.open_sweep(prepared, options)
-    with s.database.write() as con:
-        tunes.insert_round(con, s.tune_id, s.workload, number, opened.id, blocks, s.planned)
+    with settings.database.write() as con:
+        tunes.insert_round(con, settings.tune_id, settings.workload, number, opened.id, blocks, settings.planned)
     state.rounds.append(
-        {"workload": s.workload, "round": number, "sweep_id": opened.id, "blocks": blocks, "references": s.planned}
+        {
+            "workload": settings.workload,
+            "round": number,
+            "sweep_id": opened.id,
+            "blocks": blocks,
+            "references": settings.planned,
+        }
     )
     result = recipe_run.execute(prepared, opened, options)
     if result.status == "interrupted":

@@ -16,7 +16,7 @@ def spent(runs: list[dict]) -> tuple[int, float]:
 
 
 def race_answer(
-    s: RaceSettings,
+    settings: RaceSettings,
     state: RaceState,
     runs: list[dict],
     outcome: str,
@@ -27,17 +27,21 @@ def race_answer(
     noise: race.Noise | None = None,
     reason: str | None = None,
 ) -> answer.Answer:
-    scores = scores if scores is not None else race.block_scores(runs, s.baseline, set(s.candidates), s.planned)
+    scores = (
+        scores
+        if scores is not None
+        else race.block_scores(runs, settings.baseline, set(settings.candidates), settings.planned)
+    )
     count, seconds = spent(runs)
-    grid_runs, grid_seconds = grid_cost(s, state, seconds / count if count else None)
+    grid_runs, grid_seconds = grid_cost(settings, state, seconds / count if count else None)
     acceptance = {}
-    for name in s.candidates:
+    for name in settings.candidates:
         values = [
             x["acceptance"] for x in runs if x["arm"] == name and x["status"] == "ok" and x["acceptance"] is not None
         ]
         acceptance[name] = race.mean(values)
     out = answer.Answer(
-        workload=s.workload,
+        workload=settings.workload,
         state=outcome,
         winner=winner,
         tied=[] if winner else survivors,
@@ -46,41 +50,43 @@ def race_answer(
         grid_runs=grid_runs,
         grid_seconds=grid_seconds,
         rounds=max((x["round"] for x in state.rounds), default=0),
-        candidates=len(feasible(s, state)) + 1,
+        candidates=len(feasible(settings, state)) + 1,
         reason=reason,
         left=dict(state.left),
         noise=noise.sd if noise else None,
-        rules=s.rules,
-        output_changed=sorted(guards.output_changes(runs, set(s.candidates))) if s.rules.allow_output_change else [],
+        rules=settings.rules,
+        output_changed=sorted(guards.output_changes(runs, set(settings.candidates)))
+        if settings.rules.allow_output_change
+        else [],
     )
     out.rows = answer.table(
         scores,
         noise or race.Noise(None, 0),
-        reference=s.baseline,
+        reference=settings.baseline,
         survivors=survivors,
         left=state.left,
-        like_for_like=race.control_scores(runs, set(s.candidates), s.baseline, s.planned),
+        like_for_like=race.control_scores(runs, set(settings.candidates), settings.baseline, settings.planned),
         acceptance=acceptance,
         outcome=outcome,
         winner=winner,
     )
     # tied or not separated: the leader's, labelled as such; no speculation predicted: plain decoding's
-    shown = winner or (s.baseline if outcome == "predicted" else race.leader(scores, survivors))
+    shown = winner or (settings.baseline if outcome == "predicted" else race.leader(scores, survivors))
     if shown:
-        argv = _argv(s, shown)
+        argv = _argv(settings, shown)
         out.command = flags.command_line(argv)
-        build = s.prepared.build  # plain decoding too: "no speculation" is served without a draft
+        build = settings.prepared.build  # plain decoding too: "no speculation" is served without a draft
         out.server = answer.server_line(argv, build.tool("llama-server"), build.help_texts().get("llama-server"))
-    if outcome not in ("refused", "predicted") and shown in (None, s.baseline):  # the best that speculates
+    if outcome not in ("refused", "predicted") and shown in (None, settings.baseline):  # the best that speculates
         out.best_speculating = answer.best_speculating(
-            scores, noise or race.Noise(None, 0), s.candidates, s.baseline, state.left
+            scores, noise or race.Noise(None, 0), settings.candidates, settings.baseline, state.left
         )
         if out.best_speculating:
-            out.best_speculating["command"] = flags.command_line(_argv(s, out.best_speculating["candidate"]))
+            out.best_speculating["command"] = flags.command_line(_argv(settings, out.best_speculating["candidate"]))
     out.verdict = answer.verdict(out)
     return out
 
 
-def _argv(s: RaceSettings, name: str) -> list[str]:
-    prepared = next(p for p in s.prepared.arms if p.arm.name == name)
+def _argv(settings: RaceSettings, name: str) -> list[str]:
+    prepared = next(p for p in settings.prepared.arms if p.arm.name == name)
     return prepared.executed or prepared.arm.argv

@@ -88,17 +88,22 @@ class RaceState:
         )
 
 
-def feasible(s: RaceSettings, state: RaceState) -> list[str]:
+def feasible(settings: RaceSettings, state: RaceState) -> list[str]:
     """The candidates but plain decoding that this build can run (the grid would run them)."""
     return [
-        c for c in s.candidates if c != s.baseline and not (c in state.left and state.left[c].kind is Exit.INFEASIBLE)
+        c
+        for c in settings.candidates
+        if c != settings.baseline and not (c in state.left and state.left[c].kind is Exit.INFEASIBLE)
     ]
 
 
-def grid_cost(s: RaceSettings, state: RaceState, seconds_per_run: float | None = None) -> tuple[int, float]:
+def grid_cost(settings: RaceSettings, state: RaceState, seconds_per_run: float | None = None) -> tuple[int, float]:
     """What the grid would spend on this race's candidates: answer.grid_cost of the feasible ones."""
     return answer.grid_cost(
-        len(feasible(s, state)), len(set(s.controls.values())), seconds_per_run, s.rules.grid_repeats
+        len(feasible(settings, state)),
+        len(set(settings.controls.values())),
+        seconds_per_run,
+        settings.rules.grid_repeats,
     )
 
 
