@@ -17,7 +17,7 @@ REFRESH_S = 0.5
 
 def rewrite(stream, text: str) -> None:
     """Back to the line's start, then `text`. The carriage return goes to the stream under orch's inert wrapper
-    (cli/group.InertStream strips every CR from text, which could hide what a line said); the text goes through it."""
+    (cli/output.InertStream strips every CR from text, which could hide what a line said); the text goes through it."""
     getattr(stream, "underlying", stream).write("\r")
     stream.write(text)
 

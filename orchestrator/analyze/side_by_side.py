@@ -205,10 +205,3 @@ def _different(base: list[float], head: list[float], p: float, strict: bool = Fa
         b, h = stats.describe(base), stats.describe(head)
         return "intervals", b.ci_high < h.ci_low or h.ci_high < b.ci_low
     return "too few samples", False
-
-
-def parse_threshold(text: str) -> float:
-    """'5%' or '0.05' -> 0.05; raises ValueError for anything else."""
-    text = text.strip()
-    value = float(text.rstrip("%"))
-    return value / 100 if text.endswith("%") or value >= 1 else value

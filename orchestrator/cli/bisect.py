@@ -1,4 +1,4 @@
-"""`orch bisect` (find the commit where a metric steps) and `orch history` (a metric across builds)."""
+"""`orch bisect`: the first commit where a recipe arm's metric steps, found by building and running probes."""
 
 from __future__ import annotations
 
@@ -7,26 +7,15 @@ from pathlib import Path
 
 import click
 
-from orchestrator.cli.group import Finite, data_format, db_option, main, opened_db, recipe_options, threshold_option
-
-METRIC_CHOICES = (
-    "decode_tps",
-    "acceptance",
-    "speedup",
-    "mean_accept_len",
-    "draft_per_generated",
-    "encode_tps",
-    "n_drafted",
-    "n_accepted",
-)
-metric_option = click.option(
-    "--metric",
-    type=click.Choice(METRIC_CHOICES),
-    default="decode_tps",
-    show_default=True,
-    help="What to follow: a per-run metric of the arm, or speedup (its decode tok/s over "
-    "the baseline arm's in the same repeat).",
-)
+from orchestrator import config, resumable, store, tables
+from orchestrator.bisect import candidates, driver, search, session
+from orchestrator.bisect.driver import unbuilt_plan
+from orchestrator.build.builder import choose_backend
+from orchestrator.cli.group import Finite, db_option, main, metric_option, recipe_options, threshold_option
+from orchestrator.errors import BisectRangeError, BisectResumeError
+from orchestrator.recipe.set_lists import refuse_lists
+from orchestrator.source.mirror import Mirror
+from orchestrator.store import bisect_queries
 
 
 @main.command("bisect")
@@ -111,10 +100,6 @@ def bisect_command(
     Example: orch bisect recipes/spec_defaults.j2 --vars recipes/tiny.toml --good f49e91787 --bad 0c1e57098
     --metric acceptance
     """
-    from orchestrator import config, store, tables
-    from orchestrator.bisect import candidates, driver, search, session
-    from orchestrator.build.builder import choose_backend
-    from orchestrator.source.mirror import Mirror
 
     database = store.Database(db or config.db_path())
     say = lambda line: click.echo(tables.fill(line), err=True)  # noqa: E731
@@ -140,7 +125,6 @@ def bisect_command(
     else:
         if recipe_path is None:
             raise click.UsageError("give a RECIPE (or --resume to continue a stored bisect)")
-        from orchestrator.recipe.set_lists import refuse_lists
 
         refuse_lists(tuple(overrides), "orch bisect", "bisect one setting; run the others with orch run --set")
         if commits:
@@ -200,8 +184,6 @@ def bisect_command(
 
 
 def _only_arm(setup) -> str:
-    from orchestrator.bisect.driver import unbuilt_plan
-    from orchestrator.errors import BisectRangeError
 
     plan = unbuilt_plan(setup)
     arms = [a.name for a in plan.arms if not a.is_baseline and not a.is_control]
@@ -213,9 +195,6 @@ def _only_arm(setup) -> str:
 
 
 def _stored_bisect(database, ref: str) -> dict:
-    from orchestrator import resumable
-    from orchestrator.errors import BisectResumeError
-    from orchestrator.store import bisect_queries
 
     return resumable.stored_row(
         database,
@@ -243,49 +222,3 @@ def _dry_run(cands, setup, search) -> None:
     click.echo(f"first probes (at most {search.max_probes(len(cands.commits) - 2)} between the ends):")
     for commit, why in search.first_probes(cands.commits):
         click.echo(f"  {commit[:9]}  {why}")
-
-
-@main.command("history")
-@click.argument("recipe", metavar="RECIPE")
-@click.option("--arm", required=True, help="The arm whose metric is drawn.")
-@metric_option
-@threshold_option
-@click.option(
-    "--builds",
-    default=None,
-    metavar="A,B,...",
-    help="Only these builds (names or commit prefixes); default: every build that ran the recipe.",
-)
-@click.option(
-    "--png",
-    "png_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Where to draw the PNG [default: history-<arm>-<metric>.png].",
-)
-@data_format("table", "md", "csv", "json")
-@db_option
-def history_command(recipe, arm, metric, threshold, builds, png_path, fmt, db):
-    """Draw a recipe arm's metric across builds, in commit order.
-
-    A table and a PNG (means with 95% interval bars, every run a dot). Steps where the metric changes from one commit to the next beyond --threshold and significantly (the rule of
-    `orch compare`) are marked in both.
-
-    Example: orch history spec_defaults.j2 --arm draft --metric acceptance
-    """
-    from orchestrator import config, tables
-    from orchestrator.build.in_results import resolve_stored_build
-    from orchestrator.report import history
-    from orchestrator.source.mirror import Mirror
-
-    with opened_db(db) as con:  # references resolved as orch compare's are: a prefix, tag or name, one build each
-        wanted = [resolve_stored_build(con, b) for b in builds.split(",") if b.strip()] if builds else None
-        points = history.points(con, recipe, arm, metric, wanted, Mirror(config.mirror_dir()))
-    steps = history.mark_steps(points, threshold)
-    click.echo(tables.render(history.rows(points), fmt, history.COLUMNS))
-    path = png_path or Path(f"history-{arm}-{metric}.png")
-    history.draw(points, recipe, arm, metric, path)
-    prose = fmt == "table"  # other formats stay parseable on stdout: the sentences go to stderr
-    for line in steps:
-        click.echo(tables.fill(line) if prose else line, err=not prose)
-    click.echo(f"plot: {path}", err=not prose)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import math
@@ -11,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from orchestrator import __version__, config, stops, tables
+from orchestrator import __version__, config, stops
+from orchestrator.cli.output import inert_output
 from orchestrator.errors import Interrupted, InvalidOption, OrchError
 
 # Each command: the module of orchestrator/cli that defines it, and its one-line summary. `orch --help` lists them
@@ -20,48 +20,57 @@ from orchestrator.errors import Interrupted, InvalidOption, OrchError
 COMMANDS = {
     "bisect": ("bisect", "Find the first commit where a recipe's metric changes."),
     "build": ("build", "Build llama.cpp at COMMIT (cached)."),
-    "builds": ("build", "List complete builds, newest first, broken ones marked."),
+    "builds": ("builds", "List complete builds, newest first, broken ones marked."),
     "compare": ("compare", "Compare two builds arm by arm (head/base)."),
-    "env": ("tools", "Print this machine's benchmark environment."),
+    "env": ("env", "Print this machine's benchmark environment."),
     "export": ("exchange", "Write sweeps (default: all) as Parquet files to send elsewhere."),
-    "history": ("bisect", "Draw a recipe arm's metric across builds, in commit order."),
+    "history": ("history", "Draw a recipe arm's metric across builds, in commit order."),
     "import": ("exchange", "Merge exports or other results files into the database."),
-    "logs": ("tools", "Write a stored run's logs back out as files."),
-    "mirror": ("build", "Manage the local llama.cpp source mirror."),
+    "logs": ("logs", "Write a stored run's logs back out as files."),
+    "mirror": ("mirror", "Manage the local llama.cpp source mirror."),
     "models": ("models", "Make, fetch and inspect GGUF models."),
-    "parse": ("tools", "Read one run's saved logs: their kind, metrics and failure class."),
+    "parse": ("parse_logs", "Read one run's saved logs: their kind, metrics and failure class."),
     "probe": ("probe", "Time what a target pass and a drafted token cost here."),
     "query": ("query", "Run SQL against the results database (read-only unless --write)."),
     "repair": ("database", "Restore dropped tables and views; keep sweep summaries."),
-    "reparse": ("tools", "Re-derive stored metrics from the raw logs."),
-    "report": ("results", "Write a report of sweeps to hand on: markdown, HTML and plots."),
+    "reparse": ("reparse", "Re-derive stored metrics from the raw logs."),
+    "report": ("report", "Write a report of sweeps to hand on: markdown, HTML and plots."),
     "run": ("run", "Run a recipe's arms on a build and store them."),
-    "runs": ("results", "List stored runs, newest last."),
-    "show": ("results", "Show one run: argv, status, metrics, logs."),
-    "summary": ("results", "Per-arm speed with intervals, speedup, warnings."),
+    "runs": ("runs", "List stored runs, newest last."),
+    "show": ("runs", "Show one run: argv, status, metrics, logs."),
+    "summary": ("summary", "Per-arm speed with intervals, speedup, warnings."),
     "sweeps": ("sweeps", "List stored sweeps, newest last."),
     "tune": ("tune", "Race speculation settings to the fastest on this machine."),
     "watch": ("watch", "Follow a sweep live: progress, ETA, summary, failures."),
 }
 
 
-class OrchGroup(click.Group):
-    """Runs every command under stops.on_signals; prints an OrchError as one line and exits with its code, and a
-    stop (Ctrl-C, SIGTERM, SIGHUP), or any error that follows one, as `orch: interrupted` with the signal's code
-    (130, 143, 129). Tracebacks only with --debug. Its commands are loaded as they are asked for (COMMANDS)."""
+class LazyGroup(click.Group):
+    """A group whose commands are listed from a table, (module of orchestrator/cli, summary) by name, and whose
+    module is imported (registering the command on the group) only when the command is asked for."""
+
+    def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
 
     def list_commands(self, ctx) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted(self.lazy)
 
     def get_command(self, ctx, name: str):
-        if name in COMMANDS and name not in self.commands:
-            importlib.import_module(f"orchestrator.cli.{COMMANDS[name][0]}")  # registers its commands on main
+        if name in self.lazy and name not in self.commands:
+            importlib.import_module(f"orchestrator.cli.{self.lazy[name][0]}")  # registers its command here
         return super().get_command(ctx, name)
 
     def format_commands(self, ctx, formatter) -> None:
-        """`orch --help`'s list, from COMMANDS: no command's module is imported for it."""
+        """`--help`'s list, from the table: no command's module is imported for it."""
         with formatter.section("Commands"):
-            formatter.write_dl([(name, summary) for name, (_, summary) in sorted(COMMANDS.items())])
+            formatter.write_dl([(name, summary) for name, (_, summary) in sorted(self.lazy.items())])
+
+
+class OrchGroup(LazyGroup):
+    """Runs every command under stops.on_signals; prints an OrchError as one line and exits with its code, and a
+    stop (Ctrl-C, SIGTERM, SIGHUP), or any error that follows one, as `orch: interrupted` with the signal's code
+    (130, 143, 129). Tracebacks only with --debug. Its commands are loaded as they are asked for (COMMANDS)."""
 
     def invoke(self, ctx):
         with stops.on_signals(), inert_output():
@@ -85,45 +94,12 @@ class OrchGroup(click.Group):
                 interrupted()  # DuckDB's "Query interrupted" and the like: the stop's consequence, not a failure
 
 
-class InertStream:
-    """A text stream that writes what it is given without anything a terminal would act on (tables.printable):
-    every line orch prints may hold text from a model, a prompt or a file. `underlying` is the stream itself, for
-    the one sequence orch sends on purpose (`orch watch` clearing the screen)."""
-
-    def __init__(self, stream):
-        self.underlying = stream
-
-    def write(self, text: str) -> int:
-        self.underlying.write(tables.printable(text))
-        return len(text)
-
-    def isatty(self) -> bool:
-        return self.underlying.isatty()
-
-    def flush(self) -> None:
-        self.underlying.flush()
-
-    def __getattr__(self, name):
-        return getattr(self.underlying, name)
-
-
-@contextlib.contextmanager
-def inert_output():
-    """sys.stdout and sys.stderr as InertStreams while a command runs."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
-
-
 def interrupted() -> None:
     click.echo(f"orch: interrupted ({stops.signal_name() or 'SIGINT'})", err=True)
     sys.exit(stops.exit_code())
 
 
-@click.group(cls=OrchGroup)
+@click.group(cls=OrchGroup, lazy=COMMANDS)
 @click.version_option(__version__, prog_name="orch")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.pass_context
@@ -156,8 +132,6 @@ class Threshold(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, float):
             return value
-        from orchestrator.analyze.side_by_side import parse_threshold
-
         try:
             number = parse_threshold(str(value))
         except ValueError:
@@ -286,3 +260,32 @@ def data_format(*formats: str, default: str = "table"):
         )(chosen)
 
     return decorate
+
+
+METRIC_CHOICES = (
+    "decode_tps",
+    "acceptance",
+    "speedup",
+    "mean_accept_len",
+    "draft_per_generated",
+    "encode_tps",
+    "n_drafted",
+    "n_accepted",
+)
+
+
+metric_option = click.option(
+    "--metric",
+    type=click.Choice(METRIC_CHOICES),
+    default="decode_tps",
+    show_default=True,
+    help="What to follow: a per-run metric of the arm, or speedup (its decode tok/s over "
+    "the baseline arm's in the same repeat).",
+)
+
+
+def parse_threshold(text: str) -> float:
+    """'5%' or '0.05' -> 0.05; raises ValueError for anything else."""
+    text = text.strip()
+    value = float(text.rstrip("%"))
+    return value / 100 if text.endswith("%") or value >= 1 else value

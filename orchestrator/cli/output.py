@@ -82,3 +82,36 @@ def shell_lines(label: str, command: str) -> str:
             current = "   "
         current += " " + word
     return "\n".join([*lines, current])
+
+
+class InertStream:
+    """A text stream that writes what it is given without anything a terminal would act on (tables.printable):
+    every line orch prints may hold text from a model, a prompt or a file. `underlying` is the stream itself, for
+    the one sequence orch sends on purpose (`orch watch` clearing the screen)."""
+
+    def __init__(self, stream):
+        self.underlying = stream
+
+    def write(self, text: str) -> int:
+        self.underlying.write(tables.printable(text))
+        return len(text)
+
+    def isatty(self) -> bool:
+        return self.underlying.isatty()
+
+    def flush(self) -> None:
+        self.underlying.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.underlying, name)
+
+
+@contextmanager
+def inert_output():
+    """sys.stdout and sys.stderr as InertStreams while a command runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

@@ -362,22 +362,42 @@ def test_a_threshold_that_cannot_gate_is_refused_alike_by_every_command(orch_env
 
 
 def test_the_command_table_names_each_commands_module_and_summary():
-    """`orch --help` lists commands from group.COMMANDS without importing them: the table must be the code's, every
-    command in it and each summary the one its own --help starts with."""
+    """`orch --help` (and `orch models --help`) list commands from a table without importing them (group.COMMANDS,
+    models.MODEL_COMMANDS): each table must be the code's, every command in it and each summary the one its own
+    --help starts with."""
     import importlib
 
     import click
 
     from orchestrator.cli.group import COMMANDS
+    from orchestrator.cli.models import MODEL_COMMANDS, models_group
 
-    for module in {m for m, _ in COMMANDS.values()}:
-        importlib.import_module(f"orchestrator.cli.{module}")
-    ctx = click.Context(main)
-    assert set(main.commands) == set(COMMANDS)
-    for name, (module, summary) in COMMANDS.items():
-        command = main.get_command(ctx, name)
-        assert command.callback.__module__ == f"orchestrator.cli.{module}", name
-        assert command.get_short_help_str(limit=300) == summary, name
+    for group, table in ((main, COMMANDS), (models_group, MODEL_COMMANDS)):
+        for module in {m for m, _ in table.values()}:
+            importlib.import_module(f"orchestrator.cli.{module}")
+        ctx = click.Context(group)
+        assert set(group.commands) == set(table)
+        for name, (module, summary) in table.items():
+            command = group.get_command(ctx, name)
+            assert command.callback.__module__ == f"orchestrator.cli.{module}", name
+            assert command.get_short_help_str(limit=300) == summary, name
+
+
+@pytest.mark.integration  # starts a fresh interpreter: this one has loaded every command
+def test_a_command_loads_only_its_own_module():
+    """A command's module imports what it uses at its top, so asking for one command must not load the others'."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from orchestrator.cli.group import main; import click; "
+        "main.get_command(click.Context(main), 'runs'); "
+        "print(sorted(m for m in sys.modules if m.startswith('orchestrator.cli.')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "orchestrator.cli.runs" in loaded
+    for other in ("summary", "report", "tune", "bisect", "models", "probe", "run"):
+        assert f"'orchestrator.cli.{other}'" not in loaded, other
 
 
 def test_a_budget_past_what_a_tune_can_store_is_refused(orch_env):
