@@ -18,10 +18,11 @@ from orchestrator.errors import NothingRecognised, ParseError
 
 from . import METRIC_KEYS, ParsedLog, check_ranges, parse_run
 from .bench import parse_bench
-from .failure import CRASH_RE, decide_failure, line_at, match_signature, signature_failure
+from .failure import CRASH_RE, decide_failure, match_signature
 from .lines import clean_lines, strip_prefixes
 from .modes import parse_bench_run
 from .server import server_metrics
+from .server_failure import saved_log_failure
 from .server_log import ServerLog, read_server_log
 from .version import parse_version
 
@@ -141,7 +142,7 @@ def read_logs(files: list[LogFile]) -> LogReading:
     if kind == "server":
         server = read_server_log(log_text)
         parsed, notes = _server_reading(server)
-        failure = _server_failure(server, log_text)
+        failure = saved_log_failure(server, log_text)
     else:
         parsed = parse_run(output_text, log_text)
         failure = _cli_failure(kind, parsed, log_text)
@@ -238,35 +239,6 @@ def _bench_reading(stdout: str, stderr: str, roles: list[FileRole]) -> LogReadin
         )
     check_ranges(parsed)
     return LogReading(kind="bench", parsed=parsed, failure_class=None, failure_detail=None, files=roles)
-
-
-def _server_failure(server: ServerLog, text: str) -> tuple[str, str] | None:
-    """The class a stored server run with this log gets (run/server.py, run/server_run.py): the log's error
-    lines decide only for a server that never served (it exited or hung while starting); once it serves,
-    stored classes come from HTTP, which the log mirrors."""
-    crash = CRASH_RE.search(text)
-    if not server.serving:
-        if found := signature_failure(text):
-            return found.name, f"the log says: {found.line}"
-        if crash:
-            return "crash_signal", f"the server aborted before serving: {line_at(text, crash.start())}"
-        return "timeout", (
-            "the log ends before the server listened, with no error: a server still loading at "
-            "server_timeout is stored as timeout (one that exited without a word, as other)"
-        )
-    if server.loads_draft and not server.engaged and not any(r.draft_n for r in server.requests):
-        return "spec_not_engaged", (
-            "a draft model was loaded but the log shows no drafts (llama-server before "
-            "mid-2025 logs none at its default verbosity)"
-        )
-    if crash:
-        return "other", f"the server aborted mid-run ({line_at(text, crash.start())}): its requests failed"
-    if server.unfinished:
-        return "timeout", (
-            f"request task {server.unfinished[0]} never finished: a request past --timeout stops "
-            "the run (stored as timeout)"
-        )
-    return None
 
 
 # The tool whose block a log of each kind must hold (its figures are read as that tool's run).

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import requests
 
-from orchestrator import parse, proc
+from orchestrator import proc
 from orchestrator.errors import ServerFailed
+from orchestrator.parse.failure import Ended
 from orchestrator.parse.server import parse_prometheus
+from orchestrator.parse.server_failure import start_failure
 
 HOST = "127.0.0.1"
 STOP_GRACE_S = 10.0
@@ -102,16 +104,8 @@ class Server:
         tail = self.log_tail()
         if BIND_FAILURE.search(tail):
             raise ServerFailed(f"port {self.port} was taken", "port_taken", tail)
-        failure = (
-            parse.classify_failure(
-                tail,
-                returncode=code if code >= 0 else None,
-                signal=-code if code < 0 else None,
-                timed_out=False,
-                expects_speculation=False,
-            )
-            or "other"
-        )
+        ended = Ended(returncode=code if code >= 0 else None, signal=-code if code < 0 else None)
+        failure = start_failure(tail, ended).name  # the rules `orch parse` reads a saved server log by
         last = [ln for ln in tail.splitlines() if ln.strip()][-1:] or ["(no output)"]
         raise ServerFailed(
             f"llama-server exited with status {code} before becoming healthy ({failure}): "

@@ -337,3 +337,20 @@ def test_the_block_check_comes_before_never_drafted():
         cut, expects_speculation=True, parsed=parse.parse_run("", cut), tool="llama-speculative-simple", ended=exit_0
     )
     assert checked.name == "truncated_log"
+
+
+def test_a_server_that_never_served_is_classed_by_one_rule_live_and_saved():
+    """run/server.py stores a server that exited while starting by parse/server_failure.start_failure, and
+    `orch parse` reads a saved log by the same rule with the exit unknown: an error line wins either way."""
+    from orchestrator.parse.failure import Ended
+    from orchestrator.parse.server_failure import start_failure
+
+    refused = "main: loading model\nthe target and draft vocabs are not compatible\n"
+    loading = "main: loading model\nllama_model_loader: loaded meta data\n"
+    aborted = "main: loading model\nGGML_ASSERT(n > 0) failed\nAborted (core dumped)\n"
+    assert start_failure(refused, Ended(returncode=1, signal=None)).name == "vocab_mismatch"
+    assert start_failure(refused, None).name == "vocab_mismatch"
+    assert start_failure(loading, Ended(returncode=1, signal=None)).name == "other"  # it exited without a word
+    assert start_failure(loading, Ended(returncode=None, signal=9)).name == "crash_signal"
+    assert start_failure(loading, None).name == "timeout"  # a saved log ending while the model loads
+    assert start_failure(aborted, None).name == "crash_signal"  # the abort line stands in for the signal
