@@ -1,7 +1,7 @@
-"""mkdocs hooks for orch's docs (mkdocs.yml `hooks:`): the schema page is made from the migrations when the site
-is built, so it is the schema a results file has today, never a copy that drifts; and the CLI reference shows each
-option's real default (click 8.3 and later mark "no default given" with a sentinel that mkdocs-click prints as
-`Sentinel.UNSET`: a flag is off, any other option has none).
+"""mkdocs hooks for orch's docs (mkdocs.yml `hooks:`): the schema page is made from the migrations and views when
+the site is built, so it is the schema a results file has today, never a copy that drifts; and the CLI reference
+shows each option's real default (click 8.3 and later mark "no default given" with a sentinel that mkdocs-click
+prints as `Sentinel.UNSET`: a flag is off, any other option has none).
 
 `<!-- schema -->` on a page becomes every table and view with its columns (a results file made in a temporary
 folder, migrated as `orch` migrates one) and the list of migrations with what each one did (its docstring).

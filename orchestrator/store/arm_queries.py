@@ -9,13 +9,13 @@ from orchestrator.store.db import rows_as_dicts
 from orchestrator.store.figures import (
     LOG_RATIO,
     PAIRED_WITH,
+    REQUEST_RATE,
     bound_tps,
     mode_is,
     roofline_pct,
     speedup,
     tokens_per_step,
 )
-from orchestrator.store.migrations.m023_request_rates import REQUEST_RATE
 
 Con = duckdb.DuckDBPyConnection
 

@@ -19,7 +19,7 @@ import duckdb
 from orchestrator import stops
 from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
 from orchestrator.message_lines import first_line
-from orchestrator.store import migrations, recovery, schema
+from orchestrator.store import migrations, recovery, schema, views
 from orchestrator.store.times import utc as utc  # naive UTC, as every TIMESTAMP column stores time
 from orchestrator.store.times import utc_from_epoch as utc_from_epoch
 from orchestrator.store.times import utcnow as utcnow
@@ -37,7 +37,8 @@ def connect(
     """Open the results database (the caller closes it, or use `opened`).
 
     read_only: a shared open (readers never block each other); it never creates the file, and writes only what
-    the file needs to be read: pending migrations and the recovery of sweeps whose orch died (store/recovery.py).
+    the file needs to be read: pending migrations, views not made from this orch's definitions (store/views.py) and
+    the recovery of sweeps whose orch died (store/recovery.py).
     check: refuse a file that lacks a table or view orch made (DamagedSchema); `orch repair` opens without it.
     """
     path = Path(path)
@@ -58,13 +59,13 @@ def connect(
             if path.resolve() not in _ready:  # a sweep opens the file for every write: prepare it once
                 _prepare(con, path, check)
             return con
-        if not migrations.pending(con):
+        if not migrations.pending(con) and views.current(con):
             if check:
                 _check(con, path)
             if not check or not recovery.dead_sweeps(con):
                 return con
         con.close()
-        writer = _open(path, False, wait_s)  # migrate, or recover a dead orch's sweep, then read as asked
+        writer = _open(path, False, wait_s)  # migrate, make the views, or recover a dead orch's sweep; then read
         try:
             _prepare(writer, path, check)
         finally:
@@ -77,7 +78,11 @@ def connect(
 
 def _prepare(con, path: Path, check: bool) -> None:
     with stops.held():  # migrations and recoveries are writes: a stop waits for their end
+        if migrations.pending(con):
+            views.drop(con)  # migrations change tables only, with no view in place
         migrations.apply(con)
+        with contextlib.suppress(duckdb.Error):  # a table dropped by hand: the check names it, `orch repair` mends
+            views.make(con)
         if check:
             _check(con, path)
             recovery.recover_dead(con)

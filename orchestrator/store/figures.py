@@ -1,4 +1,4 @@
-"""The figures derived from stored measurements, each defined once, as SQL: the views (migrations m016) and the
+"""The figures derived from stored measurements, each defined once, as SQL: the views (store/views.py) and the
 queries (arm_queries) build their columns from these, so no two places can compute one differently.
 
 - A speedup: exp of the mean log ratio of paired speeds (arm a over its partner b), a geometric mean that pairing
@@ -12,8 +12,8 @@ queries (arm_queries) build their columns from these, so no two places can compu
   whatever it accepts, so no arm can pass 100% honestly: a share above it says the bandwidth was measured too
   low (a CPU copy benchmark on a loaded machine), and the summary warns so (bound_exceeded).
 
-The views made from these are part of shipped migrations: change a definition only together with a new migration
-that makes those views again (m016_derived_views).
+A changed definition reaches every results file's views when it is next opened (store/views.py stamps each view
+with its definition's hash and makes the views again where a stamp differs).
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ import duckdb
 
 from orchestrator.parse import modes
 
+# A server request's own rate as its build defines it (predicted_per_second: n / t before 2026, (n - 1) / t at
+# 0c1e57098, whose server counts the first token free); n / t only for a row without one.
+REQUEST_RATE = "coalesce(q.predicted_per_second, q.predicted_n / q.predicted_ms * 1000)"
 LOG_RATIO = "ln(a.tps / b.tps)"  # one paired sample: arm a's speed over its partner b's, same repeat (and prompt)
 
 
@@ -94,8 +97,7 @@ def mode_is(column: str, field: str) -> str:
 
 
 # How an arm's samples pair: with the sweep's baseline, or with the arm's reference (its control; the baseline for
-# rows stored before controls existed). The views of migration m007 and store/arm_queries use these same
-# conditions; they are part of shipped migrations: change them only together with a new one.
+# rows stored before controls existed). store/views.py and store/arm_queries use these same conditions.
 PAIRED_WITH = {
     "baseline": "b.is_baseline",
     "reference": "(CASE WHEN a.reference_arm IS NULL THEN b.is_baseline ELSE b.arm = a.reference_arm END)",

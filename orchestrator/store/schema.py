@@ -1,18 +1,18 @@
 """What a complete results file holds, the check made when it is opened, and the repair of what was dropped.
 
-The migrations define the schema; `reference()` applies them to an empty in-memory database, so a repair
-restores exactly what they make (table definitions with their defaults, columns, sequences, views in order).
+The migrations define the tables and store/views.py the views; `reference()` applies both to an empty in-memory
+database, so a repair restores exactly what they make (table definitions with their defaults, columns, sequences).
 A repair restores objects, not rows: a dropped table comes back empty.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import duckdb
 
-from orchestrator.store import migrations
+from orchestrator.store import migrations, views
 
 TABLES = (
     "builds",
@@ -31,18 +31,7 @@ TABLES = (
     "acceptance_probes",
     "arm_predictions",
 )
-VIEWS = (
-    "measured_runs",
-    "run_summary",
-    "arm_summary",
-    "speedup_vs_baseline",
-    "speedup_vs_reference",
-    "decode_samples",
-    "run_roofline",
-    "run_draft_cost",
-    "run_energy",
-    "arm_energy",
-)
+VIEWS = views.NAMES
 
 
 @dataclass(frozen=True)
@@ -50,7 +39,6 @@ class Reference:
     tables: dict[str, str]  # name -> CREATE TABLE
     columns: dict[str, list[tuple[str, str]]]  # table -> [(column, type)] in order
     sequences: dict[str, str]  # name -> the table.column whose ids it gives
-    views: list[tuple[str, str]] = field(default_factory=list)  # (name, CREATE VIEW) in creation order
 
 
 @lru_cache(maxsize=1)
@@ -68,19 +56,16 @@ def reference() -> Reference:
             [list(tables)],
         ).fetchall():
             columns.setdefault(table, []).append((column, kind))
-        views = con.execute(
-            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' ORDER BY view_oid"
-        ).fetchall()
     finally:
         con.close()
     sequences = {"sweep_ids": "sweeps.id", "run_ids": "runs.id"}
-    return Reference(tables, columns, sequences, views)
+    return Reference(tables, columns, sequences)
 
 
 def missing(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The tables and views orch made that the file lacks ("table run_logs", "view decode_samples")."""
-    tables, views = _tables(con), _views(con)
-    return [f"table {t}" for t in TABLES if t not in tables] + [f"view {v}" for v in VIEWS if v not in views]
+    tables, present_views = _tables(con), _views(con)
+    return [f"table {t}" for t in TABLES if t not in tables] + [f"view {v}" for v in VIEWS if v not in present_views]
 
 
 def present(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
@@ -131,13 +116,7 @@ def repair(con: duckdb.DuckDBPyConnection) -> list[str]:
             if column not in present:
                 con.execute(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}')
                 restored.append(f"column {table}.{column}")
-    views = _views(con)
-    if any(name not in views for name, _ in ref.views):
-        # Views read views: make every one again, in the order the migrations made them.
-        for name, _ in reversed(ref.views):
-            con.execute(f"DROP VIEW IF EXISTS {name}")
-        for name, sql in ref.views:
-            con.execute(sql)
-            if name not in views:
-                restored.append(f"view {name}")
+    present_views = _views(con)
+    views.make(con)  # every view made again where one is missing or not made from this orch's definition
+    restored += [f"view {name}" for name in VIEWS if name not in present_views]
     return restored

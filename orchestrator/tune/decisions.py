@@ -12,8 +12,6 @@ from collections import Counter
 from dataclasses import asdict, dataclass, fields, replace
 from enum import StrEnum
 
-from orchestrator.store.migrations.m025_tune_decision_kinds import legacy_decision
-
 
 class Exit(StrEnum):
     """A decision's kind; its value is what tune_events.kind stores (never rename one: stored rows hold it)."""
@@ -93,13 +91,10 @@ class Decision:
 
     @classmethod
     def from_dict(cls, candidate: str, data: dict | str) -> Decision:
-        """Back from an answer's JSON; a string is an answer stored before decisions were typed ("event: reason")."""
+        """Back from an answer's JSON. Words stored before decisions were typed were typed by migration m031; those
+        it could not tell stay words, and do not read (ValueError)."""
         if isinstance(data, str):
-            event, _, reason = data.partition(": ")
-            kind, detail = legacy_decision(event, reason)
-            if kind is None:
-                raise ValueError(f"{candidate}: {data!r} names no kind of decision")
-            return _built(candidate, kind, 0, None, detail)
+            raise ValueError(f"{candidate}: {data!r} names no kind of decision")
         return _built(candidate, data["kind"], data.get("round", 0), data.get("speedup"), data)
 
 

@@ -11,7 +11,8 @@ from test_summary_store import matrix_sweep
 
 from orchestrator import json_text, store, tables
 from orchestrator.analyze import summary, summary_cache
-from orchestrator.cli import main, results
+from orchestrator.cli import main
+from orchestrator.cli import summary as summary_command
 from orchestrator.store import quality, sweep_summaries
 
 # Every output of `orch summary` that kept summaries serve, over several sweeps, one, and two
@@ -33,7 +34,7 @@ PICKS = [["--last", "10"], ["3"], ["1", "4"]]
 def never_slow(monkeypatch):
     """The line a slow summary adds on stderr depends on the machine's load: outputs compared here leave it out
     (test_a_slow_summary_says_how_to_keep_it asks for it)."""
-    monkeypatch.setattr(results, "SLOW_S", float("inf"))
+    monkeypatch.setattr(summary_command, "SLOW_S", float("inf"))
 
 
 def many_sweeps(db) -> list[int]:
@@ -188,7 +189,7 @@ def test_a_kept_summary_made_by_other_code_is_not_used(tmp_path, monkeypatch):
 def test_a_slow_summary_says_how_to_keep_it(tmp_path, monkeypatch):
     db = tmp_path / "r.duckdb"
     many_sweeps(db)
-    monkeypatch.setattr(results, "SLOW_S", -1.0)  # this tiny file computes in milliseconds
+    monkeypatch.setattr(summary_command, "SLOW_S", -1.0)  # this tiny file computes in milliseconds
     err = orch("summary", "--last", "10", "--db", str(db))[1]
     assert "5 of 5 sweeps summarized from their runs" in err and "`orch repair` keeps them" in err
     orch("repair", "--db", str(db))

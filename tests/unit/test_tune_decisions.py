@@ -76,8 +76,21 @@ def test_the_migration_reads_back_every_wording_orch_wrote():
             {"candidate": d.candidate, "round": 0, "kind": kind, "speedup": d.speedup, "detail": detail}
         )
         assert back == d, d
-    # an answer's text as stored before ("event: reason") reads too
-    assert Decision.from_dict("n", words(EVERY_KIND[5])) == EVERY_KIND[5]
+    # an answer's text as stored before ("event: reason") is typed by m031, and reads back as itself
+    import duckdb
+
+    from orchestrator.store.migrations.m031_typed_answer_decisions import m031_typed_answer_decisions
+
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE TABLE tunes (id INTEGER, result VARCHAR)")  # VARCHAR: text a JSON column would refuse
+    stored = {"answers": [{"left": {"n": words(EVERY_KIND[5]), "x": "vanished: who knows"}}, "?"], "verdict": "v"}
+    con.execute("INSERT INTO tunes VALUES (1, ?), (2, '{not json')", [json.dumps(stored)])
+    m031_typed_answer_decisions(con)
+    left = json.loads(con.execute("SELECT result FROM tunes WHERE id = 1").fetchone()[0])["answers"][0]["left"]
+    assert Decision.from_dict("n", left["n"]) == EVERY_KIND[5]
+    assert left["x"] == "vanished: who knows"  # words it cannot tell stay words: that answer does not read
+    with pytest.raises(ValueError, match="names no kind"):
+        Decision.from_dict("x", left["x"])
 
 
 def test_a_stored_decision_reads_back_as_itself():

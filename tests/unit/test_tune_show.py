@@ -3,13 +3,15 @@ does; `--json` prints the keys it always did; an answer stored before decisions 
 that does not read is one line."""
 
 import json
+from pathlib import Path
 
+import duckdb
 from click.testing import CliRunner
 
 from orchestrator import store
 from orchestrator.cli import main
 from orchestrator.errors import TuneResumeError
-from orchestrator.store import tunes
+from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import race
 from orchestrator.tune.answer import Answer, verdict
 from orchestrator.tune.decisions import Decision, Exit
@@ -139,10 +141,13 @@ def test_an_answer_stored_before_typed_decisions_shows_and_one_that_does_not_rea
         "b": "dropped: slower than the leader",
         "c": "disqualified: drafted nothing in sweep 1, repeat 1: no speculation result",
     }
-    back = Answer.from_dict(old)
+    db = _stored(tmp_path, [old])
+    with duckdb.connect(db) as con:  # stored before migration 031 typed an answer's words
+        con.execute("DELETE FROM _migrations WHERE id = 31")
+    with store.opened(Path(db), read_only=True) as con:
+        back = Answer.from_dict(tune_queries.tune_row(con, 1)["result"]["answers"][0])
     assert back.left["c"] == Decision("c", Exit.DRAFTED_NOTHING, sweep_id=1, repeat=1)
     assert back.left["b"].kind is Exit.DROPPED and back.rules == Rules()
-    db = _stored(tmp_path, [old])
     assert CliRunner().invoke(main, ["tune", "--show", "--db", db]).exit_code == 0
     broken = CliRunner().invoke(main, ["tune", "--show", "--db", _stored(tmp_path / "x", [{"workload": "w"}])])
     assert broken.exit_code == TuneResumeError.exit_code

@@ -1,7 +1,11 @@
 """Numbered schema migrations, one file each (mNNN_what.py), applied in order on every open and recorded in
 `_migrations`.
 
-Append new migrations (a new file, and its name in MIGRATIONS); never edit one that has shipped. A migration's number
+Append new migrations (a new file, and its name in MIGRATIONS); never edit one that has shipped. A migration
+changes tables only, with its own SQL and its own code (nothing it imports may change after it ships): the views are
+store/views.py's, made when a file is opened, and no live module imports a migration (the view statements of
+m006-m023 were taken out when the views moved there: a file's views are made the same whatever made it before).
+A migration's number
 is in its name, not its place. Timestamps are TIMESTAMP in UTC, written by orch (store/times.py).
 """
 
@@ -39,6 +43,7 @@ from orchestrator.store.migrations.m027_summary_stamp import m027_summary_stamp
 from orchestrator.store.migrations.m028_probes import m028_probes
 from orchestrator.store.migrations.m029_near_ties import m029_near_ties
 from orchestrator.store.migrations.m030_probes_travel import m030_probes_travel
+from orchestrator.store.migrations.m031_typed_answer_decisions import m031_typed_answer_decisions
 from orchestrator.store.times import utcnow
 
 MIGRATIONS = [
@@ -72,6 +77,7 @@ MIGRATIONS = [
     m028_probes,
     m029_near_ties,
     m030_probes_travel,
+    m031_typed_answer_decisions,
 ]
 
 

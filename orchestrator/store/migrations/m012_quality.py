@@ -1,4 +1,4 @@
-"""Migration 012: quantized files and quality measurements (perplexity, KL divergence), and the view joining them to runs.
+"""Migration 012: quantized files and quality measurements (perplexity, KL divergence); store/views.py joins them to runs.
 
 A quality row is keyed by what decides the figures: the model file (sha256), the build, the evaluation text
 (sha256), the context, the KV-cache types and, for KL divergence, the base model. Runs join it on the same key
@@ -54,8 +54,3 @@ def m012_quality(con: duckdb.DuckDBPyConnection) -> None:
             created_at TIMESTAMP)""")
     con.execute("CREATE SEQUENCE quality_id_seq START 1")
     con.execute("ALTER TABLE runs ADD COLUMN quality_id INTEGER")  # the quality row measured for this run's model
-    con.execute("""
-        CREATE VIEW run_quality AS
-        SELECT r.id AS run_id, r.sweep_id, r.arm, r.status, m.decode_tps, m.encode_tps, r.peak_rss_bytes, r.memfit,
-               q.*, (q.ppl_ratio - 1) * 100 AS dppl_pct
-        FROM measured_runs r JOIN quality q ON q.id = r.quality_id LEFT JOIN metrics m ON m.run_id = r.id""")

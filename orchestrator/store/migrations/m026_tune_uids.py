@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import duckdb
 
-from orchestrator.store.global_ids import UID_DEFAULT
+UID_DEFAULT = "VARCHAR DEFAULT (gen_random_uuid()::VARCHAR)"  # as m014 gave every uid column
 
 
 def m026_tune_uids(con: duckdb.DuckDBPyConnection) -> None:
