@@ -67,7 +67,7 @@ def main() -> None:
     runs = 10 if args.quick else args.runs
 
     from orchestrator import parse, proc, store
-    from orchestrator.analyze import summary_cache
+    from orchestrator.analyze import summaries
     from orchestrator.run import measuring, one_run, sweep, sweep_open
     from orchestrator.run.progress import Progress
     from orchestrator.run.recipe_run import RecipeRequest, prepare_recipe
@@ -79,7 +79,7 @@ def main() -> None:
     timed(one_run, "_stop", "telemetry sampler stop")
     timed(Progress, "advance", "progress lines")
     timed(store, "mark_output_differences", "sweep end: output parity")
-    timed(summary_cache, "keep", "sweep end: kept summary")
+    timed(summaries, "keep", "sweep end: kept summary")
     child = defaultdict(float)
     run = proc.run
 

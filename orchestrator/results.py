@@ -21,8 +21,7 @@ from pathlib import Path
 import duckdb
 
 from orchestrator import config, store
-from orchestrator.analyze import hosts
-from orchestrator.analyze import summary as summaries
+from orchestrator.analyze import hosts, summaries
 from orchestrator.analyze.compare_builds import Comparison, compare_builds
 from orchestrator.build.in_results import resolve_stored_build
 from orchestrator.errors import NoSuchRun, NoSuchSweep
@@ -114,7 +113,7 @@ class Results:
 
     def summary_rows(self, *sweeps: int, last: int = 1) -> list[dict]:
         """summary's rows as dicts, every column (what `orch summary --format json` prints)."""
-        return summaries.arm_rows(self.con, self.sweep_ids(sweeps, last))
+        return summaries.rows(self.con, self.sweep_ids(sweeps, last))
 
     def summary(self, *sweeps: int, last: int = 1) -> list[Arm]:
         """Every arm of the sweeps named (else of the newest `last`), computed from their runs now."""

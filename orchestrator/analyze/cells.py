@@ -1,5 +1,5 @@
 """The summary table's cells as people read them: shares as percentages, acceptance by position in a few
-characters, long parameter values cut (analyze/summary_table draws them with tables.column_table)."""
+characters, long parameter values cut (analyze/summaries/draw draws them with tables.column_table)."""
 
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ def withheld(cost: StepCost | None, row: dict) -> str | None:
 
 
 def step_costs(cost_rows: list[dict], summary_rows: list[dict]) -> dict[tuple[int, str], StepCost]:
-    """Per (sweep, arm): cost_rows from queries.arm_draft_costs; summary_rows (analyze/summary) give each arm's
+    """Per (sweep, arm): cost_rows from queries.arm_draft_costs; summary_rows (analyze/summaries/compute) give each arm's
     reference (`vs`) and that reference's mean decode tok/s. Arms without a reference speed are left out. Each
     arm's verify_slope is fitted to the other arms of its sweep with the same target (leave_one_out_slopes)."""
     found = _step_costs(cost_rows, summary_rows)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import textwrap
 
-# `orch summary`'s default table: the columns that answer "is speculation faster here" (analyze/summary fits them
+# `orch summary`'s default table: the columns that answer "is speculation faster here" (summaries/draw fits them
 # and the parameter columns in 120 characters).
 # predicted, beside measured: the why table under it (analyze/why_table)
+PARAMETER = "PARAMETER"  # the entry that stands for every parameter column, in the tables and their --help
 SUMMARY_DEFAULT = ["arm", "ok", "decode_tps", "ci95", "acceptance", "speedup", "speedup_ci95", "vs", "warnings"]
 
 SUMMARY = {
@@ -28,13 +29,13 @@ SUMMARY = {
     "cv": "variation of decode_tps between runs (stdev / mean; above 5% is warning high_cv)",
     "acceptance": "share of drafted tokens the target accepted (- where nothing drafts)",
     "draft_per_gen": "drafted tokens per generated token",
+    "mean_accept_len": "tokens gained per target step: 1 + accepted draft tokens / verification steps (mean over "
+    "the ok runs; from the statistics line at -lv 4, in server mode from the /metrics counters)",
     "accept_rate_per_pos": "acceptance by draft position over the drafts made, mean over the ok runs (the "
     "statistics line's acc rate/pos divides by target steps, drafts thrown away by "
     "draft_min or p_min included: orch divides by #gen drafts; listed up to the furthest "
     "position any draft was accepted at, later ones accepted nothing; the table shows the "
     "first 4 and how many more; JSON has them all)",
-    "mean_accept_len": "tokens gained per target step: 1 + accepted draft tokens / verification steps (mean over "
-    "the ok runs; from the statistics line at -lv 4, in server mode from the /metrics counters)",
     "seq_acceptance": "share of drafts accepted in full (every drafted token accepted); [low, high] % where some "
     "drafts were shorter than the window and the counters only bound it (JSON: seq_acceptance "
     "null, seq_acceptance_low/_high; -lv 5 prints one line per draft and makes it exact)",

@@ -23,7 +23,7 @@ NEAR_TIE_NATS = 0.5
 
 
 def sweep_verdicts(rows: list[dict]) -> list[str]:
-    """One sentence per sweep of analyze/summary rows, in their order."""
+    """One sentence per sweep of analyze/summaries rows, in their order."""
     return [verdict(list(group)) for _, group in groupby(rows, key=lambda r: r["sweep"])]
 
 

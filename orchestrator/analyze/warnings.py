@@ -1,5 +1,5 @@
 """Per-arm warnings as rules over one typed input: an arm's facts (ArmFacts) are gathered once by the summary
-(analyze/summary.py), and each warning kind of analyze/warning_kinds.py is one small rule over them that gives its
+(analyze/summaries/compute.py), and each warning kind of analyze/warning_kinds.py is one small rule over them that gives its
 message or nothing. The statistics they read (clean, sample_stdev, bimodal_split, mad_outliers) are `stats`'.
 
     warnings_for(ArmFacts(runs=[...decode tok/s per run...], acceptance=0.62, speedup=0.93, sweep_break_even=0.7))

@@ -25,7 +25,7 @@ WIDTH = 120  # the legend is wrapped within the summary table's width, however w
 
 
 def rows_of(rows: list[dict]) -> list[list[str]]:
-    """One sweep's summary rows (analyze/summary) -> the why table's cells, a list per speculating arm."""
+    """One sweep's summary rows (analyze/summaries/compute) -> the why table's cells, a list per speculating arm."""
     out, looping = [], {r["arm"] for r in rows if r.get("looped")}
     for r in rows:
         split = r.get("time_split")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from orchestrator import config, store
-from orchestrator.analyze import summary_cache
+from orchestrator.analyze import summaries
 from orchestrator.cli.group import db_option, main
 from orchestrator.store import schema
 
@@ -26,7 +26,7 @@ def repair_command(db):
     path = db or config.db_path()
     with store.opened(path, create=False, check=False) as con:
         restored = schema.repair(con)
-        summaries = summary_cache.keep_stale(con)
+        kept_anew = summaries.keep_stale(con)
     click.echo(f"restored {', '.join(restored)} in {path}" if restored else f"nothing to repair in {path}")
-    kept = "the summary of 1 sweep" if summaries == 1 else f"the summaries of {summaries} sweeps"
-    click.echo(f"kept {kept}" if summaries else "every finished sweep's summary is kept")
+    kept = "the summary of 1 sweep" if kept_anew == 1 else f"the summaries of {kept_anew} sweeps"
+    click.echo(f"kept {kept}" if kept_anew else "every finished sweep's summary is kept")

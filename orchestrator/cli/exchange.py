@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator.analyze import summary_cache
+from orchestrator.analyze import summaries
 from orchestrator.cli.group import ID, db_option, main, opened_db
 from orchestrator.errors import ImportConflicts
 from orchestrator.store import exchange, exchange_merge
@@ -74,7 +74,7 @@ def import_command(sources, db):
                         f"orch: {source}: {n} {table} rows left out: the row they belong to is not in it", err=True
                     )
                 conflicts += report.conflicts
-            summary_cache.keep_stale(con)  # the sweeps it added or merged runs into
+            summaries.keep_stale(con)  # the sweeps it added or merged runs into
     if conflicts:
         shown = "; ".join(c.describe() for c in conflicts[:5])
         more = f" (and {len(conflicts) - 5} more)" if len(conflicts) > 5 else ""

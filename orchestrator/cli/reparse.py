@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from orchestrator.analyze import summary_cache
+from orchestrator.analyze import summaries
 from orchestrator.cli.group import db_option, main, opened_db
 from orchestrator.store.reparse import reparse_all
 
@@ -21,5 +21,5 @@ def reparse_command(db):
 
     with opened_db(db, write=True, create=False) as con:
         result = reparse_all(con)
-        summary_cache.keep_stale(con)  # the sweeps whose metrics changed
+        summaries.keep_stale(con)  # the sweeps whose metrics changed
     click.echo("\n".join(result.lines()))

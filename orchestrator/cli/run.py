@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from orchestrator import tables
-from orchestrator.analyze import summary_cache
-from orchestrator.analyze.summary_table import summary_text
+from orchestrator.analyze import summaries
+from orchestrator.analyze.summaries.draw import summary_text
 from orchestrator.build.on_disk import default_build, runnable
 from orchestrator.cli.group import Finite, arm_choice, db_option, main, recipe_options
 from orchestrator.cluster import executor as ray_executor
@@ -228,7 +228,7 @@ def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: 
             break  # Ctrl-C stops the command, not one combination of it
     if summary:
         with prepared[0].database.read() as con:
-            click.echo(summary_text(summary_cache.read(con, [r.sweep_id for r in results]).summaries))
+            click.echo(summary_text(summaries.read(con, [r.sweep_id for r in results]).summaries))
     for result in results:
         result.raise_for_status()
 

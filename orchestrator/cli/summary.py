@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from orchestrator import json_text, results, tables
-from orchestrator.analyze import glossary, summary, summary_cache, summary_table, warning_docs
-from orchestrator.analyze.sweep_summary import Summaries, from_rows
+from orchestrator.analyze import glossary, summaries, warning_docs
+from orchestrator.analyze.summaries import Summaries, draw, from_rows
 from orchestrator.cli import output
 from orchestrator.cli.group import COUNT, ID, data_format, db_option, main
 from orchestrator.errors import InvalidOption
@@ -75,19 +75,19 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
     explain = explain is not None
     if wide and column_list:
         raise click.UsageError("--wide and --columns exclude each other: --wide shows every column")
-    with results.open(db) as found, summary.collector_paused():  # millions of objects, none in a cycle
+    with results.open(db) as found, summaries.collector_paused():  # millions of objects, none in a cycle
         con, ids = found.con, found.sweep_ids(sweeps, last)
         if column_list and fmt in ("csv", "json"):  # some columns, every value as it is: the rows, computed now
             rows = found.summary_rows(*ids)
-            columns = summary_table.picked_row_columns(rows, column_list) if column_list else None
+            columns = draw.picked_row_columns(rows, column_list) if column_list else None
             if fmt == "json":
                 output.write_json(json_text.json_rows(rows, columns))
             else:
                 click.echo(tables.render(rows, fmt, columns))
             click.echo("\n".join(Summaries(from_rows(rows)).verdict_lines()), err=True)
             return
-        early = summary_table.cells_to_read(fmt, wide=wide) if fmt in ("table", "md") and not column_list else ()
-        read = summary_cache.read(con, ids, early)
+        early = draw.cells_to_read(fmt, wide=wide) if fmt in ("table", "md") and not column_list else ()
+        read = summaries.read(con, ids, early)
         if read.computed and read.computed_s > SLOW_S:
             click.echo(
                 f"orch: {read.computed} of {len(set(ids))} sweeps summarized from their runs "
@@ -103,10 +103,8 @@ def summary_command(sweeps, last, fmt, wide, column_list, explain, db):
                 output.write_long(output.joined(table.csv_chunks()))
             click.echo("\n".join(table.verdict_lines()), err=True)  # sentences to stderr: the format stays parseable
             return
-        columns = summary_table.picked_columns(table, column_list) if column_list else None
-        output.write_long(
-            output.slices(summary_table.summary_text(table, fmt, columns=columns, wide=wide, explain=explain))
-        )
+        columns = draw.picked_columns(table, column_list) if column_list else None
+        output.write_long(output.slices(draw.summary_text(table, fmt, columns=columns, wide=wide, explain=explain)))
 
 
 SLOW_S = 1.0  # computing summaries longer than this: say how to keep them

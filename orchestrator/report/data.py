@@ -27,7 +27,7 @@ class ModelFile:
 @dataclass
 class SweepData:
     sweep: dict  # queries.report_sweeps row
-    rows: list[dict]  # analyze/summary rows of this sweep, arms as first tried, with energy fields where measured
+    rows: list[dict]  # analyze/summaries rows of this sweep, arms as first tried, with energy fields where measured
     runs: list[dict]  # queries.report_runs rows of this sweep
     verdict: str
     models: list[ModelFile] = field(default_factory=list)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from orchestrator import tables
-from orchestrator.analyze import cells, summary, verdict
+from orchestrator.analyze import cells, summaries, verdict
 from orchestrator.analyze.compare_builds import compare_builds
 from orchestrator.errors import NoSuchBuild, NoSuchSweep, OrchError
 from orchestrator.machine import envinfo
@@ -24,7 +24,7 @@ def build_report(con, sweep_ids: list[int], *, last: int, out: Path, run_id: int
     runs = queries.report_runs(con, ids)
     if not runs:
         raise NoSuchSweep(f"no runs stored for sweep {', '.join(map(str, ids))}; list them with `orch sweeps`")
-    rows, step_costs = summary.arm_rows_and_costs(con, ids)  # energy per token included
+    rows, step_costs = summaries.rows_and_costs(con, ids)  # energy per token included
     verdicts = dict(zip(dict.fromkeys(r["sweep"] for r in rows), verdict.sweep_verdicts(rows)))
     models = _models(con, ids)
     outcomes = queries.arm_outcomes(con, ids)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from orchestrator import tables
-from orchestrator.analyze import summary, summary_table
-from orchestrator.analyze.sweep_summary import Summaries, from_rows
+from orchestrator.analyze import summaries
+from orchestrator.analyze.summaries import draw
 from orchestrator.store import queries
 
 FAILURES_SHOWN = 3
@@ -31,7 +31,7 @@ class Frame:
 
 def frame(con, sweep_id: int, now: datetime) -> Frame:
     p = queries.sweep_progress(con, sweep_id)
-    rows = summary.arm_rows(con, [sweep_id])
+    table = summaries.computed(con, [sweep_id])  # the table and the verdict from one summary of the rows
     since = p["owner_since"] or p["started_at"]
     elapsed = ((p["ended_at"] if p["status"] != "running" and p["ended_at"] else now) - since).total_seconds()
     planned = p["planned_runs"]
@@ -43,9 +43,8 @@ def frame(con, sweep_id: int, now: datetime) -> Frame:
     lines = [head]
     if p["status"] == "running" and p["running_arm"]:
         lines.append(f"running: {p['running_arm']}")
-    if rows:
-        table = Summaries(from_rows(rows))  # the table and the verdict from one summary of the rows
-        lines += ["", summary_table.table_text(table)]
+    if table.with_arms:
+        lines += ["", draw.table_text(table)]
         lines += [
             tables.fill(f"verdict{' so far' if p['status'] == 'running' else ''}: {s.verdict}") for s in table.with_arms
         ]

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass, replace
 
 from orchestrator import config, stops, store
-from orchestrator.analyze import summary_cache
+from orchestrator.analyze import summaries
 from orchestrator.build.finished import Build
 from orchestrator.errors import Interrupted, RunsFailed
 from orchestrator.machine import nvml, roofline
@@ -77,7 +77,7 @@ def execute(
     keep_summary: bool = True,
 ) -> SweepResult:
     """Run every slot (interleaved by default, so drift hits all arms alike) and store the runs as they end, a few
-    to a write (run/pending.py); at the end, the sweep's summary (analyze/summary_cache: `orch summary` reads it;
+    to a write (run/pending.py); at the end, the sweep's summary (analyze/summaries: `orch summary` reads it;
     keep_summary=False for a file that is only exported, a cluster shard's)."""
     measuring = MeasurementSettings(telemetry_interval=telemetry_interval, bandwidth=device_bandwidth(sweep.build))
     progress = progress or Progress(len(sweep.slots))
@@ -144,7 +144,7 @@ def end(con, sweep_id: int, status: str, *, keep_summary: bool = True) -> None:
             store.check_outputs(con, sweep_id, tokens.RunTokenizer(), judge)
     store.end_sweep(con, sweep_id, status)
     if status == "done" and keep_summary:
-        summary_cache.keep(con, [sweep_id])
+        summaries.keep(con, [sweep_id])
 
 
 def _end_here(db: store.Database, sweep: Sweep, status: str, keep_summary: bool) -> None:

@@ -1,5 +1,5 @@
 """The per-arm summary read: every number `orch summary` shows for an arm, computed in one SQL pass over the
-sweeps asked for (store/queries re-exports it; analyze/summary names the rows and applies the rules)."""
+sweeps asked for (store/queries re-exports it; analyze/summaries/compute.py names the rows and applies the rules)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ Con = duckdb.DuckDBPyConnection
 # stored runs, most of it on DuckDB's threads): counts, decode tok/s moments (also of its logs), means, the speedup
 # paired with the arm's reference (with the moments of its log ratios) and with the baseline, the roofline share
 # (store/figures defines them), and the values a warning rule reads (runs from 4, server per-request rates from 4),
-# NULL elsewhere. No interval is computed here: analyze/summary puts them on the moments with analyze/stats, the one
+# NULL elsewhere. No interval is computed here: analyze/summaries/compute puts them on the moments with analyze/stats, the one
 # definition `orch compare` and `orch tune` use too. The first run (lowest id) names the arm's constant columns,
 # joined once per arm rather than carried through the grouping.
 _OK = "status = 'ok'"
@@ -149,7 +149,7 @@ rates AS (  -- server arms' per-request speeds: the spread the bimodality rule r
 SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.host, s.host_id, s.gpu, a.arm,
        coalesce(f.is_baseline, false) AS is_baseline, coalesce(f.is_control, false) AS is_control,
        f.reference_arm, f.params, f.target_sha256, f.draft_sha256, a.runs, a.ok AS ok_runs, a.n, a.mean_tps AS decode_tps,
-       -- the 95% intervals, filled in by analyze/summary from the moments at the end (here: their place in JSON, CSV)
+       -- the 95% intervals, filled in by analyze/summaries/compute from the moments at the end (here: their place in JSON, CSV)
        NULL::DOUBLE AS ci_low, NULL::DOUBLE AS ci_high,
        a.sd_tps AS stdev, a.sd_tps / nullif(a.mean_tps, 0) AS cv,
        a.acceptance, a.draft_per_gen, a.mean_accept_len, ps.accept_rate_per_pos, a.seq_acceptance,
@@ -187,5 +187,5 @@ def arm_summaries(con: Con, sweep_ids: list[int]) -> list[dict]:
     constant columns, counts, decode tok/s mean and stdev, means, paired speedups, the moments their 95% intervals
     come from (log_n, log_mean, log_sd; ref_pairs, ref_mean_log, ref_sd_log) and the values warnings read
     (ok_decode_tps, request_rates).
-    Named as analyze/summary's rows name them; it fills ci_low, ci_high, speedup_low and speedup_high."""
+    Named as analyze/summaries/compute's rows name them; it fills ci_low, ci_high, speedup_low and speedup_high."""
     return rows_as_dicts(con.execute(ARM_SUMMARY_SQL, {"ids": sweep_ids}))

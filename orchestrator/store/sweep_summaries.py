@@ -3,7 +3,7 @@
 
 A kept summary is used only while it is current: its fingerprint, the hash of every stored row the summary reads
 (the sweep, its build, its runs, their metrics, requests, telemetry and quality rows, whole rows), must equal the
-same hash taken now, and it must come from the same code (analyze/summary_cache.code_key). A row changed by any means,
+same hash taken now, and it must come from the same code (analyze/summaries/kept.code_key). A row changed by any means,
 orch or a hand-written UPDATE, changes the hash, and the summary is computed from the runs again.
 
 Hashing every sweep's rows takes 0.2 s at 100,000 runs, so each command that keeps summaries also stamps the file

@@ -121,11 +121,11 @@ def _current(env) -> set[int]:
     """The sweeps whose kept summary is current, by each sweep's rows; the file's stamp (made at the sweep's end,
     then by reparse) says the same."""
     from orchestrator import store
-    from orchestrator.analyze import summary_cache
+    from orchestrator.analyze.summaries import kept
     from orchestrator.store import sweep_summaries
 
     with store.opened(Path(env["ORCH_DB"]), read_only=True) as con:
-        code = summary_cache.code_key()
+        code = kept.code_key()
         by_rows = {h["sweep_id"] for h in sweep_summaries.current_by_rows(con, [1, 2, 3], code)}
         assert set(sweep_summaries.stamped_current(con, code) or []) == by_rows
         return by_rows

@@ -118,15 +118,16 @@ def stored_sweep(db, build="0c1e57098-cpu", speeds=(100.0, 130.0, 90.0), status=
 
 
 def test_summary_help_explains_every_column_and_the_default_set():
-    from orchestrator.analyze import glossary, summary
+    from orchestrator.analyze import glossary
+    from orchestrator.analyze.summaries import compute
 
     text = CliRunner().invoke(main, ["summary", "--help"], terminal_width=200).output
-    for column in [*summary.TABLE_COLUMNS, "PARAMETER"]:
+    for column in [*compute.TABLE_COLUMNS, "PARAMETER"]:
         assert f"\n    {column} " in text, f"{column} is not explained in orch summary --help"
     assert (
-        set(glossary.SUMMARY) == {*summary.TABLE_COLUMNS, "PARAMETER"}
-        and summary.DEFAULT_COLUMNS == glossary.SUMMARY_DEFAULT
-        and ", ".join(summary.DEFAULT_COLUMNS) in " ".join(text.split())
+        set(glossary.SUMMARY) == {*compute.TABLE_COLUMNS, "PARAMETER"}
+        and compute.DEFAULT_COLUMNS == glossary.SUMMARY_DEFAULT
+        and ", ".join(compute.DEFAULT_COLUMNS) in " ".join(text.split())
     )
     compare_help = CliRunner().invoke(main, ["compare", "--help"], terminal_width=200).output
     from orchestrator.analyze import compare_columns, side_by_side

@@ -12,7 +12,8 @@ import pytest
 from nvml_fake import fake_nvml  # noqa: F401 (fixture)
 
 from orchestrator import store
-from orchestrator.analyze import costs, stats, summary, summary_table
+from orchestrator.analyze import costs, stats, summaries
+from orchestrator.analyze.summaries import draw
 from orchestrator.machine.telemetry import Sample, Sampler
 from orchestrator.parse import parse_text
 from orchestrator.store import queries
@@ -308,7 +309,7 @@ def test_modelled_speedup_in_the_summary_of_recorded_runs(tmp_path):
     )
     con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, ?)", [base, 400.0])
     parsed_run(con, sweep, "f49e91787", "spec-simple-draft")
-    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    rows = {r["arm"]: r for r in summaries.rows(con, [sweep])}
     assert rows["baseline"]["modelled_speedup"] is None
     draft = rows["draft"]
     cost = costs.step_costs(queries.arm_draft_costs(con, [sweep]), list(rows.values()))[(sweep, "draft")]
@@ -319,7 +320,7 @@ def test_modelled_speedup_in_the_summary_of_recorded_runs(tmp_path):
     )
     off = abs(cost.modelled_speedup / draft["speedup"] - 1)
     assert draft["modelled_speedup"] == (pytest.approx(cost.modelled_speedup) if off <= costs.MODEL_TOLERANCE else None)
-    assert "modelled_speedup" in summary_table.table_text(list(rows.values()), wide=True)
+    assert "modelled_speedup" in draw.table_text(list(rows.values()), wide=True)
 
 
 def test_verification_is_costed_from_the_other_arms_of_the_sweep():

@@ -2,7 +2,7 @@
 never the verdict's best arm; an arm with no draft model that drafted nothing decoded plainly: no speedup."""
 
 from orchestrator import store
-from orchestrator.analyze import summary, verdict
+from orchestrator.analyze import summaries, verdict
 
 
 def _sweep(tmp_path):
@@ -52,7 +52,7 @@ def _sweep(tmp_path):
 
 def test_a_draft_that_drafted_nothing_still_shows_its_cost_and_is_never_the_best(tmp_path):
     con, sweep = _sweep(tmp_path)
-    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    rows = {r["arm"]: r for r in summaries.rows(con, [sweep])}
     draft, ngram = rows["draft"], rows["ngram"]
     assert 0.89 < draft["speedup"] < 0.91 and "no_drafts" in draft["warnings"]
     assert any("draft model still ran at every step" in m for m in draft["warning_messages"])

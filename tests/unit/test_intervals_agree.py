@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from orchestrator import store
-from orchestrator.analyze import stats, summary
+from orchestrator.analyze import stats, summaries
 from orchestrator.analyze.compare_builds import compare_builds
 from orchestrator.store import tune_queries
 from orchestrator.tune import answer, race
@@ -110,7 +110,7 @@ def test_summary_compare_and_tune_give_one_interval_for_the_same_pairs(tmp_path)
     sweep = _arm_against_its_control(con)
     _two_builds_interleaved(con)
 
-    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
+    row = next(r for r in summaries.rows(con, [sweep]) if r["arm"] == "draft")
     assert row["vs"] == CONTROL_ARM and row["ref_pairs"] == 3
     shown = (row["speedup"], row["speedup_low"], row["speedup_high"])
 

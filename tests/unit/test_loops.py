@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from orchestrator import store
-from orchestrator.analyze import summary, verdict
+from orchestrator.analyze import summaries, verdict
 
 REAL = {
     r["id"]: r
@@ -82,7 +82,7 @@ def test_a_speedup_on_looping_text_is_warned_and_never_the_verdicts_win(tmp_path
     con, sweep = _sweep(tmp_path, "prose", speeds=SPEEDS)
     looped = con.execute("SELECT count(*) FROM metrics WHERE degenerate_loop").fetchone()[0]
     assert looped == 9  # every run's text loops: the baseline's, the control's and the arm's
-    rows = summary.arm_rows(con, [sweep])
+    rows = summaries.rows(con, [sweep])
     arm = next(r for r in rows if r["arm"] == "ngram-mod")
     assert arm["speedup"] > 1.4 and "degenerate_loop" in arm["warnings"]
     assert any("loops" in m and "3 of 3" in m for m in arm["warning_messages"])
@@ -96,19 +96,19 @@ def test_the_same_speedup_on_text_that_goes_on_beats_its_control(tmp_path):
     con, sweep = _sweep(tmp_path, "code2", speeds=SPEEDS, spec_record="code2-completion")
     assert con.execute("SELECT count(*) FROM metrics WHERE degenerate_loop").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM metrics WHERE loop_share < 0.55").fetchone()[0] == 9
-    said = verdict.verdict(summary.arm_rows(con, [sweep]))
+    said = verdict.verdict(summaries.rows(con, [sweep]))
     assert "ngram-mod at 1.5" in said and "beats" in said and "loops" not in said
 
 
 def test_literal_repetition_the_prompt_asked_for_is_not_flagged(tmp_path):
     con, sweep = _sweep(tmp_path, "repeat", speeds=SPEEDS)
     assert con.execute("SELECT count(*), min(loop_share) FROM metrics WHERE NOT degenerate_loop").fetchone() == (9, 1.0)
-    assert "beats" in verdict.verdict(summary.arm_rows(con, [sweep]))
+    assert "beats" in verdict.verdict(summaries.rows(con, [sweep]))
 
 
 def test_an_arm_that_generated_more_tokens_than_its_control_says_so(tmp_path):
     con, sweep = _sweep(tmp_path, "repeat", speeds=SPEEDS, generated={"baseline": 96, CTRL: 97, "ngram-mod": 104})
-    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    rows = {r["arm"]: r for r in summaries.rows(con, [sweep])}
     assert rows["ngram-mod"]["warnings"] == "unequal_tokens"
     assert any(
         "in 3 of 3 pairs it generated 104 tokens where its reference generated 97" in m

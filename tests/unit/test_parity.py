@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator import store
-from orchestrator.analyze import summary, summary_table, verdict
+from orchestrator.analyze import summaries, verdict
+from orchestrator.analyze.summaries import draw
 from orchestrator.parse import output
 from orchestrator.run.near_tie import TopTwo
 
@@ -144,7 +145,7 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
         "SELECT outputs_compared, outputs_differ, first_diff_char FROM metrics WHERE run_id = ?", [runs[("eagle3", 1)]]
     ).fetchone()
     assert stored == (1, 1, 1)
-    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    rows = {r["arm"]: r for r in summaries.rows(con, [sweep])}
     assert (rows["draft"]["outputs_differ"], rows["draft"]["outputs_compared"]) == (0, 2)
     assert rows["draft"]["warnings"] is None
     eagle3 = rows["eagle3"]
@@ -158,7 +159,7 @@ def test_cli_parity_is_stored_per_run_and_warned_in_the_summary(tmp_path):
         "backend, not noise; its speedup still compares the same number of tokens, not the same text after that "
         "token (orch show RUN prints a run's output)"
     ]
-    text = summary_table.table_text(list(rows.values()), wide=True)
+    text = draw.table_text(list(rows.values()), wide=True)
     assert "outputs_differ" in text and "2/2" in text and "0/2" in text
 
 
@@ -175,7 +176,7 @@ def test_the_first_difference_is_also_said_in_tokens_where_a_tokenizer_reads_bot
         "SELECT first_diff_char, first_diff_token FROM metrics WHERE run_id = ?", [runs[("eagle3", 0)]]
     ).fetchone()
     assert stored == (1, expected)
-    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
+    row = next(r for r in summaries.rows(con, [sweep]) if r["arm"] == "eagle3")
     assert row["first_diff_token"] == expected
     assert f"(the first at token {expected}, character 1 of the generated text)" in row["warning_messages"][0]
     # A re-parse has no tokenizer: it keeps what was found, and no run that agrees gets a position.
@@ -193,7 +194,7 @@ def test_no_comparison_unless_both_runs_sampled_greedily(tmp_path):
         greedy=False,
     )
     assert store.mark_output_differences(con, sweep) == []
-    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
+    row = next(r for r in summaries.rows(con, [sweep]) if r["arm"] == "eagle3")
     assert row["outputs_compared"] is None and row["warnings"] is None
 
 
@@ -217,7 +218,7 @@ def test_server_parity_locates_the_first_difference_from_the_stored_texts(tmp_pa
             ],
         )
     assert sorted(store.mark_output_differences(con, sweep, words)) == [("draft", 1, 2), ("draft", 1, 2)]
-    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
+    row = next(r for r in summaries.rows(con, [sweep]) if r["arm"] == "draft")
     assert (row["outputs_differ"], row["outputs_compared"], row["first_diff_char"]) == (2, 4, 4)
     assert row["first_diff_token"] == 2  # "the", " ", then "end" against "END"
 
@@ -313,10 +314,10 @@ def test_a_near_tie_is_named_only_where_the_targets_top_two_show_one(tmp_path, m
     store.check_outputs(con, sweep, words, judge)
     # asked with the control's argv (its prompt and target), its tokens up to the first difference and both tokens
     assert asked[0] == (CONTROL, control[:at], control[at], eagle3[at])
-    row = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "eagle3")
-    told = verdict.verdict([r for r in summary.arm_rows(con, [sweep])])
+    row = next(r for r in summaries.rows(con, [sweep]) if r["arm"] == "eagle3")
+    told = verdict.verdict([r for r in summaries.rows(con, [sweep])])
     assert f"Text differs from the control's: eagle3 from token {at}{said} (" in told
     assert f"eagle3's text differs from its control's from token {at}{said}." in verdict.gist(
-        summary.arm_rows(con, [sweep])
+        summaries.rows(con, [sweep])
     )
     assert (row["first_diff_margin"], row["first_diff_top_two"]) == (margin, top_two)

@@ -230,19 +230,20 @@ def test_the_report_names_what_ran(text):
 
 
 def test_the_summary_shows_energy_per_token_where_power_was_sampled(tmp_path):
-    from orchestrator.analyze import summary, summary_table
+    from orchestrator.analyze import summaries
+    from orchestrator.analyze.summaries import draw
 
     con, ids = stored(tmp_path)
-    rows = {r["arm"]: r for r in summary.arm_rows(con, ids)}
+    rows = {r["arm"]: r for r in summaries.rows(con, ids)}
     # power / speed per run (250 W + repeat over the generation window), averaged over the runs
     expected = sum((250.0 + rep) / tps for rep, tps in enumerate(ARMS["baseline"][0])) / 3
     assert rows["baseline"]["joules_per_token"] == pytest.approx(expected, rel=0.02)
     assert rows["baseline"]["energy_runs"] == 3 and rows["gone-draft"]["joules_per_token"] is None
-    assert "joules_per_token" in summary_table.table_text(list(rows.values())).splitlines()[0]
+    assert "joules_per_token" in draw.table_text(list(rows.values())).splitlines()[0]
     con.execute("DELETE FROM telemetry")  # no power sampled (a CPU machine): no column, no figure
-    rows = summary.arm_rows(con, ids)
+    rows = summaries.rows(con, ids)
     assert all(r["joules_per_token"] is None for r in rows)
-    assert "joules_per_token" not in summary_table.table_text(rows).splitlines()[0]
+    assert "joules_per_token" not in draw.table_text(rows).splitlines()[0]
 
 
 def test_parameters_that_differ_are_a_table_and_the_common_ones_are_named_once(text):

@@ -10,7 +10,8 @@ from test_exchange import add_sweep
 from test_summary_store import matrix_sweep
 
 from orchestrator import json_text, store, tables
-from orchestrator.analyze import summary, summary_cache
+from orchestrator.analyze import summaries
+from orchestrator.analyze.summaries import kept
 from orchestrator.cli import main
 from orchestrator.cli import summary as summary_command
 from orchestrator.store import quality, sweep_summaries
@@ -106,12 +107,12 @@ def changed_outputs(db) -> dict[str, tuple[str, str]]:
 def current(db, ids: list[int]) -> set[int]:
     """The sweeps whose kept summary is current, judged by their rows (the stamp: stamped)."""
     with store.opened(db, read_only=True) as con:
-        return {h["sweep_id"] for h in sweep_summaries.current_by_rows(con, ids, summary_cache.code_key())}
+        return {h["sweep_id"] for h in sweep_summaries.current_by_rows(con, ids, kept.code_key())}
 
 
 def stamped(db) -> set[int] | None:
     with store.opened(db, read_only=True) as con:
-        found = sweep_summaries.stamped_current(con, summary_cache.code_key())
+        found = sweep_summaries.stamped_current(con, kept.code_key())
     return None if found is None else set(found)
 
 
@@ -121,7 +122,7 @@ def test_summary_cache_print_exactly_what_the_runs_give_and_reading_keeps_nothin
     computed = outputs(db)
     with store.opened(db, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM sweep_summaries").fetchone()[0] == 0  # a read wrote nothing
-        rows = summary.arm_rows(con, ids)
+        rows = summaries.rows(con, ids)
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == f"kept the summaries of {len(ids)} sweeps"
     assert current(db, ids) == set(ids) == stamped(db)  # read by the file's stamp: one hash a table
     assert orch("repair", "--db", str(db))[0].splitlines()[-1] == "every finished sweep's summary is kept"
@@ -180,10 +181,10 @@ def test_a_kept_summary_made_by_other_code_is_not_used(tmp_path, monkeypatch):
     db = tmp_path / "r.duckdb"
     ids = many_sweeps(db)
     orch("repair", "--db", str(db))
-    monkeypatch.setattr(summary_cache, "code_key", lambda: "another orch")
+    monkeypatch.setattr(kept, "code_key", lambda: "another orch")
     assert current(db, ids) == set() and stamped(db) is None
     with store.opened(db, read_only=True) as con:
-        assert summary_cache.read(con, ids).computed == len(ids)
+        assert summaries.read(con, ids).computed == len(ids)
 
 
 def test_a_slow_summary_says_how_to_keep_it(tmp_path, monkeypatch):
@@ -207,7 +208,7 @@ def test_import_and_reparse_keep_the_summaries_of_what_they_changed(tmp_path):
     orch("reparse", "--db", str(target))  # their logs give no metrics: the summaries change, and are kept again
     assert current(target, ids) == set(ids) == stamped(target)
     with store.opened(target, read_only=True) as con:
-        assert {r["decode_tps"] for r in summary.arm_rows(con, ids[:2])} == {None}
+        assert {r["decode_tps"] for r in summaries.rows(con, ids[:2])} == {None}
 
 
 def test_a_kept_summary_changed_by_hand_is_not_vouched_for_by_the_stamp(tmp_path):

@@ -5,8 +5,8 @@ import math
 import pytest
 
 from orchestrator import store
-from orchestrator.analyze import cells, stats, summary, summary_table
-from orchestrator.analyze.sweep_summary import Summaries, from_rows
+from orchestrator.analyze import cells, stats, summaries
+from orchestrator.analyze.summaries import Summaries, compute, draw, from_rows
 from orchestrator.errors import InvalidOption
 from orchestrator.store import queries
 
@@ -85,7 +85,7 @@ def stored(tmp_path, mode: str):
 
 def test_cli_summary_matches_the_pure_statistics(tmp_path):
     con, sweep = stored(tmp_path, "cli")
-    base, draft = summary.arm_rows(con, [sweep])
+    base, draft = summaries.rows(con, [sweep])
     expected = paired(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
     assert (draft["speedup"], draft["speedup_low"], draft["speedup_high"]) == pytest.approx(expected)
     d = stats.describe(CLI["draft"])
@@ -96,7 +96,7 @@ def test_cli_summary_matches_the_pure_statistics(tmp_path):
     assert draft["speedup_ci95"] == f"[{draft['speedup_low']:.2f}, {draft['speedup_high']:.2f}]"
     # Three or four figures, each end by its size.
     assert [
-        summary._speed_interval(*pair) for pair in ((426.34, 1433.6), (58.64, 562.9), (2.914, 3.466), (99.96, 141.0))
+        compute._speed_interval(*pair) for pair in ((426.34, 1433.6), (58.64, 562.9), (2.914, 3.466), (99.96, 141.0))
     ] == ["[426, 1434]", "[58.6, 563]", "[2.91, 3.47]", "[100, 141]"]
     assert draft["ok"] == "4/5" and draft["failures"] == "crash_signal" and draft["acceptance"] == 0.5
     assert base["speedup"] == 1.0 and base["is_baseline"]
@@ -106,7 +106,7 @@ def test_cli_summary_matches_the_pure_statistics(tmp_path):
 
 def test_server_summary_pairs_per_repeat_and_prompt(tmp_path):
     con, sweep = stored(tmp_path, "server")
-    _, draft = summary.arm_rows(con, [sweep])
+    _, draft = summaries.rows(con, [sweep])
     key = {(r, p): s * f for r, s in enumerate(CLI["baseline"]) for p, f in PROMPTS.items()}
     head = {(r, p): s * f for r, s in enumerate(CLI["draft"]) for p, f in PROMPTS.items()}
     expected = paired(key, head)
@@ -122,7 +122,7 @@ def _groups(con, sweep) -> dict[str, dict]:
     """The store's groups with the intervals the summary puts on their moments (and nothing else of its rules)."""
     groups = queries.arm_summaries(con, [sweep])
     for g in groups:
-        summary._intervals(g)
+        compute._intervals(g)
     return {g["arm"]: g for g in groups}
 
 
@@ -198,7 +198,7 @@ def test_an_arm_that_drafted_nothing_has_no_speedup_and_says_why(tmp_path):
             },
         )
         con.execute("INSERT INTO metrics (run_id, decode_tps, n_drafted, n_accepted) VALUES (?, ?, 0, 0)", [run, tps])
-    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    rows = {r["arm"]: r for r in summaries.rows(con, [sweep])}
     ngram = rows["ngram"]
     assert ngram["idle"] == 4 and ngram["speedup"] is None and ngram["speedup_ci95"] is None
     assert ngram["speedup_without_drafts"] == pytest.approx(1.0, abs=0.05)  # kept in JSON, never shown as a result
@@ -233,8 +233,8 @@ def test_the_summary_shows_the_parameters_that_tell_arms_apart(tmp_path):
             },
         )
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
-    rows = summary.arm_rows(con, [first, second])
-    columns = summary_table.table_columns(rows)
+    rows = summaries.rows(con, [first, second])
+    columns = draw.table_columns(rows)
     assert columns[:7] == [
         "sweep",
         "recipe",
@@ -431,8 +431,8 @@ def table_lines(text: str) -> list[str]:
 def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
     sweeps = [matrix_sweep(con), matrix_sweep(con)]
-    rows = summary.arm_rows(con, sweeps)
-    text = summary_table.table_text(rows)
+    rows = summaries.rows(con, sweeps)
+    text = draw.table_text(rows)
     lines = table_lines(text)
     assert max(map(len, lines)) <= 120
     header = lines[0].split()
@@ -445,13 +445,13 @@ def test_the_default_table_fits_120_columns_and_names_what_it_left_out(tmp_path)
     )
     note = " ".join(x.strip() for x in lines[lines.index(next(x for x in lines if x.startswith("not shown: "))) :])
     assert "control_of" in note and f"orch summary {sweeps[0]} {sweeps[1]} --wide" in note
-    assert all(c in note for c in summary_table.table_columns(rows) if c in ("spec", "draft_max") and c not in header)
+    assert all(c in note for c in draw.table_columns(rows) if c in ("spec", "draft_max") and c not in header)
     # A speculative arm's reference is its control, shown short; the control's is the baseline.
     draft = next(x for x in lines if x.startswith("draft-min2:draft_max=16"))
     assert " control " in f" {draft} " and "baseline" in next(x for x in lines if x.startswith("control:"))
     # --wide: every column, the full reference name, no note.
-    wide = summary_table.table_text(rows, wide=True)
-    assert table_lines(wide)[0].split() == summary_table.table_columns(rows) and "not shown" not in wide
+    wide = draw.table_text(rows, wide=True)
+    assert table_lines(wide)[0].split() == draw.table_columns(rows) and "not shown" not in wide
     assert "control:llama-speculative-simple" in next(x for x in table_lines(wide) if "draft-min2:draft_max=16" in x)
 
 
@@ -463,14 +463,14 @@ def test_what_tells_sweeps_of_one_recipe_apart_is_never_left_out(tmp_path):
         matrix_sweep(con, extra={"prompt": "Write a story about a lighthouse keeper\nwho", "n_predict": 64}),
         matrix_sweep(con, extra={"prompt": "def area(w, h):", "n_predict": 64}),
     ]
-    rows = summary.arm_rows(con, sweeps)
-    lines = table_lines(summary_table.table_text(rows))
+    rows = summaries.rows(con, sweeps)
+    lines = table_lines(draw.table_text(rows))
     assert max(map(len, lines)) <= 120
     assert f"sweep {sweeps[0]}: spec_matrix.j2 on 0c1e57098-cpu (prompt=Write a story about a ..)" in lines
     assert f"sweep {sweeps[1]}: spec_matrix.j2 on 0c1e57098-cpu (prompt=def area(w, h):)" in lines
     note = next((x for x in lines if x.startswith("not shown")), "")
     assert "prompt" not in note and "n_predict" not in note  # the same in both: nothing to tell apart
-    md = summary_table.table_text(rows, "md").splitlines()
+    md = draw.table_text(rows, "md").splitlines()
     header = [c.strip() for c in md[0].strip("|").split("|")]
     assert header[:2] == ["sweep", "arm"] and "prompt" in header
 
@@ -507,7 +507,7 @@ def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_
             },
         )
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 100.0)", [run])
-    lines = table_lines(summary_table.table_text(summary.arm_rows(con, [sweep])))
+    lines = table_lines(draw.table_text(summaries.rows(con, [sweep])))
     assert lines[0].split()[:3] == ["arm", "draft", "draft_max"] and not any(x.startswith("not shown") for x in lines)
     d1 = next(x for x in lines if x.startswith("d1 "))
     assert " ../models/draft-one.gguf " in d1 and cells.PARAM_WIDTH == 24  # a path keeps its file name
@@ -515,18 +515,18 @@ def test_parameter_columns_are_shown_while_they_fit_and_long_values_are_cut(tmp_
 
 def test_columns_picks_and_an_unknown_one_is_refused_naming_every_column(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
-    rows = summary.arm_rows(con, [matrix_sweep(con)])
-    picked = summary_table.picked_columns(rows, "arm, ngram_n,speedup")
+    rows = summaries.rows(con, [matrix_sweep(con)])
+    picked = draw.picked_columns(rows, "arm, ngram_n,speedup")
     assert picked == ["arm", "ngram_n", "speedup"]
-    lines = table_lines(summary_table.table_text(rows, columns=picked))
+    lines = table_lines(draw.table_text(rows, columns=picked))
     assert lines[0].split() == picked
     assert next(x for x in lines if x.startswith("ngram-mod:ngram_n=12")).split()[1] == "12"
     with pytest.raises(InvalidOption) as refused:
-        summary_table.picked_columns(rows, "arm,speedpu")
+        draw.picked_columns(rows, "arm,speedpu")
     message = str(refused.value)
     assert refused.value.exit_code == 10 and "speedpu" in message and "speedup_ci95" in message and "ngram_n" in message
     with pytest.raises(InvalidOption):
-        summary_table.picked_columns(rows, ",")
+        draw.picked_columns(rows, ",")
 
 
 def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_path):
@@ -539,7 +539,7 @@ def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_
     )
     # A CUDA build on a machine without a GPU decoded on the CPU.
     fallback = matrix_sweep(con, {"id": "cuda@2", "name": "0c1e57098-cuda-x", "backend": "cuda"}, {"gpus": []})
-    rows = summary.arm_rows(con, [cpu, gpu, fallback])
+    rows = summaries.rows(con, [cpu, gpu, fallback])
     lines = Summaries(from_rows(rows)).warning_lines()
     noisy = {
         s: [x for x in lines if x.startswith(f"sweep {s}, arm baseline (high_cv): decode speed varies")]
@@ -554,9 +554,9 @@ def test_warnings_name_their_sweep_and_give_advice_for_the_machine_that_ran(tmp_
 
 def test_the_markdown_table_has_the_same_columns_and_a_sweep_column_for_several_sweeps(tmp_path):
     con = store.connect(tmp_path / "r.duckdb")
-    rows = summary.arm_rows(con, [matrix_sweep(con), matrix_sweep(con)])
-    md = summary_table.table_text(rows, "md").splitlines()
-    text_header = summary_table.table_text(rows).splitlines()[0].split()
+    rows = summaries.rows(con, [matrix_sweep(con), matrix_sweep(con)])
+    md = draw.table_text(rows, "md").splitlines()
+    text_header = draw.table_text(rows).splitlines()[0].split()
     assert [c.strip() for c in md[0].strip("|").split("|")] == ["sweep", *text_header]
 
 
@@ -567,7 +567,7 @@ def test_a_ratio_to_an_arm_of_another_target_model_is_no_speedup(tmp_path):
 
     con, sweep = stored(tmp_path, "cli")
     con.execute("UPDATE runs SET target_sha256 = CASE WHEN arm = 'baseline' THEN 'a' ELSE 'b' END || repeat('0', 63)")
-    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    rows = {r["arm"]: r for r in summaries.rows(con, [sweep])}
     draft = rows["draft"]
     expected, _, _ = paired(dict(enumerate(CLI["baseline"])), dict(enumerate(CLI["draft"])))
     assert draft["speedup"] is None and draft["speedup_low"] is None
@@ -575,7 +575,7 @@ def test_a_ratio_to_an_arm_of_another_target_model_is_no_speedup(tmp_path):
     assert "other_target" in draft["warnings"] and "b00000000000 vs a00000000000" in draft["warning_messages"][-1]
     assert "no arm has a speedup" in verdict.verdict(list(rows.values()))
     con.execute("UPDATE runs SET target_sha256 = repeat('a', 64)")  # one target: a speedup again
-    draft = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}["draft"]
+    draft = {r["arm"]: r for r in summaries.rows(con, [sweep])}["draft"]
     assert draft["speedup"] == pytest.approx(expected) and "other_target" not in (draft["warnings"] or "")
 
 
@@ -593,14 +593,14 @@ def test_arm_acceptance_length_and_sequence_acceptance_only_where_every_run_has_
             "seq_acceptance_high = ? WHERE run_id = ?",
             [length, seq, low, high, run],
         )
-    base, draft = summary.arm_rows(con, [sweep])
+    base, draft = summaries.rows(con, [sweep])
     assert draft["mean_accept_len"] == pytest.approx(2.3) and draft["seq_acceptance"] is None
     assert (draft["seq_acceptance_low"], draft["seq_acceptance_high"]) == pytest.approx((0.35, 0.37))
     assert base["mean_accept_len"] is base["seq_acceptance"] is base["seq_acceptance_low"] is None
-    assert "[35.0, 37.0]" in summary_table.table_text([base, draft], columns=["arm", "seq_acceptance"])
+    assert "[35.0, 37.0]" in draw.table_text([base, draft], columns=["arm", "seq_acceptance"])
     con.execute("UPDATE metrics SET seq_acceptance = 0.2 WHERE run_id = ?", [runs[1]])
-    assert summary.arm_rows(con, [sweep])[1]["seq_acceptance"] == pytest.approx(0.35)
-    shown = summary_table.table_text(summary.arm_rows(con, [sweep]), columns=["arm", "seq_acceptance"]).splitlines()
+    assert summaries.rows(con, [sweep])[1]["seq_acceptance"] == pytest.approx(0.35)
+    shown = draw.table_text(summaries.rows(con, [sweep]), columns=["arm", "seq_acceptance"]).splitlines()
     assert shown[-1].split() == ["draft", "35.0%"]
 
 
@@ -610,10 +610,10 @@ def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
         "UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
         "ELSE '[0.7, 0.3, 0.0]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'"
     )
-    rows = {r["arm"]: r for r in summary.arm_rows(con, [sweep])}
+    rows = {r["arm"]: r for r in summaries.rows(con, [sweep])}
     assert rows["draft"]["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.1])  # 2 runs of each
     assert rows["baseline"]["accept_rate_per_pos"] is None  # nothing drafts: no figure, not zeros
-    table = summary_table.table_text(list(rows.values()), columns=["arm", "accept_rate_per_pos"])
+    table = draw.table_text(list(rows.values()), columns=["arm", "accept_rate_per_pos"])
     assert "80/40/10%" in table
     # llama.cpp lists a run's positions only up to the furthest one a draft reached: a run that stops early
     # accepted nothing further on, so it counts as 0 there, not as absent (which would overstate the tail)
@@ -621,7 +621,7 @@ def test_acceptance_by_position_is_the_mean_of_the_runs_per_position(tmp_path):
         "UPDATE metrics SET accept_rate_per_pos = CASE WHEN r.repeat_index % 2 = 0 THEN '[0.9, 0.5, 0.2]' "
         "ELSE '[0.7]' END FROM runs r WHERE r.id = metrics.run_id AND r.arm = 'draft'"
     )
-    draft = next(r for r in summary.arm_rows(con, [sweep]) if r["arm"] == "draft")
+    draft = next(r for r in summaries.rows(con, [sweep]) if r["arm"] == "draft")
     assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.25, 0.1])
 
 
@@ -637,10 +637,10 @@ def test_acceptance_by_position_counts_a_run_whose_list_ends_early_as_zero_beyon
         con.execute(
             "UPDATE metrics SET accept_rate_per_pos = ? WHERE run_id = ?", [None if rates is None else str(rates), run]
         )
-    base, draft = summary.arm_rows(con, [sweep])
+    base, draft = summaries.rows(con, [sweep])
     assert draft["accept_rate_per_pos"] == pytest.approx([0.8, 0.4, 0.8 / 3, 0.1 / 3])
     assert base["accept_rate_per_pos"] is None
-    shown = summary_table.table_text([base, draft], columns=["arm", "accept_rate_per_pos"]).splitlines()
+    shown = draw.table_text([base, draft], columns=["arm", "accept_rate_per_pos"]).splitlines()
     assert shown[-1].split() == ["draft", "80/40/27/3%"]
 
 
@@ -648,13 +648,13 @@ def test_a_sweep_without_a_baseline_leaves_its_blank_ratio_columns_out_of_the_de
     """A quant matrix has no baseline: speedup, its interval and vs are blank for every arm, so the default table
     shows what says something (ok, acceptance, warnings) instead; a sweep with a baseline keeps them."""
     con, sweep = stored(tmp_path, "cli")
-    header = summary_table.table_text(summary.arm_rows(con, [sweep])).splitlines()[0].split()
+    header = draw.table_text(summaries.rows(con, [sweep])).splitlines()[0].split()
     assert {"speedup", "speedup_ci95", "vs"} <= set(header)
     con.execute("UPDATE runs SET is_baseline = false")
-    rows = summary.arm_rows(con, [sweep])
-    header = summary_table.table_text(rows).splitlines()[0].split()
+    rows = summaries.rows(con, [sweep])
+    header = draw.table_text(rows).splitlines()[0].split()
     assert not {"speedup", "speedup_ci95", "vs"} & set(header) and {"ok", "acceptance", "warnings"} <= set(header)
-    assert "speedup" in summary_table.table_text(rows, wide=True).splitlines()[0].split()  # --wide: every column
+    assert "speedup" in draw.table_text(rows, wide=True).splitlines()[0].split()  # --wide: every column
 
 
 def test_an_attempt_retried_later_keeps_its_arms_place(tmp_path):
@@ -680,5 +680,5 @@ def test_an_attempt_retried_later_keeps_its_arms_place(tmp_path):
             },
         )
         con.execute("INSERT INTO metrics (run_id, decode_tps) VALUES (?, 10.0)", [retry])
-        rows = summary.arm_rows(con, [sweep])
+        rows = summaries.rows(con, [sweep])
     assert [r["arm"] for r in rows] == ["baseline", "draft"] and rows[0]["ok"] == "1/1"

@@ -1,6 +1,6 @@
 """One sweep's summary in the form every output of `orch summary` is drawn from, and the summaries of several
-sweeps held together (`Summaries`): computed from the rows of analyze/summary, or read back where they are kept
-(analyze/summary_cache.py), and drawn the same way either way.
+sweeps held together (`Summaries`): computed from the rows of summaries/compute.py, or read back where they are
+kept (summaries/kept.py), and drawn the same way either way (summaries/draw.py).
 
 A sweep's summary holds its arms as the JSON and CSV rows those outputs write, its table cells by column (each cell
 as the table shows it), the facts the default table's choice of columns reads, its warning lines and its
@@ -11,16 +11,15 @@ are their cells one after the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import Protocol
 
 import orjson
 
 from orchestrator import json_text, tables
 from orchestrator.analyze import cells, verdict, why_table
-from orchestrator.analyze.summary import TABLE_COLUMNS
+from orchestrator.analyze.summaries.compute import TABLE_COLUMNS
 from orchestrator.analyze.warning_kinds import WARNING_KINDS
 from orchestrator.errors import DamagedSchema
 
@@ -83,7 +82,7 @@ class SweepSummary:
 
 
 def from_rows(rows: list[dict]) -> list[SweepSummary]:
-    """The summaries of analyze/summary rows (in sweep order), one per sweep that has an arm."""
+    """The summaries of summaries/compute rows (in sweep order), one per sweep that has an arm."""
     out, start = [], 0
     for end in range(1, len(rows) + 1):
         if end == len(rows) or rows[end]["sweep"] != rows[start]["sweep"]:
@@ -142,19 +141,27 @@ def param_dict(text: str) -> dict:
     return orjson.loads(text)
 
 
+class Kept(Protocol):
+    """How Summaries reads what a results file keeps (summaries/kept.KeptReader is it)."""
+
+    def rows(self, sweeps: list[int], kind: str) -> list[str]: ...
+
+    def warnings(self, sweeps: list[int]) -> dict[int, list[str]]: ...
+
+    def start(self, sweeps: list[int], names: list[str]) -> None: ...
+
+    def cells(self, sweeps: list[int], names: list[str]) -> dict[str, list]: ...
+
+
 @dataclass
 class Summaries:
     """The summaries of several sweeps, in sweep order, as one table: `column(name)` is that column's cells for
-    every arm. Kept summaries' rows and cells are read from the file when first asked for (read_rows,
-    read_cells: store/sweep_summaries over the open connection)."""
+    every arm. Kept summaries' rows, cells and warnings are read from the file when first asked for, through
+    `kept` (summaries/kept.KeptReader: the open connection, and a read it may have started early)."""
 
     parts: list[SweepSummary]
-    read_rows: Callable[[list[int], str], list[str]] = lambda ids, kind: []
-    read_cells: Callable[[list[int], list[str]], dict[str, list]] = lambda ids, names: {}
-    read_warnings: Callable[[list[int]], dict[int, list[str]]] = lambda ids: {}
-    read_cells_meanwhile: Callable[[list[int], list[str]], Future] | None = None  # read_cells on another thread
+    kept: Kept | None = None  # None: every part computed now
     _columns: dict[str, list[str]] = field(default_factory=dict, repr=False)  # read or made, by name
-    prefetched: tuple[list[str], Future] | None = field(default=None, repr=False)  # columns being read, and how
 
     @cached_property
     def arms(self) -> int:
@@ -176,12 +183,12 @@ class Summaries:
         if not parts:
             return [""]
         first = parts[0]
-        header = first.csv_header if first.csv_header is not None else self.read_rows([first.sweep], "csv_header")[0]
+        header = first.csv_header if first.csv_header is not None else self.kept.rows([first.sweep], "csv_header")[0]
         return [header, *self._row_texts("rows_csv")]
 
     def _row_texts(self, kind: str) -> list[str]:
         ids = [p.sweep for p in self.with_arms if not p.computed]
-        kept = iter(self.read_rows(ids, kind) if ids else [])
+        kept = iter(self.kept.rows(ids, kind) if ids else [])
         return [p.row_text(kind) if p.computed else next(kept) for p in self.with_arms]
 
     def column(self, name: str) -> list[str]:
@@ -192,23 +199,18 @@ class Summaries:
 
     def prefetch(self, names: list[str]) -> None:
         """Start reading these columns' kept cells on another thread (DuckDB lets Python run while it reads): what
-        is drawn before the table is made meanwhile, and load takes what was read."""
+        is drawn before the table is made meanwhile, and load takes what was read (benchmarks/store_scale.py)."""
         kept = [p.sweep for p in self.with_arms if not p.computed]
         names = [n for n in dict.fromkeys(names) if n not in self._columns]
-        if self.prefetched and set(names) <= set(self.prefetched[0]):
-            return  # being read already
-        if kept and names and self.read_cells_meanwhile:
-            self.prefetched = (names, self.read_cells_meanwhile(kept, names))
+        if kept and names and self.kept:
+            self.kept.start(kept, names)
 
     def load(self, names: list[str]) -> None:
         """Read these columns for every arm at once (one query for the kept sweeps: their cells one after the
         other, cut by each sweep's arms)."""
         names = [n for n in dict.fromkeys(names) if n not in self._columns]
         kept = [p for p in self.with_arms if not p.computed]
-        if self.prefetched and set(names) <= set(self.prefetched[0]):
-            read = self.prefetched[1].result()
-        else:
-            read = self.read_cells([p.sweep for p in kept], names) if kept and names else {}
+        read = self.kept.cells([p.sweep for p in kept], names) if kept and names else {}
         kept_arms = sum(p.arms for p in kept)
         for name in names:
             stored = read.get(name, [])
@@ -253,7 +255,7 @@ class Summaries:
     def warning_lines(self) -> list[str]:
         """Every warning's full text, a line each (`orch summary --explain`)."""
         unread = [p.sweep for p in self.parts if p.warnings is None]
-        kept = self.read_warnings(unread) if unread else {}
+        kept = self.kept.warnings(unread) if unread else {}
         return [line for p in self.parts for line in (kept.get(p.sweep, []) if p.warnings is None else p.warnings)]
 
     def warning_gists(self) -> list[str]:

@@ -20,36 +20,9 @@ from orchestrator.analyze import costs, glossary, quality, stats, time_split, wa
 from orchestrator.store import db, queries
 
 NO_ENERGY = dict.fromkeys(costs.Energy(None, None, None, 0, None, None).fields())  # no power sampled: no figures
-TABLE_COLUMNS = [
-    "sweep",
-    "recipe",
-    "build",
-    "host",
-    "gpu",
-    "arm",
-    "ok",
-    "decode_tps",
-    "ci95",
-    "cv",
-    "acceptance",
-    "draft_per_gen",
-    "mean_accept_len",
-    "accept_rate_per_pos",
-    "seq_acceptance",
-    "speedup",
-    "speedup_ci95",
-    "predicted",
-    "predicted_ci95",
-    "modelled_speedup",
-    "vs",
-    "outputs_differ",
-    "prompt_tps",
-    "bound_tps",
-    "roofline_pct",
-    "joules_per_token",
-    *quality.COLUMNS,
-    "warnings",
-]
+# The table's columns, in order: those the glossary means (a new column is its figure in store/arm_queries.py and its
+# meaning, at its place, in analyze/glossary.SUMMARY; analyze/cells.py only where it is shown other than as a number)
+TABLE_COLUMNS = [c for c in glossary.SUMMARY if c != glossary.PARAMETER]
 # The default table: the columns that answer "is speculation faster here", in WIDTH characters. Where it is wider,
 # the parameter columns (after `arm`) are given up first, the last first, then GIVE_UP in its order.
 DEFAULT_COLUMNS = glossary.SUMMARY_DEFAULT

@@ -1,5 +1,5 @@
 """The summary as people read it: the arm table (text or Markdown) drawn from sweep summaries (analyze/
-sweep_summary.Summaries, computed now or kept), its warning lines and one verdict per sweep.
+summaries.Summaries, computed now or kept), its warning lines and one verdict per sweep.
 
 By default the table shows summary.DEFAULT_COLUMNS and the parameters that tell arms apart, fitted to WIDTH
 characters (parameters given up first, then GIVE_UP), each sweep's rows under a line naming it where there are
@@ -12,8 +12,8 @@ import json
 
 from orchestrator import tables
 from orchestrator.analyze import cells, quality
-from orchestrator.analyze.summary import DEFAULT_COLUMNS, GIVE_UP, RATIO_COLUMNS, TABLE_COLUMNS, WIDTH
-from orchestrator.analyze.sweep_summary import COMPACT_VS, PARAMS, Summaries, from_rows, param_dict
+from orchestrator.analyze.summaries.compute import DEFAULT_COLUMNS, GIVE_UP, RATIO_COLUMNS, TABLE_COLUMNS, WIDTH
+from orchestrator.analyze.summaries.form import COMPACT_VS, PARAMS, Summaries, from_rows, param_dict
 from orchestrator.errors import InvalidOption
 
 
@@ -170,7 +170,7 @@ def table_text(
 
 def cells_to_read(fmt: str, *, wide: bool) -> list[str]:
     """The cells columns the table of every column (wide) or of the default ones may draw, before the summaries
-    say which of the optional ones some arm has: what summary_cache.read starts reading at once."""
+    say which of the optional ones some arm has: what summaries.read starts reading at once."""
     return _loaded(None, fmt, None, wide)
 
 

@@ -1,6 +1,6 @@
-"""Sweep summaries kept in the results file: `read` gives the summaries of the sweeps asked for, the kept ones
-where they are current and the rest computed from their runs; `keep` computes and stores them (for the
-commands that write: a sweep's end, reparse, import, repair). `read` never writes.
+"""Sweep summaries kept in the results file: which are current (kept_heads), how a table reads them (KeptReader),
+and `keep`, which computes and stores them (for the commands that write: a sweep's end, reparse, import, repair).
+Reading never writes.
 
 Current means made from exactly the rows stored now (store/sweep_summaries: a fingerprint of every row the
 summary reads) by exactly this code (code_key): a kept summary can be missing or old, never stale.
@@ -9,17 +9,17 @@ summary reads) by exactly this code (code_key): a kept summary can be missing or
 from __future__ import annotations
 
 import hashlib
-import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import duckdb
 import orjson
 
 import orchestrator
-from orchestrator.analyze import summary
-from orchestrator.analyze.sweep_summary import CELL_COLUMNS, PARAMS, Summaries, SweepSummary, from_rows, no_arms
+from orchestrator.analyze.summaries import compute
+from orchestrator.analyze.summaries.form import CELL_COLUMNS, PARAMS, SweepSummary, from_rows, no_arms
 from orchestrator.store import db, sweep_summaries
 
 
@@ -34,38 +34,37 @@ def code_key() -> str:
     return digest.hexdigest()[:32]
 
 
-@dataclass(frozen=True)
-class Read:
-    summaries: Summaries
-    computed: int  # sweeps whose summary was computed from their runs (none kept, or not current)
-    computed_s: float  # the time that took
+@dataclass
+class KeptReader:
+    """The kept summaries of one open results file, read as a table asks for them (store/sweep_summaries over
+    `con`), and the one read of cells started early, on a thread of its own while the rest is read and computed
+    (store/db.meanwhile: DuckDB lets Python run while it reads; benchmarks/store_scale.py, "table")."""
+
+    con: duckdb.DuckDBPyConnection
+    _early: tuple[list[str], Future] | None = field(default=None, repr=False)  # columns being read, and how
+
+    def rows(self, sweeps: list[int], kind: str) -> list[str]:
+        """Each sweep's kept JSON rows, CSV lines or CSV header (kind: the column of sweep_summaries)."""
+        return sweep_summaries.row_texts(self.con, sweeps, kind)
+
+    def warnings(self, sweeps: list[int]) -> dict[int, list[str]]:
+        return sweep_summaries.warning_lines(self.con, sweeps)
+
+    def start(self, sweeps: list[int], names: list[str]) -> None:
+        """Start reading these columns' cells of these sweeps, unless they are being read already."""
+        if not (self._early and set(names) <= set(self._early[0])):
+            self._early = (list(names), db.meanwhile(self.con, _cells, sweeps, names))
+
+    def cells(self, sweeps: list[int], names: list[str]) -> dict[str, list]:
+        """Per column, the kept cells of these sweeps one after the other: what start began where it covers them."""
+        if self._early and set(names) <= set(self._early[0]):
+            return self._early[1].result()
+        return _cells(self.con, sweeps, names)
 
 
-def read(con, sweep_ids: list[int], cells: list[str] = ()) -> Read:
-    """The summaries of these sweeps (in sweep order): kept ones where current, the rest computed. Kept JSON and
-    cells are read through `con` when drawn: draw them before closing it. `cells`: kept cells columns to start
-    reading at once, on another thread, while the rest is read and computed (Summaries.prefetch)."""
-    ids = sorted(set(sweep_ids))
-    heads = {h["sweep_id"]: h for h in sweep_summaries.current(con, ids, code_key())}
-    with_arms = [i for i in ids if i in heads and heads[i]["arms"]]  # the kept sweeps whose cells a table reads
-    early = (list(cells), _cells_meanwhile(con, with_arms, list(cells))) if cells and with_arms else None
-    start = time.perf_counter()
-    missing = [i for i in ids if i not in heads]
-    computed = {s.sweep: s for s in from_rows(summary.arm_rows(con, missing))} if missing else {}
-    seconds = time.perf_counter() - start
-    parts = [_kept(heads[i]) if i in heads else computed.get(i) or no_arms(i) for i in ids]
-    return Read(
-        Summaries(
-            parts,
-            read_rows=lambda kept, kind: sweep_summaries.row_texts(con, kept, kind),
-            read_cells=lambda kept, names: _cells(con, kept, names),
-            read_warnings=lambda kept: sweep_summaries.warning_lines(con, kept),
-            read_cells_meanwhile=lambda kept, names: _cells_meanwhile(con, kept, names),
-            prefetched=early,
-        ),
-        len(missing),
-        seconds,
-    )
+def kept_heads(con, ids: list[int]) -> dict[int, dict]:
+    """The kept summaries of these sweeps that are current (their rows and code unchanged since), by sweep."""
+    return {h["sweep_id"]: h for h in sweep_summaries.current(con, ids, code_key())}
 
 
 def _cells(con, kept: list[int], names: list[str]) -> dict[str, list]:
@@ -82,12 +81,7 @@ def _cells(con, kept: list[int], names: list[str]) -> dict[str, list]:
     return read
 
 
-def _cells_meanwhile(con, kept: list[int], names: list[str]) -> Future:
-    """_cells on a thread of its own, through a connection of its own to the file (store/db.meanwhile)."""
-    return db.meanwhile(con, _cells, kept, names)
-
-
-def _kept(head: dict) -> SweepSummary:
+def kept_summary(head: dict) -> SweepSummary:
     return SweepSummary(
         head["sweep_id"], head["arms"], orjson.loads(head["facts"]), None, head["verdict"], None
     )  # unread: the warnings' texts (--explain), the CSV header
@@ -107,7 +101,7 @@ def _keep(con, sweep_ids: list[int]) -> None:
         return
     code = code_key()
     fingerprint = sweep_summaries.fingerprints(con, ids)  # before the rows are read: what they were read from
-    computed = {s.sweep: s for s in from_rows(summary.arm_rows(con, ids))}
+    computed = {s.sweep: s for s in from_rows(compute.arm_rows(con, ids))}
     parts = [computed.get(i) or no_arms(i) for i in ids if i in fingerprint]
     sweep_summaries.keep(con, code, fingerprint, [p.stored() for p in parts])
 
