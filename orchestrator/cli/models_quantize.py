@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import config, store
+from orchestrator import config, disk, store
 from orchestrator.build.builder import tool_path
 from orchestrator.cli.group import db_option, opened_db
 from orchestrator.cli.models import models_group
@@ -55,9 +55,9 @@ def models_quantize(model, types_text, build_ref, out, allow_requantize, as_json
     if Path(model).is_file():  # before a build is looked for (or tools added to it): a quantized source stops here
         quantize.refuse_quantized(Path(model), allow_requantize, "pass --allow-requantize")
     build, exe = tool_path(build_ref, "llama-quantize")
-    quants = quantize.quantize(
-        model, types, exe, build.name, out or config.models_dir() / "quants", allow_requantize=allow_requantize
-    )
+    folder = out or config.models_dir() / "quants"
+    with disk.writing(folder):  # a quant cut short (a full disk) leaves no part of it
+        quants = quantize.quantize(model, types, exe, build.name, folder, allow_requantize=allow_requantize)
     with opened_db(db, write=True) as con:
         for q in quants:
             store.record_model(con, gguf_info.inspect(q.path).to_dict())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import config
+from orchestrator import config, disk
 from orchestrator.build.on_disk import find_build
 from orchestrator.cli.models import models_group
 from orchestrator.models import tiny, tiny_methods
@@ -36,9 +36,10 @@ def models_tiny(out, build_ref):
     build = find_build(build_ref)
     out = out or config.models_dir()
     vocabs = tiny.VocabCache(tiny.find_vocab_dir(Path(build.src_dir or build.dir)))
-    paths = {
-        **tiny.make_tiny_models(out, vocabs.vocab_dir, vocabs=vocabs),
-        **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs),
-    }
+    with disk.writing(out):  # cut short (a full disk), it leaves no file of this call's, partial or whole
+        paths = {
+            **tiny.make_tiny_models(out, vocabs.vocab_dir, vocabs=vocabs),
+            **tiny_methods.make_method_models(out, vocabs.vocab_dir, vocabs=vocabs),
+        }
     for role, path in paths.items():
         click.echo(f"{role}\t{path}")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from orchestrator import disk
 from orchestrator.cli.group import COUNT, ID, db_option, main, opened_db
 from orchestrator.report import anonymize as scrubbed
 from orchestrator.report.sweeps import build_report
@@ -50,6 +51,12 @@ def report_command(sweeps, out, last, run_id, tune_id, anonymize, db):
     Example: orch report --last 2 --out report/
     """
 
+    with disk.writing(out):  # a report cut short leaves none of its files
+        pages = _write(sweeps, out, last, run_id, tune_id, anonymize, db)
+    click.echo("\n".join(str(p) for p in pages))  # both pages: the markdown and the self-contained HTML
+
+
+def _write(sweeps, out: Path, last: int, run_id, tune_id, anonymize: bool, db) -> list[Path]:
     if tune_id is not None:
         if sweeps or run_id:
             raise click.UsageError("--tune reports one tune; give no SWEEPS or --run with it")
@@ -61,4 +68,4 @@ def report_command(sweeps, out, last, run_id, tune_id, anonymize, db):
     pages = [path, *([path.with_suffix(".html")] if path.with_suffix(".html").exists() else [])]
     if anonymize:
         scrubbed.rewrite(pages, db)
-    click.echo("\n".join(str(p) for p in pages))  # both pages: the markdown and the self-contained HTML
+    return pages

@@ -4,8 +4,10 @@ another process holds the lock), migrated, checked and recovered on open; time a
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,8 +18,8 @@ from pathlib import Path
 
 import duckdb
 
-from orchestrator import stops
-from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase
+from orchestrator import disk, stops
+from orchestrator.errors import DamagedSchema, DatabaseUnavailable, NoDatabase, OrchError
 from orchestrator.message_lines import first_line
 from orchestrator.store import migrations, recovery, schema, views
 from orchestrator.store.times import utc as utc  # naive UTC, as every TIMESTAMP column stores time
@@ -53,27 +55,49 @@ def connect(
             f"(or $ORCH_DB) a results file"
         )
     wait_s = (READ_WAIT_S if read_only else WRITE_WAIT_S) if wait_s is None else wait_s
-    con = _open(path, read_only, wait_s)
+    fresh = not path.exists()
+    try:
+        con = _open(path, read_only, wait_s)
+    except OrchError as exc:
+        if fresh:  # DuckDB made the file, found no room for its header and calls it "not a valid DuckDB file"
+            _remove(path)
+            if shutil.disk_usage(path.parent).free < disk.ROOM_FOR_A_FILE:
+                raise disk.full(OSError(errno.ENOSPC, "No space left on device", str(path)), path) from exc
+        raise
     try:
         if not read_only:
             if path.resolve() not in _ready:  # a sweep opens the file for every write: prepare it once
                 _prepare(con, path, check)
             return con
-        if not migrations.pending(con) and views.current(con):
+        pending = migrations.pending(con)
+        if not pending and views.current(con):
             if check:
                 _check(con, path)
             if not check or not recovery.dead_sweeps(con):
                 return con
         con.close()
-        writer = _open(path, False, wait_s)  # migrate, make the views, or recover a dead orch's sweep; then read
-        try:
-            _prepare(writer, path, check)
-        finally:
-            writer.close()
+        try:  # migrate, make the views, or recover a dead orch's sweep; then read
+            writer = _open(path, False, wait_s)
+            try:
+                _prepare(writer, path, check)
+            finally:
+                writer.close()
+        except Exception as exc:
+            if pending or not disk.no_space(exc):
+                raise
+            # A full disk: the file is read as it is (its views as made, a dead sweep still "running"); the
+            # next write that finds space recovers what this one could not.
         return _open(path, True, wait_s)
     except BaseException:
         con.close()
+        if fresh and not read_only:  # a results file that could not be made is not left behind
+            _remove(path)
         raise
+
+
+def _remove(path: Path) -> None:
+    for made in (path, path.with_name(path.name + ".wal")):
+        made.unlink(missing_ok=True)
 
 
 def _prepare(con, path: Path, check: bool) -> None:
