@@ -24,6 +24,7 @@ Per group, with the ok runs' metric values as the samples of each side:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from orchestrator.analyze import rank_test, stats
@@ -44,6 +45,7 @@ NEWLY_SKIPPED = "newly skipped"
 NEWLY_OK = "newly ok"
 NO_OK_RUNS = "no ok runs"
 NO_DATA = "no data"
+NOT_FINITE = "values not finite"  # a stored value that is NaN or infinite (edited by hand): nothing is concluded
 ONLY_BASE = "only in base"
 ONLY_HEAD = "only in head"
 SAME_BUILD = "same build"  # base and head name one build: its runs against themselves, nothing compared
@@ -58,6 +60,7 @@ class Side:
     skipped: int = 0
     samples: list[float] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)  # per sample, "sweep:repeat": what pairs it with the other side
+    not_finite: int = 0  # values left out of the samples: NaN or infinite
 
 
 def canonical_params(params) -> str | None:
@@ -104,8 +107,12 @@ def sides_from_groups(groups: list[dict]) -> dict[tuple, Side]:
         side.runs += g["runs"]
         side.failed += g["failed"]
         side.skipped += g["skipped"]
-        side.samples += [float(x) for x in g["samples"]]
-        side.keys += [str(k) for k in g.get("sample_keys") or []]
+        values = [float(x) for x in g["samples"]]
+        keys = [str(k) for k in g.get("sample_keys") or []]
+        finite = [math.isfinite(v) for v in values]
+        side.not_finite += finite.count(False)
+        side.samples += [v for v, ok in zip(values, finite) if ok]
+        side.keys += [k for k, ok in zip(keys, finite) if ok]  # a group without keys pairs nothing
     return out
 
 
@@ -165,6 +172,8 @@ def _verdict(
         return ONLY_BASE
     if b is None:
         return ONLY_HEAD
+    if b.not_finite or h.not_finite:
+        return NOT_FINITE
     if b.samples and not h.samples:
         return NEWLY_FAILING if h.failed else NEWLY_SKIPPED if h.skipped else NO_DATA
     if not b.samples:

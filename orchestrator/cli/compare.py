@@ -80,9 +80,11 @@ def compare_command(base_ref, head_ref, base_host, head_host, recipe, threshold,
 
 
 # What the gate fails on: a test measurably slower, or one that only one side measured (a head build whose runs
-# crash must not pass the gate it would pass by measuring nothing; nor a base that measured nothing to judge by)
+# crash must not pass the gate it would pass by measuring nothing; nor a base that measured nothing to judge by),
+# or one whose stored values are not numbers (NaN, infinite: nothing can be concluded from them)
 GATED = (
     side_by_side.REGRESSION,
+    side_by_side.NOT_FINITE,
     side_by_side.NEWLY_FAILING,
     side_by_side.NEWLY_SKIPPED,
     side_by_side.NEWLY_OK,

@@ -249,3 +249,27 @@ def test_compare_says_how_the_two_sides_were_timed():
     assert apart.startswith("measured 16 min apart, not interleaved") and "--build BASE,HEAD" in apart
     assert timing(base, head, [7]).startswith("both builds ran interleaved in sweep 7")
     assert "not controlled" in timing([{"started": None, "ended": None}], head, [])
+
+
+def test_a_value_that_is_not_a_number_concludes_nothing_and_fails_the_gate():
+    """A NaN or infinite stored value (a results file edited by hand) was a traceback; it is a verdict of its own,
+    which `orch compare --fail-on regression` fails on."""
+    from orchestrator.cli.compare import GATED
+
+    def group(samples):
+        return {
+            "params": "{}",
+            "arm": "a",
+            "recipe": "r",
+            "runs": len(samples),
+            "failed": 0,
+            "skipped": 0,
+            "samples": samples,
+            "sample_keys": [f"1:{i}" for i in range(len(samples))],
+        }
+
+    base = side_by_side.sides_from_groups([group([40.0, 41.0, 39.0, 40.5])])
+    for bad in (float("nan"), float("inf")):
+        head = side_by_side.sides_from_groups([group([40.0, bad, 39.0, 40.5])])
+        [row] = side_by_side.compare_sides(base, head, strict=True)
+        assert row["verdict"] == side_by_side.NOT_FINITE and row["head_n"] == 3 and row["verdict"] in GATED
