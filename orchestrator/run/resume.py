@@ -116,11 +116,18 @@ def _nothing_matches(plan: Plan, build: Build, sweeps: list[dict], differing: di
 def reopen(con, sweep_id: int, repeat: int, slots: list[schedule.Slot]) -> list[schedule.Slot]:
     """Mark the sweep running again at `repeat` measurements per arm; the slots of `slots` to run.
 
-    Rows a dead orch left `running` become `interrupted` first, so their slots run again.
+    Rows a dead orch left `running` become `interrupted` first, so their slots run again. A sweep with nothing left
+    to run is refused (NothingToResume) and left as it was.
     """
+    remaining = schedule.remaining(slots, keep_rounds_whole(slots, queries.done_slots(con, sweep_id)))
+    if not any(not s.warmup for s in remaining):  # a finished sweep stays as it was (its planned runs included)
+        raise NothingToResume(
+            f"sweep {sweep_id} holds every run its {repeat} repeat(s) plan: nothing to resume (--repeat N with more "
+            f"repeats adds them)"
+        )
     store.reopen_sweep(con, sweep_id, repeat)
     store.interrupt_running_runs(con, sweep_id)
-    return schedule.remaining(slots, keep_rounds_whole(slots, queries.done_slots(con, sweep_id)))
+    return remaining
 
 
 def keep_rounds_whole(slots: list[schedule.Slot], done: dict[tuple[str, int], str]) -> set[tuple[str, int]]:

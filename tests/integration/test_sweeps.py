@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from integration.conftest import COMMIT, OLD_COMMIT, PLANNED, SLOT_ORDER, assert_prediction_checked, db_rows, run_orch
+from orchestrator.errors import NothingToResume
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE_A = ROOT / "recipes" / "recipe_a.j2"
@@ -262,6 +263,12 @@ def test_resume_after_sigkill_runs_only_what_is_missing(orch_exe, cache_env, tin
     )
     assert len(rounds) == 4 and all(r["before"] == r["any"] for r in rounds), rounds
     assert db_rows(env, "SELECT count(*) AS n, min(status) AS status FROM sweeps") == [{"n": 1, "status": "done"}]
+    # A finished sweep resumed again is refused in one line and left as it was (its planned runs were set to 0)
+    planned = db_rows(env, "SELECT planned_runs, status FROM sweeps")
+    again = run_orch(orch_exe, *args[1:], "--resume", "1", env=env)
+    assert again.returncode == NothingToResume.exit_code and again.stderr.count("\n") == 1, again.stderr
+    assert "holds every run its 4 repeat(s) plan: nothing to resume" in again.stderr
+    assert db_rows(env, "SELECT planned_runs, status FROM sweeps") == planned
 
 
 def test_two_builds_in_one_sweep_alternate_and_compare_pairs_them(orch_exe, two_builds_db, tmp_path):
