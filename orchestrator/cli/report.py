@@ -8,6 +8,7 @@ import click
 
 from orchestrator import disk
 from orchestrator.cli.group import COUNT, ID, db_option, main, opened_db
+from orchestrator.errors import InvalidOption
 from orchestrator.report import anonymize as scrubbed
 from orchestrator.report.sweeps import build_report
 from orchestrator.tune import race_report
@@ -51,6 +52,12 @@ def report_command(sweeps, out, last, run_id, tune_id, anonymize, db):
     Example: orch report --last 2 --out report/
     """
 
+    links = sorted(p.name for p in out.iterdir() if p.is_symlink()) if out.is_dir() else []
+    if links:  # report.md -> ~/.bashrc would be written through
+        raise InvalidOption(
+            f"--out {out} holds symbolic links ({', '.join(links[:3])}{', ...' if len(links) > 3 else ''}): a report "
+            f"writes plain files there and would write through them; remove them or give another folder"
+        )
     with disk.writing(out):  # a report cut short leaves none of its files
         pages = _write(sweeps, out, last, run_id, tune_id, anonymize, db)
     click.echo("\n".join(str(p) for p in pages))  # both pages: the markdown and the self-contained HTML

@@ -377,3 +377,14 @@ def test_a_failed_query_names_every_table_the_file_holds_and_the_columns_duckdb_
         assert name in table.output, name
     column = CliRunner().invoke(main, ["query", "SELECT nosuch FROM runs", "--db", str(db)])
     assert column.exit_code == 20 and "Candidate bindings" in column.output and "DESCRIBE runs" in column.output
+
+
+def test_a_report_never_writes_through_a_link_in_its_folder(tmp_path):
+    db = make_db(tmp_path / "r.duckdb", sweeps=1)
+    out, kept = tmp_path / "rep", tmp_path / "mine.txt"
+    out.mkdir()
+    kept.write_text("my notes\n")
+    (out / "report.md").symlink_to(kept)
+    result = CliRunner().invoke(main, ["report", "--out", str(out), "--db", str(db)])
+    assert result.exit_code == 10 and "holds symbolic links (report.md)" in result.output, result.output
+    assert kept.read_text() == "my notes\n" and (out / "report.md").is_symlink()
