@@ -139,16 +139,19 @@ class Results:
     def run_rows(self, last: int = 20) -> list[dict]:
         return queries.recent_runs(self.con, last)
 
-    def run(self, run_id: int, *, with_logs: bool = False, decode_json: bool = True) -> dict:
-        """One run whole: {"run": its row, "metrics": its metrics, "logs": stream -> text (with_logs)}; NoSuchRun
-        where it is not stored."""
+    def run(
+        self, run_id: int, *, with_logs: bool = False, decode_json: bool = True, log_tail: int | None = None
+    ) -> dict:
+        """One run whole: {"run": its row, "metrics": its metrics, "logs": stream -> text (with_logs; log_tail: each
+        stream's last log_tail bytes), "log_sizes": stream -> bytes stored}; NoSuchRun where it is not stored."""
         row = queries.run_row(self.con, run_id, decode_json=decode_json)
         if not row:
             raise NoSuchRun(f"no run {run_id} in {self.path}; list runs with `orch runs`")
         return {
             "run": row,
             "metrics": queries.metrics_row(self.con, run_id, decode_json=decode_json),
-            "logs": logs.read_logs(self.con, run_id, damaged_as_note=True) if with_logs else {},
+            "logs": logs.read_logs(self.con, run_id, damaged_as_note=True, tail=log_tail) if with_logs else {},
+            "log_sizes": logs.log_sizes(self.con, run_id) if with_logs else {},
         }
 
     def compare(

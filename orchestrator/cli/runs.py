@@ -23,6 +23,7 @@ RUN_COLUMNS = [
     "wall_s",
 ]
 WIDTH = tables.TABLE_WIDTH  # characters a table fits in unless --wide
+SHOWN_LOG_BYTES = 64 << 10  # of each stream, its end: where a run says why it ended (a log may be 256 MiB)
 RUN_DROPPABLE = ["warmup", "n_accepted", "n_drafted", "build_name", "failure_class", "repeat_index"]  # first first
 
 
@@ -60,10 +61,10 @@ def show_command(run_id, logs, as_json, db):
     """
 
     with results.open(db) as found:
-        shown = found.run(run_id, with_logs=logs, decode_json=as_json)
-    run, metrics, texts = shown["run"], shown["metrics"], shown["logs"]
+        shown = found.run(run_id, with_logs=logs, decode_json=as_json, log_tail=SHOWN_LOG_BYTES)
+    run, metrics, texts, sizes = shown["run"], shown["metrics"], shown["logs"], shown["log_sizes"]
     if as_json:
-        click.echo(json_text.to_json({"run": run, "metrics": metrics, "logs": texts}, indent=1))
+        click.echo(json_text.to_json({"run": run, "metrics": metrics, "logs": texts, "log_sizes": sizes}, indent=1))
         return
     for key, value in run.items():
         click.echo(f"{key:>16}: {value}")
@@ -71,4 +72,10 @@ def show_command(run_id, logs, as_json, db):
         if value is not None and key != "run_id":
             click.echo(f"{key:>16}: {value}")
     for stream, text in texts.items():
-        click.echo(f"----- {stream} ({len(text)} chars) -----\n{text}")
+        size = sizes.get(stream) or 0
+        cut = (
+            f", its last {SHOWN_LOG_BYTES >> 10} KiB: `orch logs {run_id}` writes it whole"
+            if size > SHOWN_LOG_BYTES
+            else ""
+        )
+        click.echo(f"----- {stream} ({size} bytes{cut}) -----\n{text}")

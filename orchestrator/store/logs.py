@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections import deque
 
 import duckdb
 
@@ -21,14 +22,14 @@ def save_logs(con: duckdb.DuckDBPyConnection, run_id: int, logs: dict[str, bytes
         )
 
 
-def unpacked(gz, size: int | None, cap: int = MAX_LOG_BYTES, *, keep: bool = True) -> bytes:
+def unpacked(gz, size: int | None, cap: int = MAX_LOG_BYTES, *, keep: bool = True, tail: int | None = None) -> bytes:
     """A stored stream's bytes, decompressed in pieces and never past its stated size or the cap: a row is data (an
     import may have brought it), so 200 KB of gzip saying 5 bytes stops at byte 6, not at 200 MB. ValueError saying
     what is wrong: not gzip, truncated, another size than size_bytes, or larger than the cap. keep=False: checked
-    only (b"" returned, nothing held)."""
+    only (b"" returned, nothing held); tail: only the last `tail` bytes held and returned (the whole checked)."""
     limit = cap if size is None else min(size, cap)
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out, total, data = [], 0, bytes(gz or b"")
+    out, total, held, data = deque(), 0, 0, bytes(gz or b"")
     try:
         while data and not d.eof:
             piece = d.decompress(data, CHUNK)
@@ -37,9 +38,13 @@ def unpacked(gz, size: int | None, cap: int = MAX_LOG_BYTES, *, keep: bool = Tru
                 break
             if keep:
                 out.append(piece)
+                held += len(piece)
+                while tail is not None and out and held - len(out[0]) >= tail:  # pieces wholly before the tail
+                    held -= len(out.popleft())
             data = d.unconsumed_tail
         if total <= limit and d.eof:
-            return _sized(b"".join(out), total, size)
+            whole = b"".join(out)
+            return _sized(whole if tail is None else whole[-tail:] if tail else b"", total, size)
     except zlib.error as exc:
         raise ValueError(f"not gzip data ({exc})") from None
     if total > limit:
@@ -53,11 +58,13 @@ def _sized(data: bytes, total: int, size: int | None) -> bytes:
     return data
 
 
-def read_logs(con: duckdb.DuckDBPyConnection, run_id: int, *, damaged_as_note: bool = False) -> dict[str, str]:
-    """A run's logs as text; StoredLogDamaged for a row that does not unpack (with damaged_as_note, that stream
-    reads as one line saying why: `orch show` shows the rest of the run)."""
+def read_logs(
+    con: duckdb.DuckDBPyConnection, run_id: int, *, damaged_as_note: bool = False, tail: int | None = None
+) -> dict[str, str]:
+    """A run's logs as text (tail: each stream's last `tail` bytes); StoredLogDamaged for a row that does not unpack
+    (with damaged_as_note, that stream reads as one line saying why: `orch show` shows the rest of the run)."""
     out = {}
-    for stream, data in _log_rows(con, run_id, raising=not damaged_as_note).items():
+    for stream, data in _log_rows(con, run_id, raising=not damaged_as_note, tail=tail).items():
         out[stream] = data.decode(errors="replace") if isinstance(data, bytes) else f"[orch: {data}]"
     return out
 
@@ -74,14 +81,23 @@ def stored_logs(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, bytes]
     return _log_rows(con, run_id, raising=True)
 
 
-def _log_rows(con: duckdb.DuckDBPyConnection, run_id: int, *, raising: bool) -> dict[str, bytes | str]:
+def log_sizes(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, int]:
+    """Each stored stream's size in bytes, as stored (size_bytes)."""
+    return dict(
+        con.execute("SELECT stream, size_bytes FROM run_logs WHERE run_id = ? ORDER BY stream", [run_id]).fetchall()
+    )
+
+
+def _log_rows(
+    con: duckdb.DuckDBPyConnection, run_id: int, *, raising: bool, tail: int | None = None
+) -> dict[str, bytes | str]:
     """stream -> its bytes, or (not raising) why it cannot be read."""
     out: dict[str, bytes | str] = {}
     for stream, size, gz in con.execute(
         "SELECT stream, size_bytes, gz FROM run_logs WHERE run_id = ? ORDER BY stream", [run_id]
     ).fetchall():
         try:
-            out[stream] = unpacked(gz, size)
+            out[stream] = unpacked(gz, size, tail=tail)
         except ValueError as exc:
             why = f"run {run_id}'s stored {stream} log cannot be read: {exc}"
             if raising:

@@ -153,3 +153,21 @@ def test_parse_reads_llama_bench_output_as_a_bench_run_reads_it(tmp_path):
     one = json.loads(orch("parse", tmp_path / "tg.jsonl", "--json").output)
     assert (one["kind"], one["failure_class"]) == ("bench", None)
     assert one["metrics"]["decode_tps"] == tg["avg_ts"] and one["extra"]["bench_test"].startswith("tg16")
+
+
+def test_show_prints_the_end_of_a_long_log_and_says_where_the_whole_is(tmp_path):
+    """Three 256 MiB streams made `orch show` print 805 MB at 1.9 GB of memory; it prints each stream's last 64 KiB
+    (where a run says why it ended), names its size, and `orch logs` writes it whole."""
+    db = tmp_path / "r.duckdb"
+    lines = b"".join(b"line %06d of a long log\n" % i for i in range(40_000))  # 1 MB
+    run = stored_run(db, {"stdout": b"short\n", "stderr": lines})
+    result = orch("show", run, "--db", db)
+    assert result.exit_code == 0, result.output
+    assert (
+        f"----- stderr ({len(lines)} bytes, its last 64 KiB: `orch logs {run}` writes it whole) -----" in result.output
+    )
+    assert "line 039999 of a long log" in result.output and "line 000001 of" not in result.output
+    assert "----- stdout (6 bytes) -----\nshort" in result.output
+    assert len(result.output) < 80_000
+    whole = orch("logs", run, "--out", tmp_path / "out", "--db", db)
+    assert (tmp_path / "out" / f"run-{run}.stderr.log").read_bytes() == lines and whole.exit_code == 0
