@@ -59,10 +59,11 @@ def printed(a: Answer, explain: bool = False) -> str:
             )
         )
         lines.append(shell_lines("  ", best["command"]))
+    again = f" ({a.retried} of them run again: their log lost its tail)" if a.retried else ""
     grid_time = f" (about {tables.clock(a.grid_seconds)})" if a.grid_seconds else ""  # no run: no time a run
     lines.append(
         tables.fill(
-            f"cost: {a.runs} runs in {tables.clock(a.seconds)}, against {a.grid_runs} runs"
+            f"cost: {a.runs} runs{again} in {tables.clock(a.seconds)}, against {a.grid_runs} runs"
             f"{grid_time} for every candidate at {a.rules.grid_repeats} repeats"
         )
     )

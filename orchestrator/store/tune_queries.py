@@ -66,7 +66,8 @@ def events(con: Con, tune_id: int) -> list[dict]:
 
 def race_runs(con: Con, sweep_ids: list[int]) -> list[dict]:
     """Every measured run of these sweeps with what a race reads: speed, drafting, parity, loops, failure; `planned`
-    is false for a count-matched reference (an arm's control run again at the tokens it decoded: run/length_match)."""
+    is false for a count-matched reference (an arm's control run again at the tokens it decoded: run/length_match);
+    `retries` and `retried_s`: the slot's earlier attempts, which its budget spent too."""
     if not sweep_ids:
         return []
     return rows_as_dicts(
@@ -75,8 +76,12 @@ def race_runs(con: Con, sweep_ids: list[int]) -> list[dict]:
         SELECT r.sweep_id, r.arm, r.repeat_index, r.status, r.failure_class, r.is_baseline, r.is_control,
                r.reference_arm, r.wall_s, m.decode_tps, m.n_drafted, m.n_accepted, m.acceptance,
                m.outputs_compared, m.outputs_differ, m.first_diff_token, m.degenerate_loop,
-               {PLANNED_RUN.format(run="r")} AS planned
+               {PLANNED_RUN.format(run="r")} AS planned, e.retries, e.retried_s
         FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
+        LEFT JOIN LATERAL (  -- the slot's earlier attempts: a run again whose log lost its tail, spent all the same
+            SELECT count(*) AS retries, coalesce(sum(x.wall_s), 0) AS retried_s FROM runs x
+            WHERE x.sweep_id = r.sweep_id AND x.arm = r.arm AND x.repeat_index = r.repeat_index
+              AND NOT coalesce(x.warmup, false) AND x.id < r.id) e ON true
         WHERE r.sweep_id IN (SELECT unnest(?::INTEGER[]))
         ORDER BY r.id""",
             [sweep_ids],

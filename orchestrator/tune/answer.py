@@ -47,7 +47,8 @@ class Answer:
     # separated), the leader's, shown as the leader's
     command: str | None = None
     server: str | None = None  # the same candidate on llama-server, or why there is none
-    runs: int = 0
+    runs: int = 0  # runs started, those run again included (retried)
+    retried: int = 0  # of them, runs again of a slot whose log lost its tail
     seconds: float = 0.0
     grid_runs: int = 0
     grid_seconds: float = 0.0

@@ -10,9 +10,16 @@ from orchestrator.tune.race_settings import RaceSettings, RaceState, feasible, g
 
 def spent(runs: list[dict]) -> tuple[int, float]:
     """(planned runs started, wall seconds of every run started). A run stopped by Ctrl-C or a kill counts: it was
-    spent, and a tune stopped and resumed three times would otherwise overspend its budget by three runs."""
+    spent, and a tune stopped and resumed three times would otherwise overspend its budget by three runs. So does a
+    slot's earlier attempt (a log that lost its tail runs again): the budget bounds what the machine ran."""
     started = [x for x in runs if x["status"] != "skipped"]
-    return sum(1 for x in started if x["planned"]), sum(x["wall_s"] or 0.0 for x in started)
+    count = sum(1 + (x.get("retries") or 0) for x in started if x["planned"])
+    return count, sum((x["wall_s"] or 0.0) + (x.get("retried_s") or 0.0) for x in started)
+
+
+def retried(runs: list[dict]) -> int:
+    """The planned runs that ran again (their log lost its tail): in the budget spent, and said under the answer."""
+    return sum(x.get("retries") or 0 for x in runs if x["planned"] and x["status"] != "skipped")
 
 
 def race_answer(
@@ -46,6 +53,7 @@ def race_answer(
         winner=winner,
         tied=[] if winner else survivors,
         runs=count,
+        retried=retried(runs),
         seconds=seconds,
         grid_runs=grid_runs,
         grid_seconds=grid_seconds,

@@ -27,6 +27,7 @@ ANSWER_KEYS = {
     "command",
     "server",
     "runs",
+    "retried",  # added: the runs of `runs` that ran again (their log lost its tail)
     "seconds",
     "grid_runs",
     "grid_seconds",
@@ -152,3 +153,19 @@ def test_an_answer_stored_before_typed_decisions_shows_and_one_that_does_not_rea
     broken = CliRunner().invoke(main, ["tune", "--show", "--db", _stored(tmp_path / "x", [{"workload": "w"}])])
     assert broken.exit_code == TuneResumeError.exit_code
     assert broken.output.count("\n") == 1 and "tune 1: its stored answer does not read" in broken.output
+
+
+def test_runs_run_again_are_spent_and_said():
+    """A slot whose log lost its tail runs again: the budget spent both attempts, and the answer says so."""
+    from orchestrator.cli.tune_answer import printed
+    from orchestrator.tune.race_answer import retried, spent
+
+    runs = [
+        {"status": "ok", "planned": True, "wall_s": 2.0, "retries": 1, "retried_s": 1.5},
+        {"status": "ok", "planned": True, "wall_s": 2.0, "retries": 0, "retried_s": 0.0},
+        {"status": "skipped", "planned": True, "wall_s": None, "retries": 0, "retried_s": 0.0},
+    ]
+    assert spent(runs) == (3, 5.5) and retried(runs) == 1
+    a = _answer()
+    a.runs, a.retried = 3, 1
+    assert "cost: 3 runs (1 of them run again: their log lost its tail) in" in " ".join(printed(a).split())
