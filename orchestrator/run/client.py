@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -79,6 +81,7 @@ def complete(
     result = RequestResult(prompt=prompt, client=client, status="error", started=time.time())
     start = time.monotonic()
     text: list[str] = []
+    cut = threading.Event()  # set by the watchdog: the run's deadline passed while a read was waiting
     try:
         with requests.post(
             f"{base_url}/completion", json=options.payload(prompt.prompt), stream=True, timeout=timeout
@@ -87,32 +90,30 @@ def complete(
             if res.status_code != 200:
                 result.error = res.text[:500]
                 return result
-            for line in res.iter_lines():
-                if deadline is not None and time.monotonic() > deadline:
-                    result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
-                    return result
-                if not line.startswith(b"data: "):
-                    continue
-                chunk = json.loads(line[6:])
-                if "error" in chunk:  # the server gave up mid-stream (e.g. early-2026 output parsing errors)
-                    err = chunk["error"]
-                    result.error = f"server error {err.get('code')}: {err.get('message')}"[:500]
-                    return result
-                if chunk.get("content"):
-                    if result.ttft_ms is None:
-                        result.ttft_ms = (time.monotonic() - start) * 1000
-                    text.append(chunk["content"])
-                if chunk.get("stop"):
-                    result.timings = chunk.get("timings") or {}
-                    break
-    except (requests.Timeout, requests.ConnectionError) as exc:
+            # One deadline for the whole answer, bytes without a newline included: a socket wait is bounded by
+            # `timeout` afresh at every byte, so a server trickling a byte at a time would hold a read for ever.
+            watchdog = _watchdog(res, deadline, cut) if deadline is not None else None
+            try:
+                done = _read_stream(res, result, text, start, deadline)
+            finally:
+                if watchdog:
+                    watchdog.cancel()
+            if not done:
+                return result
+    except (requests.RequestException, ValueError) as exc:
+        if cut.is_set():  # the watchdog shut the socket under a waiting read: however that read failed
+            result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
+            return result
+        if not isinstance(exc, requests.Timeout | requests.ConnectionError):
+            result.error = f"{type(exc).__name__}: {exc}"[:500]
+            return result
         if not _read_timed_out(exc):
             result.error = f"{type(exc).__name__}: {exc}"[:500]
             return result
         result.status, result.error = TIMED_OUT, f"no answer within the run's time limit ({exc})"[:500]
         return result
-    except (requests.RequestException, ValueError) as exc:
-        result.error = f"{type(exc).__name__}: {exc}"[:500]
+    if cut.is_set() and not result.timings:  # the watchdog ended the stream: no final chunk came in time
+        result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
         return result
     result.wall_ms = (time.monotonic() - start) * 1000
     output = "".join(text)
@@ -123,6 +124,45 @@ def complete(
     if not result.timings:
         result.error = "the stream ended without a final chunk carrying timings"
     return result
+
+
+def _read_stream(res, result: RequestResult, text: list[str], start: float, deadline: float | None) -> bool:
+    """The streamed chunks into result and text; False where the answer ended the request (its error, the deadline)."""
+    for line in res.iter_lines():
+        if deadline is not None and time.monotonic() > deadline:
+            result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
+            return False
+        if not line.startswith(b"data: "):
+            continue
+        chunk = json.loads(line[6:])
+        if "error" in chunk:  # the server gave up mid-stream (e.g. early-2026 output parsing errors)
+            err = chunk["error"]
+            result.error = f"server error {err.get('code')}: {err.get('message')}"[:500]
+            return False
+        if chunk.get("content"):
+            if result.ttft_ms is None:
+                result.ttft_ms = (time.monotonic() - start) * 1000
+            text.append(chunk["content"])
+        if chunk.get("stop"):
+            result.timings = chunk.get("timings") or {}
+            break
+    return True
+
+
+def _watchdog(res, deadline: float, cut: threading.Event) -> threading.Timer:
+    """At the deadline, shut the response's socket: a read waiting on it returns at once."""
+
+    def shut() -> None:
+        cut.set()
+        sock = getattr(getattr(res.raw, "connection", None), "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(max(0.0, deadline - time.monotonic()), shut)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _read_timed_out(exc: requests.RequestException) -> bool:

@@ -31,9 +31,14 @@ def assert_named_files_exist(text):
 
 
 # 10 s and 30 s for the stand-in to start (a busy machine's Python) and say it listens; the stalled stream still ends
-# at 3 (stall answers /health at once)
+# at 3 (stall answers /health at once), and so does the trickling one, whose bytes never bring a line
 @pytest.mark.parametrize(
-    "mode, health_s, phase", [("accept", 10, "not healthy within 10s"), ("stall", 30, "warm-up request failed")]
+    "mode, health_s, phase",
+    [
+        ("accept", 10, "not healthy within 10s"),
+        ("stall", 30, "warm-up request failed"),
+        ("trickle", 30, "warm-up request failed"),
+    ],
 )
 def test_a_hung_server_is_stored_as_a_timeout_with_its_log(orch_exe, env, tmp_path, mode, health_s, phase):
     start = time.monotonic()
