@@ -3,11 +3,14 @@ made. Refused (ExportRowRefused, one line naming the table, the row and the chec
 schema migrations that skip a number; a key column (exchange_tables.TABLES: what names a row in every database)
 that is NULL or names two rows; a run_logs row that is not gzip, decompresses to another size than its size_bytes,
 or past the cap (checked in pieces, never whole in memory); a metric orch never writes (NaN, infinite, negative,
-an acceptance outside 0-100%: parse.check_ranges' rules, which crashed summary, compare and report). Before, a
+an acceptance outside 0-100%: parse.check_ranges' rules, which crashed summary, compare and report); a text or
+JSON value past MAX_TEXT characters, or JSON nested past MAX_DEPTH (a 5,000-deep params crashed every reader). Before, a
 repeated sweep uid multiplied runs, a repeated run uid ended in a traceback, a NULL uid imported under a fresh one,
 and a bad log row broke `orch show` later."""
 
 from __future__ import annotations
+
+import re
 
 import duckdb
 
@@ -39,6 +42,8 @@ def check_staged(con: duckdb.DuckDBPyConnection, where: str) -> None:
         _log_rows(con, where)
     if "metrics" in present:
         _metrics(con, where)
+    for table in sorted(present - {"_migrations"}):
+        _texts(con, where, table)
 
 
 SHARES = ("acceptance", "seq_acceptance", "seq_acceptance_low", "seq_acceptance_high")  # within 0-1
@@ -61,6 +66,56 @@ def _metrics(con, where: str) -> None:
         ).fetchone()
         if found:
             _refuse(where, "metrics", f"row {found[0]}", f"{key} = {found[1]} is no figure orch writes")
+
+
+MAX_TEXT = 16 << 20  # characters of one stored text or JSON value: a recipe, a run's metrics JSON are far under it
+MAX_DEPTH = 64  # nesting of one stored JSON value: orch's are a few levels deep (parsing 5,000 overflowed the stack)
+
+
+def _texts(con, where: str, table: str) -> None:
+    """Each text and JSON value of the table within MAX_TEXT characters, and each JSON value nested at most
+    MAX_DEPTH deep (only a value with more opening brackets than that can be, so only those are scanned)."""
+    kinds = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? AND data_type IN ('VARCHAR', 'JSON')",
+        [table],
+    ).fetchall()
+    for column, kind in kinds:
+        long = con.execute(
+            f'SELECT rowid + 1, length("{column}") FROM {table} WHERE length("{column}") > {MAX_TEXT} LIMIT 1'
+        ).fetchone()
+        if long:
+            _refuse(
+                where,
+                table,
+                f"row {long[0]}",
+                f"{column} holds {long[1]:,} characters (orch writes at most {MAX_TEXT:,})",
+            )
+        if kind != "JSON":
+            continue
+        cursor = con.execute(
+            f'SELECT rowid + 1, "{column}"::VARCHAR FROM {table} WHERE '
+            f"length(regexp_replace(\"{column}\"::VARCHAR, '[^\\[{{]', '', 'g')) > {MAX_DEPTH} ORDER BY rowid"
+        )
+        while row := cursor.fetchone():
+            if (depth := json_depth(row[1])) > MAX_DEPTH:
+                _refuse(
+                    where, table, f"row {row[0]}", f"{column} is JSON nested {depth} deep (orch's: at most {MAX_DEPTH})"
+                )
+
+
+def json_depth(text: str) -> int:
+    """How deep a JSON text nests its arrays and objects, read without recursion (strings skipped)."""
+    depth = deepest = 0
+    for token in STRUCTURE.finditer(text):
+        if token.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.group() in "]}":
+            depth -= 1
+    return deepest
+
+
+STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def _columns(con, table: str) -> set[str]:

@@ -77,6 +77,14 @@ BIG = gzip.compress(b"\0" * (8 << 20))  # 8 KB of gzip holding 8 MB
             lambda d: _rewrite(d, "metrics", "UPDATE t SET acceptance = 1.5"),
             r"acceptance = 1.5 is no figure orch writes",
         ),
+        (
+            lambda d: _rewrite(d, "runs", f"UPDATE t SET params = '{'[' * 5000}1{']' * 5000}'::JSON"),
+            r"table runs, row \d+: params is JSON nested 5000 deep \(orch's: at most 64\)",
+        ),
+        (
+            lambda d: _rewrite(d, "sweeps", "UPDATE t SET recipe_text = repeat('x', 17000000)"),
+            r"table sweeps, row \d+: recipe_text holds 17,000,000 characters",
+        ),
     ],
 )
 def test_a_forged_export_is_refused_in_one_line_naming_table_row_and_check(
@@ -147,6 +155,35 @@ FORGERIES = st.sampled_from(
         ("telemetry", "DELETE FROM t"),
     ]
 )
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    column_value=st.one_of(
+        st.tuples(
+            st.sampled_from(["decode_tps", "acceptance", "encode_tps", "mean_accept_len"]),
+            st.floats(allow_nan=True, allow_infinity=True),
+        ),
+        st.tuples(st.sampled_from(["n_drafted", "n_accepted"]), st.integers(-(2**31), 2**31 - 1)),
+    )
+)
+def test_an_imported_metric_is_refused_or_read_by_every_reader(tmp_path_factory, column_value):
+    """Hypothesis over the values themselves: an export whose metric holds any number imports only where it is one
+    orch could write, and then the summary reads it, in every format, without a traceback."""
+    column, value = column_value
+    tmp = tmp_path_factory.mktemp("values")
+    made_export(tmp)
+    literal = f"'{value}'::DOUBLE" if isinstance(value, float) else str(value)
+    _rewrite(tmp / "out", "metrics", f"UPDATE t SET {column} = {literal} WHERE rowid = 0")
+    db, env = tmp / "new.duckdb", {"ORCH_CACHE": str(tmp / "c")}
+    result = CliRunner().invoke(main, ["import", str(tmp / "out"), "--db", str(db)], env=env)
+    if result.exit_code != 0:
+        assert result.exit_code == REFUSED and result.output.count("\n") == 1, result.output
+        assert f"{column} = " in result.output and not db.exists()
+        return
+    for read in (["summary", "--last", "5", "--format", "json"], ["summary", "--last", "5"], ["runs"]):
+        shown = CliRunner().invoke(main, [*read, "--db", str(db)], env=env)
+        assert shown.exit_code == 0, (read, shown.output)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
