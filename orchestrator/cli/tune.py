@@ -17,13 +17,12 @@ from orchestrator.errors import InvalidOption, LoopingWorkload, TuneResumeError
 from orchestrator.store import tune_queries
 from orchestrator.tune import session
 from orchestrator.tune.preview import preview
-from orchestrator.tune.race_settings import Budget
+from orchestrator.tune.race_settings import MOST_BUDGET, Budget
 from orchestrator.tune.request import TuneRequest, TuneResult
 from orchestrator.tune.rules import GRID_REPEATS, Rules
 
 BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|runs?)?\s*$")
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
-MOST_BUDGET = 2**31 - 1  # runs or seconds: what tunes.budget holds, and more than any race spends
 
 
 def parse_budget(text: str | None):

@@ -14,6 +14,8 @@ from orchestrator.tune import answer
 from orchestrator.tune.decisions import Decision, Exit
 from orchestrator.tune.rules import Rules
 
+MOST_BUDGET = 2**31 - 1  # runs or seconds: what tunes.budget holds, and more than any race spends
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -26,6 +28,15 @@ class Budget:
 
     def to_dict(self) -> dict:
         return {"runs": self.runs, "seconds": self.seconds}
+
+    def check(self) -> Budget:
+        """Itself where it is a budget `--budget` could give (a stored one is data: an import brought it); else
+        ValueError saying which part is not."""
+        if self.runs is not None and (type(self.runs) is not int or not 0 < self.runs <= MOST_BUDGET):
+            raise ValueError(f"budget runs {self.runs!r} is no count of runs from 1 to {MOST_BUDGET:,}")
+        if self.seconds is not None and (type(self.seconds) not in (int, float) or not 0 < self.seconds <= MOST_BUDGET):
+            raise ValueError(f"budget seconds {self.seconds!r} is no time from 0 to {MOST_BUDGET:,} seconds")
+        return self
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,21 @@ class Rules:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def check(self) -> Rules:
+        """Itself where every value is one the options could give (a stored rule is data: an import brought it);
+        else ValueError naming the value."""
+        if type(self.alpha) not in (int, float) or not 0 < self.alpha <= 0.5:
+            raise ValueError(f"alpha {self.alpha!r} is not within (0, 0.5]")
+        if type(self.tie_margin) not in (int, float) or not 0 <= self.tie_margin < 1:
+            raise ValueError(f"tie_margin {self.tie_margin!r} is not within [0, 1)")
+        for name in ("min_runs", "max_runs", "group", "grid_repeats"):
+            value = getattr(self, name)
+            if type(value) is not int or not 1 <= value <= 10_000:
+                raise ValueError(f"{name} {value!r} is no whole number from 1 to 10,000")
+        if self.max_runs < self.min_runs:
+            raise ValueError(f"max_runs {self.max_runs} is below min_runs {self.min_runs}")
+        return self
+
 
 def percent(fraction: float) -> str:
     """0.02 -> "2%", 0.025 -> "2.5%": a margin as the verdict and the report say it."""

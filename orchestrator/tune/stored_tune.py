@@ -10,7 +10,8 @@ from orchestrator import resumable, store
 from orchestrator.errors import RecipeError, TuneResumeError
 from orchestrator.hashing import sha256_text
 from orchestrator.proc import Owner, this_process
-from orchestrator.recipe.plan import read_recipe, read_vars
+from orchestrator.recipe.plan import parse_set, read_recipe, read_vars
+from orchestrator.recipe.set_lists import refuse_lists
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import space
 from orchestrator.tune.race_settings import Budget
@@ -127,12 +128,18 @@ def stored_request(row: dict, db: Path) -> tuple[TuneRequest, list[Path | None],
             overrides=(*(as_overrides(given["vars_values"]) if kept else ()), *(given.get("overrides") or ())),
             arms=tuple(given.get("arms") or ()),
             models=Path(given["models"]) if given.get("models") else None,
-            budget=Budget(**row["budget"]),
-            rules=stored_rules(row),
+            budget=Budget(**row["budget"]).check(),
+            rules=stored_rules(row).check(),
             timeout=float(given.get("timeout", 600.0)),
             db=db,
             measure=bool(row["rules"].get("measure", False)),
         )
+        if not 0 < request.timeout < float("inf"):
+            raise ValueError(f"timeout {request.timeout!r} is no time limit")
+        if not all(isinstance(o, str) for o in request.overrides):
+            raise ValueError(f"overrides {request.overrides!r} are not --set items")
+        refuse_lists(request.overrides, "orch tune", "a tune races one value per setting")  # as a fresh tune's
+        parse_set(request.overrides)
         files = [Path(w) if w else None for w in row["workloads"]]
         values = given["workload_values"] if kept else {workload_key(f): read_vars(f) if f else {} for f in files}
         return request, files, {str(f): values[workload_key(f)] for f in files}

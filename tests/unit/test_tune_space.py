@@ -1,6 +1,7 @@
 """orch tune's search spaces: TOML files with ranges and `all` axes, built-in spaces by name, conditional on the
 build and the variables, sampled when large; a space variable the recipe does not have is refused."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,38 @@ def test_make_demos_tune_races_draft_settings_of_the_catalogues_pair_on_a_worklo
     assert {pair["target"], pair["draft"]} == files
     assert (root / "recipes" / "workloads" / f"{option['--workload']}.toml").is_file()
     assert option["--budget"].endswith("m")  # bounded in time: the demo's ten minutes
+
+
+@pytest.mark.parametrize(
+    "edit, said",
+    [
+        (lambda r: r["budget"].update(runs=-3), "budget runs -3 is no count of runs"),
+        (lambda r: r["budget"].update(runs=10**20), "budget runs 100000000000000000000 is no count"),
+        (lambda r: r["budget"].update(seconds=float("nan")), "budget seconds nan is no time"),
+        (lambda r: r["rules"].update(alpha=2.0), "alpha 2.0 is not within (0, 0.5]"),
+        (lambda r: r["rules"].update(min_runs="3"), "min_runs '3' is no whole number"),
+        (lambda r: r["rules"].update(max_runs=1, min_runs=3), "max_runs 1 is below min_runs 3"),
+        (lambda r: r["variables"].update(overrides=[["draft_max", 4]]), "are not --set items"),
+        (lambda r: r["variables"].update(timeout=float("inf")), "timeout inf is no time limit"),
+    ],
+)
+def test_a_stored_tune_is_checked_as_a_fresh_one_before_it_resumes(edit, said, tmp_path):
+    """A tune travels in exports: its stored budget, rule, overrides and time limit are data someone else made, and
+    are checked as `orch tune` checks its options (a bad one was a traceback, or raced by a rule nobody chose)."""
+    from orchestrator.errors import TuneResumeError
+    from orchestrator.tune.stored_tune import stored_request
+
+    row = {
+        "id": 7,
+        "recipe_path": str(RECIPE),
+        "build_name": "b",
+        "variables": {"vars_values": {}, "workload_values": {"None": {}}, "overrides": ["draft_max=4"]},
+        "budget": {"runs": 40, "seconds": None},
+        "rules": {"alpha": 0.05, "min_runs": 3, "max_runs": 10},
+        "workloads": [None],
+    }
+    request, files, _ = stored_request(row, tmp_path / "r.duckdb")
+    assert request.budget.runs == 40 and request.overrides == ("draft_max=4",) and files == [None]
+    edit(row)
+    with pytest.raises(TuneResumeError, match=rf"tune 7: its stored settings do not read \(\w+: .*{re.escape(said)}"):
+        stored_request(row, tmp_path / "r.duckdb")
