@@ -26,6 +26,7 @@ from typing import Any
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)  # as gguf's reader: version 1 used 32-bit counts and is long gone
 STRING, ARRAY = 8, 9
+MAX_ARRAY_DEPTH = 16  # arrays within arrays: llama.cpp's own files hold none nested
 SCALAR_FORMATS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 DECODE_LIMIT = 1024  # arrays up to this many elements are decoded into lists (per-layer values, small tags)
 
@@ -186,7 +187,9 @@ class _Parser:
         digest = hashlib.sha256(self.buf[start : self.pos]).hexdigest() if self.hash_arrays else None
         return ArraySpan(item_type, count, start, self.pos, digest)
 
-    def _skip(self, item_type: int, count: int) -> None:
+    def _skip(self, item_type: int, count: int, depth: int = 1) -> None:
+        if depth > MAX_ARRAY_DEPTH:  # a file is data: 10,000 nested arrays overflowed Python's stack
+            raise GGUFFormatError(f"arrays nested more than {MAX_ARRAY_DEPTH} deep at byte {self.pos}")
         if item_type in self.scalars:
             self.pos += count * self.scalars[item_type].size
         elif item_type == STRING:  # the hot loop: one unpack per token, nothing decoded
@@ -197,7 +200,7 @@ class _Parser:
         elif item_type == ARRAY:
             for _ in range(count):
                 inner_type, inner_count = self._unpack(self.u32), self._unpack(self.u64)
-                self._skip(inner_type, inner_count)
+                self._skip(inner_type, inner_count, depth + 1)
         else:
             raise GGUFFormatError(f"unknown array element type {item_type} at byte {self.pos}")
         if self.pos > self.size:

@@ -40,14 +40,14 @@ def parse_bench(stdout: str) -> list[dict]:
     if text.startswith("["):
         try:
             return list(json.loads(text))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: a saved file nested past Python's stack
             raise ParseError(f"llama-bench -o json output is not JSON: {exc}") from None
     tests = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
                 tests.append(json.loads(line))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise ParseError(f"llama-bench -o jsonl line {number} is not JSON: {exc}") from None
     return tests
 

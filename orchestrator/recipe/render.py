@@ -5,13 +5,17 @@ quotes or `;` lands in exactly one argv element and no shell ever sees it. An ex
 none would leave the flag before it without one (`--seed {{ none }} --x` made `--x` the seed), a boolean is no
 argument llama.cpp takes (`True`). Repetition (`'x' * n`, `[..] * n`, `**`) and a %-format's width or precision
 (`'%0999999999d' % 1`, the `format` filter) are checked before they are computed, and
-the rendered text is capped as it is generated: a recipe cannot make orch build a gigabyte before any flag check.
+the rendered text is capped as it is generated: a recipe cannot make orch build a gigabyte before any flag check,
+and a render stops after RENDER_LIMIT_S (loops within loops that print nothing).
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
+import signal
+import threading
 
 import jinja2
 import jinja2.sandbox
@@ -23,6 +27,7 @@ PLACEHOLDER = "\x00{}\x00"
 PLACEHOLDER_RE = re.compile(r"\x00(\d+)\x00")
 FLAG_HEAD_RE = re.compile(r"--?[\w-]+=")  # `--model=` in `--model={{ models }}/{{ target }}`
 MAX_RENDERED = 1 << 20  # characters of a rendered command line, its values included (a long prompt is a file)
+RENDER_LIMIT_S = 5.0  # one arm's command line renders in milliseconds; a recipe that takes seconds loops in loops
 MAX_POWER_BITS = 1 << 16  # a result of ** above this many bits is no count a flag takes
 # a %-format's field: "%%" (a percent sign), or its width and precision, each a number or * (taken from the args)
 PERCENT_FIELD_RE = re.compile(r"%%|%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?")
@@ -115,7 +120,8 @@ def render_argv(template: jinja2.Template, values: list[str], context: dict, pat
     """Render with `values` (the list the environment's finalize appends to) and split into argv."""
     values.clear()
     try:
-        text = _bounded(template.generate(context))
+        with _time_limit(RENDER_LIMIT_S):
+            text = _bounded(template.generate(context))
     except _Refused as exc:
         raise RecipeError(f"{path}: {exc}") from None
     except jinja2.sandbox.SecurityError as exc:
@@ -139,6 +145,26 @@ def render_argv(template: jinja2.Template, values: list[str], context: dict, pat
     if not argv:
         raise RecipeError(f"{path}: the recipe renders to an empty command line")
     return argv, literal
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Stop a render that runs past `seconds` (loops within loops that print nothing: no output cap sees them) with
+    _Refused, from an interval timer; where it cannot be set (a thread other than the main one), no limit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _Refused(f"rendering took more than {seconds:g} s (loops within loops?): a recipe renders at once")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _bounded(chunks) -> str:

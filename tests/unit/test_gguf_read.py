@@ -152,3 +152,19 @@ def test_type_tables_match_the_gguf_package():
     for member in gguf.LlamaFileType:
         assert ggml_types.file_type_name(member.value) == member.name.removeprefix("MOSTLY_").removeprefix("ALL_")
     assert ggml_types.tensor_type(9999) is None and ggml_types.tensor_type_by_name("q9_9") is None
+
+
+def test_arrays_nested_past_the_bound_are_a_format_error_not_a_recursion(tmp_path):
+    """10,000 arrays each holding the next overflowed Python's stack (RecursionError, a traceback)."""
+    from orchestrator.models.gguf_read import MAX_ARRAY_DEPTH
+
+    def nested(levels: int) -> bytes:
+        return struct.pack("<IQ", 9, 1) * (levels - 1) + struct.pack("<IQ", 4, 0)  # arrays down to an empty uint32[]
+
+    path = tmp_path / "deep.gguf"
+    kv = struct.pack("<Q", 1) + b"k" + struct.pack("<I", 9)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv + nested(10_000))
+    with pytest.raises(GGUFFormatError, match=f"arrays nested more than {MAX_ARRAY_DEPTH} deep"):
+        read_header(path)
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv + nested(MAX_ARRAY_DEPTH))
+    assert "k" in read_header(path).fields  # as deep as the bound: read

@@ -213,3 +213,13 @@ def test_a_point_is_dominated_only_where_the_intervals_say_so():
     assert pareto_front([q8, slow]) == [0]
     unknown = (0.010, None, None, 40.0, None, None)  # no intervals: its values, as before
     assert pareto_front([q8, unknown]) == [0]
+
+
+def test_bench_output_nested_past_the_stack_is_a_parse_error():
+    """A saved llama-bench file (`orch parse`) is data: 5,000 nested arrays were a RecursionError traceback."""
+    from orchestrator.errors import ParseError
+    from orchestrator.parse.bench import parse_bench
+
+    for text in ("[" * 5000 + "]" * 5000, '{"a": ' * 5000 + "1" + "}" * 5000):
+        with pytest.raises(ParseError, match="is not JSON"):
+            parse_bench(text)

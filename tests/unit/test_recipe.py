@@ -1,6 +1,7 @@
 """Recipe rendering: variable layers, strictness, argv safety, metadata, and the shipped recipes."""
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,15 @@ def test_a_recipe_sets_its_own_warm_up_and_the_run_options_may_replace_it(tmp_pa
     assert loaded.warmup == 2 and RunOptions().warmup_for(loaded) == 2 and RunOptions(warmup=0).warmup_for(loaded) == 0
     path.write_text("/bin/tool -n {{ n_predict }}")
     assert recipe.load(path, builtins=BUILTINS).warmup == 0
+
+
+def test_a_render_that_loops_in_loops_stops_at_its_time_limit(tmp_path, monkeypatch):
+    """Loops within loops that print nothing pass every output and repetition bound and hung orch for ever."""
+    from orchestrator.recipe import render
+
+    monkeypatch.setattr(render, "RENDER_LIMIT_S", 0.5)
+    path = tmp_path / "r.j2"
+    path.write_text("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}x")
+    with pytest.raises(RecipeError, match=r"rendering took more than 0.5 s \(loops within loops\?\)"):
+        recipe.load(path, builtins=BUILTINS)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the timer is off again
