@@ -47,3 +47,17 @@ def model_catalogue() -> Path | None:
     """A TOML file of packaged models read after orch's own catalogue ($ORCH_MODEL_CATALOGUE), or None."""
     env = os.environ.get("ORCH_MODEL_CATALOGUE")
     return Path(env).expanduser().absolute() if env else None
+
+
+BUSY_PCT = 10.0  # other processes above this share of all cores during a run: it was measured beside other work
+
+
+def busy_pct() -> float:
+    """$ORCH_BUSY_PCT, else BUSY_PCT: the share of the machine (percent of all cores) other processes may use during
+    a run before orch warns (busy_machine) and `orch run --wait-quiet` waits. A value that is no percentage: the
+    default."""
+    try:
+        value = float(os.environ.get("ORCH_BUSY_PCT", BUSY_PCT))
+    except ValueError:
+        return BUSY_PCT
+    return value if 0 <= value <= 100 else BUSY_PCT

@@ -54,6 +54,7 @@ def both(rows: list[dict]) -> tuple[str, str]:
         + ([f"{_names(skipped)} skipped"] if skipped else [])
         + ([f"{_names([r['arm'] for r in on_loops])} measured on text that loops"] if on_loops else [])
         + [f"{r['arm']}'s text differs from its control's {differs_at(r)}" for r in rows if _differs(r)]
+        + ([f"{_busy(rows)} measured beside other work: intervals not to be trusted"] if _busy(rows) else [])
     )
     return (
         said + (" " + " ".join(notes) if notes else ""),
@@ -231,8 +232,18 @@ def _notes(rows: list[dict]) -> list[str]:
         _listed("Failed:", failed),
         _listed("Skipped:", skipped),
         _listed("Warnings:", noisy),
+        f"Measured beside other work: {_busy(rows)} (other programs used the machine during their runs, "
+        f"busy_machine): their intervals are not to be trusted; measure alone."
+        if _busy(rows)
+        else None,
     ]
     return [note for note in notes if note]
+
+
+def _busy(rows: list[dict]) -> str:
+    """The arms measured beside other work (warning busy_machine), named; "" where none was."""
+    busy = [r["arm"] for r in rows if "busy_machine" in (r["warnings"] or "").split(",")]
+    return _names(busy) if busy else ""
 
 
 def _builds(rows: list[dict]) -> list[str]:

@@ -238,6 +238,24 @@ OUTSIDE_PREDICTION = WarningKind(
         "probe again alone (`orch probe --again`): a probe or a sweep beside other work is noise."
     ),
 )
+BUSY_MACHINE = WarningKind(
+    "busy_machine",
+    "other programs used {pct:.0f}% of the machine during its runs ({busiest}): its speed was measured beside "
+    "other work, so its intervals are not to be trusted; measure alone (stop the other work, or wait for it with "
+    "`orch run --wait-quiet`)",
+    gist="measured beside other work: other programs used the CPU",
+    rule=(
+        "in one of the arm's ok runs, the host's other processes (every one but orch and the run it measures) used "
+        "more than 10% of all the machine's cores (ORCH_BUSY_PCT sets the share), counted from every process's CPU "
+        "time before and after the run (machine/host_load.py). llama.cpp's threads spin: beside another busy "
+        "program a run loses speed in bursts, and its interval widens or lies."
+    ),
+    action=(
+        "Measure alone: stop the other work, or start the sweep with `orch run --wait-quiet` (it waits until the "
+        "other processes use less than that share); then run the arm again. Its figures, until then, describe a "
+        "shared machine."
+    ),
+)
 WARNING_KINDS = (
     HIGH_CV,
     BIMODAL,
@@ -251,6 +269,7 @@ WARNING_KINDS = (
     DEGENERATE_LOOP,
     UNEQUAL_TOKENS,
     BOUND_EXCEEDED,
+    BUSY_MACHINE,
     OUTSIDE_PREDICTION,
 )
 ACCEPT_LEN_OFF = 0.05  # the logged mean acceptance length this far from the predicted: the acceptance was off

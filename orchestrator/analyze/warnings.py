@@ -21,6 +21,7 @@ from orchestrator.analyze.warning_kinds import (
     BELOW_BREAK_EVEN,
     BIMODAL,
     BOUND_EXCEEDED,
+    BUSY_MACHINE,
     CV_LIMIT,
     DEGENERATE_LOOP,
     FULL_ACCEPTANCE_SLOWDOWN,
@@ -38,6 +39,7 @@ from orchestrator.analyze.warning_kinds import (
     StatWarning,
     WarningKind,
 )
+from orchestrator.config import BUSY_PCT
 from orchestrator.parse import repetition
 
 
@@ -79,6 +81,9 @@ class ArmFacts:
     roofline_pct: float | None = None  # target passes as a share of the bandwidth bound, in percent
     bound_tps: float | None = None
     bound_label: str | None = None
+    others_cpu_pct: float | None = None  # the most other processes used of the machine in one of its ok runs, %
+    busiest_other: str | None = None  # ... and the busiest of them then
+    busy_pct: float = BUSY_PCT  # above this share, the runs were measured beside other work
 
     @cached_property
     def clean_runs(self) -> list[float]:
@@ -187,6 +192,13 @@ def _bound_exceeded(facts: ArmFacts) -> str | None:
     )
 
 
+def _busy_machine(facts: ArmFacts) -> str | None:
+    if facts.others_cpu_pct is None or facts.others_cpu_pct <= facts.busy_pct:
+        return None
+    busiest = f"the busiest: {facts.busiest_other}" if facts.busiest_other else "no one process stood out"
+    return BUSY_MACHINE.template.format(pct=facts.others_cpu_pct, busiest=busiest)
+
+
 # In the order the warnings are listed (analyze/warning_kinds.WARNING_KINDS); OUTSIDE_PREDICTION is judged apart,
 # once the predictions stored before the sweep are read (outside_prediction below).
 RULES: tuple[tuple[WarningKind, Callable[[ArmFacts], str | None]], ...] = (
@@ -202,6 +214,7 @@ RULES: tuple[tuple[WarningKind, Callable[[ArmFacts], str | None]], ...] = (
     (DEGENERATE_LOOP, _degenerate_loop),
     (UNEQUAL_TOKENS, _unequal_tokens),
     (BOUND_EXCEEDED, _bound_exceeded),
+    (BUSY_MACHINE, _busy_machine),
 )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from orchestrator import tables
+from orchestrator import config, tables
 from orchestrator.analyze import summaries
 from orchestrator.analyze.summaries.draw import summary_text
 from orchestrator.build.on_disk import default_build, runnable
@@ -16,6 +16,7 @@ from orchestrator.cli.group import Finite, arm_choice, db_option, main, recipe_o
 from orchestrator.cluster import executor as ray_executor
 from orchestrator.cluster.executor import RayOptions, require_ray
 from orchestrator.errors import InvalidOption
+from orchestrator.machine import host_load
 from orchestrator.parse.modes import mode_of
 from orchestrator.recipe import set_lists
 from orchestrator.recipe.plan import read_recipe
@@ -128,6 +129,16 @@ from orchestrator.run import predictions, prepare, recipe_run
     help="Run the whole sweep once on every selected node, one sweep per "
     "node (--executor ray): the same recipe on each machine, for `orch compare --base-host --head-host`.",
 )
+@click.option(
+    "--wait-quiet",
+    type=click.FloatRange(0, 86400),
+    is_flag=False,
+    flag_value=300.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Before the first run, wait (up to SECONDS; 300 when none is given) until other programs use at most "
+    "ORCH_BUSY_PCT (10%) of the machine, and say so; past it, measure anyway (busy_machine names the arms).",
+)
 @db_option
 def run_command(
     recipe_path,
@@ -152,6 +163,7 @@ def run_command(
     hosts,
     each_host,
     arm_patterns,
+    wait_quiet,
     db,
 ):
     """Run a recipe's arms on a build and store them.
@@ -198,10 +210,12 @@ def run_command(
         repeat_given=repeat is not None,
         predict=not no_predict,
     )
-    run_recipe(request, options, ray, dry_run=dry_run, as_json=as_json, summary=not no_summary)
+    run_recipe(request, options, ray, dry_run=dry_run, as_json=as_json, summary=not no_summary, wait_quiet=wait_quiet)
 
 
-def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: bool) -> None:
+def run_recipe(
+    request, options, ray, *, dry_run: bool, as_json: bool, summary: bool, wait_quiet: float | None = None
+) -> None:
     """The recipe prepared (the default build named first when none was given), then its arms printed (--dry-run)
     or run here or on Ray, once per combination of --set lists (recipe/set_lists.py), and the summary of the sweeps
     it stored."""
@@ -221,6 +235,8 @@ def run_recipe(request, options, ray, *, dry_run: bool, as_json: bool, summary: 
             for p, items in zip(prepared, listed):
                 _dry_run_text(p, items)
         return
+    if wait_quiet is not None:  # every check passed: what is left is to measure, alone
+        host_load.wait_quiet(wait_quiet, config.busy_pct(), lambda line: click.echo(tables.fill(line), err=True))
     results = []
     for one in prepared:
         results += _run(one, options, ray)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.machine import nvml, roofline, telemetry
+from orchestrator.machine import host_load, nvml, roofline, telemetry
 from orchestrator.run.prepare import PreparedArm
 from orchestrator.store import figures
 
@@ -22,6 +22,11 @@ class MeasurementSettings:
         # sampler, on a fresh Ray worker, it let a short run end before its t=0 row was taken.
         if self.telemetry_interval:
             nvml.available()
+
+    def host_snapshot(self) -> host_load.Snapshot | None:
+        """Every process's CPU times before a run (host_load): what the others used is told after; None when
+        telemetry is off (nothing is read beside the child then)."""
+        return host_load.snapshot() if self.telemetry_interval else None
 
     def sampler(self, pid: int) -> telemetry.Sampler | None:
         """The run's one telemetry sampler; None when telemetry is off (nothing polls beside the child then)."""

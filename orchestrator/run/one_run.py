@@ -16,7 +16,7 @@ from pathlib import Path
 
 from orchestrator import json_text, parse, proc, store
 from orchestrator.build.finished import Build
-from orchestrator.machine import telemetry
+from orchestrator.machine import host_load, telemetry
 from orchestrator.parse.modes import Mode, mode_of
 from orchestrator.recipe import control, dialect, schedule
 from orchestrator.recipe.plan import Plan
@@ -145,6 +145,7 @@ def run_cli_slot(inputs: RunInputs, timeout: float | None) -> tuple[RunRecord, s
     row, folder = inputs.begin(p.arm.params)
     out, err = folder / "stdout", folder / "stderr"
     samplers = []
+    before = inputs.measuring.host_snapshot()
     try:
         res = proc.run(
             p.executed,
@@ -179,7 +180,7 @@ def run_cli_slot(inputs: RunInputs, timeout: float | None) -> tuple[RunRecord, s
             "wall_s": res.wall_s,
             "peak_rss_bytes": res.peak_rss_bytes,
             "cpu_s": res.cpu_s,
-            "telemetry": telemetry_summary(samples),
+            "telemetry": telemetry_summary(samples, host_load.others_since(before) if before else None),
             "ended_at": store.utcnow(),
         },
         logs,
@@ -231,9 +232,12 @@ def _read_run(
     return None, None, parsed
 
 
-def telemetry_summary(samples: list) -> str | None:
-    """The run's telemetry summary as JSON text (None when telemetry is off)."""
-    return json.dumps(telemetry.summarize(samples), default=str) if samples else None
+def telemetry_summary(samples: list, others: host_load.Others | None = None) -> str | None:
+    """The run's telemetry summary as JSON text, with what the host's other processes used meanwhile (None when
+    telemetry is off)."""
+    if not samples:
+        return None
+    return json.dumps({**telemetry.summarize(samples), **(others.to_dict() if others else {})}, default=str)
 
 
 def remove_folder(record: RunRecord) -> None:

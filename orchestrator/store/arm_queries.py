@@ -35,7 +35,10 @@ WITH picked AS (
            m.decode_tps, m.acceptance, m.draft_per_generated, m.encode_tps, m.n_drafted, m.n_accepted,
            m.mean_accept_len, m.accept_rate_per_pos, m.seq_acceptance, m.seq_acceptance_low, m.seq_acceptance_high,
            m.outputs_differ, m.outputs_compared, m.first_diff_char, m.first_diff_token, m.first_diff_margin,
-           m.first_diff_top_two, m.n_generated, m.loop_share, m.degenerate_loop
+           m.first_diff_top_two, m.n_generated, m.loop_share, m.degenerate_loop,
+           -- what the host's other processes used during the run (machine/host_load), kept with its telemetry
+           TRY_CAST(json_extract_string(r.telemetry, '$.others_cpu_pct') AS DOUBLE) AS others_cpu_pct,
+           json_extract_string(r.telemetry, '$.busiest_other') AS busiest_other
     FROM measured_runs r LEFT JOIN metrics m ON m.run_id = r.id
     WHERE r.sweep_id IN (SELECT unnest($ids::INTEGER[]))),
 -- each arm's first attempt: its place in the tables (an attempt retried later, under load, keeps it)
@@ -89,7 +92,10 @@ arms AS (
            arg_min(first_diff_top_two, first_diff_char) FILTER ({_OK}) AS first_diff_top_two,
            -- generated tokens, and runs whose generated text loops (store/loops.py)
            min(n_generated) FILTER ({_OK}) AS generated_min, max(n_generated) FILTER ({_OK}) AS generated_max,
-           count(*) FILTER ({_OK} AND degenerate_loop) AS looped, max(loop_share) FILTER ({_OK}) AS loop_share
+           count(*) FILTER ({_OK} AND degenerate_loop) AS looped, max(loop_share) FILTER ({_OK}) AS loop_share,
+           -- the busiest run's share of the machine that other programs took, and who took most of it
+           max(others_cpu_pct) FILTER ({_OK}) AS others_cpu_pct,
+           arg_max(busiest_other, others_cpu_pct) FILTER ({_OK}) AS busiest_other
     FROM picked GROUP BY sweep_id, arm),
 run_values AS (  -- the runs' speeds in the order they ran, only for arms where a rule reads them (a slow first run
     -- from 3, bimodality from 4, outliers from 5)
@@ -164,7 +170,8 @@ SELECT a.sweep_id AS sweep, s.recipe, coalesce(fb.name, s.build) AS build, s.hos
        -- a GPU decoded: the arm's build is a CUDA build, on a machine whose stored environment lists a GPU
        coalesce(coalesce(fb.backend, s.backend) = 'cuda' AND s.gpu_listed, false) AS used_gpu, a.outputs_compared,
        a.outputs_differ, a.first_diff_char, a.first_diff_token, a.first_diff_margin, a.first_diff_top_two,
-       a.generated_min, a.generated_max, a.looped, a.loop_share, p.n_ref AS ref_pairs,
+       a.generated_min, a.generated_max, a.looped, a.loop_share, a.others_cpu_pct, a.busiest_other,
+       p.n_ref AS ref_pairs,
        coalesce(p.unequal_pairs, 0) AS unequal_pairs, p.unequal_min, p.unequal_max, p.unequal_ref_min,
        p.unequal_ref_max,
        -- the moments the intervals come from: decode tok/s's logs, and the log ratios paired with the reference

@@ -175,6 +175,7 @@ def test_warning_kinds_are_a_fixed_set_that_names_what_helps():
         "degenerate_loop",
         "unequal_tokens",
         "bound_exceeded",
+        "busy_machine",
         "outside_prediction",
     ]
     assert (
@@ -348,3 +349,11 @@ def test_a_first_run_far_slower_than_the_rest_hints_at_a_warm_up():
     assert "--warmup 1" in hint.message and '"warmup": 1' in hint.message
     for runs in ([9.0, 40.0], [30.0, 40.0, 42.0], [40.0, 9.0, 42.0]):
         assert "slow_first_run" not in codes(warned(runs)), runs
+
+
+def test_a_run_beside_other_work_is_warned_of_by_its_share_and_busiest():
+    assert warned([50.0, 51.0], others_cpu_pct=8.0, busy_pct=10.0) == []
+    [found] = warned([50.0, 51.0], others_cpu_pct=35.0, busiest_other="python3 (pid 9), 33% of the machine")
+    assert found.code == "busy_machine" and found.message.startswith("other programs used 35% of the machine")
+    assert "the busiest: python3 (pid 9), 33% of the machine" in found.message and "--wait-quiet" in found.message
+    assert warned([50.0, 51.0], others_cpu_pct=35.0, busy_pct=100.0) == []  # ORCH_BUSY_PCT=100: never

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from itertools import groupby
 
-from orchestrator import tables
+from orchestrator import config, tables
 from orchestrator.analyze import costs, glossary, quality, stats, time_split, warnings
 from orchestrator.store import db, queries
 
@@ -204,6 +204,9 @@ def _facts(row: dict, sweep_break_even: float | None) -> warnings.ArmFacts:
         roofline_pct=row["roofline_pct"],
         bound_tps=row["bound_tps"],
         bound_label=row["bound_label"],
+        others_cpu_pct=row["others_cpu_pct"],
+        busiest_other=row["busiest_other"],
+        busy_pct=config.busy_pct(),
     )
 
 
