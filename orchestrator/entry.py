@@ -17,7 +17,7 @@ def main() -> None:
         sys.exit(130)
 
     try:
-        with stops.on_signals():
+        with stops.on_signals(leaving=True):  # the command over, a signal cannot end Python's shutdown
             stops.hold_stops_in_native_imports()
             try:
                 from orchestrator.cli import main as cli

@@ -80,9 +80,10 @@ _active: list[_Stopper] = []
 
 
 @contextmanager
-def on_signals() -> Iterator[_Stopper]:
+def on_signals(leaving: bool = False) -> Iterator[_Stopper]:
     """Within: SIGINT, SIGTERM and SIGHUP raise one KeyboardInterrupt; later ones are acknowledged, not raised.
-    After a stop they stay ignored: orch is on its way out."""
+    After a stop they stay ignored: orch is on its way out. `leaving` (the console script's block, entry.py): they
+    stay ignored after it whatever happened, so none lands between this block's end and Python's."""
     global _first
     if not _active:  # the outermost: a new command, whatever an earlier one in this process received
         _first = None
@@ -112,7 +113,7 @@ def on_signals() -> Iterator[_Stopper]:
             # handlers while it finalizes, and a second Ctrl-C then would end orch by the default action (exit -2
             # instead of 130) after everything is stored.
             # Any stop, this block's or an inner one's (the entry point's block holds the command's).
-            signal.signal(sig, signal.SIG_IGN if stopper.first or _first else handler)
+            signal.signal(sig, signal.SIG_IGN if leaving or stopper.first or _first else handler)
 
 
 def check() -> None:

@@ -94,4 +94,6 @@ def test_resume_that_matches_no_sweep_is_an_error_not_a_new_sweep(orch_exe, env,
     res = orch_run(orch_exe, recipe_b, *args, "--set", "ctx=512", "--resume", "1", env=env)
     assert res.returncode == 21 and "ctx (4096 there, 512 here)" in one_error_line(res)
     assert db_rows(env, "SELECT id, status FROM sweeps") == [{"id": 1, "status": "done"}]
-    assert orch_run(orch_exe, recipe_b, *args, "--resume", env=env).returncode == 0  # the match still resumes
+    # the match is still found: whole, it has nothing to resume (and stays as it was)
+    res = orch_run(orch_exe, recipe_b, *args, "--resume", env=env)
+    assert res.returncode == 32 and "sweep 1 holds every run its 1 repeat(s) plan" in one_error_line(res)
