@@ -65,6 +65,7 @@ class RequestResult:
 
 
 TIMED_OUT = "timeout"
+MID_STREAM = "the run's time limit passed mid-stream"
 
 
 def complete(
@@ -102,7 +103,7 @@ def complete(
                 return result
     except (requests.RequestException, ValueError) as exc:
         if cut.is_set():  # the watchdog shut the socket under a waiting read: however that read failed
-            result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
+            result.status, result.error = TIMED_OUT, MID_STREAM
             return result
         if not isinstance(exc, requests.Timeout | requests.ConnectionError):
             result.error = f"{type(exc).__name__}: {exc}"[:500]
@@ -113,7 +114,7 @@ def complete(
         result.status, result.error = TIMED_OUT, f"no answer within the run's time limit ({exc})"[:500]
         return result
     if cut.is_set() and not result.timings:  # the watchdog ended the stream: no final chunk came in time
-        result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
+        result.status, result.error = TIMED_OUT, MID_STREAM
         return result
     result.wall_ms = (time.monotonic() - start) * 1000
     output = "".join(text)
@@ -130,7 +131,7 @@ def _read_stream(res, result: RequestResult, text: list[str], start: float, dead
     """The streamed chunks into result and text; False where the answer ended the request (its error, the deadline)."""
     for line in res.iter_lines():
         if deadline is not None and time.monotonic() > deadline:
-            result.status, result.error = TIMED_OUT, "the run's time limit passed mid-stream"
+            result.status, result.error = TIMED_OUT, MID_STREAM
             return False
         if not line.startswith(b"data: "):
             continue

@@ -180,7 +180,7 @@ def run_cli_slot(inputs: RunInputs, timeout: float | None) -> tuple[RunRecord, s
             "wall_s": res.wall_s,
             "peak_rss_bytes": res.peak_rss_bytes,
             "cpu_s": res.cpu_s,
-            "telemetry": telemetry_summary(samples, host_load.others_since(before) if before else None),
+            "telemetry": telemetry_summary(samples, before),
             "ended_at": store.utcnow(),
         },
         logs,
@@ -232,11 +232,12 @@ def _read_run(
     return None, None, parsed
 
 
-def telemetry_summary(samples: list, others: host_load.Others | None = None) -> str | None:
-    """The run's telemetry summary as JSON text, with what the host's other processes used meanwhile (None when
-    telemetry is off)."""
+def telemetry_summary(samples: list, since: host_load.Snapshot | None = None) -> str | None:
+    """The run's telemetry summary as JSON text, with what the host's other processes used since the snapshot taken
+    before it (None when telemetry is off)."""
     if not samples:
         return None
+    others = host_load.others_since(since) if since else None
     return json.dumps({**telemetry.summarize(samples), **(others.to_dict() if others else {})}, default=str)
 
 

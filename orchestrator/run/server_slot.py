@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from orchestrator import store
 from orchestrator.errors import ServerFailed
-from orchestrator.machine import host_load
 from orchestrator.parse.modes import request_params
 from orchestrator.parse.server import server_metrics
 from orchestrator.run import client, server_run
@@ -76,7 +75,7 @@ def run_server_slot(inputs: RunInputs, timeout: float | None, pool: server_run.S
             "failure_detail": f"{len(errors)} of {len(rows)} requests failed: {errors[0]['error']}" if errors else None,
             "wall_s": out.wall_s,
             "executed_argv": out.command,
-            "telemetry": telemetry_summary(out.samples, host_load.others_since(before) if before else None),
+            "telemetry": telemetry_summary(out.samples, before),
             "ended_at": store.utcnow(),
         },
         out.logs,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import duckdb
 
 from orchestrator.store.db import rows_as_dicts
-from orchestrator.store.figures import mode_is
-from orchestrator.store.queries import PLANNED_RUN, RUN_BUILD
+from orchestrator.store.figures import RUN_BUILD, mode_is
+from orchestrator.store.queries import PLANNED_RUN
 
 BENCH = mode_is("r.mode", "bench_tests")  # a bench test's speed: its prefill tok/s where it decodes none
 

@@ -24,6 +24,10 @@ import duckdb
 
 from orchestrator.parse import modes
 
+# A run's build (rb: its builds row), else its sweep's (a run stored before runs carried a build, or a build row
+# since removed). A crossed sweep (`orch run --build A,B`) holds runs of two builds: the sweep row names only the first.
+RUN_BUILD = "coalesce(rb.name, s.build_name)"
+RUN_UPSTREAM_COMMIT = "coalesce(rb.upstream_commit, s.upstream_commit)"
 # A server request's own rate as its build defines it (predicted_per_second: n / t before 2026, (n - 1) / t at
 # 0c1e57098, whose server counts the first token free); n / t only for a row without one.
 REQUEST_RATE = "coalesce(q.predicted_per_second, q.predicted_n / q.predicted_ms * 1000)"

@@ -16,7 +16,7 @@ from orchestrator.parse import METRIC_KEYS as METRIC_COLUMNS
 from orchestrator.store import schema
 from orchestrator.store.arm_queries import ARM_SUMMARY_SQL, arm_summaries  # noqa: F401 (the one entry point)
 from orchestrator.store.db import rows_as_dicts
-from orchestrator.store.figures import mode_is
+from orchestrator.store.figures import RUN_BUILD, RUN_UPSTREAM_COMMIT, mode_is
 from orchestrator.store.probes import predictions_of as arm_predictions  # noqa: F401 (the one entry point)
 from orchestrator.store.report_queries import (  # noqa: F401 (the one entry point)
     arm_draft_costs,
@@ -146,13 +146,12 @@ def done_slots(con: Con, sweep_id: int) -> dict[tuple[str, int], str]:
 
 # --- runs, one at a time ------------------------------------------------------------------------------------------
 
-RUN_BUILD = "coalesce(rb.name, s.build_name)"  # a run's build name (rb: its builds row), else its sweep's
 
 RECENT_RUNS_SQL = f"""
 SELECT * FROM (
     SELECT r.id AS run_id, r.sweep_id, r.arm, r.is_baseline, r.repeat_index, r.warmup, r.mode, r.status,
            r.failure_class, r.failure_detail, {RUN_BUILD} AS build_name,
-           coalesce(rb.upstream_commit, s.upstream_commit) AS upstream_commit, s.recipe_path, r.wall_s,
+           {RUN_UPSTREAM_COMMIT} AS upstream_commit, s.recipe_path, r.wall_s,
            r.peak_rss_bytes, r.cpu_s, m.draft_per_generated, {", ".join(f"m.{c}" for c in METRIC_COLUMNS)}
     FROM runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
          LEFT JOIN metrics m ON m.run_id = r.id

@@ -15,10 +15,6 @@ from orchestrator.hashing import sha256_text
 from orchestrator.store import figures
 from orchestrator.store.figures import PAIRED_WITH
 
-# A run's build (rb: its builds row), else its sweep's (a run stored before runs carried a build, or a build row
-# since removed). A crossed sweep (`orch run --build A,B`) holds runs of two builds: the sweep row names only the first.
-_RUN_BUILD_NAME = "coalesce(rb.name, s.build_name)"
-_RUN_UPSTREAM_COMMIT = "coalesce(rb.upstream_commit, s.upstream_commit)"
 # A run's generated tokens and generation time, read the same way for every tool: the speculative tools' end block
 # (`decoded N tokens`), else the speculative counter n_predict (server mode: the requests' predicted_n), else the
 # completion tool's eval runs; the time is tokens / decode_tps, so it is the very figure decode_tps was made from.
@@ -34,8 +30,8 @@ MEASURED_RUNS = """
     QUALIFY row_number() OVER (PARTITION BY sweep_id, arm, repeat_index ORDER BY id DESC) = 1"""
 
 RUN_SUMMARY = f"""
-    SELECT r.id AS run_id, r.sweep_id, s.recipe_path, {_RUN_BUILD_NAME} AS build_name,
-           {_RUN_UPSTREAM_COMMIT} AS upstream_commit, r.arm, r.is_baseline,
+    SELECT r.id AS run_id, r.sweep_id, s.recipe_path, {figures.RUN_BUILD} AS build_name,
+           {figures.RUN_UPSTREAM_COMMIT} AS upstream_commit, r.arm, r.is_baseline,
            r.repeat_index, r.mode, r.status, r.failure_class, m.decode_tps, m.encode_tps, m.acceptance,
            m.n_drafted, m.n_accepted, m.n_predict, m.draft_per_generated, m.mean_accept_len, r.wall_s,
            r.peak_rss_bytes, r.started_at
@@ -43,7 +39,7 @@ RUN_SUMMARY = f"""
          LEFT JOIN metrics m ON m.run_id = r.id"""
 
 ARM_SUMMARY = f"""
-    SELECT r.sweep_id, s.recipe_path, {_RUN_BUILD_NAME} AS build_name, {_RUN_UPSTREAM_COMMIT} AS upstream_commit,
+    SELECT r.sweep_id, s.recipe_path, {figures.RUN_BUILD} AS build_name, {figures.RUN_UPSTREAM_COMMIT} AS upstream_commit,
            r.arm, bool_or(r.is_baseline) AS is_baseline,
            count(*) AS runs, count(*) FILTER (WHERE r.status = 'ok') AS ok,
            avg(m.decode_tps) FILTER (WHERE r.status = 'ok') AS decode_tps,
@@ -56,7 +52,7 @@ ARM_SUMMARY = f"""
            string_agg(DISTINCT r.failure_class, ',') AS failure_classes
     FROM measured_runs r JOIN sweeps s ON s.id = r.sweep_id LEFT JOIN builds rb ON rb.id = r.build_id
          LEFT JOIN metrics m ON m.run_id = r.id
-    GROUP BY r.sweep_id, s.recipe_path, {_RUN_BUILD_NAME}, {_RUN_UPSTREAM_COMMIT}, r.arm"""
+    GROUP BY r.sweep_id, s.recipe_path, {figures.RUN_BUILD}, {figures.RUN_UPSTREAM_COMMIT}, r.arm"""
 
 # The samples speedups pair on: a CLI run is one sample keyed by repeat (prompt_id ''), a server run one sample per
 # ok request keyed by repeat and prompt, at the rate its build reported (a request without a positive rate is no

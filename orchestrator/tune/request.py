@@ -62,6 +62,9 @@ class TuneResult:
             ) from None
 
 
+LISTS_INSTEAD = "race values with --space, or run them with orch run --set"  # a tune's --set takes one value
+
+
 def workload_files(names: tuple[str, ...], recipe: Path) -> list[Path | None]:
     """Each --workload as a file: a path as given, else NAME.toml in the recipe's workloads/ folder."""
     if not names:

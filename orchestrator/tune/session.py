@@ -24,7 +24,7 @@ from orchestrator.run.recipe_run import RecipeRequest
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import answer, decisions, driver, race_settings, space, stored_tune
 from orchestrator.tune.decisions import Decision
-from orchestrator.tune.request import TuneRequest, TuneResult, as_overrides, workload_files, workload_key
+from orchestrator.tune.request import LISTS_INSTEAD, TuneRequest, TuneResult, as_overrides, workload_files, workload_key
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Checked:
 
 def check(request: TuneRequest) -> Checked:
     """Everything a tune needs, checked (build, space, candidates, the budget against one round); nothing stored."""
-    refuse_lists(request.overrides, "orch tune", "race values with --space, or run them with orch run --set")
+    refuse_lists(request.overrides, "orch tune", LISTS_INSTEAD)
     build = runnable_build(request.build_ref)
     files = workload_files(request.workloads, request.recipe)
     grids, source, notes = _space(request, build)

@@ -15,7 +15,7 @@ from orchestrator.recipe.set_lists import refuse_lists
 from orchestrator.store import tune_queries, tunes
 from orchestrator.tune import space
 from orchestrator.tune.race_settings import Budget
-from orchestrator.tune.request import TuneRequest, as_overrides, workload_key
+from orchestrator.tune.request import LISTS_INSTEAD, TuneRequest, as_overrides, workload_key
 from orchestrator.tune.rules import Rules
 
 
@@ -138,7 +138,7 @@ def stored_request(row: dict, db: Path) -> tuple[TuneRequest, list[Path | None],
             raise ValueError(f"timeout {request.timeout!r} is no time limit")
         if not all(isinstance(o, str) for o in request.overrides):
             raise ValueError(f"overrides {request.overrides!r} are not --set items")
-        refuse_lists(request.overrides, "orch tune", "a tune races one value per setting")  # as a fresh tune's
+        refuse_lists(request.overrides, "orch tune", LISTS_INSTEAD)  # as a fresh tune's
         parse_set(request.overrides)
         files = [Path(w) if w else None for w in row["workloads"]]
         values = given["workload_values"] if kept else {workload_key(f): read_vars(f) if f else {} for f in files}
